@@ -1,0 +1,411 @@
+"""The ``local`` target: an embedded GGUF model run by llama.cpp in-process.
+
+The default model is Qwen2.5-Coder-0.5B-Instruct (Q4_K_M, 491 MB), rebuilt
+from the ``[local]`` extra's part packages and verified by SHA-256 (see
+:mod:`fairpair.targets._gguf`). It needs no network and no API key, so a
+battery can be tried end to end on a laptop::
+
+    target:
+      kind: local
+      options: {model: qwen2.5-coder-0.5b, temperature: 0.7, max_tokens: 256}
+
+Backend: `xllamacpp <https://github.com/xorbitsai/xllamacpp>`_, a prebuilt
+llama.cpp binding. One model is loaded per process (lazily, on the first
+``generate``) and shared by every :class:`LocalTarget` that asks for the same
+file, context size and thread count, e.g. the target under test and a judge.
+Generation runs in a worker thread (the binding releases the GIL), one
+sequence at a time (``max_concurrency = 1``), so the event loop stays free.
+
+Reproducibility: every request carries an explicit seed (see
+:meth:`LocalTarget.seed_for`) and the server's prompt cache is switched off,
+so the same seed and messages give the same text whatever ran before. The
+samplers that fairpair does not expose are pinned to llama.cpp's defaults
+(``top_k=40``, ``min_p=0.05``) so that a new binding cannot change them
+silently; :meth:`LocalTarget.identity` records them all.
+
+Tools: a 0.5B model does not make reliable function calls (in our tests it
+answers with made-up ``<json>`` blocks instead of Qwen's ``<tool_call>``), so
+``request.tools`` is ignored and the model answers in text;
+``identity()["tools"]`` says so.
+
+Side effect of the binding: xllamacpp's ``Server`` also opens an HTTP endpoint
+on ``127.0.0.1`` (random port). fairpair never uses it; it is locked with a
+random API key that is never stored or shown, its web UI and slot endpoints
+are off, and CORS allows no origin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.metadata
+import os
+import secrets
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from fairpair.errors import FairpairError
+from fairpair.targets._base import ChatRequest, Completion, TargetError, Usage
+from fairpair.targets._gguf import (
+    DEFAULT_MODEL,
+    KNOWN_MODELS,
+    ensure_model,
+    file_sha256,
+    get_spec,
+    load_default_model_path,
+)
+
+__all__ = ["LocalOptions", "LocalTarget", "load_default_model_path"]
+
+BACKEND = "xllamacpp"
+_INSTALL_LINE = "pip install 'fairpair[local]'"
+# Samplers fairpair does not expose, pinned to llama.cpp's defaults.
+_PINNED_SAMPLING = {"top_k": 40, "min_p": 0.05}
+_SEED_SPACE = 2**32 - 1  # llama.cpp seeds are uint32; 0xFFFFFFFF means "random"
+
+
+def _default_threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return max(1, os.cpu_count() or 1)
+
+
+class LocalOptions(BaseModel):
+    """Options of the ``local`` target (unknown keys are errors).
+
+    Attributes
+    ----------
+    model:
+        A known model name (see :data:`fairpair.targets._gguf.KNOWN_MODELS`):
+        ``qwen2.5-coder-0.5b`` (default, the ``[local]`` extra) or
+        ``qwen2.5-coder-1.5b``. Ignored when ``model_path`` is given.
+    model_path:
+        Any GGUF file; its chat template is used. Hashed for the manifest, not
+        checked against a known hash.
+    temperature:
+        Sampling temperature, 0 to 2 (0 is greedy).
+    top_p:
+        Nucleus sampling mass, in (0, 1].
+    max_tokens:
+        Most tokens generated per answer.
+    seed:
+        Base seed mixed with each request's seed; ``None`` uses the request's
+        seed as is.
+    n_ctx:
+        Context size in tokens (prompt plus answer).
+    n_threads:
+        CPU threads for prompt processing and generation; defaults to the
+        cores this process may use.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = DEFAULT_MODEL
+    model_path: Path | None = None
+    temperature: float = Field(0.7, ge=0.0, le=2.0)
+    top_p: float = Field(0.95, gt=0.0, le=1.0)
+    max_tokens: int = Field(256, ge=1)
+    seed: int | None = None
+    n_ctx: int = Field(4096, ge=64)
+    n_threads: int = Field(default_factory=_default_threads, ge=1)
+
+    @field_validator("model")
+    @classmethod
+    def _known_model(cls, value: str) -> str:
+        if value not in KNOWN_MODELS:
+            raise ValueError(f"unknown model {value!r}; known models: {', '.join(sorted(KNOWN_MODELS))}"
+                             " (or give model_path: to a GGUF file)")
+        return value
+
+
+# --------------------------------------------------------------------------- model sharing
+
+
+@dataclass
+class _Loaded:
+    """One llama.cpp server in this process, shared by reference count."""
+
+    server: Any
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    users: int = 0
+
+
+_REGISTRY: dict[tuple[str, int, int], _Loaded] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def _import_backend() -> Any:
+    try:
+        import xllamacpp
+    except ImportError as exc:
+        raise FairpairError(
+            f"the local target needs the xllamacpp package ({exc})",
+            hint=f"install it with: {_INSTALL_LINE}",
+        ) from None
+    return xllamacpp
+
+
+def _backend_version() -> str | None:
+    try:
+        return importlib.metadata.version(BACKEND)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def backend_params(path: Path, *, n_ctx: int, n_threads: int) -> Any:
+    """xllamacpp ``CommonParams`` for one quiet, single-sequence, offline server.
+
+    Public so that the benchmark can drive the backend directly with the very
+    same settings.
+    """
+    xl = _import_backend()
+    params = xl.CommonParams()
+    params.model.path = str(path)
+    params.offline = True  # never reach for a model hub
+    params.n_ctx = n_ctx
+    params.n_parallel = 1
+    params.cpuparams.n_threads = n_threads
+    params.cpuparams_batch.n_threads = n_threads
+    params.verbosity = -1  # silence llama.cpp's own logging
+    params.use_jinja = True  # the GGUF's own chat template (ChatML for Qwen2.5)
+    # The binding also serves HTTP on 127.0.0.1: lock it and strip it down.
+    params.api_keys = [secrets.token_urlsafe(32)]
+    params.ui = False
+    params.endpoint_slots = False
+    params.endpoint_metrics = False
+    params.endpoint_props = False
+    params.cors_origins = ""
+    params.n_threads_http = 1
+    return params
+
+
+def _acquire(path: Path, n_ctx: int, n_threads: int) -> _Loaded:
+    key = (str(path), n_ctx, n_threads)
+    with _REGISTRY_LOCK:
+        loaded = _REGISTRY.get(key)
+        if loaded is None:
+            xl = _import_backend()
+            try:
+                server = xl.Server(backend_params(path, n_ctx=n_ctx, n_threads=n_threads))
+            except RuntimeError as exc:
+                raise FairpairError(
+                    f"llama.cpp could not load {path} ({exc})",
+                    hint="check that the file is a GGUF model and that n_ctx fits in memory",
+                ) from None
+            loaded = _REGISTRY[key] = _Loaded(server)
+        loaded.users += 1
+        return loaded
+
+
+def _release(path: Path, n_ctx: int, n_threads: int) -> None:
+    key = (str(path), n_ctx, n_threads)
+    with _REGISTRY_LOCK:
+        loaded = _REGISTRY.get(key)
+        if loaded is None:
+            return
+        loaded.users -= 1
+        if loaded.users <= 0:
+            del _REGISTRY[key]
+            with loaded.lock:  # wait for a generation still running in a worker thread
+                loaded.server = None
+
+
+# --------------------------------------------------------------------------- target
+
+
+class LocalTarget:
+    """A target backed by an embedded llama.cpp model.
+
+    Parameters
+    ----------
+    options:
+        The battery's ``target.options``; validated as :class:`LocalOptions`.
+    name:
+        The target's name in the manifest.
+
+    Raises
+    ------
+    FairpairError
+        Invalid options, an unknown model name, or a ``model_path`` that does
+        not exist. Missing packages, a failed hash check or an unloadable file
+        are reported the same way on the first :meth:`generate`.
+    """
+
+    max_concurrency: int | None = 1
+
+    def __init__(self, options: dict[str, Any] | None = None, *, name: str = "local") -> None:
+        try:
+            self.options = LocalOptions.model_validate(options or {})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            key = ".".join(str(part) for part in first["loc"]) or None
+            raise FairpairError(f"invalid local target options: {first['msg']}",
+                                key=f"options.{key}" if key else "options") from None
+        self.name = name
+        path = self.options.model_path
+        if path is not None:
+            path = path.expanduser()
+            if not path.is_file():
+                raise FairpairError(f"model_path {str(path)!r} is not a file", key="options.model_path")
+            self._spec = None
+            self._path: Path | None = path.resolve()
+            self.model = path.name
+        else:
+            self._spec = get_spec(self.options.model)
+            self._path = None
+            self.model = self._spec.name
+        self._sha256: str | None = self._spec.sha256 if self._spec else None
+        self._loaded: _Loaded | None = None
+        self._load_lock = threading.Lock()
+
+    # -- identity ----------------------------------------------------------------------
+
+    def identity(self) -> dict[str, Any]:
+        """What the manifest records: kind, model, file hash, backend, parameters."""
+        opts = self.options
+        if self._sha256 is None and self._path is not None:
+            self._sha256 = file_sha256(self._path)
+        return {
+            "kind": "local",
+            "name": self.name,
+            "model": self.model,
+            "model_title": self._spec.title if self._spec else None,
+            "model_source": self._spec.source if self._spec else str(self._path),
+            "sha256": self._sha256,
+            "backend": BACKEND,
+            "backend_version": _backend_version(),
+            "parameters": {
+                "temperature": opts.temperature,
+                "top_p": opts.top_p,
+                **_PINNED_SAMPLING,
+                "max_tokens": opts.max_tokens,
+                "seed": opts.seed,
+                "n_ctx": opts.n_ctx,
+                "n_threads": opts.n_threads,
+                "cache_prompt": False,
+            },
+            "tools": "ignored: the model answers in text only",
+        }
+
+    # -- loading -----------------------------------------------------------------------
+
+    def model_path(self) -> Path:
+        """The verified GGUF file (assembled into the cache on first call)."""
+        if self._path is None:
+            assert self._spec is not None
+            self._path = ensure_model(self._spec)
+        return self._path
+
+    def _ensure_loaded(self) -> _Loaded:
+        with self._load_lock:
+            if self._loaded is None:
+                self._loaded = _acquire(self.model_path(), self.options.n_ctx, self.options.n_threads)
+            return self._loaded
+
+    async def load(self) -> None:
+        """Assemble and load the model now instead of on the first :meth:`generate`."""
+        await asyncio.to_thread(self._ensure_loaded)
+
+    # -- generation --------------------------------------------------------------------
+
+    def seed_for(self, request: ChatRequest) -> int:
+        """The llama.cpp seed (0 .. 2**32-2) for ``request``.
+
+        The request's seed alone when ``options.seed`` is unset; the options'
+        seed alone when the request has none; both mixed through SHA-256
+        otherwise (so one base seed re-draws a whole run while repetitions
+        still differ); 0 when neither is set.
+        """
+        base, own = self.options.seed, request.seed
+        if base is None and own is None:
+            value = 0
+        elif base is None or own is None:
+            value = base if own is None else own
+        else:
+            digest = hashlib.sha256(f"{base}:{own}".encode()).digest()
+            value = int.from_bytes(digest[:8], "big")
+        return int(value) % _SEED_SPACE
+
+    def payload(self, request: ChatRequest) -> dict[str, Any]:
+        """The OpenAI-style body sent to llama.cpp's chat endpoint for ``request``."""
+        opts = self.options
+        return {
+            "messages": [dict(message) for message in request.messages],
+            "max_tokens": opts.max_tokens,
+            "temperature": opts.temperature,
+            "top_p": opts.top_p,
+            **_PINNED_SAMPLING,
+            "seed": self.seed_for(request),
+            "cache_prompt": False,
+            "stream": False,
+        }
+
+    def generate_sync(self, request: ChatRequest) -> Completion:
+        """Blocking :meth:`generate`, for callers without an event loop."""
+        body = self.payload(request)
+        loaded = self._ensure_loaded()
+        with loaded.lock:
+            if loaded.server is None:
+                raise TargetError(f"local target {self.name!r} is closed")
+            try:
+                result = loaded.server.handle_chat_completions(body)
+            except Exception as exc:  # the binding raises plain exceptions on bad input
+                raise TargetError(f"llama.cpp failed: {exc}") from exc
+        return self._completion(result)
+
+    async def generate(self, request: ChatRequest) -> Completion:
+        """Answer ``request`` in a worker thread.
+
+        Raises
+        ------
+        TargetError
+            ``retryable=False``: the prompt does not fit in ``n_ctx`` or
+            llama.cpp rejected the request.
+        FairpairError
+            On first use: missing ``[local]`` extra, hash mismatch, unloadable file.
+        """
+        return await asyncio.to_thread(self.generate_sync, request)
+
+    def _completion(self, result: Any) -> Completion:
+        if not isinstance(result, dict):
+            raise TargetError(f"llama.cpp returned {type(result).__name__}, expected a JSON object")
+        if "error" in result:
+            error = result["error"]
+            message = error.get("message", str(error)) if isinstance(error, dict) else str(error)
+            status = error.get("code") if isinstance(error, dict) else None
+            raise TargetError(f"llama.cpp: {message}", retryable=False,
+                              status=status if isinstance(status, int) else None)
+        try:
+            choice = result["choices"][0]
+            text = choice["message"].get("content") or ""
+        except (KeyError, IndexError, TypeError, AttributeError) as exc:
+            raise TargetError(f"llama.cpp returned an unexpected answer: {str(result)[:200]}") from exc
+        usage = result.get("usage") or {}
+        return Completion(
+            text=text,
+            usage=Usage(prompt_tokens=usage.get("prompt_tokens"),
+                        completion_tokens=usage.get("completion_tokens")),
+            finish_reason=choice.get("finish_reason"),
+            model=self.model,
+            system_fingerprint=f"{BACKEND}-{_backend_version()}",
+        )
+
+    # -- closing -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release this target's hold on the shared model; the last holder frees it."""
+        with self._load_lock:
+            if self._loaded is not None and self._path is not None:
+                self._loaded = None
+                _release(self._path, self.options.n_ctx, self.options.n_threads)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
+
+    def __repr__(self) -> str:
+        return f"LocalTarget(name={self.name!r}, model={self.model!r})"
