@@ -1,0 +1,495 @@
+"""Load and validate a battery file.
+
+:func:`load_battery` reads YAML (with ``!include`` and a top-level
+``include:`` list of files merged underneath the main file), fills groups that
+name a built-in ``lexicon``, reads ``system_file`` prompts, validates against
+the strict schema and then checks what a schema cannot: a name in two groups of
+one attribute, too few variants, a slot no attribute fills, a design or
+comparison naming an attribute that does not exist. Every problem is a
+:class:`~fairpair.errors.BatteryError` with file, line and key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import typing
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from fairpair.battery._lexicons import lexicon_names, load_lexicon
+from fairpair.battery._schema import (
+    SLOT_RE, Attribute, Battery, CounterfactualDesign, CrossedDesign, TwoPartyDesign,
+)
+from fairpair.battery._yaml import Located, _dotted, load_yaml
+from fairpair.errors import BatteryError
+
+__all__ = ["LoadedBattery", "load_battery", "battery_hash"]
+
+
+@dataclass(frozen=True)
+class LoadedBattery:
+    """A validated battery, where it came from and its content hash."""
+
+    battery: Battery
+    path: Path
+    located: Located
+    sha256: str
+
+    @property
+    def files(self) -> list[Path]:
+        return self.located.files
+
+    def fail(self, message: str, path: tuple, hint: str | None = None) -> BatteryError:
+        file, line = self.located.where(path)
+        return BatteryError(message, file=file, line=line, key=_dotted(path), hint=hint)
+
+
+def battery_hash(battery: Battery) -> str:
+    """sha256 of the canonical JSON of the validated battery (includes resolved includes)."""
+    blob = json.dumps(battery.model_dump(mode="json"), sort_keys=True, ensure_ascii=False,
+                      separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def load_battery(path: str | Path) -> LoadedBattery:
+    """Read, validate and check a battery file.
+
+    Raises
+    ------
+    BatteryError
+        With file, line and key for every problem found (the first one).
+    """
+    path = Path(path)
+    if path.is_dir():
+        candidates = sorted(path.glob("*.yaml"))
+        hint = f"files here: {', '.join(p.name for p in candidates)}" if candidates else None
+        raise BatteryError("is a directory; give the battery YAML file", file=path, hint=hint)
+    located = load_yaml(path)
+    data = located.data
+    if not isinstance(data, dict):
+        raise BatteryError("a battery must be a YAML mapping (key: value)", file=path, line=1)
+    data = _merge_includes(data, path, located)
+    _resolve_lexicons(data, located)
+    _resolve_system_files(data, path, located)
+    try:
+        battery = Battery.model_validate(data)
+    except ValidationError as exc:
+        raise _to_battery_error(exc, data, located) from None
+    loaded = LoadedBattery(battery, path, located, battery_hash(battery))
+    _check(loaded)
+    return loaded
+
+
+# ---------------------------------------------------------------- includes
+
+
+def _merge_includes(data: dict, path: Path, located: Located) -> dict:
+    includes = data.pop("include", None)
+    if includes is None:
+        return data
+    if isinstance(includes, str):
+        includes = [includes]
+    if not isinstance(includes, list) or not all(isinstance(i, str) for i in includes):
+        file, line = located.where(("include",))
+        raise BatteryError("'include' takes a file path or a list of paths", file=file, line=line,
+                           key="include")
+    merged: dict = {}
+    for i, inc in enumerate(includes):
+        sub = load_yaml(path.parent / inc, _stack=(path.resolve(),),
+                        _origin=located.where(("include", i)))
+        if not isinstance(sub.data, dict):
+            file, line = located.where(("include", i))
+            raise BatteryError(f"included file {inc} must be a mapping", file=file, line=line,
+                               key=f"include[{i}]")
+        for p, pos in sub.lines.items():
+            located.lines.setdefault(p, pos)
+        located.files.extend(sub.files)
+        merged = _deep_merge(merged, sub.data)
+    return _deep_merge(merged, data)
+
+
+def _deep_merge(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def _resolve_lexicons(data: dict, located: Located) -> None:
+    attrs = data.get("attributes")
+    if not isinstance(attrs, dict):
+        return
+    for an, attr in attrs.items():
+        groups = attr.get("groups") if isinstance(attr, dict) else None
+        if not isinstance(groups, dict):
+            continue
+        for gn, group in groups.items():
+            if not isinstance(group, dict) or group.get("lexicon") is None:
+                continue
+            key = ("attributes", an, "groups", gn, "lexicon")
+            name = group["lexicon"]
+            if not isinstance(name, str):
+                continue  # the schema reports the type
+            try:
+                names = load_lexicon(name)
+            except KeyError:
+                file, line = located.where(key)
+                close = difflib.get_close_matches(name, lexicon_names(), n=1)
+                hint = f"did you mean '{close[0]}'?" if close else "run `fairpair lexicons` to list them"
+                raise BatteryError(f"unknown lexicon '{name}'", file=file, line=line,
+                                   key=_dotted(key), hint=hint) from None
+            take = group.get("take")
+            if isinstance(take, int) and take > 0:
+                names = names[:take]
+            explicit = group.get("variants") or []
+            group["variants"] = list(explicit) + [n for n in names if n not in explicit]
+
+
+def _resolve_system_files(data: dict, path: Path, located: Located) -> None:
+    templates = data.get("templates")
+    if not isinstance(templates, list):
+        return
+    for i, t in enumerate(templates):
+        if isinstance(t, dict) and isinstance(t.get("system_file"), str) and t.get("system") is None:
+            f = path.parent / t["system_file"]
+            try:
+                t["system"] = f.read_text(encoding="utf-8")
+            except OSError as exc:
+                file, line = located.where(("templates", i, "system_file"))
+                raise BatteryError(f"cannot read system prompt {f}: {exc.strerror}", file=file,
+                                   line=line, key=f"templates[{i}].system_file") from None
+            located.files.append(f)
+            del t["system_file"]
+
+
+# ---------------------------------------------------------------- errors
+
+
+def _to_battery_error(exc: ValidationError, data: Any, located: Located) -> BatteryError:
+    err = exc.errors()[0]
+    loc = tuple(err["loc"])
+    path, model = _data_path(loc, data)
+    file, line = located.where(path)
+    hint = None
+    if err["type"] == "extra_forbidden":
+        bad = str(path[-1])
+        allowed = sorted(model.model_fields) if model is not None else []
+        close = difflib.get_close_matches(bad, allowed, n=1, cutoff=0.6)
+        if close:
+            hint = f"did you mean '{close[0]}'?"
+        elif allowed:
+            hint = "allowed keys: " + ", ".join(allowed)
+        message = f"unknown key '{bad}'"
+    elif err["type"] == "missing":
+        message = f"missing required key '{path[-1] if path else loc[-1]}'"
+    elif err["type"] == "union_tag_invalid":
+        ctx = err.get("ctx", {})
+        message = f"unknown design kind {ctx.get('tag')!r}"
+        hint = f"allowed: {ctx.get('expected_tags')}"
+        tag = str(ctx.get("tag", "")).strip("'")
+        close = difflib.get_close_matches(tag, ["counterfactual", "crossed", "two_party", "baseline"], n=1)
+        if close:
+            hint = f"did you mean '{close[0]}'? ({hint})"
+        path = (*path, "kind")
+        file, line = located.where(path)
+    elif err["type"] == "literal_error":
+        message = f"{err['msg']} (got {err.get('input')!r})"
+    else:
+        message = err["msg"].removeprefix("Value error, ")
+        if err.get("input") is not None and err["type"].endswith("_type"):
+            message += f" (got {type(err['input']).__name__} {_short(err['input'])})"
+    more = len(exc.errors()) - 1
+    if more:
+        hint = (hint + "; " if hint else "") + f"{more} more problem(s) after this one"
+    return BatteryError(message, file=file, line=line, key=_dotted(path), hint=hint)
+
+
+def _short(v: Any) -> str:
+    s = repr(v)
+    return s if len(s) < 60 else s[:57] + "..."
+
+
+def _data_path(loc: tuple, data: Any) -> tuple[tuple, type[BaseModel] | None]:
+    """Map a pydantic error location to a data path, and the model that owns its last key."""
+    path: list = []
+    d = data
+    model: type[BaseModel] | None = Battery
+    ann: Any = Battery
+    for part in loc:
+        if isinstance(d, dict) and isinstance(part, str) and part not in d and d.get("kind") == part:
+            ann = _pick_union(ann, part)  # discriminated-union tag, not a key in the file
+            continue
+        if isinstance(d, dict) and part in d:
+            path.append(part)
+            d = d[part]
+        elif isinstance(d, list) and isinstance(part, int) and part < len(d):
+            path.append(part)
+            d = d[part]
+        elif isinstance(d, dict) and part not in d and isinstance(part, str) and ann is not None \
+                and _model_of(ann) is not None and part not in _model_of(ann).model_fields:
+            # union tag (e.g. 'counterfactual') or an extra key
+            if d.get("kind") == part:
+                ann = _pick_union(ann, part)
+                continue
+            path.append(part)
+            d = None
+            model = _model_of(ann)
+            ann = None
+            continue
+        else:
+            path.append(part)
+            d = None
+        model = _model_of(ann)
+        ann = _child_annotation(ann, part)
+    if path and ann is None and model is None:
+        model = None
+    return tuple(path), model if model is not None else None
+
+
+def _unwrap(ann: Any) -> Any:
+    while typing.get_origin(ann) is typing.Annotated:
+        ann = typing.get_args(ann)[0]
+    return ann
+
+
+def _model_of(ann: Any) -> type[BaseModel] | None:
+    ann = _unwrap(ann)
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return ann
+    return None
+
+
+def _pick_union(ann: Any, tag: str) -> Any:
+    ann = _unwrap(ann)
+    for a in typing.get_args(ann):
+        m = _model_of(a)
+        if m is not None and "kind" in m.model_fields:
+            args = typing.get_args(m.model_fields["kind"].annotation)
+            if tag in args:
+                return m
+    return ann
+
+
+def _child_annotation(ann: Any, part: Any) -> Any:
+    ann = _unwrap(ann)
+    m = _model_of(ann)
+    if m is not None:
+        f = m.model_fields.get(part) if isinstance(part, str) else None
+        return f.annotation if f is not None else None
+    origin = typing.get_origin(ann)
+    args = typing.get_args(ann)
+    if origin in (list, tuple) and args:
+        return args[0]
+    if origin is dict and len(args) == 2:
+        return args[1]
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        for a in args:
+            if _model_of(a) is not None:
+                return _child_annotation(a, part)
+            if typing.get_origin(_unwrap(a)) in (list, dict):
+                return _child_annotation(a, part)
+    return None
+
+
+# ---------------------------------------------------------------- semantic checks
+
+
+def fold(s: str) -> str:
+    """Accent- and case-insensitive key for duplicate detection."""
+    s = unicodedata.normalize("NFKD", s)
+    return "".join(c for c in s if not unicodedata.combining(c)).casefold().strip()
+
+
+def _check(lb: LoadedBattery) -> None:
+    b = lb.battery
+    attrs = b.attributes
+    # variants: non-empty, minimum, no value in two groups
+    for an, attr in attrs.items():
+        seen: dict[str, str] = {}
+        for gn, g in attr.groups.items():
+            gpath = ("attributes", an, "groups", gn)
+            if attr.signal == "writing_style":
+                if g.variants:
+                    raise lb.fail("a writing_style group declares 'transforms', not 'variants'",
+                                  (*gpath, "variants"))
+                continue
+            if not g.variants:
+                raise lb.fail(f"group '{gn}' has no variants (give 'variants' or a 'lexicon')", gpath)
+            if len(g.variants) < attr.min_variants:
+                raise lb.fail(
+                    f"group '{gn}' has {len(g.variants)} variant(s); this attribute requires at least "
+                    f"{attr.min_variants} (min_variants), so that no single value is measured", gpath)
+            for i, v in enumerate(g.variants):
+                if not v.strip():
+                    raise lb.fail("empty variant", (*gpath, "variants", i))
+                k = fold(v)
+                if k in seen and seen[k] != gn:
+                    raise lb.fail(f"'{v}' appears in two groups of '{an}': '{seen[k]}' and '{gn}'",
+                                  (*gpath, "variants"))
+                if k in seen:
+                    raise lb.fail(f"'{v}' appears twice in group '{gn}'", (*gpath, "variants"))
+                seen[k] = gn
+            if g.transforms:
+                raise lb.fail("'transforms' belong to a writing_style attribute", (*gpath, "transforms"))
+    # slots used by templates
+    known_slots = set(b.slots)
+    slot_owner = {}
+    for an, attr in attrs.items():
+        if attr.slot:
+            if attr.slot in slot_owner:
+                raise lb.fail(f"slot '{attr.slot}' is filled by both '{slot_owner[attr.slot]}' and '{an}'",
+                              ("attributes", an, "slot"))
+            slot_owner[attr.slot] = an
+    two_party_slots = set()
+    for d in b.designs:
+        if isinstance(d, TwoPartyDesign):
+            two_party_slots |= {d.sub_slot, d.res_slot}
+    template_ids = [t.id for t in b.templates]
+    dup = {t for t in template_ids if template_ids.count(t) > 1}
+    if dup:
+        i = template_ids.index(sorted(dup)[0])
+        raise lb.fail(f"template id '{sorted(dup)[0]}' is used twice", ("templates", i, "id"))
+    for i, t in enumerate(b.templates):
+        texts = [(("templates", i, "turns", j), s) for j, s in enumerate(t.turns)]
+        texts += [(("templates", i, "history", j, "content"), m.content) for j, m in enumerate(t.history)]
+        if t.system:
+            texts.append((("templates", i, "system"), t.system))
+        for j, s in enumerate(t.baseline_turns or []):
+            texts.append((("templates", i, "baseline_turns", j), s))
+        for p, text in texts:
+            for m in SLOT_RE.finditer(text):
+                s = m.group(1)
+                if s is None:
+                    continue
+                if s in t.slots or s in known_slots or s in slot_owner or s in two_party_slots:
+                    continue
+                cands = sorted(set(t.slots) | known_slots | set(slot_owner) | two_party_slots)
+                close = difflib.get_close_matches(s, cands, n=1)
+                raise lb.fail(f"slot '{{{s}}}' is not filled by any attribute or 'slots' entry", p,
+                              hint=f"did you mean '{{{close[0]}}}'?" if close else
+                              (f"known slots: {', '.join(cands)}" if cands else None))
+    # designs
+    for di, d in enumerate(b.designs):
+        dpath = ("designs", di)
+        names: list[tuple[str, tuple]] = []
+        if isinstance(d, CounterfactualDesign):
+            names = [(d.attribute, (*dpath, "attribute"))]
+        elif isinstance(d, CrossedDesign):
+            names = [(a, (*dpath, "attributes", k)) for k, a in enumerate(d.attributes)]
+        elif isinstance(d, TwoPartyDesign):
+            names = [(a, (*dpath, "axes", k)) for k, a in enumerate(d.axes)]
+        for a, p in names:
+            _need(lb, a, list(attrs), p, "attribute")
+        for k, tid in enumerate(d.templates or []):
+            _need(lb, tid, template_ids, (*dpath, "templates", k), "template")
+        if isinstance(d, CounterfactualDesign):
+            attr = attrs[d.attribute]
+            for k, g in enumerate(d.groups or []):
+                _need(lb, g, list(attr.groups), (*dpath, "groups", k), f"group of '{d.attribute}'")
+            chosen = d.groups or list(attr.groups)
+            if len(chosen) < 2:
+                raise lb.fail("a counterfactual design needs at least two groups", dpath)
+            _equal_variants(lb, attr, chosen, d.attribute, dpath)
+        if isinstance(d, CrossedDesign):
+            slots = [attrs[a].slot for a in d.attributes if attrs[a].slot]
+            if len(set(slots)) != len(slots):
+                raise lb.fail("crossed attributes must fill different slots (to cross origin and gender "
+                              "through one name, declare one attribute with groups per combination)",
+                              (*dpath, "attributes"))
+            for a in d.attributes:
+                _equal_variants(lb, attrs[a], list(attrs[a].groups), a, dpath)
+        if isinstance(d, TwoPartyDesign):
+            for a in d.axes:
+                if attrs[a].signal != "identity":
+                    raise lb.fail(f"two_party axes must be 'identity' attributes; '{a}' is "
+                                  f"'{attrs[a].signal}'", (*dpath, "axes"))
+    # templates must use the varied slot of counterfactual designs
+    for di, d in enumerate(b.designs):
+        if isinstance(d, (CounterfactualDesign, CrossedDesign)):
+            for a in ([d.attribute] if isinstance(d, CounterfactualDesign) else d.attributes):
+                attr = attrs[a]
+                if attr.signal == "writing_style" or not attr.slot:
+                    continue
+                for i, t in enumerate(b.templates):
+                    if d.templates and t.id not in d.templates:
+                        continue
+                    used = {m.group(1) for s in (*t.turns, t.system or "", *(h.content for h in t.history))
+                            for m in SLOT_RE.finditer(s) if m.group(1)}
+                    if attr.slot not in used and not attr.context_field:
+                        raise lb.fail(
+                            f"template '{t.id}' never uses slot '{{{attr.slot}}}', so design "
+                            f"'{b.design_id(di)}' would vary nothing in it", ("templates", i, "turns"),
+                            hint=f"add {{{attr.slot}}} to a turn, or list templates under designs[{di}].templates")
+    # the neutral value is needed wherever an attribute's slot appears but it is not varied
+    for an, attr in attrs.items():
+        if attr.slot and attr.neutral is None and attr.signal not in ("identity", "writing_style"):
+            varied_everywhere = all(
+                isinstance(d, CounterfactualDesign) and d.attribute == an
+                or isinstance(d, CrossedDesign) and an in d.attributes
+                for d in b.designs)
+            if not varied_everywhere:
+                raise lb.fail(f"attribute '{an}' needs a 'neutral' value for the designs that do not vary "
+                              f"it (e.g. the baseline)", ("attributes", an))
+    # targets, measures and comparisons
+    for name, spec in b.target_specs().items():
+        key = ("target",) if b.target is not None else ("targets", name)
+        _check_plugin(lb, "fairpair.targets", spec, key)
+    if b.judge is not None:
+        _check_plugin(lb, "fairpair.targets", b.judge, ("judge",))
+    for name, spec in b.measures.items():
+        _check_plugin(lb, "fairpair.measures", spec, ("measures", name))
+    for ci, c in enumerate(b.analysis.comparisons):
+        cpath = ("analysis", "comparisons", ci)
+        if b.measures:
+            _need(lb, c.measure, list(b.measures), (*cpath, "measure"), "measure")
+        _need(lb, c.attribute, list(attrs), (*cpath, "attribute"), "attribute")
+        groups = list(attrs[c.attribute].groups)
+        if c.groups != "all_pairs":
+            for k, g in enumerate(c.groups):
+                _need(lb, g, groups, (*cpath, "groups", k), f"group of '{c.attribute}'")
+        if c.reference is not None:
+            _need(lb, c.reference, groups, (*cpath, "reference"), f"group of '{c.attribute}'")
+        if c.design is not None:
+            _need(lb, c.design, [b.design_id(i) for i in range(len(b.designs))], (*cpath, "design"), "design")
+
+
+def _equal_variants(lb: LoadedBattery, attr: Attribute, groups: list[str], an: str, path: tuple) -> None:
+    if attr.signal == "writing_style":
+        return
+    counts = {g: len(attr.groups[g].variants) for g in groups}
+    if len(set(counts.values())) > 1:
+        raise lb.fail(
+            f"groups of '{an}' have different numbers of variants {counts}; pairs are formed by "
+            f"position within the group, so they must be equal", ("attributes", an, "groups"),
+            hint="use 'take: N' on lexicon groups or trim the lists")
+
+
+def _need(lb: LoadedBattery, name: str, allowed: list[str], path: tuple, what: str) -> None:
+    if name in allowed:
+        return
+    close = difflib.get_close_matches(name, allowed, n=1)
+    hint = f"did you mean '{close[0]}'?" if close else f"known: {', '.join(allowed) or '(none)'}"
+    raise lb.fail(f"unknown {what} '{name}'", path, hint=hint)
+
+
+def _check_plugin(lb: LoadedBattery, group: str, spec: Any, path: tuple) -> None:
+    from fairpair._plugins import PluginError, plugin_names, validate_options
+
+    try:
+        validate_options(group, spec.kind, spec.options())
+    except PluginError as exc:
+        if exc.unknown_kind:
+            close = difflib.get_close_matches(spec.kind, plugin_names(group), n=1)
+            raise lb.fail(str(exc), (*path, "kind"),
+                          hint=f"did you mean '{close[0]}'?" if close else
+                          f"known: {', '.join(plugin_names(group))}") from None
+        raise lb.fail(str(exc), (*path, *exc.key_path), hint=exc.hint) from None

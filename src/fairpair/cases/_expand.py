@@ -1,0 +1,294 @@
+"""Expansion of a battery into matched cases.
+
+The expansion is deterministic (same battery -> byte-identical
+``cases.jsonl``), streams (a generator, so a million cases never sit in memory
+at once) and records every exclusion with its reason and count in the
+expansion manifest: nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fairpair import __version__
+from fairpair.battery._load import LoadedBattery
+from fairpair.battery._schema import (
+    SLOT_RE, Attribute, BaselineDesign, Battery, CounterfactualDesign, CrossedDesign, Template,
+    TwoPartyDesign,
+)
+from fairpair.cases._case import Case
+from fairpair.cases._style import apply_transforms
+
+__all__ = ["Expansion", "expand", "fill_slots", "indefinite_article", "write_cases"]
+
+
+def fill_slots(text: str, values: dict[str, str]) -> str:
+    """Replace ``{slot}`` with its value in one pass; ``{{``/``}}`` are literal braces.
+
+    A value is inserted literally: braces, ``{other_slot}``, Jinja or
+    format syntax inside a value are never evaluated. Unknown slots are left
+    as they are (the battery check rejects them before expansion).
+    """
+    def sub(m):
+        tok = m.group(0)
+        if tok == "{{":
+            return "{"
+        if tok == "}}":
+            return "}"
+        name = m.group(1)
+        return values[name] if name in values else tok
+
+    return SLOT_RE.sub(sub, text)
+
+
+_AN_EXCEPTIONS = ("uni", "use", "usu", "eu", "one", "once")
+_A_EXCEPTIONS = ("hour", "honest", "heir", "honou")
+
+
+def indefinite_article(phrase: str) -> str:
+    """``"an Asian"``, ``"a Caucasian"``, ``"a Unitarian"``, ``"an hour"``: English a/an by sound."""
+    w = phrase.strip().lower()
+    if w.startswith(_A_EXCEPTIONS):
+        art = "an"
+    elif w.startswith(_AN_EXCEPTIONS):
+        art = "a"
+    else:
+        art = "an" if w[:1] in "aeiou" else "a"
+    return f"{art} {phrase.strip()}"
+
+
+@dataclass
+class Expansion:
+    """Counts and exclusions gathered while expanding (the expansion manifest)."""
+
+    battery: str
+    battery_sha256: str
+    designs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    exclusions: list[dict[str, Any]] = field(default_factory=list)
+    total: int = 0
+
+    def exclude(self, design: str, reason: str, count: int) -> None:
+        if count:
+            self.exclusions.append({"design": design, "reason": reason, "count": count})
+
+    def manifest(self) -> dict[str, Any]:
+        return {"battery": self.battery, "battery_sha256": self.battery_sha256,
+                "fairpair_version": __version__, "total_cases": self.total,
+                "designs": self.designs, "exclusions": self.exclusions}
+
+
+def _seed(battery: Battery, template: str, rep: int) -> int:
+    h = hashlib.sha256(f"{battery.seed}|{template}|{rep}".encode()).hexdigest()
+    return int(h[:8], 16)
+
+
+def _case_id(payload: dict[str, Any]) -> str:
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:20]
+
+
+def _set_dotted(d: dict, dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    for p in parts[:-1]:
+        nxt = d.get(p)
+        if not isinstance(nxt, dict):
+            nxt = {}
+            d[p] = nxt
+        d = nxt
+    d[parts[-1]] = value
+
+
+def _fill_any(obj: Any, values: dict[str, str]) -> Any:
+    if isinstance(obj, str):
+        return fill_slots(obj, values)
+    if isinstance(obj, dict):
+        return {k: _fill_any(v, values) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_fill_any(v, values) for v in obj]
+    return obj
+
+
+class _Renderer:
+    def __init__(self, battery: Battery):
+        self.b = battery
+        self.neutral = {a.slot: a.neutral for a in battery.attributes.values()
+                        if a.slot and a.neutral is not None}
+
+    def render(self, t: Template, design_id: str, design_kind: str, rep: int, *,
+               chosen: dict[str, tuple[Attribute, str, int]], matched_set: str,
+               extra_slots: dict[str, str] | None = None, groups: dict[str, str] | None = None,
+               variants: dict[str, str] | None = None, position: int | None = None,
+               attribute: str | None = None, axis: str | None = None, baseline: bool = False,
+               turns_override: list[str] | None = None) -> Case:
+        values = dict(self.neutral)
+        values.update(self.b.slots)
+        values.update(t.slots)
+        context = copy.deepcopy(t.context)
+        transforms = []
+        protected: list[str] = []
+        g_out = dict(groups or {})
+        v_out = dict(variants or {})
+        style_key = ""
+        for an, (attr, gname, k) in chosen.items():
+            group = attr.groups[gname]
+            g_out[an] = gname
+            if attr.signal == "writing_style":
+                transforms.extend(group.transforms)
+                style_key += f"{an}={gname};"
+                continue
+            value = group.variants[k]
+            v_out[an] = value
+            protected.append(value)
+            if attr.slot:
+                values[attr.slot] = value
+            if attr.context_field:
+                _set_dotted(context, attr.context_field, value)
+            for ck, cv in group.context.items():
+                _set_dotted(context, ck, copy.deepcopy(cv))
+        if extra_slots:
+            values.update(extra_slots)
+        context = _fill_any(context, values)
+        seed = _seed(self.b, t.id, rep)
+        raw_turns = turns_override if turns_override is not None else t.turns
+        turns = [fill_slots(s, values) for s in raw_turns]
+        if transforms:
+            tseed = int(hashlib.sha256(f"{t.id}|{style_key}|{position}".encode()).hexdigest()[:8], 16)
+            turns = [apply_transforms(s, transforms, tseed + i, protected) for i, s in enumerate(turns)]
+        messages: list[dict[str, str]] = []
+        if t.system:
+            messages.append({"role": "system", "content": fill_slots(t.system, values)})
+        messages += [{"role": m.role, "content": fill_slots(m.content, values)} for m in t.history]
+        payload = {"battery": self.b.name, "design": design_id, "template": t.id, "rep": rep,
+                   "groups": g_out, "variants": v_out, "messages": messages, "turns": turns,
+                   "context": context, "axis": axis, "baseline": baseline}
+        return Case(id=_case_id(payload), battery=self.b.name, design=design_id, design_kind=design_kind,
+                    template=t.id, repetition=rep, matched_set=matched_set, block=f"{t.id}/r{rep}",
+                    position=position, attribute=attribute, axis=axis, baseline=baseline,
+                    groups=g_out, variants=v_out, messages=messages, turns=turns, context=context,
+                    seed=seed, meta=dict(t.meta))
+
+
+def _positions(attr: Attribute, groups: list[str]) -> int:
+    if attr.signal == "writing_style":
+        return 1
+    return min(len(attr.groups[g].variants) for g in groups)
+
+
+def expand(loaded: LoadedBattery, expansion: Expansion | None = None) -> Iterator[Case]:
+    """Yield every case of the battery, in a fixed order.
+
+    Order: designs as declared, then templates, repetitions, positions and
+    groups. Pass an :class:`Expansion` to collect counts and exclusions.
+    """
+    b = loaded.battery
+    exp = expansion if expansion is not None else Expansion(b.name, loaded.sha256)
+    r = _Renderer(b)
+    for di, d in enumerate(b.designs):
+        did = b.design_id(di)
+        reps = d.repetitions or b.repetitions
+        templates = [t for t in b.templates if not d.templates or t.id in d.templates]
+        skipped = len(b.templates) - len(templates)
+        exp.exclude(did, "templates not listed in the design's 'templates'", skipped)
+        stats = {"kind": d.kind, "templates": len(templates), "repetitions": reps, "cases": 0,
+                 "matched_sets": 0}
+        sets: set[str] = set()
+        gen = _design_cases(b, r, d, did, templates, reps, exp)
+        for case in gen:
+            stats["cases"] += 1
+            sets.add(case.matched_set)
+            exp.total += 1
+            yield case
+        stats["matched_sets"] = len(sets)
+        exp.designs[did] = stats
+
+
+def _design_cases(b: Battery, r: _Renderer, d, did: str, templates: list[Template], reps: int,
+                  exp: Expansion) -> Iterator[Case]:
+    if isinstance(d, CounterfactualDesign):
+        attr = b.attributes[d.attribute]
+        groups = d.groups or list(attr.groups)
+        left_out = [g for g in attr.groups if g not in groups]
+        if left_out:
+            exp.exclude(did, f"groups not in the design: {', '.join(left_out)}", len(left_out))
+        npos = _positions(attr, groups)
+        for t in templates:
+            for rep in range(reps):
+                for k in range(npos):
+                    ms = f"{did}/{t.id}/r{rep}/p{k}"
+                    for g in groups:
+                        yield r.render(t, did, d.kind, rep, chosen={d.attribute: (attr, g, k)},
+                                       matched_set=ms, position=k, attribute=d.attribute)
+    elif isinstance(d, CrossedDesign):
+        attrs = [b.attributes[a] for a in d.attributes]
+        npos = min(_positions(a, list(a.groups)) for a in attrs)
+        for a_name, a in zip(d.attributes, attrs):
+            extra = _positions(a, list(a.groups)) - npos
+            if extra > 0:
+                exp.exclude(did, f"variants of '{a_name}' beyond position {npos} (the shortest "
+                                 f"crossed attribute has {npos})", extra * len(a.groups))
+        cells = list(itertools.product(*(list(a.groups) for a in attrs)))
+        for t in templates:
+            for rep in range(reps):
+                for k in range(npos):
+                    ms = f"{did}/{t.id}/r{rep}/p{k}"
+                    for cell in cells:
+                        chosen = {an: (a, g, k) for an, a, g in zip(d.attributes, attrs, cell)}
+                        yield r.render(t, did, d.kind, rep, chosen=chosen, matched_set=ms, position=k)
+    elif isinstance(d, TwoPartyDesign):
+        for t in templates:
+            for rep in range(reps):
+                ms = f"{did}/{t.id}/r{rep}"
+                if d.include_baseline:
+                    if t.baseline_turns is not None:
+                        yield r.render(t, did, d.kind, rep, chosen={}, matched_set=ms, baseline=True,
+                                       turns_override=t.baseline_turns)
+                    else:
+                        yield r.render(t, did, d.kind, rep, chosen={}, matched_set=ms, baseline=True,
+                                       extra_slots={d.sub_slot: d.baseline_value,
+                                                    d.res_slot: d.baseline_value})
+                for axis in d.axes:
+                    attr = b.attributes[axis]
+                    for sub, res in itertools.product(list(attr.groups), repeat=2):
+                        sv = attr.groups[sub].variants[0]
+                        rv = attr.groups[res].variants[0]
+                        if d.article:
+                            sv, rv = indefinite_article(sv), indefinite_article(rv)
+                        yield r.render(t, did, d.kind, rep, chosen={}, matched_set=ms, axis=axis,
+                                       groups={"sub": sub, "res": res},
+                                       variants={"sub": sv, "res": rv},
+                                       extra_slots={d.sub_slot: sv, d.res_slot: rv})
+                    extra = sum(len(g.variants) - 1 for g in attr.groups.values())
+                    if extra and rep == 0 and t is templates[0]:
+                        exp.exclude(did, f"axis '{axis}': only the first variant of each identity is "
+                                         f"used in the two-party design", extra)
+    elif isinstance(d, BaselineDesign):
+        for t in templates:
+            for rep in range(reps):
+                yield r.render(t, did, d.kind, rep, chosen={}, matched_set=f"{did}/{t.id}/r{rep}",
+                               baseline=True)
+
+
+def case_json(case: Case) -> str:
+    """One canonical JSON line (sorted keys, UTF-8): the byte-identical expansion format."""
+    return json.dumps(case.model_dump(mode="json"), sort_keys=True, ensure_ascii=False,
+                      separators=(",", ":"))
+
+
+def write_cases(loaded: LoadedBattery, out: Path) -> Expansion:
+    """Write ``cases.jsonl`` (one canonical JSON object per line) and return the manifest."""
+    exp = Expansion(loaded.battery.name, loaded.sha256)
+    tmp = out.with_name(out.name + ".tmp")
+    with tmp.open("w", encoding="utf-8", newline="\n") as fh:
+        for case in expand(loaded, exp):
+            fh.write(case_json(case))
+            fh.write("\n")
+    tmp.replace(out)
+    return exp

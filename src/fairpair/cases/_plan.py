@@ -1,0 +1,114 @@
+"""Design size of a battery: what ``fairpair plan`` prints."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from math import comb
+from typing import Any
+
+from fairpair.battery._load import LoadedBattery
+from fairpair.battery._schema import CounterfactualDesign, CrossedDesign, TwoPartyDesign
+from fairpair.cases._expand import Expansion, expand
+
+__all__ = ["Plan", "plan", "CHARS_PER_TOKEN"]
+
+#: Rough prompt-token estimate: characters / 4 (OpenAI's rule of thumb for English;
+#: Spanish runs slightly higher, so treat it as an order of magnitude).
+CHARS_PER_TOKEN = 4.0
+
+
+@dataclass
+class Plan:
+    """Sizes of a battery's design.
+
+    ``designs`` has, per design id: kind, templates, repetitions, groups (or
+    cells), variants per group, conversations, matched sets, ``pairs`` (matched
+    pairs available to any two-group comparison), ``comparisons`` (how many
+    comparisons each measure gets under the analysis plan) and, for the
+    two-party design, ``cells`` and ``baselines``.
+    """
+
+    battery: str
+    templates: int
+    repetitions: int
+    conversations: int
+    prompt_tokens: int
+    user_turns: int
+    targets: int
+    designs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    exclusions: list[dict[str, Any]] = field(default_factory=list)
+    measures: list[str] = field(default_factory=list)
+
+    @property
+    def requests(self) -> int:
+        """Conversations x user turns x targets (calls to the system under test)."""
+        return self.user_turns * max(self.targets, 1)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"battery": self.battery, "templates": self.templates, "repetitions": self.repetitions,
+                "conversations": self.conversations, "targets": self.targets, "requests": self.requests,
+                "prompt_tokens_estimate": self.prompt_tokens, "designs": self.designs,
+                "exclusions": self.exclusions, "measures": self.measures}
+
+
+def _comparisons(loaded: LoadedBattery, attribute: str, design_id: str, n_groups: int) -> int:
+    plan = loaded.battery.analysis
+    declared = [c for c in plan.comparisons if c.attribute == attribute
+                and (c.design is None or c.design == design_id)]
+    if not declared:
+        return comb(n_groups, 2)
+    c = declared[0]
+    k = n_groups if c.groups == "all_pairs" else len(c.groups)
+    return (k - 1) if c.reference else comb(k, 2)
+
+
+def plan(loaded: LoadedBattery) -> Plan:
+    """Expand the battery (streaming) and count what would be sent."""
+    b = loaded.battery
+    exp = Expansion(b.name, loaded.sha256)
+    chars = 0
+    turns = 0
+    n = 0
+    for case in expand(loaded, exp):
+        n += 1
+        ctx = json.dumps(case.context, ensure_ascii=False) if case.context else ""
+        base = sum(len(m["content"]) for m in case.messages) + len(ctx)
+        acc = 0
+        for t in case.turns:  # each turn resends the conversation so far
+            acc += len(t)
+            chars += base + acc
+            turns += 1
+    designs: dict[str, dict[str, Any]] = {}
+    for di, d in enumerate(b.designs):
+        did = b.design_id(di)
+        s = dict(exp.designs.get(did, {}))
+        if isinstance(d, CounterfactualDesign):
+            attr = b.attributes[d.attribute]
+            groups = d.groups or list(attr.groups)
+            s["attribute"] = d.attribute
+            s["groups"] = len(groups)
+            s["variants_per_group"] = 1 if attr.signal == "writing_style" else \
+                min(len(attr.groups[g].variants) for g in groups)
+            s["pairs"] = s["matched_sets"]
+            s["comparisons"] = _comparisons(loaded, d.attribute, did, len(groups))
+        elif isinstance(d, CrossedDesign):
+            cells = 1
+            for a in d.attributes:
+                cells *= len(b.attributes[a].groups)
+            s["cells"] = cells
+            s["pairs"] = s["matched_sets"]
+            s["comparisons"] = comb(cells, 2)
+        elif isinstance(d, TwoPartyDesign):
+            cells = {a: len(b.attributes[a].groups) ** 2 for a in d.axes}
+            s["cells_per_axis"] = cells
+            s["cells"] = sum(cells.values())
+            s["conditions_per_template"] = s["cells"] + (1 if d.include_baseline else 0)
+            s["pairs"] = s["matched_sets"] if d.include_baseline else 0  # per cell, against the baseline
+            s["comparisons"] = s["cells"]
+        designs[did] = s
+    reps = sorted({(d.repetitions or b.repetitions) for d in b.designs})
+    return Plan(battery=b.name, templates=len(b.templates), repetitions=reps[0] if len(reps) == 1 else max(reps),
+                conversations=n, prompt_tokens=int(chars / CHARS_PER_TOKEN), user_turns=turns,
+                targets=len(b.target_specs()), designs=designs, exclusions=exp.exclusions,
+                measures=sorted(b.measures))

@@ -1,0 +1,228 @@
+"""The ``fairpair`` command line (typer + rich).
+
+Every failure fairpair understands is a :class:`~fairpair.errors.FairpairError`:
+printed as one message with file, line and key, exit code 2, no traceback.
+Set ``FAIRPAIR_DEBUG=1`` to see tracebacks of unexpected errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from fairpair.errors import FairpairError
+
+app = typer.Typer(
+    name="fairpair",
+    help="Counterfactual, paired audits of LLM chatbots for unequal treatment.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+BatteryArg = Annotated[Path, typer.Argument(help="Battery YAML file.", show_default=False)]
+RunArg = Annotated[Path, typer.Argument(help="Run directory (written by `fairpair run`).", show_default=False)]
+
+
+def _load(path: Path):
+    from fairpair.battery import load_battery
+
+    return load_battery(path)
+
+
+@app.command()
+def validate(battery: BatteryArg) -> None:
+    """Check a battery file: schema, signals, slots, designs, targets, measures and plan."""
+    lb = _load(battery)
+    b = lb.battery
+    console.print(f"[green]ok[/green] {escape(str(battery))}: battery '{escape(b.name)}' "
+                  f"(schema {b.schema_version}), {len(b.templates)} templates, "
+                  f"{len(b.attributes)} attributes, {len(b.designs)} designs, sha256 {lb.sha256[:12]}")
+
+
+@app.command()
+def plan(
+    battery: BatteryArg,
+    power: Annotated[bool, typer.Option("--power", help="Add power planning: smallest detectable differences.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+) -> None:
+    """Print the design size: templates, variants, repetitions, conversations, pairs, comparisons, tokens."""
+    from fairpair.cases import plan as make_plan
+
+    lb = _load(battery)
+    p = make_plan(lb)
+    data = p.as_dict()
+    if power:
+        from fairpair.analysis.power import power_plan
+
+        data["power"] = power_plan(lb, p)
+    if as_json:
+        console.print_json(json.dumps(data, ensure_ascii=False))
+        return
+    console.print(f"battery [bold]{escape(p.battery)}[/bold]: {p.templates} templates, "
+                  f"{p.repetitions} repetitions, {len(p.measures)} measures")
+    labels = [("kind", "kind"), ("attribute", "attribute"), ("templates", "templates"),
+              ("repetitions", "repetitions"), ("groups", "groups"), ("variants_per_group", "variants per group"),
+              ("cells", "cells"), ("cells_per_axis", "cells per axis"),
+              ("conditions_per_template", "conditions per template"), ("cases", "conversations"),
+              ("matched_sets", "matched sets"), ("pairs", "matched pairs per comparison"),
+              ("comparisons", "comparisons per measure")]
+    for did, s in p.designs.items():
+        t = Table(title=f"design {escape(did)}", show_header=False, title_justify="left")
+        for key, label in labels:
+            if key in s:
+                v = s[key]
+                t.add_row(label, escape(", ".join(f"{k}: {x}" for k, x in v.items()) if isinstance(v, dict) else str(v)))
+        console.print(t)
+    console.print(f"conversations: [bold]{p.conversations}[/bold] per target; targets: {p.targets}; "
+                  f"requests: {p.requests}; prompt tokens (estimate, chars/4): {p.prompt_tokens:,}")
+    for e in p.exclusions:
+        console.print(f"excluded in {escape(e['design'])}: {escape(e['reason'])} ({e['count']})")
+    if power:
+        _print_power(data["power"])
+
+
+def _print_power(pw: dict) -> None:
+    for line in pw.get("lines", []):
+        console.print(escape(line))
+
+
+@app.command()
+def expand(
+    battery: BatteryArg,
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write cases.jsonl.")] = Path("cases.jsonl"),
+) -> None:
+    """Write every generated case (one JSON per line) and its expansion manifest."""
+    from fairpair.cases import write_cases
+
+    lb = _load(battery)
+    if output.is_dir():
+        raise FairpairError("is a directory; give a file name such as cases.jsonl", file=output)
+    exp = write_cases(lb, output)
+    manifest = output.with_name(output.stem + ".manifest.json")
+    manifest.write_text(json.dumps(exp.manifest(), indent=2, ensure_ascii=False, sort_keys=True) + "\n",
+                        encoding="utf-8")
+    console.print(f"wrote {exp.total} cases to {escape(str(output))} (manifest: {escape(str(manifest))})")
+    for e in exp.exclusions:
+        console.print(f"excluded in {escape(e['design'])}: {escape(e['reason'])} ({e['count']})")
+
+
+@app.command()
+def run(
+    battery: BatteryArg,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Run directory (default: runs/<battery>-<time>/). "
+                                                "An existing one is resumed.")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Parallel requests per target.")] = 8,
+    timeout: Annotated[float, typer.Option(min=0.1, help="Seconds per request.")] = 120.0,
+    max_attempts: Annotated[int, typer.Option(min=1, help="Tries per case before it is stored as failed.")] = 5,
+    rpm: Annotated[Optional[float], typer.Option(help="Requests per minute limit.")] = None,
+    tpm: Annotated[Optional[float], typer.Option(help="Prompt tokens per minute limit (estimated).")] = None,
+    target: Annotated[Optional[list[str]], typer.Option("--target", help="Run only these targets.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be sent; send nothing.")] = False,
+    measure_stage: Annotated[bool, typer.Option("--measure/--no-measure", help="Measure the answers after the run.")] = True,
+    analyze_stage: Annotated[bool, typer.Option("--analyze/--no-analyze", help="Run the analysis plan after measuring.")] = True,
+    report_stage: Annotated[bool, typer.Option("--report/--no-report", help="Write the report at the end.")] = True,
+    gate: Annotated[bool, typer.Option("--gate", help="Exit 1 when a pre-registered comparison fails.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Send every case to the battery's target(s) and store every answer; then measure, analyze, report."""
+    from fairpair.run import RunSettings, default_run_dir, execute_run
+
+    lb = _load(battery)
+    if dry_run:
+        _dry_run(lb)
+        return
+    run_dir = out or default_run_dir(lb)
+    settings = RunSettings(concurrency=concurrency, timeout=timeout, max_attempts=max_attempts, rpm=rpm, tpm=tpm)
+    from fairpair._progress import RunProgress
+
+    console.print(f"run directory: {escape(str(run_dir))}")
+    with RunProgress(console, enabled=not quiet) as prog:
+        outcome = execute_run(lb, run_dir, settings, only_targets=target, progress=prog)
+    for name, c in outcome.manifest.get("counts", {}).items():
+        console.print(f"target {escape(name)}: {c['answered']}/{c['cases']} answered, {c['failed']} failed, "
+                      f"{c['retried']} retried")
+    from fairpair import pipeline
+
+    code = pipeline.after_run(run_dir, lb, console, measure=measure_stage, analyze=analyze_stage,
+                              report=report_stage, gate=gate)
+    if code:
+        raise typer.Exit(code)
+
+
+def _dry_run(lb) -> None:
+    from fairpair.cases import expand as expand_cases
+
+    n = 0
+    for case in expand_cases(lb):
+        n += 1
+        if n <= 3:
+            console.print(f"[bold]case {case.id}[/bold] {escape(case.group_label())} template={escape(case.template)} "
+                          f"rep={case.repetition}")
+            for m in case.conversation():
+                console.print(f"  {m['role']}: {escape(m['content'][:300])}")
+            if case.context:
+                console.print(f"  context: {escape(json.dumps(case.context, ensure_ascii=False)[:300])}")
+    targets = ", ".join(f"{k} ({v.kind})" for k, v in lb.battery.target_specs().items()) or "(none)"
+    console.print(f"dry run: {n} cases would be sent to each target: {escape(targets)}; nothing was sent")
+
+
+@app.command()
+def lexicons() -> None:
+    """List the built-in name lexicons and their sources."""
+    from fairpair.battery._lexicons import all_lexicons
+
+    t = Table("lexicon", "names", "source")
+    for name, spec in all_lexicons().items():
+        t.add_row(name, ", ".join(spec["names"][:4]) + ", ...", spec["source"][:80] + "...")
+    console.print(t)
+
+
+@app.command()
+def schema() -> None:
+    """Print the battery's JSON schema (generated from the code)."""
+    from fairpair.battery import Battery
+
+    console.print_json(json.dumps(Battery.model_json_schema(), ensure_ascii=False))
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    """Entry point: run the app, turning known errors into exit code 2 without a traceback."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except FairpairError as exc:
+        err_console.print(f"[red]error:[/red] {escape(exc.format())}", soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err_console.print("interrupted: everything answered so far is stored; run again to resume")
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(1)
+        if os.environ.get("FAIRPAIR_DEBUG"):
+            raise
+        err_console.print(f"[red]internal error:[/red] {escape(type(exc).__name__)}: {escape(str(exc))}\n"
+                          "  this is a bug in fairpair; rerun with FAIRPAIR_DEBUG=1 for the traceback")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,279 @@
+"""``fairpair run``: expand a battery, send it to its targets, keep everything.
+
+A run directory holds ``store.sqlite`` (cases, answers, measurements, events)
+and ``manifest.json`` (provenance). Running again on the same directory
+resumes: only cases without a stored answer are sent. A lock file stops a
+second process from using the same directory at the same time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterator
+
+from fairpair import __version__
+from fairpair.battery._load import LoadedBattery
+from fairpair.cases._expand import Expansion, expand
+from fairpair.errors import FairpairError
+from fairpair.run._engine import RunSettings, run_target
+from fairpair.run._store import Store
+
+__all__ = ["RunLock", "plan_hash", "default_run_dir", "execute_run", "write_manifest", "build_target",
+           "target_secrets", "package_versions", "open_run"]
+
+LOCK_NAME = ".fairpair.lock"
+MANIFEST_NAME = "manifest.json"
+
+
+def plan_hash(loaded: LoadedBattery) -> str:
+    """sha256 of the pre-registered analysis plan and the measures it relies on."""
+    b = loaded.battery
+    blob = json.dumps({"analysis": b.analysis.model_dump(mode="json"),
+                       "measures": {k: v.model_dump(mode="json") for k, v in b.measures.items()}},
+                      sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def default_run_dir(loaded: LoadedBattery) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("runs") / f"{loaded.battery.name}-{stamp}"
+
+
+class RunLock:
+    """An exclusive, non-blocking lock on a run directory (``fcntl.flock``)."""
+
+    def __init__(self, run_dir: Path):
+        self.path = Path(run_dir) / LOCK_NAME
+        self.fh = None
+
+    def __enter__(self) -> "RunLock":
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.fh = open(self.path, "a+")
+        except OSError as exc:
+            raise FairpairError(f"cannot use the run directory: {exc.strerror}", file=self.path.parent) from None
+        try:
+            fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.fh.seek(0)
+            holder = self.fh.read().strip() or "another process"
+            self.fh.close()
+            raise FairpairError(f"this run directory is in use by {holder}; wait for it to finish "
+                                "(two processes must not write one run)", file=self.path.parent) from None
+        self.fh.seek(0)
+        self.fh.truncate()
+        self.fh.write(f"fairpair pid {os.getpid()}")
+        self.fh.flush()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.fh:
+            fcntl.flock(self.fh.fileno(), fcntl.LOCK_UN)
+            self.fh.close()
+
+
+def package_versions() -> dict[str, str]:
+    out = {"fairpair": __version__, "python": platform.python_version()}
+    for pkg in ("openai", "httpx", "pydantic", "numpy", "scipy", "statsmodels", "pandas", "xllamacpp",
+                "sentence-transformers", "torch"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _git_rev(path: Path) -> str | None:
+    try:
+        rev = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5)
+        if rev.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "-C", str(path), "status", "--porcelain"], capture_output=True,
+                               text=True, timeout=5).stdout.strip()
+        return rev.stdout.strip() + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def target_secrets(options: dict[str, Any]) -> list[str]:
+    """Values of environment variables a target's options refer to (to redact them everywhere)."""
+    names: list[str] = []
+
+    def walk(o: Any, key: str = "") -> None:
+        if isinstance(o, dict):
+            for k, v in o.items():
+                walk(v, k)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v, key)
+        elif isinstance(o, str):
+            if key.endswith("_env"):
+                names.append(o)
+            import re
+
+            names.extend(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", o))
+
+    walk(options)
+    return [os.environ[n] for n in names if os.environ.get(n)]
+
+
+def build_target(name: str, spec) -> Any:
+    """Instantiate a target plugin from its battery spec (raises FairpairError if it can't)."""
+    from fairpair._plugins import PluginError, load_plugin
+
+    try:
+        cls = load_plugin("fairpair.targets", spec.kind)
+    except PluginError as exc:
+        raise FairpairError(f"target '{name}': {exc}") from None
+    return cls(spec.options(), name=name)
+
+
+@contextmanager
+def open_run(run_dir: Path, *, readonly: bool = False) -> Iterator[Store]:
+    """Open an existing run directory's store (read-only by default for reporting)."""
+    run_dir = Path(run_dir)
+    if not run_dir.exists():
+        raise FairpairError("run directory not found", file=run_dir)
+    store = Store.open(run_dir, create=False, readonly=readonly)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def loaded_from_store(store: Store) -> LoadedBattery:
+    """Rebuild the battery a run was made from (stored at the start of the run)."""
+    from fairpair.battery._schema import Battery
+    from fairpair.battery._yaml import Located
+
+    data = store.get_meta("battery")
+    if data is None:
+        raise FairpairError("this run directory has no battery recorded", file=store.path)
+    b = Battery.model_validate(data)
+    return LoadedBattery(b, Path(store.get_meta("battery_path", "battery.yaml")), Located(data=data),
+                         store.get_meta("battery_sha256", ""))
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    manifest: dict[str, Any]
+
+
+def _record_battery(store: Store, loaded: LoadedBattery) -> dict[str, Any]:
+    b = loaded.battery
+    existing = store.get_meta("battery")
+    notes: dict[str, Any] = {}
+    if existing is not None and existing.get("name") != b.name:
+        raise FairpairError(f"this run directory belongs to battery '{existing.get('name')}', not '{b.name}'; "
+                            "use another --out", file=store.path.parent)
+    new_plan = plan_hash(loaded)
+    if store.set_meta_once("battery", b.model_dump(mode="json")):
+        store.set_meta_once("battery_path", str(loaded.path))
+        store.set_meta_once("battery_sha256", loaded.sha256)
+        store.set_meta_once("plan_sha256", new_plan)
+        store.event("plan_registered", {"plan_sha256": new_plan, "battery_sha256": loaded.sha256})
+    else:
+        old_plan = store.get_meta("plan_sha256")
+        if old_plan != new_plan:
+            store.event("plan_changed", {"registered": old_plan, "now": new_plan})
+        if store.get_meta("battery_sha256") != loaded.sha256:
+            store.event("battery_changed", {"registered": store.get_meta("battery_sha256"), "now": loaded.sha256})
+    changes = store.events("plan_changed")
+    if changes:
+        notes["plan_changed_after_registration"] = True
+    return notes
+
+
+def write_manifest(run_dir: Path, store: Store, extra: dict[str, Any]) -> dict[str, Any]:
+    """Write ``manifest.json`` atomically (temp file + rename); never holds a secret."""
+    path = Path(run_dir) / MANIFEST_NAME
+    old: dict[str, Any] = {}
+    if path.exists():
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            old = {}
+    m = {**old, **extra}
+    m["counts"] = {t: store.counts(t) | {"cases": store.n_cases()} for t in (m.get("targets") or {})}
+    m["plan_changed_after_registration"] = bool(store.events("plan_changed"))
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(m, indent=2, ensure_ascii=False, sort_keys=True, default=str) + "\n",
+                   encoding="utf-8")
+    tmp.replace(path)
+    return m
+
+
+def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, only_targets: list[str] | None = None,
+                progress: Any = None, retry_failed: bool = True) -> RunOutcome:
+    """Expand, store the cases, send them to each target, write the manifest."""
+    b = loaded.battery
+    specs = b.target_specs()
+    if not specs:
+        raise FairpairError("the battery declares no 'target'; add a target block", file=loaded.path)
+    if only_targets:
+        unknown = [t for t in only_targets if t not in specs]
+        if unknown:
+            raise FairpairError(f"unknown target(s) {unknown}; the battery has {list(specs)}", file=loaded.path)
+        specs = {k: v for k, v in specs.items() if k in only_targets}
+    with RunLock(run_dir):
+        store = Store.open(run_dir)
+        try:
+            notes = _record_battery(store, loaded)
+            exp = Expansion(b.name, loaded.sha256)
+            total = store.add_cases(expand(loaded, exp))
+            started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            targets = {name: build_target(name, spec) for name, spec in specs.items()}
+            identities = {name: t.identity() for name, t in targets.items()}
+            secrets = [s for spec in specs.values() for s in target_secrets(spec.options())]
+            base = {"fairpair_version": __version__, "battery": b.name, "battery_sha256": loaded.sha256,
+                    "battery_path": str(loaded.path), "plan_sha256": store.get_meta("plan_sha256"),
+                    "plan_sha256_now": plan_hash(loaded), "expansion": exp.manifest(), "targets": identities,
+                    "settings": settings.__dict__, "packages": package_versions(),
+                    "git_revision": {"battery": _git_rev(loaded.path.parent),
+                                     "fairpair": _git_rev(Path(__file__).parent)},
+                    "started_at": started, "finished_at": None, **notes}
+            write_manifest(run_dir, store, base)
+            store.event("run_started", {"targets": list(targets), "cases": total})
+            stats = {}
+            try:
+                for name, target in targets.items():
+                    todo = total - len(store.answered_ids(name))
+                    if progress:
+                        progress.start_target(name, total=total, todo=todo)
+                    cb = progress.case_done if progress else None
+                    stats[name] = asyncio.run(_run_one(store, name, target, loaded, settings, secrets, cb))
+                    if progress:
+                        progress.end_target(name)
+            finally:
+                for t in targets.values():
+                    try:
+                        asyncio.run(t.aclose())
+                    except Exception:  # noqa: BLE001
+                        pass
+            finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            store.event("run_finished", {n: s.__dict__ for n, s in stats.items()})
+            manifest = write_manifest(run_dir, store, {**base, "finished_at": finished,
+                                                       "last_session": {n: s.__dict__ for n, s in stats.items()}})
+        finally:
+            store.close()
+    return RunOutcome(Path(run_dir), manifest)
+
+
+async def _run_one(store, name, target, loaded, settings, secrets, cb):
+    b = loaded.battery
+    return await run_target(store, name, target, expand(loaded), settings, tools=b.tools or None,
+                            tool_map=b.tool_results or None, secrets=secrets, on_done=cb)

@@ -1,0 +1,401 @@
+"""The run store: one SQLite database per run, append-only, resumable.
+
+Every answer is committed as soon as it arrives (WAL journal; with
+``synchronous=NORMAL`` a committed transaction survives a crash of the process,
+kill -9 included; SQLite docs, "Write-Ahead Logging", section 2.3). Rows are
+never updated or deleted: a case that failed and later succeeded has both rows,
+and a partial unique index allows at most one successful answer per
+(target, case) and one successful measurement per (target, case, measure), so a
+resumed run cannot duplicate one. Schema changes are numbered, append-only
+migrations (the ``simonw/llm`` pattern).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from fairpair.errors import FairpairError
+
+__all__ = ["Store", "Response", "Measurement", "STORE_NAME", "STORE_FORMAT"]
+
+STORE_NAME = "store.sqlite"
+#: Identifies a fairpair run store; a store with another value is refused.
+STORE_FORMAT = "fairpair-run-store"
+
+_MIGRATIONS: list[str] = [
+    # 1: the initial schema
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE cases (case_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, data TEXT NOT NULL);
+    CREATE TABLE responses (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        target TEXT NOT NULL,
+        case_id TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+        text TEXT,
+        turns TEXT,
+        tool_calls TEXT,
+        prompt_tokens INTEGER,
+        completion_tokens INTEGER,
+        latency_s REAL,
+        finish_reason TEXT,
+        model TEXT,
+        system_fingerprint TEXT,
+        error TEXT,
+        attempts INTEGER NOT NULL DEFAULT 1,
+        created_at TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX responses_one_ok ON responses(target, case_id) WHERE status = 'ok';
+    CREATE INDEX responses_case ON responses(target, case_id);
+    CREATE TABLE measurements (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        target TEXT NOT NULL,
+        case_id TEXT NOT NULL,
+        measure TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'missing')),
+        value TEXT,
+        detail TEXT,
+        error TEXT,
+        created_at TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX measurements_one_done ON measurements(target, case_id, measure)
+        WHERE status IN ('ok', 'missing');
+    CREATE INDEX measurements_case ON measurements(target, case_id, measure);
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        data TEXT NOT NULL
+    );
+    """,
+]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True)
+class Response:
+    """A stored answer (or failure) of one target to one case."""
+
+    target: str
+    case_id: str
+    status: str
+    text: str | None
+    turns: list[str]
+    tool_calls: list[dict[str, Any]]
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    latency_s: float | None
+    finish_reason: str | None
+    model: str | None
+    system_fingerprint: str | None
+    error: str | None
+    attempts: int
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A stored measurement: ``value`` is JSON (bool, number, string, dict) or ``None`` if missing."""
+
+    target: str
+    case_id: str
+    measure: str
+    status: str
+    value: Any
+    detail: dict[str, Any] | None
+    error: str | None
+
+
+class Store:
+    """A run's SQLite store. Open with :meth:`open`; use as a context manager.
+
+    Raises
+    ------
+    FairpairError
+        The file is not a fairpair store, was written by a newer fairpair, is
+        corrupt, or the directory is read-only.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, path: Path):
+        self.conn = conn
+        self.path = path
+
+    # ------------------------------------------------------------ opening
+    @classmethod
+    def open(cls, run_dir: Path, *, create: bool = True, readonly: bool = False) -> "Store":
+        run_dir = Path(run_dir)
+        path = run_dir / STORE_NAME
+        if not path.exists():
+            if not create:
+                hint = None
+                if run_dir.is_dir():
+                    hint = "this directory has no store.sqlite; it is not a fairpair run directory"
+                raise FairpairError("not a fairpair run directory", file=run_dir, hint=hint)
+            try:
+                run_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise FairpairError(f"cannot create the run directory: {exc.strerror}", file=run_dir) from None
+        try:
+            if readonly:
+                conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
+                                       check_same_thread=False)
+            else:
+                conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            store = cls(conn, path)
+            store._migrate(readonly=readonly)
+        except sqlite3.DatabaseError as exc:
+            msg = str(exc)
+            if "readonly" in msg or "unable to open" in msg:
+                raise FairpairError(f"cannot write the run store ({msg}); is the directory read-only?",
+                                    file=path) from None
+            raise FairpairError(f"not a readable fairpair store ({msg})", file=path) from None
+        return store
+
+    def _migrate(self, *, readonly: bool) -> None:
+        tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not tables:
+            if readonly:
+                raise FairpairError("empty store", file=self.path)
+            version = 0
+        else:
+            if "meta" not in tables:
+                raise FairpairError("not a fairpair run store (no meta table)", file=self.path)
+            row = self.conn.execute("SELECT value FROM meta WHERE key='format'").fetchone()
+            if row is None or row[0] != STORE_FORMAT:
+                raise FairpairError("not a fairpair run store", file=self.path)
+            version = int(self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
+        if version > len(_MIGRATIONS):
+            raise FairpairError(
+                f"this run store has schema version {version}, newer than this fairpair understands "
+                f"({len(_MIGRATIONS)}); upgrade fairpair", file=self.path)
+        if version < len(_MIGRATIONS) and readonly:
+            raise FairpairError(f"run store schema {version} needs migrating; open it writable once",
+                                file=self.path)
+        for i in range(version, len(_MIGRATIONS)):
+            with self.transaction():
+                for stmt in _split_sql(_MIGRATIONS[i]):
+                    self.conn.execute(stmt)
+                self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (STORE_FORMAT,))
+                self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(i + 1),))
+
+    def transaction(self):
+        return _Tx(self.conn)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ meta and events
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    def set_meta_once(self, key: str, value: Any) -> bool:
+        """Set ``key`` only if absent (append-only); returns True if it was set now."""
+        cur = self.conn.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)",
+                                (key, json.dumps(value, ensure_ascii=False, sort_keys=True)))
+        return cur.rowcount == 1
+
+    def event(self, kind: str, data: dict[str, Any]) -> None:
+        self.conn.execute("INSERT INTO events (at, kind, data) VALUES (?, ?, ?)",
+                          (_now(), kind, json.dumps(data, ensure_ascii=False, sort_keys=True)))
+
+    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
+        q = "SELECT at, kind, data FROM events" + (" WHERE kind=?" if kind else "") + " ORDER BY id"
+        rows = self.conn.execute(q, (kind,) if kind else ())
+        return [{"at": a, "kind": k, **json.loads(d)} for a, k, d in rows]
+
+    # ------------------------------------------------------------ cases
+    def add_cases(self, cases: Iterable[Any], batch: int = 2000) -> int:
+        """Insert cases not yet stored (by id). Returns how many are stored in all."""
+        from fairpair.cases._expand import case_json
+
+        seq = self.conn.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM cases").fetchone()[0]
+        buf: list[tuple[str, int, str]] = []
+        for c in cases:
+            buf.append((c.id, seq, case_json(c)))
+            seq += 1
+            if len(buf) >= batch:
+                self._insert_cases(buf)
+                buf = []
+        if buf:
+            self._insert_cases(buf)
+        return self.conn.execute("SELECT COUNT(*) FROM cases").fetchone()[0]
+
+    def _insert_cases(self, rows: list[tuple[str, int, str]]) -> None:
+        with self.transaction():
+            self.conn.executemany("INSERT OR IGNORE INTO cases VALUES (?, ?, ?)", rows)
+
+    def iter_cases(self) -> Iterator[Any]:
+        from fairpair.cases._case import Case
+
+        for (data,) in self.conn.execute("SELECT data FROM cases ORDER BY seq"):
+            yield Case.model_validate_json(data)
+
+    def case(self, case_id: str) -> Any:
+        from fairpair.cases._case import Case
+
+        row = self.conn.execute("SELECT data FROM cases WHERE case_id=?", (case_id,)).fetchone()
+        return Case.model_validate_json(row[0]) if row else None
+
+    def n_cases(self) -> int:
+        return self.conn.execute("SELECT COUNT(*) FROM cases").fetchone()[0]
+
+    # ------------------------------------------------------------ responses
+    def has_answer(self, target: str, case_id: str) -> bool:
+        return self.conn.execute(
+            "SELECT 1 FROM responses WHERE target=? AND case_id=? AND status='ok'", (target, case_id)
+        ).fetchone() is not None
+
+    def answered_ids(self, target: str) -> set[str]:
+        return {r[0] for r in self.conn.execute(
+            "SELECT case_id FROM responses WHERE target=? AND status='ok'", (target,))}
+
+    def add_response(self, *, target: str, case_id: str, status: str, text: str | None = None,
+                     turns: list[str] | None = None, tool_calls: list[dict] | None = None,
+                     prompt_tokens: int | None = None, completion_tokens: int | None = None,
+                     latency_s: float | None = None, finish_reason: str | None = None,
+                     model: str | None = None, system_fingerprint: str | None = None,
+                     error: str | None = None, attempts: int = 1) -> bool:
+        """Append one answer or failure, committed at once. Returns False if an ok answer existed."""
+        try:
+            with self.transaction():
+                self.conn.execute(
+                    "INSERT INTO responses (target, case_id, status, text, turns, tool_calls, prompt_tokens,"
+                    " completion_tokens, latency_s, finish_reason, model, system_fingerprint, error, attempts,"
+                    " created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (target, case_id, status, text, json.dumps(turns or [], ensure_ascii=False),
+                     json.dumps(tool_calls or [], ensure_ascii=False, default=str), prompt_tokens,
+                     completion_tokens, latency_s, finish_reason, model, system_fingerprint, error,
+                     attempts, _now()))
+        except sqlite3.IntegrityError:
+            return False
+        return True
+
+    def responses(self, target: str | None = None, *, status: str | None = "ok") -> Iterator[Response]:
+        q = "SELECT target, case_id, status, text, turns, tool_calls, prompt_tokens, completion_tokens," \
+            " latency_s, finish_reason, model, system_fingerprint, error, attempts, created_at FROM responses"
+        cond, args = [], []
+        if target is not None:
+            cond.append("target=?")
+            args.append(target)
+        if status is not None:
+            cond.append("status=?")
+            args.append(status)
+        if cond:
+            q += " WHERE " + " AND ".join(cond)
+        q += " ORDER BY id"
+        for r in self.conn.execute(q, args):
+            yield Response(r[0], r[1], r[2], r[3], json.loads(r[4] or "[]"), json.loads(r[5] or "[]"),
+                           *r[6:])
+
+    def targets(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT DISTINCT target FROM responses ORDER BY target")]
+
+    def counts(self, target: str | None = None) -> dict[str, int]:
+        """answered / failed (no answer, at least one failure) / pending, per the cases table."""
+        args: tuple = ()
+        tcond = ""
+        if target is not None:
+            tcond, args = " AND target=?", (target,)
+        answered = self.conn.execute(
+            f"SELECT COUNT(DISTINCT case_id) FROM responses WHERE status='ok'{tcond}", args).fetchone()[0]
+        failed = self.conn.execute(
+            f"SELECT COUNT(DISTINCT case_id) FROM responses r WHERE status='failed'{tcond} AND NOT EXISTS"
+            f" (SELECT 1 FROM responses o WHERE o.target=r.target AND o.case_id=r.case_id AND o.status='ok')",
+            args).fetchone()[0]
+        retried = self.conn.execute(
+            f"SELECT COUNT(*) FROM responses WHERE attempts > 1{tcond}", args).fetchone()[0]
+        return {"answered": answered, "failed": failed, "retried": retried}
+
+    # ------------------------------------------------------------ measurements
+    def has_measurement(self, target: str, case_id: str, measure: str) -> bool:
+        return self.conn.execute(
+            "SELECT 1 FROM measurements WHERE target=? AND case_id=? AND measure=? AND status IN ('ok','missing')",
+            (target, case_id, measure)).fetchone() is not None
+
+    def measured_keys(self, measure: str) -> set[tuple[str, str]]:
+        return {(t, c) for t, c in self.conn.execute(
+            "SELECT target, case_id FROM measurements WHERE measure=? AND status IN ('ok','missing')",
+            (measure,))}
+
+    def add_measurement(self, *, target: str, case_id: str, measure: str, status: str, value: Any = None,
+                        detail: dict[str, Any] | None = None, error: str | None = None) -> bool:
+        try:
+            with self.transaction():
+                self.conn.execute(
+                    "INSERT INTO measurements (target, case_id, measure, status, value, detail, error, created_at)"
+                    " VALUES (?,?,?,?,?,?,?,?)",
+                    (target, case_id, measure, status,
+                     None if value is None else json.dumps(value, ensure_ascii=False),
+                     None if detail is None else json.dumps(detail, ensure_ascii=False, default=str),
+                     error, _now()))
+        except sqlite3.IntegrityError:
+            return False
+        return True
+
+    def measurements(self, measure: str | None = None, *, status: str | None = "ok") -> Iterator[Measurement]:
+        q = "SELECT target, case_id, measure, status, value, detail, error FROM measurements"
+        cond, args = [], []
+        if measure is not None:
+            cond.append("measure=?")
+            args.append(measure)
+        if status is not None:
+            cond.append("status=?")
+            args.append(status)
+        if cond:
+            q += " WHERE " + " AND ".join(cond)
+        q += " ORDER BY id"
+        for t, c, m, s, v, d, e in self.conn.execute(q, args):
+            yield Measurement(t, c, m, s, None if v is None else json.loads(v),
+                              None if d is None else json.loads(d), e)
+
+    def integrity_ok(self) -> bool:
+        return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+class _Tx:
+    """BEGIN IMMEDIATE ... COMMIT, retried briefly if another writer holds the lock."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def __enter__(self):
+        for attempt in range(50):
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return self
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == 49:
+                    raise
+                time.sleep(0.05)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+        else:
+            self.conn.execute("ROLLBACK")
+        return False
+
+
+def _split_sql(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
