@@ -197,6 +197,25 @@ def schema() -> None:
     console.print_json(json.dumps(Battery.model_json_schema(), ensure_ascii=False))
 
 
+# Commands of the later stages live beside their stage and register themselves on `app`.
+_COMMAND_MODULES = ("fairpair.measures._cli", "fairpair.analysis._cli", "fairpair.report._cli",
+                    "fairpair.persona._cli")
+
+
+def _register_commands() -> None:
+    import importlib
+
+    for mod in _COMMAND_MODULES:
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as exc:
+            if exc.name != mod:
+                raise
+
+
+_register_commands()
+
+
 def main(argv: Optional[list[str]] = None) -> None:
     """Entry point: run the app, turning known errors into exit code 2 without a traceback."""
     try:

@@ -449,8 +449,8 @@ def _check(lb: LoadedBattery) -> None:
         _check_plugin(lb, "fairpair.measures", spec, ("measures", name))
     for ci, c in enumerate(b.analysis.comparisons):
         cpath = ("analysis", "comparisons", ci)
-        if b.measures:
-            _need(lb, c.measure, list(b.measures), (*cpath, "measure"), "measure")
+        if b.measures:  # a measure with several outputs is compared as 'name.field'
+            _need(lb, c.measure.split(".", 1)[0], list(b.measures), (*cpath, "measure"), "measure")
         _need(lb, c.attribute, list(attrs), (*cpath, "attribute"), "attribute")
         groups = list(attrs[c.attribute].groups)
         if c.groups != "all_pairs":
