@@ -1,0 +1,490 @@
+"""Dispersion across persona pairings (Tan & Lee 2025) and sign-flip permutation tests.
+
+Tan & Lee (2025) measure how much a model's answers vary with who is
+speaking to whom: for each demographic *axis* (race, religion, ...), the
+mean metric of every SUB x RES cell (subject persona x respondent persona)
+is computed, the standard deviation across the cells is taken, and the
+standard deviations are averaged over axes. They compare the dispersion
+with and without a power disparity in the scene; here the scenes are the
+matched units for the bootstrap and for the permutation test.
+
+Long input, one row per scored answer, as a pandas DataFrame or any
+mapping of column name -> 1-D array (pandas is not required):
+
+========== =====================================================
+scene      scenario id (the unit resampled / swapped)
+axis       demographic axis
+sub        subject persona (group) on that axis
+res        respondent persona (group) on that axis
+value      the metric (e.g. cosine distance, win rate), float
+condition  optional; e.g. "power" / "no_power"
+========== =====================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fairpair.stats._bootstrap import BootstrapResult, _check_common, sums_bootstrap
+from fairpair.stats._common import as_float_1d, as_labels, check_choice, paired_arrays
+
+__all__ = [
+    "DispersionResult",
+    "PermutationTestResult",
+    "cell_means",
+    "dispersion",
+    "dispersion_bootstrap",
+    "dispersion_permutation_test",
+    "paired_permutation_test",
+]
+
+_ALTERNATIVES = ("two-sided", "less", "greater")
+_EXACT_BLOCK = 1 << 16
+
+
+def _check_ddof(ddof: Any) -> int:
+    if ddof not in (0, 1) or isinstance(ddof, bool):
+        raise ValueError(f"ddof must be one of 0, 1; got {ddof!r}")
+    return int(ddof)
+
+
+@dataclass(frozen=True)
+class DispersionResult:
+    """Result of :func:`dispersion`.
+
+    Attributes
+    ----------
+    statistic : float
+        Mean over axes of the per-axis standard deviation of cell means.
+    per_axis : dict
+        Axis -> standard deviation across its SUB x RES cells (NaN if the
+        axis has ``<= ddof`` cells).
+    n_cells : dict
+        Axis -> number of cells with data.
+    ddof : int
+        0 (population SD) or 1 (sample SD).
+    method : str
+    note : str or None
+        Lists axes left out of the average.
+    """
+
+    statistic: float
+    per_axis: dict = field(repr=False)
+    n_cells: dict = field(repr=False)
+    ddof: int
+    method: str = "Tan & Lee (2025) dispersion"
+    note: str | None = None
+
+
+def dispersion(cell_means_by_axis: Mapping[Any, Any], *, ddof: int) -> DispersionResult:
+    """Dispersion of cell means (Tan & Lee 2025): per-axis SD, averaged over axes.
+
+    Parameters
+    ----------
+    cell_means_by_axis : mapping of axis -> array_like, shape (n_cells,)
+        For each axis, the mean metric of each SUB x RES cell (NaN cells are
+        ignored). :func:`cell_means` builds it from long data.
+    ddof : {0, 1}
+        Required, because the paper's choice changes the values: ``1`` gives
+        the sample SD (pandas' default), ``0`` the population SD (numpy's).
+        No default on purpose.
+
+    Returns
+    -------
+    DispersionResult
+        Axes with ``<= ddof`` cells get NaN and are left out of the average
+        (named in ``note``); NaN overall if no axis remains.
+
+    Raises
+    ------
+    ValueError
+        If ``ddof`` is not 0 or 1 or the mapping is empty.
+
+    References
+    ----------
+    Tan, B. C. Z., & Lee, R. K.-W. (2025). Unmasking implicit bias:
+    evaluating persona-prompted LLM responses in power-disparate social
+    scenarios. *Proc. NAACL 2025*, 1075-1108. doi:10.18653/v1/2025.naacl-long.50
+    """
+    ddof = _check_ddof(ddof)
+    if not isinstance(cell_means_by_axis, Mapping) or not cell_means_by_axis:
+        raise ValueError("cell_means_by_axis must be a non-empty mapping of axis -> cell means")
+    per_axis: dict = {}
+    n_cells: dict = {}
+    for axis, values in cell_means_by_axis.items():
+        v = as_float_1d(values, f"cell means of axis {axis!r}")
+        v = v[~np.isnan(v)]
+        n_cells[axis] = int(v.size)
+        per_axis[axis] = float(v.std(ddof=ddof)) if v.size > ddof else np.nan
+    good = [s for s in per_axis.values() if not np.isnan(s)]
+    left_out = [a for a, s in per_axis.items() if np.isnan(s)]
+    note = f"axes with <= {ddof} cells left out: {left_out}" if left_out else None
+    stat = float(np.mean(good)) if good else np.nan
+    return DispersionResult(stat, per_axis, n_cells, ddof, note=note)
+
+
+# ------------------------------------------------------------- long layout
+
+
+def _column(data: Any, name: str) -> np.ndarray:
+    try:
+        col = data[name]
+    except (KeyError, IndexError, TypeError):
+        raise ValueError(f"data must have a column {name!r} (columns: scene, axis, sub, res, value[, condition])") from None
+    to_numpy = getattr(col, "to_numpy", None)
+    return np.asarray(to_numpy() if to_numpy is not None else col)
+
+
+@dataclass
+class _Layout:
+    axes: np.ndarray  # unique axis labels
+    cell_axis: np.ndarray  # (n_cells,) axis code of each cell
+    cell_keys: list  # (axis, sub, res) per cell
+    scenes: np.ndarray  # unique scene labels
+    scene_code: np.ndarray  # per row
+    cell_code: np.ndarray  # per row
+    value: np.ndarray  # per row
+    condition: np.ndarray | None  # per row
+
+
+def _layout(data: Any, need_condition: bool = False) -> _Layout:
+    value = as_float_1d(_column(data, "value"), "value")
+    n = value.size
+    scene_u, scene_code = as_labels(_column(data, "scene"), "scene", n)
+    axis_u, axis_code = as_labels(_column(data, "axis"), "axis", n)
+    sub_u, sub_code = as_labels(_column(data, "sub"), "sub", n)
+    res_u, res_code = as_labels(_column(data, "res"), "res", n)
+    cond = _column(data, "condition") if need_condition else None
+    keep = ~np.isnan(value)
+    key = (axis_code.astype(np.int64) * sub_u.size + sub_code) * res_u.size + res_code
+    uk, cell_code = np.unique(key, return_inverse=True)
+    cell_axis = uk // (sub_u.size * res_u.size)
+    cell_keys = [(axis_u[k // (sub_u.size * res_u.size)], sub_u[(k // res_u.size) % sub_u.size], res_u[k % res_u.size]) for k in uk]
+    return _Layout(
+        axis_u, cell_axis, cell_keys, scene_u, scene_code[keep], cell_code.reshape(-1)[keep], value[keep],
+        None if cond is None else cond[keep],
+    )
+
+
+def _scene_cell_sums(lay: _Layout, rows: np.ndarray) -> np.ndarray:
+    """(n_scenes, 2 * n_cells): per-scene cell sums then counts, for the rows selected."""
+    n_s, n_c = lay.scenes.size, lay.cell_axis.size
+    flat = lay.scene_code[rows] * n_c + lay.cell_code[rows]
+    sums = np.bincount(flat, weights=lay.value[rows], minlength=n_s * n_c).reshape(n_s, n_c)
+    counts = np.bincount(flat, minlength=n_s * n_c).reshape(n_s, n_c).astype(float)
+    return np.hstack([sums, counts])
+
+
+def _dispersion_fn(lay: _Layout, ddof: int):
+    n_c = lay.cell_axis.size
+    groups = [np.nonzero(lay.cell_axis == a)[0] for a in range(lay.axes.size)]
+
+    def fn(totals: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            means = totals[:, :n_c] / totals[:, n_c:]
+        sds = np.full((totals.shape[0], len(groups)), np.nan)
+        for j, cols in enumerate(groups):
+            m = means[:, cols]
+            ok = ~np.isnan(m)
+            k = ok.sum(axis=1)
+            mu = np.where(ok, m, 0.0).sum(axis=1) / np.maximum(k, 1)
+            ss = np.where(ok, (m - mu[:, None]) ** 2, 0.0).sum(axis=1)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                sds[:, j] = np.where(k > ddof, np.sqrt(ss / (k - ddof)), np.nan)
+        ok = ~np.isnan(sds)
+        cnt = ok.sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(cnt > 0, np.where(ok, sds, 0.0).sum(axis=1) / cnt, np.nan)
+
+    return fn
+
+
+def _rows_for(lay: _Layout, condition: Any) -> np.ndarray:
+    if condition is None:
+        return np.arange(lay.value.size)
+    rows = np.nonzero(lay.condition == condition)[0]
+    if rows.size == 0:
+        found = sorted({str(c) for c in np.unique(lay.condition.astype(str))})
+        raise ValueError(f"condition {condition!r} not found; conditions present: {found}")
+    return rows
+
+
+def cell_means(data: Any, *, condition: Any = None) -> dict:
+    """Mean ``value`` of each SUB x RES cell, by axis, from long data.
+
+    Parameters
+    ----------
+    data : DataFrame or mapping of column -> array
+        Columns ``scene, axis, sub, res, value`` (and ``condition`` if
+        ``condition`` is given). NaN values are ignored.
+    condition : optional
+        Keep only rows with this ``condition``.
+
+    Returns
+    -------
+    dict
+        Axis -> ndarray of cell means (cells ordered by sub, then res).
+    """
+    lay = _layout(data, need_condition=condition is not None)
+    rows = _rows_for(lay, condition)
+    totals = _scene_cell_sums(lay, rows).sum(axis=0)
+    n_c = lay.cell_axis.size
+    with np.errstate(divide="ignore", invalid="ignore"):
+        means = totals[:n_c] / totals[n_c:]
+    return {lay.axes[a]: means[lay.cell_axis == a] for a in range(lay.axes.size)}
+
+
+def dispersion_bootstrap(
+    data: Any,
+    *,
+    ddof: int,
+    condition: Any = None,
+    n_resamples: int = 2000,
+    confidence_level: float = 0.95,
+    seed: int | np.random.Generator | None = 0,
+    method: str = "percentile",
+) -> BootstrapResult:
+    """Scene-level bootstrap CI for the Tan & Lee (2025) dispersion.
+
+    Scenes are resampled with replacement (a scene's rows stay together);
+    each resample's cell means come from precomputed per-scene cell sums,
+    so the cost is a matrix product per block of resamples.
+
+    Parameters
+    ----------
+    data : DataFrame or mapping of column -> array
+        Long data, see the module notes.
+    ddof : {0, 1}
+        Required; see :func:`dispersion`.
+    condition : optional
+        Restrict to rows with this ``condition``.
+    n_resamples, confidence_level, seed, method
+        As in :func:`cluster_bootstrap`.
+
+    Returns
+    -------
+    BootstrapResult
+        ``statistic`` equals ``dispersion(cell_means(data, condition=...),
+        ddof=ddof).statistic``; ``n_clusters`` is the number of scenes.
+
+    References
+    ----------
+    Tan & Lee (2025); Field & Welsh (2007).
+    """
+    ddof = _check_ddof(ddof)
+    n_resamples, level, rng, seed_used = _check_common(n_resamples, confidence_level, method, seed)
+    lay = _layout(data, need_condition=condition is not None)
+    rows = _rows_for(lay, condition)
+    sums = _scene_cell_sums(lay, rows)
+    present = sums[:, lay.cell_axis.size:].sum(axis=1) > 0
+    return sums_bootstrap(
+        sums[present], _dispersion_fn(lay, ddof), n_resamples=n_resamples, level=level, method=method, rng=rng,
+        seed=seed_used, n_observations=int(rows.size),
+    )
+
+
+# --------------------------------------------------------- permutation tests
+
+
+@dataclass(frozen=True)
+class PermutationTestResult:
+    """Result of a paired (sign-flip / within-unit swap) permutation test.
+
+    Attributes
+    ----------
+    statistic : float
+        Observed statistic (mean of ``a - b``, or dispersion(a) -
+        dispersion(b)).
+    pvalue : float
+        scipy's convention: one-sided ``P(null <= obs)`` / ``P(null >= obs)``
+        (Monte Carlo: ``(k + 1) / (n_resamples + 1)``); two-sided is twice
+        the smaller, capped at 1.
+    method : str
+    alternative : str
+    n : int
+        Matched units (pairs or scenes).
+    n_resamples : int
+        Null statistics computed (``2**n`` when exact).
+    exact : bool
+        All ``2**n`` sign patterns enumerated.
+    seed : int or None
+    note : str or None
+    null_distribution : ndarray
+    """
+
+    statistic: float
+    pvalue: float
+    method: str
+    alternative: str
+    n: int
+    n_resamples: int
+    exact: bool
+    seed: int | None
+    note: str | None = None
+    null_distribution: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False, compare=False)
+
+
+def _flip_blocks(n: int, n_resamples: int, rng: np.random.Generator) -> tuple[bool, Iterator[np.ndarray]]:
+    exact = n < 63 and 2**n <= n_resamples
+
+    def gen() -> Iterator[np.ndarray]:
+        if exact:
+            total = 2**n
+            for start in range(0, total, _EXACT_BLOCK):
+                ints = np.arange(start, min(start + _EXACT_BLOCK, total), dtype=np.int64)
+                yield ((ints[:, None] >> np.arange(n)) & 1).astype(float)
+        else:
+            block = max(1, min(n_resamples, (1 << 21) // max(n, 1)))
+            done = 0
+            while done < n_resamples:
+                b = min(block, n_resamples - done)
+                yield rng.integers(0, 2, size=(b, n)).astype(float)
+                done += b
+
+    return exact, gen()
+
+
+def _pvalue(null: np.ndarray, observed: float, alternative: str, exact: bool) -> float:
+    gamma = abs(np.finfo(float).eps * 100 * observed)
+    less = np.count_nonzero(null <= observed + gamma)
+    greater = np.count_nonzero(null >= observed - gamma)
+    if exact:
+        p_less, p_greater = less / null.size, greater / null.size
+    else:
+        p_less, p_greater = (less + 1) / (null.size + 1), (greater + 1) / (null.size + 1)
+    if alternative == "less":
+        return float(p_less)
+    if alternative == "greater":
+        return float(p_greater)
+    return float(min(1.0, 2.0 * min(p_less, p_greater)))
+
+
+def _check_perm(n_resamples: Any, seed: Any, alternative: Any) -> tuple[int, np.random.Generator, int | None]:
+    check_choice("alternative", alternative, _ALTERNATIVES)
+    n_resamples, _, rng, seed_used = _check_common(n_resamples, 0.95, "percentile", seed)
+    return n_resamples, rng, seed_used
+
+
+def paired_permutation_test(
+    a: Any,
+    b: Any,
+    *,
+    n_resamples: int = 9999,
+    seed: int | np.random.Generator | None = 0,
+    alternative: str = "two-sided",
+) -> PermutationTestResult:
+    """Sign-flip permutation test of ``mean(a - b) = 0`` for matched values.
+
+    Under the null, the labels within each matched unit (e.g. the same
+    scene with and without a power disparity) are exchangeable, so each
+    difference's sign is flipped at random.
+
+    Parameters
+    ----------
+    a, b : array_like of float, shape (n,)
+        Matched values (e.g. per-scene dispersion under two conditions);
+        NaN drops the unit.
+    n_resamples : int, default 9999
+        Random sign patterns; if ``2**n <= n_resamples`` all ``2**n`` are
+        enumerated and the test is exact.
+    seed : int, Generator or None, default 0
+    alternative : {"two-sided", "less", "greater"}, default "two-sided"
+        ``"greater"``: ``a`` tends to exceed ``b``.
+
+    Returns
+    -------
+    PermutationTestResult
+        In the exact case the p-value equals ``scipy.stats.permutation_test``
+        with ``permutation_type="samples"`` on the same statistic.
+
+    References
+    ----------
+    Fisher, R. A. (1935). *The Design of Experiments*, sec. 21. Oliver & Boyd.
+    Good, P. (2005). *Permutation, Parametric, and Bootstrap Tests of
+    Hypotheses*, 3rd ed. Springer.
+    """
+    n_resamples, rng, seed_used = _check_perm(n_resamples, seed, alternative)
+    xa, ya, n_missing = paired_arrays(a, b)
+    d = xa - ya
+    n = d.size
+    method = "paired sign-flip permutation test (mean difference)"
+    note = f"{n_missing} units dropped for missing values" if n_missing else None
+    if n == 0:
+        return PermutationTestResult(np.nan, np.nan, method, alternative, 0, 0, False, seed_used, "no complete pairs")
+    observed = float(d.mean())
+    exact, blocks = _flip_blocks(n, n_resamples, rng)
+    null = np.concatenate([((1.0 - 2.0 * s) @ d) / n for s in blocks])
+    null.setflags(write=False)
+    return PermutationTestResult(observed, _pvalue(null, observed, alternative, exact), method, alternative, n,
+                                 int(null.size), exact, seed_used, note, null)
+
+
+def dispersion_permutation_test(
+    data: Any,
+    *,
+    ddof: int,
+    conditions: tuple[Any, Any],
+    n_resamples: int = 9999,
+    seed: int | np.random.Generator | None = 0,
+    alternative: str = "two-sided",
+) -> PermutationTestResult:
+    """Permutation test of dispersion(condition 1) - dispersion(condition 2) over matched scenes.
+
+    Within each scene the two conditions' rows are swapped with probability
+    1/2 and the whole-study dispersion of each condition is recomputed;
+    vectorised over resamples through per-scene cell sums.
+
+    Parameters
+    ----------
+    data : DataFrame or mapping of column -> array
+        Long data with a ``condition`` column (see the module notes).
+    ddof : {0, 1}
+        Required; see :func:`dispersion`.
+    conditions : (c1, c2)
+        The two condition labels, e.g. ``("power", "no_power")``.
+    n_resamples, seed, alternative
+        As in :func:`paired_permutation_test`; exact when
+        ``2**n_scenes <= n_resamples``.
+
+    Returns
+    -------
+    PermutationTestResult
+        ``statistic = D(c1) - D(c2)``. Scenes observed under only one
+        condition are dropped (counted in ``note``).
+
+    References
+    ----------
+    Tan & Lee (2025); Good (2005).
+    """
+    ddof = _check_ddof(ddof)
+    n_resamples, rng, seed_used = _check_perm(n_resamples, seed, alternative)
+    if not isinstance(conditions, (tuple, list)) or len(conditions) != 2:
+        raise ValueError(f"conditions must be a pair (c1, c2); got {conditions!r}")
+    lay = _layout(data, need_condition=True)
+    n_c = lay.cell_axis.size
+    s1 = _scene_cell_sums(lay, _rows_for(lay, conditions[0]))
+    s2 = _scene_cell_sums(lay, _rows_for(lay, conditions[1]))
+    matched = (s1[:, n_c:].sum(axis=1) > 0) & (s2[:, n_c:].sum(axis=1) > 0)
+    n_dropped = int(((s1[:, n_c:].sum(axis=1) > 0) | (s2[:, n_c:].sum(axis=1) > 0)).sum() - matched.sum())
+    s1, s2 = s1[matched], s2[matched]
+    n = int(matched.sum())
+    method = "scene-swap permutation test of the difference in dispersion"
+    note = f"{n_dropped} scenes seen under only one condition were dropped" if n_dropped else None
+    if n == 0:
+        return PermutationTestResult(np.nan, np.nan, method, alternative, 0, 0, False, seed_used, "no matched scenes")
+    fn = _dispersion_fn(lay, ddof)
+    t1, t2, delta = s1.sum(axis=0), s2.sum(axis=0), s2 - s1
+    observed = float(fn(t1[None, :])[0] - fn(t2[None, :])[0])
+    exact, blocks = _flip_blocks(n, n_resamples, rng)
+    parts = []
+    for s in blocks:
+        shift = s @ delta
+        parts.append(fn(t1 + shift) - fn(t2 - shift))
+    null = np.concatenate(parts)
+    null.setflags(write=False)
+    return PermutationTestResult(observed, _pvalue(null[np.isfinite(null)], observed, alternative, exact), method,
+                                 alternative, n, int(null.size), exact, seed_used, note, null)
