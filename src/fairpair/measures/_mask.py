@@ -1,0 +1,511 @@
+"""Blinding the judge: mask every signal value in a text before it is judged.
+
+Why
+---
+The first seed of a paired audit is that the *judge* (a human or an LLM that
+scores the chatbot's answers) must not see the attribute under test. If the
+answer to "Me llamo Mohamed, ..." still says "Mohamed" when it is scored, the
+judge can treat it differently and the audit measures the judge's bias instead
+of the chatbot's. So before judging, every value that could reveal a group is
+replaced by one marker: all names of all groups, ages ("67"), neighbourhoods
+and postal codes, multi-word values ("San Blas") and declared group references
+("árabe", "marroquí"). Afterwards :meth:`Masker.leaks` re-scans the masked text
+with the same matcher; the judge refuses to score a text whose leak list is not
+empty.
+
+Matching rules
+--------------
+Matching is done on a *folded* form of text and values, so that spelling
+variants cannot slip past:
+
+* Unicode compatibility normalisation (NFKD): fullwidth ``Ｌｕｃíａ``,
+  ligatures (``ﬁ``), superscript digits, math alphanumerics fold to plain
+  letters and digits.
+* Accents and other combining marks are dropped (``Lucía`` = ``Lucia``), in
+  composed (NFC) or decomposed (NFD) form.
+* Case is folded with :meth:`str.casefold` (``LUCÍA`` = ``lucía``;
+  ``ß`` = ``ss``, a fold that changes length; see below).
+* Format characters (Unicode category Cf: zero-width space/joiner/non-joiner,
+  word joiner, BOM, soft hyphen, bidi controls, tag characters) and combining
+  marks are **stripped before matching**, so ``Lu\\u200bcía`` is still
+  ``Lucía``. Stripping is the safer choice: those characters are invisible to
+  a reader, so a name split by them is still read as the name.
+* All whitespace runs are equal to one space (``San  Blas``, ``San\\nBlas``),
+  all dashes (Unicode Pd) to ``-``, and the apostrophes ``' ’ ʼ ‘ ` ´ ′`` to
+  ``'``.
+* Whole words only: a match may not be preceded or followed by a letter or a
+  digit, so ``Ana`` is not masked in ``mañana`` or ``Anabel``, while ``Ana,``,
+  ``¡Ana!``, ``_Ana_`` (markdown) and ``Wei's`` (-> ``[MASK]'s``) are.
+* Numbers are whole numbers: ``67`` is masked in ``tengo 67 años`` and
+  ``67,`` but not inside ``167``, ``1967``, ``67,5`` or ``6.67``.
+* Longest match first: with values ``María`` and ``María José``, the text
+  ``María José`` becomes one marker.
+
+Group terms (``group_terms``) are words that inflect, so each also matches its
+Spanish/English plural and, for terms ending in ``-o``/``-a``, the other
+grammatical gender: ``gitano`` matches ``gitana``, ``gitanos``, ``gitanas``;
+``marroquí`` matches ``marroquíes`` and ``marroquís``; ``árabe`` matches
+``árabes``.
+
+Implementation
+--------------
+One regular expression is compiled per value set (and cached). Instead of
+folding every text, the folding is compiled into the pattern: each folded
+letter becomes a character class of every code point that folds to it
+(``[aAáÁàâäãåａＡ...]``) and each multi-character fold (``ß`` -> ``ss``) an
+extra alternative, arranged as a trie so shared prefixes are tried once. The
+pattern starts with a class of all possible first characters, so the regex
+engine skips ahead in C. Matches are therefore positions in the original
+text, and everything outside a match is kept byte for byte. Texts that contain
+stripped characters (marks, format characters; rare) take a second path: they
+are removed while an index map is kept, the same pattern is run, and the spans
+are mapped back (a span swallows the marks that follow its last character).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Iterable
+from typing import NamedTuple
+
+__all__ = ["Masker", "mask", "fold"]
+
+_STRIPPED_CATEGORIES = frozenset({"Mn", "Me", "Cf"})
+_APOSTROPHES = "'\u2019\u02bc\u2018`\u00b4\u2032"
+# Code points whose folding is compiled into the pattern: the BMP. Keeping every
+# character class inside the BMP lets the regex engine use its fast two-level
+# bitmap; a class with an astral range falls back to a linear scan of ranges,
+# about 20x slower. Astral code points (math alphanumerics, tag characters,
+# emoji) are rare in answers and are folded on the slow path instead.
+_BMP = range(0, 0x10000)
+_ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
+
+
+def _fold_char(c: str) -> str:
+    """Fold one code point (see the module docstring); may return '' or 2+ chars."""
+    cat = unicodedata.category(c)
+    if cat in _STRIPPED_CATEGORIES:
+        return ""
+    if c.isspace():
+        return " "
+    if cat == "Pd":
+        return "-"
+    if c in _APOSTROPHES:
+        return "'"
+    out = []
+    # A non-space character never folds to a space (NFKD of "¨" is " \u0308").
+    for d in unicodedata.normalize("NFKD", c).replace(" ", ""):
+        if unicodedata.category(d) in _STRIPPED_CATEGORIES:
+            continue
+        for e in unicodedata.normalize("NFKD", d.casefold()):
+            if unicodedata.category(e) not in _STRIPPED_CATEGORIES:
+                out.append(e)
+    return "".join(out)
+
+
+def _trim(folded: str) -> str:
+    """Drop leading/trailing characters that are not letters or digits."""
+    m = re.search(r"[^\W_](?:.*[^\W_])?", folded, re.S)
+    return m.group() if m else ""
+
+
+def fold(text: str) -> str:
+    """Return the folded form of ``text`` used for matching.
+
+    Compatibility-decomposed (NFKD), combining marks and format characters
+    removed, case-folded, whitespace runs collapsed to one space, dashes and
+    apostrophes unified, stripped of leading/trailing spaces. This is the
+    canonical definition the compiled matcher implements; it is slow (one
+    Python call per character) and meant for values, not for bulk text.
+    """
+    return re.sub(r" +", " ", "".join(_fold_char(c) for c in text)).strip()
+
+
+class _Tables(NamedTuple):
+    by_fold: dict[str, list[str]]  # folded string -> BMP code points that fold to it
+    multi: tuple[str, ...]  # folded strings of length >= 2 that some code point produces
+    stripped: str  # character-class body of the BMP code points folding to ''
+
+
+@functools.cache
+def _tables() -> _Tables:
+    by_fold: dict[str, list[str]] = {}
+    stripped: list[int] = []
+    for cp in _BMP:
+        c = chr(cp)
+        if unicodedata.category(c) == "Cs":  # lone surrogates
+            continue
+        f = _fold_char(c)
+        if f:
+            by_fold.setdefault(f, []).append(c)
+        else:
+            stripped.append(cp)
+    multi = tuple(sorted((f for f in by_fold if len(f) > 1), key=len, reverse=True))
+    return _Tables(by_fold, multi, _class_body_from_codepoints(stripped))
+
+
+def _class_body_from_codepoints(cps: list[int]) -> str:
+    """Compress sorted code points into a regex character-class body of ranges."""
+    parts: list[str] = []
+    i = 0
+    cps = sorted(cps)
+    while i < len(cps):
+        j = i
+        while j + 1 < len(cps) and cps[j + 1] == cps[j] + 1:
+            j += 1
+        lo, hi = cps[i], cps[j]
+        parts.append(_esc(chr(lo)) if lo == hi else f"{_esc(chr(lo))}-{_esc(chr(hi))}")
+        i = j + 1
+    return "".join(parts)
+
+
+def _esc(c: str) -> str:
+    return "\\" + c if c in "\\]^-[" else c
+
+
+def _char_class(folded: str) -> str:
+    """Character class matching every code point whose fold is ``folded``."""
+    chars = _tables().by_fold.get(folded, [])
+    if len(folded) == 1 and folded not in chars:
+        chars = [folded, *chars]
+    return "[" + _class_body_from_codepoints([ord(c) for c in chars]) + "]"
+
+
+def _inflections(term: str) -> list[str]:
+    """Folded Spanish/English number and gender variants of a group term."""
+    out = [term]
+    if term.endswith(("o", "a")) and len(term) > 2:
+        stem = term[:-1]
+        out += [stem + "o", stem + "a", stem + "os", stem + "as"]
+    else:
+        out += [term + "s", term + "es"]
+    return list(dict.fromkeys(out))
+
+
+_SENTINEL = b"\x00"
+
+
+@functools.cache
+def _cp1252_table() -> bytes:
+    """A 256-byte table folding Windows-1252 text for :meth:`Masker._surely_clean`.
+
+    A byte maps to the Windows-1252 byte of its folded letter or digit, to a
+    space if it is a word boundary (not alphanumeric, or ``_``), or to
+    ``_SENTINEL`` where a one-byte fold would not agree with the matcher
+    (multi-character or empty folds, folds outside Windows-1252).
+    """
+    table = bytearray(_SENTINEL * 256)
+    for b in range(256):
+        try:
+            c = bytes([b]).decode("cp1252")
+        except UnicodeDecodeError:
+            continue  # never produced by the encoder
+        f = _fold_char(c)
+        if c == "_" or (not c.isalnum() and f and not any(x.isalnum() for x in f)):
+            table[b] = ord(" ")
+        elif c.isalnum() and len(f) == 1 and f.isalnum():
+            try:
+                table[b] = f.encode("cp1252")[0]
+            except UnicodeEncodeError:
+                pass
+    table[0] = _SENTINEL[0]
+    return bytes(table)
+
+
+def _first_words(folded_values: Iterable[str]) -> Iterable[bytes]:
+    """First alphanumeric run of each folded value, in Windows-1252 bytes.
+
+    A value whose first run cannot be encoded can never appear in a text that
+    encodes (no Windows-1252 character folds to it), so it is skipped.
+    """
+    for f in folded_values:
+        try:
+            yield re.match(r"[^\W_]+", f).group().encode("cp1252")
+        except UnicodeEncodeError:
+            continue
+
+
+class _Node(dict):
+    """Trie node: folded char -> child; ``end`` is set where a value ends."""
+
+    end: bool = False
+
+
+class Masker:
+    """A compiled, reusable masker for one set of signal values.
+
+    Parameters
+    ----------
+    values:
+        Strings to mask, matched whole-word, accent-, case- and
+        compatibility-insensitively (see the module docstring): every name of
+        every group, ages (``"67"``), neighbourhoods, postal codes, multi-word
+        values (``"San Blas"``). Duplicates and spelling variants of one value
+        are fine.
+    marker:
+        The replacement text, ``"[MASK]"`` by default.
+    group_terms:
+        Declared group references (``"árabe"``, ``"marroquí"``); matched like
+        values and also in their plural and other-gender forms.
+
+    Raises
+    ------
+    TypeError
+        If a value, group term or the marker is not a ``str``.
+    ValueError
+        If a value or group term is empty or has no letter or digit once folded
+        (``""``, ``"  "``, ``"-"``); if the marker is empty; if the marker
+        itself contains a value (it would leak, and masking would not be
+        idempotent), or shares a word with a value (``"[MASK]"`` with value
+        ``"Mask Ana"``).
+
+    Notes
+    -----
+    The first construction in a process builds the folding tables (about
+    0.5 s); patterns are compiled once per instance, and :func:`mask` caches
+    instances per value set.
+    """
+
+    def __init__(
+        self,
+        values: Iterable[str],
+        *,
+        marker: str = "[MASK]",
+        group_terms: Iterable[str] = (),
+    ) -> None:
+        if not isinstance(marker, str):
+            raise TypeError(f"marker must be a str, got {type(marker).__name__}")
+        if not marker:
+            raise ValueError("marker must not be empty")
+        if isinstance(values, str) or isinstance(group_terms, str):
+            raise TypeError("values and group_terms must be iterables of str, not a single str")
+        self.values: tuple[str, ...] = tuple(values)
+        self.group_terms: tuple[str, ...] = tuple(group_terms)
+        self.marker = marker
+
+        # folded form -> the value (as given) it reports in leaks()
+        self._lookup: dict[str, str] = {}
+        for kind, items in (("value", self.values), ("group term", self.group_terms)):
+            for v in items:
+                if not isinstance(v, str):
+                    raise TypeError(f"{kind} {v!r} is not a str ({type(v).__name__})")
+                f = _trim(fold(v))
+                if not f:
+                    raise ValueError(f"{kind} {v!r} is empty or has no letter or digit")
+                forms = _inflections(f) if kind == "group term" else [f]
+                for form in forms:
+                    self._lookup.setdefault(form, v)
+
+        self._pattern = self._compile(self._lookup)
+        self._stripped = re.compile(f"[{_tables().stripped}]")
+        self._first_words = frozenset(_first_words(self._lookup))
+
+        if self.leaks(marker):
+            raise ValueError(
+                f"marker {marker!r} contains the value(s) {self.leaks(marker)}; "
+                "choose a marker without any signal value"
+            )
+        marker_words = set(re.findall(r"[^\W_]+", fold(marker)))
+        for f, v in self._lookup.items():
+            shared = marker_words & set(re.findall(r"[^\W_]+", f))
+            if shared:
+                raise ValueError(
+                    f"value {v!r} shares the word(s) {sorted(shared)} with marker {marker!r}; "
+                    "a masked text could then leak it"
+                )
+
+    # -- compilation -------------------------------------------------------
+
+    @staticmethod
+    def _compile(lookup: dict[str, str]) -> re.Pattern[str] | None:
+        if not lookup:
+            return None
+        root = _Node()
+        for f in lookup:
+            node = root
+            for ch in f:
+                node = node.setdefault(ch, _Node())
+            node.end = True
+        multi_by_first: dict[str, list[str]] = {}
+        for f in _tables().multi:  # one code point folding to several chars, e.g. ß -> ss
+            multi_by_first.setdefault(f[0], []).append(f)
+
+        def walk(node: _Node, path: str) -> _Node | None:
+            for ch in path:
+                node = node.get(ch)
+                if node is None:
+                    return None
+            return node
+
+        def alternatives(node: _Node, at_start: bool) -> list[str]:
+            """Regex alternatives for the edges out of ``node``, longest-first safe.
+
+            The character classes of sibling edges are disjoint (each code
+            point has one fold), so their order does not matter. Edges that
+            consume a multi-character fold are bundled behind one class of
+            all such code points, so ordinary text fails them with one test.
+            """
+            alts, multis = [], []
+            for ch, child in node.items():
+                rx = _char_class(ch) + ("+" if ch == " " else "")
+                # Numbers do not start after a decimal separator (67 in 6.67).
+                # Tested after the class, so other words fail on the class.
+                guard = "(?<!\\d[.,].)" if at_start and ch.isdigit() else ""
+                alts.append(rx + guard + render(child, ch))
+                for f in multi_by_first.get(ch, ()):
+                    target = walk(node, f)
+                    if target is not None:
+                        multis.append((_char_class(f), guard + render(target, f[-1])))
+            if len(multis) == 1:
+                alts.append(multis[0][0] + multis[0][1])
+            elif multis:
+                union = "".join(cls[1:-1] for cls, _ in multis)
+                inner = "|".join(f"(?<={cls}){rest}" for cls, rest in multis)
+                alts.append(f"[{union}](?:{inner})")
+            return alts
+
+        def render(node: _Node, last: str) -> str:
+            alts = alternatives(node, at_start=False)
+            if node.end:
+                # Right boundary: no letter/digit follows; numbers do not
+                # continue with a decimal part (67 in 67,5). Tried last, so
+                # the longest value wins.
+                end = "(?![^\\W_])"
+                if last.isdigit():
+                    end += "(?![.,]\\d)"
+                alts.append(end)
+            if len(alts) == 1:
+                return alts[0]
+            return "(?:" + "|".join(alts) + ")"
+
+        # A value is only ever preceded by a non-alphanumeric character, so the
+        # pattern starts by consuming that separator (texts are searched with
+        # a space prepended). A leading separator class lets the engine skip
+        # ahead in C to word starts only, about 2.5x faster than testing a
+        # lookbehind at every letter.
+        # The match includes that one separator character.
+        return re.compile(f"[\\W_](?:{'|'.join(alternatives(root, at_start=True))})")
+
+    # -- matching ----------------------------------------------------------
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Return the ``(start, end)`` spans of ``text`` that hold a value.
+
+        Spans are non-overlapping, sorted, leftmost-longest, as positions in
+        ``text`` itself.
+        """
+        if self._pattern is None or self._surely_clean(text):
+            return []
+        if self._stripped.search(text) is None and _ASTRAL.search(text) is None:
+            return [(m.start(), m.end() - 1) for m in self._pattern.finditer(" " + text)]
+        # Slow path: stripped characters removed and astral ones folded, with
+        # an index map from the cleaned text back to ``text``.
+        index: list[int] = [-1]  # for the prepended space
+        chunks: list[str] = [" "]
+        for i, c in enumerate(text):
+            f = _fold_char(c) if (c > "\uffff" or self._stripped.match(c)) else c
+            chunks.append(f)
+            index += [i] * len(f)
+        out = []
+        for m in self._pattern.finditer("".join(chunks)):
+            start, end = index[m.start() + 1], index[m.end() - 1] + 1
+            while end < len(text) and not _fold_char(text[end]):
+                end += 1  # swallow the marks / zero-width chars after the match
+            out.append((start, end))
+        return out
+
+    def _surely_clean(self, text: str) -> bool:
+        """Cheap pre-check: True only if ``text`` cannot contain any value.
+
+        For texts in Windows-1252 (Spanish, English and most Western European
+        text, curly quotes and dashes included) one C-level byte translation
+        folds the text and splits it into words; if none of them is the first
+        word of a value, no value can match. Anything the byte table cannot
+        fold exactly (``ß``, ``™``, soft hyphens, ...) answers False, and the
+        regular expression decides.
+        """
+        try:
+            folded = text.encode("cp1252").translate(_cp1252_table())
+        except UnicodeEncodeError:
+            return False
+        if _SENTINEL in folded:
+            return False
+        return self._first_words.isdisjoint(folded.split())
+
+    def mask(self, text: str) -> str:
+        """Return ``text`` with every value replaced by the marker.
+
+        The rest of the text is preserved exactly. Idempotent:
+        ``mask(mask(t)) == mask(t)``.
+        """
+        spans = self.spans(text)
+        if not spans:
+            return text
+        parts, pos = [], 0
+        for start, end in spans:
+            parts += (text[pos:start], self.marker)
+            pos = end
+        parts.append(text[pos:])
+        return "".join(parts)
+
+    def leaks(self, text: str) -> list[str]:
+        """Return the values still present in ``text`` (empty when it is blind).
+
+        Each leaked value is reported once, as given to the constructor (for a
+        group term, the term itself), in order of first appearance. Uses the
+        same matcher as :meth:`mask`, so ``leaks(mask(t)) == []`` for every
+        ``t``; a judge should refuse to score a text with a non-empty result.
+        """
+        found: dict[str, None] = {}
+        for start, end in self.spans(text):
+            found[self._lookup[fold(text[start:end])]] = None
+        return list(found)
+
+    def __repr__(self) -> str:
+        return (
+            f"Masker({len(self.values)} values, {len(self.group_terms)} group terms, "
+            f"marker={self.marker!r})"
+        )
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_masker(values: tuple[str, ...], marker: str) -> Masker:
+    return Masker(values, marker=marker)
+
+
+def mask(text: str, values: Iterable[str], *, marker: str = "[MASK]") -> str:
+    """Replace every occurrence of any of ``values`` in ``text`` with ``marker``.
+
+    A convenience wrapper around :class:`Masker` (compiled maskers are cached
+    per ``(values, marker)``); see the module docstring for the matching rules.
+
+    Parameters
+    ----------
+    text:
+        The text to blind, e.g. a chatbot answer before it goes to the judge.
+    values:
+        The signal values of *all* groups (names, ages, places, group words).
+    marker:
+        Replacement, ``"[MASK]"`` by default.
+
+    Returns
+    -------
+    str
+        ``text`` with each value occurrence replaced, the rest unchanged.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :class:`Masker`.
+
+    Examples
+    --------
+    >>> mask("Hola, LUCÍA. ¿Lucia vive en San  Blas?", ["Lucía", "San Blas"])
+    'Hola, [MASK]. ¿[MASK] vive en [MASK]?'
+    """
+    if isinstance(values, str):
+        raise TypeError("values must be an iterable of str, not a single str")
+    return _cached_masker(tuple(values), marker).mask(text)
+
