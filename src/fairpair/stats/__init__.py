@@ -26,44 +26,81 @@ Depends on numpy and scipy only (pandas objects are accepted, never imported).
 
 from __future__ import annotations
 
-from fairpair.stats._bootstrap import (
-    BootstrapResult,
-    cluster_bootstrap,
-    cluster_bootstrap_mean_difference,
-    cluster_bootstrap_risk_difference,
-)
-from fairpair.stats._common import ConfidenceInterval
-from fairpair.stats._dispersion import (
-    DispersionResult,
-    PermutationTestResult,
-    cell_means,
-    dispersion,
-    dispersion_bootstrap,
-    dispersion_permutation_test,
-    paired_permutation_test,
-)
-from fairpair.stats._equivalence import (
-    TostResult,
-    Verdict,
-    equivalence_verdict,
-    significant,
-    tost_paired,
-    verdict,
-)
-from fairpair.stats._heterogeneity import HeterogeneityResult, VariantEffect, variant_heterogeneity
-from fairpair.stats._mcnemar import McNemarResult, mcnemar, mcnemar_table
-from fairpair.stats._multitest import adjust, benjamini_hochberg, holm
-from fairpair.stats._omnibus import CochranQResult, FriedmanResult, cochran_q, friedman
-from fairpair.stats._power import (
-    PowerResult,
-    design_effect,
-    mcnemar_power,
-    min_detectable_effect,
-    min_detectable_risk_difference,
-    paired_power,
-    pairs_needed,
-)
-from fairpair.stats._signed_rank import PairedTResult, WilcoxonResult, paired_t, wilcoxon
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+# Public name -> private module. Submodules (and scipy.stats, ~1 s) load on
+# first use, so ``import fairpair.stats`` stays instant for the CLI.
+_LAZY = {
+    "_bootstrap": ("BootstrapResult", "cluster_bootstrap", "cluster_bootstrap_mean_difference",
+                   "cluster_bootstrap_risk_difference"),
+    "_common": ("ConfidenceInterval",),
+    "_dispersion": ("DispersionResult", "PermutationTestResult", "cell_means", "dispersion", "dispersion_bootstrap",
+                    "dispersion_permutation_test", "paired_permutation_test"),
+    "_equivalence": ("TostResult", "Verdict", "equivalence_verdict", "significant", "tost_paired", "verdict"),
+    "_heterogeneity": ("HeterogeneityResult", "VariantEffect", "variant_heterogeneity"),
+    "_mcnemar": ("McNemarResult", "mcnemar", "mcnemar_table"),
+    "_multitest": ("adjust", "benjamini_hochberg", "holm"),
+    "_omnibus": ("CochranQResult", "FriedmanResult", "cochran_q", "friedman"),
+    "_power": ("PowerResult", "design_effect", "mcnemar_power", "min_detectable_effect",
+               "min_detectable_risk_difference", "paired_power", "pairs_needed"),
+    "_signed_rank": ("PairedTResult", "WilcoxonResult", "paired_t", "wilcoxon"),
+}
+_WHERE = {name: module for module, names in _LAZY.items() for name in names}
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from fairpair.stats._bootstrap import (  # noqa: F401
+        BootstrapResult,
+        cluster_bootstrap,
+        cluster_bootstrap_mean_difference,
+        cluster_bootstrap_risk_difference,
+    )
+    from fairpair.stats._common import ConfidenceInterval  # noqa: F401
+    from fairpair.stats._dispersion import (  # noqa: F401
+        DispersionResult,
+        PermutationTestResult,
+        cell_means,
+        dispersion,
+        dispersion_bootstrap,
+        dispersion_permutation_test,
+        paired_permutation_test,
+    )
+    from fairpair.stats._equivalence import (  # noqa: F401
+        TostResult,
+        Verdict,
+        equivalence_verdict,
+        significant,
+        tost_paired,
+        verdict,
+    )
+    from fairpair.stats._heterogeneity import HeterogeneityResult, VariantEffect, variant_heterogeneity  # noqa: F401
+    from fairpair.stats._mcnemar import McNemarResult, mcnemar, mcnemar_table  # noqa: F401
+    from fairpair.stats._multitest import adjust, benjamini_hochberg, holm  # noqa: F401
+    from fairpair.stats._omnibus import CochranQResult, FriedmanResult, cochran_q, friedman  # noqa: F401
+    from fairpair.stats._power import (  # noqa: F401
+        PowerResult,
+        design_effect,
+        mcnemar_power,
+        min_detectable_effect,
+        min_detectable_risk_difference,
+        paired_power,
+        pairs_needed,
+    )
+    from fairpair.stats._signed_rank import PairedTResult, WilcoxonResult, paired_t, wilcoxon  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fairpair.stats' has no attribute {name!r}")
+    value = getattr(import_module(f"fairpair.stats.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     # paired binary

@@ -16,21 +16,45 @@ __all__ = ["walsh_order_statistics", "signed_rank_cdf"]
 _BRUTE_FORCE_MAX_N = 1500
 
 
+def _prefix(ds: np.ndarray, s: float) -> np.ndarray:
+    """For each i, the number of j with fl(ds[i] + ds[j]) <= s.
+
+    ``searchsorted`` on ``s - ds[i]`` can be off at the boundary by rounding;
+    the loops move each boundary past whole runs of tied values until it
+    agrees with the computed sums (floating-point addition is monotone, so
+    the set is a prefix).
+    """
+    n = ds.size
+    pos = np.searchsorted(ds, s - ds, side="right")
+    while True:
+        fix = np.zeros(n, dtype=bool)
+        m = pos < n
+        fix[m] = ds[m] + ds[pos[m]] <= s
+        if not fix.any():
+            break
+        pos[fix] = np.searchsorted(ds, ds[pos[fix]], side="right")
+    while True:
+        fix = np.zeros(n, dtype=bool)
+        m = pos > 0
+        fix[m] = ds[m] + ds[pos[m] - 1] > s
+        if not fix.any():
+            break
+        pos[fix] = np.searchsorted(ds, ds[pos[fix] - 1], side="left")
+    return pos
+
+
 def _count_le(ds: np.ndarray, idx: np.ndarray, s: float) -> int:
     # number of pairs i <= j with ds[i] + ds[j] <= s
-    pos = np.searchsorted(ds, s - ds, side="right")
-    return int(np.maximum(pos - idx, 0).sum())
+    return int(np.maximum(_prefix(ds, s) - idx, 0).sum())
 
 
 def _next_above(ds: np.ndarray, idx: np.ndarray, s: float) -> float:
     # smallest pairwise sum ds[i] + ds[j] (i <= j) strictly greater than s
-    pos = np.maximum(np.searchsorted(ds, s - ds, side="right"), idx)
+    pos = np.maximum(_prefix(ds, s), idx)
     ok = pos < ds.size
     if not ok.any():
         return np.inf
-    cand = ds[ok] + ds[pos[ok]]
-    cand = cand[cand > s]
-    return float(cand.min()) if cand.size else np.inf
+    return float((ds[ok] + ds[pos[ok]]).min())
 
 
 def _kth_sum(ds: np.ndarray, idx: np.ndarray, k: int) -> float:
