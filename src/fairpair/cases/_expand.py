@@ -159,7 +159,9 @@ class _Renderer:
         seed = _seed(self.b, t.id, rep)
         raw_turns = turns_override if turns_override is not None else t.turns
         turns = [fill_slots(s, values) for s in raw_turns]
-        if transforms:
+        if transforms:  # every value filled into the user's text is kept as is (names, ages...)
+            used = {m.group(1) for s in raw_turns for m in SLOT_RE.finditer(s) if m.group(1)}
+            protected += [values[s] for s in sorted(used) if s in values]
             tseed = int(hashlib.sha256(f"{t.id}|{style_key}|{position}".encode()).hexdigest()[:8], 16)
             turns = [apply_transforms(s, transforms, tseed + i, protected) for i, s in enumerate(turns)]
         messages: list[dict[str, str]] = []

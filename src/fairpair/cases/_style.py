@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from fairpair.battery._schema import Transform
 
@@ -61,34 +61,51 @@ def _misspell_word(word: str, rng: random.Random) -> str:
     return rng.choice(options)(w) if options else w
 
 
-def _misspell(text: str, rate: float, rng: random.Random, protected: Sequence[str]) -> str:
-    keep = {p.casefold() for p in protected}
-
+def _misspell(text: str, rate: float, rng: random.Random) -> str:
     def sub(m: re.Match) -> str:
         word = m.group(0)
-        if word.casefold() in keep or rng.random() >= rate:
+        if rng.random() >= rate:
             return word
         return _misspell_word(word, rng)
 
     return _WORD.sub(sub, text)
 
 
+def _outside(text: str, protected: Sequence[str], fn: Callable[[str], str]) -> str:
+    """Apply ``fn`` to the parts of ``text`` that are not a protected value (whole words only)."""
+    values = sorted({p for p in protected if p and p.strip()}, key=len, reverse=True)
+    if not values:
+        return fn(text)
+    pattern = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(v) for v in values) + r")(?!\w)")
+    out: list[str] = []
+    last = 0
+    for m in pattern.finditer(text):
+        out.append(fn(text[last:m.start()]))
+        out.append(m.group(0))
+        last = m.end()
+    out.append(fn(text[last:]))
+    return "".join(out)
+
+
 def apply_transforms(text: str, transforms: Sequence[Transform], seed: int,
                      protected: Sequence[str] = ()) -> str:
     """Apply ``transforms`` in order to ``text``, deterministically for ``seed``.
 
-    ``protected`` words (the signal values of other attributes, e.g. the
-    user's name) are never misspelt, so the writing style does not also change
-    another signal.
+    ``protected`` values (every value filled into a slot: the user's name,
+    age, postal code) are left exactly as they are by ``misspell``,
+    ``strip_accents``, ``lowercase`` and ``replace``, so the writing style does
+    not also change another signal. The text around them is transformed the
+    same way whatever the protected value is (same random draws), so two
+    cases that differ only in a name get the same misspellings.
     """
     rng = random.Random(seed)
     for t in transforms:
         if t.kind == "misspell":
-            text = _misspell(text, t.rate, rng, protected)
+            text = _outside(text, protected, lambda s, r=t.rate: _misspell(s, r, rng))
         elif t.kind == "strip_accents":
-            text = strip_accents(text)
+            text = _outside(text, protected, strip_accents)
         elif t.kind == "lowercase":
-            text = text.lower()
+            text = _outside(text, protected, str.lower)
         elif t.kind == "strip_punctuation":
             text = re.sub(r"\s{2,}", " ", _PUNCT.sub("", text)).strip()
         elif t.kind == "max_words":
@@ -96,5 +113,5 @@ def apply_transforms(text: str, transforms: Sequence[Transform], seed: int,
             text = " ".join(words[: t.max_words])
         elif t.kind == "replace":
             for a, b in t.pairs.items():
-                text = text.replace(a, b)
+                text = _outside(text, protected, lambda s, a=a, b=b: s.replace(a, b))
     return text
