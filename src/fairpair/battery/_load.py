@@ -417,6 +417,10 @@ def _check(lb: LoadedBattery) -> None:
         if isinstance(d, (CounterfactualDesign, CrossedDesign)):
             for a in ([d.attribute] if isinstance(d, CounterfactualDesign) else d.attributes):
                 attr = attrs[a]
+                if attr.signal != "writing_style" and not attr.slot and not attr.context_field:
+                    raise lb.fail(f"attribute '{a}' has no 'slot' or 'context_field', so design "
+                                  f"'{b.design_id(di)}' would vary nothing", ("attributes", a),
+                                  hint="give the attribute a 'slot' that the templates use")
                 if attr.signal == "writing_style" or not attr.slot:
                     continue
                 for i, t in enumerate(b.templates):

@@ -112,7 +112,9 @@ class Attribute(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> "Attribute":
-        if self.signal != "writing_style" and not self.slot and not self.context_field:
+        # writing_style rewrites the text; identity is written by the two_party design into
+        # its sub/res slots: neither needs a slot of its own
+        if self.signal not in ("writing_style", "identity") and not self.slot and not self.context_field:
             raise ValueError(f"a '{self.signal}' attribute needs 'slot' (or 'context_field')")
         if not self.groups:
             raise ValueError("an attribute needs at least one group")
