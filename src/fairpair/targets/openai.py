@@ -1,0 +1,307 @@
+"""The ``openai`` target: any OpenAI-compatible ``/chat/completions`` endpoint.
+
+OpenAI itself, Azure-style gateways, vLLM, llama.cpp server, Ollama, LM
+Studio... anything that speaks the Chat Completions protocol
+(https://platform.openai.com/docs/api-reference/chat/create)::
+
+    target:
+      kind: openai
+      base_url: https://api.openai.com/v1
+      model: gpt-4o-mini
+      api_key_env: OPENAI_API_KEY      # the NAME of the variable, never the key
+      temperature: 0.7
+      max_tokens: 300
+
+The client is ``httpx`` (the ``openai`` SDK's own transport) called directly:
+no SDK retries (the run engine retries, with backoff and ``Retry-After``), a
+keep-alive pool as large as the engine's concurrency, and full control of how
+each failure is reported:
+
+* 408, 409, 429 and 5xx, timeouts, refused or dropped connections, bodies that
+  are not JSON or have no ``choices``: retryable, with the server's
+  ``retry-after-ms`` / ``Retry-After`` delay;
+* 401/403: "authentication failed (check the env var NAME)", not retried;
+* 404: "model not found", not retried; other 4xx: the server's message, not retried.
+
+Tools. With ``request.tools`` the tool definitions are sent; when the model
+calls tools, every call is recorded (name, decoded arguments, id) and answered
+with the case's scripted result, ``request.tool_results[name]`` JSON-encoded
+(a tool that was not offered gets ``{"error": "unknown tool '<name>'"}``, an
+offered tool without a scripted result gets ``{"ok": true}``), until the
+model answers in text. After ``max_tool_steps`` rounds of tool answers the
+loop stops with ``finish_reason = "tool_steps_exhausted"``.
+
+Seeds. The case's seed (shared by the members of a matched set) is sent as
+``seed``, mixed with ``seed`` from the options when given (the ``local``
+target's rule); ``send_seed: false`` for servers that reject the parameter.
+
+The API key is read from the environment when the target is built, sent only
+in the ``Authorization`` header, and never written to the manifest, errors or
+logs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from fairpair.errors import FairpairError
+from fairpair.targets._base import ChatRequest, Completion, TargetError, ToolCall, Usage
+from fairpair.targets.http import ClientPool, check_env, env_names, expand_env, redact_text, status_error, \
+    transport_error
+
+__all__ = ["OpenAIOptions", "OpenAITarget", "chat_with_tools", "parse_choice"]
+
+_SEED_SPACE = 2**31 - 1
+
+
+class OpenAIOptions(BaseModel):
+    """Options of the ``openai`` target (unknown keys are errors).
+
+    Attributes
+    ----------
+    model:
+        Model name as the server knows it (required).
+    base_url:
+        Root of the API, ending before ``/chat/completions``
+        (default ``https://api.openai.com/v1``).
+    api_key_env:
+        Name of the environment variable that holds the API key (default
+        ``OPENAI_API_KEY``); ``null`` for servers without authentication.
+    temperature, top_p, max_tokens:
+        Sampling parameters; omitted from the request when not set.
+    seed:
+        Base seed mixed with each case's seed (see the module docstring).
+    send_seed:
+        Send a ``seed`` at all (default true).
+    extra_headers:
+        Extra request headers; values may contain ``${ENV_VAR}``.
+    timeout:
+        Seconds per HTTP request (> 0).
+    max_tool_steps:
+        Most rounds of tool answers per turn (default 5).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(min_length=1)
+    base_url: str = "https://api.openai.com/v1"
+    api_key_env: str | None = "OPENAI_API_KEY"
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, gt=0, le=1)
+    max_tokens: int | None = Field(None, ge=1)
+    seed: int | None = None
+    send_seed: bool = True
+    extra_headers: dict[str, str] = Field(default_factory=dict)
+    timeout: float = Field(120.0, gt=0)
+    max_tool_steps: int = Field(5, ge=0)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        if not re.match(r"^https?://[^\s/]+", v):
+            raise ValueError(f"base_url must start with http:// or https:// (got {v!r})")
+        return v.rstrip("/")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
+            # never echo the value: it may be a key pasted by mistake
+            raise ValueError("api_key_env takes the NAME of an environment variable (e.g. OPENAI_API_KEY), "
+                             "never the key itself")
+        return v
+
+
+def parse_choice(data: Any) -> tuple[dict[str, Any], str | None]:
+    """The first choice's ``message`` and ``finish_reason`` of a chat completion body.
+
+    Raises
+    ------
+    TargetError
+        (retryable) the body has no choices or no message.
+    """
+    if not isinstance(data, dict):
+        raise TargetError("malformed response: not a JSON object", retryable=True)
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise TargetError("malformed response: no choices", retryable=True)
+    first = choices[0]
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(message, dict):
+        raise TargetError("malformed response: the choice has no message", retryable=True)
+    return message, first.get("finish_reason")
+
+
+def _decode_arguments(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        return raw
+    if not isinstance(raw, str) or not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {"_raw": raw}  # the model wrote invalid JSON: keep it as written
+    return value if isinstance(value, dict) else {"_value": value}
+
+
+def _tool_answer(name: str, request: ChatRequest) -> Any:
+    offered = {t.get("function", {}).get("name") for t in (request.tools or ())}
+    if name in request.tool_results:
+        return request.tool_results[name]
+    if name in offered:
+        return {"ok": True}
+    return {"error": f"unknown tool '{name}'"}
+
+
+async def chat_with_tools(send, request: ChatRequest, *, max_tool_steps: int) -> Completion:
+    """Run one turn: call ``send(messages) -> (body: dict)`` until the model answers in text.
+
+    ``send`` posts the messages (with ``request.tools``) and returns the
+    decoded chat-completion body. Shared by the ``openai`` and ``litellm``
+    targets so both answer tool calls the same way.
+    """
+    messages: list[dict[str, Any]] = [dict(m) for m in request.messages]
+    calls: list[ToolCall] = []
+    prompt = completion = 0
+    seen_usage = False
+    steps = 0
+    while True:
+        data = await send(messages)
+        message, finish = parse_choice(data)
+        usage = data.get("usage") or {}
+        if usage:
+            seen_usage = True
+            prompt += int(usage.get("prompt_tokens") or 0)
+            completion += int(usage.get("completion_tokens") or 0)
+        raw_calls = message.get("tool_calls") or []
+        text = message.get("content") or ""
+        if not isinstance(text, str):  # content parts
+            text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
+        if raw_calls and steps >= max_tool_steps:
+            calls += [ToolCall((c.get("function") or {}).get("name", ""),
+                               _decode_arguments((c.get("function") or {}).get("arguments")), id=c.get("id"))
+                      for c in raw_calls]
+            finish = "tool_steps_exhausted"
+        if not raw_calls or finish == "tool_steps_exhausted":
+            return Completion(
+                text=text, tool_calls=tuple(calls),
+                usage=Usage(prompt if seen_usage else None, completion if seen_usage else None),
+                finish_reason=finish, model=data.get("model"), system_fingerprint=data.get("system_fingerprint"))
+        steps += 1
+        messages.append({"role": "assistant", "content": message.get("content"), "tool_calls": raw_calls})
+        for c in raw_calls:
+            fn = c.get("function") or {}
+            name = fn.get("name", "")
+            result = _tool_answer(name, request)
+            calls.append(ToolCall(name, _decode_arguments(fn.get("arguments")), id=c.get("id"), result=result))
+            messages.append({"role": "tool", "tool_call_id": c.get("id"),
+                             "content": json.dumps(result, ensure_ascii=False, default=str)})
+
+
+class OpenAITarget:
+    """The ``openai`` target (see :class:`OpenAIOptions` and the module docstring)."""
+
+    Options = OpenAIOptions
+    max_concurrency: int | None = None
+
+    def __init__(self, options: dict[str, Any] | OpenAIOptions, *, name: str = "openai"):
+        self.options = options if isinstance(options, OpenAIOptions) else OpenAIOptions.model_validate(options)
+        self.name = name
+        o = self.options
+        self._header_env = sorted({n for v in o.extra_headers.values() for n in env_names(v)})
+        check_env(self._header_env, target=name, where="extra_headers")
+        self._key: str | None = None
+        if o.api_key_env is not None:
+            key = os.environ.get(o.api_key_env)
+            if not key:
+                raise FairpairError(f"target '{name}': environment variable {o.api_key_env} is not set "
+                                    "(api_key_env)", hint=f"export {o.api_key_env}=... or set api_key_env: null "
+                                    "for a server without authentication")
+            self._key = key
+        self._url = o.base_url + "/chat/completions"
+        self._pool = ClientPool(timeout=o.timeout)
+
+    def _secrets(self) -> list[str]:
+        out = [os.environ[n] for n in self._header_env if os.environ.get(n)]
+        return out + ([self._key] if self._key else [])
+
+    def seed_for(self, request: ChatRequest) -> int | None:
+        """The ``seed`` sent: the case's, mixed with ``options.seed`` through SHA-256 when both are set."""
+        base, own = self.options.seed, request.seed
+        if base is None or own is None:
+            return own if base is None else base
+        digest = hashlib.sha256(f"{base}:{own}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") % _SEED_SPACE
+
+    def _payload(self, request: ChatRequest, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        o = self.options
+        body: dict[str, Any] = {"model": o.model, "messages": messages}
+        for key in ("temperature", "top_p", "max_tokens"):
+            value = getattr(o, key)
+            if value is not None:
+                body[key] = value
+        if o.send_seed:
+            seed = self.seed_for(request)
+            if seed is not None:
+                body["seed"] = seed
+        if request.tools:
+            body["tools"] = list(request.tools)
+        return body
+
+    async def generate(self, request: ChatRequest) -> Completion:
+        o = self.options
+        headers = {k: expand_env(v, where=f"extra_headers.{k}") for k, v in o.extra_headers.items()}
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
+        secrets = self._secrets()
+        client = self._pool.get()
+
+        async def send(messages: list[dict[str, Any]]) -> dict[str, Any]:
+            try:
+                resp = await client.post(self._url, json=self._payload(request, messages), headers=headers)
+            except httpx.HTTPError as exc:
+                raise transport_error(exc, timeout=o.timeout, secrets=secrets) from None
+            if resp.status_code == 404:
+                raise self._not_found(resp, secrets)
+            if not 200 <= resp.status_code < 300:
+                raise status_error(resp, secrets=secrets, auth_hint=f"check the env var {o.api_key_env}"
+                                   if o.api_key_env else "the server wants an API key: set api_key_env")
+            try:
+                return resp.json()
+            except ValueError:
+                raise TargetError(f"malformed response: not JSON ({len(resp.content)} bytes, "
+                                  f"status {resp.status_code})", retryable=True) from None
+
+        return await chat_with_tools(send, request, max_tool_steps=o.max_tool_steps)
+
+    def _not_found(self, resp: httpx.Response, secrets: list[str]) -> TargetError:
+        try:
+            err = resp.json().get("error") or {}
+        except (ValueError, AttributeError):
+            err = {}
+        message = redact_text(str(err.get("message") or "") if isinstance(err, dict) else str(err), secrets)
+        code = err.get("code") if isinstance(err, dict) else None
+        if code == "model_not_found" or "model" in message.lower():
+            return TargetError(f"model not found: '{self.options.model}' at {self.options.base_url}"
+                               + (f" ({message})" if message else ""), status=404)
+        return TargetError(f"not found: {self._url} (check base_url)" + (f" ({message})" if message else ""),
+                           status=404)
+
+    def identity(self) -> dict[str, Any]:
+        o = self.options
+        return {"kind": "openai", "name": self.name, "base_url": o.base_url, "model": o.model,
+                "api_key_env": o.api_key_env, "extra_header_names": sorted(o.extra_headers),
+                "parameters": {"temperature": o.temperature, "top_p": o.top_p, "max_tokens": o.max_tokens,
+                               "seed": o.seed, "send_seed": o.send_seed, "timeout": o.timeout,
+                               "max_tool_steps": o.max_tool_steps},
+                "client": f"httpx {httpx.__version__}"}
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()

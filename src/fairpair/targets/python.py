@@ -1,0 +1,166 @@
+"""The ``python`` target: a function of yours answers each case.
+
+For a chatbot that lives in Python (a LangChain chain, a rules engine, a
+wrapper around an in-house client)::
+
+    target:
+      kind: python
+      callable: mybot.audit:answer     # module:function
+      path: ../src                     # optional, added to sys.path (relative to the battery)
+
+The function receives ``(messages: list[dict], context: dict)``, the chat so
+far (OpenAI-style) and the case's context fields, and returns the reply
+``str`` or a dict ``{"text": str, "tool_calls": [{"name", "arguments"}, ...]}``.
+It may be ``async def``; a plain function runs in a worker thread so the
+engine can keep several cases in flight (set ``max_concurrency: 1`` if it is
+not thread-safe).
+
+A module or function that cannot be found is a battery error before anything
+is sent. An exception raised by the function fails that case only: it is
+stored with its type and message, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import importlib
+import inspect
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from fairpair.errors import FairpairError
+from fairpair.targets._base import ChatRequest, Completion, TargetError, ToolCall
+
+__all__ = ["PythonOptions", "PythonTarget"]
+
+
+class PythonOptions(BaseModel):
+    """Options of the ``python`` target (unknown keys are errors).
+
+    Attributes
+    ----------
+    callable:
+        ``"package.module:function"`` (attribute paths such as ``mod:Bot.answer`` work).
+    path:
+        A directory added to the front of ``sys.path`` before importing;
+        relative paths are taken from the battery file's directory.
+    max_concurrency:
+        Most calls in flight at once (default: the run's concurrency).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    callable: str
+    path: str | None = None
+    max_concurrency: int | None = Field(None, ge=1)
+
+    @field_validator("callable")
+    @classmethod
+    def _ref(cls, v: str) -> str:
+        module, sep, attr = v.partition(":")
+        if not sep or not module.strip() or not attr.strip():
+            raise ValueError(f"callable must look like 'module:function' (got {v!r})")
+        return v
+
+
+def _resolve(ref: str, path: str | None, base_dir: Path | None, target: str):
+    module_name, _, attr_path = ref.partition(":")
+    if path is not None:
+        p = Path(path).expanduser()
+        if not p.is_absolute():
+            p = (base_dir or Path.cwd()) / p
+        p = p.resolve()
+        if not p.is_dir():
+            raise FairpairError(f"target '{target}': path {p} is not a directory", key="path")
+        if str(p) not in sys.path:
+            sys.path.insert(0, str(p))
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            raise FairpairError(f"target '{target}': module '{module_name}' not found", key="callable",
+                                hint="set 'path' to the directory that holds it, or install its package"
+                                ) from None
+        raise FairpairError(f"target '{target}': importing '{module_name}' failed: {exc}", key="callable") from None
+    except Exception as exc:  # noqa: BLE001 - the user's module failed while importing
+        raise FairpairError(f"target '{target}': importing '{module_name}' raised "
+                            f"{type(exc).__name__}: {exc}", key="callable") from None
+    obj: Any = module
+    for part in attr_path.split("."):
+        if not hasattr(obj, part):
+            names = [n for n in dir(obj) if not n.startswith("_")]
+            close = difflib.get_close_matches(part, names, n=1)
+            raise FairpairError(f"target '{target}': '{module_name}' has no attribute '{part}'", key="callable",
+                                hint=f"did you mean '{close[0]}'?" if close else None)
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise FairpairError(f"target '{target}': '{ref}' is a {type(obj).__name__}, not a function",
+                            key="callable")
+    return obj
+
+
+def _completion(value: Any, ref: str) -> Completion:
+    if isinstance(value, str):
+        return Completion(text=value, finish_reason="stop")
+    if isinstance(value, dict) and isinstance(value.get("text"), str):
+        calls = []
+        for c in value.get("tool_calls") or []:
+            if not isinstance(c, dict) or not isinstance(c.get("name"), str):
+                raise TargetError(f"{ref} returned a tool call without a 'name': {c!r}"[:300])
+            args = c.get("arguments") or {}
+            if isinstance(args, str):
+                try:
+                    args = json.loads(args)
+                except ValueError:
+                    args = {"_raw": args}
+            calls.append(ToolCall(c["name"], args if isinstance(args, dict) else {"_value": args}, id=c.get("id"),
+                                  result=c.get("result")))
+        return Completion(text=value["text"], tool_calls=tuple(calls), finish_reason="stop")
+    raise TargetError(f"{ref} returned {type(value).__name__}; expected a str or a dict with 'text' "
+                      "(and optional 'tool_calls')")
+
+
+class PythonTarget:
+    """The ``python`` target (see :class:`PythonOptions` and the module docstring)."""
+
+    Options = PythonOptions
+
+    def __init__(self, options: dict[str, Any] | PythonOptions, *, name: str = "python",
+                 base_dir: str | Path | None = None):
+        self.options = options if isinstance(options, PythonOptions) else PythonOptions.model_validate(options)
+        self.name = name
+        self.max_concurrency = self.options.max_concurrency
+        self._fn = _resolve(self.options.callable, self.options.path, Path(base_dir) if base_dir else None, name)
+        self._async = inspect.iscoroutinefunction(self._fn) or inspect.iscoroutinefunction(
+            getattr(self._fn, "__call__", None))
+
+    async def generate(self, request: ChatRequest) -> Completion:
+        messages = [dict(m) for m in request.messages]
+        context = json.loads(json.dumps(request.context))  # a private copy: the function may mutate it
+        ref = self.options.callable
+        try:
+            if self._async:
+                value = await self._fn(messages, context)
+            else:
+                value = await asyncio.to_thread(self._fn, messages, context)
+        except TargetError:
+            raise
+        except (ConnectionError, TimeoutError) as exc:  # the function's own backend hiccuped: worth a retry
+            raise TargetError(f"{ref} raised {type(exc).__name__}: {exc}", retryable=True) from None
+        except Exception as exc:  # noqa: BLE001 - the case fails, the run goes on
+            raise TargetError(f"{ref} raised {type(exc).__name__}: {exc}") from None
+        return _completion(value, ref)
+
+    def identity(self) -> dict[str, Any]:
+        fn = self._fn
+        source = getattr(inspect.getmodule(fn), "__file__", None)
+        return {"kind": "python", "name": self.name, "callable": self.options.callable, "path": self.options.path,
+                "file": source, "max_concurrency": self.options.max_concurrency}
+
+    async def aclose(self) -> None:
+        return None

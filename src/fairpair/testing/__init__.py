@@ -1,0 +1,12 @@
+"""Loopback servers for tests and benchmarks (no network beyond 127.0.0.1).
+
+:func:`serve_openai` runs an OpenAI-compatible ``/v1/chat/completions`` server
+that answers like the ``mock`` target (planted bias included) and can inject
+faults (429, 5xx, hangs, dropped connections, broken bodies) at a seeded rate.
+:func:`serve_json` runs a tiny JSON endpoint driven by a Python function, for
+the ``http`` target.
+"""
+
+from fairpair.testing._server import Fault, LoopbackServer, Received, serve_json, serve_openai
+
+__all__ = ["Fault", "LoopbackServer", "Received", "serve_json", "serve_openai"]
