@@ -130,14 +130,22 @@ def target_secrets(options: dict[str, Any]) -> list[str]:
     return [os.environ[n] for n in names if os.environ.get(n)]
 
 
-def build_target(name: str, spec) -> Any:
-    """Instantiate a target plugin from its battery spec (raises FairpairError if it can't)."""
+def build_target(name: str, spec, *, base_dir: Path | None = None) -> Any:
+    """Instantiate a target plugin from its battery spec (raises FairpairError if it can't).
+
+    ``base_dir`` (the battery's directory) is passed to plugins whose
+    constructor takes it, to resolve relative paths in their options.
+    """
+    import inspect
+
     from fairpair._plugins import PluginError, load_plugin
 
     try:
         cls = load_plugin("fairpair.targets", spec.kind)
     except PluginError as exc:
         raise FairpairError(f"target '{name}': {exc}") from None
+    if base_dir is not None and "base_dir" in inspect.signature(cls).parameters:
+        return cls(spec.options(), name=name, base_dir=base_dir)
     return cls(spec.options(), name=name)
 
 
@@ -236,7 +244,8 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
             exp = Expansion(b.name, loaded.sha256)
             total = store.add_cases(expand(loaded, exp))
             started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-            targets = {name: build_target(name, spec) for name, spec in specs.items()}
+            targets = {name: build_target(name, spec, base_dir=loaded.path.parent)
+                       for name, spec in specs.items()}
             identities = {name: t.identity() for name, t in targets.items()}
             secrets = [s for spec in specs.values() for s in target_secrets(spec.options())]
             base = {"fairpair_version": __version__, "battery": b.name, "battery_sha256": loaded.sha256,
