@@ -336,7 +336,7 @@ def pairs_needed(
         hi *= 2.0
         if hi > 1e12:
             raise ValueError("effect too small: more than 1e12 pairs needed")
-    n_eff = optimize.brentq(f, 1.0 + 1e-9, hi, xtol=1e-10) if f(1.0 + 1e-9) < 0 else 2.0
+    n_eff = optimize.brentq(f, 2.0, hi, xtol=1e-10) if f(2.0) < 0 else 2.0
     n = max(math.ceil(n_eff * scale - 1e-9), 2)
     return _result(test, d, None, float(n), a, cluster_size, icc)
 
