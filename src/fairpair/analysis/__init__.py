@@ -1,0 +1,21 @@
+"""Analysis stage: execute the pre-registered plan on a run, compare runs, gate a pipeline.
+
+* :func:`analyze_run` -- paired tests, cluster-bootstrap CIs, multiplicity
+  correction and a pass / fail / inconclusive verdict per comparison, written
+  to ``RUN/results.json`` (schema ``fairpair.results/1``, see
+  :mod:`fairpair.analysis._results` and :func:`results_schema`).
+* :func:`compare_runs` -- the same battery before and after a change:
+  difference-in-differences of each gap, per matched set.
+* :func:`gate_exit_code` -- 1 when a primary comparison fails (or is
+  inconclusive, or got worse than a baseline run, when asked), else 0.
+* :func:`fairpair.analysis.power.power_plan` -- smallest detectable
+  differences for a battery's design (``fairpair plan --power``).
+"""
+
+from fairpair.analysis._analyze import analyze_run, load_results
+from fairpair.analysis._compare import compare_runs
+from fairpair.analysis._gate import gate_exit_code, junit_xml
+from fairpair.analysis._results import RESULTS_SCHEMA, ComparisonResult, Results, results_schema
+
+__all__ = ["analyze_run", "load_results", "compare_runs", "gate_exit_code", "junit_xml", "Results",
+           "ComparisonResult", "results_schema", "RESULTS_SCHEMA"]

@@ -1,0 +1,286 @@
+"""``analyze_run``: execute the pre-registered plan on a run and write ``results.json``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fairpair import __version__
+from fairpair.analysis._data import (
+    RunData, group_pairs, load_run_data, measure_scale, pairs_for, strata_for,
+)
+from fairpair.analysis._paired import BINARY_SCALES, analyze_pairs, finish
+from fairpair.analysis._results import (
+    ComparisonResult, Counts, JudgeBlock, OmnibusResult, Results, num,
+)
+from fairpair.errors import FairpairError
+from fairpair.stats._multitest import adjust
+from fairpair.stats._omnibus import cochran_q, friedman
+
+__all__ = ["analyze_run", "analyze_loaded", "load_results", "RESULTS_NAME"]
+
+RESULTS_NAME = "results.json"
+
+
+def _designs_for(battery, comparison, cases) -> list[str]:
+    """Design ids whose cases vary the comparison's attribute (or the one the plan names)."""
+    from fairpair.battery._schema import CounterfactualDesign, CrossedDesign
+
+    out = []
+    for i, d in enumerate(battery.designs):
+        did = battery.design_id(i)
+        if comparison.design and comparison.design != did:
+            continue
+        if isinstance(d, CounterfactualDesign) and d.attribute == comparison.attribute:
+            out.append(did)
+        elif isinstance(d, CrossedDesign) and comparison.attribute in d.attributes:
+            out.append(did)
+    return out
+
+
+def _design_groups(battery, did: str, attribute: str) -> list[str]:
+    from fairpair.battery._schema import CounterfactualDesign
+
+    for i, d in enumerate(battery.designs):
+        if battery.design_id(i) == did and isinstance(d, CounterfactualDesign) and d.groups:
+            return list(d.groups)
+    return list(battery.attributes[attribute].groups)
+
+
+def _comparison_id(c, k: int) -> str:
+    return c.id or f"{c.measure}-by-{c.attribute}" + (f"-{k}" if k else "")
+
+
+def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None,
+                   heterogeneity: bool = True) -> tuple[list[ComparisonResult], list[OmnibusResult], list[str]]:
+    """Run the plan's comparisons and omnibus tests on loaded data (per target)."""
+    plan = battery.analysis
+    notes: list[str] = []
+    comparisons: list[ComparisonResult] = []
+    omnibus: list[OmnibusResult] = []
+    strata_cache: dict[tuple[str, str], dict] = {}
+    seen_ids: dict[str, int] = {}
+    for target in targets or data.targets:
+        answered = data.answered.get(target, np.zeros(len(data.cases), dtype=bool))
+        pending: list[tuple[Any, dict[str, Any], bool, float | None]] = []
+        for k, c in enumerate(plan.comparisons):
+            cid = _comparison_id(c, 0)
+            if cid in seen_ids and seen_ids[cid] != k:
+                cid = _comparison_id(c, k)
+            seen_ids[cid] = k
+            vals = data.values.get((target, c.measure))
+            if c.attribute not in battery.attributes:
+                notes.append(f"comparison {cid}: attribute '{c.attribute}' is not in the battery")
+                continue
+            scale = measure_scale(battery, c.measure, data.raw_kinds.get(c.measure))
+            if vals is None:
+                vals = np.full(len(data.cases), np.nan)
+                notes.append(f"comparison {cid}, target {target}: no measurement named '{c.measure}' was stored")
+            designs = _designs_for(battery, c, data.cases)
+            if not designs:
+                notes.append(f"comparison {cid}: no design varies '{c.attribute}'")
+            for did in designs:
+                key = (did, c.attribute)
+                if key not in strata_cache:
+                    strata_cache[key] = strata_for(data.cases, did, c.attribute)
+                strata = strata_cache[key]
+                groups = _design_groups(battery, did, c.attribute)
+                if c.groups != "all_pairs":
+                    groups = [g for g in c.groups if g in groups]
+                for ga, gb in group_pairs(c, groups):
+                    pd = pairs_for(data.cases, strata, c.attribute, ga, gb, vals, answered)
+                    pa = analyze_pairs(pd, scale=scale, alpha=plan.alpha, confidence_level=plan.confidence_level,
+                                       exact_threshold=plan.exact_threshold,
+                                       n_resamples=plan.bootstrap_resamples, seed=plan.seed,
+                                       heterogeneity=heterogeneity)
+                    ident = dict(id=cid, target=target, measure=c.measure, attribute=c.attribute, design=did,
+                                 group_a=ga, group_b=gb, primary=c.primary)
+                    pending.append((pa, ident, c.primary, c.margin))
+                all_groups = groups if c.reference is None else list(dict.fromkeys([*groups, c.reference]))
+                if len(all_groups) > 2:
+                    omnibus.append(_omnibus(cid, target, c.measure, did, c.attribute, all_groups, strata, vals,
+                                            answered, scale))
+        for primary in (True, False):
+            fam = [p for p in pending if p[2] == primary]
+            if not fam:
+                continue
+            raw = np.array([np.nan if p[0].pvalue is None else p[0].pvalue for p in fam])
+            method = plan.correction if primary else "none"
+            adj = adjust(raw, method) if raw.size else raw
+            for (pa, ident, _, margin), pa_adj in zip(fam, adj):
+                comparisons.append(finish(pa, pvalue_adjusted=num(pa_adj), margin=margin, alpha=plan.alpha,
+                                          correction=method if primary else "none (secondary comparison)",
+                                          family_size=len(fam), **ident))
+    return comparisons, omnibus, notes
+
+
+def _omnibus(cid, target, measure, did, attribute, groups, strata, vals, answered, scale) -> OmnibusResult:
+    rows = [[m.get(g) for g in groups] for m in strata.values()]
+    full = [r for r in rows if all(i is not None for i in r)]
+    idx = np.asarray(full, dtype=np.intp).reshape(-1, len(groups))
+    table = np.where(answered[idx], vals[idx], np.nan) if idx.size else np.empty((0, len(groups)))
+    binary = scale in BINARY_SCALES and np.all(np.isin(table[~np.isnan(table)], (0.0, 1.0)))
+    note = None
+    try:
+        res = cochran_q(table) if binary else friedman(table)
+        stat, p, df, n, n_missing, note = res.statistic, res.pvalue, res.df, res.n, res.n_missing, res.note
+        test = "Cochran's Q" if binary else "Friedman"
+    except ValueError as exc:
+        stat = p = None
+        df, n, n_missing = len(groups) - 1, 0, int(table.shape[0])
+        test, note = ("Cochran's Q" if binary else "Friedman"), str(exc)
+    ok = ~np.isnan(table).any(axis=1) if table.size else np.zeros(0, dtype=bool)
+    values = {g: (num(table[ok, j].mean()) if ok.any() else None) for j, g in enumerate(groups)}
+    return OmnibusResult(id=cid, target=target, measure=measure, design=did, attribute=attribute, groups=groups,
+                         test=test, statistic=num(stat), pvalue=num(p), df=int(df), n_sets=int(n),
+                         n_dropped=int(n_missing), values=values, note=note)
+
+
+def _judge_block(battery, store, data: RunData) -> JudgeBlock:
+    judge = battery.judge.model_dump(mode="json") if battery.judge is not None else None
+    judge_measures = {name for name, m in battery.measures.items() if m.kind in ("judge", "pairwise", "llm_extract")}
+    invalid = {m: n for m, n in data.failed_measurements.items() if m.split(".")[0] in judge_measures}
+    pos: dict[str, list[float]] = {}
+    for _t, _c, measure, _s, d in data.details:
+        if d.get("invalid"):
+            invalid[measure] = invalid.get(measure, 0) + 1
+        if "position_consistent" in d and isinstance(d["position_consistent"], bool):
+            pos.setdefault(measure, []).append(0.0 if d["position_consistent"] else 1.0)
+    position_bias = {m: num(np.mean(v)) for m, v in pos.items()}
+    events = [e for e in store.events() if "judge" in e["kind"] or "self_judg" in e["kind"]]
+    for e in events:
+        if e["kind"] == "judge_position_bias" and "measure" in e:
+            position_bias[e["measure"]] = num(e.get("rate", e.get("position_bias")))
+    warnings: list[str] = []
+    self_judging = any("self_judg" in e["kind"] for e in events)
+    if judge is not None:
+        jm = {k: v for k, v in judge.items() if k != "kind"}
+        for name, spec in battery.target_specs().items():
+            sm = spec.model_dump(mode="json")
+            if sm.get("kind") == judge.get("kind") and sm.get("model") == jm.get("model"):
+                self_judging = True
+                warnings.append(f"the judge is the same model as target '{name}': self-judging can favour its "
+                                "own style" + (" (allowed by the battery)" if battery.allow_self_judging else ""))
+    return JudgeBlock(judge=judge, invalid_outputs=invalid, position_bias=position_bias, self_judging=self_judging,
+                      warnings=warnings, events=events)
+
+
+def _counts(data: RunData) -> dict[str, Counts]:
+    n = len(data.cases)
+    leaks: dict[str, int] = {}
+    for t, _c, _m, _s, d in data.details:
+        lk = d.get("leaks") or d.get("leak")
+        if lk:
+            leaks[t] = leaks.get(t, 0) + 1
+    return {t: Counts(cases=n, answered=int(data.answered[t].sum()), failed=int(data.failed.get(t, 0)),
+                      measured=int(data.measured.get(t, 0)), missing=int(data.missing.get(t, 0)),
+                      leaks=leaks.get(t, 0)) for t in data.targets}
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``path`` atomically; an earlier, different file is kept under ``results.previous/``."""
+    if path.exists():
+        old = path.read_text(encoding="utf-8")
+        if old != text:
+            keep = path.parent / "results.previous"
+            keep.mkdir(exist_ok=True)
+            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+            shutil.copy2(path, keep / f"results-{stamp}.json")
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
+                heterogeneity: bool = True) -> Results:
+    """Execute the run's pre-registered analysis plan and write ``RUN/results.json``.
+
+    Parameters
+    ----------
+    run_dir : path
+        A directory written by ``fairpair run`` (with measurements).
+    console : rich Console, optional
+        Prints a one-line summary per comparison.
+    write : bool, default True
+        Write ``results.json`` (atomically; an earlier different file is
+        kept under ``results.previous/``, nothing is lost).
+
+    Returns
+    -------
+    Results
+        The typed record (see :mod:`fairpair.analysis._results`).
+
+    Raises
+    ------
+    FairpairError
+        Not a run directory, or no battery recorded in it.
+    """
+    from fairpair.analysis._two_party import analyze_two_party
+    from fairpair.run._runner import loaded_from_store, open_run
+
+    run_dir = Path(run_dir)
+    with open_run(run_dir, readonly=True) as store:
+        loaded = loaded_from_store(store)
+        battery = loaded.battery
+        data = load_run_data(store.conn)
+        plan = battery.analysis
+        registered = store.get_meta("plan_sha256")
+        changes = store.events("plan_changed")
+        now = changes[-1].get("now") if changes else registered
+        comparisons, omnibus, notes = analyze_loaded(battery, data, heterogeneity=heterogeneity)
+        two_party = analyze_two_party(battery, data, n_resamples=plan.bootstrap_resamples, seed=plan.seed,
+                                      confidence_level=plan.confidence_level)
+        judge = _judge_block(battery, store, data)
+        measures = sorted({m for (_t, m) in data.values} | set(battery.measures))
+        scales = {m: measure_scale(battery, m, data.raw_kinds.get(m)) for m in measures}
+        if changes:
+            notes.append("the analysis plan was changed after it was registered; the registered plan was executed")
+        res = Results(
+            schema="fairpair.results/1", fairpair_version=__version__,
+            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), run_dir=str(run_dir),
+            battery=battery.name, battery_sha256=loaded.sha256, plan_sha256=registered, plan_sha256_now=now,
+            plan_changed=bool(changes) and now != registered, alpha=plan.alpha, correction=plan.correction,
+            confidence_level=plan.confidence_level, n_resamples=plan.bootstrap_resamples, seed=plan.seed,
+            fail_on_inconclusive=plan.fail_on_inconclusive, targets=data.targets, measures=scales,
+            comparisons=comparisons, omnibus=omnibus, two_party=two_party, judge=judge, counts=_counts(data),
+            notes=notes)
+    if write:
+        try:
+            _write_atomic(run_dir / RESULTS_NAME, res.to_json() + "\n")
+        except OSError as exc:
+            raise FairpairError(f"cannot write results.json: {exc.strerror}", file=run_dir) from None
+    if console is not None:
+        _print_summary(console, res)
+    return res
+
+
+def _print_summary(console, res: Results) -> None:
+    from rich.markup import escape
+
+    colour = {"fail": "red", "pass": "green", "inconclusive": "yellow"}
+    for c in res.comparisons:
+        est = "n/a" if c.estimate is None else f"{c.estimate:+.3f}"
+        ci = "" if not c.ci or None in c.ci else f" [{c.ci[0]:+.3f}, {c.ci[1]:+.3f}]"
+        p = "n/a" if c.pvalue_adjusted is None else f"{c.pvalue_adjusted:.3g}"
+        console.print(f"[{colour[c.verdict]}]{c.verdict:12}[/{colour[c.verdict]}] {escape(c.target)} "
+                      f"{escape(c.id)} {escape(c.group_a)} vs {escape(c.group_b)}: {est}{ci} "
+                      f"p_adj={p} (n={c.n_pairs})")
+    for n in res.notes:
+        console.print(f"note: {escape(n)}")
+
+
+def load_results(run_dir: Path | str) -> Results:
+    """Read ``RUN/results.json`` back into :class:`Results`."""
+    path = Path(run_dir) / RESULTS_NAME
+    try:
+        return Results.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise FairpairError("no results.json; run `fairpair analyze` first", file=run_dir) from None
+    except (ValueError, OSError) as exc:
+        raise FairpairError(f"unreadable results.json: {exc}", file=path) from None

@@ -1,0 +1,77 @@
+"""Commands of the analysis stage: ``analyze``, ``gate``, ``compare``, ``results-schema``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+
+from fairpair.cli import RunArg, app, console
+
+
+@app.command()
+def analyze(run: RunArg,
+            as_json: Annotated[bool, typer.Option("--json", help="Print results.json instead of the summary.")] = False,
+            ) -> None:
+    """Execute the run's pre-registered analysis plan and write RUN/results.json."""
+    from fairpair.analysis import analyze_run
+
+    res = analyze_run(run, console=None if as_json else console)
+    if as_json:
+        print(res.to_json())
+    else:
+        console.print(f"wrote {escape(str(Path(run) / 'results.json'))}")
+
+
+@app.command()
+def gate(run: RunArg,
+         on_inconclusive: Annotated[bool, typer.Option("--on-inconclusive",
+                                                       help="Also fail on inconclusive primary comparisons.")] = False,
+         baseline: Annotated[Optional[Path], typer.Option("--baseline", help="Also fail when a gap got "
+                                                          "significantly worse than in this earlier run.")] = None,
+         junit: Annotated[Optional[Path], typer.Option("--junit", help="Write JUnit XML here.")] = None) -> None:
+    """Exit 1 when a primary comparison fails (or is inconclusive / worse than --baseline, if asked)."""
+    from fairpair.analysis import gate_exit_code
+    from fairpair.analysis._gate import current_results, failing
+
+    code = gate_exit_code(run, on_inconclusive=on_inconclusive, baseline=baseline, junit=junit)
+    res = current_results(run)
+    for c in res.primary():
+        mark = "FAIL" if failing(c, on_inconclusive=on_inconclusive or res.fail_on_inconclusive) else c.verdict
+        console.print(f"{mark:12} {escape(c.target)} {escape(c.id)} {escape(c.group_a)} vs {escape(c.group_b)}")
+    console.print("gate: " + ("[red]failed[/red]" if code else "[green]passed[/green]"))
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command()
+def compare(run_a: Annotated[Path, typer.Argument(help="Run before the change.", show_default=False)],
+            run_b: Annotated[Path, typer.Argument(help="Run after the change.", show_default=False)],
+            as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False) -> None:
+    """Compare two runs of the same battery: the change in each gap, matched set by matched set."""
+    from fairpair.analysis import compare_runs
+
+    cmp = compare_runs(run_a, run_b)
+    if as_json:
+        print(cmp.to_json())
+        return
+    for r in cmp.rows:
+        f = lambda v: "n/a" if v is None else f"{v:+.3f}"  # noqa: E731
+        ci = "" if not r.ci or None in r.ci else f" [{r.ci[0]:+.3f}, {r.ci[1]:+.3f}]"
+        p = "n/a" if r.pvalue is None else f"{r.pvalue:.3g}"
+        console.print(f"{r.direction:16} {escape(r.target_after)} {escape(r.id)} {escape(r.group_a)} vs "
+                      f"{escape(r.group_b)}: gap {f(r.gap_before)} -> {f(r.gap_after)}, change {f(r.change)}{ci} "
+                      f"p={p} (n={r.n_sets})")
+    for n in cmp.notes:
+        console.print(f"note: {escape(n)}")
+
+
+@app.command("results-schema")
+def results_schema_cmd() -> None:
+    """Print the JSON schema of results.json (generated from the code)."""
+    from fairpair.analysis import results_schema
+
+    console.print_json(json.dumps(results_schema(), ensure_ascii=False))

@@ -1,0 +1,193 @@
+"""One two-group comparison on matched pairs: the tests, the interval, the breakdown.
+
+Shared by :func:`fairpair.analysis.analyze_run` and the calibration
+simulation (``benchmarks/sim_calibration.py``), so what is simulated is
+exactly what is reported. The verdict needs the multiplicity-adjusted
+p-value of the whole family, so it is set later (:func:`finish`).
+
+Methods
+-------
+Binary (yes/no) measures: McNemar's test (exact binomial below
+``exact_threshold`` discordant pairs, chi-square with Edwards's continuity
+correction otherwise; both p-values reported), rates per group, risk
+difference, matched-pairs odds ratio ``b / c``. Continuous, count and
+ordinal measures: Wilcoxon signed-rank test (``zero_method="pratt"``),
+Hodges-Lehmann shift with its CI, matched rank-biserial correlation, paired
+t-test as secondary. The estimate ``group_a - group_b`` (risk or mean
+difference) gets a cluster-bootstrap percentile CI resampling templates
+(Field & Welsh 2007).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fairpair.analysis._results import (
+    BinaryDetail, ComparisonResult, ContinuousDetail, Evidence, Heterogeneity, PairedTDetail, VariantRow,
+    interval, num,
+)
+from fairpair.analysis._verdict import decide
+from fairpair.stats._bootstrap import cluster_bootstrap_mean_difference, cluster_bootstrap_risk_difference
+from fairpair.stats._heterogeneity import variant_heterogeneity
+from fairpair.stats._mcnemar import mcnemar
+from fairpair.stats._signed_rank import paired_t, wilcoxon
+
+__all__ = ["PairData", "PairAnalysis", "analyze_pairs", "finish", "BINARY_SCALES"]
+
+BINARY_SCALES = ("binary",)
+N_EVIDENCE = 3
+
+
+@dataclass(frozen=True)
+class PairData:
+    """Matched pairs of one comparison.
+
+    Attributes
+    ----------
+    x, y : ndarray of float, shape (n,)
+        Value of group A's and group B's case; NaN when missing (not
+        answered, measurement missing or failed): the pair is dropped.
+    clusters : ndarray, shape (n,)
+        Template of each pair (the bootstrap's resampling unit).
+    variants : ndarray of str, shape (n,)
+        ``"variant_a / variant_b"`` of each pair.
+    sets, case_a, case_b : ndarray of str, shape (n,)
+        Matched-set and case ids, for the evidence list.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    clusters: np.ndarray
+    variants: np.ndarray
+    sets: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
+    case_a: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
+    case_b: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
+
+
+@dataclass
+class PairAnalysis:
+    """Everything about a comparison except the adjusted p-value and verdict."""
+
+    fields: dict[str, Any]
+    ci_alpha: tuple[float, float] | None
+    ci_equivalence: tuple[float, float] | None
+    pvalue: float | None
+
+
+def _evidence(pd: PairData, keep: np.ndarray, order: np.ndarray) -> list[Evidence]:
+    if pd.sets.size == 0:
+        return []
+    idx = np.nonzero(keep)[0][order]
+    return [Evidence(matched_set=str(pd.sets[i]), case_a=str(pd.case_a[i]), case_b=str(pd.case_b[i]),
+                     value_a=num(pd.x[i]), value_b=num(pd.y[i])) for i in idx]
+
+
+def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: float, exact_threshold: int,
+                  n_resamples: int, seed: int, heterogeneity: bool = True) -> PairAnalysis:
+    """Tests, estimate and intervals for one comparison (verdict pending; see :func:`finish`).
+
+    Never raises for degenerate data: no complete pairs, no discordant
+    pairs, all differences zero or a constant measure give undefined
+    quantities as ``None`` and a ``note``.
+    """
+    binary = scale in BINARY_SCALES
+    keep = ~(np.isnan(pd.x) | np.isnan(pd.y))
+    n = int(keep.sum())
+    notes: list[str] = []
+    f: dict[str, Any] = {"n_pairs": n, "n_dropped": int(keep.size - n), "scale": scale,
+                         "value_kind": "rate" if binary else "mean",
+                         "estimate_name": ("risk difference" if binary else "mean difference") + " (A - B)",
+                         "confidence_level": confidence_level, "n_resamples": n_resamples, "seed": seed,
+                         "ci_method": "cluster bootstrap percentile, resampling templates", "alpha": alpha}
+    if f["n_dropped"]:
+        notes.append(f"{f['n_dropped']} pairs dropped for a missing answer or measurement")
+    x, y, cl = pd.x[keep], pd.y[keep], pd.clusters[keep]
+    f["n_clusters"] = int(np.unique(cl).size) if n else 0
+    if binary and n and not np.all(np.isin(x, (0.0, 1.0)) & np.isin(y, (0.0, 1.0))):
+        notes.append("measure declared binary but holds values other than yes/no: analysed as continuous")
+        binary = False
+        f["value_kind"] = "mean"
+        f["estimate_name"] = "mean difference (A - B)"
+    ci_a = ci_eq = None
+    pvalue = None
+    if n == 0:
+        notes.append("no complete pairs")
+        f.update(value_a=None, value_b=None, estimate=None, ci=None, equivalence_ci=None,
+                 test="McNemar" if binary else "Wilcoxon signed-rank", statistic=None)
+        f["note"] = "; ".join(notes)
+        return PairAnalysis(f, None, None, None)
+    f["value_a"], f["value_b"] = float(x.mean()), float(y.mean())
+    boot_fn = cluster_bootstrap_risk_difference if binary else cluster_bootstrap_mean_difference
+    boot = boot_fn(x, y, cl, n_resamples=max(n_resamples, 1), confidence_level=confidence_level, seed=seed)
+    f["estimate"] = num(boot.statistic)
+    f["ci"] = interval(boot.ci)
+    ci_a = tuple(boot.confidence_interval(1.0 - alpha))
+    ci_eq = tuple(boot.confidence_interval(1.0 - 2.0 * alpha))
+    f["equivalence_ci"] = interval(ci_eq)
+    if boot.note:
+        notes.append(boot.note)
+    if binary:
+        exact = mcnemar(x, y, exact=True)
+        chi = mcnemar(x, y, exact=False, correction=True)
+        use = exact if exact.b + exact.c < exact_threshold else chi
+        f["test"] = f"McNemar ({use.method})"
+        f["statistic"] = num(use.statistic)
+        pvalue = num(use.pvalue)
+        if use.note:
+            notes.append(use.note)
+        f["binary"] = BinaryDetail(
+            table=[[int(v) for v in row] for row in exact.table], b=exact.b, c=exact.c,
+            exact_threshold=exact_threshold, exact_pvalue=num(exact.pvalue), chi2_statistic=num(chi.statistic),
+            chi2_pvalue=num(chi.pvalue), odds_ratio=num(exact.odds_ratio),
+            odds_ratio_ci=interval(exact.odds_ratio_ci(confidence_level)),
+            newcombe_ci=interval(exact.confidence_interval(confidence_level)))
+        disc = np.nonzero(x != y)[0]
+        order = np.concatenate([disc[x[disc] > y[disc]][:N_EVIDENCE], disc[x[disc] < y[disc]][:N_EVIDENCE]])
+        f["evidence"] = _evidence(pd, keep, order.astype(int))
+    else:
+        w = wilcoxon(x, y, zero_method="pratt")
+        t = paired_t(x, y)
+        f["test"] = "Wilcoxon signed-rank (zero_method='pratt')"
+        f["statistic"] = num(w.statistic)
+        pvalue = num(w.pvalue)
+        if w.note:
+            notes.append(w.note)
+        f["continuous"] = ContinuousDetail(
+            zero_method="pratt", n_zero=w.n_zero, median_difference=num(w.median_difference),
+            hodges_lehmann=num(w.hodges_lehmann), hodges_lehmann_ci=interval(w.confidence_interval(confidence_level)),
+            rank_biserial=num(w.rank_biserial),
+            paired_t=PairedTDetail(statistic=num(t.statistic), pvalue=num(t.pvalue), df=num(t.df),
+                                   mean_difference=num(t.mean_difference),
+                                   ci=interval(t.confidence_interval(confidence_level))))
+        d = x - y
+        nz = np.nonzero(d != 0)[0]
+        order = nz[np.argsort(-np.abs(d[nz]), kind="stable")][: 2 * N_EVIDENCE]
+        f["evidence"] = _evidence(pd, keep, order)
+    if heterogeneity and pd.variants.size:
+        try:
+            h = variant_heterogeneity(x, y, pd.variants[keep], kind="binary" if binary else "continuous",
+                                      confidence_level=confidence_level)
+            f["per_variant"] = [VariantRow(variant=str(v.variant), n=v.n, effect=num(v.effect), ci=interval(v.ci),
+                                           b=v.b, c=v.c) for v in h.variants]
+            f["heterogeneity"] = Heterogeneity(statistic=num(h.statistic), pvalue=num(h.pvalue), df=h.df,
+                                               method=h.method, note=h.note)
+        except ValueError as exc:  # e.g. a single variant label set the stats package refuses
+            notes.append(f"per-variant breakdown unavailable: {exc}")
+    f["note"] = "; ".join(dict.fromkeys(notes)) or None
+    return PairAnalysis(f, ci_a, ci_eq, pvalue)
+
+
+def finish(pa: PairAnalysis, *, pvalue_adjusted: float | None, correction: str, family_size: int,
+           margin: float | None, alpha: float, **ident: Any) -> ComparisonResult:
+    """Attach the adjusted p-value and the verdict; build the record.
+
+    ``ident`` holds id, target, measure, attribute, design, group_a,
+    group_b and primary.
+    """
+    verdict, rule = decide(pa.ci_alpha, pa.ci_equivalence, pvalue_adjusted, margin, alpha)
+    return ComparisonResult(**ident, **pa.fields, pvalue=pa.pvalue, pvalue_adjusted=num(pvalue_adjusted),
+                            correction=correction, family_size=family_size, margin=margin, verdict=verdict,
+                            verdict_rule=rule)

@@ -1,0 +1,372 @@
+"""The typed ``results.json`` record (schema ``fairpair.results/1``).
+
+Every field is documented here and in :func:`results_schema` (the JSON schema
+generated from these models). The report stage renders this file; field names
+are stable within a schema version and a change of meaning bumps it.
+
+Conventions
+-----------
+* Floats that are undefined (NaN, +/-inf) are written as ``null``.
+* Differences are always ``group_a - group_b`` (``group_b`` is the reference
+  when the plan names one).
+* ``ci`` is ``[low, high]`` at ``confidence_level`` (``1 - alpha``);
+  ``equivalence_ci`` is the ``1 - 2*alpha`` interval used for "pass".
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "RESULTS_SCHEMA", "Results", "ComparisonResult", "BinaryDetail", "ContinuousDetail", "PairedTDetail",
+    "VariantRow", "Heterogeneity", "Evidence", "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow",
+    "DispersionTest", "MinimumIdentity", "JudgeBlock", "Counts", "results_schema", "num",
+]
+
+RESULTS_SCHEMA = "fairpair.results/1"
+Verdict = Literal["pass", "fail", "inconclusive"]
+Interval = list[float | None]
+
+
+def num(x: Any) -> float | None:
+    """A JSON-safe float: ``None`` for None, NaN and infinities."""
+    if x is None:
+        return None
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def interval(ci: Any) -> Interval | None:
+    """``[low, high]`` from a ConfidenceInterval or a pair; ``None`` when both limits are undefined."""
+    if ci is None:
+        return None
+    low, high = (num(v) for v in ci)
+    return None if low is None and high is None else [low, high]
+
+
+class _Rec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class BinaryDetail(_Rec):
+    """McNemar details for a yes/no measure.
+
+    ``table`` is ``[[yes-yes, yes-no], [no-yes, no-no]]`` (rows: group A's
+    answer, columns: group B's); ``b`` = A yes / B no, ``c`` = A no / B yes
+    (the discordant pairs). Both the exact binomial and the chi-square with
+    Edwards's continuity correction are reported; ``test`` of the comparison
+    says which one drives the p-value (exact below ``exact_threshold``
+    discordant pairs). ``odds_ratio`` is the matched-pairs ``b / c`` with its
+    exact conditional CI; ``newcombe_ci`` is the unclustered paired interval
+    of the risk difference (Newcombe 1998), for reference.
+    """
+
+    table: list[list[int]]
+    b: int
+    c: int
+    exact_threshold: int
+    exact_pvalue: float | None
+    chi2_statistic: float | None
+    chi2_pvalue: float | None
+    odds_ratio: float | None
+    odds_ratio_ci: Interval | None
+    newcombe_ci: Interval | None
+
+
+class PairedTDetail(_Rec):
+    """Paired t-test on ``x - y`` (secondary to the Wilcoxon test)."""
+
+    statistic: float | None
+    pvalue: float | None
+    df: float | None
+    mean_difference: float | None
+    ci: Interval | None
+
+
+class ContinuousDetail(_Rec):
+    """Wilcoxon signed-rank details for continuous, count and ordinal measures.
+
+    ``zero_method`` is ``"pratt"`` (Pratt 1959: zero differences are ranked
+    and their ranks then dropped). ``hodges_lehmann`` is the median of Walsh
+    averages with its distribution-free CI; ``rank_biserial`` is the
+    matched-pairs rank-biserial correlation in [-1, 1] (Kerby 2014).
+    """
+
+    zero_method: str
+    n_zero: int
+    median_difference: float | None
+    hodges_lehmann: float | None
+    hodges_lehmann_ci: Interval | None
+    rank_biserial: float | None
+    paired_t: PairedTDetail
+
+
+class VariantRow(_Rec):
+    """One variant pair (e.g. ``Fatima / Lucia``): its paired effect and CI (Newcombe or t)."""
+
+    variant: str
+    n: int
+    effect: float | None
+    ci: Interval | None
+    b: int | None = None
+    c: int | None = None
+
+
+class Heterogeneity(_Rec):
+    """Test that every variant pair has the same effect (chi-square on discordant pairs, or Kruskal-Wallis)."""
+
+    statistic: float | None
+    pvalue: float | None
+    df: int
+    method: str
+    note: str | None = None
+
+
+class Evidence(_Rec):
+    """A matched set whose two answers differ: for the report to quote."""
+
+    matched_set: str
+    case_a: str
+    case_b: str
+    value_a: float | None
+    value_b: float | None
+
+
+class ComparisonResult(_Rec):
+    """One pre-registered comparison of two groups, for one target and one design.
+
+    ``estimate`` is the risk difference (binary) or mean difference
+    (continuous) ``group_a - group_b`` over complete pairs; ``value_a`` /
+    ``value_b`` the rate or mean of each group over the same pairs. ``ci`` is
+    the cluster-bootstrap percentile interval resampling templates
+    (``n_resamples``, ``seed``). ``pvalue`` is from ``test`` (McNemar or
+    Wilcoxon); ``pvalue_adjusted`` from ``correction`` over the family
+    (primary comparisons of the target; ``family_size`` tests).
+    ``verdict_rule`` states how ``verdict`` was reached (see
+    :mod:`fairpair.analysis._verdict`).
+    """
+
+    id: str
+    target: str
+    measure: str
+    scale: str
+    attribute: str
+    design: str
+    group_a: str
+    group_b: str
+    primary: bool
+    n_pairs: int
+    n_dropped: int
+    n_clusters: int
+    value_kind: Literal["rate", "mean"]
+    value_a: float | None
+    value_b: float | None
+    estimate: float | None
+    estimate_name: str
+    ci: Interval | None
+    equivalence_ci: Interval | None
+    confidence_level: float
+    ci_method: str
+    n_resamples: int
+    seed: int
+    test: str
+    statistic: float | None
+    pvalue: float | None
+    pvalue_adjusted: float | None
+    correction: str
+    family_size: int
+    alpha: float
+    margin: float | None
+    verdict: Verdict
+    verdict_rule: str
+    note: str | None = None
+    binary: BinaryDetail | None = None
+    continuous: ContinuousDetail | None = None
+    per_variant: list[VariantRow] = Field(default_factory=list)
+    heterogeneity: Heterogeneity | None = None
+    evidence: list[Evidence] = Field(default_factory=list)
+
+
+class OmnibusResult(_Rec):
+    """Cochran's Q (binary) or Friedman (continuous) across all the comparison's groups (> 2)."""
+
+    id: str
+    target: str
+    measure: str
+    design: str
+    attribute: str
+    groups: list[str]
+    test: str
+    statistic: float | None
+    pvalue: float | None
+    df: int
+    n_sets: int
+    n_dropped: int
+    values: dict[str, float | None]
+    note: str | None = None
+
+
+class CellMean(_Rec):
+    """Mean of a measure in one SUB x RES cell of an axis, with a CI resampling scenes."""
+
+    axis: str
+    sub: str
+    res: str
+    condition: str | None
+    n: int
+    mean: float | None
+    ci: Interval | None
+
+
+class DispersionRow(_Rec):
+    """Tan & Lee (2025) dispersion (SD of cell means, ``ddof``, averaged over axes) in one power condition."""
+
+    condition: str | None
+    statistic: float | None
+    per_axis: dict[str, float | None]
+    ci: Interval | None
+    ddof: int
+    n_scenes: int
+    note: str | None = None
+
+
+class DispersionTest(_Rec):
+    """Permutation test of the difference in dispersion between two power conditions.
+
+    ``paired`` is true when it swaps conditions within matched scenes (meta
+    ``scene``); false (flagged in ``note``) when scenes are not matched and
+    condition labels are permuted across scenes instead.
+    """
+
+    condition_a: str
+    condition_b: str
+    statistic: float | None
+    pvalue: float | None
+    paired: bool
+    n_scenes: int
+    n_resamples: int
+    method: str
+    note: str | None = None
+
+
+class MinimumIdentity(_Rec):
+    """The prompt that changes the answer least: lowest mean of the measure on an axis and side.
+
+    ``stability`` is the share of scene resamples in which the same identity
+    stays the minimum; the test compares it with the runner-up over matched
+    scenes. This says which explicit identity prompt moves the answer least
+    from the baseline; it does not show that the model adopts that identity
+    by default.
+    """
+
+    axis: str
+    side: Literal["sub", "res"]
+    condition: str | None
+    identity: str
+    mean: float | None
+    runner_up: str | None
+    runner_up_mean: float | None
+    stability: float | None
+    test: str | None
+    pvalue: float | None
+    wording: str
+
+
+class TwoPartyBlock(_Rec):
+    """SUB x RES persona design results for one target and measure."""
+
+    target: str
+    measure: str
+    design: str
+    cells: list[CellMean]
+    dispersion: list[DispersionRow]
+    dispersion_tests: list[DispersionTest]
+    minimum: list[MinimumIdentity]
+    n_resamples: int
+    seed: int
+    note: str | None = None
+
+
+class JudgeBlock(_Rec):
+    """What the measures stage recorded about LLM judges.
+
+    ``invalid_outputs``: measure -> judge outputs that could not be parsed
+    (failed measurements plus details flagged ``invalid``);
+    ``position_bias``: measure -> the share of pairwise verdicts that changed
+    when the order was swapped (from measurement details ``position_consistent``
+    or events ``judge_position_bias``); ``self_judging``: the judge is the
+    same model as a target; ``events``: judge-related store events as recorded.
+    """
+
+    judge: dict[str, Any] | None
+    invalid_outputs: dict[str, int]
+    position_bias: dict[str, float | None]
+    self_judging: bool
+    warnings: list[str]
+    events: list[dict[str, Any]]
+
+
+class Counts(_Rec):
+    """Per target: cases, answered, failed (no answer), measured (ok), missing (measurement missing/failed), leaks."""
+
+    cases: int
+    answered: int
+    failed: int
+    measured: int
+    missing: int
+    leaks: int
+
+
+class Results(_Rec):
+    """The whole analysis of a run: written to ``RUN/results.json``.
+
+    ``plan_sha256`` is the plan registered before any answer was sent;
+    ``plan_sha256_now`` the latest plan seen for this run directory (from a
+    ``plan_changed`` event), and ``plan_changed`` flags a difference: the
+    registered plan is the one executed.
+    """
+
+    schema_: str = Field(RESULTS_SCHEMA, alias="schema")
+    fairpair_version: str
+    created_at: str
+    run_dir: str
+    battery: str
+    battery_sha256: str
+    plan_sha256: str | None
+    plan_sha256_now: str | None
+    plan_changed: bool
+    alpha: float
+    correction: str
+    confidence_level: float
+    n_resamples: int
+    seed: int
+    fail_on_inconclusive: bool
+    targets: list[str]
+    measures: dict[str, str]
+    comparisons: list[ComparisonResult]
+    omnibus: list[OmnibusResult]
+    two_party: list[TwoPartyBlock]
+    judge: JudgeBlock
+    counts: dict[str, Counts]
+    notes: list[str]
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    def primary(self) -> list[ComparisonResult]:
+        return [c for c in self.comparisons if c.primary]
+
+    def to_json(self) -> str:
+        return self.model_dump_json(by_alias=True, indent=2)
+
+
+def results_schema() -> dict[str, Any]:
+    """The JSON schema of ``results.json`` (generated from :class:`Results`)."""
+    schema = Results.model_json_schema(by_alias=True)
+    schema["$id"] = RESULTS_SCHEMA
+    return schema

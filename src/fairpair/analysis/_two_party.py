@@ -1,0 +1,225 @@
+"""The two-party (SUB x RES persona) design: cell means, dispersion, the least-changing prompt.
+
+For each target and each measure stored on the design's persona cases
+(e.g. the semantic distance of an answer from the scene's baseline answer,
+or a pairwise win rate against it):
+
+* **cells** -- the mean of the measure in every SUB x RES cell of each axis,
+  per power condition (template meta ``power``; ``null`` if none), with a
+  percentile CI resampling scenes (meta ``scene``, else the template).
+* **dispersion** -- Tan & Lee's (2025) metric: the SD of the cell means of
+  an axis (``ddof=1``, the sample SD as pandas computes it), averaged over
+  axes; per power condition with a scene-bootstrap CI.
+* **dispersion tests** -- between two power conditions: a permutation test
+  swapping the conditions within matched scenes (same meta ``scene`` under
+  both); when scenes are not matched, condition labels are permuted across
+  scenes instead (unpaired, flagged in the note). The seed's critique of the
+  original study applies: without matched scenes a difference in
+  dispersion may come from the scenes, not from the power disparity.
+* **minimum** -- per axis and side (SUB or RES), the identity whose prompt
+  has the lowest mean, with its bootstrap stability (share of scene
+  resamples where it stays the minimum) and a sign-flip permutation test
+  against the runner-up over scenes where both occur. Worded as "the
+  prompt that changes the answer least": it is not evidence that the model
+  adopts that identity by default.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from fairpair.analysis._data import RunData
+from fairpair.analysis._results import (
+    CellMean, DispersionRow, DispersionTest, MinimumIdentity, TwoPartyBlock, interval, num,
+)
+from fairpair.stats._bootstrap import _counts, resample_blocks
+from fairpair.stats._dispersion import (
+    cell_means as _cell_means, dispersion, dispersion_bootstrap, dispersion_permutation_test,
+    paired_permutation_test,
+)
+
+__all__ = ["analyze_two_party", "DDOF"]
+
+DDOF = 1
+N_PERMUTATIONS = 9999
+_NONE = "(none)"
+
+
+def _weights(n_units: int, n_resamples: int, seed: int) -> np.ndarray:
+    """Multiplicity of each unit in each resample, shape (n_resamples, n_units); the stats package's scheme."""
+    rng = np.random.default_rng(seed)
+    return np.vstack([_counts(idx, n_units) for idx in resample_blocks(rng, n_units, n_resamples)])
+
+
+def _sums(unit: np.ndarray, key: np.ndarray, value: np.ndarray, n_units: int, n_keys: int):
+    flat = unit * n_keys + key
+    s = np.bincount(flat, weights=value, minlength=n_units * n_keys).reshape(n_units, n_keys)
+    c = np.bincount(flat, minlength=n_units * n_keys).reshape(n_units, n_keys).astype(float)
+    return s, c
+
+
+def _disp_from_totals(s: np.ndarray, c: np.ndarray, cell_axis: np.ndarray) -> np.ndarray:
+    """Dispersion for rows of cell totals: s, c shape (r, n_cells)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = s / c
+    sds = []
+    for a in np.unique(cell_axis):
+        mm = m[:, cell_axis == a]
+        sds.append(np.nanstd(mm, axis=1, ddof=DDOF) if mm.shape[1] > DDOF else np.full(m.shape[0], np.nan))
+    with np.errstate(invalid="ignore"):
+        return np.nanmean(np.column_stack(sds), axis=1) if sds else np.full(m.shape[0], np.nan)
+
+
+def _unpaired_test(rows: dict[str, np.ndarray], ca: str, cb: str, seed: int) -> DispersionTest:
+    """Permute condition labels across (scene, condition) units: scenes not matched."""
+    sel = (rows["condition"] == ca) | (rows["condition"] == cb)
+    unit_lab = np.array([f"{s}\x00{c}" for s, c in zip(rows["scene"][sel], rows["condition"][sel])])
+    units, unit = np.unique(unit_lab, return_inverse=True)
+    unit_cond = np.array([u.split("\x00")[1] == ca for u in units])
+    cells = np.array([f"{a}\x00{s}\x00{r}" for a, s, r in zip(rows["axis"][sel], rows["sub"][sel], rows["res"][sel])])
+    cell_u, cell = np.unique(cells, return_inverse=True)
+    cell_axis = np.array([c.split("\x00")[0] for c in cell_u])
+    s, c = _sums(unit, cell, rows["value"][sel], units.size, cell_u.size)
+    obs = float(_disp_from_totals(s[unit_cond].sum(0)[None], c[unit_cond].sum(0)[None], cell_axis)[0]
+                - _disp_from_totals(s[~unit_cond].sum(0)[None], c[~unit_cond].sum(0)[None], cell_axis)[0])
+    rng = np.random.default_rng(seed)
+    perms = np.array([rng.permutation(unit_cond) for _ in range(N_PERMUTATIONS)]).astype(float)
+    da = _disp_from_totals(perms @ s, perms @ c, cell_axis)
+    db = _disp_from_totals((1 - perms) @ s, (1 - perms) @ c, cell_axis)
+    null = (da - db)[np.isfinite(da - db)]
+    p = (np.count_nonzero(np.abs(null) >= abs(obs) - 1e-12) + 1) / (null.size + 1) if null.size else np.nan
+    return DispersionTest(condition_a=ca, condition_b=cb, statistic=num(obs), pvalue=num(p), paired=False,
+                          n_scenes=int(units.size), n_resamples=int(null.size),
+                          method="label permutation test of the difference in dispersion (scenes not matched)",
+                          note="scenes are not matched between power conditions (meta 'scene'): the test is "
+                               "unpaired and a difference may come from the scenes themselves")
+
+
+def _minimum(rows: dict[str, np.ndarray], axis: str, side: str, cond: str | None, n_resamples: int,
+             seed: int) -> MinimumIdentity | None:
+    sel = rows["axis"] == axis
+    if cond is not None:
+        sel &= rows["condition"] == cond
+    if not sel.any():
+        return None
+    ids_u, ident = np.unique(rows[side][sel], return_inverse=True)
+    sc_u, scene = np.unique(rows["scene"][sel], return_inverse=True)
+    s, c = _sums(scene, ident, rows["value"][sel], sc_u.size, ids_u.size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        means = s.sum(0) / c.sum(0)
+    order = np.argsort(np.where(np.isnan(means), np.inf, means), kind="stable")
+    best = int(order[0])
+    runner = int(order[1]) if ids_u.size > 1 else None
+    stability = test = p = None
+    if n_resamples > 0 and sc_u.size > 1:
+        w = _weights(sc_u.size, n_resamples, seed)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bm = (w @ s) / (w @ c)
+        bm = np.where(np.isnan(bm), np.inf, bm)
+        stability = float(np.mean(np.argmin(bm, axis=1) == best))
+    if runner is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per_scene = s / c
+        a, b = per_scene[:, best], per_scene[:, runner]
+        ok = ~(np.isnan(a) | np.isnan(b))
+        if ok.sum() >= 1:
+            r = paired_permutation_test(a[ok], b[ok], n_resamples=N_PERMUTATIONS, seed=seed)
+            test, p = r.method + f" over {int(ok.sum())} scenes", num(r.pvalue)
+    name = str(ids_u[best])
+    return MinimumIdentity(
+        axis=axis, side=side, condition=cond, identity=name, mean=num(means[best]),
+        runner_up=None if runner is None else str(ids_u[runner]),
+        runner_up_mean=None if runner is None else num(means[runner]), stability=stability, test=test, pvalue=p,
+        wording=f"on axis '{axis}', the {side.upper()} prompt that changes the answer least is '{name}'")
+
+
+def analyze_two_party(battery, data: RunData, *, n_resamples: int, seed: int,
+                      confidence_level: float) -> list[TwoPartyBlock]:
+    """Results of every two-party design, per target and measure (empty list when there is none)."""
+    cases = data.cases
+    out: list[TwoPartyBlock] = []
+    designs = sorted({cases.design[i] for i in range(len(cases)) if cases.design_kind[i] == "two_party"})
+    n_boot = max(n_resamples, 1)
+    for did in designs:
+        idx = np.array([i for i in range(len(cases)) if cases.design[i] == did and not cases.baseline[i]
+                        and cases.axis[i] is not None], dtype=np.intp)
+        if idx.size == 0:
+            continue
+        base_cols = {
+            "scene": np.array([str(cases.meta[i].get("scene", cases.template[i])) for i in idx], dtype=object),
+            "condition": np.array([str(cases.meta[i]["power"]) if "power" in cases.meta[i] else _NONE for i in idx],
+                                  dtype=object),
+            "axis": np.array([cases.axis[i] for i in idx], dtype=object),
+            "sub": np.array([cases.groups[i].get("sub", "") for i in idx], dtype=object),
+            "res": np.array([cases.groups[i].get("res", "") for i in idx], dtype=object),
+        }
+        for (target, measure), vals in sorted(data.values.items()):
+            answered = data.answered.get(target)
+            v = np.where(answered[idx], vals[idx], np.nan) if answered is not None else vals[idx]
+            keep = ~np.isnan(v)
+            if not keep.any():
+                continue
+            rows = {k: col[keep] for k, col in base_cols.items()}
+            rows["value"] = v[keep]
+            out.append(_block(did, target, measure, rows, n_boot, seed, confidence_level))
+    return out
+
+
+def _block(did: str, target: str, measure: str, rows: dict[str, np.ndarray], n_boot: int, seed: int,
+           level: float) -> TwoPartyBlock:
+    conds = sorted(set(rows["condition"]))
+    notes = []
+    cells: list[CellMean] = []
+    disp: list[DispersionRow] = []
+    mins: list[MinimumIdentity] = []
+    for cond in conds:
+        sel = rows["condition"] == cond
+        sc_u, scene = np.unique(rows["scene"][sel], return_inverse=True)
+        keys = np.array([f"{a}\x00{s}\x00{r}" for a, s, r in zip(rows["axis"][sel], rows["sub"][sel], rows["res"][sel])])
+        k_u, key = np.unique(keys, return_inverse=True)
+        s, c = _sums(scene, key, rows["value"][sel], sc_u.size, k_u.size)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            means = s.sum(0) / c.sum(0)
+            w = _weights(sc_u.size, n_boot, seed)
+            bm = (w @ s) / (w @ c)
+        alpha = 1.0 - level
+        for j, k in enumerate(k_u):
+            a, sb, rs = k.split("\x00")
+            col = bm[:, j][np.isfinite(bm[:, j])]
+            ci = np.quantile(col, [alpha / 2, 1 - alpha / 2]) if col.size and sc_u.size > 1 else None
+            cells.append(CellMean(axis=a, sub=sb, res=rs, condition=None if cond == _NONE else cond,
+                                  n=int(c[:, j].sum()), mean=num(means[j]), ci=interval(ci)))
+        data = {k: v for k, v in rows.items()}
+        point = dispersion(_cell_means(data, condition=cond), ddof=DDOF)
+        boot = dispersion_bootstrap(data, ddof=DDOF, condition=cond, n_resamples=n_boot, confidence_level=level,
+                                    seed=seed)
+        disp.append(DispersionRow(condition=None if cond == _NONE else cond, statistic=num(point.statistic),
+                                  per_axis={str(k): num(x) for k, x in point.per_axis.items()},
+                                  ci=interval(boot.ci), ddof=DDOF, n_scenes=int(sc_u.size),
+                                  note="; ".join(x for x in (point.note, boot.note) if x) or None))
+        for axis in sorted(set(rows["axis"][sel])):
+            for side in ("sub", "res"):
+                m = _minimum(rows, axis, side, cond, n_boot, seed)
+                if m is not None:
+                    mins.append(m if cond != _NONE else m.model_copy(update={"condition": None}))
+    tests: list[DispersionTest] = []
+    real = [c for c in conds if c != _NONE]
+    for ca, cb in itertools.combinations(real, 2):
+        sa = set(rows["scene"][rows["condition"] == ca])
+        sb = set(rows["scene"][rows["condition"] == cb])
+        if sa == sb:
+            r = dispersion_permutation_test(rows, ddof=DDOF, conditions=(ca, cb), n_resamples=N_PERMUTATIONS,
+                                            seed=seed)
+            tests.append(DispersionTest(condition_a=ca, condition_b=cb, statistic=num(r.statistic),
+                                        pvalue=num(r.pvalue), paired=True, n_scenes=r.n, n_resamples=r.n_resamples,
+                                        method=r.method, note=r.note))
+        else:
+            tests.append(_unpaired_test(rows, ca, cb, seed))
+    if len(real) < 2:
+        notes.append("fewer than two power conditions (template meta 'power'): no dispersion test")
+    return TwoPartyBlock(target=target, measure=measure, design=did, cells=cells, dispersion=disp,
+                         dispersion_tests=tests, minimum=mins, n_resamples=n_boot, seed=seed,
+                         note="; ".join(notes) or None)
