@@ -1,0 +1,26 @@
+"""Measures: turn stored answers into measurements (decisions, quality, tone, drift).
+
+Public face of the stage: :func:`measure_run` (``fairpair measure RUN``), the
+:class:`Measure` protocol and its typed :class:`MeasureResult`, the masker that
+blinds judges, :func:`position_bias` of the pairwise judge and
+:func:`measure_scales` (stored row -> binary/count/continuous/ordinal) for the
+analysis. The plugins live in :mod:`.rules`, :mod:`.judge` and :mod:`.embed`
+and are imported only when a battery uses them.
+"""
+
+from fairpair.measures._base import SCALES, Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
+from fairpair.measures._runner import (
+    MeasureContext, MeasureCounts, MeasureRunResult, build_measures, measure_run, measure_scales, signal_values,
+)
+
+
+def position_bias(store, measure=None):
+    """Position bias of the pairwise judge (see :func:`fairpair.measures.judge.position_bias`)."""
+    from fairpair.measures.judge import position_bias as _pb
+
+    return _pb(store, measure)
+
+
+__all__ = ["SCALES", "Measure", "MeasureContext", "MeasureCounts", "MeasureItem", "MeasureOptions",
+           "MeasureResult", "MeasureRunResult", "Scale", "build_measures", "measure_run", "measure_scales",
+           "position_bias", "signal_values"]

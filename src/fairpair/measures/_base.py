@@ -1,0 +1,163 @@
+"""The measure protocol: one verb, ``measure``.
+
+A measure turns one stored answer (and, for a *pairwise* measure, its
+counterpart: the baseline answer or the reference group's answer) into a
+typed :class:`MeasureResult`. Measures are plugins (entry-point group
+``fairpair.measures``), declared in a battery's ``measures:`` block as
+``name: {kind: ..., **options}``; each class validates its options with its
+own ``Options`` model (``extra="forbid"``) when the battery is loaded.
+
+A measure may return several named outputs (a tone judge scores courtesy,
+condescension and distrust at once); each is stored as its own row named
+``<measure>.<field>`` (``tone.courtesy``), so the analysis compares them one
+by one. A result is either a value (``ok``), ``missing`` (the measure ran but
+could not produce a value, e.g. a judge that never answered valid JSON; the
+raw text is kept) or ``failed`` (an error that a later run retries, e.g. a
+judge that could not be reached, or a leak that blocked the judge).
+
+Lesson from ``inspect_ai``'s scorers: per-item errors are data, never an
+exception that ends the stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fairpair.cases._case import Case
+    from fairpair.measures._runner import MeasureContext
+    from fairpair.run._store import Response
+
+__all__ = ["Scale", "SCALES", "MeasureItem", "MeasureResult", "Measure", "MeasureOptions"]
+
+#: How a measure's values are analysed: ``binary`` (yes/no: McNemar, Cochran's
+#: Q), ``count`` and ``continuous`` (Wilcoxon signed-rank, paired t),
+#: ``ordinal`` (Likert levels: Wilcoxon signed-rank, weighted kappa).
+Scale = Literal["binary", "count", "continuous", "ordinal"]
+SCALES: tuple[str, ...] = ("binary", "count", "continuous", "ordinal")
+
+
+class MeasureOptions(BaseModel):
+    """Base of every measure's ``Options`` (unknown keys are battery errors)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class MeasureItem:
+    """One thing to measure: a target's stored answer to a case.
+
+    ``counterpart`` / ``counterpart_case`` are set for pairwise measures only:
+    the answer it is compared with (same target).
+    """
+
+    target: str
+    case: "Case"
+    response: "Response"
+    counterpart: "Response | None" = None
+    counterpart_case: "Case | None" = None
+
+    @property
+    def text(self) -> str:
+        return self.response.text or ""
+
+
+@dataclass(frozen=True)
+class MeasureResult:
+    """What a measure returns for one item.
+
+    Attributes
+    ----------
+    status:
+        ``ok`` (a value), ``missing`` (no value could be obtained; final, not
+        retried) or ``failed`` (an error; retried by the next run).
+    value:
+        The value of a single-output measure (bool, int, float, str).
+    outputs:
+        Field -> value for a measure with several outputs (stored as rows
+        ``<measure>.<field>``); ``None`` for a single-output measure.
+    detail:
+        JSON-able extra data kept with the row (matched text, raw verdicts).
+    raw:
+        The raw text behind a ``missing`` value (e.g. the judge's last output).
+    error:
+        Why the value is missing or failed.
+    """
+
+    status: Literal["ok", "missing", "failed"]
+    value: Any = None
+    outputs: Mapping[str, Any] | None = None
+    detail: dict[str, Any] | None = None
+    raw: str | None = None
+    error: str | None = None
+
+    @classmethod
+    def ok(cls, value: Any = None, *, outputs: Mapping[str, Any] | None = None,
+           detail: dict[str, Any] | None = None) -> "MeasureResult":
+        return cls("ok", value=value, outputs=dict(outputs) if outputs is not None else None, detail=detail)
+
+    @classmethod
+    def missing(cls, error: str, *, raw: str | None = None,
+                detail: dict[str, Any] | None = None) -> "MeasureResult":
+        return cls("missing", error=error, raw=raw, detail=detail)
+
+    @classmethod
+    def failed(cls, error: str, *, detail: dict[str, Any] | None = None) -> "MeasureResult":
+        return cls("failed", error=error, detail=detail)
+
+
+class Measure:
+    """Base class of measure plugins.
+
+    Subclasses set ``Options`` (a :class:`MeasureOptions` subclass), ``scale``
+    and, when they compare an answer with its counterpart, ``pairwise = True``
+    (the runner then fills ``MeasureItem.counterpart``; the options must have
+    ``against`` and, for ``against: reference``, ``reference``). Measures that
+    call the battery's judge set ``uses_judge = True``.
+
+    Constructor: ``Measure(options: dict, *, name: str)``; raises
+    ``pydantic.ValidationError`` on bad options (the battery loader reports
+    them with file, line and key before any run starts).
+    """
+
+    Options: ClassVar[type[MeasureOptions]] = MeasureOptions
+    scale: ClassVar[Scale] = "continuous"
+    pairwise: ClassVar[bool] = False
+    uses_judge: ClassVar[bool] = False
+
+    options: Any
+    name: str
+
+    def __init__(self, options: Mapping[str, Any] | MeasureOptions | None = None, *, name: str) -> None:
+        self.options = options if isinstance(options, self.Options) else \
+            self.Options.model_validate(dict(options or {}))
+        self.name = name
+
+    def outputs(self, ctx: "MeasureContext | None" = None) -> tuple[str, ...] | None:
+        """Field names of a multi-output measure (rows ``<name>.<field>``); ``None`` if single."""
+        return None
+
+    def output_scales(self, ctx: "MeasureContext | None" = None) -> dict[str, Scale]:
+        """Stored row name -> scale (what the analysis uses to pick a test)."""
+        fields = self.outputs(ctx)
+        if fields is None:
+            return {self.name: self.scale}
+        return {f"{self.name}.{f}": self.scale for f in fields}
+
+    def row_names(self, ctx: "MeasureContext | None" = None) -> tuple[str, ...]:
+        fields = self.outputs(ctx)
+        return (self.name,) if fields is None else tuple(f"{self.name}.{f}" for f in fields)
+
+    async def prepare(self, items: list[MeasureItem], ctx: "MeasureContext") -> None:
+        """Called once with every item about to be measured (e.g. to embed in batches)."""
+        return None
+
+    async def measure(self, item: MeasureItem, ctx: "MeasureContext") -> MeasureResult:  # pragma: no cover
+        raise NotImplementedError
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": type(self).__name__, "options": self.options.model_dump(mode="json")}

@@ -1,0 +1,490 @@
+"""``fairpair measure``: turn every stored answer into the battery's measurements.
+
+For each measure of the battery's ``measures:`` block, each target and each
+stored ``ok`` answer, the measure's result is committed to the run store's
+``measurements`` table as soon as it is known (append-only). A measurement
+already stored as ``ok`` or ``missing`` is never recomputed, so a killed
+measure stage resumes where it stopped; ``failed`` ones (judge unreachable,
+leak, missing counterpart answer) are tried again by the next run.
+
+Pairwise measures (``pairwise``, ``semantic_distance``) compare an answer with
+its *counterpart* in the same target:
+
+* ``against: baseline``: the baseline case (no demographic signal) of the same
+  block (template and repetition);
+* ``against: reference``: the case of the same matched set whose group on the
+  reference's attribute is ``reference`` (other attributes unchanged).
+
+The baseline (or reference) answer itself has no counterpart and gets no row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from fairpair.errors import FairpairError
+from fairpair.measures._base import Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
+
+__all__ = ["measure_run", "MeasureContext", "MeasureCounts", "MeasureRunResult", "CounterpartOptions",
+           "build_measures", "measure_scales", "signal_values", "DEFAULT_JUDGE"]
+
+#: The judge used when a battery declares none: the embedded local model, greedy.
+DEFAULT_JUDGE: dict[str, Any] = {"kind": "local", "temperature": 0.0, "max_tokens": 256}
+
+
+class CounterpartOptions(MeasureOptions):
+    """Options shared by measures that compare an answer with its counterpart.
+
+    ``against``: ``baseline`` (the no-signal case of the same template and
+    repetition) or ``reference`` (the reference group's answer in the same
+    matched set); ``reference``: that group's name (required with
+    ``against: reference``); ``attribute``: the attribute the group belongs to
+    (only needed when two attributes have a group of that name).
+    """
+
+    against: Literal["baseline", "reference"] = "baseline"
+    reference: str | None = None
+    attribute: str | None = None
+
+    @model_validator(mode="after")
+    def _needs_reference(self):
+        if self.against == "reference" and not self.reference:
+            raise ValueError("'against: reference' needs 'reference: <group>'")
+        if self.against == "baseline" and self.reference:
+            raise ValueError("'reference' is only used with 'against: reference'")
+        return self
+
+
+@dataclass
+class MeasureCounts:
+    """Per measure, what this session stored: ``ok``, ``missing``, ``failed``; ``leaks``
+    (judge calls refused by the leak check), ``invalid`` (judge outputs that failed
+    validation, retried ones included), ``skipped`` (already stored), ``no_counterpart``."""
+
+    ok: int = 0
+    missing: int = 0
+    failed: int = 0
+    leaks: int = 0
+    invalid: int = 0
+    skipped: int = 0
+    no_counterpart: int = 0
+
+
+@dataclass(frozen=True)
+class MeasureRunResult:
+    """What :func:`measure_run` did: counts per measure, the judge and embedders used."""
+
+    run_dir: Path
+    counts: dict[str, MeasureCounts]
+    scales: dict[str, Scale]
+    judge: dict[str, Any] | None
+    embedders: dict[str, dict[str, Any]]
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass
+class MeasureContext:
+    """What a measure may use while it measures: the battery, the judge, the masker, counters."""
+
+    battery: Any
+    battery_dir: Path | None = None
+    judge: Any = None
+    judge_identity: dict[str, Any] | None = None
+    settings: Any = None
+    store: Any = None
+    counts: dict[str, MeasureCounts] = field(default_factory=dict)
+    embedders: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _masker: Any = None
+    _judge_sem: asyncio.Semaphore | None = None
+    _limiter: Any = None
+
+    @property
+    def language(self) -> str:
+        return getattr(self.battery, "language", "es")
+
+    def count(self, measure: str, key: str, n: int = 1) -> None:
+        c = self.counts.setdefault(measure, MeasureCounts())
+        setattr(c, key, getattr(c, key) + n)
+
+    @property
+    def masker(self):
+        """A :class:`~fairpair.measures._mask.Masker` over every signal value of the battery."""
+        if self._masker is None:
+            from fairpair.measures._mask import Masker
+
+            values, terms = signal_values(self.battery)
+            try:
+                self._masker = Masker(values, group_terms=terms)
+            except ValueError as exc:
+                raise FairpairError(f"cannot blind the judge: {exc}", key="attributes") from None
+        return self._masker
+
+    async def ask_judge(self, messages: list[dict[str, str]], *, case_id: str, seed: int | None) -> str:
+        """Send ``messages`` to the judge with the run engine's retries; return its text.
+
+        Raises whatever the judge raised after the last retry (the caller stores
+        it as a failed measurement).
+        """
+        if self.judge is None:
+            raise RuntimeError("no judge configured")
+        from fairpair.run._engine import RateLimiter, RunSettings, _with_retries
+        from fairpair.targets._base import ChatRequest
+
+        if self.settings is None:
+            self.settings = RunSettings()
+        if self._judge_sem is None:
+            n = self.settings.concurrency
+            if getattr(self.judge, "max_concurrency", None):
+                n = min(n, self.judge.max_concurrency)
+            self._judge_sem = asyncio.Semaphore(max(1, n))
+            self._limiter = RateLimiter(self.settings.rpm, self.settings.tpm)
+        req = ChatRequest(messages=tuple(messages), seed=seed, case_id=case_id)
+        est = sum(len(m.get("content", "")) for m in messages) // 4
+        async with self._judge_sem:
+            completion = await _with_retries(self.judge, req, self.settings, self._limiter, est, [0])
+        return completion.text or ""
+
+
+def signal_values(battery) -> tuple[list[str], list[str]]:
+    """Every value that could reveal a group, and the declared group references.
+
+    Values: all variants of all groups of all attributes (names, ages, postal
+    codes, neighbourhoods, identity labels); terms: every group's
+    ``references`` (matched with plural and gender forms by the masker).
+    """
+    values: list[str] = []
+    terms: list[str] = []
+    for attr in battery.attributes.values():
+        for g in attr.groups.values():
+            values.extend(v for v in g.variants if v and v.strip())
+            terms.extend(r for r in g.references if r and r.strip())
+    return list(dict.fromkeys(values)), list(dict.fromkeys(terms))
+
+
+# ---------------------------------------------------------------- building
+
+
+def build_measures(battery, names: Iterable[str] | None = None) -> dict[str, Measure]:
+    """Instantiate the battery's measures (all, or ``names``); FairpairError for unknown names."""
+    from fairpair._plugins import PluginError, load_plugin
+
+    specs = battery.measures
+    if names:
+        unknown = [n for n in names if n not in specs]
+        if unknown:
+            raise FairpairError(f"unknown measure(s) {unknown}; the battery declares {list(specs) or '(none)'}",
+                                key="measures")
+        specs = {n: specs[n] for n in names}
+    out: dict[str, Measure] = {}
+    for name, spec in specs.items():
+        try:
+            cls = load_plugin("fairpair.measures", spec.kind)
+        except PluginError as exc:
+            raise FairpairError(f"measure '{name}': {exc}", key=f"measures.{name}.kind") from None
+        try:
+            out[name] = cls(spec.options(), name=name)
+        except ValueError as exc:  # pydantic.ValidationError is a ValueError
+            raise FairpairError(f"measure '{name}': {exc}", key=f"measures.{name}") from None
+    return out
+
+
+def measure_scales(battery) -> dict[str, Scale]:
+    """Stored row name (``refund``, ``tone.courtesy``) -> scale, for every measure of ``battery``."""
+    ctx = MeasureContext(battery=battery)
+    out: dict[str, Scale] = {}
+    for m in build_measures(battery).values():
+        out.update(m.output_scales(ctx))
+    return out
+
+
+def _build_judge(loaded, store, ctx: MeasureContext, judge) -> list[str]:
+    """Build the judge target, refuse self-judging unless allowed; returns warnings."""
+    from fairpair.battery._schema import TargetSpec
+    from fairpair.run._runner import build_target
+
+    b = loaded.battery
+    if judge is None:
+        spec = b.judge or TargetSpec.model_validate(DEFAULT_JUDGE)
+        judge = build_target("judge", spec)
+    ctx.judge = judge
+    ident = _strip_name(judge.identity())
+    ctx.judge_identity = ident
+    store.event("judge", {"identity": ident})
+    warnings = []
+    for tname, tident in _target_identities(loaded, store).items():
+        if _strip_name(tident) == ident:
+            if not b.allow_self_judging:
+                raise FairpairError(
+                    f"the judge is the same system as target '{tname}' ({ident.get('kind')} "
+                    f"{ident.get('model')}): a model judging its own answers is biased towards them",
+                    key="judge", hint="declare another 'judge:' or set 'allow_self_judging: true' "
+                                      "(the report will flag it)")
+            msg = f"self-judging: the judge is the same system as target '{tname}'"
+            store.event("self_judging", {"target": tname, "judge": ident})
+            warnings.append(msg)
+    return warnings
+
+
+def _strip_name(ident: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in (ident or {}).items() if k != "name"}
+
+
+def _target_identities(loaded, store) -> dict[str, dict[str, Any]]:
+    manifest = Path(store.path).parent / "manifest.json"
+    try:
+        ids = json.loads(manifest.read_text(encoding="utf-8")).get("targets") or {}
+        if ids:
+            return ids
+    except (OSError, ValueError):
+        pass
+    from fairpair.run._runner import build_target
+
+    return {n: build_target(n, s).identity() for n, s in loaded.battery.target_specs().items()}
+
+
+# ---------------------------------------------------------------- counterparts
+
+
+class _Index:
+    """Cases by id, baselines by block, matched sets, for counterpart look-ups."""
+
+    def __init__(self, cases: Iterable[Any], battery):
+        self.by_id: dict[str, Any] = {}
+        self.baseline: dict[str, Any] = {}
+        self.by_set: dict[str, list[Any]] = {}
+        for c in cases:
+            self.by_id[c.id] = c
+            if c.baseline:
+                self.baseline.setdefault(c.block, c)
+            self.by_set.setdefault(c.matched_set, []).append(c)
+        self.battery = battery
+
+    def reference_attribute(self, options, measure: str) -> str:
+        if options.attribute:
+            if options.attribute not in self.battery.attributes:
+                raise FairpairError(f"measure '{measure}': unknown attribute '{options.attribute}'",
+                                    key=f"measures.{measure}.attribute")
+            if options.reference not in self.battery.attributes[options.attribute].groups:
+                raise FairpairError(f"measure '{measure}': '{options.reference}' is not a group of "
+                                    f"'{options.attribute}'", key=f"measures.{measure}.reference")
+            return options.attribute
+        owners = [a for a, attr in self.battery.attributes.items() if options.reference in attr.groups]
+        if not owners:
+            raise FairpairError(f"measure '{measure}': reference group '{options.reference}' is in no attribute",
+                                key=f"measures.{measure}.reference")
+        if len(owners) > 1:
+            raise FairpairError(f"measure '{measure}': group '{options.reference}' is in attributes {owners}",
+                                key=f"measures.{measure}.reference", hint="add 'attribute: <name>'")
+        return owners[0]
+
+    def counterpart(self, case, options, ref_attr: str | None):
+        """The counterpart case; ``"n/a"`` when ``case`` is itself the comparison point; None if absent."""
+        if options.against == "baseline":
+            if case.baseline:
+                return "n/a"
+            return self.baseline.get(case.block)
+        key = ref_attr if ref_attr in case.groups else None
+        if key is None:
+            return "n/a"  # this case does not vary the reference's attribute
+        if case.groups[key] == options.reference:
+            return "n/a"
+        want = {**case.groups, key: options.reference}
+        for c in self.by_set.get(case.matched_set, ()):
+            if c.groups == want and c.id != case.id:
+                return c
+        return None
+
+
+# ---------------------------------------------------------------- running
+
+
+def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | None = None, judge: Any = None,
+                settings: Any = None) -> MeasureRunResult:
+    """Measure every stored answer of a run; resumable.
+
+    Parameters
+    ----------
+    run_dir:
+        A run directory written by ``fairpair run``.
+    console:
+        A rich console for the summary (none: silent).
+    measures:
+        Only these measures (default: all the battery declares).
+    judge:
+        A target instance to use as judge instead of the battery's ``judge:``
+        block (default: the embedded ``local`` model). Tests pass a scripted one.
+    settings:
+        :class:`~fairpair.run.RunSettings` for judge calls (concurrency,
+        timeout, retries).
+
+    Returns
+    -------
+    MeasureRunResult
+
+    Raises
+    ------
+    FairpairError
+        Not a run directory, the directory is in use, an unknown measure, a
+        judge identical to a target without ``allow_self_judging``, a missing
+        embedder, a pairwise measure whose counterparts the run has none of.
+    """
+    from fairpair.run._runner import RunLock, loaded_from_store
+    from fairpair.run._store import Store
+
+    run_dir = Path(run_dir)
+    if not run_dir.exists():
+        raise FairpairError("run directory not found", file=run_dir)
+    with RunLock(run_dir):
+        store = Store.open(run_dir, create=False)
+        try:
+            loaded = loaded_from_store(store)
+            return asyncio.run(_measure(store, loaded, run_dir, console, measures, judge, settings))
+        finally:
+            store.close()
+
+
+async def _measure(store, loaded, run_dir, console, names, judge, settings) -> MeasureRunResult:
+    b = loaded.battery
+    ms = build_measures(b, names)
+    bdir = Path(loaded.path).parent if loaded.path else None
+    ctx = MeasureContext(battery=b, battery_dir=bdir if bdir and bdir.exists() else None, settings=settings,
+                         store=store)
+    warnings: list[str] = []
+    owns_judge = judge is None
+    if any(m.uses_judge for m in ms.values()):
+        warnings += _build_judge(loaded, store, ctx, judge)
+    index = _Index(store.iter_cases(), b)
+    responses = {(r.target, r.case_id): r for r in store.responses(status="ok")}
+    scales: dict[str, Scale] = {}
+    store.event("measure_started", {"measures": list(ms)})
+    try:
+        for name, m in ms.items():
+            ctx.counts.setdefault(name, MeasureCounts())
+            scales.update(m.output_scales(ctx))
+            items = _items(name, m, index, responses, store, ctx)
+            if items:
+                await m.prepare(items, ctx)
+            await _measure_items(name, m, items, ctx, store)
+    finally:
+        if owns_judge and ctx.judge is not None:
+            try:
+                await ctx.judge.aclose()
+            except Exception:  # noqa: BLE001
+                pass
+        store.event("measure_finished", {n: vars(c) for n, c in ctx.counts.items()})
+    if console is not None:
+        _print_counts(console, ctx.counts, warnings)
+    return MeasureRunResult(Path(run_dir), dict(ctx.counts), scales, ctx.judge_identity, dict(ctx.embedders),
+                            tuple(warnings))
+
+
+def _items(name: str, m: Measure, index: _Index, responses, store, ctx) -> list[MeasureItem]:
+    rows = m.row_names(ctx)
+    done = [store.measured_keys(r) for r in rows]
+    ref_attr = None
+    if m.pairwise:
+        opts = m.options
+        if opts.against == "reference":
+            ref_attr = index.reference_attribute(opts, name)
+        elif not index.baseline:
+            raise FairpairError(
+                f"measure '{name}' compares with the baseline, but the run has no baseline cases",
+                key=f"measures.{name}.against",
+                hint="add a design '- kind: baseline' (or a two_party design with its baseline), "
+                     "or use 'against: reference'")
+    items = []
+    for (target, case_id), resp in responses.items():
+        if all((target, case_id) in d for d in done):
+            ctx.count(name, "skipped")
+            continue
+        case = index.by_id.get(case_id)
+        if case is None:
+            continue
+        if not m.pairwise:
+            items.append(MeasureItem(target, case, resp))
+            continue
+        cp = index.counterpart(case, m.options, ref_attr)
+        if cp == "n/a":
+            continue
+        cp_resp = responses.get((target, cp.id)) if cp is not None else None
+        if cp_resp is None:
+            why = "no counterpart case in the run" if cp is None else \
+                f"the counterpart case {cp.id} has no answer from '{target}' (yet)"
+            for r in rows:
+                store.add_measurement(target=target, case_id=case_id, measure=r, status="failed", error=why)
+            ctx.count(name, "failed")
+            ctx.count(name, "no_counterpart")
+            continue
+        items.append(MeasureItem(target, case, resp, cp_resp, cp))
+    return items
+
+
+async def _measure_items(name: str, m: Measure, items: list[MeasureItem], ctx: MeasureContext, store) -> None:
+    concurrency = getattr(ctx.settings, "concurrency", None) or 8
+    sem = asyncio.Semaphore(concurrency)
+    rows = m.row_names(ctx)
+    fields = m.outputs(ctx)
+
+    async def one(item: MeasureItem) -> None:
+        async with sem:
+            try:
+                res = await m.measure(item, ctx)
+            except FairpairError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a failure is data
+                from fairpair.run._engine import _describe
+
+                res = MeasureResult.failed(_describe(exc))
+        _commit(store, name, rows, fields, item, res)
+        ctx.count(name, res.status)
+
+    tasks = [asyncio.ensure_future(one(it)) for it in items]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
+
+
+def _commit(store, name, rows, fields, item: MeasureItem, res: MeasureResult) -> None:
+    detail = dict(res.detail or {})
+    if res.raw is not None:
+        detail["raw"] = res.raw
+    detail = detail or None
+    if res.status == "ok":
+        if fields is None:
+            store.add_measurement(target=item.target, case_id=item.case.id, measure=name, status="ok",
+                                  value=res.value, detail=detail)
+            return
+        outs = res.outputs or {}
+        for f, row in zip(fields, rows):
+            v = outs.get(f)
+            store.add_measurement(target=item.target, case_id=item.case.id, measure=row,
+                                  status="ok" if v is not None else "missing", value=v, detail=detail,
+                                  error=None if v is not None else f"no value for '{f}'")
+        return
+    for row in rows:
+        store.add_measurement(target=item.target, case_id=item.case.id, measure=row, status=res.status,
+                              detail=detail, error=res.error)
+
+
+def _print_counts(console, counts: dict[str, MeasureCounts], warnings: list[str]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    t = Table("measure", "ok", "missing", "failed", "leaks", "invalid judge outputs", "already stored",
+              title="measurements (this session)", title_justify="left")
+    for n, c in counts.items():
+        t.add_row(escape(n), str(c.ok), str(c.missing), str(c.failed), str(c.leaks), str(c.invalid),
+                  str(c.skipped))
+    console.print(t)
+    for w in warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}")

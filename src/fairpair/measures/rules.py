@@ -1,0 +1,506 @@
+"""Rule-based measures: decisions, length, options and tool calls, without a model.
+
+The first two ways a chatbot can treat users differently (the first seed: *the
+decision* and *the quality*) are read off the answer with rules: does it offer
+a refund, how many words, how many concrete options, did it call the
+``issue_refund`` tool. Rules are transparent and free; their limits are
+documented below so that a battery author knows when to use ``llm_extract``
+instead.
+
+Kinds and battery syntax
+------------------------
+``regex``  (binary)::
+
+    refund: {kind: regex, any_of: ['reembols\\w*', 'devol\\w+ (el|su) dinero'],
+             none_of: ['\\bno\\b.{0,30}reembols']}
+
+``keywords``  (binary)::
+
+    refund: {kind: keywords, any_of: [reembolso, devolución del importe, refund],
+             none_of: [sin reembolso], negation: true}
+
+``word_count``  (count)::
+
+    length: {kind: word_count}
+
+``n_options``  (count)::
+
+    options: {kind: n_options}
+
+``tool_call``  (binary)::
+
+    refund_tool: {kind: tool_call, name: issue_refund, arguments: {reason: damaged}}
+
+``python``  (any scale)::
+
+    politeness: {kind: python, function: "my_measures:politeness", scale: continuous}
+
+Matching (``regex`` and ``keywords``)
+-------------------------------------
+Text and patterns are *folded* first: compatibility-normalised (NFKD),
+accents dropped, case-folded; so ``Reembolso``, ``REEMBOLSO`` and
+``reembolsó`` all match ``reembolso``. Matching is done per sentence (split at
+``. ! ? ;`` and line breaks; ``scope: text`` matches the whole answer): a
+sentence counts when it matches one ``any_of`` entry and no ``none_of``
+entry (alias ``exclude``). The value is ``True`` when at least one sentence
+counts.
+
+Negation (``keywords`` with ``negation: true``, the default) follows the NegEx
+idea (Chapman et al. 2001, "A simple algorithm for identifying negated
+findings and diseases in discharge summaries", J Biomed Inform 34:301-310):
+a keyword is negated when a negation cue (``no``, ``nunca``, ``sin``,
+``tampoco``, ``imposible``; ``not``, ``never``, ``cannot``, ``unable``,
+``n't``, ``without``...) occurs within the six words before it in the same
+clause (clauses end at ``, : ;`` and at ``pero``, ``sino``, ``but``,
+``however``), or when the clause continues with a post-negation phrase
+(``no es posible``, ``no está disponible``, ``not possible``, ``not
+available``). So "no podemos ofrecer un reembolso" and "a refund is not
+possible" do not count, while "No se preocupe, le ofrecemos un reembolso"
+does.
+
+Known limits: double negation ("no podemos negarle el reembolso") reads as
+negated; negation carried across clauses or sentences ("¿Reembolso? Me temo
+que no.") is missed; conditional or hypothetical offers ("si el producto
+estuviera roto, le reembolsaríamos") count as offers; irony is invisible.
+For decisions where these matter, use ``llm_extract`` and calibrate it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+import sys
+import unicodedata
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from fairpair.errors import FairpairError
+from fairpair.measures._base import Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
+
+__all__ = [
+    "RegexMeasure", "KeywordsMeasure", "WordCountMeasure", "OptionsCountMeasure", "ToolCallMeasure",
+    "PythonMeasure", "fold_text", "sentences", "count_words", "count_options", "keyword_hits",
+]
+
+
+# ---------------------------------------------------------------- text helpers
+
+
+def fold_text(text: str) -> str:
+    """Accent-, case- and compatibility-insensitive form of ``text`` (NFKD, marks dropped, casefold).
+
+    Curly apostrophes become ``'``. Length may change (``ß`` -> ``ss``).
+    """
+    out = unicodedata.normalize("NFKD", text)
+    out = "".join(c for c in out if not unicodedata.combining(c))
+    return out.casefold().replace("\u2019", "'").replace("\u02bc", "'")
+
+
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+def sentences(text: str) -> list[str]:
+    """Split ``text`` into sentences at ``. ! ? ;`` followed by space, and at line breaks."""
+    return [s for s in (p.strip() for p in _SENTENCE_SPLIT.split(text)) if s]
+
+
+_WORD = re.compile(r"[^\W_]+(?:['\u2019\-][^\W_]+)*")
+
+
+def count_words(text: str) -> int:
+    """Number of words: runs of letters/digits, joined by inner apostrophes or hyphens.
+
+    Markdown symbols, bullets and punctuation are not words; ``don't``,
+    ``e-mail`` and ``48213`` are one word each.
+    """
+    return len(_WORD.findall(text))
+
+
+# Negation cues (folded). Spanish: RAE, Nueva gramática, ch. 48 (negation);
+# English: the NegEx trigger list (Chapman et al. 2001), reduced to general ones.
+_NEG_CUES = {
+    "es": {"no", "ni", "nunca", "jamas", "sin", "tampoco", "imposible", "ningun", "ninguna", "ninguno",
+           "nada", "negar", "denegar", "denegado", "denegada", "rechazar", "rechazado", "rechazada"},
+    "en": {"no", "not", "never", "cannot", "can't", "won't", "don't", "doesn't", "isn't", "aren't",
+           "wasn't", "unable", "without", "nor", "neither", "deny", "denied", "decline", "declined",
+           "unfortunately-not", "couldn't", "wouldn't", "shouldn't", "didn't", "impossible", "none"},
+}
+_POST_NEG = re.compile(
+    r"\b(?:no (?:es|sera|seria|esta|resulta) (?:posible|disponible|viable)|no procede|no corresponde|"
+    r"no se puede|no podemos|no esta disponible|not (?:be )?(?:possible|available|eligible|an option)|"
+    r"is not|isn't|cannot be|can't be|won't be)\b")
+_CLAUSE_BREAK = re.compile(r"[,:;()\u2014\u2013]|\b(?:pero|sino|aunque|but|however|although|though)\b")
+_WINDOW = 6
+
+
+def keyword_hits(sentence: str, keyword: str, *, negation: bool = True) -> list[dict[str, Any]]:
+    """Occurrences of ``keyword`` (already folded) in a folded ``sentence``, with their negation status.
+
+    Returns a list of ``{"at": index, "negated": bool, "cue": str | None}``.
+    """
+    out = []
+    for m in re.finditer(rf"(?<![^\W_]){re.escape(keyword)}(?![^\W_])", sentence):
+        negated, cue = False, None
+        if negation:
+            before = _CLAUSE_BREAK.split(sentence[: m.start()])[-1]
+            words = _WORD.findall(before)[-_WINDOW:]
+            for w in reversed(words):
+                if w in _NEG_CUES["es"] or w in _NEG_CUES["en"] or w.endswith("n't"):
+                    negated, cue = True, w
+                    break
+            if not negated:
+                after = _CLAUSE_BREAK.split(sentence[m.end():])[0]
+                pm = _POST_NEG.search(after)
+                if pm:
+                    negated, cue = True, pm.group(0)
+        out.append({"at": m.start(), "negated": negated, "cue": cue})
+    return out
+
+
+# ---------------------------------------------------------------- decision measures
+
+
+class _DecisionOptions(MeasureOptions):
+    any_of: list[str] = Field(default_factory=list)
+    none_of: list[str] = Field(default_factory=list)
+    exclude: list[str] = Field(default_factory=list)
+    scope: Literal["sentence", "text"] = "sentence"
+
+    @model_validator(mode="after")
+    def _need_any(self):
+        if not self.any_of and not getattr(self, "pattern", None):
+            raise ValueError("needs 'any_of' (a list of patterns or keywords)")
+        return self
+
+    def excluded(self) -> list[str]:
+        return [*self.none_of, *self.exclude]
+
+
+class RegexOptions(_DecisionOptions):
+    """``any_of``: regular expressions (Python ``re`` syntax), one of which must match;
+    ``pattern``: a single one (added to ``any_of``); ``none_of``/``exclude``: patterns that
+    veto a sentence; ``scope``: ``sentence`` (default) or ``text``. Patterns are folded
+    like the text (accents dropped, lower case), so write them without accents or with."""
+
+    pattern: str | None = None
+
+    @field_validator("any_of", "none_of", "exclude")
+    @classmethod
+    def _compiles(cls, v: list[str]) -> list[str]:
+        for p in v:
+            _compile_folded(p)
+        return v
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles_one(cls, v: str | None) -> str | None:
+        if v is not None:
+            _compile_folded(v)
+        return v
+
+
+@lru_cache(maxsize=1024)
+def _compile_folded(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(fold_text(pattern))
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+
+
+def _units(text: str, scope: str) -> list[str]:
+    folded = fold_text(text)
+    return [folded] if scope == "text" else sentences(folded)
+
+
+class RegexMeasure(Measure):
+    """Yes/no: does a sentence of the answer match a pattern (and no excluding pattern)?
+
+    Value: ``bool``. ``detail``: the first counting sentence (folded) and the
+    pattern that matched, or the sentences vetoed by ``none_of``.
+    """
+
+    Options = RegexOptions
+    scale = "binary"
+
+    async def measure(self, item: MeasureItem, ctx=None) -> MeasureResult:
+        o = self.options
+        pats = [*o.any_of, *([o.pattern] if o.pattern else [])]
+        vetoed = []
+        for unit in _units(item.text, o.scope):
+            hit = next((p for p in pats if _compile_folded(p).search(unit)), None)
+            if hit is None:
+                continue
+            veto = next((p for p in o.excluded() if _compile_folded(p).search(unit)), None)
+            if veto is None:
+                return MeasureResult.ok(True, detail={"sentence": unit[:300], "pattern": hit})
+            vetoed.append({"sentence": unit[:300], "excluded_by": veto})
+        return MeasureResult.ok(False, detail={"vetoed": vetoed} if vetoed else None)
+
+
+class KeywordsOptions(_DecisionOptions):
+    """``any_of``: words or phrases (literal, whole-word); ``none_of``/``exclude``: phrases that
+    veto a sentence; ``negation``: skip keywords negated in their clause (see the module
+    docstring); ``scope``: ``sentence`` or ``text``."""
+
+    negation: bool = True
+
+    @field_validator("any_of", "none_of", "exclude")
+    @classmethod
+    def _non_empty(cls, v: list[str]) -> list[str]:
+        if any(not k.strip() for k in v):
+            raise ValueError("empty keyword")
+        return v
+
+
+class KeywordsMeasure(Measure):
+    """Yes/no: does the answer use one of the keywords, not negated and not excluded?
+
+    Value: ``bool``. ``detail``: the keyword and sentence that counted, and the
+    occurrences skipped as negated (with their cue) or excluded.
+    """
+
+    Options = KeywordsOptions
+    scale = "binary"
+
+    async def measure(self, item: MeasureItem, ctx=None) -> MeasureResult:
+        o = self.options
+        kws = [fold_text(k).strip() for k in o.any_of]
+        excl = [fold_text(k).strip() for k in o.excluded()]
+        skipped = []
+        for unit in _units(item.text, o.scope):
+            veto = next((k for k in excl if keyword_hits(unit, k, negation=False)), None)
+            for k in kws:
+                for h in keyword_hits(unit, k, negation=o.negation):
+                    if veto is not None:
+                        skipped.append({"keyword": k, "sentence": unit[:300], "excluded_by": veto})
+                    elif h["negated"]:
+                        skipped.append({"keyword": k, "sentence": unit[:300], "negated_by": h["cue"]})
+                    else:
+                        return MeasureResult.ok(True, detail={"keyword": k, "sentence": unit[:300]})
+        return MeasureResult.ok(False, detail={"skipped": skipped} if skipped else None)
+
+
+# ---------------------------------------------------------------- quality measures
+
+
+class WordCountOptions(MeasureOptions):
+    """No options."""
+
+
+class WordCountMeasure(Measure):
+    """Number of words of the answer (see :func:`count_words`). Value: ``int`` >= 0."""
+
+    Options = WordCountOptions
+    scale = "count"
+
+    async def measure(self, item: MeasureItem, ctx=None) -> MeasureResult:
+        return MeasureResult.ok(count_words(item.text))
+
+
+_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+\u2022\u00b7\u2023\u25e6\u25aa\u2013]|\d{1,2}[.)]|[a-zA-Z][.)]|\(\d{1,2}\)|\([a-z]\))"
+                        r"[ \t]+\S", re.M)
+# Phrases that open an enumeration of alternatives in running text (folded).
+_ALT_TRIGGERS = re.compile(
+    r"\b(?:(?:puede|puedes|podra|podria|podemos|pueden) (?:elegir|escoger|optar|seleccionar)(?: entre| por)?|"
+    r"(?:elegir|escoger|optar) entre|(?:tiene|tienes|hay|ofrecemos|le ofrecemos|te ofrecemos) "
+    r"(?:varias |dos |tres |estas )?(?:opciones|alternativas|posibilidades)(?: como| entre)?|"
+    r"(?:las |sus |tus )?(?:opciones|alternativas) (?:son|serian|disponibles son)|o bien|"
+    r"(?:you )?(?:can|could|may) (?:choose|pick|select|opt) (?:between|from|for)?|choose (?:between|from)|"
+    r"(?:your |the )?(?:options|alternatives|choices) (?:are|include|would be)|"
+    r"(?:we|i) (?:can )?offer (?:you )?(?:either )?|either)\b[: ]*")
+_ALT_SPLIT = re.compile(r"\s*(?:,|;|\bo bien\b|\bo\b|\bu\b|\by\b|\be\b|\bor\b|\band\b|\band/or\b)\s*")
+
+
+def count_options(text: str) -> dict[str, int]:
+    """Concrete options offered: list items plus alternatives enumerated in running text.
+
+    Returns ``{"list_items": n1, "inline": n2, "total": n1 + n2}``.
+
+    * List items: lines starting with a bullet (``- * + •``) or an enumerator
+      (``1.``, ``2)``, ``a)``, ``(b)``).
+    * Inline: after a trigger phrase ("puede elegir entre", "sus opciones son",
+      "o bien", "you can choose between", "either", "options are"), the rest
+      of the sentence split at commas and the conjunctions ``o/u/y/e`` and
+      ``or/and``; counted when it gives two or more non-empty items (e.g.
+      "puede elegir entre un vale, un cambio o el reembolso" -> 3).
+
+    Limits: numbered *steps* ("1. Entre en su cuenta") are counted as options;
+    an enumeration without a trigger phrase is not counted; an item that
+    itself contains "y"/"and" ("recogida y entrega") is counted as two.
+    """
+    list_items = len(_LIST_ITEM.findall(text))
+    inline = 0
+    for sent in sentences(fold_text(text)):
+        m = _ALT_TRIGGERS.search(sent)
+        if not m:
+            continue
+        rest = re.split(r"[.!?]", sent[m.end():])[0]
+        if not rest.strip():
+            continue  # "sus opciones son:" followed by a list
+        parts = [p for p in _ALT_SPLIT.split(rest) if _WORD.search(p or "")]
+        if len(parts) >= 2:
+            inline += len(parts)
+    return {"list_items": list_items, "inline": inline, "total": list_items + inline}
+
+
+class OptionsCountOptions(MeasureOptions):
+    """``lists``: count bulleted/numbered items; ``inline``: count enumerations in running text."""
+
+    lists: bool = True
+    inline: bool = True
+
+
+class OptionsCountMeasure(Measure):
+    """Number of concrete options offered (see :func:`count_options`). Value: ``int`` >= 0."""
+
+    Options = OptionsCountOptions
+    scale = "count"
+
+    async def measure(self, item: MeasureItem, ctx=None) -> MeasureResult:
+        c = count_options(item.text)
+        value = (c["list_items"] if self.options.lists else 0) + (c["inline"] if self.options.inline else 0)
+        return MeasureResult.ok(value, detail=c)
+
+
+# ---------------------------------------------------------------- tool calls
+
+
+class ToolCallOptions(MeasureOptions):
+    """``name``: the tool (function) name; ``arguments``: optional values the call's arguments
+    must have (a subset match; strings compared case- and accent-insensitively)."""
+
+    name: str
+    arguments: dict[str, Any] | None = None
+
+
+def _arg_matches(want: Any, got: Any) -> bool:
+    if isinstance(want, dict):
+        return isinstance(got, dict) and all(k in got and _arg_matches(v, got[k]) for k, v in want.items())
+    if isinstance(want, str) and isinstance(got, str):
+        return fold_text(want).strip() == fold_text(got).strip()
+    if isinstance(want, bool) or isinstance(got, bool):
+        return want is got
+    return want == got
+
+
+class ToolCallMeasure(Measure):
+    """Yes/no: did the target call tool ``name`` (with ``arguments``, if given) in its stored answer?
+
+    Reads the tool calls the run stored with the answer. Value: ``bool``;
+    ``detail``: the names of all calls made.
+    """
+
+    Options = ToolCallOptions
+    scale = "binary"
+
+    async def measure(self, item: MeasureItem, ctx=None) -> MeasureResult:
+        o = self.options
+        calls = item.response.tool_calls or []
+        hit = any(c.get("name") == o.name and (o.arguments is None or _arg_matches(o.arguments, c.get("arguments")))
+                  for c in calls)
+        return MeasureResult.ok(hit, detail={"calls": [c.get("name") for c in calls]})
+
+
+# ---------------------------------------------------------------- user functions
+
+
+class PythonOptions(MeasureOptions):
+    """``function``: ``"module:function"`` (the battery's folder is importable); ``scale``: how to
+    analyse its values; ``fields``: the output names when it returns a dict (stored as
+    ``<measure>.<field>``); ``args``: extra keyword arguments passed to it."""
+
+    function: str
+    scale: Literal["binary", "count", "continuous", "ordinal"] = "continuous"
+    fields: list[str] | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("function")
+    @classmethod
+    def _ref(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", v):
+            raise ValueError(f"'function' must be 'module:function' (got {v!r})")
+        return v
+
+
+class PythonMeasure(Measure):
+    """A user's own ``module:function``.
+
+    The function receives the parameters it names among ``text`` (the
+    answer), ``case`` (:class:`~fairpair.cases.Case`), ``response``
+    (:class:`~fairpair.run.Response`), ``tool_calls`` and the ``args``
+    options; it may be ``async``. It returns a value (bool, int, float, str),
+    ``None`` (stored as missing), a dict (with ``fields``) or a
+    :class:`MeasureResult`. An exception is stored as a failed measurement.
+    """
+
+    Options = PythonOptions
+
+    def __init__(self, options, *, name: str) -> None:
+        super().__init__(options, name=name)
+        self._fn = None
+
+    @property
+    def scale(self) -> Scale:  # type: ignore[override]
+        return self.options.scale
+
+    def outputs(self, ctx=None) -> tuple[str, ...] | None:
+        return tuple(self.options.fields) if self.options.fields else None
+
+    def load(self, base_dir: Path | None = None):
+        if self._fn is not None:
+            return self._fn
+        module, _, attr = self.options.function.partition(":")
+        added = False
+        if base_dir is not None and str(base_dir) not in sys.path:
+            sys.path.insert(0, str(base_dir))
+            added = True
+        try:
+            mod = importlib.import_module(module)
+        except ImportError as exc:
+            raise FairpairError(f"measure '{self.name}': cannot import {module!r}: {exc}",
+                                key=f"measures.{self.name}.function") from None
+        finally:
+            if added:
+                sys.path.remove(str(base_dir))
+        fn = getattr(mod, attr, None)
+        if not callable(fn):
+            raise FairpairError(f"measure '{self.name}': {self.options.function!r} is not a function",
+                                key=f"measures.{self.name}.function")
+        self._fn = fn
+        return fn
+
+    async def measure(self, item: MeasureItem, ctx=None) -> MeasureResult:
+        fn = self.load(getattr(ctx, "battery_dir", None))
+        avail = {"text": item.text, "case": item.case, "response": item.response,
+                 "tool_calls": item.response.tool_calls, **self.options.args}
+        params = inspect.signature(fn).parameters
+        if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            kwargs = avail
+        else:
+            kwargs = {k: v for k, v in avail.items() if k in params}
+        try:
+            out = fn(**kwargs)
+            if inspect.isawaitable(out):
+                out = await out
+        except Exception as exc:  # noqa: BLE001 - a user's error is data
+            return MeasureResult.failed(f"{type(exc).__name__}: {exc}")
+        if isinstance(out, MeasureResult):
+            return out
+        if out is None:
+            return MeasureResult.missing("the function returned None")
+        if isinstance(out, dict):
+            fields = self.outputs()
+            if fields is None:
+                return MeasureResult.failed("the function returned a dict; declare its keys in 'fields'")
+            unknown = set(out) - set(fields)
+            if unknown:
+                return MeasureResult.failed(f"the function returned undeclared fields {sorted(unknown)}")
+            return MeasureResult.ok(outputs={f: out.get(f) for f in fields})
+        if self.outputs() is not None:
+            return MeasureResult.failed("'fields' is declared but the function returned a single value")
+        return MeasureResult.ok(out)
+
