@@ -1,0 +1,335 @@
+"""CLI of the measure stage: ``fairpair measure`` and ``fairpair calibrate export|score``.
+
+Calibration (the first seed, step 4: "calibra el juez: puntúa a mano una
+muestra de 50 o 100 respuestas y comprueba que sus notas se parecen a las
+tuyas"): ``export`` writes a stratified sample of *masked* answers with blank
+rubric columns and without the judge's verdict (raters must not see it first:
+the second seed notes that showing the AI's verdict before asking for
+agreement validates plausibility, not correctness); ``score`` compares one or
+more raters' filled-in files with the judge's stored scores
+(:func:`fairpair.measures._calibration.score_labels`).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from fairpair.cli import RunArg, app, console
+from fairpair.errors import FairpairError
+
+__all__ = ["export_labels", "score_label_files", "ExportResult"]
+
+
+@app.command()
+def measure(
+    run: RunArg,
+    measure_names: Annotated[Optional[list[str]], typer.Option("--measure", "-m",
+                                                               help="Only this measure (repeatable).")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Parallel judge calls.")] = 8,
+    timeout: Annotated[float, typer.Option(min=0.1, help="Seconds per judge call.")] = 120.0,
+    max_attempts: Annotated[int, typer.Option(min=1, help="Tries per judge call on retryable errors.")] = 5,
+) -> None:
+    """Measure every stored answer of a run (resumable: stored measurements are kept)."""
+    from fairpair.measures._runner import measure_run
+    from fairpair.run._engine import RunSettings
+
+    settings = RunSettings(concurrency=concurrency, timeout=timeout, max_attempts=max_attempts)
+    measure_run(run, console=console, measures=measure_names, settings=settings)
+
+
+calibrate_app = typer.Typer(help="Calibrate the tone judge against human raters.", no_args_is_help=True,
+                            rich_markup_mode=None)
+app.add_typer(calibrate_app, name="calibrate")
+
+
+# ---------------------------------------------------------------- export
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What ``calibrate export`` wrote: the labels file, the key file, the sample size and strata."""
+
+    labels: Path
+    key: Path
+    n: int
+    strata: int
+    measure: str
+    dimensions: tuple[str, ...]
+
+
+def _sample_id(target: str, case_id: str) -> str:
+    return "s" + hashlib.sha256(f"{target}|{case_id}".encode()).hexdigest()[:10]
+
+
+def _judge_measure(battery, name: str | None):
+    from fairpair.measures._runner import MeasureContext, build_measures
+    from fairpair.measures.judge import ToneJudgeMeasure
+
+    if name is None:
+        names = [n for n, s in battery.measures.items() if s.kind == "judge"]
+        if not names:
+            raise FairpairError("the battery declares no 'judge' measure to calibrate", key="measures")
+        name = names[0]
+    m = build_measures(battery, [name])[name]
+    if not isinstance(m, ToneJudgeMeasure):
+        raise FairpairError(f"measure '{name}' is a '{battery.measures[name].kind}' measure; calibration "
+                            "compares rubric scores of a 'judge' measure", key=f"measures.{name}")
+    ctx = MeasureContext(battery=battery)
+    return name, m, m.rubric(ctx), ctx
+
+
+def export_labels(run_dir: Path, out: Path, *, n: int = 100, measure: str | None = None,
+                  seed: int = 0) -> ExportResult:
+    """Write a stratified, masked sample for human raters and its key file.
+
+    Strata are (group, template) cells; each stratum is shuffled (``seed``)
+    and cells are visited in turn until ``n`` answers are taken, so every cell
+    is represented as evenly as the sample allows. The labels CSV has
+    ``sample_id, prompt, answer`` (both masked), one blank column per rubric
+    dimension and ``comment``; rows are shuffled. The key CSV
+    (``<labels>.key.csv``: sample id -> target, case, group, template) is for
+    the analyst, not the raters, and the same key is recorded in the store.
+    """
+    from fairpair.run._runner import RunLock, loaded_from_store
+    from fairpair.run._store import Store
+
+    run_dir = Path(run_dir)
+    if not run_dir.exists():
+        raise FairpairError("run directory not found", file=run_dir)
+    out = Path(out)
+    if out.is_dir():
+        raise FairpairError("is a directory; give a file name such as labels.csv", file=out)
+    with RunLock(run_dir):
+        store = Store.open(run_dir, create=False)
+        try:
+            b = loaded_from_store(store).battery
+            name, m, rubric, ctx = _judge_measure(b, measure)
+            cases = {c.id: c for c in store.iter_cases()}
+            strata: dict[tuple[str, str], list[tuple[str, str]]] = {}
+            for r in store.responses(status="ok"):
+                c = cases.get(r.case_id)
+                if c is None or not (r.text or "").strip():
+                    continue
+                strata.setdefault((c.group_label(), c.template), []).append((r.target, r.case_id))
+            if not strata:
+                raise FairpairError("the run has no answers to sample", file=run_dir)
+            rng = random.Random(seed)
+            keys = sorted(strata)
+            for k in keys:
+                strata[k].sort()
+                rng.shuffle(strata[k])
+            chosen: list[tuple[str, str, tuple[str, str]]] = []
+            depth = 0
+            while len(chosen) < n and any(depth < len(strata[k]) for k in keys):
+                for k in keys:
+                    if depth < len(strata[k]) and len(chosen) < n:
+                        chosen.append((*strata[k][depth], k))
+                depth += 1
+            rng.shuffle(chosen)
+            texts = {(r.target, r.case_id): r.text or "" for r in store.responses(status="ok")}
+            mk = ctx.masker
+            dims = list(rubric)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            key_path = out.with_name(out.stem + ".key.csv")
+            key_rows = []
+            with open(out, "w", newline="", encoding="utf-8") as fh:
+                w = csv.writer(fh)
+                w.writerow(["sample_id", "prompt", "answer", *dims, "comment"])
+                for target, case_id, (group, template) in chosen:
+                    c = cases[case_id]
+                    sid = _sample_id(target, case_id)
+                    w.writerow([sid, mk.mask(c.turns[-1] if c.turns else ""), mk.mask(texts[(target, case_id)]),
+                                *([""] * len(dims)), ""])
+                    key_rows.append([sid, target, case_id, group, template])
+            with open(key_path, "w", newline="", encoding="utf-8") as fh:
+                w = csv.writer(fh)
+                w.writerow(["sample_id", "target", "case_id", "group", "template"])
+                w.writerows(key_rows)
+            store.event("calibration_export", {"measure": name, "labels": str(out), "seed": seed,
+                                               "samples": {r[0]: [r[1], r[2]] for r in key_rows}})
+        finally:
+            store.close()
+    return ExportResult(out, key_path, len(chosen), len(keys), name, tuple(dims))
+
+
+@calibrate_app.command("export")
+def calibrate_export(
+    run: RunArg,
+    output: Annotated[Path, typer.Option("-o", "--output", help="Labels CSV to write.")] = Path("labels.csv"),
+    n: Annotated[int, typer.Option("--n", min=1, help="Answers to sample.")] = 100,
+    measure_name: Annotated[Optional[str], typer.Option("--measure", help="The judge measure (default: the first).")]
+    = None,
+    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+) -> None:
+    """Write a stratified sample of masked answers for human raters (without the judge's scores)."""
+    res = export_labels(run, output, n=n, measure=measure_name, seed=seed)
+    console.print(f"wrote {res.n} masked answers from {res.strata} (group, template) cells to "
+                  f"{escape(str(res.labels))}; raters fill the columns {', '.join(res.dimensions)}")
+    console.print(f"key (sample -> case, group): {escape(str(res.key))}; do not give it to the raters")
+
+
+# ---------------------------------------------------------------- score
+
+
+def _read_key(run_store, key: Path | None) -> dict[str, tuple[str, str]]:
+    if key is not None:
+        try:
+            with open(key, newline="", encoding="utf-8-sig") as fh:
+                rows = list(csv.DictReader(fh))
+        except OSError as exc:
+            raise FairpairError(f"cannot read the key file: {exc.strerror}", file=key) from None
+        if rows and not {"sample_id", "target", "case_id"} <= set(rows[0]):
+            raise FairpairError("the key file needs columns sample_id, target, case_id", file=key)
+        return {r["sample_id"]: (r["target"], r["case_id"]) for r in rows}
+    out: dict[str, tuple[str, str]] = {}
+    for e in run_store.events("calibration_export"):
+        for sid, (t, c) in e.get("samples", {}).items():
+            out[sid] = (t, c)
+    return out
+
+
+def _read_labels(path: Path, dims: list[str], levels: dict[str, set[int]], known: dict[str, Any]
+                 ) -> dict[str, dict[str, int | None]]:
+    try:
+        fh = open(path, newline="", encoding="utf-8-sig")
+    except OSError as exc:
+        raise FairpairError(f"cannot read the labels file: {exc.strerror}", file=path) from None
+    with fh:
+        reader = csv.DictReader(fh)
+        cols = reader.fieldnames or []
+        need = ["sample_id", *dims]
+        missing = [c for c in need if c not in cols]
+        if missing:
+            raise FairpairError(f"missing column(s) {missing}", file=path, line=1,
+                                hint=f"a labels file needs the columns {', '.join(need)}")
+        out: dict[str, dict[str, int | None]] = {}
+        for row in reader:
+            line = reader.line_num
+            sid = (row.get("sample_id") or "").strip()
+            if sid not in known:
+                raise FairpairError(f"unknown sample id {sid!r}", file=path, line=line, key="sample_id",
+                                    hint="ids come from `fairpair calibrate export` on this run")
+            if sid in out:
+                raise FairpairError(f"sample id {sid!r} appears twice", file=path, line=line, key="sample_id")
+            vals: dict[str, int | None] = {}
+            for d in dims:
+                raw = (row.get(d) or "").strip()
+                if not raw:
+                    vals[d] = None
+                    continue
+                try:
+                    v = int(raw)
+                except ValueError:
+                    v = None
+                if v is None or v not in levels[d] or str(v) != raw.lstrip("+"):
+                    raise FairpairError(f"label {raw!r} is not a level of '{d}'", file=path, line=line, key=d,
+                                        hint=f"allowed: {', '.join(map(str, sorted(levels[d])))} or blank")
+                vals[d] = v
+            out[sid] = vals
+    return out
+
+
+def score_label_files(run_dir: Path, files: list[Path], *, measure: str | None = None,
+                      key: Path | None = None) -> dict[str, Any]:
+    """Score one or more raters' label files against the judge; returns dimension -> CalibrationReport.
+
+    Raises FairpairError (exit 2) for a missing column, a label outside the
+    rubric's levels, an unknown or duplicated sample id, or nothing to score.
+    """
+    import pandas as pd
+
+    from fairpair.measures._calibration import score_labels
+    from fairpair.run._runner import loaded_from_store, open_run
+
+    if not files:
+        raise FairpairError("give at least one labels file")
+    with open_run(Path(run_dir), readonly=True) as store:
+        b = loaded_from_store(store).battery
+        name, m, rubric, _ = _judge_measure(b, measure)
+        known = _read_key(store, key)
+        if not known:
+            raise FairpairError("this run has no calibration export; run `fairpair calibrate export` first",
+                                file=run_dir)
+        dims = list(rubric)
+        levels = {d: set(rubric[d]["levels"]) for d in dims}
+        raters: dict[str, dict[str, dict[str, int | None]]] = {}
+        for f in files:
+            label = Path(f).stem
+            while label in raters:
+                label += "'"
+            raters[label] = _read_labels(Path(f), dims, levels, known)
+        judged = {d: {(x.target, x.case_id): x.value for x in store.measurements(f"{name}.{d}", status="ok")}
+                  for d in dims}
+        cases = {c.id: c for c in store.iter_cases()}
+    reports = {}
+    sids = sorted({s for r in raters.values() for s in r})
+    for d in dims:
+        rows = []
+        for sid in sids:
+            t, c = known[sid]
+            jv = judged[d].get((t, c))
+            hv = [raters[r].get(sid, {}).get(d) for r in raters]
+            if jv is None or all(v is None for v in hv):
+                continue
+            case = cases.get(c)
+            rows.append({"judge": jv, **dict(zip(raters, hv)),
+                         "group": case.group_label() if case else "?"})
+        if not rows:
+            continue
+        df = pd.DataFrame(rows)
+        for r in raters:
+            df[r] = df[r].astype(object).where(df[r].notna(), None)
+        try:
+            reports[d] = score_labels(df, "judge", list(raters), "group", ordinal=True,
+                                      labels=sorted(levels[d]))
+        except ValueError as exc:
+            raise FairpairError(f"cannot score '{d}': {exc}") from None
+    if not reports:
+        raise FairpairError("no labelled sample has a judge score to compare with",
+                            hint=f"run `fairpair measure {run_dir}` first, and fill in the rubric columns")
+    return reports
+
+
+@calibrate_app.command("score")
+def calibrate_score(
+    run: RunArg,
+    labels: Annotated[list[Path], typer.Argument(help="Labels CSV(s), one per rater.", show_default=False)],
+    measure_name: Annotated[Optional[str], typer.Option("--measure", help="The judge measure (default: the first).")]
+    = None,
+    key: Annotated[Optional[Path], typer.Option("--key", help="Key CSV (default: the key stored in the run).")]
+    = None,
+) -> None:
+    """Agreement of the judge with human raters: Cohen's kappa, Fleiss, Krippendorff, confusion, by group."""
+    reports = score_label_files(run, labels, measure=measure_name, key=key)
+    for d, rep in reports.items():
+        t = Table("statistic", "value", "interpretation", title=f"{d}: {rep.n_items} items "
+                  f"(quadratic-weighted kappa; ordinal alpha)", title_justify="left")
+        for _, row in rep.summary().iterrows():
+            t.add_row(escape(row["measure"]), f"{row['value']:.3f}", escape(str(row["interpretation"])))
+        console.print(t)
+        cm = rep.confusion.to_frame()
+        ct = Table("human \\ judge", *map(str, cm.columns), title="confusion matrix (human consensus x judge)",
+                   title_justify="left")
+        for idx, row in cm.iterrows():
+            ct.add_row(str(idx), *map(str, row.tolist()))
+        console.print(ct)
+        if rep.disagreement is not None:
+            dt = Table("group", "n", "disagreement rate", "mean |error|", title="disagreement by group",
+                       title_justify="left")
+            for g, row in rep.disagreement.table.iterrows():
+                dt.add_row(escape(str(g)), str(int(row["n"])), f"{row['disagreement_rate']:.3f}",
+                           f"{row['mean_abs_error']:.3f}")
+            console.print(dt)
+            rt = rep.disagreement.rate_test
+            console.print(f"equal disagreement rates: {rt.name} statistic {rt.statistic:.3f}, p = {rt.pvalue:.3g}")
+        for note in rep.notes:
+            console.print(f"note: {escape(note)}")
