@@ -219,7 +219,9 @@ _register_commands()
 def main(argv: Optional[list[str]] = None) -> None:
     """Entry point: run the app, turning known errors into exit code 2 without a traceback."""
     try:
-        app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False)
+        if isinstance(code, int) and code:  # typer.Exit(n) is returned, not raised, outside standalone mode
+            sys.exit(code)
     except FairpairError as exc:
         err_console.print(f"[red]error:[/red] {escape(exc.format())}", soft_wrap=True)
         sys.exit(exc.exit_code)
