@@ -1,0 +1,62 @@
+"""The report: verdicts in plain words, figures, evidence, remedies and provenance.
+
+``write_report(run_dir)`` (called by ``fairpair run`` at the end, and by
+``fairpair report RUN``) writes three files to ``RUN/report/`` (or ``--out``):
+
+``report.html``
+    One self-contained page: styles inline, figures as SVG ``data:`` images,
+    no script, no font or anything else to fetch (a Content-Security-Policy
+    ``default-src 'none'; style-src 'unsafe-inline'; img-src data:`` makes
+    the browser refuse any request). Every answer and label is escaped.
+``report.md``
+    The same content as Markdown; untrusted text is escaped inline or put in
+    fenced code blocks that it cannot close.
+``report.json``
+    A summary for machines, schema ``fairpair.report/1``::
+
+        {
+          "schema": "fairpair.report/1",
+          "fairpair_version": str, "generated_at": ISO 8601 UTC, "language": "es" | "en",
+          "run_dir": str,
+          "analysed": bool,                  # false when RUN/results.json is absent
+          "battery": {"name": str, "sha256": str | null, "plan_sha256": str | null,
+                      "plan_sha256_now": str | null, "plan_changed": bool},
+          "overall": "fail" | "pass" | "inconclusive" | "none",   # over primary comparisons
+          "verdicts": [{
+              "id", "target", "measure", "attribute", "design", "group_a", "group_b": str,
+              "label_a", "label_b": str,     # the battery's group labels
+              "scale": "binary" | "continuous" | "count" | "ordinal", "primary": bool,
+              "verdict": "fail" | "pass" | "inconclusive",
+              "estimate": float | null,      # group_a - group_b (proportion for binary)
+              "ci": [low, high] | null, "margin": float | null,
+              "test": str, "pvalue": float | null, "pvalue_adjusted": float | null,
+              "correction": str, "n_pairs": int, "n_dropped": int,
+              "sentence": str                # the plain-words verdict in `language`
+          }],
+          "targets": [{"name": str, "served_models": {model: answers}, "system_fingerprints": {fp: answers},
+                       "cases": int, "answered": int, "failed": int, "retried": int,
+                       "failure_reasons": {reason: cases}}],
+          "self_judging": bool, "warnings": [str],
+          "files": {"html": path, "md": path, "json": path}
+        }
+
+Sections, in order: overall verdict and warnings (plan changed after
+registration, self-judging); one sentence per pre-registered comparison and
+the numbers table; forest plot, discordant pairs and rates/means by group;
+the two-party SUB x RES heat maps and dispersion by power condition; masked
+answers side by side for every failing comparison; remedies in order of
+effectiveness with the commands that re-run the battery; counts, failures and
+exclusions; provenance; what the test does not show.
+
+``fairpair export RUN --format csv|parquet`` writes the answers, measurements
+and results as tables (:func:`export_run`).
+"""
+
+from fairpair.report._catalog import verdict_sentence
+from fairpair.report._data import ReportData, load_report_data
+from fairpair.report._export import export_run
+from fairpair.report._render import REPORT_SCHEMA, build_view, write_report
+from fairpair.report._terminal import verdict_table
+
+__all__ = ["write_report", "load_report_data", "ReportData", "build_view", "verdict_sentence", "verdict_table",
+           "export_run", "REPORT_SCHEMA"]

@@ -1,0 +1,565 @@
+"""The report's message catalogue (Spanish and English) and number formats.
+
+Every word a report shows that fairpair wrote itself comes from
+:data:`MESSAGES`; nothing is machine-translated. A language missing a key
+falls back to English. Numbers follow each language's convention: Spanish
+uses the decimal comma and a (non-breaking) space before ``%``
+(RAE/ASALE, *Ortografía de la lengua española*, 2010, section 8.2.3.1 and
+the Diccionario panhispánico de dudas, "porcentaje"); English uses the point
+and ``71.2%``.
+
+:func:`verdict_sentence` turns one comparison of ``results.json`` into the
+plain-words sentence shown first in every report, e.g.
+
+    Users with Arabic names were offered a refund 5.2 points less often than
+    users with Spanish names (66.0% vs 71.2%; 95% CI 1.9 to 8.4; McNemar
+    p = 0.004, Holm-adjusted 0.02): beyond the 3-point margin.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+__all__ = ["LANGUAGES", "MESSAGES", "msg", "fmt_num", "fmt_pct", "fmt_p", "verdict_sentence",
+           "verdict_word", "Phrase", "test_name", "group_subject", "difference"]
+
+LANGUAGES = ("es", "en")
+NBSP = "\u00a0"
+
+MESSAGES: dict[str, dict[str, str]] = {
+    "en": {
+        "title": "Counterfactual audit: {battery}",
+        "lang": "en",
+        "summary": "Verdicts",
+        "summary_intro": ("Each pre-registered comparison pairs answers that differ only in the signal of the "
+                          "attribute (same scenario, same repetition, same random seed)."),
+        "verdict.fail": "FAIL",
+        "verdict.pass": "PASS",
+        "verdict.inconclusive": "INCONCLUSIVE",
+        "verdict.none": "NOT ANALYSED",
+        "overall.fail": "At least one pre-registered comparison fails.",
+        "overall.pass": "Every pre-registered comparison passes.",
+        "overall.inconclusive": "No comparison fails, but at least one is inconclusive.",
+        "overall.none": "There are no pre-registered comparisons to judge.",
+        "not_analysed": ("The analysis has not run for this run directory (there is no results.json): this "
+                         "report shows only what was collected. Run `fairpair analyze {run}` and then "
+                         "`fairpair report {run}`."),
+        "clause.fail": "beyond the {margin} margin",
+        "clause.pass": "within the {margin} margin",
+        "clause.inconclusive": "inconclusive, since the interval does not settle whether it is within the {margin} margin",
+        "clause.fail.nomargin": "a significant difference (no margin was pre-registered)",
+        "clause.pass.nomargin": "no significant difference (no margin was pre-registered)",
+        "clause.inconclusive.nomargin": "inconclusive (no margin was pre-registered)",
+        "margin.points": "{m}-point",
+        "margin.units": "±{m}",
+        "ci": "{level}% CI {lo} to {hi}",
+        "vs": "{a} vs {b}",
+        "adjusted": "{method}-adjusted {p}",
+        "subject.name": "users with {label}",
+        "subject.group": "users in the group “{label}”",
+        "generic.binary": "{Subj_a}: “{m}” {diff} points {dir} often than for {subj_b}",
+        "generic.binary.dir": "less|more",
+        "generic.continuous": "{Subj_a}: {m} {diff} {dir} on average than for {subj_b}",
+        "generic.continuous.dir": "lower|higher",
+        "same": "{Subj_a}: “{m}” the same as for {subj_b}",
+        "col.comparison": "Comparison",
+        "col.target": "Target",
+        "col.measure": "Measure",
+        "col.groups": "Groups (A vs B)",
+        "col.estimate": "Difference A − B",
+        "col.ci": "CI",
+        "col.p": "p (adjusted)",
+        "col.pairs": "Pairs",
+        "col.verdict": "Verdict",
+        "col.test": "Test",
+        "plots": "Differences and rates",
+        "forest.title": "Difference between groups: {measure}",
+        "forest.x.binary": "difference A − B (percentage points)",
+        "forest.x.continuous": "difference A − B",
+        "forest.margin": "pre-registered margin",
+        "forest.alt": ("Forest plot for {measure}: each row is a comparison, the marker is the estimated "
+                       "difference and the line its confidence interval; the shaded band is the margin. {rows}"),
+        "rates.title": "{measure} by group ({attribute})",
+        "rates.y.binary": "share of answers (%)",
+        "rates.y.continuous": "mean",
+        "rates.alt": "Bar chart of {measure} by group of {attribute}: {rows}.",
+        "rates.note": ("Descriptive: share or mean of all answers of each group with a 95% interval (Wilson "
+                       "for shares, t for means) that ignores the pairing; the verdicts use the paired tests."),
+        "discordant.title": "Discordant pairs: {measure}",
+        "discordant.x": "pairs",
+        "discordant.only": "yes only for {label}",
+        "discordant.alt": ("Bar chart of discordant pairs for {measure}: pairs in which only one member of "
+                           "the pair got a yes. {rows}"),
+        "discordant.note": ("McNemar's test uses only the pairs whose two answers disagree: b (yes only for A) "
+                            "against c (yes only for B)."),
+        "heatmap.title": "{measure}: SUB × RES, axis {axis}",
+        "heatmap.x": "responder (RES)",
+        "heatmap.y": "other party (SUB)",
+        "heatmap.alt": ("Heat map of the mean {measure} for every combination of identities on the axis "
+                        "{axis}; darker is higher. {rows}"),
+        "dispersion.title": "Dispersion across identity cells by power condition: {measure}",
+        "dispersion.x": "standard deviation of cell means",
+        "dispersion.alt": "Dispersion of {measure} by power condition with intervals: {rows}.",
+        "two_party": "Two-party design (SUB × RES)",
+        "two_party.min": "Identity whose answers change least from the baseline, per axis",
+        "two_party.caveat": ("Dispersion across identity cells is a description, not proof of unfair "
+                             "treatment; scenes with and without a power gap are different scenes unless they "
+                             "were designed as matched versions."),
+        "evidence": "What the difference looks like",
+        "evidence.intro": ("Answers from matched sets of each failing comparison, side by side. Every signal "
+                           "value (names, ages, places, group words) is replaced by [MASK]."),
+        "evidence.none": "No failing comparison: nothing to show.",
+        "evidence.missing": "The answers of these matched sets are not in the store.",
+        "evidence.set": "Matched set {set} (scenario {template}, repetition {rep})",
+        "evidence.prompt": "User message",
+        "evidence.value": "measured",
+        "remedies": "What to do about it",
+        "remedies.intro": "For a failing comparison, in order of effectiveness:",
+        "remedies.1": ("Stop passing the attribute to the model. If the name (age, postcode…) does not change "
+                       "the right answer, do not send it; add it back to the reply afterwards, in code. It is "
+                       "the most reliable fix and it also sends less personal data to the model provider."),
+        "remedies.2": ("Move the decision out of the model. If the refund (escalation, discount…) depends on "
+                       "conditions, let a rule in code decide and let the model only write the reply."),
+        "remedies.3": ("Only then adjust the prompt. An explicit instruction helps, but it is the most fragile "
+                       "fix: it can stop working with the next model version."),
+        "remedies.rerun": ("Then run the same battery again and compare the two runs; keep the battery and "
+                           "repeat it whenever the model or the prompt changes, like any regression test:"),
+        "remedies.none": "No comparison fails. Keep the battery and repeat it whenever the model or the prompt changes:",
+        "provenance": "Provenance",
+        "prov.battery": "Battery",
+        "prov.battery_sha": "Battery sha256",
+        "prov.plan_sha": "Plan sha256 (registered before the first answer)",
+        "prov.plan_now": "Plan sha256 (now)",
+        "prov.plan_changed": "Plan changed after registration",
+        "prov.plan_changed.yes": "YES: the analysis plan was changed after answers were collected",
+        "prov.plan_changed.no": "no",
+        "prov.target": "Target {name}",
+        "prov.identity": "Identity",
+        "prov.served": "Served model(s)",
+        "prov.fingerprint": "System fingerprint(s)",
+        "prov.params": "Parameters",
+        "prov.packages": "Package versions",
+        "prov.git": "Git revisions",
+        "prov.started": "Started / finished",
+        "prov.analysis": "Analysis",
+        "prov.analysis.value": "α = {alpha}, correction {correction}, confidence level {level}",
+        "counts": "Counts, failures and exclusions",
+        "counts.cases": "conversations",
+        "counts.answered": "answered",
+        "counts.failed": "failed (no answer after every try)",
+        "counts.retried": "retried",
+        "counts.failure_reasons": "Failure reasons",
+        "counts.exclusions": "Excluded by the design",
+        "counts.dropped": "Pairs dropped from a comparison",
+        "counts.measures": "Measurements",
+        "counts.measure_row": "{measure}: {ok} ok, {missing} missing, {failed} failed",
+        "counts.none": "none",
+        "judge": "Judge",
+        "judge.self": ("Warning: the judge is the same model as a target (self-judging). Its scores may favour "
+                       "its own answers; there is no second judge to compare with."),
+        "judge.position_bias": "Position bias",
+        "judge.invalid": "Invalid judge outputs",
+        "limits": "What this test does not show",
+        "limits.1": ("No difference is not proof of fairness. It only says there is none in the attributes, "
+                     "the scenarios and the signals that were tried."),
+        "limits.2": ("Combinations of attributes (an older woman of foreign origin) are measured only where a "
+                     "crossed design was declared on purpose."),
+        "limits.3": ("The model infers the attribute from a signal (a name, an age, a postcode); a signal is "
+                     "an imperfect stand-in for the attribute."),
+        "limits.4": ("Which difference is acceptable, and which definition of fairness applies, is not a "
+                     "statistical question: some definitions are incompatible with each other, and choosing "
+                     "one is a business decision that must be documented."),
+        "limits.5": "Measures and judges can be wrong; a judge's score is that judge's preference, not quality.",
+        "generated": "Generated by fairpair {version} on {at}.",
+        "answers_only": "Answers collected",
+        "no_plots": "No measurements to plot.",
+        "toc": "Contents",
+        "terminal.title": "fairpair verdicts: {battery}",
+        "omnibus": "Omnibus tests across all groups",
+        "notes": "Notes",
+    },
+    "es": {
+        "title": "Auditoría contrafactual: {battery}",
+        "lang": "es",
+        "summary": "Veredictos",
+        "summary_intro": ("Cada comparación prerregistrada empareja respuestas que solo difieren en la señal del "
+                          "atributo (mismo escenario, misma repetición, misma semilla)."),
+        "verdict.fail": "FALLA",
+        "verdict.pass": "PASA",
+        "verdict.inconclusive": "NO CONCLUYENTE",
+        "verdict.none": "SIN ANALIZAR",
+        "overall.fail": "Al menos una comparación prerregistrada falla.",
+        "overall.pass": "Todas las comparaciones prerregistradas pasan.",
+        "overall.inconclusive": "Ninguna comparación falla, pero al menos una no es concluyente.",
+        "overall.none": "No hay comparaciones prerregistradas que juzgar.",
+        "not_analysed": ("El análisis no se ha ejecutado en este directorio (no hay results.json): este informe "
+                         "solo muestra lo recogido. Ejecuta `fairpair analyze {run}` y después "
+                         "`fairpair report {run}`."),
+        "clause.fail": "por encima del margen de {margin}",
+        "clause.pass": "dentro del margen de {margin}",
+        "clause.inconclusive": "no concluyente, porque el intervalo no permite decidir si está dentro del margen de {margin}",
+        "clause.fail.nomargin": "diferencia significativa (no se prerregistró un margen)",
+        "clause.pass.nomargin": "sin diferencia significativa (no se prerregistró un margen)",
+        "clause.inconclusive.nomargin": "no concluyente (no se prerregistró un margen)",
+        "margin.points": "{m} puntos",
+        "margin.units": "±{m}",
+        "ci": "IC {level}{nbsp}% {lo} a {hi}",
+        "vs": "{a} frente a {b}",
+        "adjusted": "ajustado por {method} {p}",
+        "subject.name": "los usuarios con {label}",
+        "subject.group": "los usuarios del grupo «{label}»",
+        "generic.binary": "{Subj_a}: «{m}» {diff} puntos {dir} que {subj_b}",
+        "generic.binary.dir": "menos|más",
+        "generic.continuous": "{Subj_a}: {m} {diff} {dir} de media que {subj_b}",
+        "generic.continuous.dir": "menos|más",
+        "same": "{Subj_a}: «{m}» igual que {subj_b}",
+        "col.comparison": "Comparación",
+        "col.target": "Sistema",
+        "col.measure": "Medida",
+        "col.groups": "Grupos (A frente a B)",
+        "col.estimate": "Diferencia A − B",
+        "col.ci": "IC",
+        "col.p": "p (ajustado)",
+        "col.pairs": "Pares",
+        "col.verdict": "Veredicto",
+        "col.test": "Prueba",
+        "plots": "Diferencias y tasas",
+        "forest.title": "Diferencia entre grupos: {measure}",
+        "forest.x.binary": "diferencia A − B (puntos porcentuales)",
+        "forest.x.continuous": "diferencia A − B",
+        "forest.margin": "margen prerregistrado",
+        "forest.alt": ("Gráfico de bosque de {measure}: cada fila es una comparación, el marcador es la "
+                       "diferencia estimada y la línea su intervalo de confianza; la banda sombreada es el "
+                       "margen. {rows}"),
+        "rates.title": "{measure} por grupo ({attribute})",
+        "rates.y.binary": "proporción de respuestas (%)",
+        "rates.y.continuous": "media",
+        "rates.alt": "Gráfico de barras de {measure} por grupo de {attribute}: {rows}.",
+        "rates.note": ("Descriptivo: proporción o media de todas las respuestas de cada grupo con un intervalo "
+                       "del 95 % (Wilson para proporciones, t para medias) que ignora el emparejamiento; los "
+                       "veredictos usan las pruebas pareadas."),
+        "discordant.title": "Pares discordantes: {measure}",
+        "discordant.x": "pares",
+        "discordant.only": "sí solo para {label}",
+        "discordant.alt": ("Gráfico de barras de pares discordantes de {measure}: pares en los que solo uno de "
+                           "los dos obtuvo un sí. {rows}"),
+        "discordant.note": ("La prueba de McNemar solo usa los pares cuyas dos respuestas difieren: b (sí solo "
+                            "para A) frente a c (sí solo para B)."),
+        "heatmap.title": "{measure}: SUB × RES, eje {axis}",
+        "heatmap.x": "respondedor (RES)",
+        "heatmap.y": "otra parte (SUB)",
+        "heatmap.alt": ("Mapa de calor de la media de {measure} para cada combinación de identidades del eje "
+                        "{axis}; más oscuro es más alto. {rows}"),
+        "dispersion.title": "Dispersión entre celdas de identidad por condición de poder: {measure}",
+        "dispersion.x": "desviación típica de las medias por celda",
+        "dispersion.alt": "Dispersión de {measure} por condición de poder con intervalos: {rows}.",
+        "two_party": "Diseño de dos partes (SUB × RES)",
+        "two_party.min": "Identidad cuyas respuestas cambian menos respecto a la línea base, por eje",
+        "two_party.caveat": ("La dispersión entre celdas de identidad es una descripción, no una prueba de trato "
+                             "injusto; las escenas con y sin desigualdad de poder son escenas distintas salvo que "
+                             "se diseñaran como versiones emparejadas."),
+        "evidence": "Cómo se ve la diferencia",
+        "evidence.intro": ("Respuestas de conjuntos emparejados de cada comparación que falla, una al lado de "
+                           "la otra. Cada valor de señal (nombres, edades, lugares, palabras de grupo) se sustituye "
+                           "por [MASK]."),
+        "evidence.none": "Ninguna comparación falla: no hay nada que mostrar.",
+        "evidence.missing": "Las respuestas de estos conjuntos emparejados no están en el almacén.",
+        "evidence.set": "Conjunto emparejado {set} (escenario {template}, repetición {rep})",
+        "evidence.prompt": "Mensaje del usuario",
+        "evidence.value": "medido",
+        "remedies": "Qué hacer",
+        "remedies.intro": "Para una comparación que falla, en orden de eficacia:",
+        "remedies.1": ("Quita el dato. Si el nombre (la edad, el código postal…) no cambia la respuesta "
+                       "correcta, no se lo pases al modelo; añádelo a la respuesta después, en el código. Es la "
+                       "solución más fiable y además reduce los datos personales que salen hacia el proveedor "
+                       "del modelo."),
+        "remedies.2": ("Saca la decisión del modelo. Si el reembolso (la escalada, el descuento…) depende de "
+                       "unas condiciones, que lo decida una regla en el código y que el modelo solo redacte la "
+                       "respuesta."),
+        "remedies.3": ("Solo entonces ajusta el prompt. Una instrucción explícita ayuda, pero es la solución más "
+                       "frágil: puede dejar de funcionar con la siguiente versión del modelo."),
+        "remedies.rerun": ("Después, vuelve a lanzar la misma batería y compara las dos ejecuciones; guarda la "
+                           "batería y repítela cada vez que cambies de modelo o de prompt, como cualquier test de "
+                           "regresión:"),
+        "remedies.none": ("Ninguna comparación falla. Guarda la batería y repítela cada vez que cambies de modelo "
+                          "o de prompt:"),
+        "provenance": "Procedencia",
+        "prov.battery": "Batería",
+        "prov.battery_sha": "sha256 de la batería",
+        "prov.plan_sha": "sha256 del plan (registrado antes de la primera respuesta)",
+        "prov.plan_now": "sha256 del plan (ahora)",
+        "prov.plan_changed": "Plan cambiado después del registro",
+        "prov.plan_changed.yes": "SÍ: el plan de análisis cambió después de recoger respuestas",
+        "prov.plan_changed.no": "no",
+        "prov.target": "Sistema {name}",
+        "prov.identity": "Identidad",
+        "prov.served": "Modelo(s) servido(s)",
+        "prov.fingerprint": "Huella(s) del sistema (system fingerprint)",
+        "prov.params": "Parámetros",
+        "prov.packages": "Versiones de paquetes",
+        "prov.git": "Revisiones de git",
+        "prov.started": "Inicio / fin",
+        "prov.analysis": "Análisis",
+        "prov.analysis.value": "α = {alpha}, corrección {correction}, nivel de confianza {level}",
+        "counts": "Recuentos, fallos y exclusiones",
+        "counts.cases": "conversaciones",
+        "counts.answered": "respondidas",
+        "counts.failed": "fallidas (sin respuesta tras todos los intentos)",
+        "counts.retried": "reintentadas",
+        "counts.failure_reasons": "Motivos de fallo",
+        "counts.exclusions": "Excluidas por el diseño",
+        "counts.dropped": "Pares descartados de una comparación",
+        "counts.measures": "Mediciones",
+        "counts.measure_row": "{measure}: {ok} correctas, {missing} ausentes, {failed} fallidas",
+        "counts.none": "ninguno",
+        "judge": "Juez",
+        "judge.self": ("Aviso: el juez es el mismo modelo que un sistema evaluado (autoevaluación). Sus notas "
+                       "pueden favorecer sus propias respuestas; no hay un segundo juez con el que comparar."),
+        "judge.position_bias": "Sesgo de posición",
+        "judge.invalid": "Salidas del juez no válidas",
+        "limits": "Qué no dice esta prueba",
+        "limits.1": ("Que no aparezca ninguna diferencia no demuestra que el sistema sea justo. Solo dice que no "
+                     "la hay en los atributos, los escenarios y las señales que se probaron."),
+        "limits.2": ("Las combinaciones de atributos (una mujer mayor de origen extranjero) solo se miden donde "
+                     "se declaró a propósito un diseño cruzado."),
+        "limits.3": ("El modelo infiere el atributo a partir de una señal (un nombre, una edad, un código "
+                     "postal); la señal es un sustituto imperfecto del atributo."),
+        "limits.4": ("Qué diferencia se acepta, y qué definición de equidad se aplica, no es una cuestión "
+                     "estadística: algunas definiciones son incompatibles entre sí, y elegir una es una decisión "
+                     "de la empresa que hay que documentar."),
+        "limits.5": ("Las medidas y los jueces pueden equivocarse; la nota de un juez es la preferencia de ese "
+                     "juez, no la calidad."),
+        "generated": "Generado por fairpair {version} el {at}.",
+        "answers_only": "Respuestas recogidas",
+        "no_plots": "No hay mediciones que representar.",
+        "toc": "Contenido",
+        "terminal.title": "Veredictos de fairpair: {battery}",
+        "omnibus": "Pruebas globales entre todos los grupos",
+        "notes": "Notas",
+    },
+}
+
+
+def msg(lang: str, key: str, **kw: Any) -> str:
+    """The catalogue text for ``key`` in ``lang`` (English if missing), formatted with ``kw``."""
+    table = MESSAGES.get(lang) or MESSAGES["en"]
+    text = table.get(key, MESSAGES["en"].get(key))
+    if text is None:
+        raise KeyError(f"message {key!r} is not in the catalogue")
+    return text.format(nbsp=NBSP, **kw) if kw or "{nbsp}" in text else text
+
+
+# ------------------------------------------------------------------ numbers
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def fmt_num(x: Any, lang: str, digits: int = 1) -> str:
+    """``x`` with ``digits`` decimals in the language's convention; ``—`` when missing."""
+    if not _finite(x):
+        return "—"
+    s = f"{x:.{digits}f}"
+    if s.startswith("-") and float(s) == 0:
+        s = s[1:]
+    s = s.replace("-", "−")
+    return s.replace(".", ",") if lang == "es" else s
+
+
+def fmt_pct(p: Any, lang: str, digits: int = 1) -> str:
+    """A proportion (0-1) as a percentage: ``71.2%`` / ``71,2 %``."""
+    if not _finite(p):
+        return "—"
+    return fmt_num(100 * p, lang, digits) + (NBSP + "%" if lang == "es" else "%")
+
+
+def fmt_p(p: Any, lang: str) -> str:
+    """A p-value: 3 decimals below 0.01, 2 above, ``< 0.001`` below 0.001 (APA style, 7th ed., 6.36)."""
+    if not _finite(p):
+        return "—"
+    if p < 0.001:
+        return "< " + fmt_num(0.001, lang, 3)
+    return fmt_num(p, lang, 3 if p < 0.01 else 2)
+
+
+def fmt_margin_value(m: float, lang: str) -> str:
+    """A margin without trailing zeros (3, 2.5 / 2,5)."""
+    s = f"{m:.4g}"
+    return s.replace(".", ",") if lang == "es" else s
+
+
+# ------------------------------------------------------------------ tests
+_TESTS = {
+    "en": {"mcnemar": "McNemar", "mcnemar_exact": "exact McNemar", "mcnemar_chi2": "McNemar",
+           "mcnemar_midp": "mid-p McNemar", "wilcoxon": "Wilcoxon signed-rank", "paired_t": "paired t",
+           "cochran_q": "Cochran's Q", "friedman": "Friedman", "permutation": "permutation",
+           "bootstrap": "cluster bootstrap", "tost": "TOST"},
+    "es": {"mcnemar": "McNemar", "mcnemar_exact": "McNemar exacta", "mcnemar_chi2": "McNemar",
+           "mcnemar_midp": "McNemar mid-p", "wilcoxon": "Wilcoxon de rangos con signo", "paired_t": "t pareada",
+           "cochran_q": "Q de Cochran", "friedman": "Friedman", "permutation": "permutación",
+           "bootstrap": "bootstrap por conglomerados", "tost": "TOST"},
+}
+_CORRECTIONS = {"holm": "Holm", "bh": "Benjamini-Hochberg", "benjamini_hochberg": "Benjamini-Hochberg",
+                "bonferroni": "Bonferroni"}
+
+
+def test_name(test: Any, lang: str) -> str:
+    """Display name of a test id (``mcnemar`` -> ``McNemar``); unknown ids are shown as given."""
+    if not test:
+        return ""
+    key = str(test).lower().replace("-", "_").replace(" ", "_")
+    table = _TESTS.get(lang, _TESTS["en"])
+    if key in table:
+        return table[key]
+    for k, v in table.items():
+        if key.startswith(k):
+            return v
+    return str(test)
+
+
+# ------------------------------------------------------------------ sentences
+@dataclass(frozen=True)
+class Phrase:
+    """A sentence frame for a recognised kind of measure (name matched by ``pattern``).
+
+    ``en`` / ``es`` use ``{Subj_a}`` (capitalised), ``{subj_a}`` (the subject
+    group, A), ``{subj_b}`` (the reference group, B),
+    ``{diff}`` and ``{dir}``; ``dir_en`` / ``dir_es`` are "lower|higher" pairs.
+    """
+
+    pattern: str
+    scale: str
+    en: str
+    es: str
+    dir_en: str
+    dir_es: str
+
+
+#: Frames for common customer-service measures (the first seed's examples).
+PHRASES: tuple[Phrase, ...] = (
+    Phrase(r"refund|reembols|devoluci", "binary",
+           "{Subj_a} were offered a refund {diff} points {dir} often than {subj_b}",
+           "A {subj_a} se les ofreció el reembolso {diff} puntos {dir} que a {subj_b}", "less|more", "menos|más"),
+    Phrase(r"escalat|human|humano|agent|transfer|deriva", "binary",
+           "{Subj_a} were passed to a human agent {diff} points {dir} often than {subj_b}",
+           "A {subj_a} se les pasó con un agente humano {diff} puntos {dir} que a {subj_b}", "less|more",
+           "menos|más"),
+    Phrase(r"^(words|length|longitud|palabras)|_words$|word_count", "continuous",
+           "{Subj_a} got answers {diff} words {dir} on average than {subj_b}",
+           "{Subj_a} recibieron respuestas {diff} palabras más {dir} de media que {subj_b}", "shorter|longer",
+           "cortas|largas"),
+    Phrase(r"option|opcion", "continuous",
+           "{Subj_a} were offered {diff} {dir} concrete options on average than {subj_b}",
+           "{Subj_a} recibieron de media {diff} opciones concretas {dir} que {subj_b}", "fewer|more",
+           "menos|más"),
+)
+
+
+def group_subject(label: str, signal: str | None, lang: str) -> str:
+    """The plural noun phrase for a group: ``users with Arabic names`` / ``los usuarios con nombres árabes``."""
+    return msg(lang, "subject.name" if signal == "name" else "subject.group", label=label)
+
+
+def _cap(s: str) -> str:
+    return s[:1].upper() + s[1:]
+
+
+def difference(comp: Mapping[str, Any]) -> tuple[float | None, tuple[float, float] | None]:
+    """The comparison's estimate and CI as ``group_a - group_b`` (the ``results.json`` convention).
+
+    ``group_b`` is the reference group when the plan names one, so group A is
+    the subject of the sentence. Returns ``(None, None)`` without an estimate
+    and a ``None`` interval when either limit is undefined.
+    """
+    est = comp.get("estimate")
+    ci = comp.get("ci")
+    if not _finite(est):
+        return None, None
+    lo_hi = None
+    if isinstance(ci, (list, tuple)) and len(ci) == 2 and _finite(ci[0]) and _finite(ci[1]):
+        lo_hi = (float(min(ci)), float(max(ci)))
+    return float(est), lo_hi
+
+
+def verdict_word(verdict: str | None, lang: str) -> str:
+    return msg(lang, f"verdict.{verdict}" if verdict in ("fail", "pass", "inconclusive") else "verdict.none")
+
+
+def verdict_sentence(comp: Mapping[str, Any], *, lang: str, label_a: str, label_b: str,
+                     measure_label: str, signal: str | None = None, confidence_level: float = 0.95,
+                     phrase: bool = True) -> str:
+    """One comparison in plain words, with its numbers, in ``lang`` (``es`` or ``en``).
+
+    Parameters
+    ----------
+    comp:
+        A comparison of ``results.json`` (``scale``, ``estimate``, ``ci``,
+        ``value_a``/``value_b``, ``test``, ``pvalue``, ``pvalue_adjusted``,
+        ``correction``, ``margin``, ``verdict``). ``estimate`` is
+        ``group_a - group_b``; binary differences are proportions (-0.052 =
+        5.2 points less).
+    label_a, label_b:
+        Group labels from the battery: A is the subject of the sentence, B
+        the reference.
+    measure_label:
+        What was measured, in the battery's words.
+    signal:
+        The attribute's signal (``name`` makes "users with ...").
+    phrase:
+        Use a recognised measure's own sentence frame (:data:`PHRASES`).
+    """
+    binary = comp.get("scale") == "binary"
+    level = fmt_margin_value(100 * float(comp.get("confidence_level") or confidence_level), lang)
+    scale_f = 100.0 if binary else 1.0
+    d, ci = difference(comp)
+    subj_a = group_subject(label_a, signal, lang)
+    subj_b = group_subject(label_b, signal, lang)
+    kw = {"Subj_a": _cap(subj_a), "subj_a": subj_a, "subj_b": subj_b, "m": measure_label}
+    if d is None:
+        head = f"{_cap(subj_a)} / {subj_b}: {measure_label}"
+    else:
+        frame = None
+        if phrase:
+            for p in PHRASES:
+                if p.scale == ("binary" if binary else "continuous") and re.search(p.pattern, measure_label, re.I):
+                    frame = (getattr(p, lang, p.en), getattr(p, f"dir_{lang}", p.dir_en))
+                    break
+        if frame is None:
+            key = "generic.binary" if binary else "generic.continuous"
+            frame = (msg(lang, key), msg(lang, key + ".dir"))
+        lower, higher = frame[1].split("|")
+        if d == 0:
+            head = msg(lang, "same", **kw)
+        else:
+            head = frame[0].format(diff=fmt_num(abs(d) * scale_f, lang), dir=lower if d < 0 else higher, **kw)
+    parts = []
+    va, vb = comp.get("value_a"), comp.get("value_b")
+    if _finite(va) and _finite(vb):
+        f = fmt_pct if binary else fmt_num
+        parts.append(msg(lang, "vs", a=f(va, lang), b=f(vb, lang)))
+    if ci is not None and d is not None:
+        lo, hi = (ci if d >= 0 else (-ci[1], -ci[0]))
+        parts.append(msg(lang, "ci", level=level, lo=fmt_num(lo * scale_f, lang), hi=fmt_num(hi * scale_f, lang)))
+    if _finite(comp.get("pvalue")):
+        p = fmt_p(comp["pvalue"], lang)
+        tp = (test_name(comp.get("test"), lang) + " p " + ("= " + p if not p.startswith("<") else p)).strip()
+        corr = str(comp.get("correction") or "").lower()
+        if _finite(comp.get("pvalue_adjusted")) and corr and corr != "none":
+            tp += ", " + msg(lang, "adjusted", method=_CORRECTIONS.get(corr, corr), p=fmt_p(comp["pvalue_adjusted"], lang))
+        parts.append(tp)
+    margin = comp.get("margin")
+    verdict = comp.get("verdict")
+    if verdict not in ("fail", "pass", "inconclusive"):
+        clause = verdict_word(verdict, lang).lower()
+    elif _finite(margin) and margin > 0:
+        m = fmt_margin_value(margin * scale_f, lang)
+        mtext = msg(lang, "margin.points", m=m) if binary else msg(lang, "margin.units", m=m)
+        clause = msg(lang, f"clause.{verdict}", margin=mtext)
+    else:
+        clause = msg(lang, f"clause.{verdict}.nomargin")
+    sentence = head
+    if parts:
+        sentence += " (" + "; ".join(parts) + ")"
+    return sentence + ": " + clause + "."

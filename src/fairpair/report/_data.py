@@ -1,0 +1,395 @@
+"""Everything a report shows, read once from a run directory into frozen records.
+
+Sources: ``RUN/results.json`` (the analysis, schema ``fairpair.results/1``;
+optional), ``RUN/manifest.json`` (provenance) and ``RUN/store.sqlite``
+(battery, answers, measurements, failures). Nothing is written here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fairpair.errors import FairpairError
+
+__all__ = ["ReportData", "TargetInfo", "GroupValue", "EvidencePair", "load_report_data", "RESULTS_SCHEMA",
+           "group_label", "measure_label", "comparison_key"]
+
+RESULTS_SCHEMA = "fairpair.results/1"
+RESULTS_NAME = "results.json"
+MANIFEST_NAME = "manifest.json"
+#: Matched sets quoted per failing comparison.
+EVIDENCE_PER_COMPARISON = 3
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """A target as the run saw it: declared identity, and what the responses say was served."""
+
+    name: str
+    identity: dict[str, Any]
+    served_models: dict[str, int]
+    fingerprints: dict[str, int]
+    cases: int
+    answered: int
+    failed: int
+    retried: int
+    failure_reasons: dict[str, int]
+
+
+@dataclass(frozen=True)
+class GroupValue:
+    """Descriptive share (binary) or mean of a measure over all answers of one group.
+
+    ``ci`` is a 95% interval that ignores the pairing: Wilson (1927) for a
+    share, Student t for a mean; ``(nan, nan)`` below two values.
+    """
+
+    target: str
+    measure: str
+    scale: str
+    attribute: str
+    group: str
+    label: str
+    n: int
+    value: float
+    ci: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class EvidencePair:
+    """Two masked answers of one matched set, for one comparison (A = subject, B = reference)."""
+
+    comparison: str
+    matched_set: str
+    template: str
+    repetition: int | None
+    prompt_a: str
+    prompt_b: str
+    answer_a: str | None
+    answer_b: str | None
+    value_a: Any
+    value_b: Any
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """A run directory, read for reporting (see the module docstring)."""
+
+    run_dir: Path
+    language: str
+    battery: Any  # fairpair.battery.Battery, or None for a store without one
+    battery_name: str
+    manifest: dict[str, Any]
+    results: dict[str, Any] | None
+    targets: list[TargetInfo]
+    measurement_counts: dict[str, dict[str, int]]
+    group_values: list[GroupValue]
+    evidence: dict[str, list[EvidencePair]]
+    mask_values: tuple[str, ...]
+    mask_terms: tuple[str, ...]
+    n_cases: int
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def analysed(self) -> bool:
+        return self.results is not None
+
+    @property
+    def comparisons(self) -> list[dict[str, Any]]:
+        return list((self.results or {}).get("comparisons") or [])
+
+    def attribute_signal(self, attribute: str) -> str | None:
+        a = self.battery.attributes.get(attribute) if self.battery is not None else None
+        return a.signal if a is not None else None
+
+
+def comparison_key(c: dict[str, Any]) -> str:
+    """A comparison's unique key in results.json: one plan comparison yields one row per target,
+    design and pair of groups."""
+    return "|".join(str(c.get(k, "")) for k in ("id", "target", "design", "group_a", "group_b"))
+
+
+def group_label(battery: Any, attribute: str, group: str) -> str:
+    """The battery's ``label`` of a group, or the group id."""
+    if battery is not None:
+        a = battery.attributes.get(attribute)
+        g = a.groups.get(group) if a is not None else None
+        if g is not None and g.label:
+            return g.label
+    return group
+
+
+def measure_label(battery: Any, measure: str) -> str:
+    """A measure's ``label`` option when the battery gives one, else its name (``tone.courtesy``)."""
+    if battery is not None:
+        base, _, fld = measure.partition(".")
+        spec = battery.measures.get(base)
+        if spec is not None:
+            lab = spec.options().get("label")
+            if isinstance(lab, dict):
+                lab = lab.get(fld) if fld else None
+            if isinstance(lab, str) and lab.strip():
+                return lab + (f" ({fld})" if fld and not isinstance(spec.options().get("label"), dict) else "")
+    return measure
+
+
+def _read_json(path: Path, what: str) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise FairpairError(f"cannot read the {what}: {exc}", file=path) from None
+    if not isinstance(data, dict):
+        raise FairpairError(f"the {what} is not a JSON object", file=path)
+    return data
+
+
+def _load_results(run_dir: Path) -> dict[str, Any] | None:
+    path = run_dir / RESULTS_NAME
+    data = _read_json(path, "analysis results")
+    if data is None:
+        return None
+    schema = data.get("schema")
+    if schema != RESULTS_SCHEMA:
+        raise FairpairError(f"results.json has schema {schema!r}; this fairpair reads {RESULTS_SCHEMA!r}",
+                            file=path, key="schema",
+                            hint="rerun `fairpair analyze` with this version of fairpair")
+    return data
+
+
+def _signal_values(battery: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Every variant of every group (values) and every declared group reference (terms)."""
+    from fairpair.measures._mask import _trim, fold
+
+    values: list[str] = []
+    terms: list[str] = []
+    if battery is None:
+        return (), ()
+    for a in battery.attributes.values():
+        for g in a.groups.values():
+            values += [v for v in g.variants if isinstance(v, str) and _trim(fold(v))]
+            terms += [t for t in g.references if isinstance(t, str) and _trim(fold(t))]
+    return tuple(dict.fromkeys(values)), tuple(dict.fromkeys(terms))
+
+
+def _wilson(k: float, n: int) -> tuple[float, float]:
+    if n < 2:
+        return (math.nan, math.nan)
+    from statsmodels.stats.proportion import proportion_confint
+
+    lo, hi = proportion_confint(k, n, alpha=0.05, method="wilson")
+    return float(lo), float(hi)
+
+
+def _t_interval(vals: list[float]) -> tuple[float, float]:
+    import numpy as np
+    from scipy import stats
+
+    n = len(vals)
+    if n < 2:
+        return (math.nan, math.nan)
+    arr = np.asarray(vals, dtype=float)
+    m, se = float(arr.mean()), float(arr.std(ddof=1) / math.sqrt(n))
+    if se == 0:
+        return (m, m)
+    h = float(stats.t.ppf(0.975, n - 1)) * se
+    return (m - h, m + h)
+
+
+def _group_values(store: Any, battery: Any, results: dict[str, Any] | None) -> list[GroupValue]:
+    """Descriptive per-group shares/means for each measure the plan compares (or every measure)."""
+    if battery is None:
+        return []
+    from fairpair.analysis._data import load_run_data, measure_scale
+
+    data = load_run_data(store.conn, keep_details=False)
+    if results and results.get("comparisons"):
+        wanted = list(dict.fromkeys((c["measure"], c["attribute"]) for c in results["comparisons"]))
+    else:
+        attrs = sorted({a for g in data.cases.groups for a in g if a in battery.attributes})
+        measures = sorted({m for (_, m) in data.values})
+        wanted = [(m, a) for m in measures for a in attrs]
+    scales = (results or {}).get("measures") or {}
+    out: list[GroupValue] = []
+    for target in data.targets:
+        for measure, attribute in wanted:
+            vals = data.values.get((target, measure))
+            if vals is None:
+                continue
+            scale = scales.get(measure) or measure_scale(battery, measure, data.raw_kinds.get(measure))
+            by_group: dict[str, list[float]] = {}
+            for i, g in enumerate(data.cases.groups):
+                if data.cases.baseline[i] or attribute not in g:
+                    continue
+                v = vals[i]
+                if not math.isnan(v):
+                    by_group.setdefault(g[attribute], []).append(float(v))
+            order = list(battery.attributes[attribute].groups) if attribute in battery.attributes else []
+            for grp in sorted(by_group, key=lambda x: (order.index(x) if x in order else len(order), x)):
+                xs = by_group[grp]
+                mean = sum(xs) / len(xs)
+                ci = _wilson(sum(xs), len(xs)) if scale == "binary" else _t_interval(xs)
+                out.append(GroupValue(target, measure, scale, attribute, grp, group_label(battery, attribute, grp),
+                                      len(xs), mean, ci))
+    return out
+
+
+def _targets(store: Any, manifest: dict[str, Any]) -> list[TargetInfo]:
+    names = list(dict.fromkeys([*(manifest.get("targets") or {}), *store.targets()]))
+    n_cases = store.n_cases()
+    out = []
+    for name in names:
+        served: Counter[str] = Counter()
+        prints: Counter[str] = Counter()
+        for model, fp, cnt in store.conn.execute(
+                "SELECT model, system_fingerprint, COUNT(*) FROM responses WHERE target=? AND status='ok' "
+                "GROUP BY model, system_fingerprint", (name,)):
+            served[model or "?"] += cnt
+            if fp:
+                prints[fp] += cnt
+        reasons: Counter[str] = Counter()
+        for (err,) in store.conn.execute(
+                "SELECT error FROM responses r WHERE target=? AND status='failed' AND NOT EXISTS "
+                "(SELECT 1 FROM responses o WHERE o.target=r.target AND o.case_id=r.case_id AND o.status='ok')",
+                (name,)):
+            reasons[_reason(err)] += 1
+        c = store.counts(name)
+        out.append(TargetInfo(name, (manifest.get("targets") or {}).get(name) or {}, dict(served), dict(prints),
+                              n_cases, c["answered"], c["failed"], c["retried"], dict(reasons.most_common())))
+    return out
+
+
+def _reason(err: str | None) -> str:
+    """A failure message shortened to its kind (first line, at most 120 characters)."""
+    first = (err or "unknown error").strip().splitlines()[0] if (err or "").strip() else "unknown error"
+    return first[:120]
+
+
+def _measurement_counts(store: Any) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    q = ("SELECT measure, status, COUNT(*) FROM measurements m WHERE status IN ('ok','missing') OR NOT EXISTS "
+         "(SELECT 1 FROM measurements o WHERE o.target=m.target AND o.case_id=m.case_id AND o.measure=m.measure "
+         "AND o.status IN ('ok','missing')) GROUP BY measure, status")
+    for measure, status, cnt in store.conn.execute(q):
+        out.setdefault(measure, {"ok": 0, "missing": 0, "failed": 0})[status] = cnt
+    return out
+
+
+def _measured_value(store: Any, target: str, case_id: str, measure: str) -> Any:
+    base, _, fld = measure.partition(".")
+    for m in (measure, base) if fld else (measure,):
+        row = store.conn.execute(
+            "SELECT value FROM measurements WHERE target=? AND case_id=? AND measure=? AND status='ok' "
+            "ORDER BY id DESC LIMIT 1", (target, case_id, m)).fetchone()
+        if row and row[0] is not None:
+            v = json.loads(row[0])
+            if m == base and fld and isinstance(v, dict):
+                return v.get(fld)
+            return v
+    return None
+
+
+def _evidence(store: Any, results: dict[str, Any] | None, masker: Any) -> dict[str, list[EvidencePair]]:
+    """Masked answer pairs for every failing comparison (``evidence`` of results.json)."""
+    out: dict[str, list[EvidencePair]] = {}
+    if not results:
+        return out
+
+    def answer(target: str, cid: str) -> str | None:
+        row = store.conn.execute("SELECT text FROM responses WHERE target=? AND case_id=? AND status='ok' "
+                                 "ORDER BY id LIMIT 1", (target, cid)).fetchone()
+        return None if row is None else masker(row[0] or "")
+
+    for comp in results.get("comparisons") or []:
+        if comp.get("verdict") != "fail":
+            continue
+        key = comparison_key(comp)
+        pairs = []
+        est = comp.get("estimate") or 0.0
+
+        def along(ev: dict[str, Any]) -> int:  # pairs that go the way of the difference first
+            va, vb = ev.get("value_a"), ev.get("value_b")
+            if isinstance(va, (int, float)) and isinstance(vb, (int, float)):
+                return 0 if (va - vb) * est > 0 else 1
+            return 1
+
+        for ev in sorted(comp.get("evidence") or [], key=along)[:EVIDENCE_PER_COMPARISON]:
+            ca, cb = store.case(ev.get("case_a", "")), store.case(ev.get("case_b", ""))
+            tgt = comp.get("target", "")
+            va, vb = ev.get("value_a"), ev.get("value_b")
+            if va is None and ca is not None:
+                va = _measured_value(store, tgt, ca.id, comp.get("measure", ""))
+            if vb is None and cb is not None:
+                vb = _measured_value(store, tgt, cb.id, comp.get("measure", ""))
+            pairs.append(EvidencePair(
+                comparison=key, matched_set=str(ev.get("matched_set", "")),
+                template=ca.template if ca else (cb.template if cb else ""),
+                repetition=ca.repetition if ca else (cb.repetition if cb else None),
+                prompt_a=masker(ca.turns[-1]) if ca and ca.turns else "",
+                prompt_b=masker(cb.turns[-1]) if cb and cb.turns else "",
+                answer_a=answer(tgt, ca.id) if ca else None, answer_b=answer(tgt, cb.id) if cb else None,
+                value_a=va, value_b=vb))
+        out[key] = pairs
+    return out
+
+
+def _case_signal_values(store: Any) -> set[str]:
+    """Every variant the cases actually used (lexicon groups included)."""
+    vals: set[str] = set()
+    for (data,) in store.conn.execute("SELECT data FROM cases"):
+        for v in (json.loads(data).get("variants") or {}).values():
+            if isinstance(v, str):
+                vals.add(v)
+    return vals
+
+
+def load_report_data(run_dir: Path, *, language: str | None = None) -> ReportData:
+    """Read ``run_dir`` for a report.
+
+    Raises
+    ------
+    FairpairError
+        ``run_dir`` is not a run directory, or results.json/manifest.json are
+        unreadable or of an unknown schema.
+    """
+    from fairpair.measures._mask import Masker, _trim, fold
+    from fairpair.run._runner import open_run
+
+    run_dir = Path(run_dir)
+    manifest = _read_json(run_dir / MANIFEST_NAME, "run manifest") or {}
+    results = _load_results(run_dir)
+    warnings: list[str] = []
+    with open_run(run_dir, readonly=True) as store:
+        battery = None
+        try:
+            from fairpair.run._runner import loaded_from_store
+
+            battery = loaded_from_store(store).battery
+        except FairpairError as exc:
+            warnings.append(exc.message)
+        lang = language or (battery.language if battery is not None else None) or "en"
+        if lang not in ("es", "en"):
+            raise FairpairError(f"unknown report language {lang!r}; use es or en", key="--lang")
+        values, terms = _signal_values(battery)
+        used = [v for v in _case_signal_values(store) if _trim(fold(v))]
+        values = tuple(dict.fromkeys([*values, *used]))
+        try:
+            masker = Masker(values, group_terms=terms).mask
+        except ValueError as exc:  # a value that shares a word with the marker: mask with a longer marker
+            warnings.append(f"masking: {exc}")
+            masker = Masker(values, group_terms=terms, marker="[SIGNAL-MASKED]").mask
+        data = ReportData(
+            run_dir=run_dir, language=lang, battery=battery,
+            battery_name=(battery.name if battery is not None else manifest.get("battery", run_dir.name)),
+            manifest=manifest, results=results, targets=_targets(store, manifest),
+            measurement_counts=_measurement_counts(store),
+            group_values=_group_values(store, battery, results),
+            evidence=_evidence(store, results, masker), mask_values=values, mask_terms=terms,
+            n_cases=store.n_cases(), warnings=warnings)
+    return data

@@ -1,0 +1,359 @@
+"""Build the report once (a view model) and write it as HTML, Markdown and JSON.
+
+See :mod:`fairpair.report` for the files and the JSON summary's schema.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from fairpair import __version__
+from fairpair.report._catalog import (
+    fmt_num, fmt_p, fmt_pct, msg, test_name, verdict_sentence, verdict_word,
+)
+from fairpair.report._data import ReportData, comparison_key, group_label, load_report_data, measure_label
+from fairpair.report._text import MdSafe, clean, md_block, md_inline
+
+__all__ = ["write_report", "build_view", "REPORT_SCHEMA", "overall_verdict", "VerdictRow"]
+
+REPORT_SCHEMA = "fairpair.report/1"
+REPORT_DIR = "report"
+#: The Content-Security-Policy of the HTML report: nothing may be fetched or run.
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    """One comparison as every output shows it (numbers already formatted for ``lang``)."""
+
+    key: str
+    id: str
+    target: str
+    measure: str
+    measure_label: str
+    attribute: str
+    design: str
+    group_a: str
+    group_b: str
+    label_a: str
+    label_b: str
+    scale: str
+    primary: bool
+    verdict: str
+    verdict_word: str
+    sentence: str
+    estimate: str
+    ci: str
+    p: str
+    p_adjusted: str
+    test: str
+    n_pairs: int | None
+    n_dropped: int | None
+    note: str
+    raw: dict[str, Any]
+
+
+def overall_verdict(rows: list[VerdictRow]) -> str:
+    """``fail`` if a primary comparison fails, else ``inconclusive`` if one is, else ``pass``; ``none`` if empty."""
+    prim = [r for r in rows if r.primary] or rows
+    if not prim:
+        return "none"
+    vs = {r.verdict for r in prim}
+    if "fail" in vs:
+        return "fail"
+    if "inconclusive" in vs or vs - {"pass"}:
+        return "inconclusive"
+    return "pass"
+
+
+def _verdict_rows(data: ReportData, lang: str) -> list[VerdictRow]:
+    rows = []
+    level = float((data.results or {}).get("confidence_level") or 0.95)
+    for c in data.comparisons:
+        binary = c.get("scale") == "binary"
+        f = 100.0 if binary else 1.0
+        la = group_label(data.battery, c.get("attribute", ""), c.get("group_a", ""))
+        lb = group_label(data.battery, c.get("attribute", ""), c.get("group_b", ""))
+        mlab = measure_label(data.battery, c.get("measure", ""))
+        sentence = verdict_sentence(c, lang=lang, label_a=clean(la), label_b=clean(lb), measure_label=clean(mlab),
+                                    signal=data.attribute_signal(c.get("attribute", "")), confidence_level=level)
+        ci = c.get("ci") or [None, None]
+        unit = (" pp" if lang == "en" else " p.\u00a0p.") if binary else ""
+        est = c.get("estimate")
+        rows.append(VerdictRow(
+            key=comparison_key(c), id=str(c.get("id", "")), target=str(c.get("target", "")),
+            measure=str(c.get("measure", "")), measure_label=mlab, attribute=str(c.get("attribute", "")),
+            design=str(c.get("design", "")), group_a=str(c.get("group_a", "")), group_b=str(c.get("group_b", "")),
+            label_a=la, label_b=lb, scale=str(c.get("scale", "")), primary=bool(c.get("primary", True)),
+            verdict=str(c.get("verdict", "")), verdict_word=verdict_word(c.get("verdict"), lang), sentence=sentence,
+            estimate=(fmt_num(est * f, lang) + unit) if isinstance(est, (int, float)) else "—",
+            ci=(f"{fmt_num(ci[0] * f, lang)} … {fmt_num(ci[1] * f, lang)}"
+                if all(isinstance(v, (int, float)) for v in ci) else "—"),
+            p=fmt_p(c.get("pvalue"), lang), p_adjusted=fmt_p(c.get("pvalue_adjusted"), lang),
+            test=test_name(c.get("test"), lang), n_pairs=c.get("n_pairs"), n_dropped=c.get("n_dropped"),
+            note=str(c.get("note") or ""), raw=c))
+    return rows
+
+
+def _figures(data: ReportData, rows: list[VerdictRow], lang: str) -> dict[str, list[Any]]:
+    from fairpair.report import _plots
+
+    out: dict[str, list[Any]] = {"forest": [], "groups": [], "discordant": [], "two_party": []}
+    labels = {r.key: (f"{r.label_a} vs {r.label_b}" if lang == "en" else f"{r.label_a} frente a {r.label_b}")
+              + (f" · {r.target}" if len({x.target for x in rows}) > 1 else "") for r in rows}
+    by_measure: dict[str, list[VerdictRow]] = {}
+    for r in rows:
+        by_measure.setdefault(r.measure, []).append(r)
+    for i, (measure, rs) in enumerate(by_measure.items()):
+        mlab = rs[0].measure_label
+        with_est = [r.raw for r in rs if isinstance(r.raw.get("estimate"), (int, float))]
+        if with_est:
+            out["forest"].append(_plots.forest_plot(f"forest-{i}", with_est, measure=mlab, lang=lang, labels=labels))
+        binary = [r.raw for r in rs if r.scale == "binary" and (r.raw.get("binary") or {}).get("b") is not None]
+        if binary:
+            out["discordant"].append(_plots.discordant_plot(
+                f"discordant-{i}", binary, measure=mlab, lang=lang, labels=labels,
+                group_labels={r.key: (r.label_a, r.label_b) for r in rs}))
+    by_ma: dict[tuple[str, str], list[Any]] = {}
+    for g in data.group_values:
+        by_ma.setdefault((g.measure, g.attribute), []).append(g)
+    for i, ((m, a), gs) in enumerate(by_ma.items()):
+        out["groups"].append(_plots.group_plot(f"groups-{i}", gs, measure=measure_label(data.battery, m),
+                                               attribute=a, lang=lang))
+    for i, block in enumerate((data.results or {}).get("two_party") or []):
+        out["two_party"] += _plots.heatmap_plots(f"heatmap-{i}", block, lang=lang)
+        d = _plots.dispersion_plot(f"dispersion-{i}", block, lang=lang)
+        if d is not None:
+            out["two_party"].append(d)
+    return out
+
+
+def _commands(data: ReportData) -> list[str]:
+    battery = data.manifest.get("battery_path") or f"{data.battery_name}.yaml"
+    old = str(data.run_dir)
+    new = old.rstrip("/") + "-recheck"
+    return [f"fairpair run {shlex.quote(str(battery))} --out {shlex.quote(new)}",
+            f"fairpair compare {shlex.quote(old)} {shlex.quote(new)}"]
+
+
+def plan_info(data: ReportData) -> tuple[str | None, str | None, bool]:
+    """``(registered plan sha256, latest plan sha256, changed after registration)``."""
+    m, r = data.manifest, data.results or {}
+    plan = r.get("plan_sha256") or m.get("plan_sha256")
+    plan_now = r.get("plan_sha256_now") or m.get("plan_sha256_now")
+    changed = bool(r.get("plan_changed") or m.get("plan_changed_after_registration")
+                   or (plan and plan_now and plan != plan_now))
+    return plan, plan_now, changed
+
+
+def _provenance(data: ReportData, lang: str) -> list[tuple[str, str]]:
+    m, r = data.manifest, data.results or {}
+    plan, plan_now, changed = plan_info(data)
+    rows = [
+        (msg(lang, "prov.battery"), f"{data.battery_name} ({m.get('battery_path', '—')})"),
+        (msg(lang, "prov.battery_sha"), str(m.get("battery_sha256") or r.get("battery_sha256") or "—")),
+        (msg(lang, "prov.plan_sha"), str(plan or "—")),
+        (msg(lang, "prov.plan_now"), str(plan_now or "—")),
+        (msg(lang, "prov.plan_changed"), msg(lang, "prov.plan_changed.yes" if changed else "prov.plan_changed.no")),
+        (msg(lang, "prov.started"), f"{m.get('started_at', '—')} / {m.get('finished_at', '—')}"),
+    ]
+    if r:
+        rows.append((msg(lang, "prov.analysis"), msg(
+            lang, "prov.analysis.value", alpha=fmt_num(r.get("alpha"), lang, 3),
+            correction=r.get("correction", "—"), level=fmt_pct(r.get("confidence_level"), lang, 0))
+            + f"; bootstrap {r.get('n_resamples', '—')}, seed {r.get('seed', '—')}"))
+    if m.get("settings"):
+        rows.append((msg(lang, "prov.params"), json.dumps(m["settings"], ensure_ascii=False, sort_keys=True)))
+    if m.get("packages"):
+        rows.append((msg(lang, "prov.packages"), ", ".join(f"{k} {v}" for k, v in sorted(m["packages"].items()))))
+    if m.get("git_revision"):
+        rows.append((msg(lang, "prov.git"), ", ".join(f"{k}: {v or '—'}" for k, v in m["git_revision"].items())))
+    return rows
+
+
+def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]:
+    """The view model every output renders (HTML, Markdown, JSON, terminal)."""
+    lang = data.language
+    rows = _verdict_rows(data, lang)
+    overall = overall_verdict(rows) if data.analysed else "none"
+    res = data.results or {}
+    judge = res.get("judge") or {}
+    warnings = list(data.warnings)
+    if plan_info(data)[2]:
+        warnings.append(msg(lang, "prov.plan_changed.yes"))
+    if judge.get("self_judging"):
+        warnings.append(msg(lang, "judge.self"))
+    warnings += [str(w) for w in judge.get("warnings") or []]
+    failing = [r for r in rows if r.verdict == "fail"]
+    evidence = []
+    for r in failing:
+        evidence.append({"row": r, "pairs": data.evidence.get(r.key, [])})
+    exclusions = list((data.manifest.get("expansion") or {}).get("exclusions") or [])
+    dropped = [(r, r.n_dropped) for r in rows if r.n_dropped]
+    two_party = res.get("two_party") or []
+    view = {
+        "lang": lang,
+        "t": lambda key, **kw: msg(lang, key, **kw),
+        "title": msg(lang, "title", battery=data.battery_name),
+        "battery": data.battery_name,
+        "description": (data.battery.description if data.battery is not None else None) or "",
+        "analysed": data.analysed,
+        "run_dir": str(data.run_dir),
+        "rows": rows,
+        "primary_rows": [r for r in rows if r.primary] or rows,
+        "secondary_rows": [r for r in rows if not r.primary] if any(r.primary for r in rows) else [],
+        "overall": overall,
+        "overall_text": msg(lang, f"overall.{overall}") if data.analysed else msg(lang, "not_analysed",
+                                                                                   run=shlex.quote(str(data.run_dir))),
+        "overall_word": verdict_word(overall, lang),
+        "warnings": warnings,
+        "notes": [str(n) for n in res.get("notes") or []],
+        "omnibus": res.get("omnibus") or [],
+        "figures": _figures(data, rows, lang) if with_figures else {"forest": [], "groups": [], "discordant": [],
+                                                                     "two_party": []},
+        "evidence": evidence,
+        "has_fail": bool(failing),
+        "commands": _commands(data),
+        "provenance": _provenance(data, lang),
+        "targets": data.targets,
+        "n_cases": data.n_cases,
+        "exclusions": exclusions,
+        "dropped": dropped,
+        "measurement_counts": data.measurement_counts,
+        "judge": judge,
+        "two_party": two_party,
+        "minimum": [m for b in two_party for m in (b.get("minimum") or [])],
+        "dispersion_tests": [t for b in two_party for t in (b.get("dispersion_tests") or [])],
+        "generated": msg(lang, "generated", version=__version__,
+                         at=datetime.now(timezone.utc).isoformat(timespec="seconds")),
+        "csp": CSP,
+        "fmt_num": lambda x, d=1: fmt_num(x, lang, d),
+        "fmt_p": lambda x: fmt_p(x, lang),
+        "fmt_pct": lambda x: fmt_pct(x, lang),
+        "fmt_value": lambda v: _fmt_value(v, lang),
+        "json": lambda o: json.dumps(o, ensure_ascii=False, sort_keys=True, default=str),
+    }
+    return view
+
+
+def _fmt_value(v: Any, lang: str) -> str:
+    if isinstance(v, bool):
+        return {"en": ("no", "yes"), "es": ("no", "sí")}.get(lang, ("no", "yes"))[v]
+    if isinstance(v, (int, float)):
+        return fmt_num(v, lang, 0 if float(v).is_integer() else 2)
+    return "—" if v is None else json.dumps(v, ensure_ascii=False)
+
+
+def _env(kind: str):
+    import jinja2
+
+    loader = jinja2.PackageLoader("fairpair.report", "templates")
+    if kind == "html":
+        env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined,
+                                 finalize=lambda x: clean(x) if isinstance(x, str) and not hasattr(x, "__html__")
+                                 else x, trim_blocks=True, lstrip_blocks=True)
+    else:
+        env = jinja2.Environment(loader=loader, autoescape=False, undefined=jinja2.StrictUndefined,
+                                 finalize=_md_finalize, trim_blocks=True, lstrip_blocks=True)
+        env.filters["code"] = md_block
+        env.filters["raw"] = lambda s: MdSafe(str(s))
+    return env
+
+
+def _md_finalize(x: Any) -> str:
+    """Every ``{{ }}`` in the Markdown template is escaped unless fairpair built it as Markdown."""
+    if isinstance(x, MdSafe):
+        return x
+    return md_inline("" if x is None else x)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def summary_json(view: dict[str, Any], data: ReportData, files: dict[str, str]) -> dict[str, Any]:
+    """The JSON summary (schema ``fairpair.report/1``; see :mod:`fairpair.report`)."""
+    plan, plan_now, changed = plan_info(data)
+    return {
+        "schema": REPORT_SCHEMA,
+        "fairpair_version": __version__,
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "language": data.language,
+        "run_dir": str(data.run_dir),
+        "analysed": data.analysed,
+        "battery": {"name": data.battery_name, "sha256": data.manifest.get("battery_sha256"),
+                    "plan_sha256": plan, "plan_sha256_now": plan_now, "plan_changed": changed},
+        "overall": view["overall"],
+        "verdicts": [{
+            "id": r.id, "target": r.target, "measure": r.measure, "attribute": r.attribute, "design": r.design,
+            "group_a": r.group_a, "group_b": r.group_b, "label_a": clean(r.label_a), "label_b": clean(r.label_b),
+            "scale": r.scale, "primary": r.primary, "verdict": r.verdict,
+            "estimate": r.raw.get("estimate"), "ci": r.raw.get("ci"), "margin": r.raw.get("margin"),
+            "test": r.raw.get("test"), "pvalue": r.raw.get("pvalue"), "pvalue_adjusted": r.raw.get("pvalue_adjusted"),
+            "correction": r.raw.get("correction"), "n_pairs": r.n_pairs, "n_dropped": r.n_dropped,
+            "sentence": r.sentence} for r in view["rows"]],
+        "targets": [{"name": t.name, "served_models": t.served_models, "system_fingerprints": t.fingerprints,
+                     "cases": t.cases, "answered": t.answered, "failed": t.failed, "retried": t.retried,
+                     "failure_reasons": {clean(k): v for k, v in t.failure_reasons.items()}} for t in data.targets],
+        "self_judging": bool((data.results or {}).get("judge", {}).get("self_judging")),
+        "warnings": [clean(w) for w in view["warnings"]],
+        "files": files,
+    }
+
+
+def write_report(run_dir: Path | str, *, language: str | None = None, out: Path | str | None = None,
+                 data: ReportData | None = None) -> dict[str, Path]:
+    """Write ``report.html``, ``report.md`` and ``report.json`` for a run.
+
+    Parameters
+    ----------
+    run_dir:
+        A run directory (``store.sqlite``, ``manifest.json``, optionally
+        ``results.json``).
+    language:
+        ``es`` or ``en``; default: the battery's language.
+    out:
+        Folder for the three files; default ``RUN/report/``. Existing report
+        files there are replaced (a report is derived data; the run's store
+        is never touched).
+
+    Returns
+    -------
+    dict
+        ``{"html": Path, "md": Path, "json": Path}``.
+
+    Raises
+    ------
+    FairpairError
+        Not a run directory; unreadable or unknown-schema results; an output
+        folder that cannot be written.
+    """
+    from fairpair.errors import FairpairError
+
+    run_dir = Path(run_dir)
+    data = data or load_report_data(run_dir, language=language)
+    view = build_view(data)
+    out_dir = Path(out) if out is not None else run_dir / REPORT_DIR
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FairpairError(f"cannot create the report folder: {exc.strerror}", file=out_dir) from None
+    paths = {"html": out_dir / "report.html", "md": out_dir / "report.md", "json": out_dir / "report.json"}
+    html = _env("html").get_template("report.html.j2").render(**view)
+    md = _env("md").get_template("report.md.j2").render(**view)
+    summary = summary_json(view, data, {k: str(v) for k, v in paths.items()})
+    try:
+        _atomic_write(paths["html"], html)
+        _atomic_write(paths["md"], md)
+        _atomic_write(paths["json"], json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n")
+    except OSError as exc:
+        raise FairpairError(f"cannot write the report: {exc.strerror}", file=out_dir) from None
+    return paths

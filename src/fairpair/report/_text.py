@@ -1,0 +1,124 @@
+"""Untrusted text made inert: for HTML, Markdown, the terminal and spreadsheets.
+
+Every answer in a report was written by the model under test, and every label
+by whoever wrote the battery; neither is trusted. This module is the one place
+that decides what such a string may contain when it leaves fairpair.
+
+* :func:`clean` -- the common first step for every output: ANSI/VT escape
+  sequences (CSI, OSC, DCS and two-byte ``ESC x``; ECMA-48, 5th ed., section
+  5.3-5.6) removed whole, C0/C1 control characters except tab and newline
+  removed (NUL included), lone surrogates replaced by U+FFFD, bidirectional
+  embedding/override/isolate controls (U+202A-U+202E, U+2066-U+2069: the
+  "Trojan Source" characters, Boucher & Anderson 2021) removed, CR LF and
+  lone CR turned into LF.
+* :func:`md_inline` / :func:`md_block` -- Markdown that cannot form links,
+  images, HTML, headings or tables: inline text has ``& < >`` turned into
+  entities and every ASCII punctuation character CommonMark may treat as
+  inline syntax (`` \ ` * _ [ ] | # ! ~ ``) backslash-escaped (CommonMark
+  0.31, section 2.4: "any ASCII punctuation character may be
+  backslash-escaped"), and a leading list marker (``-``, ``+``, ``1.``)
+  too; block text goes into a
+  fenced code block whose fence is longer than any backtick run inside it
+  (section 4.5), where nothing is interpreted.
+* :func:`terminal` -- :func:`clean` plus tabs and newlines flattened, for one
+  table cell.
+* :func:`csv_cell` -- OWASP "CSV Injection" advice: a string cell whose first
+  character is ``=``, ``+``, ``-``, ``@``, tab or carriage return is prefixed
+  with a single quote so a spreadsheet shows it as text instead of running it
+  as a formula (https://owasp.org/www-community/attacks/CSV_Injection).
+
+HTML escaping itself is left to jinja2's autoescape (``markupsafe``), applied
+after :func:`clean`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["clean", "md_inline", "md_block", "terminal", "csv_cell", "MdSafe"]
+
+# ECMA-48 CSI: ESC [ params intermediates final; OSC/DCS/SOS/PM/APC: ESC ] ... BEL or ST;
+# then any other two-byte escape; the 8-bit C1 forms (0x9b CSI, 0x9d OSC) likewise.
+_ANSI = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+)
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_SURROGATES = re.compile(r"[\ud800-\udfff]")
+# Characters that can open inline syntax anywhere (emphasis, code, links, images, tables,
+# strikethrough, headings after a list marker, raw HTML and entities).
+_MD_PUNCT = re.compile(r"([\\`*_\[\]|#!~])")
+
+
+class MdSafe(str):
+    """A string that is already Markdown (built by fairpair itself); not escaped again."""
+
+
+def clean(text: Any) -> str:
+    """Return ``text`` as a ``str`` without escape sequences, controls or lone surrogates.
+
+    ``None`` becomes ``""``; bytes are decoded as UTF-8 with invalid sequences
+    replaced (U+FFFD); anything else goes through ``str()``. Tabs and newlines
+    are kept; CR LF and CR become LF.
+    """
+    if text is None:
+        return ""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", errors="replace")
+    elif not isinstance(text, str):
+        text = str(text)
+    text = _SURROGATES.sub("\ufffd", text)
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _ANSI.sub("", text)
+    return _CONTROLS.sub("", text)
+
+
+def terminal(text: Any, *, limit: int | None = None) -> str:
+    """:func:`clean` text flattened to one line (tabs and newlines become spaces), cut at ``limit``."""
+    out = re.sub(r"\s+", " ", clean(text)).strip()
+    if limit is not None and len(out) > limit:
+        out = out[: max(0, limit - 1)] + "…"
+    return out
+
+
+def md_inline(text: Any) -> MdSafe:
+    """Escape ``text`` for a Markdown paragraph or table cell (one line, inert)."""
+    if isinstance(text, MdSafe):
+        return text
+    s = re.sub(r"\s+", " ", clean(text)).strip()
+    s = _MD_PUNCT.sub(r"\\\1", s)
+    # Block syntax only matters at the start: "- x", "+ x", "1. x", "1) x" would open a list.
+    s = re.sub(r"^([-+])", r"\\\1", s)
+    s = re.sub(r"^(\d+)([.)])", r"\1\\\2", s)
+    # Entities after backslashes: "&lt;" is shown as "<" and can never open a tag.
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return MdSafe(s)
+
+
+def md_block(text: Any, info: str = "text") -> MdSafe:
+    """Put ``text`` in a fenced code block that nothing inside it can close."""
+    s = clean(text)
+    longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return MdSafe(f"{fence}{info}\n{s}\n{fence}")
+
+
+def csv_cell(value: Any) -> Any:
+    """A value safe for a CSV cell: strings cleaned and formula triggers quoted.
+
+    Non-strings (numbers, booleans, ``None``) are returned unchanged, so a
+    negative number stays a number. A string starting with ``= + - @``, tab
+    or CR, or with one of ``= + - @`` after leading spaces, gets a leading
+    ``'``.
+    """
+    if not isinstance(value, (str, bytes, bytearray)):
+        return value
+    raw = value if isinstance(value, str) else bytes(value).decode("utf-8", errors="replace")
+    if raw[:1] in ("\t", "\r", "\n"):
+        return "'" + clean(raw)
+    s = clean(raw)
+    if s[:1] in ("=", "+", "-", "@") or s.lstrip(" ")[:1] in ("=", "+", "-", "@"):
+        return "'" + s
+    return s
