@@ -32,7 +32,7 @@ def test_mcnemar_table_properties(a, b, c, d):
         assert abs(res.pvalue - ref.pvalue) < 1e-10
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(st.lists(st.one_of(st.floats(0, 1), st.just(np.nan)), min_size=1, max_size=40))
 def test_adjust_properties(p):
     p = np.array(p)

@@ -176,7 +176,7 @@ def paired_risk_difference_ci(a: int, b: int, c: int, d: int, level: float, meth
     phi = 0.0 if margins == 0 else (a * d - b * c) / np.sqrt(margins)
     dl = np.sqrt(max((p1 - l1) ** 2 - 2.0 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2, 0.0))
     du = np.sqrt(max((u1 - p1) ** 2 - 2.0 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2, 0.0))
-    return float(diff - dl), float(diff + du)
+    return float(max(diff - dl, -1.0)), float(min(diff + du, 1.0))
 
 
 def _check_options(exact: Any, exact_threshold: Any, correction: Any) -> None:
