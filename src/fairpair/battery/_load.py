@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 import typing
 import unicodedata
 from dataclasses import dataclass
@@ -101,6 +102,10 @@ def _merge_includes(data: dict, path: Path, located: Located) -> dict:
                            key="include")
     merged: dict = {}
     for i, inc in enumerate(includes):
+        if not (path.parent / inc).exists():
+            file, line = located.where(("include", i))
+            raise BatteryError(f"included file not found: {path.parent / inc}", file=file, line=line,
+                               key=f"include[{i}]")
         sub = load_yaml(path.parent / inc, _stack=(path.resolve(),),
                         _origin=located.where(("include", i)))
         if not isinstance(sub.data, dict):
@@ -203,14 +208,37 @@ def _to_battery_error(exc: ValidationError, data: Any, located: Located) -> Batt
         file, line = located.where(path)
     elif err["type"] == "literal_error":
         message = f"{err['msg']} (got {err.get('input')!r})"
+    elif err["type"] == "string_pattern_mismatch":
+        message = (f"{_short(err.get('input'))} is not a valid id: use letters, digits, '_', '.' and '-' "
+                   f"(no spaces), starting with a letter, digit or '_'")
     else:
         message = err["msg"].removeprefix("Value error, ")
-        if err.get("input") is not None and err["type"].endswith("_type"):
-            message += f" (got {type(err['input']).__name__} {_short(err['input'])})"
+        inp = err.get("input")
+        if inp is not None and err["type"].endswith("_type"):
+            message += f" (got {type(inp).__name__} {_short(inp)})"
+        elif isinstance(inp, (int, float, str)) and not isinstance(inp, bool) and \
+                err["type"] not in ("value_error", "assertion_error"):
+            message += f" (got {_short(inp)})"  # out of range, unparsable number, too short...
+        either = _EITHER.match(message)
+        if either and isinstance(_at(data, path), dict) and either.group(2) in _at(data, path):
+            path = (*path, either.group(2))  # point at the second of the two keys
+            file, line = located.where(path)
     more = len(exc.errors()) - 1
     if more:
         hint = (hint + "; " if hint else "") + f"{more} more problem(s) after this one"
     return BatteryError(message, file=file, line=line, key=_dotted(path), hint=hint)
+
+
+_EITHER = re.compile(r"give either '(\w+)' or '(\w+)'")
+
+
+def _at(data: Any, path: tuple) -> Any:
+    for p in path:
+        try:
+            data = data[p]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
 
 
 def _short(v: Any) -> str:
@@ -333,10 +361,12 @@ def _check(lb: LoadedBattery) -> None:
                     raise lb.fail("empty variant", (*gpath, "variants", i))
                 k = fold(v)
                 if k in seen and seen[k] != gn:
-                    raise lb.fail(f"'{v}' appears in two groups of '{an}': '{seen[k]}' and '{gn}'",
-                                  (*gpath, "variants"))
+                    raise lb.fail(f"'{v}' appears in two groups of '{an}': '{seen[k]}' and '{gn}' "
+                                  f"(names are compared without accents or case)",
+                                  (*gpath, "variants", i))
                 if k in seen:
-                    raise lb.fail(f"'{v}' appears twice in group '{gn}'", (*gpath, "variants"))
+                    raise lb.fail(f"'{v}' appears twice in group '{gn}' (names are compared without "
+                                  f"accents or case)", (*gpath, "variants", i))
                 seen[k] = gn
             if g.transforms:
                 raise lb.fail("'transforms' belong to a writing_style attribute", (*gpath, "transforms"))
@@ -356,7 +386,8 @@ def _check(lb: LoadedBattery) -> None:
     template_ids = [t.id for t in b.templates]
     dup = {t for t in template_ids if template_ids.count(t) > 1}
     if dup:
-        i = template_ids.index(sorted(dup)[0])
+        first = sorted(dup)[0]
+        i = template_ids.index(first, template_ids.index(first) + 1)  # the second use
         raise lb.fail(f"template id '{sorted(dup)[0]}' is used twice", ("templates", i, "id"))
     for i, t in enumerate(b.templates):
         texts = [(("templates", i, "turns", j), s) for j, s in enumerate(t.turns)]
@@ -482,7 +513,8 @@ def _need(lb: LoadedBattery, name: str, allowed: list[str], path: tuple, what: s
         return
     close = difflib.get_close_matches(name, allowed, n=1)
     hint = f"did you mean '{close[0]}'?" if close else f"known: {', '.join(allowed) or '(none)'}"
-    raise lb.fail(f"unknown {what} '{name}'", path, hint=hint)
+    kind, _, owner = what.partition(" of ")  # "group of 'origen'" -> "unknown group 'x' of 'origen'"
+    raise lb.fail(f"unknown {kind} '{name}'" + (f" of {owner}" if owner else ""), path, hint=hint)
 
 
 def _check_plugin(lb: LoadedBattery, group: str, spec: Any, path: tuple) -> None:

@@ -53,7 +53,9 @@ def _read(path: Path, stack: tuple[Path, ...], origin: tuple[str, int] | None) -
         f, line = origin or (None, None)
         raise BatteryError(f"file not found: {path}", file=f, line=line) from None
     except UnicodeDecodeError as exc:
-        raise BatteryError(f"not valid UTF-8 ({exc.reason} at byte {exc.start})", file=path) from None
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise BatteryError(f"not valid UTF-8 ({exc.reason} at byte {exc.start}); save the file as UTF-8",
+                           file=path, line=line) from None
     except OSError as exc:
         f, line = origin or (None, None)
         raise BatteryError(f"cannot read {path}: {exc.strerror}", file=f, line=line) from None
