@@ -9,7 +9,6 @@ from statsmodels.stats.power import TTestPower
 from statsmodels.stats.weightstats import ttost_paired
 
 from fairpair.stats import (
-    ConfidenceInterval,
     design_effect,
     equivalence_verdict,
     mcnemar,

@@ -143,7 +143,6 @@ def _column(data: Any, name: str) -> np.ndarray:
 class _Layout:
     axes: np.ndarray  # unique axis labels
     cell_axis: np.ndarray  # (n_cells,) axis code of each cell
-    cell_keys: list  # (axis, sub, res) per cell
     scenes: np.ndarray  # unique scene labels
     scene_code: np.ndarray  # per row
     cell_code: np.ndarray  # per row
@@ -163,9 +162,8 @@ def _layout(data: Any, need_condition: bool = False) -> _Layout:
     key = (axis_code.astype(np.int64) * sub_u.size + sub_code) * res_u.size + res_code
     uk, cell_code = np.unique(key, return_inverse=True)
     cell_axis = uk // (sub_u.size * res_u.size)
-    cell_keys = [(axis_u[k // (sub_u.size * res_u.size)], sub_u[(k // res_u.size) % sub_u.size], res_u[k % res_u.size]) for k in uk]
     return _Layout(
-        axis_u, cell_axis, cell_keys, scene_u, scene_code[keep], cell_code.reshape(-1)[keep], value[keep],
+        axis_u, cell_axis, scene_u, scene_code[keep], cell_code.reshape(-1)[keep], value[keep],
         None if cond is None else cond[keep],
     )
 
