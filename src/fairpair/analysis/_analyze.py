@@ -17,7 +17,7 @@ from fairpair.analysis._data import (
 )
 from fairpair.analysis._paired import BINARY_SCALES, analyze_pairs, finish
 from fairpair.analysis._results import (
-    ComparisonResult, Counts, JudgeBlock, OmnibusResult, Results, num,
+    ComparisonResult, Counts, JudgeBlock, OmnibusResult, PositionBias, Results, num,
 )
 from fairpair.errors import FairpairError
 from fairpair.stats._multitest import adjust
@@ -143,32 +143,49 @@ def _omnibus(cid, target, measure, did, attribute, groups, strata, vals, answere
 
 
 def _judge_block(battery, store, data: RunData) -> JudgeBlock:
-    judge = battery.judge.model_dump(mode="json") if battery.judge is not None else None
-    judge_measures = {name for name, m in battery.measures.items() if m.kind in ("judge", "pairwise", "llm_extract")}
-    invalid = {m: n for m, n in data.failed_measurements.items() if m.split(".")[0] in judge_measures}
-    pos: dict[str, list[float]] = {}
-    for _t, _c, measure, _s, d in data.details:
-        if d.get("invalid"):
-            invalid[measure] = invalid.get(measure, 0) + 1
-        if "position_consistent" in d and isinstance(d["position_consistent"], bool):
-            pos.setdefault(measure, []).append(0.0 if d["position_consistent"] else 1.0)
-    position_bias = {m: num(np.mean(v)) for m, v in pos.items()}
-    events = [e for e in store.events() if "judge" in e["kind"] or "self_judg" in e["kind"]]
+    events = [e for e in store.events() if e["kind"] in ("judge", "self_judging", "measure_finished")]
+    judge = next((e.get("identity") for e in reversed(events) if e["kind"] == "judge"), None)
+    if judge is None and battery.judge is not None:
+        judge = battery.judge.model_dump(mode="json")
+    invalid: dict[str, int] = {}
+    leaks: dict[str, int] = {}
     for e in events:
-        if e["kind"] == "judge_position_bias" and "measure" in e:
-            position_bias[e["measure"]] = num(e.get("rate", e.get("position_bias")))
+        if e["kind"] != "measure_finished":
+            continue
+        for m, c in e.items():
+            if isinstance(c, dict):
+                if c.get("invalid"):
+                    invalid[m] = invalid.get(m, 0) + int(c["invalid"])
+                if c.get("leaks"):
+                    leaks[m] = leaks.get(m, 0) + int(c["leaks"])
+    position: dict[str, PositionBias] = {}
+    pairwise = [n for n, m in battery.measures.items() if m.kind == "pairwise"]
+    if pairwise:
+        try:
+            from fairpair.measures import position_bias
+        except ImportError:
+            position_bias = None
+        for name in pairwise if position_bias else []:
+            pb = position_bias(store, name)
+            if pb.n_items:
+                position[name] = PositionBias(share_first=num(pb.statistic), pvalue=num(pb.pvalue),
+                                              consistency=num(pb.consistency), n_items=pb.n_items)
     warnings: list[str] = []
-    self_judging = any("self_judg" in e["kind"] for e in events)
-    if judge is not None:
-        jm = {k: v for k, v in judge.items() if k != "kind"}
-        for name, spec in battery.target_specs().items():
-            sm = spec.model_dump(mode="json")
-            if sm.get("kind") == judge.get("kind") and sm.get("model") == jm.get("model"):
-                self_judging = True
-                warnings.append(f"the judge is the same model as target '{name}': self-judging can favour its "
-                                "own style" + (" (allowed by the battery)" if battery.allow_self_judging else ""))
-    return JudgeBlock(judge=judge, invalid_outputs=invalid, position_bias=position_bias, self_judging=self_judging,
-                      warnings=warnings, events=events)
+    self_judging = False
+    for e in events:
+        if e["kind"] == "self_judging":
+            self_judging = True
+            warnings.append(f"self-judging: the judge is the same system as target '{e.get('target')}'; "
+                            "a model judging its own answers can favour them")
+    for m, pb in position.items():
+        if pb.pvalue is not None and pb.pvalue < 0.05:
+            warnings.append(f"{m}: the judge prefers the answer shown first in {pb.share_first:.0%} of decisive "
+                            "verdicts (position bias); both orders are averaged")
+    for m, n in invalid.items():
+        warnings.append(f"{m}: {n} invalid judge outputs (retried; those still invalid are missing)")
+    return JudgeBlock(judge=judge, invalid_outputs=invalid, leaks=leaks, position_bias=position,
+                      self_judging=self_judging, warnings=list(dict.fromkeys(warnings)),
+                      events=[e for e in events if e["kind"] != "measure_finished"])
 
 
 def _counts(data: RunData) -> dict[str, Counts]:

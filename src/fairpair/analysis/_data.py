@@ -109,6 +109,7 @@ def load_run_data(conn, *, keep_details: bool = True) -> RunData:
     missing: dict[str, int] = {}
     failed_m: dict[str, int] = {}
     details: list[tuple[str, str, str, str, Any]] = []
+    seen_missing: set[tuple[str, str, str]] = set()
     q = ("SELECT target, case_id, measure, status, value, detail FROM measurements "
          "WHERE status IN ('ok','missing') OR NOT EXISTS (SELECT 1 FROM measurements o WHERE "
          "o.target=measurements.target AND o.case_id=measurements.case_id AND o.measure=measurements.measure "
@@ -132,7 +133,8 @@ def load_run_data(conn, *, keep_details: bool = True) -> RunData:
                 arr[i] = to_float(v)
                 kinds.setdefault(measure, set()).add(type(v).__name__)
             measured[target] = measured.get(target, 0) + 1
-        else:
+        elif (target, cid, measure) not in seen_missing:
+            seen_missing.add((target, cid, measure))
             missing[target] = missing.get(target, 0) + 1
             if status == "failed":
                 failed_m[measure] = failed_m.get(measure, 0) + 1
@@ -145,12 +147,34 @@ def load_run_data(conn, *, keep_details: bool = True) -> RunData:
     return RunData(cases, answered, failed, values, kinds, measured, missing, details, failed_m)
 
 
+_SCALES_CACHE: dict[int, tuple[Any, dict[str, str]]] = {}
+
+
+def _declared_scales(battery) -> dict[str, str]:
+    """Stored row name -> scale as the measures stage declares it (``measure_scales``); {} if unavailable."""
+    key = id(battery)
+    hit = _SCALES_CACHE.get(key)
+    if hit is None or hit[0] is not battery:
+        try:
+            from fairpair.measures import measure_scales
+
+            scales = {k: v for k, v in measure_scales(battery).items() if v in SCALES}
+        except Exception:  # noqa: BLE001 - a measure that cannot be built: fall back to the stored values
+            scales = {}
+        _SCALES_CACHE.clear()
+        hit = _SCALES_CACHE[key] = (battery, scales)
+    return hit[1]
+
+
 def measure_scale(battery, name: str, kinds: set[str] | None = None) -> str:
-    """Scale of a measure: the plugin's ``scale`` (per field for ``name.field``), else inferred.
+    """Scale of a stored measure: as the measures stage declares it, else the plugin's ``scale``, else inferred.
 
     Inference from the stored values: JSON booleans -> ``binary``; anything
     else numeric -> ``continuous``.
     """
+    scales = _declared_scales(battery)
+    if name in scales:
+        return scales[name]
     base, _, fld = name.partition(".")
     spec = battery.measures.get(base) or battery.measures.get(name)
     if spec is not None:

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "RESULTS_SCHEMA", "Results", "ComparisonResult", "BinaryDetail", "ContinuousDetail", "PairedTDetail",
     "VariantRow", "Heterogeneity", "Evidence", "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow",
-    "DispersionTest", "MinimumIdentity", "JudgeBlock", "Counts", "results_schema", "num",
+    "DispersionTest", "MinimumIdentity", "PositionBias", "JudgeBlock", "Counts", "results_schema", "num",
 ]
 
 RESULTS_SCHEMA = "fairpair.results/1"
@@ -293,20 +293,38 @@ class TwoPartyBlock(_Rec):
     note: str | None = None
 
 
+class PositionBias(_Rec):
+    """Position bias of a pairwise judge (``fairpair.measures.position_bias``; Zheng et al. 2023, sec. 3.3).
+
+    ``share_first``: share of decisive verdicts preferring the answer shown
+    first (0.5 = none), with the exact binomial ``pvalue`` against 0.5;
+    ``consistency``: share of items whose two orders agree; ``n_items``.
+    """
+
+    share_first: float | None
+    pvalue: float | None
+    consistency: float | None
+    n_items: int
+
+
 class JudgeBlock(_Rec):
     """What the measures stage recorded about LLM judges.
 
-    ``invalid_outputs``: measure -> judge outputs that could not be parsed
-    (failed measurements plus details flagged ``invalid``);
-    ``position_bias``: measure -> the share of pairwise verdicts that changed
-    when the order was swapped (from measurement details ``position_consistent``
-    or events ``judge_position_bias``); ``self_judging``: the judge is the
-    same model as a target; ``events``: judge-related store events as recorded.
+    ``judge``: the judge's identity (store event ``judge``) or the battery's
+    ``judge:`` block; ``invalid_outputs``: measure -> judge outputs that
+    failed validation (``measure_finished`` events, retries included);
+    ``leaks``: measure -> judge calls refused because a group signal
+    survived masking; ``position_bias``: pairwise measure -> its position
+    bias; ``self_judging``: the judge is the same system as a target (store
+    event ``self_judging``, allowed by ``allow_self_judging``);
+    ``warnings``: sentences for the report; ``events``: the judge-related
+    store events as recorded.
     """
 
     judge: dict[str, Any] | None
     invalid_outputs: dict[str, int]
-    position_bias: dict[str, float | None]
+    leaks: dict[str, int]
+    position_bias: dict[str, PositionBias]
     self_judging: bool
     warnings: list[str]
     events: list[dict[str, Any]]
