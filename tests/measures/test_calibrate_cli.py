@@ -1,0 +1,144 @@
+"""``fairpair calibrate export|score`` on a mock run judged by a scripted judge."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from sklearn.metrics import cohen_kappa_score
+
+from fairpair.battery import load_battery
+from fairpair.cli import main
+from fairpair.measures import measure_run
+from fairpair.measures._cli import score_label_files
+from fairpair.run import RunSettings, Store, execute_run
+from fairpair.targets._base import Completion
+
+NAMES = ["Lucía", "Carmen", "Fátima", "Aicha"]
+
+
+class HashJudge:
+    """Scores from a hash of what it was sent: deterministic, varied."""
+
+    max_concurrency = None
+    name = "judge"
+
+    async def generate(self, request):
+        h = hashlib.sha256(request.messages[-1]["content"].encode()).digest()
+        return Completion(text=json.dumps({"courtesy": 1 + h[0] % 5, "condescension": 1 + h[1] % 5,
+                                           "distrust": 1 + h[2] % 5, "reason": "hash"}))
+
+    def identity(self):
+        return {"kind": "scripted", "model": "hash"}
+
+    async def aclose(self):
+        return None
+
+
+@pytest.fixture(scope="module")
+def judged_run(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("cal")
+    b = {"schema_version": 1, "name": "cal", "language": "es", "seed": 2, "repetitions": 3,
+         "attributes": {"origen": {"signal": "name", "slot": "nombre", "neutral": "un cliente", "groups": {
+             "espana": {"variants": NAMES[:2]}, "magreb": {"variants": NAMES[2:]}}}},
+         "templates": [{"id": "roto", "turns": ["Hola, soy {nombre}. Mi pedido llegó roto."]},
+                       {"id": "cita", "turns": ["Soy {nombre}. ¿Me cambiáis la cita?"]}],
+         "designs": [{"kind": "counterfactual", "attribute": "origen"}, {"kind": "baseline"}],
+         "target": {"kind": "mock"}, "measures": {"tone": {"kind": "judge"}}}
+    p = tmp / "b.yaml"
+    p.write_text(json.dumps(b, ensure_ascii=False), encoding="utf-8")
+    run_dir = tmp / "run"
+    execute_run(load_battery(p), run_dir, RunSettings())
+    measure_run(run_dir, judge=HashJudge())
+    return run_dir
+
+
+def read_csv(path):
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def write_csv(path, rows, fields):
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+
+
+@pytest.fixture(scope="module")
+def exported(judged_run, tmp_path_factory):
+    out = tmp_path_factory.mktemp("labels") / "labels.csv"
+    main(["calibrate", "export", str(judged_run), "-o", str(out), "--n", "12", "--seed", "1"])
+    return out
+
+
+def test_export_is_masked_stratified_and_without_verdicts(exported, judged_run):
+    rows = read_csv(exported)
+    assert len(rows) == 12
+    assert list(rows[0]) == ["sample_id", "prompt", "answer", "courtesy", "condescension", "distrust", "comment"]
+    text = exported.read_text(encoding="utf-8")
+    assert not any(n in text for n in NAMES)
+    assert "[MASK]" in text
+    assert all(r["courtesy"] == r["condescension"] == r["distrust"] == "" for r in rows)
+    key = read_csv(exported.with_name("labels.key.csv"))
+    assert [k["sample_id"] for k in key] == [r["sample_id"] for r in rows]
+    cells = {}
+    for k in key:
+        cells[(k["group"], k["template"])] = cells.get((k["group"], k["template"]), 0) + 1
+    # 3 groups (espana, magreb, baseline) x 2 templates = 6 cells, 2 answers each
+    assert cells == {(g, t): 2 for g in ("origen=espana", "origen=magreb", "baseline") for t in ("roto", "cita")}
+
+
+def judge_scores(run_dir, dim):
+    with Store.open(run_dir, create=False) as s:
+        return {(m.target, m.case_id): m.value for m in s.measurements(f"tone.{dim}")}
+
+
+def test_score_matches_sklearn(exported, judged_run, tmp_path, capsys):
+    rows = read_csv(exported)
+    key = {k["sample_id"]: (k["target"], k["case_id"]) for k in read_csv(exported.with_name("labels.key.csv"))}
+    dims = ["courtesy", "condescension", "distrust"]
+    judged = {d: judge_scores(judged_run, d) for d in dims}
+    r1, r2 = [], []
+    for i, r in enumerate(rows):
+        jv = {d: judged[d][key[r["sample_id"]]] for d in dims}
+        r1.append({"sample_id": r["sample_id"], **{d: jv[d] for d in dims}})
+        r2.append({"sample_id": r["sample_id"], **{d: min(5, jv[d] + (i % 3 == 0)) for d in dims}})
+    fields = ["sample_id", *dims]
+    write_csv(tmp_path / "ana.csv", r1, fields)
+    write_csv(tmp_path / "luis.csv", r2, fields)
+    reports = score_label_files(judged_run, [tmp_path / "ana.csv", tmp_path / "luis.csv"])
+    for d in dims:
+        rep = reports[d]
+        assert rep.n_items == 12
+        assert rep.kappa_by_rater["ana"].statistic == pytest.approx(1.0)
+        j = [judged[d][key[r["sample_id"]]] for r in rows]
+        h = [x[d] for x in r2]
+        assert rep.kappa_by_rater["luis"].statistic == pytest.approx(
+            cohen_kappa_score(h, j, weights="quadratic", labels=[1, 2, 3, 4, 5]))
+    main(["calibrate", "score", str(judged_run), str(tmp_path / "ana.csv"), str(tmp_path / "luis.csv")])
+    out = capsys.readouterr().out
+    assert "kappa judge vs ana" in out and "Fleiss" in out and "Krippendorff" in out
+    assert "confusion matrix" in out and "disagreement by group" in out
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda rows: [{k: v for k, v in r.items() if k != "distrust"} for r in rows], "missing column(s) ['distrust']"),
+    (lambda rows: [dict(rows[0], courtesy="7"), *rows[1:]], "label '7' is not a level of 'courtesy'"),
+    (lambda rows: [dict(rows[0], courtesy="4.5"), *rows[1:]], "label '4.5' is not a level of 'courtesy'"),
+    (lambda rows: [dict(rows[0], sample_id="s000"), *rows[1:]], "unknown sample id 's000'"),
+    (lambda rows: [rows[0], rows[0]], "appears twice"),
+])
+def test_bad_label_files_exit_2(exported, judged_run, tmp_path, capsys, mutate, message):
+    base = [{"sample_id": r["sample_id"], "courtesy": "3", "condescension": "", "distrust": "2"}
+            for r in read_csv(exported)]
+    rows = mutate(base)
+    write_csv(tmp_path / "bad.csv", rows, list(rows[0]))
+    with pytest.raises(SystemExit) as ei:
+        main(["calibrate", "score", str(judged_run), str(tmp_path / "bad.csv")])
+    assert ei.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "bad.csv" in err
