@@ -251,6 +251,8 @@ class LoopbackServer:
                 keep = await self._send(writer, reply)
                 if not keep or headers.get("connection", "").lower() == "close":
                     return
+        except asyncio.CancelledError:
+            return  # the server is stopping: end quietly (asyncio logs a cancelled handler as an error)
         finally:
             self._tasks.discard(task)  # type: ignore[arg-type]
             with contextlib.suppress(Exception):
