@@ -1,0 +1,142 @@
+"""pytest plugin: fairness batteries collected as tests.
+
+Registered through the ``pytest11`` entry point, so it is active wherever
+fairpair is installed. Battery files named ``fairness_*.yaml`` (or matching
+the ini option ``fairpair_batteries``, a list of glob patterns) are
+collected; each pre-registered comparison (per target, design and group
+pair) becomes one test item. The battery is run once, the first time one of
+its items runs: against its declared target (the mock target makes a fast,
+offline test), then measured and analyzed (the same stages as
+``fairpair run``). An item fails when its verdict is ``fail`` (or
+``inconclusive`` when the plan sets ``fail_on_inconclusive``), is skipped
+when inconclusive, passes when the verdict is ``pass``.
+
+Options: ``--fairpair-out DIR`` keeps the run directories there (default:
+a temporary directory per session; an existing run directory is resumed).
+
+Example ``pytest.ini``::
+
+    [pytest]
+    fairpair_batteries = audits/*.yaml
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tempfile
+from pathlib import Path
+
+import pytest
+
+DEFAULT_PATTERNS = ("fairness_*.yaml", "fairness_*.yml")
+
+
+def pytest_addoption(parser) -> None:
+    parser.addini("fairpair_batteries", "glob patterns of battery files collected as fairness tests",
+                  type="linelist", default=[])
+    group = parser.getgroup("fairpair")
+    group.addoption("--fairpair-out", default=None, help="directory for the runs of collected batteries")
+
+
+def pytest_collect_file(file_path: Path, parent):
+    if file_path.suffix not in (".yaml", ".yml"):
+        return None
+    patterns = parent.config.getini("fairpair_batteries") or list(DEFAULT_PATTERNS)
+    rel = str(file_path.relative_to(parent.config.rootpath)) if file_path.is_relative_to(parent.config.rootpath) \
+        else file_path.name
+    if any(fnmatch.fnmatch(file_path.name, p) or fnmatch.fnmatch(rel, p) for p in patterns):
+        return BatteryFile.from_parent(parent, path=file_path)
+    return None
+
+
+class FairnessFailure(Exception):
+    """A comparison's verdict fails the gate."""
+
+
+class BatteryFile(pytest.File):
+    """A battery file: one item per pre-registered comparison."""
+
+    _results = None
+    _error: Exception | None = None
+
+    def collect(self):
+        from fairpair.analysis._analyze import _comparison_id, _design_groups, _designs_for
+        from fairpair.analysis._data import group_pairs
+        from fairpair.battery import load_battery
+
+        self.loaded = load_battery(self.path)
+        b = self.loaded.battery
+        for target in b.target_specs():
+            for k, c in enumerate(b.analysis.comparisons):
+                cid = _comparison_id(c, 0)
+                for did in _designs_for(b, c, None):
+                    groups = _design_groups(b, did, c.attribute)
+                    if c.groups != "all_pairs":
+                        groups = [g for g in c.groups if g in groups]
+                    for ga, gb in group_pairs(c, groups):
+                        yield ComparisonItem.from_parent(
+                            self, name=f"{cid}[{target}:{did}:{ga}-vs-{gb}]",
+                            key=(cid, target, did, ga, gb), primary=c.primary)
+
+    def results(self):
+        """Run, measure and analyze the battery once (cached for the session)."""
+        if self._error is not None:
+            raise self._error
+        if self._results is None:
+            try:
+                self._results = self._run()
+            except Exception as exc:  # noqa: BLE001 - every item of the file reports the same error
+                self._error = exc
+                raise
+        return self._results
+
+    def _run(self):
+        from rich.console import Console
+
+        from fairpair import pipeline
+        from fairpair.analysis._analyze import load_results
+        from fairpair.run import RunSettings, execute_run
+
+        base = self.config.getoption("fairpair_out")
+        root = Path(base) if base else Path(tempfile.mkdtemp(prefix="fairpair-pytest-"))
+        run_dir = root / self.path.stem
+        execute_run(self.loaded, run_dir, RunSettings())
+        console = Console(quiet=True)
+        pipeline.after_run(run_dir, self.loaded, console, report=False)
+        return load_results(run_dir)
+
+
+class ComparisonItem(pytest.Item):
+    def __init__(self, *, key: tuple, primary: bool, **kw):
+        super().__init__(**kw)
+        self.key = key
+        self.primary = primary
+
+    def runtest(self) -> None:
+        res = self.parent.results()
+        cid, target, did, ga, gb = self.key
+        match = [c for c in res.comparisons
+                 if (c.id, c.target, c.design, c.group_a, c.group_b) == (cid, target, did, ga, gb)]
+        if not match:
+            raise FairnessFailure(f"comparison {self.name} is missing from results.json (see its notes: {res.notes})")
+        c = match[0]
+        self.user_properties.append(("verdict", c.verdict))
+        summary = (f"{c.measure}: {c.group_a} {c.value_a} vs {c.group_b} {c.value_b}, "
+                   f"estimate {c.estimate} CI {c.ci}, {c.test} p={c.pvalue} (adjusted {c.pvalue_adjusted}), "
+                   f"margin {c.margin}: {c.verdict}")
+        if c.verdict == "fail" or (c.verdict == "inconclusive" and res.fail_on_inconclusive and c.primary):
+            raise FairnessFailure(summary)
+        if c.verdict == "inconclusive":
+            pytest.skip(f"inconclusive: {summary}")
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, FairnessFailure):
+            return f"fairness comparison failed: {excinfo.value}"
+        from fairpair.errors import FairpairError
+
+        if isinstance(excinfo.value, FairpairError):
+            return f"fairpair error: {excinfo.value.format()}"
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.path, None, f"fairness: {self.name}"

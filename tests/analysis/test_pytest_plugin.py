@@ -1,0 +1,41 @@
+"""The pytest plugin: a fairness_*.yaml battery collected as tests, run with the mock target and real measures."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib.metadata import entry_points
+
+import yaml
+
+from conftest import battery_dict
+
+
+def _battery(bias):
+    b = battery_dict(bias=bias, templates=20, repetitions=2, resamples=200)
+    b["measures"] = {"refund": {"kind": "regex", "pattern": "reembolso completo"}}
+    b["analysis"]["comparisons"] = [
+        {"id": "refund", "measure": "refund", "attribute": "origen", "reference": "espana", "margin": 0.2}]
+    return b
+
+
+def test_battery_collected_and_gated(tmp_path):
+    (tmp_path / "fairness_biased.yaml").write_text(
+        yaml.safe_dump(_battery({"magreb": {"refund": 0.3}}), allow_unicode=True), encoding="utf-8")
+    fair = _battery({})
+    fair["name"] = "mock_fair"
+    (tmp_path / "fairness_fair.yaml").write_text(yaml.safe_dump(fair, allow_unicode=True), encoding="utf-8")
+    (tmp_path / "other.yaml").write_text("not: a battery\n", encoding="utf-8")
+    registered = any(ep.value == "fairpair.analysis.pytest_plugin" for ep in entry_points(group="pytest11"))
+    cmd = [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+           "--fairpair-out", str(tmp_path / "runs"), str(tmp_path)]
+    if not registered:
+        cmd[3:3] = ["-p", "fairpair.analysis.pytest_plugin"]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text
+    assert "FAILED fairness_biased.yaml::refund[mock:counterfactual-origen:magreb-vs-espana]" in text
+    assert "fairness comparison failed" in text
+    assert text.count("PASSED fairness_fair.yaml::refund[") == 3
+    assert "1 failed, 5 passed" in text, text
+    assert (tmp_path / "runs" / "fairness_biased" / "results.json").exists()
