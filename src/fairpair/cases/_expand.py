@@ -134,6 +134,7 @@ class _Renderer:
         context = copy.deepcopy(t.context)
         transforms = []
         protected: list[str] = []
+        literal: list[tuple[str, str]] = []
         g_out = dict(groups or {})
         v_out = dict(variants or {})
         style_key = ""
@@ -150,12 +151,14 @@ class _Renderer:
             if attr.slot:
                 values[attr.slot] = value
             if attr.context_field:
-                _set_dotted(context, attr.context_field, value)
+                literal.append((attr.context_field, value))
             for ck, cv in group.context.items():
                 _set_dotted(context, ck, copy.deepcopy(cv))
         if extra_slots:
             values.update(extra_slots)
         context = _fill_any(context, values)
+        for field_path, value in literal:  # after filling: a variant is never read as a template
+            _set_dotted(context, field_path, value)
         seed = _seed(self.b, t.id, rep)
         raw_turns = turns_override if turns_override is not None else t.turns
         turns = [fill_slots(s, values) for s in raw_turns]
