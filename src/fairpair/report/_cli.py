@@ -28,7 +28,7 @@ def report(
     paths = write_report(run, out=out, data=data)
     print_verdicts(console, data=data)
     for kind in ("html", "md", "json"):
-        console.print(Text(f"{kind}: {paths[kind]}"))
+        console.print(Text(f"{kind}: {paths[kind]}"), soft_wrap=True)
 
 
 @app.command()
@@ -42,4 +42,4 @@ def export(
     from fairpair.report._export import export_run
 
     for name, path in export_run(run, fmt=fmt, out=out).items():
-        console.print(Text(f"{name}: {path}"))
+        console.print(Text(f"{name}: {path}"), soft_wrap=True)

@@ -93,6 +93,7 @@ class ReportData:
     mask_values: tuple[str, ...]
     mask_terms: tuple[str, ...]
     n_cases: int
+    collected: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -136,6 +137,11 @@ def measure_label(battery: Any, measure: str) -> str:
             if isinstance(lab, str) and lab.strip():
                 return lab + (f" ({fld})" if fld and not isinstance(spec.options().get("label"), dict) else "")
     return measure
+
+
+def _decode(b: bytes) -> str:
+    """SQLite text as str; bytes that are not UTF-8 (a store written by another tool) become U+FFFD."""
+    return b.decode("utf-8", errors="replace")
 
 
 def _read_json(path: Path, what: str) -> dict[str, Any] | None:
@@ -349,6 +355,23 @@ def _case_signal_values(store: Any) -> set[str]:
     return vals
 
 
+def _collected(store: Any, battery: Any) -> list[dict[str, Any]]:
+    """Cases and answers per design and cell: ``{design, cell, label, cases, answered: {target: n}}``."""
+    answered: dict[str, set[str]] = {t: store.answered_ids(t) for t in store.targets()}
+    cells: dict[tuple[str, str], dict[str, Any]] = {}
+    for (data,) in store.conn.execute("SELECT data FROM cases ORDER BY seq"):
+        c = json.loads(data)
+        groups = c.get("groups") or {}
+        cell = "baseline" if c.get("baseline") else ", ".join(f"{k}={v}" for k, v in groups.items())
+        label = "baseline" if c.get("baseline") else ", ".join(group_label(battery, k, v) for k, v in groups.items())
+        row = cells.setdefault((c["design"], cell), {"design": c["design"], "cell": cell, "label": label,
+                                                     "cases": 0, "answered": {t: 0 for t in answered}})
+        row["cases"] += 1
+        for t, ids in answered.items():
+            row["answered"][t] += c["id"] in ids
+    return list(cells.values())
+
+
 def load_report_data(run_dir: Path, *, language: str | None = None) -> ReportData:
     """Read ``run_dir`` for a report.
 
@@ -366,6 +389,7 @@ def load_report_data(run_dir: Path, *, language: str | None = None) -> ReportDat
     results = _load_results(run_dir)
     warnings: list[str] = []
     with open_run(run_dir, readonly=True) as store:
+        store.conn.text_factory = _decode
         battery = None
         try:
             from fairpair.run._runner import loaded_from_store
@@ -391,5 +415,5 @@ def load_report_data(run_dir: Path, *, language: str | None = None) -> ReportDat
             measurement_counts=_measurement_counts(store),
             group_values=_group_values(store, battery, results),
             evidence=_evidence(store, results, masker), mask_values=values, mask_terms=terms,
-            n_cases=store.n_cases(), warnings=warnings)
+            n_cases=store.n_cases(), collected=_collected(store, battery), warnings=warnings)
     return data

@@ -72,6 +72,9 @@ def export_tables(run_dir: Path) -> dict[str, tuple[list[str], list[dict[str, An
     run_dir = Path(run_dir)
     out: dict[str, tuple[list[str], list[dict[str, Any]]]] = {}
     with open_run(run_dir, readonly=True) as store:
+        from fairpair.report._data import _decode
+
+        store.conn.text_factory = _decode
         cases = {c.id: c for c in store.iter_cases()}
         keys: dict[str, None] = {}
         for c in cases.values():

@@ -223,6 +223,7 @@ def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]
         "provenance": _provenance(data, lang),
         "targets": data.targets,
         "n_cases": data.n_cases,
+        "collected": data.collected,
         "exclusions": exclusions,
         "dropped": dropped,
         "measurement_counts": data.measurement_counts,

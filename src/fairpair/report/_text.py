@@ -1,4 +1,4 @@
-"""Untrusted text made inert: for HTML, Markdown, the terminal and spreadsheets.
+r"""Untrusted text made inert: for HTML, Markdown, the terminal and spreadsheets.
 
 Every answer in a report was written by the model under test, and every label
 by whoever wrote the battery; neither is trusted. This module is the one place
