@@ -7,6 +7,8 @@ faults (429, 5xx, hangs, dropped connections, broken bodies) at a seeded rate.
 the ``http`` target.
 """
 
-from fairpair.testing._server import Fault, LoopbackServer, Received, serve_json, serve_openai
+from fairpair.testing._battery import names_table, write_battery
+from fairpair.testing._server import Fault, LoopbackServer, Received, Reply, serve_json, serve_openai
 
-__all__ = ["Fault", "LoopbackServer", "Received", "serve_json", "serve_openai"]
+__all__ = ["Fault", "LoopbackServer", "Received", "Reply", "names_table", "serve_json", "serve_openai",
+           "write_battery"]
