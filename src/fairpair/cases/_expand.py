@@ -233,8 +233,12 @@ def _design_cases(b: Battery, r: _Renderer, d, did: str, templates: list[Templat
                                        matched_set=ms, position=k, attribute=d.attribute)
     elif isinstance(d, CrossedDesign):
         attrs = [b.attributes[a] for a in d.attributes]
-        npos = min(_positions(a, list(a.groups)) for a in attrs)
+        # a writing style has no variants: it is applied at every position of the others
+        with_values = [a for a in attrs if a.signal != "writing_style"]
+        npos = min((_positions(a, list(a.groups)) for a in with_values), default=1)
         for a_name, a in zip(d.attributes, attrs):
+            if a.signal == "writing_style":
+                continue
             extra = _positions(a, list(a.groups)) - npos
             if extra > 0:
                 exp.exclude(did, f"variants of '{a_name}' beyond position {npos} (the shortest "
