@@ -18,13 +18,15 @@ def report(
                                                 "battery's).")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Folder for report.html, report.md and "
                                                 "report.json (default: RUN/report/).")] = None,
+    evidence: Annotated[int, typer.Option("--evidence", min=0, help="Matched sets quoted per failing "
+                                          "comparison.")] = 3,
 ) -> None:
     """Write the HTML, Markdown and JSON report of a run and print its verdicts."""
     from fairpair.report._data import load_report_data
     from fairpair.report._render import write_report
     from fairpair.report._terminal import print_verdicts
 
-    data = load_report_data(run, language=lang)
+    data = load_report_data(run, language=lang, evidence=evidence)
     paths = write_report(run, out=out, data=data)
     print_verdicts(console, data=data)
     for kind in ("html", "md", "json"):

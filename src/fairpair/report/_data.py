@@ -301,7 +301,8 @@ def _measured_value(store: Any, target: str, case_id: str, measure: str) -> Any:
     return None
 
 
-def _evidence(store: Any, results: dict[str, Any] | None, masker: Any) -> dict[str, list[EvidencePair]]:
+def _evidence(store: Any, results: dict[str, Any] | None, masker: Any,
+              limit: int = EVIDENCE_PER_COMPARISON) -> dict[str, list[EvidencePair]]:
     """Masked answer pairs for every failing comparison (``evidence`` of results.json)."""
     out: dict[str, list[EvidencePair]] = {}
     if not results:
@@ -325,7 +326,7 @@ def _evidence(store: Any, results: dict[str, Any] | None, masker: Any) -> dict[s
                 return 0 if (va - vb) * est > 0 else 1
             return 1
 
-        for ev in sorted(comp.get("evidence") or [], key=along)[:EVIDENCE_PER_COMPARISON]:
+        for ev in sorted(comp.get("evidence") or [], key=along)[:limit]:
             ca, cb = store.case(ev.get("case_a", "")), store.case(ev.get("case_b", ""))
             tgt = comp.get("target", "")
             va, vb = ev.get("value_a"), ev.get("value_b")
@@ -372,8 +373,9 @@ def _collected(store: Any, battery: Any) -> list[dict[str, Any]]:
     return list(cells.values())
 
 
-def load_report_data(run_dir: Path, *, language: str | None = None) -> ReportData:
-    """Read ``run_dir`` for a report.
+def load_report_data(run_dir: Path, *, language: str | None = None,
+                     evidence: int = EVIDENCE_PER_COMPARISON) -> ReportData:
+    """Read ``run_dir`` for a report; ``evidence``: matched sets quoted per failing comparison.
 
     Raises
     ------
@@ -414,6 +416,6 @@ def load_report_data(run_dir: Path, *, language: str | None = None) -> ReportDat
             manifest=manifest, results=results, targets=_targets(store, manifest),
             measurement_counts=_measurement_counts(store),
             group_values=_group_values(store, battery, results),
-            evidence=_evidence(store, results, masker), mask_values=values, mask_terms=terms,
+            evidence=_evidence(store, results, masker, evidence), mask_values=values, mask_terms=terms,
             n_cases=store.n_cases(), collected=_collected(store, battery), warnings=warnings)
     return data

@@ -13,6 +13,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
 from fairpair import __version__
 from fairpair.report._catalog import (
     fmt_num, fmt_p, fmt_pct, msg, test_name, verdict_sentence, verdict_word,
@@ -233,7 +235,7 @@ def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]
         "dispersion_tests": [t for b in two_party for t in (b.get("dispersion_tests") or [])],
         "generated": msg(lang, "generated", version=__version__,
                          at=datetime.now(timezone.utc).isoformat(timespec="seconds")),
-        "csp": CSP,
+        "csp": Markup(CSP),
         "fmt_num": lambda x, d=1: fmt_num(x, lang, d),
         "fmt_p": lambda x: fmt_p(x, lang),
         "fmt_pct": lambda x: fmt_pct(x, lang),
@@ -311,7 +313,7 @@ def summary_json(view: dict[str, Any], data: ReportData, files: dict[str, str]) 
 
 
 def write_report(run_dir: Path | str, *, language: str | None = None, out: Path | str | None = None,
-                 data: ReportData | None = None) -> dict[str, Path]:
+                 evidence: int = 3, data: ReportData | None = None) -> dict[str, Path]:
     """Write ``report.html``, ``report.md`` and ``report.json`` for a run.
 
     Parameters
@@ -325,6 +327,11 @@ def write_report(run_dir: Path | str, *, language: str | None = None, out: Path 
         Folder for the three files; default ``RUN/report/``. Existing report
         files there are replaced (a report is derived data; the run's store
         is never touched).
+    evidence:
+        Matched sets quoted per failing comparison (from its ``evidence``
+        in results.json, those that go the way of the difference first).
+    data:
+        The run already read (:func:`~fairpair.report.load_report_data`).
 
     Returns
     -------
@@ -340,7 +347,7 @@ def write_report(run_dir: Path | str, *, language: str | None = None, out: Path 
     from fairpair.errors import FairpairError
 
     run_dir = Path(run_dir)
-    data = data or load_report_data(run_dir, language=language)
+    data = data or load_report_data(run_dir, language=language, evidence=evidence)
     view = build_view(data)
     out_dir = Path(out) if out is not None else run_dir / REPORT_DIR
     try:

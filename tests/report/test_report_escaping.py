@@ -1,0 +1,134 @@
+"""Hostile answers and labels render as inert text in HTML, Markdown, the terminal and JSON."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+
+import pytest
+from markdown_it import MarkdownIt
+
+from fairpair.cli import main
+from fairpair.report import write_report
+from fairpair.report._text import clean, csv_cell, md_block, md_inline, terminal
+
+from conftest import HOSTILE_LABEL, PAYLOADS
+
+EXTERNAL = re.compile(r"""(?:src|href|action|poster|srcset|xlink:href)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
+
+
+class Tags(HTMLParser):
+    """Every start tag with its attributes, and the text of <script>/<style> elements."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    handle_startendtag = handle_starttag
+
+
+def tags_of(html: str) -> list[tuple[str, dict[str, str | None]]]:
+    p = Tags()
+    p.feed(html)
+    return p.tags
+
+
+def assert_inert(html: str) -> None:
+    tags = tags_of(html)
+    names = {t for t, _ in tags}
+    assert "script" not in names and "iframe" not in names and "object" not in names
+    for tag, attrs in tags:
+        for k, v in attrs.items():
+            assert not k.startswith("on"), (tag, k, v)
+            if k in ("href", "src"):
+                assert v is not None and (v.startswith("#") or v.startswith("data:image/svg+xml;base64,")), (tag, k, v)
+    assert not EXTERNAL.search(html)
+    assert "\x1b" not in html and "\x00" not in html and "\x9b" not in html
+
+
+@pytest.fixture(scope="module")
+def hostile_report(hostile_run, tmp_path_factory):
+    """The report of the hostile run, quoting one matched set per template (so every payload)."""
+    import shutil
+
+    from fairpair.run._store import Store
+
+    run = tmp_path_factory.mktemp("hostile_copy") / "run"
+    shutil.copytree(hostile_run, run)
+    res = json.loads((run / "results.json").read_text(encoding="utf-8"))
+    comp = next(c for c in res["comparisons"] if c["verdict"] == "fail")
+    with Store.open(run, create=False, readonly=True) as s:
+        by_set: dict[str, dict[str, str]] = {}
+        for case in s.iter_cases():
+            if case.repetition == 0 and case.position == 0:
+                by_set.setdefault(case.matched_set, {})[case.groups["origen"]] = case.id
+    comp["evidence"] = [{"matched_set": m, "case_a": g["magreb"], "case_b": g["espana"], "value_a": None,
+                         "value_b": None} for m, g in sorted(by_set.items())]
+    assert len(comp["evidence"]) == len(PAYLOADS)
+    (run / "results.json").write_text(json.dumps(res), encoding="utf-8")
+    return write_report(run, out=run.parent / "report", evidence=len(PAYLOADS))
+
+
+def test_the_hostile_run_fails_and_quotes_evidence(hostile_report):
+    summary = json.loads(hostile_report["json"].read_text(encoding="utf-8"))
+    assert summary["overall"] == "fail"
+    html = hostile_report["html"].read_text(encoding="utf-8")
+    assert 'id="evidence"' in html and html.count('class="answer"') >= 2
+    assert "[MASK]" in html  # names are masked in the quoted answers
+
+
+def test_html_escapes_every_payload(hostile_report):
+    html = hostile_report["html"].read_text(encoding="utf-8")
+    assert_inert(html)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "nombres árabes &lt;img src=x onerror=alert(&#39;label&#39;)&gt;" in html  # the label too
+    assert 'content="default-src \'none\'; style-src \'unsafe-inline\'; img-src data:' in html
+    assert "ROJO" in html and "pwned" not in html  # the colour codes and the OSC title are dropped whole
+
+
+def test_markdown_cannot_produce_html_or_links(hostile_report):
+    md = hostile_report["md"].read_text(encoding="utf-8")
+    rendered = MarkdownIt("commonmark").render(md)  # raw HTML is allowed in this preset
+    assert_inert(rendered)
+    assert not any(t == "a" and not (a.get("href") or "").startswith("#") for t, a in tags_of(rendered))
+    assert not any(t in ("h1", "h2", "h3") and False for t, _ in tags_of(rendered))
+    headings = re.findall(r"<h[1-6]>(.*?)</h[1-6]>", rendered)
+    assert "titular" not in " ".join(headings)  # "# titular" inside an answer stays in its code block
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in rendered
+
+
+def test_terminal_output_has_no_escape_sequences(hostile_run, copy_run, capsys):
+    run = copy_run(hostile_run)
+    main(["report", str(run), "--lang", "en"])
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x00" not in out and "\x07" not in out
+    assert "FAIL" in out
+
+
+def test_clean_and_terminal_units():
+    s = "a\x1b[1;31mb\x1b[0m\x1b]0;title\x07c\x00d\ud800e\x1b[2Jf\r\ng\u202eh\x1bPdcs\x1b\\i"
+    assert clean(s) == "ab" + "c" + "d\ufffde" + "f\ng" + "h" + "i"
+    assert terminal("x\ty\nz" + "w" * 50, limit=10) == "x y zwwww…"
+    assert clean(b"ok \xff") == "ok \ufffd"
+
+
+def test_markdown_units():
+    assert md_inline("<b>x</b> *y* [l](javascript:z) | `c`") == (
+        "&lt;b&gt;x&lt;/b&gt; \\*y\\* \\[l\\](javascript:z) \\| \\`c\\`")
+    assert md_inline("1. uno") == "1\\. uno" and md_inline("- dos") == "\\- dos"
+    block = md_block("a ```` b")
+    assert block.startswith("`````text\n") and block.endswith("\n`````")
+
+
+@pytest.mark.parametrize("value,expected", [
+    ("=1+1", "'=1+1"), ("+1", "'+1"), ("-1", "'-1"), ("@SUM(A1)", "'@SUM(A1)"), ("\t=1", "'\t=1"),
+    ("\r=1", "'\n=1"), ("  =1", "'  =1"), ("hola", "hola"), ("a=b", "a=b"), (-3, -3), (2.5, 2.5), (None, None),
+    ("nul\x00byte", "nulbyte"),
+])
+def test_csv_cell(value, expected):
+    assert csv_cell(value) == expected
