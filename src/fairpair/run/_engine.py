@@ -103,7 +103,7 @@ class _Wait:
     """Exponential backoff with jitter; a server's Retry-After wins when longer."""
 
     def __init__(self, initial: float, maximum: float):
-        self.exp = wait_exponential_jitter(initial=initial, max=maximum)
+        self.exp = wait_exponential_jitter(multiplier=initial, max=maximum)
         self.maximum = maximum
 
     def __call__(self, retry_state) -> float:
@@ -196,9 +196,11 @@ async def run_target(store: Store, target_name: str, target, cases: Iterable[Cas
     queue: asyncio.Queue[Case | None] = asyncio.Queue(maxsize=n_workers * 4)
     stats = TargetRunStats()
 
+    answered = store.answered_ids(target_name)  # one query, not one per case
+
     async def producer() -> None:
         for case in cases:
-            if store.has_answer(target_name, case.id):
+            if case.id in answered:
                 stats.skipped += 1
                 continue
             await queue.put(case)
