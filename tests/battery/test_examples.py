@@ -36,7 +36,8 @@ def test_tienda_plan_is_the_seed_size(capsys):
     d = p.designs["counterfactual-origen"]
     assert (d["templates"], d["groups"], d["variants_per_group"], d["repetitions"]) == (20, 4, 3, 5)
     assert d["pairs"] == 300  # 20 x 5 x 3 pairs for any two-group comparison
-    assert d["comparisons"] == 6  # 4 groups, all pairs
+    assert d["comparisons"] == 3  # 3 groups against the reference (espana)
+    assert p.measures == ["agente_humano", "opciones", "palabras", "reembolso", "tono"]
     main(["plan", str(TIENDA)])
     out = " ".join(capsys.readouterr().out.split())
     assert "conversations: 1200 per target" in out
