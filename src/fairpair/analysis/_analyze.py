@@ -121,9 +121,8 @@ def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None,
 
 
 def _omnibus(cid, target, measure, did, attribute, groups, strata, vals, answered, scale) -> OmnibusResult:
-    rows = [[m.get(g) for g in groups] for m in strata.values()]
-    full = [r for r in rows if all(i is not None for i in r)]
-    idx = np.asarray(full, dtype=np.intp).reshape(-1, len(groups))
+    cols = np.column_stack([strata.column(g) for g in groups]) if groups else np.empty((0, 0), dtype=np.intp)
+    idx = cols[(cols >= 0).all(axis=1)]
     table = np.where(answered[idx], vals[idx], np.nan) if idx.size else np.empty((0, len(groups)))
     binary = scale in BINARY_SCALES and np.all(np.isin(table[~np.isnan(table)], (0.0, 1.0)))
     note = None

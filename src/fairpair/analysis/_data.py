@@ -16,7 +16,8 @@ import numpy as np
 
 from fairpair.analysis._paired import PairData
 
-__all__ = ["CaseTable", "RunData", "load_run_data", "measure_scale", "pairs_for", "strata_for", "to_float"]
+__all__ = ["CaseTable", "RunData", "Strata", "load_run_data", "measure_scale", "pairs_for", "strata_for", "to_float",
+           "group_pairs"]
 
 SCALES = ("binary", "count", "continuous", "ordinal")
 
@@ -49,6 +50,16 @@ class CaseTable:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Cached numpy columns: ids, matched sets (object), template codes (int) and labels."""
+        cache = self.__dict__.get("_arrays")
+        if cache is None:
+            labels, codes = np.unique(np.array(self.template, dtype=object).astype(str), return_inverse=True)
+            cache = {"ids": np.array(self.ids, dtype=object), "sets": np.array(self.matched_set, dtype=object),
+                     "template_code": codes.astype(np.intp), "template_labels": labels}
+            self.__dict__["_arrays"] = cache
+        return cache
 
 
 @dataclass
@@ -105,40 +116,48 @@ def load_run_data(conn, *, keep_details: bool = True) -> RunData:
         answered.setdefault(target, np.zeros(n, dtype=bool))
     values: dict[tuple[str, str], np.ndarray] = {}
     kinds: dict[str, set[str]] = {}
-    measured: dict[str, int] = {}
-    missing: dict[str, int] = {}
     failed_m: dict[str, int] = {}
     details: list[tuple[str, str, str, str, Any]] = []
-    seen_missing: set[tuple[str, str, str]] = set()
-    q = ("SELECT target, case_id, measure, status, value, detail FROM measurements "
-         "WHERE status IN ('ok','missing') OR NOT EXISTS (SELECT 1 FROM measurements o WHERE "
-         "o.target=measurements.target AND o.case_id=measurements.case_id AND o.measure=measurements.measure "
-         "AND o.status IN ('ok','missing'))")
-    for target, cid, measure, status, value, detail in conn.execute(q):
-        i = index.get(cid)
-        if i is None:
-            continue
-        key = (target, measure)
-        arr = values.get(key)
-        if arr is None:
-            arr = values[key] = np.full(n, np.nan)
-        if status == "ok" and value is not None:
-            v = json.loads(value)
-            if isinstance(v, dict):  # a multi-output measure stored whole: expose name.field
-                for fk, fv in v.items():
+    # ok rows: SQLite's JSON1 types and converts the common literals, Python only places them
+    q = ("SELECT target, measure, case_id, jt, CASE jt WHEN 'true' THEN 1.0 WHEN 'false' THEN 0.0 "
+         "WHEN 'integer' THEN CAST(value AS REAL) WHEN 'real' THEN CAST(value AS REAL) END, "
+         "CASE WHEN jt IN ('object', 'text') THEN value END FROM (SELECT target, measure, case_id, value, "
+         "json_type(value) AS jt FROM measurements WHERE status='ok' AND value IS NOT NULL) ORDER BY target, measure")
+    for (target, measure), rows in itertools.groupby(conn.execute(q), key=lambda r: (r[0], r[1])):
+        arr = values.setdefault((target, measure), np.full(n, np.nan))
+        for _t, _m, cid, jt, fv, raw in rows:
+            i = index.get(cid)
+            if i is None:
+                continue
+            if fv is not None:
+                arr[i] = fv
+            elif raw is not None and jt == "object":  # a multi-output measure stored whole: expose name.field
+                for fk, sub_v in json.loads(raw).items():
                     sub = values.setdefault((target, f"{measure}.{fk}"), np.full(n, np.nan))
-                    sub[i] = to_float(fv)
-                    kinds.setdefault(f"{measure}.{fk}", set()).add(type(fv).__name__)
-            else:
-                arr[i] = to_float(v)
-                kinds.setdefault(measure, set()).add(type(v).__name__)
-            measured[target] = measured.get(target, 0) + 1
-        elif (target, cid, measure) not in seen_missing:
-            seen_missing.add((target, cid, measure))
-            missing[target] = missing.get(target, 0) + 1
-            if status == "failed":
-                failed_m[measure] = failed_m.get(measure, 0) + 1
-        if keep_details and detail is not None:
+                    sub[i] = to_float(sub_v)
+                    kinds.setdefault(f"{measure}.{fk}", set()).add(type(sub_v).__name__)
+    names = {"true": "bool", "false": "bool", "integer": "int", "real": "float", "text": "str", "array": "list"}
+    for measure, jt in conn.execute("SELECT DISTINCT measure, json_type(value) FROM measurements "
+                                    "WHERE status='ok' AND value IS NOT NULL"):
+        if jt != "object":
+            kinds.setdefault(measure, set()).add(names.get(jt, str(jt)))
+    measured = dict(conn.execute("SELECT target, COUNT(*) FROM measurements WHERE status='ok' GROUP BY target"))
+    missing: dict[str, int] = {}
+    seen: set[tuple[str, str, str]] = set()
+    for target, cid, measure, status in conn.execute(
+            "SELECT target, case_id, measure, status FROM measurements r WHERE status='missing' OR "
+            "(status='failed' AND NOT EXISTS (SELECT 1 FROM measurements o WHERE o.target=r.target AND "
+            "o.case_id=r.case_id AND o.measure=r.measure AND o.status IN ('ok','missing')))"):
+        if cid not in index or (target, cid, measure) in seen:
+            continue
+        seen.add((target, cid, measure))
+        missing[target] = missing.get(target, 0) + 1
+        values.setdefault((target, measure), np.full(n, np.nan))
+        if status == "failed":
+            failed_m[measure] = failed_m.get(measure, 0) + 1
+    if keep_details:
+        for target, cid, measure, status, detail in conn.execute(
+                "SELECT target, case_id, measure, status, detail FROM measurements WHERE detail IS NOT NULL"):
             d = json.loads(detail)
             if isinstance(d, dict) and d:
                 details.append((target, cid, measure, status, d))
@@ -194,14 +213,39 @@ def measure_scale(battery, name: str, kinds: set[str] | None = None) -> str:
     return "continuous"
 
 
-def strata_for(cases: CaseTable, design: str, attribute: str) -> dict[tuple, dict[str, int]]:
-    """Matched strata of a design for one attribute: ``(matched_set, other groups) -> {group: case index}``.
+@dataclass(frozen=True)
+class Strata:
+    """Matched strata of one design for one attribute.
 
-    In counterfactual designs a matched set holds one case per group; in
-    crossed designs the cases of a matched set that agree on every other
-    attribute form a stratum.
+    ``matrix[s, j]`` is the case index of group ``groups[j]`` in stratum ``s``
+    (-1 when absent). In counterfactual designs a stratum is a matched set;
+    in crossed designs, the cases of a matched set that agree on every other
+    attribute. ``variant_code`` gives each case's variant of the attribute
+    as a code into ``variant_labels``.
     """
+
+    keys: list
+    groups: list[str]
+    matrix: np.ndarray
+    variant_code: np.ndarray
+    variant_labels: list[str]
+
+    def column(self, group: str) -> np.ndarray:
+        if group not in self.groups:
+            return np.full(len(self.keys), -1, dtype=np.intp)
+        return self.matrix[:, self.groups.index(group)]
+
+    def values(self):  # {group: case index} per stratum, for callers that iterate
+        for row in self.matrix:
+            yield {g: int(i) for g, i in zip(self.groups, row) if i >= 0}
+
+
+def strata_for(cases: CaseTable, design: str, attribute: str) -> Strata:
+    """Matched strata of a design for one attribute (see :class:`Strata`)."""
     out: dict[tuple, dict[str, int]] = {}
+    groups: dict[str, None] = {}
+    vlabels: dict[str, int] = {}
+    vcode = np.full(len(cases), -1, dtype=np.intp)
     for i in range(len(cases)):
         if cases.design[i] != design or cases.baseline[i]:
             continue
@@ -210,27 +254,36 @@ def strata_for(cases: CaseTable, design: str, attribute: str) -> dict[tuple, dic
             continue
         others = tuple(sorted((k, v) for k, v in g.items() if k != attribute))
         out.setdefault((cases.matched_set[i], others), {})[g[attribute]] = i
-    return out
+        groups[g[attribute]] = None
+        vcode[i] = vlabels.setdefault(cases.variants[i].get(attribute, g[attribute]), len(vlabels))
+    gl = list(groups)
+    matrix = np.full((len(out), len(gl)), -1, dtype=np.intp)
+    for s, members in enumerate(out.values()):
+        for gname, i in members.items():
+            matrix[s, gl.index(gname)] = i
+    return Strata(list(out), gl, matrix, vcode, list(vlabels))
 
 
-def pairs_for(cases: CaseTable, strata: dict[tuple, dict[str, int]], attribute: str, group_a: str,
-              group_b: str, vals: np.ndarray, answered: np.ndarray) -> PairData:
-    """The matched pairs (A, B) of a comparison; unanswered cases count as missing values."""
-    ia, ib = [], []
-    for members in strata.values():
-        a, b = members.get(group_a), members.get(group_b)
-        if a is not None and b is not None:
-            ia.append(a)
-            ib.append(b)
-    ia_, ib_ = np.asarray(ia, dtype=np.intp), np.asarray(ib, dtype=np.intp)
-    x = np.where(answered[ia_], vals[ia_], np.nan) if ia else np.empty(0)
-    y = np.where(answered[ib_], vals[ib_], np.nan) if ib else np.empty(0)
-    clusters = np.array([cases.template[i] for i in ia], dtype=object)
-    variants = np.array([f"{cases.variants[a].get(attribute, group_a)} / {cases.variants[b].get(attribute, group_b)}"
-                         for a, b in zip(ia, ib)], dtype=object)
-    sets = np.array([cases.matched_set[i] for i in ia], dtype=object)
-    return PairData(x, y, clusters, variants, sets, np.array([cases.ids[i] for i in ia], dtype=object),
-                    np.array([cases.ids[i] for i in ib], dtype=object))
+def pairs_for(cases: CaseTable, strata: Strata, attribute: str, group_a: str, group_b: str, vals: np.ndarray,
+              answered: np.ndarray) -> PairData:
+    """The matched pairs (A, B) of a comparison; unanswered cases count as missing values.
+
+    Clusters are integer template codes and variant pairs integer codes into
+    ``variant_labels`` (the stats package factorises integers fastest).
+    """
+    ca, cb = strata.column(group_a), strata.column(group_b)
+    ok = (ca >= 0) & (cb >= 0)
+    ia, ib = ca[ok], cb[ok]
+    arr = cases.arrays()
+    x = np.where(answered[ia], vals[ia], np.nan)
+    y = np.where(answered[ib], vals[ib], np.nan)
+    nv = max(len(strata.variant_labels), 1)
+    pair_key = strata.variant_code[ia] * nv + strata.variant_code[ib]
+    uniq, codes = np.unique(pair_key, return_inverse=True)
+    vl = strata.variant_labels
+    labels = tuple(f"{vl[k // nv]} / {vl[k % nv]}" for k in uniq)
+    return PairData(x, y, arr["template_code"][ia], codes.reshape(-1).astype(np.intp), labels, arr["sets"][ia],
+                    arr["ids"][ia], arr["ids"][ib])
 
 
 def group_pairs(comparison, groups: list[str]) -> list[tuple[str, str]]:

@@ -52,8 +52,10 @@ class PairData:
         answered, measurement missing or failed): the pair is dropped.
     clusters : ndarray, shape (n,)
         Template of each pair (the bootstrap's resampling unit).
-    variants : ndarray of str, shape (n,)
-        ``"variant_a / variant_b"`` of each pair.
+    variants : ndarray of int, shape (n,)
+        Code of the pair's ``"variant_a / variant_b"`` label in ``variant_labels``.
+    variant_labels : tuple of str
+        The labels.
     sets, case_a, case_b : ndarray of str, shape (n,)
         Matched-set and case ids, for the evidence list.
     """
@@ -62,6 +64,7 @@ class PairData:
     y: np.ndarray
     clusters: np.ndarray
     variants: np.ndarray
+    variant_labels: tuple = ()
     sets: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
     case_a: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
     case_b: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
@@ -170,7 +173,8 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
         try:
             h = variant_heterogeneity(x, y, pd.variants[keep], kind="binary" if binary else "continuous",
                                       confidence_level=confidence_level)
-            f["per_variant"] = [VariantRow(variant=str(v.variant), n=v.n, effect=num(v.effect), ci=interval(v.ci),
+            lab = pd.variant_labels
+            f["per_variant"] = [VariantRow(variant=str(lab[int(v.variant)]) if lab else str(v.variant), n=v.n, effect=num(v.effect), ci=interval(v.ci),
                                            b=v.b, c=v.c) for v in h.variants]
             f["heterogeneity"] = Heterogeneity(statistic=num(h.statistic), pvalue=num(h.pvalue), df=h.df,
                                                method=h.method, note=h.note)
