@@ -162,6 +162,9 @@ MESSAGES: dict[str, dict[str, str]] = {
                        "its own answers; there is no second judge to compare with."),
         "judge.position_bias": "Position bias",
         "judge.invalid": "Invalid judge outputs",
+        "judge.leaks": "Judge calls refused because a signal survived masking",
+        "judge.pb": ("{first} of decisive verdicts prefer the answer shown first (binomial p = {p}); the two "
+                     "orders agree in {cons} of {n} items"),
         "limits": "What this test does not show",
         "limits.1": ("No difference is not proof of fairness. It only says there is none in the attributes, "
                      "the scenarios and the signals that were tried."),
@@ -323,6 +326,9 @@ MESSAGES: dict[str, dict[str, str]] = {
                        "pueden favorecer sus propias respuestas; no hay un segundo juez con el que comparar."),
         "judge.position_bias": "Sesgo de posición",
         "judge.invalid": "Salidas del juez no válidas",
+        "judge.leaks": "Llamadas al juez rechazadas porque una señal sobrevivió al enmascarado",
+        "judge.pb": ("{first} de los veredictos decisivos prefieren la respuesta mostrada primero (binomial "
+                     "p = {p}); los dos órdenes coinciden en {cons} de {n} ítems"),
         "limits": "Qué no dice esta prueba",
         "limits.1": ("Que no aparezca ninguna diferencia no demuestra que el sistema sea justo. Solo dice que no "
                      "la hay en los atributos, los escenarios y las señales que se probaron."),

@@ -240,9 +240,18 @@ def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]
         "fmt_p": lambda x: fmt_p(x, lang),
         "fmt_pct": lambda x: fmt_pct(x, lang),
         "fmt_value": lambda v: _fmt_value(v, lang),
+        "fmt_pb": lambda v: _fmt_position_bias(v, lang),
         "json": lambda o: json.dumps(o, ensure_ascii=False, sort_keys=True, default=str),
     }
     return view
+
+
+def _fmt_position_bias(v: Any, lang: str) -> str:
+    """A judge's position bias (``PositionBias`` of results.json) in words."""
+    if isinstance(v, dict):
+        return msg(lang, "judge.pb", first=fmt_pct(v.get("share_first"), lang), p=fmt_p(v.get("pvalue"), lang),
+                   cons=fmt_pct(v.get("consistency"), lang), n=v.get("n_items", "—"))
+    return fmt_pct(v, lang)
 
 
 def _fmt_value(v: Any, lang: str) -> str:
