@@ -1,0 +1,149 @@
+"""CLI of the persona stage: ``fairpair import-scenes`` and ``fairpair reanalyze``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from fairpair.cli import app, console, err_console
+from fairpair.errors import FairpairError
+
+
+@app.command("import-scenes")
+def import_scenes(
+    file: Annotated[Path, typer.Argument(help="Scene table (.xlsx or .csv): scenario_id, contextual_dim, "
+                                               "presence_of_power_differential, scenario.", show_default=False)],
+    output: Annotated[str, typer.Option("--output", "-o", help="Battery YAML to write ('-' = standard output).")] = "-",
+    axes: Annotated[Optional[list[str]], typer.Option("--axes", help="Only these Table 2 axes (repeatable or "
+                                                                     "comma-separated): race, gender, age, religion, "
+                                                                     "political, disability, nationality, "
+                                                                     "appearance.")] = None,
+    scenes: Annotated[Optional[list[str]], typer.Option("--scenes", help="Only these scene keys or globs "
+                                                                         "(repeatable or comma-separated), e.g. "
+                                                                         "'work-*' or 'work-pd-1'.")] = None,
+    name: Annotated[str, typer.Option(help="The battery's name.")] = "tan_lee_2025",
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
+) -> None:
+    """Import a Tan & Lee (2025) scene table into a two_party battery (112 conditions per scene)."""
+    from fairpair.battery import load_battery
+    from fairpair.persona._scenes import battery_yaml, read_scenes, select
+
+    table = select(read_scenes(file), scenes)
+    axis_list = [a.strip() for item in (axes or []) for a in item.split(",") if a.strip()] or None
+    text = battery_yaml(table, axes=axis_list, name=name, source=file.name)
+    out = None if output == "-" else Path(output)
+    if out is not None and out.exists() and not force:
+        raise FairpairError("the output file exists; give another -o or --force to overwrite it", file=out)
+    # validate before writing anything: the battery must load as written
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = Path(tmp) / "battery.yaml"
+        probe.write_text(text, encoding="utf-8")
+        lb = load_battery(probe)
+    report = err_console if out is None else console
+    if out is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        out.write_text(text, encoding="utf-8")
+    counts = table.counts()
+    n_axes = len(lb.battery.designs[0].axes)
+    per_scene = sum(len(lb.battery.attributes[a].groups) ** 2 for a in lb.battery.designs[0].axes) + 1
+    report.print(f"{escape(str(file))}: {len(table.scenes)} scenes ({counts.get('disparity', 0)} with a power "
+                 f"disparity, {counts.get('equal', 0)} without), {n_axes} axes, {per_scene} conditions per scene "
+                 f"-> {len(table.scenes) * per_scene:,} conversations per target")
+    lines = table.cleaning.lines()
+    if lines:
+        report.print("cleaned:")
+        for ln in lines:
+            report.print(f"  - {escape(ln)}")
+    else:
+        report.print("cleaned: nothing needed cleaning")
+    report.print("[yellow]note:[/yellow] the scenes with and without a power disparity are different scenes "
+                 "(not matched); power is compared unpaired (meta.matched: false)")
+    if out is not None:
+        report.print(f"[green]wrote[/green] {escape(str(out))} (valid battery, sha256 {lb.sha256[:12]})")
+
+
+@app.command()
+def reanalyze(
+    files: Annotated[list[Path], typer.Argument(help="Result CSV file(s) of the study's public release.",
+                                                show_default=False)],
+    fmt: Annotated[str, typer.Option("--format", help="Column layout of the files: tan-lee-2025.")] = "tan-lee-2025",
+    ddof: Annotated[str, typer.Option("--ddof", help="Standard deviation across cells: 0 (population), "
+                                                     "1 (sample, pandas' default) or both.")] = "both",
+    resamples: Annotated[int, typer.Option("--resamples", min=0, help="Scene-bootstrap resamples and "
+                                                                      "permutations (0: point estimates only).")]
+    = 2000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap and permutations.")] = 0,
+    json_out: Annotated[Optional[Path], typer.Option("--json", help="Write every result as JSON here.")] = None,
+) -> None:
+    """Recompute Tan & Lee's (2025) Table 6 from their released results, with CIs and an unpaired power test."""
+    from fairpair.persona._reanalyze import FORMATS, reanalyze_files
+
+    if fmt not in FORMATS:
+        raise FairpairError(f"unknown --format '{fmt}'; known formats: {', '.join(FORMATS)}", key="format")
+    if ddof not in ("0", "1", "both"):
+        raise FairpairError(f"--ddof must be 0, 1 or both; got '{ddof}'", key="ddof")
+    ddofs = (0, 1) if ddof == "both" else (int(ddof),)
+    result = reanalyze_files(files, ddofs=ddofs, n_resamples=resamples, seed=seed)
+    _print_reanalysis(result)
+    if json_out is not None:
+        json_out.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+                            encoding="utf-8")
+        console.print(f"[green]wrote[/green] {escape(str(json_out))}")
+
+
+def _f(x: float | None, digits: int = 4) -> str:
+    return "-" if x is None or x != x else f"{x:.{digits}f}"
+
+
+def _print_reanalysis(r) -> None:
+    c = r.checks
+    console.print(f"[bold]Tan & Lee (2025) reanalysis[/bold]: {len(r.files)} file(s), {c.rows_read:,} rows, "
+                  f"models: {', '.join(c.rows_per_model)}")
+    t = Table(title="data checks", show_lines=False)
+    for col in ("model", "rows", "demographic", "baseline", "excluded", "duplicate keys", "scenes (equal/disparity)"):
+        t.add_column(col)
+    for m, n in c.rows_per_model.items():
+        t.add_row(m, f"{n.total:,}", f"{n.demographic:,}", f"{n.baseline:,}", f"{n.excluded:,}",
+                  str(n.duplicate_keys), f"{n.scenes_equal}/{n.scenes_disparity}")
+    console.print(t)
+    for line in c.lines():
+        console.print(f"  {escape(line)}")
+    for ex in c.exclusions:
+        console.print(f"  [yellow]excluded[/yellow] {ex.rows:,} rows: {escape(ex.reason)}")
+    t = Table(title="Table 6: mean over axes of the SD across SUB x RES cells of the cell mean "
+                    "(equal -> disparity)")
+    for col in ("model", "metric", "ddof", "equal", "95% CI", "disparity", "95% CI", "published", "match"):
+        t.add_column(col)
+    for row in r.table6:
+        pub = row.published
+        t.add_row(row.model, row.metric, str(row.ddof), _f(row.equal.statistic),
+                  f"[{_f(row.equal.ci_low)}, {_f(row.equal.ci_high)}]", _f(row.disparity.statistic),
+                  f"[{_f(row.disparity.ci_low)}, {_f(row.disparity.ci_high)}]",
+                  "-" if pub is None else f"{pub[0]:.4f} -> {pub[1]:.4f}",
+                  "-" if row.matches_published is None else ("yes" if row.matches_published else "no"))
+    console.print(t)
+    t = Table(title="disparity - equal (UNMATCHED scenes: permutation of scenes between conditions, unpaired)")
+    for col in ("model", "metric", "ddof", "difference", "95% CI (stratified scene bootstrap)", "p (permutation)"):
+        t.add_column(col)
+    for d in r.differences:
+        t.add_row(d.model, d.metric, str(d.ddof), _f(d.statistic), f"[{_f(d.ci_low)}, {_f(d.ci_high)}]",
+                  _f(d.pvalue, 4))
+    console.print(t)
+    t = Table(title="the prompt that changes the answer least (lowest mean cosine distance), per axis and side")
+    for col in ("model", "axis", "side", "identity", "mean", "runner-up", "stability"):
+        t.add_column(col)
+    for m in r.least_change:
+        t.add_row(m.model, m.axis, m.side.upper(), m.identity, _f(m.mean), f"{m.runner_up} ({_f(m.runner_up_mean)})",
+                  _f(m.stability, 2))
+    console.print(t)
+    for note in r.notes:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}")
