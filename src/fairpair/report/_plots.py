@@ -193,7 +193,7 @@ def discordant_plot(fid: str, comps: Sequence[dict[str, Any]], *, measure: str, 
 
 
 def heatmap_plots(fid: str, block: dict[str, Any], *, lang: str) -> list[Figure]:
-    """One SUB × RES heat map per axis (and power condition) of a two-party block."""
+    """One SUB × RES heat map per axis (and power condition) of a two-party block, on one colour scale."""
     matplotlib, plt = _plt()
     import numpy as np
 
@@ -201,6 +201,8 @@ def heatmap_plots(fid: str, block: dict[str, Any], *, lang: str) -> list[Figure]
     by: dict[tuple[str, Any], list[dict[str, Any]]] = {}
     for cell in block.get("cells") or []:
         by.setdefault((str(cell.get("axis")), cell.get("condition")), []).append(cell)
+    means = [c.get("mean") for c in block.get("cells") or [] if isinstance(c.get("mean"), (int, float))]
+    vmin, vmax = (min(means), max(means)) if means else (0.0, 1.0)  # one colour scale for the whole block
     figs = []
     for k, ((axis, cond), cells) in enumerate(sorted(by.items(), key=lambda kv: (kv[0][0], str(kv[0][1])))):
         subs = list(dict.fromkeys(str(c.get("sub")) for c in cells))
@@ -212,11 +214,10 @@ def heatmap_plots(fid: str, block: dict[str, Any], *, lang: str) -> list[Figure]
                 grid[subs.index(str(c.get("sub"))), ress.index(str(c.get("res")))] = m
         with matplotlib.rc_context(_RC):
             fig, ax = plt.subplots(figsize=(max(4.5, 0.9 * len(ress) + 2.5), max(3.0, 0.5 * len(subs) + 1.8)))
-            im = ax.imshow(grid, cmap="viridis", aspect="auto")
+            im = ax.imshow(grid, cmap="viridis", aspect="auto", vmin=vmin, vmax=vmax)
             ax.set_xticks(range(len(ress)), [_label(r, 18) for r in ress], rotation=35, ha="right")
             ax.set_yticks(range(len(subs)), [_label(s, 24) for s in subs])
-            finite = grid[np.isfinite(grid)]
-            mid = float(np.nanmean(finite)) if finite.size else 0.0
+            mid = (vmin + vmax) / 2
             for i in range(len(subs)):
                 for j in range(len(ress)):
                     if np.isfinite(grid[i, j]):
