@@ -132,3 +132,23 @@ def test_markdown_units():
 ])
 def test_csv_cell(value, expected):
     assert csv_cell(value) == expected
+
+
+def test_evidence_is_masked(hostile_report):
+    from conftest import NAMES
+
+    html = hostile_report["html"].read_text(encoding="utf-8")
+    evidence = html[html.index('id="evidence"'):html.index('id="remedies"')]
+    assert evidence.count("[MASK]") >= 2 * len(PAYLOADS)
+    for names in NAMES.values():
+        for n in names:
+            assert n not in evidence
+
+
+@pytest.mark.parametrize("args,text", [(["report", "{tmp}/nope"], "run directory not found"),
+                                       (["report", "{run}", "--lang", "fr"], "unknown report language"),
+                                       (["export", "{run}", "--format", "xlsx"], "unknown export format")])
+def test_user_errors_exit_2(args, text, hostile_run, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([a.format(tmp=tmp_path, run=hostile_run) for a in args])
+    assert exc.value.code == 2 and text in capsys.readouterr().err
