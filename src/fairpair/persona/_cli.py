@@ -57,18 +57,19 @@ def import_scenes(
     per_scene = sum(len(lb.battery.attributes[a].groups) ** 2 for a in lb.battery.designs[0].axes) + 1
     report.print(f"{escape(str(file))}: {len(table.scenes)} scenes ({counts.get('disparity', 0)} with a power "
                  f"disparity, {counts.get('equal', 0)} without), {n_axes} axes, {per_scene} conditions per scene "
-                 f"-> {len(table.scenes) * per_scene:,} conversations per target")
+                 f"-> {len(table.scenes) * per_scene:,} conversations per target", soft_wrap=True)
     lines = table.cleaning.lines()
     if lines:
-        report.print("cleaned:")
+        report.print("cleaned:", soft_wrap=True)
         for ln in lines:
-            report.print(f"  - {escape(ln)}")
+            report.print(f"  - {escape(ln)}", soft_wrap=True)
     else:
-        report.print("cleaned: nothing needed cleaning")
+        report.print("cleaned: nothing needed cleaning", soft_wrap=True)
     report.print("[yellow]note:[/yellow] the scenes with and without a power disparity are different scenes "
-                 "(not matched); power is compared unpaired (meta.matched: false)")
+                 "(not matched); power is compared unpaired (meta.matched: false)", soft_wrap=True)
     if out is not None:
-        report.print(f"[green]wrote[/green] {escape(str(out))} (valid battery, sha256 {lb.sha256[:12]})")
+        report.print(f"[green]wrote[/green] {escape(str(out))} (valid battery, sha256 {lb.sha256[:12]})",
+                     soft_wrap=True)
 
 
 @app.command()
