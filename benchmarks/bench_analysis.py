@@ -3,7 +3,7 @@
 Study: 5 targets x 11,200 answers (4 origin groups x 4 names x 35 templates x
 20 repetitions), 4 measures (two yes/no, a count, a continuous score), all
 pairs of groups (6 comparisons per measure and target: 120 comparisons of
-2,800 pairs each, plus 40 omnibus tests), Holm over the family, 2,000
+2,800 pairs each, plus 20 omnibus tests), Holm over the family, 2,000
 cluster-bootstrap resamples per comparison, per-variant heterogeneity.
 
 The store is built directly with SQL (cases from the real expansion, answers

@@ -83,9 +83,10 @@ class RunData:
 
 def load_run_data(conn, *, keep_details: bool = True) -> RunData:
     """Load cases, answers and measurements from an open store connection."""
-    ids, design, kind, template, mset, base, axis, groups, variants, meta = ([] for _ in range(10))
-    for cid, data in conn.execute("SELECT case_id, data FROM cases ORDER BY seq"):
+    ids, design, kind, template, mset, base, axis, groups, variants, meta, seqs = ([] for _ in range(11))
+    for cid, seq, data in conn.execute("SELECT case_id, seq, data FROM cases ORDER BY seq"):
         c = json.loads(data)
+        seqs.append(seq)
         ids.append(cid)
         design.append(c["design"])
         kind.append(c["design_kind"])
@@ -118,49 +119,65 @@ def load_run_data(conn, *, keep_details: bool = True) -> RunData:
     kinds: dict[str, set[str]] = {}
     failed_m: dict[str, int] = {}
     details: list[tuple[str, str, str, str, Any]] = []
-    # ok rows: SQLite's JSON1 types and converts the common literals, Python only places them
-    q = ("SELECT target, measure, case_id, jt, CASE jt WHEN 'true' THEN 1.0 WHEN 'false' THEN 0.0 "
-         "WHEN 'integer' THEN CAST(value AS REAL) WHEN 'real' THEN CAST(value AS REAL) END, "
-         "CASE WHEN jt IN ('object', 'text') THEN value END FROM (SELECT target, measure, case_id, value, "
-         "json_type(value) AS jt FROM measurements WHERE status='ok' AND value IS NOT NULL) ORDER BY target, measure")
-    for (target, measure), rows in itertools.groupby(conn.execute(q), key=lambda r: (r[0], r[1])):
-        arr = values.setdefault((target, measure), np.full(n, np.nan))
-        for _t, _m, cid, jt, fv, raw in rows:
-            i = index.get(cid)
-            if i is None:
-                continue
-            if fv is not None:
-                arr[i] = fv
-            elif raw is not None and jt == "object":  # a multi-output measure stored whole: expose name.field
-                for fk, sub_v in json.loads(raw).items():
-                    sub = values.setdefault((target, f"{measure}.{fk}"), np.full(n, np.nan))
-                    sub[i] = to_float(sub_v)
-                    kinds.setdefault(f"{measure}.{fk}", set()).add(type(sub_v).__name__)
-    names = {"true": "bool", "false": "bool", "integer": "int", "real": "float", "text": "str", "array": "list"}
-    for measure, jt in conn.execute("SELECT DISTINCT measure, json_type(value) FROM measurements "
-                                    "WHERE status='ok' AND value IS NOT NULL"):
-        if jt != "object":
-            kinds.setdefault(measure, set()).add(names.get(jt, str(jt)))
-    measured = dict(conn.execute("SELECT target, COUNT(*) FROM measurements WHERE status='ok' GROUP BY target"))
+    measured: dict[str, int] = {}
     missing: dict[str, int] = {}
-    seen: set[tuple[str, str, str]] = set()
-    for target, cid, measure, status in conn.execute(
-            "SELECT target, case_id, measure, status FROM measurements r WHERE status='missing' OR "
-            "(status='failed' AND NOT EXISTS (SELECT 1 FROM measurements o WHERE o.target=r.target AND "
-            "o.case_id=r.case_id AND o.measure=r.measure AND o.status IN ('ok','missing')))"):
-        if cid not in index or (target, cid, measure) in seen:
-            continue
-        seen.add((target, cid, measure))
-        missing[target] = missing.get(target, 0) + 1
-        values.setdefault((target, measure), np.full(n, np.nan))
-        if status == "failed":
-            failed_m[measure] = failed_m.get(measure, 0) + 1
-    if keep_details:
-        for target, cid, measure, status, detail in conn.execute(
-                "SELECT target, case_id, measure, status, detail FROM measurements WHERE detail IS NOT NULL"):
-            d = json.loads(detail)
-            if isinstance(d, dict) and d:
-                details.append((target, cid, measure, status, d))
+    seq_to_i = np.full(int(max(seqs, default=-1)) + 1, -1, dtype=np.intp)
+    seq_to_i[np.asarray(seqs, dtype=np.intp)] = np.arange(n)
+    # One scan of the table; SQLite converts the literals (JSON true/false/numbers), numpy places them.
+    rows = conn.execute(
+        "SELECT m.target || char(0) || m.measure, c.seq, CASE m.status WHEN 'ok' THEN 0 WHEN 'missing' THEN 1 "
+        "ELSE 2 END, CASE WHEN m.status != 'ok' OR m.value IS NULL THEN NULL WHEN m.value IN ('true', 'false') "
+        "THEN m.value = 'true' WHEN substr(m.value, 1, 1) IN ('{', '[', '\"', 'n') THEN NULL "
+        "ELSE CAST(m.value AS REAL) END, CASE WHEN m.value IN ('true', 'false') THEN 1 "
+        "WHEN substr(m.value, 1, 1) = '{' THEN 3 WHEN substr(m.value, 1, 1) IN ('[', '\"', 'n') THEN 0 ELSE 2 END, "
+        "CASE WHEN substr(m.value, 1, 1) = '{' OR m.detail IS NOT NULL THEN 1 ELSE 0 END, m.id "
+        "FROM measurements m JOIN cases c ON c.case_id = m.case_id").fetchall()
+    if rows:
+        keys_raw = [r[0] for r in rows]
+        num_part = np.array([r[1:] for r in rows], dtype=float)
+        ukeys, kcode = np.unique(np.array(keys_raw), return_inverse=True)
+        kcode = kcode.reshape(-1)
+        seq, status, fv, kind_c, extra, rid = (num_part[:, j] for j in range(6))
+        idx = seq_to_i[seq.astype(np.intp)]
+        split = [str(k).split("\x00", 1) for k in ukeys]
+        kind_names = {0: "other", 1: "bool", 2: "number"}
+        done_key = kcode.astype(np.int64) * (n + 1) + idx
+        done = np.unique(done_key[status < 2])
+        for j, (target, measure) in enumerate(split):
+            sel = kcode == j
+            arr = values.setdefault((target, measure), np.full(n, np.nan))
+            ok = sel & (status == 0) & ~np.isnan(fv)
+            arr[idx[ok]] = fv[ok]
+            measured[target] = measured.get(target, 0) + int((sel & (status == 0)).sum())
+            ks = {kind_names[int(k)] for k in np.unique(kind_c[sel & (status == 0)]) if int(k) in kind_names}
+            if ks:
+                kinds.setdefault(measure, set()).update(ks)
+            miss = np.unique(idx[sel & (status == 1)])
+            fail = np.unique(idx[sel & (status == 2)])
+            fail = fail[~np.isin(j * (n + 1) + fail, done)] if fail.size else fail
+            fail = np.setdiff1d(fail, miss)
+            missing[target] = missing.get(target, 0) + int(miss.size + fail.size)
+            if fail.size:
+                failed_m[measure] = failed_m.get(measure, 0) + int(fail.size)
+        need = rid[extra == 1].astype(np.int64)
+        if need.size:  # objects (multi-output measures stored whole) and details: the few rows parsed in Python
+            q = ("SELECT target, case_id, measure, status, value, detail FROM measurements WHERE id IN "
+                 "(SELECT value FROM json_each(?))")
+            for target, cid, measure, st, raw, detail in conn.execute(q, (json.dumps(need.tolist()),)):
+                i = index.get(cid)
+                if i is None:
+                    continue
+                if st == "ok" and raw and raw[:1] == "{":
+                    for fk, sub_v in json.loads(raw).items():  # expose name.field
+                        sub = values.setdefault((target, f"{measure}.{fk}"), np.full(n, np.nan))
+                        sub[i] = to_float(sub_v)
+                        kinds.setdefault(f"{measure}.{fk}", set()).add(
+                            "bool" if isinstance(sub_v, bool) else "number" if isinstance(sub_v, (int, float))
+                            else "other")
+                if keep_details and detail is not None:
+                    d = json.loads(detail)
+                    if isinstance(d, dict) and d:
+                        details.append((target, cid, measure, st, d))
     for t in {k[0] for k in values}:
         answered.setdefault(t, np.zeros(n, dtype=bool))
     return RunData(cases, answered, failed, values, kinds, measured, missing, details, failed_m)
