@@ -106,7 +106,8 @@ t0 = time.perf_counter()
 from fairpair.analysis import analyze_run
 res = analyze_run(sys.argv[1])
 dt = time.perf_counter() - t0
-print(dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, len(res.comparisons), len(res.omnibus))
+ru = resource.getrusage(resource.RUSAGE_SELF)
+print(dt, ru.ru_maxrss * 1024, len(res.comparisons), len(res.omnibus), ru.ru_utime + ru.ru_stime)
 """
 
 
@@ -126,9 +127,11 @@ def main() -> None:
         cpus = sorted(os.sched_getaffinity(0))[:2]
         cmd = ["taskset", "-c", ",".join(map(str, cpus)), *cmd]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout.split()
-    wall, rss, n_cmp, n_omni = float(out[0]), int(out[1]), int(out[2]), int(out[3])
+    wall, rss, n_cmp, n_omni, cpu = float(out[0]), int(out[1]), int(out[2]), int(out[3]), float(out[4])
     print(f"analysis: {n_cmp} comparisons + {n_omni} omnibus tests, 2,000 bootstrap resamples each")
     print(f"wall time: {wall:.2f} s (goal < {GOAL_S:.0f} s; ratio {wall / GOAL_S:.2f})")
+    print(f"CPU time (user + sys, whole process incl. imports): {cpu:.2f} s; load average now "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall time suffers when the machine is shared)")
     print(f"peak memory: {rss / 2**20:.0f} MiB (goal < 1024 MiB; ratio {rss / GOAL_MEM:.2f})")
 
 
