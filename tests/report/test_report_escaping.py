@@ -13,7 +13,7 @@ from fairpair.cli import main
 from fairpair.report import write_report
 from fairpair.report._text import clean, csv_cell, md_block, md_inline, terminal
 
-from conftest import HOSTILE_LABEL, PAYLOADS
+from .conftest import HOSTILE_LABEL, PAYLOADS
 
 EXTERNAL = re.compile(r"""(?:src|href|action|poster|srcset|xlink:href)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
 
@@ -135,7 +135,7 @@ def test_csv_cell(value, expected):
 
 
 def test_evidence_is_masked(hostile_report):
-    from conftest import NAMES
+    from .conftest import NAMES
 
     html = hostile_report["html"].read_text(encoding="utf-8")
     evidence = html[html.index('id="evidence"'):html.index('id="remedies"')]
