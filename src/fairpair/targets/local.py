@@ -23,6 +23,10 @@ samplers that fairpair does not expose are pinned to llama.cpp's defaults
 (``top_k=40``, ``min_p=0.05``) so that a new binding cannot change them
 silently; :meth:`LocalTarget.identity` records them all.
 
+Threads: ``n_threads`` defaults to the cores this process may use, and
+OpenMP is told to wait passively (``OMP_WAIT_POLICY=PASSIVE`` unless already
+set) so that a busy machine slows decoding down gently instead of tenfold.
+
 Tools: a 0.5B model does not make reliable function calls (in our tests it
 answers with made-up ``<json>`` blocks instead of Qwen's ``<tool_call>``), so
 ``request.tools`` is ignored and the model answers in text;
@@ -41,6 +45,7 @@ import hashlib
 import importlib.metadata
 import os
 import secrets
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,6 +145,14 @@ _REGISTRY_LOCK = threading.Lock()
 
 
 def _import_backend() -> Any:
+    if "xllamacpp" not in sys.modules:
+        # llama.cpp's CPU build uses OpenMP, whose threads spin while waiting at
+        # each of the hundreds of barriers per token. When another process holds
+        # a core, a spinning thread waits for a descheduled one and decoding
+        # collapses (measured on 2 cores: 0.5-0.7 tokens/s instead of 5-7).
+        # Passive waiting costs little on an idle machine; set
+        # OMP_WAIT_POLICY=ACTIVE yourself to prefer spinning.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import xllamacpp
     except ImportError as exc:
