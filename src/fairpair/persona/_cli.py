@@ -109,42 +109,55 @@ def _print_reanalysis(r) -> None:
     c = r.checks
     console.print(f"[bold]Tan & Lee (2025) reanalysis[/bold]: {len(r.files)} file(s), {c.rows_read:,} rows, "
                   f"models: {', '.join(c.rows_per_model)}")
-    t = Table(title="data checks", show_lines=False)
-    for col in ("model", "rows", "demographic", "baseline", "excluded", "duplicate keys", "scenes (equal/disparity)"):
+    t = Table(title="data checks")
+    for col in ("model", "rows", "demographic", "baselines", "excluded", "dup. keys", "scenes no PD/PD"):
         t.add_column(col)
     for m, n in c.rows_per_model.items():
         t.add_row(m, f"{n.total:,}", f"{n.demographic:,}", f"{n.baseline:,}", f"{n.excluded:,}",
                   str(n.duplicate_keys), f"{n.scenes_equal}/{n.scenes_disparity}")
     console.print(t)
     for line in c.lines():
-        console.print(f"  {escape(line)}")
+        console.print(f"  {escape(line)}", soft_wrap=True)
     for ex in c.exclusions:
-        console.print(f"  [yellow]excluded[/yellow] {ex.rows:,} rows: {escape(ex.reason)}")
+        per = ", ".join(f"{m}: {k:,}" for m, k in ex.per_model.items())
+        console.print(f"  [yellow]excluded[/yellow] {ex.rows:,} rows ({per}; labels {escape(', '.join(ex.labels))}): "
+                      f"{escape(ex.reason)}", soft_wrap=True)
+    metric_name = {"cosine_distance": "cosine", "win_rate": "win rate"}
     t = Table(title="Table 6: mean over axes of the SD across SUB x RES cells of the cell mean "
-                    "(equal -> disparity)")
-    for col in ("model", "metric", "ddof", "equal", "95% CI", "disparity", "95% CI", "published", "match"):
+                    "(no PD = equal, PD = disparity), ours beside the paper")
+    for col in ("model", "metric", "ddof", "no PD", "PD", "paper (no PD -> PD)", "match"):
         t.add_column(col)
     for row in r.table6:
         pub = row.published
-        t.add_row(row.model, row.metric, str(row.ddof), _f(row.equal.statistic),
-                  f"[{_f(row.equal.ci_low)}, {_f(row.equal.ci_high)}]", _f(row.disparity.statistic),
-                  f"[{_f(row.disparity.ci_low)}, {_f(row.disparity.ci_high)}]",
-                  "-" if pub is None else f"{pub[0]:.4f} -> {pub[1]:.4f}",
+        t.add_row(row.model, metric_name.get(row.metric, row.metric), str(row.ddof), _f(row.equal.statistic),
+                  _f(row.disparity.statistic), "-" if pub is None else f"{pub[0]:.4f} -> {pub[1]:.4f}",
                   "-" if row.matches_published is None else ("yes" if row.matches_published else "no"))
     console.print(t)
-    t = Table(title="disparity - equal (UNMATCHED scenes: permutation of scenes between conditions, unpaired)")
-    for col in ("model", "metric", "ddof", "difference", "95% CI (stratified scene bootstrap)", "p (permutation)"):
-        t.add_column(col)
-    for d in r.differences:
-        t.add_row(d.model, d.metric, str(d.ddof), _f(d.statistic), f"[{_f(d.ci_low)}, {_f(d.ci_high)}]",
-                  _f(d.pvalue, 4))
-    console.print(t)
-    t = Table(title="the prompt that changes the answer least (lowest mean cosine distance), per axis and side")
-    for col in ("model", "axis", "side", "identity", "mean", "runner-up", "stability"):
+    if r.n_resamples > 0:
+        t = Table(title=f"{r.confidence_level:.0%} CIs of the dispersions (percentile, {r.n_resamples} resamples of "
+                        "each condition's scenes)")
+        for col in ("model", "metric", "ddof", "no PD", "PD"):
+            t.add_column(col)
+        for row in r.table6:
+            t.add_row(row.model, metric_name.get(row.metric, row.metric), str(row.ddof),
+                      f"[{_f(row.equal.ci_low)}, {_f(row.equal.ci_high)}]",
+                      f"[{_f(row.disparity.ci_low)}, {_f(row.disparity.ci_high)}]")
+        console.print(t)
+        t = Table(title="PD - no PD, UNMATCHED scenes: stratified scene bootstrap CI; p from shuffling whole "
+                        "scenes between conditions (unpaired permutation)")
+        for col in ("model", "metric", "ddof", "difference", "CI", "p"):
+            t.add_column(col)
+        for d in r.differences:
+            t.add_row(d.model, metric_name.get(d.metric, d.metric), str(d.ddof), _f(d.statistic),
+                      f"[{_f(d.ci_low)}, {_f(d.ci_high)}]", _f(d.pvalue))
+        console.print(t)
+    t = Table(title="the prompt that changes the answer least (lowest mean cosine distance from the baseline "
+                    "answer, both power conditions), per axis and side; stability = share of scene resamples")
+    for col in ("model", "axis", "side", "identity", "mean", "runner-up (mean)", "stability"):
         t.add_column(col)
     for m in r.least_change:
         t.add_row(m.model, m.axis, m.side.upper(), m.identity, _f(m.mean), f"{m.runner_up} ({_f(m.runner_up_mean)})",
                   _f(m.stability, 2))
     console.print(t)
     for note in r.notes:
-        console.print(f"[yellow]note:[/yellow] {escape(note)}")
+        console.print(f"[yellow]note:[/yellow] {escape(note)}", soft_wrap=True)

@@ -340,6 +340,7 @@ def _prepare(frame) -> tuple[Any, DataChecks]:
     """Classify rows (baseline / kept / excluded), run the data checks, return the kept demographic rows."""
     import pandas as pd
 
+    frame = frame.reset_index(drop=True)
     n = len(frame)
     model = frame["model_abbrv"].fillna("(no model)").astype(str).str.strip()
     scene = (frame["contextual_dim"].fillna("").astype(str).str.strip() + "|"
