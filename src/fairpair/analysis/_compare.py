@@ -4,7 +4,8 @@ For every comparison of the plan (per target, design and group pair) and
 every matched set present in both runs, the gap ``A - B`` is computed in
 each run, and the change in the gap ``gap_after - gap_before`` (a
 difference-in-differences per matched set) is summarised by its mean, a
-cluster-bootstrap CI resampling templates and a Wilcoxon signed-rank test
+cluster-bootstrap CI resampling templates (the t(G-1) interval of
+:mod:`fairpair.analysis._paired`) and a Wilcoxon signed-rank test
 (``zero_method="pratt"``) of ``gap_after`` vs ``gap_before``.
 
 Direction: **better** when the change is significant (p < alpha and the
@@ -26,6 +27,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from fairpair.analysis._data import group_pairs, load_run_data, measure_scale, strata_for
+from fairpair.analysis._paired import t_interval
 from fairpair.analysis._results import interval, num
 from fairpair.errors import FairpairError
 from fairpair.stats._bootstrap import cluster_bootstrap_mean_difference
@@ -190,11 +192,11 @@ def _row(cid, c, did, ga, gb, ta, tb, scale, strata, da, a_key, b_index, va, vb,
     boot = cluster_bootstrap_mean_difference(g_b, g_a, clu, n_resamples=max(plan.bootstrap_resamples, 1),
                                              confidence_level=plan.confidence_level, seed=plan.seed)
     before, after = float(g_a.mean()), float(g_b.mean())
-    lo, hi = boot.ci.low, boot.ci.high
+    lo, hi = t_interval(boot.statistic, boot.bootstrap_distribution, boot.n_clusters, plan.confidence_level)
     sig = w.pvalue == w.pvalue and w.pvalue < plan.alpha and np.isfinite(lo) and (lo > 0 or hi < 0)
     direction = "no clear change"
     if sig:
         direction = "worse" if abs(after) > abs(before) else "better"
     note = "; ".join(x for x in (w.note, boot.note) if x) or None
-    return CompareRow(**base, gap_before=before, gap_after=after, change=num(after - before), ci=interval(boot.ci),
+    return CompareRow(**base, gap_before=before, gap_after=after, change=num(after - before), ci=interval((lo, hi)),
                       statistic=num(w.statistic), pvalue=num(w.pvalue), direction=direction, note=note)

@@ -7,15 +7,41 @@ p-value of the whole family, so it is set later (:func:`finish`).
 
 Methods
 -------
-Binary (yes/no) measures: McNemar's test (exact binomial below
-``exact_threshold`` discordant pairs, chi-square with Edwards's continuity
-correction otherwise; both p-values reported), rates per group, risk
-difference, matched-pairs odds ratio ``b / c``. Continuous, count and
-ordinal measures: Wilcoxon signed-rank test (``zero_method="pratt"``),
-Hodges-Lehmann shift with its CI, matched rank-biserial correlation, paired
-t-test as secondary. The estimate ``group_a - group_b`` (risk or mean
-difference) gets a cluster-bootstrap percentile CI resampling templates
-(Field & Welsh 2007).
+Binary (yes/no) measures: McNemar's test -- the exact binomial test below
+``exact_threshold`` discordant pairs, the asymptotic chi-square test
+otherwise. The asymptotic test is used *without* continuity correction, as
+Fagerland, Lydersen & Laake (2013) recommend: with the correction (and the
+exact test) the rejection rate under no bias stays well below alpha (3.5%
+instead of 5% at the seed's design in ``benchmarks/sim_calibration.py``),
+without it the test is at nominal level. The exact p-value and the
+chi-square with Edwards's continuity correction are reported too (in
+``binary``). Also: rates per group, risk difference, matched-pairs odds ratio
+``b / c``. Continuous, count and ordinal measures: Wilcoxon signed-rank test
+(``zero_method="pratt"``), Hodges-Lehmann shift with its CI, matched
+rank-biserial correlation, paired t-test as secondary.
+
+Interval: the estimate ``group_a - group_b`` (risk or mean difference) gets
+a cluster-bootstrap interval resampling templates (Field & Welsh 2007):
+``estimate +/- t_{G-1} * SE_boot * sqrt(G / (G - 1))`` with ``G`` templates.
+The bootstrap standard error is biased down by ``(G - 1) / G`` and the
+percentile interval undercovers with few clusters (92-93% for a nominal 95%
+at 20 templates); ``t`` quantiles with ``G - 1`` degrees of freedom and the
+``G / (G - 1)`` factor are the usual small-number-of-clusters corrections
+(Cameron, Gelbach & Miller 2008; Cameron & Miller 2015) and bring the
+coverage to nominal in the calibration simulation.
+
+References
+----------
+Fagerland, M. W., Lydersen, S., & Laake, P. (2013). The McNemar test for
+binary matched-pairs data: mid-p and asymptotic are better than exact
+conditional. *BMC Medical Research Methodology*, 13, 91.
+Cameron, A. C., Gelbach, J. B., & Miller, D. L. (2008). Bootstrap-based
+improvements for inference with clustered errors. *Review of Economics and
+Statistics*, 90, 414-427.
+Cameron, A. C., & Miller, D. L. (2015). A practitioner's guide to
+cluster-robust inference. *Journal of Human Resources*, 50, 317-372.
+Field, C. A., & Welsh, A. H. (2007). Bootstrapping clustered data. *JRSS B*,
+69, 369-390.
 """
 
 from __future__ import annotations
@@ -24,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from fairpair.analysis._results import (
     BinaryDetail, ComparisonResult, ContinuousDetail, Evidence, Heterogeneity, PairedTDetail, VariantRow,
@@ -35,7 +62,19 @@ from fairpair.stats._heterogeneity import variant_heterogeneity
 from fairpair.stats._mcnemar import mcnemar
 from fairpair.stats._signed_rank import paired_t, wilcoxon
 
-__all__ = ["PairData", "PairAnalysis", "analyze_pairs", "finish", "BINARY_SCALES"]
+__all__ = ["PairData", "PairAnalysis", "analyze_pairs", "finish", "BINARY_SCALES", "CI_METHOD", "t_interval"]
+
+CI_METHOD = "cluster bootstrap (templates): estimate +/- t(G-1) x bootstrap SE x sqrt(G/(G-1))"
+
+
+def t_interval(theta: float, boot: np.ndarray, n_clusters: int, level: float) -> tuple[float, float]:
+    """``theta +/- t_{G-1}(level) * sd(boot) * sqrt(G/(G-1))``; NaN limits with fewer than two clusters."""
+    finite = boot[np.isfinite(boot)]
+    if n_clusters < 2 or finite.size < 2 or not np.isfinite(theta):
+        return (np.nan, np.nan)
+    se = float(finite.std(ddof=1)) * np.sqrt(n_clusters / (n_clusters - 1))
+    q = float(stats.t.ppf(0.5 + level / 2.0, n_clusters - 1))
+    return (theta - q * se, theta + q * se)
 
 BINARY_SCALES = ("binary",)
 N_EVIDENCE = 3
@@ -104,7 +143,7 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
                          "value_kind": "rate" if binary else "mean",
                          "estimate_name": ("risk difference" if binary else "mean difference") + " (A - B)",
                          "confidence_level": confidence_level, "n_resamples": n_resamples, "seed": seed,
-                         "ci_method": "cluster bootstrap percentile, resampling templates", "alpha": alpha}
+                         "ci_method": CI_METHOD, "alpha": alpha}
     if f["n_dropped"]:
         notes.append(f"{f['n_dropped']} pairs dropped for a missing answer or measurement")
     x, y, cl = pd.x[keep], pd.y[keep], pd.clusters[keep]
@@ -126,16 +165,17 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
     boot_fn = cluster_bootstrap_risk_difference if binary else cluster_bootstrap_mean_difference
     boot = boot_fn(x, y, cl, n_resamples=max(n_resamples, 1), confidence_level=confidence_level, seed=seed)
     f["estimate"] = num(boot.statistic)
-    f["ci"] = interval(boot.ci)
-    ci_a = tuple(boot.confidence_interval(1.0 - alpha))
-    ci_eq = tuple(boot.confidence_interval(1.0 - 2.0 * alpha))
+    dist, g = boot.bootstrap_distribution, boot.n_clusters
+    f["ci"] = interval(t_interval(boot.statistic, dist, g, confidence_level))
+    ci_a = t_interval(boot.statistic, dist, g, 1.0 - alpha)
+    ci_eq = t_interval(boot.statistic, dist, g, 1.0 - 2.0 * alpha)
     f["equivalence_ci"] = interval(ci_eq)
     if boot.note:
         notes.append(boot.note)
     if binary:
         exact = mcnemar(x, y, exact=True)
         chi = mcnemar(x, y, exact=False, correction=True)
-        use = exact if exact.b + exact.c < exact_threshold else chi
+        use = exact if exact.b + exact.c < exact_threshold else mcnemar(x, y, exact=False, correction=False)
         f["test"] = f"McNemar ({use.method})"
         f["statistic"] = num(use.statistic)
         pvalue = num(use.pvalue)

@@ -61,8 +61,9 @@ class BinaryDetail(_Rec):
     answer, columns: group B's); ``b`` = A yes / B no, ``c`` = A no / B yes
     (the discordant pairs). Both the exact binomial and the chi-square with
     Edwards's continuity correction are reported; ``test`` of the comparison
-    says which one drives the p-value (exact below ``exact_threshold``
-    discordant pairs). ``odds_ratio`` is the matched-pairs ``b / c`` with its
+    says which drives the p-value: exact below ``exact_threshold``
+    discordant pairs, else the chi-square *without* correction (Fagerland et
+    al. 2013; see :mod:`fairpair.analysis._paired`). ``odds_ratio`` is the matched-pairs ``b / c`` with its
     exact conditional CI; ``newcombe_ci`` is the unclustered paired interval
     of the risk difference (Newcombe 1998), for reference.
     """
@@ -144,8 +145,9 @@ class ComparisonResult(_Rec):
     ``estimate`` is the risk difference (binary) or mean difference
     (continuous) ``group_a - group_b`` over complete pairs; ``value_a`` /
     ``value_b`` the rate or mean of each group over the same pairs. ``ci`` is
-    the cluster-bootstrap percentile interval resampling templates
-    (``n_resamples``, ``seed``). ``pvalue`` is from ``test`` (McNemar or
+    the cluster-bootstrap interval resampling templates (``n_resamples``,
+    ``seed``; ``estimate +/- t(G-1) * SE_boot * sqrt(G/(G-1))``, see
+    ``ci_method``). ``pvalue`` is from ``test`` (McNemar or
     Wilcoxon); ``pvalue_adjusted`` from ``correction`` over the family
     (primary comparisons of the target; ``family_size`` tests).
     ``verdict_rule`` states how ``verdict`` was reached (see

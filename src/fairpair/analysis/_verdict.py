@@ -16,9 +16,11 @@ Without a margin (or ``margin: 0``) there is no equivalence to establish:
 **fail** when the adjusted p-value is ``< alpha``, else **inconclusive**;
 never "pass".
 
-The CIs are the cluster-bootstrap percentile intervals resampling templates
-(see :mod:`fairpair.stats._bootstrap`), so the verdict respects the nesting
-of answers in templates; the p-value is McNemar's or Wilcoxon's.
+The CIs are the cluster-bootstrap intervals resampling templates (see
+:mod:`fairpair.analysis._paired`), so the verdict respects the nesting of
+answers in templates; the p-value is McNemar's or Wilcoxon's. Their
+calibration (false fails, power, coverage) is checked by
+``benchmarks/sim_calibration.py``.
 """
 
 from __future__ import annotations
