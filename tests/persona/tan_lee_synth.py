@@ -7,8 +7,6 @@ against an independent pandas computation written in the tests.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 

@@ -12,7 +12,13 @@ from fairpair.battery import load_battery
 from fairpair.cases._expand import expand
 from fairpair.cli import main
 from fairpair.errors import FairpairError
-from fairpair.persona import BASELINE_TEMPLATE, PROMPT_TEMPLATE, TAN_LEE_AXES, battery_yaml, read_scenes
+from fairpair.persona import (
+    BASELINE_TEMPLATE,
+    PROMPT_TEMPLATE,
+    TAN_LEE_AXES,
+    battery_yaml,
+    read_scenes,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 XLSX = (ROOT / ".." / "shared" / "data" / "tan-lee-2025" / "scenarios.xlsx").resolve()

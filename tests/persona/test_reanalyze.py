@@ -13,13 +13,17 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as sps
+from tan_lee_synth import COLUMNS, synthetic_release
 
 from fairpair.cli import main
 from fairpair.errors import FairpairError
 from fairpair.persona import _reanalyze as ra
-from fairpair.persona import read_release, reanalyze, reanalyze_files, unpaired_dispersion_permutation_test
-
-from tan_lee_synth import COLUMNS, synthetic_release
+from fairpair.persona import (
+    read_release,
+    reanalyze,
+    reanalyze_files,
+    unpaired_dispersion_permutation_test,
+)
 
 METRIC_COLS = {"cosine_distance": "cosine_dist_from_no_demog", "win_rate": "score"}
 

@@ -22,7 +22,7 @@ _LAZY = {
                    "reanalyze", "reanalyze_files", "unpaired_dispersion_permutation_test"),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
-__all__ = sorted(_WHERE)
+__all__ = [name for names in _LAZY.values() for name in names]
 
 
 def __getattr__(name: str) -> Any:

@@ -21,8 +21,15 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
-    "Axis", "TAN_LEE_AXES", "AXIS_KEYS", "PROMPT_TEMPLATE", "BASELINE_TEMPLATE", "INSTRUCTION",
-    "DOMAINS", "axis_for_label", "identity_for_label",
+    "AXIS_KEYS",
+    "BASELINE_TEMPLATE",
+    "DOMAINS",
+    "INSTRUCTION",
+    "PROMPT_TEMPLATE",
+    "TAN_LEE_AXES",
+    "Axis",
+    "axis_for_label",
+    "identity_for_label",
 ]
 
 

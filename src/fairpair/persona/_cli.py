@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -21,11 +22,11 @@ def import_scenes(
     file: Annotated[Path, typer.Argument(help="Scene table (.xlsx or .csv): scenario_id, contextual_dim, "
                                                "presence_of_power_differential, scenario.", show_default=False)],
     output: Annotated[str, typer.Option("--output", "-o", help="Battery YAML to write ('-' = standard output).")] = "-",
-    axes: Annotated[Optional[list[str]], typer.Option("--axes", help="Only these Table 2 axes (repeatable or "
+    axes: Annotated[list[str] | None, typer.Option("--axes", help="Only these Table 2 axes (repeatable or "
                                                                      "comma-separated): race, gender, age, religion, "
                                                                      "political, disability, nationality, "
                                                                      "appearance.")] = None,
-    scenes: Annotated[Optional[list[str]], typer.Option("--scenes", help="Only these scene keys or globs "
+    scenes: Annotated[list[str] | None, typer.Option("--scenes", help="Only these scene keys or globs "
                                                                          "(repeatable or comma-separated), e.g. "
                                                                          "'work-*' or 'work-pd-1'.")] = None,
     name: Annotated[str, typer.Option(help="The battery's name.")] = "tan_lee_2025",
@@ -83,7 +84,7 @@ def reanalyze(
                                                                       "permutations (0: point estimates only).")]
     = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap and permutations.")] = 0,
-    json_out: Annotated[Optional[Path], typer.Option("--json", help="Write every result as JSON here.")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write every result as JSON here.")] = None,
 ) -> None:
     """Recompute Tan & Lee's (2025) Table 6 from their released results, with CIs and an unpaired power test."""
     from fairpair.persona._reanalyze import FORMATS, reanalyze_files
@@ -102,7 +103,7 @@ def reanalyze(
 
 
 def _f(x: float | None, digits: int = 4) -> str:
-    return "-" if x is None or x != x else f"{x:.{digits}f}"
+    return "-" if x is None or math.isnan(x) else f"{x:.{digits}f}"
 
 
 def _print_reanalysis(r) -> None:

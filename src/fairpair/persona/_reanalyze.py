@@ -43,9 +43,10 @@ Persona-Prompted LLM Responses in Power-Disparate Social Scenarios.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -53,9 +54,22 @@ from fairpair.errors import FairpairError
 from fairpair.persona._axes import TAN_LEE_AXES, axis_for_label, identity_for_label
 
 __all__ = [
-    "FORMATS", "RELEASE_COLUMNS", "PUBLISHED_TABLE6", "METRICS", "Reanalysis", "Table6Row", "ConditionDispersion",
-    "PowerDifference", "LeastChange", "DataChecks", "ModelCounts", "Exclusion", "read_release", "reanalyze",
-    "reanalyze_files", "unpaired_dispersion_permutation_test",
+    "FORMATS",
+    "METRICS",
+    "PUBLISHED_TABLE6",
+    "RELEASE_COLUMNS",
+    "ConditionDispersion",
+    "DataChecks",
+    "Exclusion",
+    "LeastChange",
+    "ModelCounts",
+    "PowerDifference",
+    "Reanalysis",
+    "Table6Row",
+    "read_release",
+    "reanalyze",
+    "reanalyze_files",
+    "unpaired_dispersion_permutation_test",
 ]
 
 FORMATS = ("tan-lee-2025",)
@@ -285,15 +299,13 @@ def _read_one(path: Path):
         raise FairpairError(f"missing column(s) {missing} for --format tan-lee-2025", file=path, line=1,
                             key=missing[0], hint=f"the release's layout: {', '.join(RELEASE_COLUMNS)}")
     text = {c: "string" for c in NEEDED_COLUMNS if c not in METRICS.values()}
-    parts = []
     try:
-        for chunk in pd.read_csv(path, usecols=list(NEEDED_COLUMNS), dtype=text, chunksize=_CHUNK,
-                                 engine="c", keep_default_na=True):
-            parts.append(chunk)
+        parts = list(pd.read_csv(path, usecols=list(NEEDED_COLUMNS), dtype=text, chunksize=_CHUNK, engine="c",
+                                 keep_default_na=True))
     except Exception as exc:  # noqa: BLE001
         raise FairpairError(f"cannot read the results: {exc}", file=path) from None
     frame = pd.concat(parts, ignore_index=True) if parts else header.iloc[0:0]
-    for metric, col in METRICS.items():
+    for col in METRICS.values():
         values = pd.to_numeric(frame[col], errors="coerce")
         bad = values.isna() & frame[col].notna() & (frame[col].astype("string").str.strip() != "")
         if bad.any():
@@ -476,7 +488,13 @@ def unpaired_dispersion_permutation_test(data: Any, *, ddof: int, conditions: tu
     Hypotheses*, 3rd ed., ch. 3 (two-sample comparisons). Springer.
     """
     from fairpair.stats._dispersion import (
-        PermutationTestResult, _check_ddof, _dispersion_fn, _layout, _pvalue, _rows_for, _scene_cell_sums,
+        PermutationTestResult,
+        _check_ddof,
+        _dispersion_fn,
+        _layout,
+        _pvalue,
+        _rows_for,
+        _scene_cell_sums,
     )
 
     ddof = _check_ddof(ddof)
@@ -625,12 +643,12 @@ def reanalyze(frame, *, ddofs: Sequence[int] = (0, 1), n_resamples: int = 2000, 
         if least_change:
             mins.extend(_least_change(model, mrows, n_resamples, seed))
     notes = [
-        "ddof: Table 6 does not say; pandas' default .std() is the sample SD (ddof=1), numpy's is ddof=0. We read "
-        "the paper's pandas notebook as ddof=1, UNVERIFIED against the released files: the 'match' column shows "
-        "which ddof reproduces the published four decimals.",
+        ("ddof: Table 6 does not say; pandas' default .std() is the sample SD (ddof=1), numpy's is ddof=0. We read "
+         "the paper's pandas notebook as ddof=1, UNVERIFIED against the released files: the 'match' column shows "
+         "which ddof reproduces the published four decimals."),
         "power conditions are UNMATCHED (different scenes): the test shuffles whole scenes between conditions.",
-        "least-change identities pool both power conditions; they name the prompt that changes the answer least, "
-        "not a 'default persona' of the model.",
+        ("least-change identities pool both power conditions; they name the prompt that changes the answer least, "
+         "not a 'default persona' of the model."),
     ]
     return Reanalysis(tuple(str(f) for f in files), "tan-lee-2025", tuple(ddofs), n_resamples, seed,
                       confidence_level, checks, tuple(table6), tuple(diffs), tuple(mins), tuple(notes))

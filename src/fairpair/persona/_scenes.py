@@ -37,9 +37,15 @@ from pathlib import Path
 from typing import Any
 
 from fairpair.errors import FairpairError
-from fairpair.persona._axes import AXIS_KEYS, BASELINE_TEMPLATE, DOMAINS, PROMPT_TEMPLATE, TAN_LEE_AXES
+from fairpair.persona._axes import (
+    AXIS_KEYS,
+    BASELINE_TEMPLATE,
+    DOMAINS,
+    PROMPT_TEMPLATE,
+    TAN_LEE_AXES,
+)
 
-__all__ = ["Scene", "Cleaning", "SceneTable", "read_scenes", "select", "battery_yaml", "COLUMNS"]
+__all__ = ["COLUMNS", "Cleaning", "Scene", "SceneTable", "battery_yaml", "read_scenes", "select"]
 
 #: Columns the scene table must have.
 COLUMNS = ("scenario_id", "contextual_dim", "presence_of_power_differential", "scenario")
