@@ -89,7 +89,7 @@ def test_controls_catch_a_page_that_fetches(tmp_path, counter):
 
 @pytest.mark.parametrize("which,lang", [("mock_run", "en"), ("hostile_run", "es")])
 def test_report_loads_without_errors_or_requests(which, lang, request, tmp_path, counter):
-    port, hits = counter
+    _port, hits = counter
     run = request.getfixturevalue(which)
     paths = write_report(run, language=lang, out=tmp_path / "report")
     html = paths["html"]

@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 
 import pytest
 from markdown_it import MarkdownIt
+from markupsafe import escape
 
 from fairpair.cli import main
 from fairpair.report import write_report
@@ -86,7 +87,8 @@ def test_html_escapes_every_payload(hostile_report):
     assert_inert(html)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
-    assert "nombres árabes &lt;img src=x onerror=alert(&#39;label&#39;)&gt;" in html  # the label too
+    assert str(escape(HOSTILE_LABEL)) == "nombres árabes &lt;img src=x onerror=alert(&#39;label&#39;)&gt;"
+    assert str(escape(HOSTILE_LABEL)) in html  # the label too
     assert 'content="default-src \'none\'; style-src \'unsafe-inline\'; img-src data:' in html
     assert "ROJO" in html and "pwned" not in html  # the colour codes and the OSC title are dropped whole
 
@@ -96,7 +98,6 @@ def test_markdown_cannot_produce_html_or_links(hostile_report):
     rendered = MarkdownIt("commonmark").render(md)  # raw HTML is allowed in this preset
     assert_inert(rendered)
     assert not any(t == "a" and not (a.get("href") or "").startswith("#") for t, a in tags_of(rendered))
-    assert not any(t in ("h1", "h2", "h3") and False for t, _ in tags_of(rendered))
     headings = re.findall(r"<h[1-6]>(.*?)</h[1-6]>", rendered)
     assert "titular" not in " ".join(headings)  # "# titular" inside an answer stays in its code block
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in rendered

@@ -320,7 +320,7 @@ def _evidence(store: Any, results: dict[str, Any] | None, masker: Any,
         pairs = []
         est = comp.get("estimate") or 0.0
 
-        def along(ev: dict[str, Any]) -> int:  # pairs that go the way of the difference first
+        def along(ev: dict[str, Any], est: float = est) -> int:  # pairs going the way of the difference first
             va, vb = ev.get("value_a"), ev.get("value_b")
             if isinstance(va, (int, float)) and isinstance(vb, (int, float)):
                 return 0 if (va - vb) * est > 0 else 1

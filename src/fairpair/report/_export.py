@@ -122,7 +122,7 @@ def export_tables(run_dir: Path) -> dict[str, tuple[list[str], list[dict[str, An
                 cols[k] = None
             crow.append(row)
         out["results"] = (list(cols), crow)
-    for name, (cols, rows) in out.items():
+    for _cols, rows in out.values():
         for row in rows:
             for k, v in row.items():
                 if isinstance(v, (str, bytes)):

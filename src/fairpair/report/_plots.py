@@ -99,7 +99,7 @@ def forest_plot(fid: str, comps: Sequence[dict[str, Any]], *, measure: str, lang
             ax.axvspan(-m, m, color="#dddddd", zorder=0, label=msg(lang, "forest.margin"))
         ax.axvline(0, color="#555555", lw=0.8, zorder=1)
         seen = set()
-        for y, (lab, d, ci, _m, v) in enumerate(reversed(rows)):
+        for y, (_lab, d, ci, _m, v) in enumerate(reversed(rows)):
             colour, marker = VERDICT_STYLE.get(v, ("#777777", "D"))
             if ci is not None:
                 ax.hlines(y, ci[0] * f, ci[1] * f, color=colour, lw=2.2, zorder=2)
@@ -137,7 +137,7 @@ def group_plot(fid: str, rows: Sequence[Any], *, measure: str, attribute: str, l
         ys = list(range(len(rows)))[::-1]
         vals = [r.value * f for r in rows]
         ax.barh(ys, vals, color=OKABE_ITO["sky"], edgecolor=OKABE_ITO["blue"], height=0.6)
-        for y, r in zip(ys, rows):
+        for y, r in zip(ys, rows, strict=True):
             lo, hi = r.ci
             if not (math.isnan(lo) or math.isnan(hi)):
                 ax.hlines(y, lo * f, hi * f, color="#222222", lw=1.5)
@@ -172,7 +172,7 @@ def discordant_plot(fid: str, comps: Sequence[dict[str, Any]], *, measure: str, 
     with matplotlib.rc_context(_RC):
         fig, ax = plt.subplots(figsize=(7.5, 0.8 * len(rows) + 1.5))
         h = 0.36
-        for i, (lab, b, cc, la, lb) in enumerate(reversed(rows)):
+        for i, (_lab, b, cc, la, lb) in enumerate(reversed(rows)):
             ax.barh(i + h / 2, b, height=h, color=OKABE_ITO["orange"], edgecolor="#222222", hatch="//",
                     label="b: " + msg(lang, "discordant.only", label="A") if i == 0 else None)
             ax.barh(i - h / 2, cc, height=h, color=OKABE_ITO["sky"], edgecolor="#222222",

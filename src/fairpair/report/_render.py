@@ -112,7 +112,7 @@ def _figures(data: ReportData, rows: list[VerdictRow], lang: str) -> dict[str, l
     by_measure: dict[str, list[VerdictRow]] = {}
     for r in rows:
         by_measure.setdefault(r.measure, []).append(r)
-    for i, (measure, rs) in enumerate(by_measure.items()):
+    for i, rs in enumerate(by_measure.values()):
         mlab = rs[0].measure_label
         with_est = [r.raw for r in rs if isinstance(r.raw.get("estimate"), (int, float))]
         if with_est:
