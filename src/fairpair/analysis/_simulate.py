@@ -90,4 +90,5 @@ def simulate(s: Scenario, n_audits: int, *, seed: int = 0) -> SimSummary:
         lo, hi = pa.ci_alpha
         cover += lo <= -s.delta <= hi
         disc += (res.binary.b + res.binary.c) / res.n_pairs
-    return SimSummary(n_audits, rej / n_audits, fail / n_audits, ok / n_audits, cover / n_audits, disc / n_audits)
+    return SimSummary(n_audits, rej / n_audits, fail / n_audits, ok / n_audits, float(cover) / n_audits,
+                      float(disc) / n_audits)
