@@ -109,7 +109,7 @@ def _f(x: float | None, digits: int = 4) -> str:
 def _print_reanalysis(r) -> None:
     c = r.checks
     console.print(f"[bold]Tan & Lee (2025) reanalysis[/bold]: {len(r.files)} file(s), {c.rows_read:,} rows, "
-                  f"models: {', '.join(c.rows_per_model)}")
+                  f"models: {', '.join(c.rows_per_model)}", soft_wrap=True)
     t = Table(title="data checks")
     for col in ("model", "rows", "demographic", "baselines", "excluded", "dup. keys", "scenes no PD/PD"):
         t.add_column(col)
