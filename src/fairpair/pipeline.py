@@ -1,33 +1,51 @@
-"""The stages after a run: measure, analyze, report, gate (each skipped when not declared)."""
+"""The stages after a run: measure, analyze, report, gate (each skipped when not declared).
+
+``fairpair run`` calls :func:`after_run`; each stage also has its own command
+(``fairpair measure``, ``analyze``, ``report``, ``gate``) that works on a run
+directory alone, since the battery is recorded in the run's store.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+
+from fairpair.errors import FairpairError
 
 
 def after_run(run_dir: Path, loaded, console, *, measure: bool = True, analyze: bool = True,
               report: bool = True, gate: bool = False) -> int:
-    """Run the later stages on ``run_dir``; returns the exit code for ``--gate`` (0 = pass)."""
+    """Run the later stages on ``run_dir``; returns the exit code for ``--gate`` (0 = pass).
+
+    Raises
+    ------
+    FairpairError
+        ``gate`` was asked for a battery without an analysis plan.
+    """
     b = loaded.battery
     if measure and b.measures:
         from fairpair.measures import measure_run
 
         measure_run(run_dir, console=console)
-    results: Any = None
-    if analyze and b.measures and b.analysis.comparisons:
+    analyzed = analyze and bool(b.measures) and bool(b.analysis.comparisons)
+    if analyzed:
         from fairpair.analysis import analyze_run
 
-        results = analyze_run(run_dir, console=console)
+        # the report prints the verdicts in plain words; without it, the analysis prints its table
+        analyze_run(run_dir, console=None if report else console)
     if report:
-        try:
-            from fairpair.report import write_report
-        except ImportError:
-            write_report = None
-        if write_report is not None:
-            paths = write_report(run_dir)
-            console.print(f"report: {paths['html']}")
+        from fairpair.report._data import load_report_data
+        from fairpair.report._render import write_report
+        from fairpair.report._terminal import print_verdicts
+
+        data = load_report_data(Path(run_dir))
+        paths = write_report(run_dir, data=data)
+        if analyzed:
+            print_verdicts(console, data=data)
+        console.print(f"report: {paths['html']}", soft_wrap=True)
     if gate:
+        if not analyzed:
+            raise FairpairError("--gate needs measures and an analysis plan with comparisons in the battery",
+                                file=loaded.path, key="analysis.comparisons")
         from fairpair.analysis import gate_exit_code
 
         return gate_exit_code(run_dir)
