@@ -10,7 +10,7 @@ import pytest
 import yaml
 from scipy import stats
 
-from conftest import battery_dict, make_run
+from analysis_runs import battery_dict, make_run
 from fairpair.analysis import analyze_run, compare_runs, gate_exit_code
 from fairpair.battery import load_battery
 from fairpair.run import RunSettings, execute_run

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import battery_dict, make_run
+from analysis_runs import battery_dict, make_run
 from fairpair.analysis import analyze_run
 from fairpair.run._store import Store
 

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from scipy.stats import norm
 
-from conftest import battery_dict
+from analysis_runs import battery_dict
 from fairpair.analysis.power import power_plan
 from fairpair.battery import load_battery
 from fairpair.cases import plan as make_plan

@@ -8,7 +8,7 @@ from importlib.metadata import entry_points
 
 import yaml
 
-from conftest import battery_dict
+from analysis_runs import battery_dict
 
 
 def _battery(bias):
