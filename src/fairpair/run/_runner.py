@@ -246,6 +246,9 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
             started = datetime.now(timezone.utc).isoformat(timespec="seconds")
             targets = {name: build_target(name, spec, base_dir=loaded.path.parent)
                        for name, spec in specs.items()}
+            for t in targets.values():  # fail once, before the run, if a backend cannot start
+                if hasattr(t, "load"):
+                    asyncio.run(t.load())
             identities = {name: t.identity() for name, t in targets.items()}
             secrets = [s for spec in specs.values() for s in target_secrets(spec.options())]
             base = {"fairpair_version": __version__, "battery": b.name, "battery_sha256": loaded.sha256,
