@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from fairpair.analysis._data import group_pairs, load_run_data, measure_scale, strata_for
 from fairpair.analysis._paired import t_interval
@@ -72,7 +72,7 @@ class Comparison(BaseModel):
     """Result of :func:`compare_runs` (``schema: fairpair.compare/1``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-    schema_: str = COMPARE_SCHEMA
+    schema_: str = Field(COMPARE_SCHEMA, alias="schema")
     before: str
     after: str
     battery: str
@@ -82,7 +82,7 @@ class Comparison(BaseModel):
     notes: list[str]
 
     def to_json(self) -> str:
-        return self.model_dump_json(by_alias=False, indent=2).replace('"schema_"', '"schema"', 1)
+        return self.model_dump_json(by_alias=True, indent=2)
 
     @property
     def worse(self) -> list[CompareRow]:
