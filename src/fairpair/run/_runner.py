@@ -219,9 +219,13 @@ def write_manifest(run_dir: Path, store: Store, extra: dict[str, Any]) -> dict[s
     m["counts"] = {t: store.counts(t) | {"cases": store.n_cases()} for t in (m.get("targets") or {})}
     m["plan_changed_after_registration"] = bool(store.events("plan_changed"))
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(m, indent=2, ensure_ascii=False, sort_keys=True, default=str) + "\n",
-                   encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(json.dumps(m, indent=2, ensure_ascii=False, sort_keys=True, default=str) + "\n",
+                       encoding="utf-8", errors="surrogateescape")
+        tmp.replace(path)
+    except OSError as exc:
+        raise FairpairError(f"cannot write the manifest: {exc.strerror}", file=path,
+                            hint="the answers stored so far are kept; fix the cause and run again") from None
     return m
 
 

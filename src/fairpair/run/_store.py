@@ -16,6 +16,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -75,11 +76,66 @@ _MIGRATIONS: list[str] = [
         data TEXT NOT NULL
     );
     """,
+    # 2: the exact text of an answer that is not valid Unicode (lone surrogates, which UTF-8
+    # cannot hold), as ASCII JSON; ``text`` then holds it with U+FFFD in their place
+    """
+    ALTER TABLE responses ADD COLUMN text_json TEXT;
+    """,
 ]
 
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _valid_text(s: str) -> bool:
+    """True when ``s`` can be stored as UTF-8 (no lone surrogates)."""
+    if s.isascii():
+        return True
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _text(s: str | None) -> str | None:
+    """``s`` as storable UTF-8 text: lone surrogates (invalid in UTF-8) become U+FFFD."""
+    if s is None or not isinstance(s, str) or _valid_text(s):
+        return s
+    return s.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def _json(obj: Any, **kw: Any) -> str:
+    """JSON for a TEXT column: UTF-8 where possible, ASCII escapes when a string holds a lone
+    surrogate (so it reads back exactly)."""
+    out = json.dumps(obj, ensure_ascii=False, **kw)
+    return out if _valid_text(out) else json.dumps(obj, ensure_ascii=True, **kw)
+
+
+@contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """Turn SQLite's write failures (disk full, read-only file, I/O error, lock timeout) into a
+    :class:`FairpairError`: what was committed before stays in the store."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        raise _write_error(exc, path) from None
+
+
+def _write_error(exc: sqlite3.Error, path: Path) -> FairpairError:
+    msg = str(exc)
+    hint = "everything committed before this is kept; fix the cause and run the same command again to resume"
+    if "full" in msg:
+        return FairpairError(f"cannot write the run store: the disk is full ({msg})", file=path,
+                             hint="free some space; " + hint)
+    if "readonly" in msg or "read-only" in msg:
+        return FairpairError(f"cannot write the run store ({msg}); is the directory read-only?", file=path,
+                             hint=hint)
+    if "locked" in msg:
+        return FairpairError(f"cannot write the run store: it stays locked by another process ({msg})",
+                             file=path, hint=hint)
+    return FairpairError(f"cannot write the run store ({msg})", file=path, hint=hint)
 
 
 @dataclass(frozen=True)
@@ -176,7 +232,12 @@ class Store:
             row = self.conn.execute("SELECT value FROM meta WHERE key='format'").fetchone()
             if row is None or row[0] != STORE_FORMAT:
                 raise FairpairError("not a fairpair run store", file=self.path)
-            version = int(self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
+            row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            try:
+                version = int(row[0])
+            except (TypeError, ValueError):
+                raise FairpairError("not a fairpair run store (its schema_version is missing or unreadable: "
+                                    f"{None if row is None else row[0]!r})", file=self.path) from None
         if version > len(_MIGRATIONS):
             raise FairpairError(
                 f"this run store has schema version {version}, newer than this fairpair understands "
@@ -192,7 +253,7 @@ class Store:
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(i + 1),))
 
     def transaction(self):
-        return _Tx(self.conn)
+        return _Tx(self.conn, self.path)
 
     def close(self) -> None:
         self.conn.close()
@@ -210,13 +271,15 @@ class Store:
 
     def set_meta_once(self, key: str, value: Any) -> bool:
         """Set ``key`` only if absent (append-only); returns True if it was set now."""
-        cur = self.conn.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)",
-                                (key, json.dumps(value, ensure_ascii=False, sort_keys=True)))
+        with _writing(self.path):
+            cur = self.conn.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)",
+                                    (key, _json(value, sort_keys=True)))
         return cur.rowcount == 1
 
     def event(self, kind: str, data: dict[str, Any]) -> None:
-        self.conn.execute("INSERT INTO events (at, kind, data) VALUES (?, ?, ?)",
-                          (_now(), kind, json.dumps(data, ensure_ascii=False, sort_keys=True)))
+        with _writing(self.path):
+            self.conn.execute("INSERT INTO events (at, kind, data) VALUES (?, ?, ?)",
+                              (_now(), kind, _json(data, sort_keys=True, default=str)))
 
     def events(self, kind: str | None = None) -> list[dict[str, Any]]:
         q = "SELECT at, kind, data FROM events" + (" WHERE kind=?" if kind else "") + " ORDER BY id"
@@ -275,24 +338,33 @@ class Store:
                      latency_s: float | None = None, finish_reason: str | None = None,
                      model: str | None = None, system_fingerprint: str | None = None,
                      error: str | None = None, attempts: int = 1) -> bool:
-        """Append one answer or failure, committed at once. Returns False if an ok answer existed."""
+        """Append one answer or failure, committed at once. Returns False if an ok answer existed.
+
+        ``text`` is kept exactly, NUL characters and lone surrogates included
+        (the latter in ``text_json``; see migration 2). Other strings from the
+        target (model, finish reason, error) are stored with lone surrogates
+        replaced by U+FFFD.
+        """
+        text_json = None
+        if isinstance(text, str) and not _valid_text(text):
+            text_json, text = json.dumps(text), _text(text)
         try:
             with self.transaction():
                 self.conn.execute(
                     "INSERT INTO responses (target, case_id, status, text, turns, tool_calls, prompt_tokens,"
                     " completion_tokens, latency_s, finish_reason, model, system_fingerprint, error, attempts,"
-                    " created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (target, case_id, status, text, json.dumps(turns or [], ensure_ascii=False),
-                     json.dumps(tool_calls or [], ensure_ascii=False, default=str), prompt_tokens,
-                     completion_tokens, latency_s, finish_reason, model, system_fingerprint, error,
-                     attempts, _now()))
+                    " created_at, text_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (target, case_id, status, text, _json(turns or []), _json(tool_calls or [], default=str),
+                     prompt_tokens, completion_tokens, latency_s, _text(finish_reason), _text(model),
+                     _text(system_fingerprint), _text(error), attempts, _now(), text_json))
         except sqlite3.IntegrityError:
             return False
         return True
 
     def responses(self, target: str | None = None, *, status: str | None = "ok") -> Iterator[Response]:
         q = "SELECT target, case_id, status, text, turns, tool_calls, prompt_tokens, completion_tokens," \
-            " latency_s, finish_reason, model, system_fingerprint, error, attempts, created_at FROM responses"
+            " latency_s, finish_reason, model, system_fingerprint, error, attempts, created_at, text_json" \
+            " FROM responses"
         cond, args = [], []
         if target is not None:
             cond.append("target=?")
@@ -304,8 +376,9 @@ class Store:
             q += " WHERE " + " AND ".join(cond)
         q += " ORDER BY id"
         for r in self.conn.execute(q, args):
-            yield Response(r[0], r[1], r[2], r[3], json.loads(r[4] or "[]"), json.loads(r[5] or "[]"),
-                           *r[6:])
+            text = r[3] if r[15] is None else json.loads(r[15])
+            yield Response(r[0], r[1], r[2], text, json.loads(r[4] or "[]"), json.loads(r[5] or "[]"),
+                           *r[6:15])
 
     def targets(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT DISTINCT target FROM responses ORDER BY target")]
@@ -345,9 +418,9 @@ class Store:
                     "INSERT INTO measurements (target, case_id, measure, status, value, detail, error, created_at)"
                     " VALUES (?,?,?,?,?,?,?,?)",
                     (target, case_id, measure, status,
-                     None if value is None else json.dumps(value, ensure_ascii=False),
-                     None if detail is None else json.dumps(detail, ensure_ascii=False, default=str),
-                     error, _now()))
+                     None if value is None else _json(value),
+                     None if detail is None else _json(detail, default=str),
+                     _text(error), _now()))
         except sqlite3.IntegrityError:
             return False
         return True
@@ -373,10 +446,16 @@ class Store:
 
 
 class _Tx:
-    """BEGIN IMMEDIATE ... COMMIT, retried briefly if another writer holds the lock."""
+    """BEGIN IMMEDIATE ... COMMIT, retried briefly if another writer holds the lock.
 
-    def __init__(self, conn: sqlite3.Connection):
+    A write that SQLite refuses (disk full, read-only, I/O error) raises
+    :class:`FairpairError` after the transaction is rolled back; earlier
+    commits are untouched.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, path: Path):
         self.conn = conn
+        self.path = path
 
     def __enter__(self):
         for attempt in range(50):
@@ -385,16 +464,29 @@ class _Tx:
                 return self
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) or attempt == 49:
-                    raise
+                    raise _write_error(exc, self.path) from None
                 time.sleep(0.05)
         return self
 
     def __exit__(self, exc_type, exc, tb):
         if exc_type is None:
-            self.conn.execute("COMMIT")
-        else:
-            self.conn.execute("ROLLBACK")
+            try:
+                self.conn.execute("COMMIT")
+            except sqlite3.OperationalError as err:
+                self._rollback()
+                raise _write_error(err, self.path) from None
+            return False
+        self._rollback()
+        if isinstance(exc, sqlite3.OperationalError):
+            raise _write_error(exc, self.path) from None
         return False
+
+    def _rollback(self) -> None:
+        if self.conn.in_transaction:
+            try:
+                self.conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # SQLite may already have rolled back (e.g. after SQLITE_FULL)
 
 
 def _split_sql(script: str) -> list[str]:
