@@ -238,10 +238,11 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
         Not a run directory, or no battery recorded in it.
     """
     from fairpair.analysis._two_party import analyze_two_party
-    from fairpair.run._runner import loaded_from_store, open_run
+    from fairpair.analysis._data import open_for_reading
+    from fairpair.run._runner import loaded_from_store
 
     run_dir = Path(run_dir)
-    with open_run(run_dir, readonly=True) as store:
+    with open_for_reading(run_dir) as store:
         loaded = loaded_from_store(store)
         battery = loaded.battery
         data = load_run_data(store.conn)

@@ -90,9 +90,10 @@ class Comparison(BaseModel):
 
 
 def _load(run_dir: Path):
-    from fairpair.run._runner import loaded_from_store, open_run
+    from fairpair.analysis._data import open_for_reading
+    from fairpair.run._runner import loaded_from_store
 
-    with open_run(Path(run_dir), readonly=True) as store:
+    with open_for_reading(Path(run_dir)) as store:
         return loaded_from_store(store).battery, load_run_data(store.conn, keep_details=False)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,26 @@ __all__ = ["CaseTable", "RunData", "Strata", "load_run_data", "measure_scale", "
            "group_pairs"]
 
 SCALES = ("binary", "count", "continuous", "ordinal")
+
+
+@contextmanager
+def open_for_reading(run_dir):
+    """Open a run's store read-only; a store from an older fairpair is migrated first (append-only)."""
+    from fairpair.errors import FairpairError
+    from fairpair.run._runner import open_run
+
+    try:
+        cm = open_run(run_dir, readonly=True)
+        store = cm.__enter__()
+    except FairpairError as exc:
+        if "needs migrating" not in exc.message:
+            raise
+        cm = open_run(run_dir, readonly=False)
+        store = cm.__enter__()
+    try:
+        yield store
+    finally:
+        cm.__exit__(None, None, None)
 
 
 def to_float(v: Any) -> float:
