@@ -231,12 +231,11 @@ def main(argv: Optional[list[str]] = None) -> None:
     except SystemExit:
         raise
     except Exception as exc:  # noqa: BLE001
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
+        clicks = _click_exceptions()
+        if isinstance(exc, tuple(m.ClickException for m in clicks)):
+            exc.show()  # usage errors and bad option values: click's message, exit 2
             sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
+        if isinstance(exc, tuple(m.Abort for m in clicks)):
             sys.exit(1)
         if os.environ.get("FAIRPAIR_DEBUG"):
             raise
@@ -245,5 +244,24 @@ def main(argv: Optional[list[str]] = None) -> None:
         sys.exit(1)
 
 
+def _click_exceptions() -> list:
+    """click's exception modules: click's own and the copy typer >= 0.20 vendors (``typer._click``)."""
+    import click
+
+    mods = [click.exceptions]
+    try:
+        from typer._click import exceptions as vendored
+    except ImportError:
+        pass
+    else:
+        mods.append(vendored)
+    return mods
+
+
 if __name__ == "__main__":
-    main()
+    # ``python -m fairpair.cli``: run the app of the imported module ``fairpair.cli``, on which the
+    # stage commands (measure, analyze, report, ...) register; this file's own ``app`` as
+    # ``__main__`` would lack them.
+    from fairpair.cli import main as _main
+
+    _main()
