@@ -1,0 +1,100 @@
+"""Helpers of the reliability tests: the demo battery pointed at any target, the CLI in or out of process."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fairpair.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "examples" / "tienda_online" / "demo.yaml"
+
+#: The tone rubric's dimensions (the default rubric of the ``judge`` measure).
+TONE = ("courtesy", "condescension", "distrust")
+
+
+def demo_battery(directory: Path, target: dict[str, Any] | None = None, *, judge: dict[str, Any] | None = None,
+                 repetitions: int = 1, measures: dict[str, Any] | None = None, analysis: dict[str, Any] | None = None,
+                 name: str | None = None, **extra: Any) -> Path:
+    """A copy of examples/tienda_online/demo.yaml with an absolute ``system_file`` and the given
+    target / judge / measures; 36 conversations per repetition."""
+    data = yaml.safe_load(DEMO.read_text(encoding="utf-8"))
+    system = (DEMO.parent / "system_prompt.md").resolve()
+    for t in data["templates"]:
+        if "system_file" in t:
+            t["system_file"] = str(system)
+    data["target"] = target or {"kind": "mock"}
+    data["repetitions"] = repetitions
+    data["judge"] = judge or {"kind": "mock", "model": "judge-mock"}
+    data["allow_self_judging"] = True
+    if measures is not None:
+        data["measures"] = measures
+    if analysis is not None:
+        data["analysis"] = analysis
+    if name:
+        data["name"] = name
+    data.update(extra)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "battery.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def output(self) -> str:
+        return self.out + self.err
+
+
+@pytest.fixture
+def cli(capsys):
+    """Run ``fairpair ARGS`` in this process; returns exit code, stdout and stderr."""
+
+    def run(*args: Any) -> Result:
+        capsys.readouterr()
+        try:
+            main([str(a) for a in args])
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        out = capsys.readouterr()
+        return Result(code, out.out, out.err)
+
+    return run
+
+
+def fairpair_cmd(*args: Any) -> list[str]:
+    return [sys.executable, "-m", "fairpair.cli", *[str(a) for a in args]]
+
+
+def run_sub(*args: Any, timeout: float = 120, **kw: Any) -> Result:
+    env = {**os.environ, "COLUMNS": "200", **kw.pop("env", {})}
+    p = subprocess.run(fairpair_cmd(*args), capture_output=True, text=True, timeout=timeout, env=env, **kw)
+    return Result(p.returncode, p.stdout, p.stderr)
+
+
+def query(run_dir: Path, sql: str, args: tuple = ()) -> list[tuple]:
+    con = sqlite3.connect(Path(run_dir) / "store.sqlite")
+    try:
+        return con.execute(sql, args).fetchall()
+    finally:
+        con.close()
+
+
+def ok_counts(run_dir: Path) -> dict[tuple[str, str], int]:
+    return {(t, c): n for t, c, n in query(
+        run_dir, "SELECT target, case_id, COUNT(*) FROM responses WHERE status='ok' GROUP BY target, case_id")}
