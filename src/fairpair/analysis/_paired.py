@@ -187,6 +187,26 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
             chi2_pvalue=num(chi.pvalue), odds_ratio=num(exact.odds_ratio),
             odds_ratio_ci=interval(exact.odds_ratio_ci(confidence_level)),
             newcombe_ci=interval(exact.confidence_interval(confidence_level)))
+        # Floor: never narrower than Newcombe's analytic paired interval. A cluster bootstrap of
+        # data with no discordant pairs (or few clusters) collapses to zero width and would
+        # otherwise "establish" equivalence from nine identical pairs.
+        widened = False
+        for lvl, key in ((confidence_level, "ci"), (1.0 - alpha, "a"), (1.0 - 2.0 * alpha, "eq")):
+            nlo, nhi = exact.confidence_interval(lvl)
+            cur = {"ci": tuple(f["ci"]) if f["ci"] else None, "a": ci_a, "eq": ci_eq}[key]
+            if cur is None or None in cur or not (np.isfinite(nlo) and np.isfinite(nhi)):
+                continue
+            new = (min(cur[0], nlo), max(cur[1], nhi))
+            widened |= new != tuple(cur)
+            if key == "ci":
+                f["ci"] = interval(new)
+            elif key == "a":
+                ci_a = new
+            else:
+                ci_eq = new
+                f["equivalence_ci"] = interval(new)
+        if widened:
+            notes.append("interval widened to Newcombe's paired interval (the bootstrap one was narrower)")
         disc = np.nonzero(x != y)[0]
         order = np.concatenate([disc[x[disc] > y[disc]][:N_EVIDENCE], disc[x[disc] < y[disc]][:N_EVIDENCE]])
         f["evidence"] = _evidence(pd, keep, order.astype(int))
