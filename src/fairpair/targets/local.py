@@ -7,7 +7,9 @@ battery can be tried end to end on a laptop::
 
     target:
       kind: local
-      options: {model: qwen2.5-coder-0.5b, temperature: 0.7, max_tokens: 256}
+      model: qwen2.5-coder-0.5b
+      temperature: 0.7
+      max_tokens: 256
 
 Backend: `xllamacpp <https://github.com/xorbitsai/xllamacpp>`_, a prebuilt
 llama.cpp binding. One model is loaded per process (lazily, on the first
