@@ -232,10 +232,10 @@ def main(argv: Optional[list[str]] = None) -> None:
         raise
     except Exception as exc:  # noqa: BLE001
         clicks = _click_exceptions()
-        if isinstance(exc, tuple(m.ClickException for m in clicks)):
+        if isinstance(exc, tuple(m.ClickException for m in clicks if hasattr(m, "ClickException"))):
             exc.show()  # usage errors and bad option values: click's message, exit 2
             sys.exit(exc.exit_code)
-        if isinstance(exc, tuple(m.Abort for m in clicks)):
+        if isinstance(exc, tuple(m.Abort for m in clicks if hasattr(m, "Abort"))):
             sys.exit(1)
         if os.environ.get("FAIRPAIR_DEBUG"):
             raise
@@ -250,11 +250,12 @@ def _click_exceptions() -> list:
 
     mods = [click.exceptions]
     try:
+        from typer import exceptions as typer_exceptions  # Abort, Exit
         from typer._click import exceptions as vendored
     except ImportError:
         pass
     else:
-        mods.append(vendored)
+        mods += [vendored, typer_exceptions]
     return mods
 
 
