@@ -1,0 +1,272 @@
+"""Benchmark: fairpair against the tools a user would otherwise pick, same workload, same server.
+
+Workload: the 1,200 conversations of ``examples/tienda_online/battery.yaml``
+(20 templates x 4 origin groups x 3 names x 5 repetitions), sent to the mock
+target served over HTTP on loopback (:func:`fairpair.testing.serve_openai`,
+in its own process) with a fixed latency (default 200 ms), at the same
+concurrency (default 64), with the same sampling parameters (temperature 0.7,
+at most 160 tokens). Each tool runs in its own process:
+
+* **fairpair**: ``execute_run`` (what ``fairpair run --no-measure`` does:
+  expand, store the cases, answer each with the ``openai`` target, commit
+  every answer to the run store).
+* **inspect_ai** (UK AISI): a ``Task`` whose dataset is the same rendered
+  conversations (from the expansion), solver ``generate()``, no scorer,
+  model ``openai-api/loopback/mock-1`` (its OpenAI-compatible provider) with
+  ``max_connections`` = the concurrency; it writes its usual ``.eval`` log.
+* **LangFair** (CVS Health): ``ResponseGenerator.generate_responses`` with a
+  langchain ``ChatOpenAI`` on the loopback server (``max_calls_per_min``
+  unlimited; its HTTP client capped at the concurrency). LangFair takes one
+  system prompt and one user string per prompt, so the 60 conversations with
+  an earlier exchange get it written into the user string.
+
+Peers live in their own virtual environments (their dependencies are many):
+``--inspect-python`` / ``--langfair-python`` name their interpreters; a peer
+whose interpreter is not given is skipped with a note. Install them with, e.g.::
+
+    python3 -m venv /tmp/peers/inspect && /tmp/peers/inspect/bin/pip install inspect-ai openai
+    python3 -m venv /tmp/peers/langfair && /tmp/peers/langfair/bin/pip install langfair langchain-openai
+
+Printed per tool: the requests the server received, answers obtained, the
+time of the sending call (``core``) and of the whole process (imports,
+set-up, logs: what a user waits for), cases per second of each, and
+fairpair's ratio to each peer (goal: >= 1 against the fastest, both ways).
+The ideal is ``concurrency / latency`` cases per second.
+
+Usage: ``python benchmarks/bench_peers.py --inspect-python /tmp/peers/inspect/bin/python
+--langfair-python /tmp/peers/langfair/bin/python [--n 1200] [--concurrency 64] [--latency 0.2]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BATTERY = ROOT / "examples" / "tienda_online" / "battery.yaml"
+MODEL = "mock-1"
+TEMPERATURE, MAX_TOKENS = 0.7, 160
+
+
+def _serve(latency: float, conn) -> None:
+    from fairpair.testing import serve_openai
+
+    with serve_openai(latency=latency, record=False) as server:
+        conn.send(server.base_url)
+        while True:
+            msg = conn.recv()
+            if msg == "count":  # requests so far and the most in flight at once since the last count
+                conn.send((server.n_requests, server.max_in_flight))
+                server.max_in_flight = 0
+            else:
+                return
+
+
+_FAIRPAIR = """
+import json, sys, time
+t0 = time.perf_counter()
+from fairpair.battery import load_battery
+from fairpair.run import RunSettings, Store, execute_run
+battery, run_dir, conc, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+lb = load_battery(battery)
+t1 = time.perf_counter()
+execute_run(lb, run_dir, RunSettings(concurrency=conc, timeout=60))
+t2 = time.perf_counter()
+with Store.open(run_dir, create=False) as s:
+    c = s.counts()
+print(json.dumps({"core_s": t2 - t1, "answered": c["answered"], "failed": c["failed"]}))
+"""
+
+_INSPECT = """
+import json, os, sys, time
+t0 = time.perf_counter()
+from inspect_ai import Task, eval
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
+from inspect_ai.solver import generate
+prompts, base_url, conc, log_dir = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+os.environ["LOOPBACK_BASE_URL"] = base_url
+os.environ["LOOPBACK_API_KEY"] = "none"
+kinds = {"system": ChatMessageSystem, "user": ChatMessageUser, "assistant": ChatMessageAssistant}
+rows = [json.loads(l) for l in open(prompts, encoding="utf-8")]
+samples = [Sample(id=r["id"], input=[kinds[m["role"]](content=m["content"]) for m in r["messages"]])
+           for r in rows]
+task = Task(dataset=MemoryDataset(samples), solver=generate(), name="tienda_online")
+t1 = time.perf_counter()
+model, temperature, max_tokens = json.loads(sys.argv[5])
+logs = eval(task, model=f"openai-api/loopback/{model}", max_connections=conc, max_samples=conc,
+            temperature=temperature, max_tokens=max_tokens, log_dir=log_dir, display="none", log_level="error")
+t2 = time.perf_counter()
+ok = sum(1 for s in (logs[0].samples or []) if s.error is None and s.output and s.output.completion)
+print(json.dumps({"core_s": t2 - t1, "answered": ok, "failed": len(rows) - ok, "status": logs[0].status}))
+"""
+
+_LANGFAIR = """
+import asyncio, json, sys, time
+t0 = time.perf_counter()
+import httpx
+from langchain_openai import ChatOpenAI
+from langfair.generator import ResponseGenerator
+prompts, base_url, conc = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rows = [json.loads(l) for l in open(prompts, encoding="utf-8")]
+system = rows[0]["messages"][0]["content"]
+assert all(r["messages"][0]["content"] == system for r in rows), "one system prompt expected"
+def flat(msgs):
+    # LangFair sends one user string per prompt: an earlier exchange is written into it
+    if len(msgs) == 2:
+        return msgs[1]["content"]
+    names = {"user": "Cliente", "assistant": "Asistente"}
+    return "\\n".join(f"{names[m['role']]}: {m['content']}" for m in msgs[1:])
+limits = httpx.Limits(max_connections=conc, max_keepalive_connections=conc)
+model, temperature, max_tokens = json.loads(sys.argv[4])
+llm = ChatOpenAI(model=model, base_url=base_url, api_key="none", temperature=temperature, max_tokens=max_tokens,
+                 max_retries=2,
+                 http_async_client=httpx.AsyncClient(limits=limits, timeout=60))
+gen = ResponseGenerator(langchain_llm=llm, max_calls_per_min=None)
+texts = [flat(r["messages"]) for r in rows]
+t1 = time.perf_counter()
+out = asyncio.run(gen.generate_responses(prompts=texts, system_prompt=system, count=1))
+t2 = time.perf_counter()
+resp = out["data"]["response"]
+ok = sum(1 for r in resp if isinstance(r, str) and r and r != "Unable to get response")
+print(json.dumps({"core_s": t2 - t1, "answered": ok, "failed": len(rows) - ok}))
+"""
+
+
+def prepare(work: Path, base_url: str, n: int) -> tuple[Path, Path, int]:
+    """Write the loopback battery (openai target) and the rendered conversations; returns their paths."""
+    from fairpair.battery import load_battery
+    from fairpair.cases import expand
+
+    data = yaml.safe_load(BATTERY.read_text(encoding="utf-8"))
+    data["target"] = {"kind": "openai", "base_url": base_url, "model": MODEL, "api_key_env": None,
+                      "temperature": TEMPERATURE, "max_tokens": MAX_TOKENS}
+    for f in BATTERY.parent.glob("*.md"):
+        shutil.copy(f, work / f.name)
+    bpath = work / "battery.yaml"
+    bpath.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    cases = list(expand(load_battery(bpath)))
+    if n < len(cases):  # a smaller run: whole repetitions first, so every template is represented
+        cases = sorted(cases, key=lambda c: (c.repetition, c.template))[:n]
+        data["repetitions"] = max(c.repetition for c in cases) + 1
+        bpath.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+        cases = list(expand(load_battery(bpath)))
+    ppath = work / "prompts.jsonl"
+    with open(ppath, "w", encoding="utf-8") as fh:
+        for c in cases:
+            msgs = [*c.messages, {"role": "user", "content": c.turns[0]}]
+            fh.write(json.dumps({"id": c.id, "seed": c.seed, "messages": msgs}, ensure_ascii=False) + "\n")
+    return bpath, ppath, len(cases)
+
+
+def run_child(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, dict | str]:
+    """Run one tool's process; returns (wall s, CPU s of the process and its children, result or error)."""
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env)
+        _pid, status, ru = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    cpu = ru.ru_utime + ru.ru_stime
+    if os.waitstatus_to_exitcode(status) != 0:
+        return wall, cpu, (stderr or stdout).strip()[-1500:]
+    last = [line for line in stdout.splitlines() if line.startswith("{")]
+    return wall, cpu, json.loads(last[-1]) if last else f"no result line in: {stdout[-500:]}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=1200, 
+                    help="cases, rounded up to whole repetitions (240 each; default all 1,200)")
+    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--latency", type=float, default=0.2)
+    ap.add_argument("--inspect-python", help="python of a virtual environment with inspect-ai installed")
+    ap.add_argument("--langfair-python", help="python of a virtual environment with langfair, langchain-openai")
+    ap.add_argument("--only", choices=["fairpair", "inspect_ai", "langfair"], action="append",
+                    help="run only these tools (repeatable)")
+    args = ap.parse_args()
+
+    parent, conn = mp.Pipe()
+    server = mp.get_context("spawn").Process(target=_serve, args=(args.latency, conn), daemon=True)
+    server.start()
+    base_url = parent.recv()
+    work = Path(tempfile.mkdtemp(prefix="bench-peers-"))
+    results: dict[str, tuple[float, dict]] = {}
+    notes: list[str] = []
+    try:
+        bpath, ppath, n = prepare(work, base_url, args.n)
+        env = dict(os.environ, PYTHONWARNINGS="ignore")
+        params = json.dumps([MODEL, TEMPERATURE, MAX_TOKENS])
+        tools: list[tuple[str, list[str] | None]] = [
+            ("fairpair", [sys.executable, "-c", _FAIRPAIR, str(bpath), str(work / "run"), str(args.concurrency),
+                          str(n)]),
+            ("inspect_ai", [args.inspect_python, "-c", _INSPECT, str(ppath), base_url, str(args.concurrency),
+                            str(work / "inspect-logs"), params] if args.inspect_python else None),
+            ("langfair", [args.langfair_python, "-c", _LANGFAIR, str(ppath), base_url, str(args.concurrency), params]
+             if args.langfair_python else None),
+        ]
+        print(f"workload: {n} conversations of {BATTERY.relative_to(ROOT)}; server: loopback mock in its own "
+              f"process, latency {args.latency * 1000:.0f} ms; concurrency {args.concurrency}; "
+              f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start")
+        for name, cmd in tools:
+            if args.only and name not in args.only:
+                continue
+            if cmd is None:
+                notes.append(f"{name}: skipped (no --{name.split('_')[0]}-python given)")
+                continue
+            if not Path(cmd[0]).exists():
+                notes.append(f"{name}: skipped ({cmd[0]} does not exist)")
+                continue
+            parent.send("count")
+            before, _ = parent.recv()
+            wall, cpu, out = run_child(cmd, env)
+            parent.send("count")
+            sent, in_flight = parent.recv()
+            sent -= before
+            if isinstance(out, str):
+                notes.append(f"{name}: FAILED after {wall:.1f} s:\n{out}")
+                continue
+            out.update(requests=sent, in_flight=in_flight, cpu_s=cpu)
+            results[name] = (wall, out)
+    finally:
+        parent.send("stop")
+        server.join(5)
+        shutil.rmtree(work, ignore_errors=True)
+
+    ideal = args.concurrency / args.latency
+    print(f"ideal: {ideal:.0f} cases/s ({n / ideal:.2f} s)")
+    print(f"{'tool':11s} {'requests':>8s} {'answered':>8s} {'in flight':>9s} {'core s':>7s} {'cases/s':>8s} "
+          f"{'/ideal':>6s} {'process s':>9s} {'cases/s':>8s} {'CPU s':>6s}")
+    for name, (wall, out) in results.items():
+        core = out["core_s"]
+        print(f"{name:11s} {out['requests']:8d} {out['answered']:8d} {out['in_flight']:9d} {core:7.2f} "
+              f"{n / core:8.1f} {n / core / ideal:6.3f} {wall:9.2f} {n / wall:8.1f} {out['cpu_s']:6.1f}")
+    for note in notes:
+        print(note)
+    if "fairpair" in results and len(results) > 1:
+        fw, fo = results["fairpair"]
+        for name, (wall, out) in results.items():
+            if name == "fairpair":
+                continue
+            print(f"fairpair / {name}: {out['core_s'] / fo['core_s']:.2f}x on the sending call, "
+                  f"{wall / fw:.2f}x on the whole process (goal >= 1)")
+        peers = [k for k in results if k != "fairpair"]
+        fastest = min(peers, key=lambda k: results[k][1]["core_s"])
+        ratio = results[fastest][1]["core_s"] / fo["core_s"]
+        print(f"fairpair vs the fastest peer ({fastest}): {ratio:.2f}x (goal >= 1)")
+
+
+if __name__ == "__main__":
+    main()
