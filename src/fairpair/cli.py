@@ -33,12 +33,20 @@ err_console = Console(stderr=True, highlight=False)
 
 BatteryArg = Annotated[Path, typer.Argument(help="Battery YAML file.", show_default=False)]
 RunArg = Annotated[Path, typer.Argument(help="Run directory (written by `fairpair run`).", show_default=False)]
+TemplatesOpt = Annotated[Optional[str], typer.Option(
+    "--templates", help="Only templates (scenes) whose id or meta value matches these comma-separated glob "
+    "patterns, e.g. 'work-*'.")]
+AxesOpt = Annotated[Optional[str], typer.Option(
+    "--axes", help="Only these comma-separated attributes / two-party axes, e.g. 'age,race'.")]
 
 
-def _load(path: Path):
-    from fairpair.battery import load_battery
+def _load(path: Path, templates: str | None = None, axes: str | None = None):
+    from fairpair.battery import load_battery, select
 
-    return load_battery(path)
+    def split(v: str | None) -> list[str] | None:
+        return [x.strip() for x in v.split(",") if x.strip()] if v else None
+
+    return select(load_battery(path), templates=split(templates), axes=split(axes))
 
 
 @app.command()
@@ -56,11 +64,13 @@ def plan(
     battery: BatteryArg,
     power: Annotated[bool, typer.Option("--power", help="Add power planning: smallest detectable differences.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    templates: TemplatesOpt = None,
+    axes: AxesOpt = None,
 ) -> None:
     """Print the design size: templates, variants, repetitions, conversations, pairs, comparisons, tokens."""
     from fairpair.cases import plan as make_plan
 
-    lb = _load(battery)
+    lb = _load(battery, templates, axes)
     p = make_plan(lb)
     data = p.as_dict()
     if power:
@@ -102,11 +112,13 @@ def _print_power(pw: dict) -> None:
 def expand(
     battery: BatteryArg,
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write cases.jsonl.")] = Path("cases.jsonl"),
+    templates: TemplatesOpt = None,
+    axes: AxesOpt = None,
 ) -> None:
     """Write every generated case (one JSON per line) and its expansion manifest."""
     from fairpair.cases import write_cases
 
-    lb = _load(battery)
+    lb = _load(battery, templates, axes)
     if output.is_dir():
         raise FairpairError("is a directory; give a file name such as cases.jsonl", file=output)
     exp = write_cases(lb, output)
@@ -135,11 +147,13 @@ def run(
     report_stage: Annotated[bool, typer.Option("--report/--no-report", help="Write the report at the end.")] = True,
     gate: Annotated[bool, typer.Option("--gate", help="Exit 1 when a pre-registered comparison fails.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    templates: TemplatesOpt = None,
+    axes: AxesOpt = None,
 ) -> None:
     """Send every case to the battery's target(s) and store every answer; then measure, analyze, report."""
     from fairpair.run import RunSettings, default_run_dir, execute_run
 
-    lb = _load(battery)
+    lb = _load(battery, templates, axes)
     if dry_run:
         _dry_run(lb)
         return

@@ -3,6 +3,7 @@
 from fairpair.battery._lexicons import lexicon_names, lexicon_source, load_lexicon
 from fairpair.battery._load import LoadedBattery, battery_hash, load_battery
 from fairpair.battery._schema import SCHEMA_VERSION, Battery
+from fairpair.battery._select import select
 
 __all__ = ["Battery", "LoadedBattery", "SCHEMA_VERSION", "battery_hash", "lexicon_names",
-           "lexicon_source", "load_battery", "load_lexicon"]
+           "lexicon_source", "load_battery", "load_lexicon", "select"]

@@ -41,6 +41,7 @@ class LoadedBattery:
     path: Path
     located: Located
     sha256: str
+    selection: dict | None = None  # set by fairpair.battery.select (--templates/--axes)
 
     @property
     def files(self) -> list[Path]:

@@ -256,7 +256,8 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
             identities = {name: t.identity() for name, t in targets.items()}
             secrets = [s for spec in specs.values() for s in target_secrets(spec.options())]
             base = {"fairpair_version": __version__, "battery": b.name, "battery_sha256": loaded.sha256,
-                    "battery_path": str(loaded.path), "plan_sha256": store.get_meta("plan_sha256"),
+                    "battery_path": str(loaded.path), "selection": loaded.selection,
+                    "plan_sha256": store.get_meta("plan_sha256"),
                     "plan_sha256_now": plan_hash(loaded), "expansion": exp.manifest(), "targets": identities,
                     "settings": settings.__dict__, "packages": package_versions(),
                     "git_revision": {"battery": _git_rev(loaded.path.parent),
