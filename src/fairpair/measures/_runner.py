@@ -212,7 +212,7 @@ def _build_judge(loaded, store, ctx: MeasureContext, judge) -> list[str]:
     b = loaded.battery
     if judge is None:
         spec = b.judge or TargetSpec.model_validate(DEFAULT_JUDGE)
-        judge = build_target("judge", spec)
+        judge = build_target("judge", spec, base_dir=ctx.battery_dir)
     ctx.judge = judge
     ident = _strip_name(judge.identity())
     ctx.judge_identity = ident
