@@ -26,7 +26,9 @@ def after_run(run_dir: Path, loaded, console, *, measure: bool = True, analyze: 
         from fairpair.measures import measure_run
 
         measure_run(run_dir, console=console)
-    analyzed = analyze and bool(b.measures) and bool(b.analysis.comparisons)
+    # a two-party design is analysed without a plan (cells, dispersion, least-changing prompt)
+    two_party = any(getattr(d, "kind", None) == "two_party" for d in b.designs)
+    analyzed = analyze and bool(b.measures) and (bool(b.analysis.comparisons) or two_party)
     if analyzed:
         from fairpair.analysis import analyze_run
 
@@ -39,11 +41,11 @@ def after_run(run_dir: Path, loaded, console, *, measure: bool = True, analyze: 
 
         data = load_report_data(Path(run_dir))
         paths = write_report(run_dir, data=data)
-        if analyzed:
+        if analyzed and b.analysis.comparisons:
             print_verdicts(console, data=data)
         console.print(f"report: {paths['html']}", soft_wrap=True)
     if gate:
-        if not analyzed:
+        if not (analyzed and b.analysis.comparisons):
             raise FairpairError("--gate needs measures and an analysis plan with comparisons in the battery",
                                 file=loaded.path, key="analysis.comparisons")
         from fairpair.analysis import gate_exit_code
