@@ -83,7 +83,7 @@ def fairpair_cmd(*args: Any) -> list[str]:
 
 def run_sub(*args: Any, timeout: float = 120, **kw: Any) -> Result:
     env = {**os.environ, "COLUMNS": "200", **kw.pop("env", {})}
-    p = subprocess.run(fairpair_cmd(*args), capture_output=True, text=True, timeout=timeout, env=env, **kw)
+    p = subprocess.run(fairpair_cmd(*args), check=False, capture_output=True, text=True, timeout=timeout, env=env, **kw)
     return Result(p.returncode, p.stdout, p.stderr)
 
 

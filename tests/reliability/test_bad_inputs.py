@@ -11,7 +11,6 @@ have their own corpus (tests/battery/test_bad_batteries.py).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sqlite3

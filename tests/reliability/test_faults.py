@@ -138,7 +138,7 @@ def test_second_process_on_the_same_run_directory_is_refused(tmp_path):
             assert first.poll() is None
         finally:
             gate.set()
-            out, err = first.communicate(timeout=120)
+            _out, err = first.communicate(timeout=120)
         n_requests = server.n_requests
     assert first.returncode == 0, err
     for code, out2, err2 in refused:

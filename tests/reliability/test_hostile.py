@@ -165,7 +165,9 @@ def test_html_report_shows_hostile_answers_as_inert_text(hostile):
     assert "&lt;script&gt;" in html
     md = (run / "report" / "report.md").read_text(encoding="utf-8")
     assert "\x1b" not in md and "\x00" not in md
-    from markdown_it import MarkdownIt  # the Markdown report, rendered, is inert too (payloads in code blocks)
+    from markdown_it import (
+        MarkdownIt,  # the Markdown report, rendered, is inert too (payloads in code blocks)
+    )
 
     p = _Tags()
     p.feed(MarkdownIt("commonmark").render(md))
@@ -181,7 +183,7 @@ def test_terminal_output_carries_no_escape_sequences(hostile):
 
 
 def test_csv_export_neutralises_formulas(hostile):
-    run, bot, _ = hostile
+    run, _bot, _ = hostile
     csv.field_size_limit(10_000_000)
     path = run / "export" / "answers.csv"
     raw = path.read_bytes()
@@ -206,7 +208,7 @@ def test_csv_export_neutralises_formulas(hostile):
 
 
 def test_judge_injection_cannot_change_parsing(hostile):
-    run, bot, outputs = hostile
+    run, _bot, outputs = hostile
     with Store.open(run) as store:
         cases = {c.id: c for c in store.iter_cases()}
         answers = {r.case_id: r.text for r in store.responses("python")}

@@ -29,7 +29,7 @@ def _can_mount() -> bool:
     if not shutil.which("unshare") or not sys.platform.startswith("linux"):
         return False
     p = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
-                       capture_output=True)
+                       check=False, capture_output=True)
     return p.returncode == 0
 
 
@@ -43,7 +43,7 @@ def _digest(d: Path) -> dict[str, str]:
 
 def _in_namespace(script: str, timeout: float = 120) -> subprocess.CompletedProcess:
     env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, text=True, timeout=timeout,
+    return subprocess.run(["unshare", "-m", "sh", "-c", script], check=False, capture_output=True, text=True, timeout=timeout,
                           env=env)
 
 
@@ -115,7 +115,7 @@ def test_disk_full_on_a_tiny_tmpfs_then_resume(tmp_path):
     kept = {i: t for i, t in query(saved, "SELECT id, text FROM responses WHERE status='ok'")}
     assert query(saved, "PRAGMA integrity_check") == [("ok",)]
     # resume where there is room: everything stored before the disk filled is still there, once
-    r = subprocess.run(fairpair_cmd("run", battery, "--out", saved, "--no-measure", "-q"), capture_output=True,
+    r = subprocess.run(fairpair_cmd("run", battery, "--out", saved, "--no-measure", "-q"), check=False, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     after = {i: t for i, t in query(saved, "SELECT id, text FROM responses WHERE status='ok'")}
