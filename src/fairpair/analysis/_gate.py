@@ -9,6 +9,8 @@ primary comparison's gap got significantly worse than in the baseline
 
 from __future__ import annotations
 
+from fairpair.errors import FairpairError
+
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -78,5 +80,9 @@ def gate_exit_code(run_dir: Path | str, *, on_inconclusive: bool = False, baseli
         worse = [r for r in compare_runs(baseline, run_dir).worse if r.primary]
         bad = bad or bool(worse)
     if junit is not None:
-        Path(junit).write_text(junit_xml(res, on_inconclusive=on_inc, worse=worse), encoding="utf-8")
+        try:
+            Path(junit).write_text(junit_xml(res, on_inconclusive=on_inc, worse=worse), encoding="utf-8")
+        except OSError as exc:
+            raise FairpairError(f"cannot write the JUnit XML file: {exc.strerror}", file=junit,
+                                hint="--junit takes a file path such as fairness.xml") from None
     return 1 if bad else 0

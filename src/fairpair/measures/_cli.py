@@ -204,37 +204,51 @@ def _read_labels(path: Path, dims: list[str], levels: dict[str, set[int]], known
     except OSError as exc:
         raise FairpairError(f"cannot read the labels file: {exc.strerror}", file=path) from None
     with fh:
-        reader = csv.DictReader(fh)
-        cols = reader.fieldnames or []
-        need = ["sample_id", *dims]
-        missing = [c for c in need if c not in cols]
-        if missing:
-            raise FairpairError(f"missing column(s) {missing}", file=path, line=1,
-                                hint=f"a labels file needs the columns {', '.join(need)}")
-        out: dict[str, dict[str, int | None]] = {}
-        for row in reader:
-            line = reader.line_num
-            sid = (row.get("sample_id") or "").strip()
-            if sid not in known:
-                raise FairpairError(f"unknown sample id {sid!r}", file=path, line=line, key="sample_id",
-                                    hint="ids come from `fairpair calibrate export` on this run")
-            if sid in out:
-                raise FairpairError(f"sample id {sid!r} appears twice", file=path, line=line, key="sample_id")
-            vals: dict[str, int | None] = {}
-            for d in dims:
-                raw = (row.get(d) or "").strip()
-                if not raw:
-                    vals[d] = None
-                    continue
-                try:
-                    v = int(raw)
-                except ValueError:
-                    v = None
-                if v is None or v not in levels[d] or str(v) != raw.lstrip("+"):
-                    raise FairpairError(f"label {raw!r} is not a level of '{d}'", file=path, line=line, key=d,
-                                        hint=f"allowed: {', '.join(map(str, sorted(levels[d])))} or blank")
-                vals[d] = v
-            out[sid] = vals
+        try:
+            return _parse_labels(fh, path, dims, levels, known)
+        except UnicodeDecodeError as exc:
+            raise FairpairError(f"not UTF-8 text (byte {exc.start}: {exc.reason}); save the labels file as UTF-8 "
+                                "CSV", file=path) from None
+        except csv.Error as exc:
+            raise FairpairError(f"not a readable CSV file: {exc}", file=path) from None
+
+
+def _parse_labels(fh, path: Path, dims: list[str], levels: dict[str, set[int]], known: dict[str, Any]
+                  ) -> dict[str, dict[str, int | None]]:
+    reader = csv.DictReader(fh)
+    cols = reader.fieldnames or []
+    dup = sorted({c for c in cols if cols.count(c) > 1})
+    if dup:
+        raise FairpairError(f"column(s) {dup} appear more than once", file=path, line=1, key=dup[0])
+    need = ["sample_id", *dims]
+    missing = [c for c in need if c not in cols]
+    if missing:
+        raise FairpairError(f"missing column(s) {missing}", file=path, line=1,
+                            hint=f"a labels file needs the columns {', '.join(need)}")
+    out: dict[str, dict[str, int | None]] = {}
+    for row in reader:
+        line = reader.line_num
+        sid = (row.get("sample_id") or "").strip()
+        if sid not in known:
+            raise FairpairError(f"unknown sample id {sid!r}", file=path, line=line, key="sample_id",
+                                hint="ids come from `fairpair calibrate export` on this run")
+        if sid in out:
+            raise FairpairError(f"sample id {sid!r} appears twice", file=path, line=line, key="sample_id")
+        vals: dict[str, int | None] = {}
+        for d in dims:
+            raw = (row.get(d) or "").strip()
+            if not raw:
+                vals[d] = None
+                continue
+            try:
+                v = int(raw)
+            except ValueError:
+                v = None
+            if v is None or v not in levels[d] or str(v) != raw.lstrip("+"):
+                raise FairpairError(f"label {raw!r} is not a level of '{d}'", file=path, line=line, key=d,
+                                    hint=f"allowed: {', '.join(map(str, sorted(levels[d])))} or blank")
+            vals[d] = v
+        out[sid] = vals
     return out
 
 
