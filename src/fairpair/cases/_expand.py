@@ -74,6 +74,19 @@ class Expansion:
     designs: dict[str, dict[str, Any]] = field(default_factory=dict)
     exclusions: list[dict[str, Any]] = field(default_factory=list)
     total: int = 0
+    prompts: list[dict[str, Any]] = field(default_factory=list)
+
+    def add_prompt(self, template: Template) -> None:
+        """Record the template's prompt text as written (slots unfilled); identical prompts are listed once."""
+        key = {"system": template.system, "system_file": template.system_file,
+               "history": [m.model_dump(mode="json") for m in template.history], "turns": list(template.turns),
+               "baseline_turns": template.baseline_turns}
+        for p in self.prompts:
+            if p["prompt"] == key:
+                if template.id not in p["templates"]:
+                    p["templates"].append(template.id)
+                return
+        self.prompts.append({"prompt": key, "templates": [template.id]})
 
     def exclude(self, design: str, reason: str, count: int) -> None:
         if count:
@@ -82,7 +95,7 @@ class Expansion:
     def manifest(self) -> dict[str, Any]:
         return {"battery": self.battery, "battery_sha256": self.battery_sha256,
                 "fairpair_version": __version__, "total_cases": self.total,
-                "designs": self.designs, "exclusions": self.exclusions}
+                "designs": self.designs, "exclusions": self.exclusions, "prompt_templates": self.prompts}
 
 
 def _seed(battery: Battery, template: str, rep: int) -> int:
@@ -201,6 +214,8 @@ def expand(loaded: LoadedBattery, expansion: Expansion | None = None) -> Iterato
         reps = d.repetitions or b.repetitions
         templates = [t for t in b.templates if not d.templates or t.id in d.templates]
         skipped = len(b.templates) - len(templates)
+        for t in templates:
+            exp.add_prompt(t)
         exp.exclude(did, "templates not listed in the design's 'templates'", skipped)
         stats = {"kind": d.kind, "templates": len(templates), "repetitions": reps, "cases": 0,
                  "matched_sets": 0}
