@@ -101,12 +101,11 @@ def check_store(path: Path, n: int) -> tuple[dict[str, int], list[str]]:
         "cases": q("SELECT COUNT(*) FROM cases"),
         "rows": q("SELECT COUNT(*) FROM responses"),
         "answered": q("SELECT COUNT(DISTINCT case_id) FROM responses WHERE status='ok'"),
-        "failed": q("SELECT COUNT(DISTINCT case_id) FROM responses r WHERE status='failed' AND NOT EXISTS"
-                    " (SELECT 1 FROM responses o WHERE o.case_id=r.case_id AND o.status='ok')"),
+        "failed": q("SELECT COUNT(DISTINCT case_id) FROM responses WHERE status='failed' AND case_id NOT IN"
+                    " (SELECT case_id FROM responses WHERE status='ok')"),
         "max_ok_per_case": q("SELECT COALESCE(MAX(k), 0) FROM (SELECT COUNT(*) k FROM responses"
                              " WHERE status='ok' GROUP BY target, case_id)"),
-        "cases_without_row": q("SELECT COUNT(*) FROM cases c WHERE NOT EXISTS"
-                               " (SELECT 1 FROM responses r WHERE r.case_id=c.case_id)"),
+        "cases_without_row": q("SELECT COUNT(*) FROM cases WHERE case_id NOT IN (SELECT case_id FROM responses)"),
         "retried": q("SELECT COUNT(*) FROM responses WHERE attempts > 1"),
     }
     con.close()
