@@ -86,6 +86,8 @@ _APOSTROPHES = "'\u2019\u02bc\u2018`\u00b4\u2032"
 # emoji) are rare in answers and are folded on the slow path instead.
 _BMP = range(0, 0x10000)
 _ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
+# "a"/"an" (any case) as a whole word, followed by spaces up to the value: masked with it.
+_ARTICLE = re.compile(r"(?<![\w'’-])[Aa][Nn]?[ \t]+\Z")
 
 
 def _fold_char(c: str) -> str:
@@ -442,7 +444,10 @@ class Masker:
     def mask(self, text: str) -> str:
         """Return ``text`` with every value replaced by the marker.
 
-        The rest of the text is preserved exactly. Idempotent:
+        An English indefinite article right before a value ("an old person",
+        "a young person") is masked with it, since *a*/*an* tells the value's
+        first sound (Tan & Lee 2025 write identities as "an Asian person");
+        the rest of the text is preserved exactly. Idempotent:
         ``mask(mask(t)) == mask(t)``.
         """
         spans = self.spans(text)
@@ -450,6 +455,9 @@ class Masker:
             return text
         parts, pos = [], 0
         for start, end in spans:
+            art = _ARTICLE.search(text, pos, start)
+            if art is not None:
+                start = art.start()
             parts += (text[pos:start], self.marker)
             pos = end
         parts.append(text[pos:])
