@@ -101,6 +101,8 @@ class MeasureContext:
     store: Any = None
     counts: dict[str, MeasureCounts] = field(default_factory=dict)
     embedders: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the first messages sent to the judge under each distinct system prompt (for the manifest)
+    judge_prompts: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     _masker: Any = None
     _judge_sem: asyncio.Semaphore | None = None
     _limiter: Any = None
@@ -145,6 +147,8 @@ class MeasureContext:
                 n = min(n, self.judge.max_concurrency)
             self._judge_sem = asyncio.Semaphore(max(1, n))
             self._limiter = RateLimiter(self.settings.rpm, self.settings.tpm)
+        system = next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
+        self.judge_prompts.setdefault(system, [dict(m) for m in messages])
         req = ChatRequest(messages=tuple(messages), seed=seed, case_id=case_id)
         est = sum(len(m.get("content", "")) for m in messages) // 4
         async with self._judge_sem:
@@ -379,10 +383,39 @@ async def _measure(store, loaded, run_dir, console, names, judge, settings) -> M
             except Exception:  # noqa: BLE001
                 pass
         store.event("measure_finished", {n: vars(c) for n, c in ctx.counts.items()})
+    _record_in_manifest(store, run_dir, ctx, list(ms), warnings)
     if console is not None:
         _print_counts(console, ctx.counts, warnings)
     return MeasureRunResult(Path(run_dir), dict(ctx.counts), scales, ctx.judge_identity, dict(ctx.embedders),
                             tuple(warnings))
+
+
+def _record_in_manifest(store, run_dir, ctx: MeasureContext, names: Iterable[str], warnings: list[str]) -> None:
+    """Add the judge, its prompts and the embedders to ``manifest.json`` (merged with earlier sessions)."""
+    from fairpair.run._runner import MANIFEST_NAME, write_manifest
+
+    path = Path(run_dir) / MANIFEST_NAME
+    try:
+        old = json.loads(path.read_text(encoding="utf-8")).get("measurement") or {}
+    except (OSError, ValueError):
+        old = {}
+    block = dict(old)
+    if ctx.judge_identity is not None:
+        block["judge"] = ctx.judge_identity
+        block["self_judging"] = [w for w in warnings if w.startswith("self-judging")]
+    if ctx.judge_prompts:
+        seen = {json.dumps(p, sort_keys=True) for p in old.get("judge_prompts") or []}
+        block["judge_prompts"] = list(old.get("judge_prompts") or []) + [
+            p for p in ctx.judge_prompts.values() if json.dumps(p, sort_keys=True) not in seen]
+    embedders = {**(old.get("embedders") or {}), **ctx.embedders}
+    for name in names:  # embedders recorded by an earlier session of this run
+        ident = store.get_meta(f"embedder.{name}")
+        if ident is not None:
+            embedders.setdefault(name, ident)
+    if embedders:
+        block["embedders"] = embedders
+    if block != old:
+        write_manifest(run_dir, store, {"measurement": block})
 
 
 def _items(name: str, m: Measure, index: _Index, responses, store, ctx) -> list[MeasureItem]:
