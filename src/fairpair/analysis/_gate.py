@@ -71,6 +71,9 @@ def gate_exit_code(run_dir: Path | str, *, on_inconclusive: bool = False, baseli
                    junit: Path | str | None = None) -> int:
     """0 when the gate passes, 1 when it fails (see module notes); optionally writes JUnit XML."""
     res = current_results(run_dir)
+    if not any((c.n_pairs or 0) > 0 for c in res.comparisons):
+        raise FairpairError("nothing to gate: no pre-registered comparison has a single measured pair",
+                            file=run_dir, hint="check that the run answered and `fairpair measure` stored values")
     on_inc = on_inconclusive or res.fail_on_inconclusive
     bad = any(failing(c, on_inconclusive=on_inc) for c in res.comparisons)
     worse = []
