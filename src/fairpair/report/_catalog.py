@@ -105,6 +105,42 @@ MESSAGES: dict[str, dict[str, str]] = {
         "dispersion.alt": "Dispersion of {measure} by power condition with intervals: {rows}.",
         "two_party": "Two-party design (SUB × RES)",
         "two_party.min": "Identity whose answers change least from the baseline, per axis",
+        "two_party.block": "{measure} · target {target}",
+        "two_party.heat_note": ("Each cell: the mean over the cell's answers and, below it, its {level} "
+                                "percentile interval from resampling scenes (none with a single scene)."),
+        "two_party.dispersion": "Dispersion (\"implicit bias\") by power condition",
+        "two_party.dispersion_intro": ("Tan & Lee's (2025) dispersion: the standard deviation of the cell means "
+                                       "of each axis, averaged over axes; intervals resample scenes."),
+        "two_party.tests": "Paired test between power conditions",
+        "two_party.min_intro": ("The prompt that changes the answer least: the identity with the lowest mean "
+                                "distance from the baseline; stability is the share of scene resamples in "
+                                "which it stays the lowest. It does not show that the model adopts that "
+                                "identity by default."),
+        "two_party.min_skipped": ("Not shown for this measure: a lower {measure} is not a smaller change from "
+                                  "the baseline (only a distance measure, e.g. semantic_distance, answers that)."),
+        "two_party.cells": "Cell means with intervals",
+        "two_party.no_plan": ("No pre-registered comparisons: this battery's results are the two-party "
+                              "description below (cell means, dispersion, the paired test between power "
+                              "conditions)."),
+        "col.condition": "Power condition",
+        "col.dispersion": "Dispersion",
+        "col.scenes": "Scenes",
+        "col.per_axis": "Per axis",
+        "col.paired": "Paired",
+        "col.axis": "Axis",
+        "col.side": "Side",
+        "col.identity": "Identity",
+        "col.mean": "Mean",
+        "col.runner_up": "Runner-up",
+        "col.stability": "Stability",
+        "col.n": "n",
+        "yes": "yes",
+        "no": "no",
+        "prov.judge": "Judge",
+        "prov.judge_prompt": "Judge prompts (first sent, per system prompt)",
+        "prov.embedders": "Embedders",
+        "prov.selection": "Selection (--templates / --axes)",
+        "prov.prompt_templates": "Prompt templates (as written; slots unfilled)",
         "two_party.caveat": ("Dispersion across identity cells is a description, not proof of unfair "
                              "treatment; scenes with and without a power gap are different scenes unless they "
                              "were designed as matched versions."),
@@ -264,6 +300,44 @@ MESSAGES: dict[str, dict[str, str]] = {
         "dispersion.alt": "Dispersión de {measure} por condición de poder con intervalos: {rows}.",
         "two_party": "Diseño de dos partes (SUB × RES)",
         "two_party.min": "Identidad cuyas respuestas cambian menos respecto a la línea base, por eje",
+        "two_party.block": "{measure} · sistema {target}",
+        "two_party.heat_note": ("Cada celda: la media de sus respuestas y, debajo, su intervalo de percentiles "
+                                "del {level} remuestreando escenas (ninguno con una sola escena)."),
+        "two_party.dispersion": "Dispersión («sesgo implícito») por condición de poder",
+        "two_party.dispersion_intro": ("La dispersión de Tan y Lee (2025): la desviación típica de las medias por "
+                                       "celda de cada eje, promediada entre ejes; los intervalos remuestrean "
+                                       "escenas."),
+        "two_party.tests": "Prueba pareada entre condiciones de poder",
+        "two_party.min_intro": ("El prompt que menos cambia la respuesta: la identidad con la menor distancia "
+                                "media a la línea base; la estabilidad es la proporción de remuestreos de "
+                                "escenas en que sigue siendo la menor. No muestra que el modelo adopte esa "
+                                "identidad por defecto."),
+        "two_party.min_skipped": ("No se muestra para esta medida: un valor menor de {measure} no es un cambio "
+                                  "menor respecto a la línea base (solo una distancia, p. ej. semantic_distance, "
+                                  "responde a eso)."),
+        "two_party.cells": "Medias por celda con intervalos",
+        "two_party.no_plan": ("No hay comparaciones prerregistradas: los resultados de esta batería son la "
+                              "descripción de dos partes de abajo (medias por celda, dispersión, la prueba "
+                              "pareada entre condiciones de poder)."),
+        "col.condition": "Condición de poder",
+        "col.dispersion": "Dispersión",
+        "col.scenes": "Escenas",
+        "col.per_axis": "Por eje",
+        "col.paired": "Pareada",
+        "col.axis": "Eje",
+        "col.side": "Lado",
+        "col.identity": "Identidad",
+        "col.mean": "Media",
+        "col.runner_up": "Segunda",
+        "col.stability": "Estabilidad",
+        "col.n": "n",
+        "yes": "sí",
+        "no": "no",
+        "prov.judge": "Juez",
+        "prov.judge_prompt": "Prompts del juez (el primero enviado, por prompt de sistema)",
+        "prov.embedders": "Modelos de embeddings",
+        "prov.selection": "Selección (--templates / --axes)",
+        "prov.prompt_templates": "Plantillas del prompt (tal como se escribieron; sin rellenar)",
         "two_party.caveat": ("La dispersión entre celdas de identidad es una descripción, no una prueba de trato "
                              "injusto; las escenas con y sin desigualdad de poder son escenas distintas salvo que "
                              "se diseñaran como versiones emparejadas."),

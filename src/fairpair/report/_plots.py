@@ -192,8 +192,13 @@ def discordant_plot(fid: str, comps: Sequence[dict[str, Any]], *, measure: str, 
                   msg(lang, "discordant.note"), svg)
 
 
-def heatmap_plots(fid: str, block: dict[str, Any], *, lang: str) -> list[Figure]:
-    """One SUB × RES heat map per axis (and power condition) of a two-party block, on one colour scale."""
+def heatmap_plots(fid: str, block: dict[str, Any], *, lang: str, show_target: bool = False,
+                  level: float | None = None) -> list[Figure]:
+    """One SUB × RES heat map per axis (and power condition) of a two-party block, on one colour scale.
+
+    Each cell shows its mean and, below it, its interval over scenes (``ci``) when there is one;
+    ``show_target`` adds the block's target to the titles (several models in one report).
+    """
     matplotlib, plt = _plt()
     import numpy as np
 
@@ -208,12 +213,18 @@ def heatmap_plots(fid: str, block: dict[str, Any], *, lang: str) -> list[Figure]
         subs = list(dict.fromkeys(str(c.get("sub")) for c in cells))
         ress = list(dict.fromkeys(str(c.get("res")) for c in cells))
         grid = np.full((len(subs), len(ress)), np.nan)
+        cis: dict[tuple[int, int], list[float]] = {}
         for c in cells:
             m = c.get("mean")
+            ij = subs.index(str(c.get("sub"))), ress.index(str(c.get("res")))
             if isinstance(m, (int, float)):
-                grid[subs.index(str(c.get("sub"))), ress.index(str(c.get("res")))] = m
+                grid[ij] = m
+            ci = c.get("ci")
+            if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(isinstance(v, (int, float)) for v in ci):
+                cis[ij] = list(ci)
         with matplotlib.rc_context(_RC):
-            fig, ax = plt.subplots(figsize=(max(4.5, 0.9 * len(ress) + 2.5), max(3.0, 0.5 * len(subs) + 1.8)))
+            cw, ch = (1.25, 0.7) if cis else (0.9, 0.5)
+            fig, ax = plt.subplots(figsize=(max(4.5, cw * len(ress) + 2.5), max(3.0, ch * len(subs) + 1.8)))
             im = ax.imshow(grid, cmap="viridis", aspect="auto", vmin=vmin, vmax=vmax)
             ax.set_xticks(range(len(ress)), [_label(r, 18) for r in ress], rotation=35, ha="right")
             ax.set_yticks(range(len(subs)), [_label(s, 24) for s in subs])
@@ -221,24 +232,36 @@ def heatmap_plots(fid: str, block: dict[str, Any], *, lang: str) -> list[Figure]
             for i in range(len(subs)):
                 for j in range(len(ress)):
                     if np.isfinite(grid[i, j]):
-                        ax.text(j, i, fmt_num(grid[i, j], lang, 2), ha="center", va="center", fontsize=7,
+                        text = fmt_num(grid[i, j], lang, 2)
+                        if (i, j) in cis:
+                            lo, hi = cis[i, j]
+                            text += f"\n[{fmt_num(lo, lang, 2)}, {fmt_num(hi, lang, 2)}]"
+                        ax.text(j, i, text, ha="center", va="center", fontsize=7 if (i, j) not in cis else 6,
                                 color="white" if grid[i, j] < mid else "black")
             ax.set_xlabel(msg(lang, "heatmap.x"))
             ax.set_ylabel(msg(lang, "heatmap.y"))
             title = msg(lang, "heatmap.title", measure=_label(measure), axis=_label(axis))
             if cond is not None:
                 title += f" · {_label(cond, 30)}"
+            if show_target:
+                title += f" · {_label(block.get('target'), 30)}"
             ax.set_title(title, loc="left")
             fig.colorbar(im, ax=ax, shrink=0.8)
             svg = _render(fig)
-        described = "; ".join(f"{_label(c.get('sub'))} × {_label(c.get('res'))} = {fmt_num(c.get('mean'), lang, 2)}"
-                              for c in cells)
+        def _cell(c: dict[str, Any]) -> str:
+            ci = c.get("ci")
+            tail = (f" [{fmt_num(ci[0], lang, 2)}, {fmt_num(ci[1], lang, 2)}]"
+                    if isinstance(ci, (list, tuple)) and len(ci) == 2 and None not in ci else "")
+            return f"{_label(c.get('sub'))} × {_label(c.get('res'))} = {fmt_num(c.get('mean'), lang, 2)}{tail}"
+
+        described = "; ".join(_cell(c) for c in cells)
+        note = msg(lang, "two_party.heat_note", level=fmt_pct(level if level is not None else 0.95, lang, 0))
         figs.append(Figure(f"{fid}-{k}", title, msg(lang, "heatmap.alt", measure=_label(measure),
-                                                     axis=_label(axis), rows=described), "", svg))
+                                                     axis=_label(axis), rows=described), note, svg))
     return figs
 
 
-def dispersion_plot(fid: str, block: dict[str, Any], *, lang: str) -> Figure | None:
+def dispersion_plot(fid: str, block: dict[str, Any], *, lang: str, show_target: bool = False) -> Figure | None:
     """Dispersion (SD of cell means) by power condition with its interval."""
     rows = [r for r in block.get("dispersion") or [] if isinstance(r.get("statistic"), (int, float))]
     if not rows:
@@ -259,6 +282,8 @@ def dispersion_plot(fid: str, block: dict[str, Any], *, lang: str) -> Figure | N
         ax.set_ylim(-0.7, len(rows) - 0.3)
         ax.set_xlabel(msg(lang, "dispersion.x"))
         title = msg(lang, "dispersion.title", measure=_label(measure))
+        if show_target:
+            title += f" · {_label(block.get('target'), 30)}"
         ax.set_title(title, loc="left")
         svg = _render(fig)
     described = "; ".join(

@@ -106,7 +106,8 @@ def _verdict_rows(data: ReportData, lang: str) -> list[VerdictRow]:
 def _figures(data: ReportData, rows: list[VerdictRow], lang: str) -> dict[str, list[Any]]:
     from fairpair.report import _plots
 
-    out: dict[str, list[Any]] = {"forest": [], "groups": [], "discordant": [], "two_party": []}
+    out: dict[str, list[Any]] = {"forest": [], "groups": [], "discordant": [], "two_party": [],
+                                 "two_party_blocks": []}
     labels = {r.key: (f"{r.label_a} vs {r.label_b}" if lang == "en" else f"{r.label_a} frente a {r.label_b}")
               + (f" · {r.target}" if len({x.target for x in rows}) > 1 else "") for r in rows}
     by_measure: dict[str, list[VerdictRow]] = {}
@@ -128,11 +129,16 @@ def _figures(data: ReportData, rows: list[VerdictRow], lang: str) -> dict[str, l
     for i, ((m, a), gs) in enumerate(by_ma.items()):
         out["groups"].append(_plots.group_plot(f"groups-{i}", gs, measure=measure_label(data.battery, m),
                                                attribute=a, lang=lang))
-    for i, block in enumerate((data.results or {}).get("two_party") or []):
-        out["two_party"] += _plots.heatmap_plots(f"heatmap-{i}", block, lang=lang)
-        d = _plots.dispersion_plot(f"dispersion-{i}", block, lang=lang)
+    blocks = (data.results or {}).get("two_party") or []
+    several = len({b.get("target") for b in blocks}) > 1
+    level = (data.results or {}).get("confidence_level")
+    for i, block in enumerate(blocks):
+        figs = _plots.heatmap_plots(f"heatmap-{i}", block, lang=lang, show_target=several, level=level)
+        d = _plots.dispersion_plot(f"dispersion-{i}", block, lang=lang, show_target=several)
         if d is not None:
-            out["two_party"].append(d)
+            figs.append(d)
+        out["two_party"] += figs
+        out["two_party_blocks"].append(figs)
     return out
 
 
@@ -176,7 +182,65 @@ def _provenance(data: ReportData, lang: str) -> list[tuple[str, str]]:
         rows.append((msg(lang, "prov.packages"), ", ".join(f"{k} {v}" for k, v in sorted(m["packages"].items()))))
     if m.get("git_revision"):
         rows.append((msg(lang, "prov.git"), ", ".join(f"{k}: {v or '—'}" for k, v in m["git_revision"].items())))
+    if m.get("selection"):
+        rows.append((msg(lang, "prov.selection"), json.dumps(m["selection"], ensure_ascii=False, sort_keys=True)))
+    meas = m.get("measurement") or {}
+    judge = meas.get("judge") or (r.get("judge") or {}).get("judge")
+    if judge:
+        rows.append((msg(lang, "prov.judge"), json.dumps(judge, ensure_ascii=False, sort_keys=True, default=str)))
+    if meas.get("embedders"):
+        rows.append((msg(lang, "prov.embedders"), "; ".join(
+            f"{k}: {json.dumps(v, ensure_ascii=False, sort_keys=True, default=str)}"
+            for k, v in sorted(meas["embedders"].items()))))
     return rows
+
+
+def _prompt_texts(data: ReportData) -> tuple[list[str], list[str]]:
+    """The battery's prompt templates and the judge prompts recorded in the manifest, as display text."""
+    m = data.manifest
+    templates = []
+    for p in (m.get("expansion") or {}).get("prompt_templates") or []:
+        pr = p.get("prompt") or {}
+        parts = [f"# {', '.join(p.get('templates') or [])}"]
+        for key in ("system", "system_file"):
+            if pr.get(key):
+                parts.append(f"[{key}]\n{pr[key]}")
+        for h in pr.get("history") or []:
+            parts.append(f"[history: {h.get('role')}]\n{h.get('content')}")
+        for i, t in enumerate(pr.get("turns") or [], 1):
+            parts.append(f"[turn {i}]\n{t}")
+        for i, t in enumerate(pr.get("baseline_turns") or [], 1):
+            parts.append(f"[baseline turn {i}]\n{t}")
+        templates.append("\n\n".join(parts))
+    judge = ["\n\n".join(f"[{x.get('role')}]\n{x.get('content')}" for x in msgs)
+             for msgs in (m.get("measurement") or {}).get("judge_prompts") or []]
+    return templates, judge
+
+
+def _measure_kind(data: ReportData, measure: str) -> str | None:
+    b = data.battery
+    spec = b.measures.get(measure.partition(".")[0]) if b is not None else None
+    return spec.kind if spec is not None else None
+
+
+def _two_party_blocks(data: ReportData, figures: list[list[Any]], lang: str) -> list[dict[str, Any]]:
+    """Per (target, measure) block of results.json's ``two_party``: figures, tables, the least-changing prompt."""
+    out = []
+    for i, b in enumerate((data.results or {}).get("two_party") or []):
+        measure = str(b.get("measure", ""))
+        label = measure_label(data.battery, measure)
+        kind = _measure_kind(data, measure)
+        show_min = kind is None or kind == "semantic_distance"
+        out.append({
+            "title": msg(lang, "two_party.block", measure=label, target=b.get("target", "—")),
+            "target": b.get("target"), "measure": label, "kind": kind,
+            "figures": figures[i] if i < len(figures) else [],
+            "dispersion": b.get("dispersion") or [], "tests": b.get("dispersion_tests") or [],
+            "minimum": (b.get("minimum") or []) if show_min else [],
+            "min_note": None if show_min else msg(lang, "two_party.min_skipped", measure=label),
+            "cells": b.get("cells") or [], "note": b.get("note"),
+        })
+    return out
 
 
 def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]:
@@ -199,6 +263,13 @@ def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]
     exclusions = list((data.manifest.get("expansion") or {}).get("exclusions") or [])
     dropped = [(r, r.n_dropped) for r in rows if r.n_dropped]
     two_party = res.get("two_party") or []
+    figures = _figures(data, rows, lang) if with_figures else {"forest": [], "groups": [], "discordant": [],
+                                                                "two_party": [], "two_party_blocks": []}
+    prompt_templates, judge_prompts = _prompt_texts(data)
+    overall_text = msg(lang, f"overall.{overall}") if data.analysed else msg(lang, "not_analysed",
+                                                                             run=shlex.quote(str(data.run_dir)))
+    if data.analysed and not rows and two_party:
+        overall_text = msg(lang, "two_party.no_plan")
     view = {
         "lang": lang,
         "t": lambda key, **kw: msg(lang, key, **kw),
@@ -211,14 +282,15 @@ def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]
         "primary_rows": [r for r in rows if r.primary] or rows,
         "secondary_rows": [r for r in rows if not r.primary] if any(r.primary for r in rows) else [],
         "overall": overall,
-        "overall_text": msg(lang, f"overall.{overall}") if data.analysed else msg(lang, "not_analysed",
-                                                                                   run=shlex.quote(str(data.run_dir))),
+        "overall_text": overall_text,
         "overall_word": verdict_word(overall, lang),
         "warnings": warnings,
         "notes": [str(n) for n in res.get("notes") or []],
         "omnibus": res.get("omnibus") or [],
-        "figures": _figures(data, rows, lang) if with_figures else {"forest": [], "groups": [], "discordant": [],
-                                                                     "two_party": []},
+        "figures": figures,
+        "two_party_blocks": _two_party_blocks(data, figures["two_party_blocks"], lang),
+        "prompt_templates": prompt_templates,
+        "judge_prompts": judge_prompts,
         "evidence": evidence,
         "has_fail": bool(failing),
         "commands": _commands(data),
@@ -231,7 +303,7 @@ def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]
         "measurement_counts": data.measurement_counts,
         "judge": judge,
         "two_party": two_party,
-        "minimum": [m for b in two_party for m in (b.get("minimum") or [])],
+        "minimum": [],  # filled below from the blocks (distance measures only)
         "dispersion_tests": [t for b in two_party for t in (b.get("dispersion_tests") or [])],
         "generated": msg(lang, "generated", version=__version__,
                          at=datetime.now(timezone.utc).isoformat(timespec="seconds")),
@@ -243,6 +315,7 @@ def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]
         "fmt_pb": lambda v: _fmt_position_bias(v, lang),
         "json": lambda o: json.dumps(o, ensure_ascii=False, sort_keys=True, default=str),
     }
+    view["minimum"] = [m for b in view["two_party_blocks"] for m in b["minimum"]]
     return view
 
 
