@@ -223,7 +223,7 @@ def _build_judge(loaded, store, ctx: MeasureContext, judge) -> list[str]:
     store.event("judge", {"identity": ident})
     warnings = []
     for tname, tident in _target_identities(loaded, store).items():
-        if _strip_name(tident) == ident:
+        if _model_key(tident) == _model_key(ident):
             if not b.allow_self_judging:
                 raise FairpairError(
                     f"the judge is the same system as target '{tname}' ({ident.get('kind')} "
@@ -234,6 +234,12 @@ def _build_judge(loaded, store, ctx: MeasureContext, judge) -> list[str]:
             store.event("self_judging", {"target": tname, "judge": ident})
             warnings.append(msg)
     return warnings
+
+
+def _model_key(ident: dict[str, Any]) -> dict[str, Any]:
+    """The part of an identity that names the model: without the target's name and its decoding
+    ``parameters`` (the same weights at another temperature or length still grade their own answers)."""
+    return {k: v for k, v in (ident or {}).items() if k not in ("name", "parameters")}
 
 
 def _strip_name(ident: dict[str, Any]) -> dict[str, Any]:
