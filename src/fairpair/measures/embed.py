@@ -141,8 +141,10 @@ class SentenceTransformerEmbedder:
             version = metadata.version(self.package)
         except metadata.PackageNotFoundError:
             version = None
+        # sentence-transformers >= 5 renamed the method; the old name warns
+        dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         return {"name": self.name, "package": self.package, "version": version, "folder": str(self.folder),
-                "dim": int(self._model.get_sentence_embedding_dimension())}
+                "dim": int(dim())}
 
 
 def _minilm() -> SentenceTransformerEmbedder:
