@@ -315,6 +315,7 @@ class SemanticDistanceMeasure(Measure):
             d = cosine_distance(va, vb)
         except ValueError as exc:
             return MeasureResult.missing(str(exc))
-        return MeasureResult.ok(round(d, 6), detail={"counterpart": item.counterpart_case.id
+        # identical texts give ~-1e-7 from rounding error; + 0.0 turns the rounded -0.0 into 0.0
+        return MeasureResult.ok(round(d, 6) + 0.0, detail={"counterpart": item.counterpart_case.id
                                                      if item.counterpart_case else None,
                                                      "embedder": self._embedder(ctx).name})
