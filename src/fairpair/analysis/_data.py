@@ -102,22 +102,35 @@ class RunData:
         return sorted(self.answered)
 
 
+#: rows per fetch of the measurement scan
+_CHUNK = 100_000
+
+
 def load_run_data(conn, *, keep_details: bool = True) -> RunData:
     """Load cases, answers and measurements from an open store connection."""
     ids, design, kind, template, mset, base, axis, groups, variants, meta, seqs = ([] for _ in range(11))
+    # Cases repeat a few values many times: one shared object per distinct value (strings and the
+    # read-only groups/variants/meta dicts) keeps a million cases within a few hundred MiB.
+    shared: dict[Any, Any] = {}
+
+    def one(v: Any) -> Any:
+        key = (0, v) if isinstance(v, str) or v is None else (1, json.dumps(v, sort_keys=True))
+        return shared.setdefault(key, v)
+
     for cid, seq, data in conn.execute("SELECT case_id, seq, data FROM cases ORDER BY seq"):
         c = json.loads(data)
         seqs.append(seq)
         ids.append(cid)
-        design.append(c["design"])
-        kind.append(c["design_kind"])
-        template.append(c["template"])
-        mset.append(c["matched_set"])
+        design.append(one(c["design"]))
+        kind.append(one(c["design_kind"]))
+        template.append(one(c["template"]))
+        mset.append(one(c["matched_set"]))
         base.append(bool(c.get("baseline")))
-        axis.append(c.get("axis"))
-        groups.append(c.get("groups") or {})
-        variants.append(c.get("variants") or {})
-        meta.append(c.get("meta") or {})
+        axis.append(one(c.get("axis")))
+        groups.append(one(c.get("groups") or {}))
+        variants.append(one(c.get("variants") or {}))
+        meta.append(one(c.get("meta") or {}))
+    shared.clear()
     index = {c: i for i, c in enumerate(ids)}
     cases = CaseTable(ids, index, design, kind, template, mset, base, axis, groups, variants, meta)
     n = len(ids)
@@ -145,19 +158,30 @@ def load_run_data(conn, *, keep_details: bool = True) -> RunData:
     seq_to_i = np.full(int(max(seqs, default=-1)) + 1, -1, dtype=np.intp)
     seq_to_i[np.asarray(seqs, dtype=np.intp)] = np.arange(n)
     # One scan of the table; SQLite converts the literals (JSON true/false/numbers), numpy places them.
-    rows = conn.execute(
+    cur = conn.execute(
         "SELECT m.target || char(0) || m.measure, c.seq, CASE m.status WHEN 'ok' THEN 0 WHEN 'missing' THEN 1 "
         "ELSE 2 END, CASE WHEN m.status != 'ok' OR m.value IS NULL THEN NULL WHEN m.value IN ('true', 'false') "
         "THEN m.value = 'true' WHEN substr(m.value, 1, 1) IN ('{', '[', '\"', 'n') THEN NULL "
         "ELSE CAST(m.value AS REAL) END, CASE WHEN m.value IN ('true', 'false') THEN 1 "
         "WHEN substr(m.value, 1, 1) = '{' THEN 3 WHEN substr(m.value, 1, 1) IN ('[', '\"', 'n') THEN 0 ELSE 2 END, "
         "CASE WHEN substr(m.value, 1, 1) = '{' OR m.detail IS NOT NULL THEN 1 ELSE 0 END, m.id "
-        "FROM measurements m JOIN cases c ON c.case_id = m.case_id").fetchall()
-    if rows:
-        keys_raw = [r[0] for r in rows]
-        num_part = np.array([r[1:] for r in rows], dtype=float)
-        ukeys, kcode = np.unique(np.array(keys_raw), return_inverse=True)
-        kcode = kcode.reshape(-1)
+        "FROM measurements m JOIN cases c ON c.case_id = m.case_id")
+    # Read in chunks into numpy arrays (a million answers x 2 measures as Python rows would take GiBs).
+    key_code: dict[str, int] = {}
+    code_parts: list[np.ndarray] = []
+    num_parts: list[np.ndarray] = []
+    while chunk := cur.fetchmany(_CHUNK):
+        code_parts.append(np.fromiter((key_code.setdefault(r[0], len(key_code)) for r in chunk), dtype=np.intp,
+                                      count=len(chunk)))
+        num_parts.append(np.array([r[1:] for r in chunk], dtype=float))
+        del chunk
+    if key_code:
+        ukeys = sorted(key_code)  # the order np.unique gave: measures are visited in sorted key order
+        remap = np.empty(len(ukeys), dtype=np.intp)
+        remap[[key_code[k] for k in ukeys]] = np.arange(len(ukeys))
+        kcode = remap[np.concatenate(code_parts)]
+        num_part = np.concatenate(num_parts)
+        del code_parts, num_parts
         seq, status, fv, kind_c, extra, rid = (num_part[:, j] for j in range(6))
         idx = seq_to_i[seq.astype(np.intp)]
         split = [str(k).split("\x00", 1) for k in ukeys]
