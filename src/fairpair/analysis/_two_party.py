@@ -38,7 +38,7 @@ from fairpair.analysis._results import (
 from fairpair.stats._bootstrap import _counts, resample_blocks
 from fairpair.stats._dispersion import (
     cell_means as _cell_means, dispersion, dispersion_bootstrap, dispersion_permutation_test,
-    paired_permutation_test,
+    paired_permutation_test, unpaired_dispersion_permutation_test,
 )
 
 __all__ = ["analyze_two_party", "DDOF"]
@@ -61,38 +61,13 @@ def _sums(unit: np.ndarray, key: np.ndarray, value: np.ndarray, n_units: int, n_
     return s, c
 
 
-def _disp_from_totals(s: np.ndarray, c: np.ndarray, cell_axis: np.ndarray) -> np.ndarray:
-    """Dispersion for rows of cell totals: s, c shape (r, n_cells)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        m = s / c
-    sds = []
-    for a in np.unique(cell_axis):
-        mm = m[:, cell_axis == a]
-        sds.append(np.nanstd(mm, axis=1, ddof=DDOF) if mm.shape[1] > DDOF else np.full(m.shape[0], np.nan))
-    with np.errstate(invalid="ignore"):
-        return np.nanmean(np.column_stack(sds), axis=1) if sds else np.full(m.shape[0], np.nan)
-
-
 def _unpaired_test(rows: dict[str, np.ndarray], ca: str, cb: str, seed: int) -> DispersionTest:
-    """Permute condition labels across (scene, condition) units: scenes not matched."""
-    sel = (rows["condition"] == ca) | (rows["condition"] == cb)
-    unit_lab = np.array([f"{s}\x00{c}" for s, c in zip(rows["scene"][sel], rows["condition"][sel])])
-    units, unit = np.unique(unit_lab, return_inverse=True)
-    unit_cond = np.array([u.split("\x00")[1] == ca for u in units])
-    cells = np.array([f"{a}\x00{s}\x00{r}" for a, s, r in zip(rows["axis"][sel], rows["sub"][sel], rows["res"][sel])])
-    cell_u, cell = np.unique(cells, return_inverse=True)
-    cell_axis = np.array([c.split("\x00")[0] for c in cell_u])
-    s, c = _sums(unit, cell, rows["value"][sel], units.size, cell_u.size)
-    obs = float(_disp_from_totals(s[unit_cond].sum(0)[None], c[unit_cond].sum(0)[None], cell_axis)[0]
-                - _disp_from_totals(s[~unit_cond].sum(0)[None], c[~unit_cond].sum(0)[None], cell_axis)[0])
-    rng = np.random.default_rng(seed)
-    perms = np.array([rng.permutation(unit_cond) for _ in range(N_PERMUTATIONS)]).astype(float)
-    da = _disp_from_totals(perms @ s, perms @ c, cell_axis)
-    db = _disp_from_totals((1 - perms) @ s, (1 - perms) @ c, cell_axis)
-    null = (da - db)[np.isfinite(da - db)]
-    p = (np.count_nonzero(np.abs(null) >= abs(obs) - 1e-12) + 1) / (null.size + 1) if null.size else np.nan
-    return DispersionTest(condition_a=ca, condition_b=cb, statistic=num(obs), pvalue=num(p), paired=False,
-                          n_scenes=int(units.size), n_resamples=int(null.size),
+    """Permute condition labels across (scene, condition) units: scenes not (or only partly) matched."""
+    units = {**rows, "scene": np.array([f"{s}\x00{c}" for s, c in zip(rows["scene"], rows["condition"])])}
+    r = unpaired_dispersion_permutation_test(units, ddof=DDOF, conditions=(ca, cb), n_resamples=N_PERMUTATIONS,
+                                             seed=seed)
+    return DispersionTest(condition_a=ca, condition_b=cb, statistic=num(r.statistic), pvalue=num(r.pvalue),
+                          paired=False, n_scenes=r.n, n_resamples=r.n_resamples,
                           method="label permutation test of the difference in dispersion (scenes not matched)",
                           note="scenes are not matched between power conditions (meta 'scene'): the test is "
                                "unpaired and a difference may come from the scenes themselves")

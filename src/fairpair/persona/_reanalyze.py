@@ -15,7 +15,8 @@ it with :func:`fairpair.stats.dispersion` for ``ddof`` 0 and/or 1 and adds:
   and a **permutation test that shuffles whole scenes between conditions
   (unpaired)**: the 50 scenes with a power disparity and the 50 without
   are different situations, so no within-scene pairing exists and a
-  difference may come from the scenes themselves;
+  difference may come from the scenes themselves
+  (:func:`fairpair.stats.unpaired_dispersion_permutation_test`);
 * per axis and side (SUB, RES) the identity whose prompt has the lowest
   mean cosine distance -- "the prompt that changes the answer least", not
   a "default persona" -- with its bootstrap stability;
@@ -52,6 +53,9 @@ import numpy as np
 
 from fairpair.errors import FairpairError
 from fairpair.persona._axes import TAN_LEE_AXES, axis_for_label, identity_for_label
+
+# Re-exported: the unpaired test lives in fairpair.stats, where fairpair analyze uses it too.
+from fairpair.stats._dispersion import unpaired_dispersion_permutation_test
 
 __all__ = [
     "FORMATS",
@@ -448,88 +452,6 @@ def _prepare(frame) -> tuple[Any, DataChecks]:
 
 
 # ------------------------------------------------------------------ statistics
-
-
-def unpaired_dispersion_permutation_test(data: Any, *, ddof: int, conditions: tuple[str, str],
-                                         n_resamples: int = 9999, seed: int | None = 0):
-    """Permutation test of D(c1) - D(c2) when the conditions have DIFFERENT scenes (unpaired).
-
-    Under the null that the power label is exchangeable between scenes, whole
-    scenes are shuffled between the two conditions (keeping each
-    condition's number of scenes) and the Tan & Lee dispersion of each
-    condition is recomputed from per-scene cell sums. Monte Carlo p-value
-    ``(k + 1) / (n_resamples + 1)``, two-sided as twice the smaller tail
-    (scipy's convention, as :func:`fairpair.stats.paired_permutation_test`).
-
-    Parameters
-    ----------
-    data : DataFrame or mapping of column -> array
-        Columns ``scene, axis, sub, res, value, condition``; each scene must
-        belong to one condition.
-    ddof : {0, 1}
-    conditions : (c1, c2)
-    n_resamples : int
-    seed : int or None
-
-    Returns
-    -------
-    fairpair.stats.PermutationTestResult
-        ``statistic = D(c1) - D(c2)``, ``n`` = scenes, ``exact=False``.
-
-    Raises
-    ------
-    ValueError
-        A scene observed under both conditions (then the scenes are matched:
-        use :func:`fairpair.stats.dispersion_permutation_test`).
-
-    References
-    ----------
-    Good, P. (2005). *Permutation, Parametric, and Bootstrap Tests of
-    Hypotheses*, 3rd ed., ch. 3 (two-sample comparisons). Springer.
-    """
-    from fairpair.stats._dispersion import (
-        PermutationTestResult,
-        _check_ddof,
-        _dispersion_fn,
-        _layout,
-        _pvalue,
-        _rows_for,
-        _scene_cell_sums,
-    )
-
-    ddof = _check_ddof(ddof)
-    lay = _layout(data, need_condition=True)
-    ra, rb = _rows_for(lay, conditions[0]), _rows_for(lay, conditions[1])
-    sa, sb = _scene_cell_sums(lay, ra), _scene_cell_sums(lay, rb)
-    n_c = lay.cell_axis.size
-    in_a, in_b = sa[:, n_c:].sum(axis=1) > 0, sb[:, n_c:].sum(axis=1) > 0
-    if (in_a & in_b).any():
-        raise ValueError(f"{int((in_a & in_b).sum())} scenes appear under both conditions: the scenes are matched, "
-                         "use dispersion_permutation_test")
-    keep = in_a | in_b
-    sums = (sa + sb)[keep]
-    label = in_a[keep]
-    fn = _dispersion_fn(lay, ddof)
-    total = sums.sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ta = sums[label].sum(axis=0)
-        observed = float(fn(ta[None])[0] - fn((total - ta)[None])[0])
-        rng = np.random.default_rng(seed)
-        parts, done = [], 0
-        while done < n_resamples:
-            b = min(4096, n_resamples - done)
-            masks = rng.permuted(np.broadcast_to(label, (b, label.size)), axis=1).astype(float)
-            t = masks @ sums
-            parts.append(fn(t) - fn(total - t))
-            done += b
-    null = np.concatenate(parts) if parts else np.empty(0)
-    null.setflags(write=False)
-    finite = null[np.isfinite(null)]
-    p = _pvalue(finite, observed, "two-sided", False) if finite.size else float("nan")
-    return PermutationTestResult(
-        observed, p, "unpaired permutation test of the difference in dispersion (whole scenes shuffled between "
-                     "conditions; scenes not matched)", "two-sided", int(label.size), int(null.size), False,
-        seed, "scenes are not matched between conditions: a difference may come from the scenes themselves", null)
 
 
 def _seed(seed: int, *parts: int) -> int:

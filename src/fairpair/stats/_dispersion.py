@@ -40,6 +40,7 @@ __all__ = [
     "dispersion_bootstrap",
     "dispersion_permutation_test",
     "paired_permutation_test",
+    "unpaired_dispersion_permutation_test",
 ]
 
 _ALTERNATIVES = ("two-sided", "less", "greater")
@@ -347,6 +348,10 @@ def _flip_blocks(n: int, n_resamples: int, rng: np.random.Generator) -> tuple[bo
 
 
 def _pvalue(null: np.ndarray, observed: float, alternative: str, exact: bool) -> float:
+    """scipy's p-value from the finite null statistics; NaN when the statistic or the whole null is undefined."""
+    null = null[np.isfinite(null)]
+    if null.size == 0 or not np.isfinite(observed):
+        return float("nan")
     gamma = abs(np.finfo(float).eps * 100 * observed)
     less = np.count_nonzero(null <= observed + gamma)
     greater = np.count_nonzero(null >= observed - gamma)
@@ -484,5 +489,106 @@ def dispersion_permutation_test(
         parts.append(fn(t1 + shift) - fn(t2 - shift))
     null = np.concatenate(parts)
     null.setflags(write=False)
-    return PermutationTestResult(observed, _pvalue(null[np.isfinite(null)], observed, alternative, exact), method,
+    return PermutationTestResult(observed, _pvalue(null, observed, alternative, exact), method,
                                  alternative, n, int(null.size), exact, seed_used, note, null)
+
+
+_UNPAIRED_BLOCK = 4096
+
+
+def unpaired_dispersion_permutation_test(
+    data: Any,
+    *,
+    ddof: int,
+    conditions: tuple[Any, Any],
+    n_resamples: int = 9999,
+    seed: int | np.random.Generator | None = 0,
+    alternative: str = "two-sided",
+) -> PermutationTestResult:
+    """Permutation test of D(c1) - D(c2) when the conditions have DIFFERENT scenes (unpaired).
+
+    Under the null that the condition label is exchangeable between scenes,
+    whole scenes are shuffled between the two conditions (keeping each
+    condition's number of scenes) and the Tan & Lee dispersion of each
+    condition is recomputed from per-scene cell sums, vectorised over blocks
+    of resamples. Always Monte Carlo (``exact=False``).
+
+    Use it when no scene is observed under both conditions (Tan & Lee's
+    release: 50 scenes with a power disparity, 50 others without). With
+    matched scenes use :func:`dispersion_permutation_test`, which keeps the
+    pairing. A caller that wants to treat each (scene, condition) as its own
+    unit, e.g. for partly matched scenes, passes a scene label that includes
+    the condition.
+
+    Parameters
+    ----------
+    data : DataFrame or mapping of column -> array
+        Long data with a ``condition`` column (see the module notes); each
+        scene must belong to one condition. Rows of other conditions are
+        ignored.
+    ddof : {0, 1}
+        Required; see :func:`dispersion`.
+    conditions : (c1, c2)
+        The two condition labels.
+    n_resamples : int, >= 1, default 9999
+        Random reassignments of the scenes.
+    seed : int, Generator or None, default 0
+    alternative : {"two-sided", "less", "greater"}, default "two-sided"
+        p-values as in :func:`paired_permutation_test` (scipy's convention:
+        ``(k + 1) / (n_resamples + 1)`` per tail, two-sided twice the
+        smaller); NaN when the statistic or every null statistic is undefined.
+
+    Returns
+    -------
+    PermutationTestResult
+        ``statistic = D(c1) - D(c2)``, ``n`` = scenes of the two conditions,
+        ``n_resamples`` = null statistics drawn (non-finite ones do not count
+        in the p-value).
+
+    Raises
+    ------
+    ValueError
+        A scene observed under both conditions, a condition not present,
+        ``conditions`` not a pair, ``ddof`` not 0/1.
+
+    References
+    ----------
+    Tan & Lee (2025); Good, P. (2005). *Permutation, Parametric, and
+    Bootstrap Tests of Hypotheses*, 3rd ed., ch. 3 (two-sample comparisons).
+    Springer.
+    """
+    ddof = _check_ddof(ddof)
+    n_resamples, rng, seed_used = _check_perm(n_resamples, seed, alternative)
+    if not isinstance(conditions, (tuple, list)) or len(conditions) != 2:
+        raise ValueError(f"conditions must be a pair (c1, c2); got {conditions!r}")
+    lay = _layout(data, need_condition=True)
+    n_c = lay.cell_axis.size
+    sa = _scene_cell_sums(lay, _rows_for(lay, conditions[0]))
+    sb = _scene_cell_sums(lay, _rows_for(lay, conditions[1]))
+    in_a, in_b = sa[:, n_c:].sum(axis=1) > 0, sb[:, n_c:].sum(axis=1) > 0
+    if (in_a & in_b).any():
+        raise ValueError(f"{int((in_a & in_b).sum())} scenes appear under both conditions: the scenes are matched, "
+                         "use dispersion_permutation_test")
+    keep = in_a | in_b
+    sums = (sa + sb)[keep]
+    label = in_a[keep]
+    fn = _dispersion_fn(lay, ddof)
+    total = sums.sum(axis=0)
+    parts = []
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ta = sums[label].sum(axis=0)
+        observed = float(fn(ta[None])[0] - fn((total - ta)[None])[0])
+        done = 0
+        while done < n_resamples:
+            b = min(_UNPAIRED_BLOCK, n_resamples - done)
+            masks = rng.permuted(np.broadcast_to(label, (b, label.size)), axis=1).astype(float)
+            t = masks @ sums
+            parts.append(fn(t) - fn(total - t))
+            done += b
+    null = np.concatenate(parts)
+    null.setflags(write=False)
+    return PermutationTestResult(
+        observed, _pvalue(null, observed, alternative, False),
+        "unpaired permutation test of the difference in dispersion (whole scenes shuffled between conditions; "
+        "scenes not matched)", alternative, int(label.size), int(null.size), False, seed_used,
+        "scenes are not matched between conditions: a difference may come from the scenes themselves", null)
