@@ -111,9 +111,9 @@ def fill_measurements(run_dir: Path) -> int:
     read = sqlite3.connect(run_dir / "store.sqlite")
     now = "2026-01-01T00:00:00+00:00"
     n = 0
-    cur = read.execute("SELECT target, case_id, text FROM responses WHERE status='ok' AND NOT EXISTS"
-                       " (SELECT 1 FROM measurements m WHERE m.target=responses.target AND"
-                       " m.case_id=responses.case_id AND m.measure='palabras')")
+    cur = read.execute("SELECT target, case_id, text FROM responses WHERE status='ok' AND (SELECT COUNT(*)"
+                       " FROM measurements m WHERE m.target=responses.target AND m.case_id=responses.case_id AND"
+                       " m.status='ok' AND m.measure IN ('reembolso', 'palabras')) < 2")
     while rows := cur.fetchmany(20_000):
         out = []
         for t, c, text in rows:
