@@ -38,7 +38,7 @@ from fairpair.analysis._results import (
 from fairpair.stats._bootstrap import _counts, resample_blocks
 from fairpair.stats._dispersion import (
     cell_means as _cell_means, dispersion, dispersion_bootstrap, dispersion_permutation_test,
-    paired_permutation_test, unpaired_dispersion_permutation_test,
+    least_change_identity, unpaired_dispersion_permutation_test,
 )
 
 __all__ = ["analyze_two_party", "DDOF"]
@@ -74,40 +74,15 @@ def _unpaired_test(rows: dict[str, np.ndarray], ca: str, cb: str, seed: int) -> 
 
 
 def _minimum(rows: dict[str, np.ndarray], axis: str, side: str, cond: str | None, n_resamples: int,
-             seed: int) -> MinimumIdentity | None:
-    sel = rows["axis"] == axis
-    if cond is not None:
-        sel &= rows["condition"] == cond
-    if not sel.any():
-        return None
-    ids_u, ident = np.unique(rows[side][sel], return_inverse=True)
-    sc_u, scene = np.unique(rows["scene"][sel], return_inverse=True)
-    s, c = _sums(scene, ident, rows["value"][sel], sc_u.size, ids_u.size)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        means = s.sum(0) / c.sum(0)
-    order = np.argsort(np.where(np.isnan(means), np.inf, means), kind="stable")
-    best = int(order[0])
-    runner = int(order[1]) if ids_u.size > 1 else None
-    stability = test = p = None
-    if n_resamples > 0 and sc_u.size > 1:
-        w = _weights(sc_u.size, n_resamples, seed)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            bm = (w @ s) / (w @ c)
-        bm = np.where(np.isnan(bm), np.inf, bm)
-        stability = float(np.mean(np.argmin(bm, axis=1) == best))
-    if runner is not None:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            per_scene = s / c
-        a, b = per_scene[:, best], per_scene[:, runner]
-        ok = ~(np.isnan(a) | np.isnan(b))
-        if ok.sum() >= 1:
-            r = paired_permutation_test(a[ok], b[ok], n_resamples=N_PERMUTATIONS, seed=seed)
-            test, p = r.method + f" over {int(ok.sum())} scenes", num(r.pvalue)
-    name = str(ids_u[best])
+             seed: int) -> MinimumIdentity:
+    r = least_change_identity(rows, axis=axis, side=side, condition=cond, n_resamples=n_resamples, seed=seed,
+                              n_permutations=N_PERMUTATIONS)
+    name = str(r.identity)
     return MinimumIdentity(
-        axis=axis, side=side, condition=cond, identity=name, mean=num(means[best]),
-        runner_up=None if runner is None else str(ids_u[runner]),
-        runner_up_mean=None if runner is None else num(means[runner]), stability=stability, test=test, pvalue=p,
+        axis=axis, side=side, condition=cond, identity=name, mean=num(r.mean),
+        runner_up=None if r.runner_up is None else str(r.runner_up), runner_up_mean=num(r.runner_up_mean),
+        stability=r.stability, test=None if r.test is None else f"{r.test.method} over {r.test.n} scenes",
+        pvalue=None if r.test is None else num(r.test.pvalue),
         wording=f"on axis '{axis}', the {side.upper()} prompt that changes the answer least is '{name}'")
 
 
@@ -178,8 +153,7 @@ def _block(did: str, target: str, measure: str, rows: dict[str, np.ndarray], n_b
         for axis in sorted(set(rows["axis"][sel])):
             for side in ("sub", "res"):
                 m = _minimum(rows, axis, side, cond, n_boot, seed)
-                if m is not None:
-                    mins.append(m if cond != _NONE else m.model_copy(update={"condition": None}))
+                mins.append(m if cond != _NONE else m.model_copy(update={"condition": None}))
     tests: list[DispersionTest] = []
     real = [c for c in conds if c != _NONE]
     for ca, cb in itertools.combinations(real, 2):

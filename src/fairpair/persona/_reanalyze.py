@@ -577,64 +577,38 @@ def reanalyze(frame, *, ddofs: Sequence[int] = (0, 1), n_resamples: int = 2000, 
 
 
 def _least_change(model: str, mrows, n_resamples: int, seed: int) -> list[LeastChange]:
-    """Lowest mean cosine distance per axis and side, with its scene-bootstrap stability.
+    """Lowest mean cosine distance per axis and side, both conditions pooled, with its scene-bootstrap stability.
 
-    The scheme of ``fairpair analyze`` (two-party block): identity means over
-    all its cells and scenes; stability is the share of scene resamples
-    (stats' cluster resampling) in which the same identity stays the lowest.
+    :func:`fairpair.stats.least_change_identity`, as ``fairpair analyze``
+    uses it (no test against the runner-up here). Identities are the
+    release's labels mapped to Table 2 keys; the first label seen names each.
     """
     import pandas as pd
 
-    from fairpair.stats._bootstrap import _counts, resample_blocks
+    from fairpair.stats import least_change_identity
 
     value = mrows["cosine_distance"].to_numpy(dtype=float)
-    ok = ~np.isnan(value)
-    if not ok.any():
+    if np.isnan(value).all():
         return []
-    scene, scenes = pd.factorize(mrows["scene"].to_numpy()[ok])
-    axis = mrows["axis"].to_numpy()[ok]
-    cols, meta = [], []  # per row: column of (axis, side, identity); column -> (axis, side, key, label)
-    for side in ("sub", "res"):
-        key = mrows[side].to_numpy()[ok]
-        lab = mrows[f"{side}_label"].to_numpy()[ok]
-        code, uniq = pd.factorize(pd.Series(axis + "|" + key))
-        first = pd.Series(lab).groupby(code).first()
-        base = len(meta)
-        cols.append(code + base)
-        meta.extend((u.split("|")[0], side, u.split("|")[1], str(first[j])) for j, u in enumerate(uniq))
-    n_s, n_k = scenes.size, len(meta)
-    flat = np.concatenate([scene * n_k + c for c in cols])
-    vals = np.concatenate([value[ok], value[ok]])
-    sums = np.bincount(flat, weights=vals, minlength=n_s * n_k).reshape(n_s, n_k)
-    cnts = np.bincount(flat, minlength=n_s * n_k).reshape(n_s, n_k).astype(float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        means = sums.sum(0) / cnts.sum(0)
-        boot = None
-        if n_resamples > 0 and n_s > 1:
-            rng = np.random.default_rng(_seed(seed, 11))
-            w = np.vstack([_counts(idx, n_s) for idx in resample_blocks(rng, n_s, n_resamples)])
-            boot = (w @ sums) / (w @ cnts)
+    scene = pd.factorize(mrows["scene"])[0]  # integer codes in order of appearance (fast to factorise)
+    axis = mrows["axis"].to_numpy()
     out = []
     order_axes = [a.key for a in TAN_LEE_AXES]
-    groups: dict[tuple[str, str], list[int]] = {}
-    for j, (ax, side, _k, _lab) in enumerate(meta):
-        groups.setdefault((ax, side), []).append(j)
-    for (ax, side), js in sorted(groups.items(), key=lambda kv: (order_axes.index(kv[0][0]), kv[0][1] != "sub")):
-        js = np.array(js)
-        m = np.where(np.isnan(means[js]), np.inf, means[js])
-        order = np.argsort(m, kind="stable")
-        best = js[order[0]]
-        runner = js[order[1]] if js.size > 1 else None
-        stability = None
-        if boot is not None:
-            bm = np.where(np.isnan(boot[:, js]), np.inf, boot[:, js])
-            stability = float(np.mean(js[np.argmin(bm, axis=1)] == best))
-        label = meta[best][3]
-        out.append(LeastChange(
-            model, ax, side, label, float(means[best]), None if runner is None else meta[runner][3],
-            None if runner is None else float(means[runner]), stability,
-            f"on axis '{ax}', the {side.upper()} prompt that changes the answer least (lowest mean cosine distance "
-            f"from the baseline answer) is '{label}'"))
+    present = set(axis[~np.isnan(value)])
+    codes = {side: pd.factorize(mrows[side])[0] for side in ("sub", "res")}
+    for ax in sorted(present, key=order_axes.index):
+        for side, code in codes.items():
+            data = {"scene": scene, "axis": axis, side: code, "value": value}
+            r = least_change_identity(data, axis=ax, side=side, n_resamples=n_resamples, seed=_seed(seed, 11),
+                                      n_permutations=0)
+            on_axis = (axis == ax) & ~np.isnan(value)
+            labels = pd.Series(mrows[f"{side}_label"].to_numpy()[on_axis]).groupby(code[on_axis]).first()
+            label = str(labels[r.identity])
+            runner = None if r.runner_up is None else str(labels[r.runner_up])
+            out.append(LeastChange(
+                model, ax, side, label, r.mean, runner, r.runner_up_mean, r.stability,
+                f"on axis '{ax}', the {side.upper()} prompt that changes the answer least (lowest mean cosine "
+                f"distance from the baseline answer) is '{label}'"))
     return out
 
 

@@ -17,7 +17,9 @@ Planning                                  :func:`pairs_needed`, :func:`mcnemar_p
                                           :func:`min_detectable_effect`, :func:`min_detectable_risk_difference`,
                                           :func:`design_effect`
 Dispersion (Tan & Lee 2025)               :func:`cell_means`, :func:`dispersion`, :func:`dispersion_bootstrap`,
-                                          :func:`dispersion_permutation_test`, :func:`paired_permutation_test`
+                                          :func:`dispersion_permutation_test` (matched scenes),
+                                          :func:`unpaired_dispersion_permutation_test` (different scenes),
+                                          :func:`paired_permutation_test`, :func:`least_change_identity`
 Variant heterogeneity                     :func:`variant_heterogeneity`
 ========================================  ===========================================
 
@@ -35,8 +37,9 @@ _LAZY = {
     "_bootstrap": ("BootstrapResult", "cluster_bootstrap", "cluster_bootstrap_mean_difference",
                    "cluster_bootstrap_risk_difference"),
     "_common": ("ConfidenceInterval",),
-    "_dispersion": ("DispersionResult", "PermutationTestResult", "cell_means", "dispersion", "dispersion_bootstrap",
-                    "dispersion_permutation_test", "paired_permutation_test"),
+    "_dispersion": ("DispersionResult", "LeastChangeResult", "PermutationTestResult", "cell_means", "dispersion",
+                    "dispersion_bootstrap", "dispersion_permutation_test", "least_change_identity",
+                    "paired_permutation_test", "unpaired_dispersion_permutation_test"),
     "_equivalence": ("TostResult", "Verdict", "equivalence_verdict", "significant", "tost_paired", "verdict"),
     "_heterogeneity": ("HeterogeneityResult", "VariantEffect", "variant_heterogeneity"),
     "_mcnemar": ("McNemarResult", "mcnemar", "mcnemar_table"),
@@ -58,12 +61,15 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from fairpair.stats._common import ConfidenceInterval  # noqa: F401
     from fairpair.stats._dispersion import (  # noqa: F401
         DispersionResult,
+        LeastChangeResult,
         PermutationTestResult,
         cell_means,
         dispersion,
         dispersion_bootstrap,
         dispersion_permutation_test,
+        least_change_identity,
         paired_permutation_test,
+        unpaired_dispersion_permutation_test,
     )
     from fairpair.stats._equivalence import (  # noqa: F401
         TostResult,
@@ -146,9 +152,12 @@ __all__ = [
     "dispersion",
     "dispersion_bootstrap",
     "dispersion_permutation_test",
+    "unpaired_dispersion_permutation_test",
     "paired_permutation_test",
+    "least_change_identity",
     "DispersionResult",
     "PermutationTestResult",
+    "LeastChangeResult",
     # heterogeneity
     "variant_heterogeneity",
     "HeterogeneityResult",

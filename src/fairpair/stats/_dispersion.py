@@ -29,16 +29,18 @@ from typing import Any
 
 import numpy as np
 
-from fairpair.stats._bootstrap import BootstrapResult, _check_common, sums_bootstrap
-from fairpair.stats._common import as_float_1d, as_labels, check_choice, paired_arrays
+from fairpair.stats._bootstrap import BootstrapResult, _check_common, _counts, resample_blocks, sums_bootstrap
+from fairpair.stats._common import as_float_1d, as_labels, check_choice, check_positive_int, paired_arrays
 
 __all__ = [
     "DispersionResult",
+    "LeastChangeResult",
     "PermutationTestResult",
     "cell_means",
     "dispersion",
     "dispersion_bootstrap",
     "dispersion_permutation_test",
+    "least_change_identity",
     "paired_permutation_test",
     "unpaired_dispersion_permutation_test",
 ]
@@ -592,3 +594,165 @@ def unpaired_dispersion_permutation_test(
         "unpaired permutation test of the difference in dispersion (whole scenes shuffled between conditions; "
         "scenes not matched)", alternative, int(label.size), int(null.size), False, seed_used,
         "scenes are not matched between conditions: a difference may come from the scenes themselves", null)
+
+
+# ------------------------------------------------------- least-change identity
+
+
+@dataclass(frozen=True)
+class LeastChangeResult:
+    """Result of :func:`least_change_identity`: the identity whose prompt has the lowest mean on an axis and side.
+
+    Worded "the prompt that changes the answer least" when the value is a
+    distance from the baseline answer; it is not evidence that the model
+    adopts that identity by default.
+
+    Attributes
+    ----------
+    axis, side, condition
+        What was selected (``condition`` None: all rows of the axis).
+    identity
+        Label with the lowest mean (ties: the first in sorted label order).
+    mean : float
+    runner_up, runner_up_mean
+        The second lowest; None with a single identity.
+    stability : float in [0, 1] or None
+        Share of scene-bootstrap resamples in which ``identity`` stays the
+        lowest; None without resamples or with one scene.
+    test : PermutationTestResult or None
+        Paired sign-flip test of the per-scene means of ``identity`` vs
+        ``runner_up`` over the scenes where both occur
+        (:func:`paired_permutation_test`); None when not asked for or no
+        scene has both.
+    n_scenes : int
+        Scenes with rows of the axis (the bootstrap's clusters).
+    n_resamples : int
+    seed : int
+    means : dict
+        Identity -> mean, in sorted label order.
+    """
+
+    axis: Any
+    side: str
+    condition: Any
+    identity: Any
+    mean: float
+    runner_up: Any
+    runner_up_mean: float | None
+    stability: float | None
+    test: PermutationTestResult | None
+    n_scenes: int
+    n_resamples: int
+    seed: int
+    means: dict = field(repr=False, compare=False)
+
+
+def _resample_weights(n_scenes: int, n_resamples: int, seed: int) -> np.ndarray:
+    """Multiplicity of each scene in each resample, shape (n_resamples, n_scenes): :func:`cluster_bootstrap`'s draws."""
+    rng = np.random.default_rng(seed)
+    return np.vstack([_counts(idx, n_scenes) for idx in resample_blocks(rng, n_scenes, n_resamples)])
+
+
+def least_change_identity(
+    data: Any,
+    *,
+    axis: Any,
+    side: str,
+    condition: Any = None,
+    n_resamples: int = 2000,
+    seed: int | None = 0,
+    n_permutations: int = 9999,
+) -> LeastChangeResult:
+    """The identity on one side (SUB or RES) of an axis whose rows have the lowest mean ``value``.
+
+    Each identity's mean pools all its rows on the axis (every cell, every
+    scene); the stability is the share of scene-bootstrap resamples (scenes
+    drawn with replacement, as :func:`cluster_bootstrap`) in which the same
+    identity keeps the lowest mean; the runner-up is compared with a paired
+    sign-flip permutation test over per-scene means. Used for Tan & Lee's
+    (2025) "default persona" question, reworded as "the prompt that changes
+    the answer least" (the seed's critique: a low distance from the baseline
+    answer does not show the model assumes that identity).
+
+    Parameters
+    ----------
+    data : DataFrame or mapping of column -> array
+        Columns ``scene, axis, value``, the ``side`` column and, if
+        ``condition`` is given, ``condition``. NaN values are ignored.
+    axis
+        The axis to look at.
+    side : {"sub", "res"}
+    condition : optional
+        Keep only rows with this condition (None: pool all conditions).
+    n_resamples : int, >= 0, default 2000
+        Scene-bootstrap resamples for ``stability`` (0: none).
+    seed : int or None, default 0
+        Both the bootstrap and the permutation test start a fresh
+        ``numpy.random.default_rng(seed)``, so the result of one axis does
+        not depend on which other axes were analysed. None draws a seed
+        (recorded in the result).
+    n_permutations : int, >= 0, default 9999
+        Random sign patterns of the test against the runner-up (0: no test;
+        exact when ``2**n_scenes <= n_permutations``).
+
+    Returns
+    -------
+    LeastChangeResult
+
+    Raises
+    ------
+    ValueError
+        No rows with a value for this axis (and condition); a bad ``side``,
+        ``n_resamples``, ``n_permutations`` or ``seed``.
+
+    References
+    ----------
+    Tan & Lee (2025), sec. 5 (default persona); Davison, A. C. & Hinkley,
+    D. V. (1997). *Bootstrap Methods and their Application*, sec. 3.8
+    (cluster resampling). Cambridge University Press.
+    """
+    check_choice("side", side, ("sub", "res"))
+    n_resamples = check_positive_int("n_resamples", n_resamples, minimum=0)
+    n_permutations = check_positive_int("n_permutations", n_permutations, minimum=0)
+    if seed is None:
+        seed = int(np.random.SeedSequence().generate_state(1)[0])
+    elif isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer or None; got {seed!r}")
+    seed = int(seed)
+    value = as_float_1d(_column(data, "value"), "value")
+    sel = (_column(data, "axis") == axis) & ~np.isnan(value)
+    if condition is not None:
+        sel &= _column(data, "condition") == condition
+    n = int(sel.sum())
+    if n == 0:
+        where = f"axis {axis!r}" + ("" if condition is None else f" and condition {condition!r}")
+        raise ValueError(f"no rows with a value for {where}")
+    ids_u, ident = as_labels(_column(data, side)[sel], side, n)
+    sc_u, scene = as_labels(_column(data, "scene")[sel], "scene", n)
+    n_s, n_k = sc_u.size, ids_u.size
+    flat = scene * n_k + ident
+    sums = np.bincount(flat, weights=value[sel], minlength=n_s * n_k).reshape(n_s, n_k)
+    counts = np.bincount(flat, minlength=n_s * n_k).reshape(n_s, n_k).astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        means = sums.sum(0) / counts.sum(0)
+        per_scene = sums / counts
+    order = np.argsort(np.where(np.isnan(means), np.inf, means), kind="stable")
+    best = int(order[0])
+    runner = int(order[1]) if n_k > 1 else None
+    stability = None
+    if n_resamples > 0 and n_s > 1:
+        w = _resample_weights(n_s, n_resamples, seed)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            boot = (w @ sums) / (w @ counts)
+        stability = float(np.mean(np.argmin(np.where(np.isnan(boot), np.inf, boot), axis=1) == best))
+    test = None
+    if runner is not None and n_permutations > 0:
+        a, b = per_scene[:, best], per_scene[:, runner]
+        both = ~(np.isnan(a) | np.isnan(b))
+        if both.any():
+            test = paired_permutation_test(a[both], b[both], n_resamples=n_permutations, seed=seed)
+    return LeastChangeResult(
+        axis, side, condition, ids_u[best], float(means[best]), None if runner is None else ids_u[runner],
+        None if runner is None else float(means[runner]), stability, test, int(n_s), n_resamples, seed,
+        {k: float(m) for k, m in zip(ids_u, means)},
+    )
