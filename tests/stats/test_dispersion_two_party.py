@@ -1,11 +1,15 @@
-"""Unpaired dispersion test (vs scipy's independent-samples permutation test) and the least-change identity (vs pandas)."""
+"""Two-party statistics: unpaired dispersion test (vs scipy), cell-mean CIs and least-change identity (vs pandas)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
 
-from fairpair.stats import least_change_identity, unpaired_dispersion_permutation_test
+from fairpair.stats import (
+    cell_means_bootstrap,
+    least_change_identity,
+    unpaired_dispersion_permutation_test,
+)
 
 AXES = {"race": ["a", "b", "c"], "gender": ["f", "m"]}
 
@@ -79,6 +83,34 @@ def test_unpaired_errors_and_undefined_statistic():
     one = one[(one.res == "a") | (one.res == "f")]
     r = unpaired_dispersion_permutation_test(one, ddof=1, conditions=("power", "equal"), n_resamples=50)
     assert np.isnan(r.statistic) and np.isnan(r.pvalue)
+
+
+# ------------------------------------------------------------ cell means
+
+
+def test_cell_means_bootstrap_matches_pandas_resample_by_resample():
+    df = _unmatched(6, n_power=5, n_equal=3)
+    df = df[~((df.axis == "gender") & (df["sub"] == "m") & (df.res == "m") & (df.condition == "power"))]
+    df.loc[df.index[::11], "value"] = np.nan
+    r = cell_means_bootstrap(df, condition="power", n_resamples=120, confidence_level=0.9, seed=8)
+    g = df[df.condition == "power"].dropna(subset=["value"])
+    ref = g.groupby(["axis", "sub", "res"])["value"].agg(["mean", "size"])
+    assert list(zip(r.axis, r.sub, r.res)) == list(ref.index)  # cells with data only, sorted; (m, m) left out
+    np.testing.assert_allclose(r.mean, ref["mean"], rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(r.n, ref["size"])
+    scenes = sorted(g.scene.unique())
+    by_scene = {s: x for s, x in g.groupby("scene")}
+    idx = np.random.default_rng(8).integers(0, len(scenes), size=(120, len(scenes)))
+    boot = pd.DataFrame([pd.concat([by_scene[scenes[i]] for i in row]).groupby(["axis", "sub", "res"])["value"].mean()
+                         for row in idx])
+    lo, hi = boot.quantile(0.05).to_numpy(), boot.quantile(0.95).to_numpy()
+    np.testing.assert_allclose(r.ci_low, lo, atol=1e-12)
+    np.testing.assert_allclose(r.ci_high, hi, atol=1e-12)
+    assert r.n_scenes == 5 and r.n_resamples == 120 and r.seed == 8 and r.confidence_level == 0.9
+    one = cell_means_bootstrap(df[df.scene == "e0"], condition="equal", n_resamples=10)
+    assert one.n_scenes == 1 and np.isnan(one.ci_low).all() and np.isfinite(one.mean).all()
+    with pytest.raises(ValueError, match="not found"):
+        cell_means_bootstrap(df, condition="nope")
 
 
 # ------------------------------------------------------------ least change

@@ -22,12 +22,17 @@ or a pairwise win rate against it):
   against the runner-up over scenes where both occur. Worded as "the
   prompt that changes the answer least": it is not evidence that the model
   adopts that identity by default.
+
+Every statistic is computed by :mod:`fairpair.stats` (:func:`cell_means_bootstrap`,
+:func:`dispersion_bootstrap`, :func:`dispersion_permutation_test`,
+:func:`unpaired_dispersion_permutation_test`, :func:`least_change_identity`),
+the same functions ``fairpair reanalyze`` uses; this module only selects the
+rows and builds the records.
 """
 
 from __future__ import annotations
 
 import itertools
-from typing import Any
 
 import numpy as np
 
@@ -35,30 +40,16 @@ from fairpair.analysis._data import RunData
 from fairpair.analysis._results import (
     CellMean, DispersionRow, DispersionTest, MinimumIdentity, TwoPartyBlock, interval, num,
 )
-from fairpair.stats._bootstrap import _counts, resample_blocks
 from fairpair.stats._dispersion import (
-    cell_means as _cell_means, dispersion, dispersion_bootstrap, dispersion_permutation_test,
+    cell_means as _cell_means, cell_means_bootstrap, dispersion, dispersion_bootstrap, dispersion_permutation_test,
     least_change_identity, unpaired_dispersion_permutation_test,
 )
 
-__all__ = ["analyze_two_party", "DDOF"]
+__all__ = ["DDOF", "analyze_two_party"]
 
 DDOF = 1
 N_PERMUTATIONS = 9999
 _NONE = "(none)"
-
-
-def _weights(n_units: int, n_resamples: int, seed: int) -> np.ndarray:
-    """Multiplicity of each unit in each resample, shape (n_resamples, n_units); the stats package's scheme."""
-    rng = np.random.default_rng(seed)
-    return np.vstack([_counts(idx, n_units) for idx in resample_blocks(rng, n_units, n_resamples)])
-
-
-def _sums(unit: np.ndarray, key: np.ndarray, value: np.ndarray, n_units: int, n_keys: int):
-    flat = unit * n_keys + key
-    s = np.bincount(flat, weights=value, minlength=n_units * n_keys).reshape(n_units, n_keys)
-    c = np.bincount(flat, minlength=n_units * n_keys).reshape(n_units, n_keys).astype(float)
-    return s, c
 
 
 def _unpaired_test(rows: dict[str, np.ndarray], ca: str, cb: str, seed: int) -> DispersionTest:
@@ -127,28 +118,17 @@ def _block(did: str, target: str, measure: str, rows: dict[str, np.ndarray], n_b
     mins: list[MinimumIdentity] = []
     for cond in conds:
         sel = rows["condition"] == cond
-        sc_u, scene = np.unique(rows["scene"][sel], return_inverse=True)
-        keys = np.array([f"{a}\x00{s}\x00{r}" for a, s, r in zip(rows["axis"][sel], rows["sub"][sel], rows["res"][sel])])
-        k_u, key = np.unique(keys, return_inverse=True)
-        s, c = _sums(scene, key, rows["value"][sel], sc_u.size, k_u.size)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            means = s.sum(0) / c.sum(0)
-            w = _weights(sc_u.size, n_boot, seed)
-            bm = (w @ s) / (w @ c)
-        alpha = 1.0 - level
-        for j, k in enumerate(k_u):
-            a, sb, rs = k.split("\x00")
-            col = bm[:, j][np.isfinite(bm[:, j])]
-            ci = np.quantile(col, [alpha / 2, 1 - alpha / 2]) if col.size and sc_u.size > 1 else None
-            cells.append(CellMean(axis=a, sub=sb, res=rs, condition=None if cond == _NONE else cond,
-                                  n=int(c[:, j].sum()), mean=num(means[j]), ci=interval(ci)))
-        data = {k: v for k, v in rows.items()}
-        point = dispersion(_cell_means(data, condition=cond), ddof=DDOF)
-        boot = dispersion_bootstrap(data, ddof=DDOF, condition=cond, n_resamples=n_boot, confidence_level=level,
+        cm = cell_means_bootstrap(rows, condition=cond, n_resamples=n_boot, confidence_level=level, seed=seed)
+        for j in range(cm.mean.size):
+            cells.append(CellMean(axis=cm.axis[j], sub=cm.sub[j], res=cm.res[j],
+                                  condition=None if cond == _NONE else cond, n=int(cm.n[j]), mean=num(cm.mean[j]),
+                                  ci=interval((cm.ci_low[j], cm.ci_high[j]))))
+        point = dispersion(_cell_means(rows, condition=cond), ddof=DDOF)
+        boot = dispersion_bootstrap(rows, ddof=DDOF, condition=cond, n_resamples=n_boot, confidence_level=level,
                                     seed=seed)
         disp.append(DispersionRow(condition=None if cond == _NONE else cond, statistic=num(point.statistic),
                                   per_axis={str(k): num(x) for k, x in point.per_axis.items()},
-                                  ci=interval(boot.ci), ddof=DDOF, n_scenes=int(sc_u.size),
+                                  ci=interval(boot.ci), ddof=DDOF, n_scenes=cm.n_scenes,
                                   note="; ".join(x for x in (point.note, boot.note) if x) or None))
         for axis in sorted(set(rows["axis"][sel])):
             for side in ("sub", "res"):

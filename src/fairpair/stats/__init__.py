@@ -16,7 +16,8 @@ Equivalence and verdicts                  :func:`verdict`, :func:`equivalence_ve
 Planning                                  :func:`pairs_needed`, :func:`mcnemar_power`, :func:`paired_power`,
                                           :func:`min_detectable_effect`, :func:`min_detectable_risk_difference`,
                                           :func:`design_effect`
-Dispersion (Tan & Lee 2025)               :func:`cell_means`, :func:`dispersion`, :func:`dispersion_bootstrap`,
+Dispersion (Tan & Lee 2025)               :func:`cell_means`, :func:`cell_means_bootstrap`, :func:`dispersion`,
+                                          :func:`dispersion_bootstrap`,
                                           :func:`dispersion_permutation_test` (matched scenes),
                                           :func:`unpaired_dispersion_permutation_test` (different scenes),
                                           :func:`paired_permutation_test`, :func:`least_change_identity`
@@ -37,9 +38,9 @@ _LAZY = {
     "_bootstrap": ("BootstrapResult", "cluster_bootstrap", "cluster_bootstrap_mean_difference",
                    "cluster_bootstrap_risk_difference"),
     "_common": ("ConfidenceInterval",),
-    "_dispersion": ("DispersionResult", "LeastChangeResult", "PermutationTestResult", "cell_means", "dispersion",
-                    "dispersion_bootstrap", "dispersion_permutation_test", "least_change_identity",
-                    "paired_permutation_test", "unpaired_dispersion_permutation_test"),
+    "_dispersion": ("CellMeansResult", "DispersionResult", "LeastChangeResult", "PermutationTestResult", "cell_means",
+                    "cell_means_bootstrap", "dispersion", "dispersion_bootstrap", "dispersion_permutation_test",
+                    "least_change_identity", "paired_permutation_test", "unpaired_dispersion_permutation_test"),
     "_equivalence": ("TostResult", "Verdict", "equivalence_verdict", "significant", "tost_paired", "verdict"),
     "_heterogeneity": ("HeterogeneityResult", "VariantEffect", "variant_heterogeneity"),
     "_mcnemar": ("McNemarResult", "mcnemar", "mcnemar_table"),
@@ -60,10 +61,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     )
     from fairpair.stats._common import ConfidenceInterval  # noqa: F401
     from fairpair.stats._dispersion import (  # noqa: F401
+        CellMeansResult,
         DispersionResult,
         LeastChangeResult,
         PermutationTestResult,
         cell_means,
+        cell_means_bootstrap,
         dispersion,
         dispersion_bootstrap,
         dispersion_permutation_test,
@@ -149,12 +152,14 @@ __all__ = [
     "PowerResult",
     # dispersion
     "cell_means",
+    "cell_means_bootstrap",
     "dispersion",
     "dispersion_bootstrap",
     "dispersion_permutation_test",
     "unpaired_dispersion_permutation_test",
     "paired_permutation_test",
     "least_change_identity",
+    "CellMeansResult",
     "DispersionResult",
     "PermutationTestResult",
     "LeastChangeResult",

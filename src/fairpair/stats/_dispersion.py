@@ -33,10 +33,12 @@ from fairpair.stats._bootstrap import BootstrapResult, _check_common, _counts, r
 from fairpair.stats._common import as_float_1d, as_labels, check_choice, check_positive_int, paired_arrays
 
 __all__ = [
+    "CellMeansResult",
     "DispersionResult",
     "LeastChangeResult",
     "PermutationTestResult",
     "cell_means",
+    "cell_means_bootstrap",
     "dispersion",
     "dispersion_bootstrap",
     "dispersion_permutation_test",
@@ -146,6 +148,8 @@ def _column(data: Any, name: str) -> np.ndarray:
 class _Layout:
     axes: np.ndarray  # unique axis labels
     cell_axis: np.ndarray  # (n_cells,) axis code of each cell
+    cell_sub: np.ndarray  # (n_cells,) sub label of each cell
+    cell_res: np.ndarray  # (n_cells,) res label of each cell
     scenes: np.ndarray  # unique scene labels
     scene_code: np.ndarray  # per row
     cell_code: np.ndarray  # per row
@@ -166,7 +170,7 @@ def _layout(data: Any, need_condition: bool = False) -> _Layout:
     uk, cell_code = np.unique(key, return_inverse=True)
     cell_axis = uk // (sub_u.size * res_u.size)
     return _Layout(
-        axis_u, cell_axis, scene_u, scene_code[keep], cell_code.reshape(-1)[keep], value[keep],
+        axis_u, cell_axis, sub_u[(uk // res_u.size) % sub_u.size], res_u[uk % res_u.size], scene_u, scene_code[keep], cell_code.reshape(-1)[keep], value[keep],
         None if cond is None else cond[keep],
     )
 
@@ -285,6 +289,108 @@ def dispersion_bootstrap(
     return sums_bootstrap(
         sums[present], _dispersion_fn(lay, ddof), n_resamples=n_resamples, level=level, method=method, rng=rng,
         seed=seed_used, n_observations=int(rows.size),
+    )
+
+
+@dataclass(frozen=True)
+class CellMeansResult:
+    """Result of :func:`cell_means_bootstrap`: every SUB x RES cell with data, its mean and a scene-bootstrap CI.
+
+    Attributes
+    ----------
+    axis, sub, res : ndarray, shape (n_cells,)
+        The cell's labels, ordered by axis, then sub, then res.
+    n : ndarray of int, shape (n_cells,)
+        Rows (answers with a value) in the cell.
+    mean : ndarray of float, shape (n_cells,)
+    ci_low, ci_high : ndarray of float, shape (n_cells,)
+        Percentile interval of the cell mean over scene resamples (NaN with
+        one scene or no defined resample).
+    n_scenes : int
+        Scenes resampled (those with rows in the condition).
+    n_resamples : int
+    confidence_level : float
+    seed : int or None
+    """
+
+    axis: np.ndarray
+    sub: np.ndarray
+    res: np.ndarray
+    n: np.ndarray
+    mean: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    n_scenes: int
+    n_resamples: int
+    confidence_level: float
+    seed: int | None
+
+
+def cell_means_bootstrap(
+    data: Any,
+    *,
+    condition: Any = None,
+    n_resamples: int = 2000,
+    confidence_level: float = 0.95,
+    seed: int | np.random.Generator | None = 0,
+) -> CellMeansResult:
+    """Mean of every SUB x RES cell with a percentile CI from resampling whole scenes.
+
+    The means are :func:`cell_means`'; each resample draws the condition's
+    scenes with replacement (the draws of :func:`dispersion_bootstrap` with
+    the same seed) and recomputes every cell mean from per-scene sums, so
+    all cells share the resamples.
+
+    Parameters
+    ----------
+    data : DataFrame or mapping of column -> array
+        Long data, see the module notes.
+    condition : optional
+        Restrict to rows with this ``condition``.
+    n_resamples : int, >= 1, default 2000
+    confidence_level : float in (0, 1), default 0.95
+    seed : int, Generator or None, default 0
+
+    Returns
+    -------
+    CellMeansResult
+        Only cells with at least one row in the condition.
+
+    Raises
+    ------
+    ValueError
+        A missing column, an unknown condition, bad ``n_resamples``,
+        ``confidence_level`` or ``seed``.
+
+    References
+    ----------
+    Tan & Lee (2025); Field, C. A. & Welsh, A. H. (2007). Bootstrapping
+    clustered data. *JRSS B* 69(3), 369-390.
+    """
+    n_resamples, level, rng, seed_used = _check_common(n_resamples, confidence_level, "percentile", seed)
+    lay = _layout(data, need_condition=condition is not None)
+    rows = _rows_for(lay, condition)
+    sums = _scene_cell_sums(lay, rows)
+    n_c = lay.cell_axis.size
+    sums = sums[sums[:, n_c:].sum(axis=1) > 0]
+    n_s = sums.shape[0]
+    totals = sums.sum(axis=0)
+    cells = np.nonzero(totals[n_c:] > 0)[0]
+    s, c = sums[:, cells], sums[:, n_c + cells]
+    w = _resample_weights(rng, n_s, n_resamples)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        means = totals[cells] / totals[n_c + cells]
+        boot = (w @ s) / (w @ c)
+    low, high = np.full(cells.size, np.nan), np.full(cells.size, np.nan)
+    if n_s > 1:
+        alpha = 1.0 - level
+        for j in range(cells.size):
+            col = boot[:, j][np.isfinite(boot[:, j])]
+            if col.size:
+                low[j], high[j] = np.quantile(col, [alpha / 2, 1 - alpha / 2])
+    return CellMeansResult(
+        lay.axes[lay.cell_axis[cells]], lay.cell_sub[cells], lay.cell_res[cells], totals[n_c + cells].astype(np.int64),
+        means, low, high, int(n_s), n_resamples, level, seed_used,
     )
 
 
@@ -647,9 +753,8 @@ class LeastChangeResult:
     means: dict = field(repr=False, compare=False)
 
 
-def _resample_weights(n_scenes: int, n_resamples: int, seed: int) -> np.ndarray:
+def _resample_weights(rng: np.random.Generator, n_scenes: int, n_resamples: int) -> np.ndarray:
     """Multiplicity of each scene in each resample, shape (n_resamples, n_scenes): :func:`cluster_bootstrap`'s draws."""
-    rng = np.random.default_rng(seed)
     return np.vstack([_counts(idx, n_scenes) for idx in resample_blocks(rng, n_scenes, n_resamples)])
 
 
@@ -741,7 +846,7 @@ def least_change_identity(
     runner = int(order[1]) if n_k > 1 else None
     stability = None
     if n_resamples > 0 and n_s > 1:
-        w = _resample_weights(n_s, n_resamples, seed)
+        w = _resample_weights(np.random.default_rng(seed), n_s, n_resamples)
         with np.errstate(divide="ignore", invalid="ignore"):
             boot = (w @ sums) / (w @ counts)
         stability = float(np.mean(np.argmin(np.where(np.isnan(boot), np.inf, boot), axis=1) == best))
