@@ -480,6 +480,17 @@ def _check_perm(n_resamples: Any, seed: Any, alternative: Any) -> tuple[int, np.
     return n_resamples, rng, seed_used
 
 
+def _two_conditions(data: Any, conditions: Any) -> tuple[_Layout, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Layout, per-scene cell sums of each condition, and which scenes have rows under each."""
+    if not isinstance(conditions, (tuple, list)) or len(conditions) != 2:
+        raise ValueError(f"conditions must be a pair (c1, c2); got {conditions!r}")
+    lay = _layout(data, need_condition=True)
+    n_c = lay.cell_axis.size
+    s1 = _scene_cell_sums(lay, _rows_for(lay, conditions[0]))
+    s2 = _scene_cell_sums(lay, _rows_for(lay, conditions[1]))
+    return lay, s1, s2, s1[:, n_c:].sum(axis=1) > 0, s2[:, n_c:].sum(axis=1) > 0
+
+
 def paired_permutation_test(
     a: Any,
     b: Any,
@@ -573,14 +584,9 @@ def dispersion_permutation_test(
     """
     ddof = _check_ddof(ddof)
     n_resamples, rng, seed_used = _check_perm(n_resamples, seed, alternative)
-    if not isinstance(conditions, (tuple, list)) or len(conditions) != 2:
-        raise ValueError(f"conditions must be a pair (c1, c2); got {conditions!r}")
-    lay = _layout(data, need_condition=True)
-    n_c = lay.cell_axis.size
-    s1 = _scene_cell_sums(lay, _rows_for(lay, conditions[0]))
-    s2 = _scene_cell_sums(lay, _rows_for(lay, conditions[1]))
-    matched = (s1[:, n_c:].sum(axis=1) > 0) & (s2[:, n_c:].sum(axis=1) > 0)
-    n_dropped = int(((s1[:, n_c:].sum(axis=1) > 0) | (s2[:, n_c:].sum(axis=1) > 0)).sum() - matched.sum())
+    lay, s1, s2, in1, in2 = _two_conditions(data, conditions)
+    matched = in1 & in2
+    n_dropped = int((in1 | in2).sum() - matched.sum())
     s1, s2 = s1[matched], s2[matched]
     n = int(matched.sum())
     method = "scene-swap permutation test of the difference in dispersion"
@@ -667,13 +673,7 @@ def unpaired_dispersion_permutation_test(
     """
     ddof = _check_ddof(ddof)
     n_resamples, rng, seed_used = _check_perm(n_resamples, seed, alternative)
-    if not isinstance(conditions, (tuple, list)) or len(conditions) != 2:
-        raise ValueError(f"conditions must be a pair (c1, c2); got {conditions!r}")
-    lay = _layout(data, need_condition=True)
-    n_c = lay.cell_axis.size
-    sa = _scene_cell_sums(lay, _rows_for(lay, conditions[0]))
-    sb = _scene_cell_sums(lay, _rows_for(lay, conditions[1]))
-    in_a, in_b = sa[:, n_c:].sum(axis=1) > 0, sb[:, n_c:].sum(axis=1) > 0
+    lay, sa, sb, in_a, in_b = _two_conditions(data, conditions)
     if (in_a & in_b).any():
         raise ValueError(f"{int((in_a & in_b).sum())} scenes appear under both conditions: the scenes are matched, "
                          "use dispersion_permutation_test")
