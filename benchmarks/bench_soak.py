@@ -185,6 +185,8 @@ def main() -> None:
     first = [r for t, r in samples if t - samples[0][0] <= span / 4]
     last = [r for t, r in samples if t - samples[0][0] >= 3 * span / 4]
     ratio = max(last) / max(first)
+    quarters = [max((r for t, r in samples if k * span / 4 <= t - samples[0][0] <= (k + 1) * span / 4), default=0)
+                for k in range(4)]
     print(f"run: {run_s:.1f} s ({n / run_s:.0f} cases/s); process {wall:.1f} s")
     print(f"stored: {counts['cases']:,} cases, {counts['rows']:,} outcomes: {counts['answered']:,} answered + "
           f"{counts['failed']:,} failed ({counts['failed'] / n:.2%}; planted {FAULT_RATE ** 2:.0%}); "
@@ -193,7 +195,8 @@ def main() -> None:
           + ("all checks passed" if not bad else "FAILED: " + "; ".join(bad)))
     print(f"RSS ({len(samples)} samples every 0.2 s): peak of first quarter {max(first) / 2**20:.0f} MiB, "
           f"last quarter {max(last) / 2**20:.0f} MiB, overall {max(r for _, r in samples) / 2**20:.0f} MiB; "
-          f"last/first {ratio:.3f} (goal <= {GOAL_FLAT})")
+          f"last/first {ratio:.3f} (goal <= {GOAL_FLAT}); peak per quarter "
+          + " / ".join(f"{q / 2**20:.0f}" for q in quarters) + " MiB")
     sys.exit(1 if bad or ratio > GOAL_FLAT else 0)
 
 
