@@ -260,9 +260,13 @@ def main(argv: Optional[list[str]] = None) -> None:
 
 def _click_exceptions() -> list:
     """click's exception modules: click's own and the copy typer >= 0.20 vendors (``typer._click``)."""
-    import click
-
-    mods = [click.exceptions]
+    mods = []
+    try:  # click itself is not a dependency: typer >= 0.20 vendors its own copy
+        import click
+    except ImportError:
+        pass
+    else:
+        mods.append(click.exceptions)
     try:
         from typer import exceptions as typer_exceptions  # Abort, Exit
         from typer._click import exceptions as vendored

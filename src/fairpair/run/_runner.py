@@ -220,8 +220,10 @@ def write_manifest(run_dir: Path, store: Store, extra: dict[str, Any]) -> dict[s
     m["plan_changed_after_registration"] = bool(store.events("plan_changed"))
     tmp = path.with_name(path.name + ".tmp")
     try:
+        # a lone surrogate (e.g. from a model's answer quoted in a judge prompt) is written as a
+        # JSON \uXXXX escape, so the file stays valid UTF-8 and valid JSON
         tmp.write_text(json.dumps(m, indent=2, ensure_ascii=False, sort_keys=True, default=str) + "\n",
-                       encoding="utf-8", errors="surrogateescape")
+                       encoding="utf-8", errors="backslashreplace")
         tmp.replace(path)
     except OSError as exc:
         raise FairpairError(f"cannot write the manifest: {exc.strerror}", file=path,
