@@ -199,3 +199,50 @@ def test_cli_measure(tmp_path, capsys):
         main(["measure", str(run_dir), "--measure", "nope"])
     assert ei.value.code == 2
     assert "unknown measure(s) ['nope']" in capsys.readouterr().err
+
+
+def test_streaming_in_small_chunks_finds_every_counterpart_and_holds_few_items(tmp_path, monkeypatch):
+    """Chunks of 3 answers: each pairwise row names the counterpart the design defines (computed here
+    from the stored cases), prepare sees at most a chunk, and few items are alive at once."""
+    import weakref
+
+    from fairpair.measures import _runner
+
+    run_dir = make_run(tmp_path, measures={
+        "words": {"kind": "word_count"},
+        "drift": {"kind": "semantic_distance", "against": "reference", "reference": "espana"},
+        "drift_base": {"kind": "semantic_distance", "against": "baseline"}})
+    monkeypatch.setattr(_runner, "CHUNK", 3)
+    alive, peak, prepared = [0], [0], []
+
+    class CountedItem(_runner.MeasureItem):
+        def __post_init__(self):
+            alive[0] += 1
+            peak[0] = max(peak[0], alive[0])
+            weakref.finalize(self, lambda: alive.__setitem__(0, alive[0] - 1))
+
+    monkeypatch.setattr(_runner, "MeasureItem", CountedItem)
+    orig_prepare = embed_mod.SemanticDistanceMeasure.prepare
+
+    async def prepare(self, items, ctx):
+        prepared.append(len(items))
+        await orig_prepare(self, items, ctx)
+
+    monkeypatch.setattr(embed_mod.SemanticDistanceMeasure, "prepare", prepare)
+    res = measure_run(run_dir, settings=RunSettings(concurrency=1))
+    assert res.counts["words"].ok == 20 and res.counts["drift"].ok == 8 and res.counts["drift_base"].ok == 16
+    assert prepared and max(prepared) <= 3 and sum(prepared) == 8 + 16
+    # at most two chunks being built and handed over, the queue (2 x concurrency) and one in a worker
+    assert peak[0] <= 2 * 3 + 2 + 1 < 20
+    with Store.open(run_dir, create=False) as s:
+        cases = list(s.iter_cases())
+        want_ref = {c.id: next(o.id for o in cases if o.matched_set == c.matched_set
+                               and o.groups == {"origen": "espana"})
+                    for c in cases if c.groups.get("origen") == "magreb"}
+        want_base = {c.id: next(o.id for o in cases if o.baseline and o.block == c.block)
+                     for c in cases if not c.baseline}
+        got_ref = {m.case_id: m.detail["counterpart"] for m in s.measurements("drift")}
+        got_base = {m.case_id: m.detail["counterpart"] for m in s.measurements("drift_base")}
+        assert got_ref == want_ref and len(want_ref) == 8
+        assert got_base == want_base and len(want_base) == 16
+        assert len(s.events("embedder")) == 2  # once per measure, not once per chunk

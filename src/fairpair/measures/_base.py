@@ -153,7 +153,7 @@ class Measure:
         return (self.name,) if fields is None else tuple(f"{self.name}.{f}" for f in fields)
 
     async def prepare(self, items: list[MeasureItem], ctx: "MeasureContext") -> None:
-        """Called once with every item about to be measured (e.g. to embed in batches)."""
+        """Called with each chunk of items about to be measured (e.g. to embed in batches)."""
         return None
 
     async def measure(self, item: MeasureItem, ctx: "MeasureContext") -> MeasureResult:  # pragma: no cover

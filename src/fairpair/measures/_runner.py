@@ -16,6 +16,13 @@ its *counterpart* in the same target:
   reference's attribute is ``reference`` (other attributes unchanged).
 
 The baseline (or reference) answer itself has no counterpart and gets no row.
+
+The stage streams, like the run engine: answers are read from the store a
+chunk at a time (joined with their cases in SQL, those already measured left
+out), fed through a bounded queue to ``concurrency`` workers, and
+counterparts are looked up per chunk through a compact key index (24 bytes a
+case) instead of a dict of every parsed case, so memory stays flat however
+many cases the run has (``benchmarks/bench_memory.py``).
 """
 
 from __future__ import annotations
@@ -262,54 +269,116 @@ def _target_identities(loaded, store) -> dict[str, dict[str, Any]]:
 # ---------------------------------------------------------------- counterparts
 
 
-class _Index:
-    """Cases by id, baselines by block, matched sets, for counterpart look-ups."""
+def _reference_attribute(battery, options, measure: str) -> str:
+    """The attribute whose group ``options.reference`` is; FairpairError if unknown or ambiguous."""
+    if options.attribute:
+        if options.attribute not in battery.attributes:
+            raise FairpairError(f"measure '{measure}': unknown attribute '{options.attribute}'",
+                                key=f"measures.{measure}.attribute")
+        if options.reference not in battery.attributes[options.attribute].groups:
+            raise FairpairError(f"measure '{measure}': '{options.reference}' is not a group of "
+                                f"'{options.attribute}'", key=f"measures.{measure}.reference")
+        return options.attribute
+    owners = [a for a, attr in battery.attributes.items() if options.reference in attr.groups]
+    if not owners:
+        raise FairpairError(f"measure '{measure}': reference group '{options.reference}' is in no attribute",
+                            key=f"measures.{measure}.reference")
+    if len(owners) > 1:
+        raise FairpairError(f"measure '{measure}': group '{options.reference}' is in attributes {owners}",
+                            key=f"measures.{measure}.reference", hint="add 'attribute: <name>'")
+    return owners[0]
 
-    def __init__(self, cases: Iterable[Any], battery):
-        self.by_id: dict[str, Any] = {}
-        self.baseline: dict[str, Any] = {}
-        self.by_set: dict[str, list[Any]] = {}
-        for c in cases:
-            self.by_id[c.id] = c
-            if c.baseline:
-                self.baseline.setdefault(c.block, c)
-            self.by_set.setdefault(c.matched_set, []).append(c)
-        self.battery = battery
 
-    def reference_attribute(self, options, measure: str) -> str:
-        if options.attribute:
-            if options.attribute not in self.battery.attributes:
-                raise FairpairError(f"measure '{measure}': unknown attribute '{options.attribute}'",
-                                    key=f"measures.{measure}.attribute")
-            if options.reference not in self.battery.attributes[options.attribute].groups:
-                raise FairpairError(f"measure '{measure}': '{options.reference}' is not a group of "
-                                    f"'{options.attribute}'", key=f"measures.{measure}.reference")
-            return options.attribute
-        owners = [a for a, attr in self.battery.attributes.items() if options.reference in attr.groups]
-        if not owners:
-            raise FairpairError(f"measure '{measure}': reference group '{options.reference}' is in no attribute",
-                                key=f"measures.{measure}.reference")
-        if len(owners) > 1:
-            raise FairpairError(f"measure '{measure}': group '{options.reference}' is in attributes {owners}",
-                                key=f"measures.{measure}.reference", hint="add 'attribute: <name>'")
-        return owners[0]
+def _groups_key(groups: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(groups.items()))
 
-    def counterpart(self, case, options, ref_attr: str | None):
-        """The counterpart case; ``"n/a"`` when ``case`` is itself the comparison point; None if absent."""
-        if options.against == "baseline":
-            if case.baseline:
-                return "n/a"
-            return self.baseline.get(case.block)
-        key = ref_attr if ref_attr in case.groups else None
-        if key is None:
-            return "n/a"  # this case does not vary the reference's attribute
-        if case.groups[key] == options.reference:
-            return "n/a"
-        want = {**case.groups, key: options.reference}
-        for c in self.by_set.get(case.matched_set, ()):
-            if c.groups == want and c.id != case.id:
-                return c
-        return None
+
+class _KeyIndex:
+    """Case row ids under a 64-bit key (Python's ``hash`` of the block, or of the matched set and
+    groups), sorted by key and then by the order the cases were stored: 24 bytes per case, where
+    a dict of parsed cases takes kilobytes. Keys may collide; callers check the cases they get."""
+
+    def __init__(self, rows: Iterable[tuple[int, int, int]]):
+        from array import array
+
+        import numpy as np
+
+        keys, seqs, rowids = array("q"), array("q"), array("q")
+        for key, seq, rowid in rows:
+            keys.append(key)
+            seqs.append(seq)
+            rowids.append(rowid)
+        k, s, r = (np.frombuffer(a, dtype=np.int64) if len(a) else np.zeros(0, np.int64)
+                   for a in (keys, seqs, rowids))
+        order = np.lexsort((s, k))
+        self.keys, self.rowids = k[order], r[order]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def rowids_of(self, key: int) -> list[int]:
+        """Row ids stored under ``key``, first stored first."""
+        lo, hi = self.keys.searchsorted(key, "left"), self.keys.searchsorted(key, "right")
+        return self.rowids[lo:hi].tolist()
+
+
+class _Counterparts:
+    """Finds the counterpart case of each case of a chunk, without holding the run's cases.
+
+    ``against: baseline``: the first stored baseline case of the same block;
+    ``against: reference``: the first stored case of the same matched set whose
+    groups are the case's with the reference group on the reference's
+    attribute. The key indexes are built on first use with one streamed scan
+    of the cases table (SQLite ``json_extract``); the candidate cases of a
+    chunk are then read by row id and checked field by field.
+    """
+
+    def __init__(self, store):
+        self.store = store
+        self._baselines: _KeyIndex | None = None
+        self._members: _KeyIndex | None = None
+
+    def baselines(self) -> _KeyIndex:
+        if self._baselines is None:
+            self._baselines = _KeyIndex((hash(block), seq, rowid) for rowid, seq, block
+                                        in self.store.case_fields("$.block", baseline_only=True))
+        return self._baselines
+
+    def members(self) -> _KeyIndex:
+        if self._members is None:
+            self._members = _KeyIndex(
+                (hash((ms, _groups_key(json.loads(groups) if groups else {}))), seq, rowid)
+                for rowid, seq, ms, groups in self.store.case_fields("$.matched_set", "$.groups"))
+        return self._members
+
+    def find(self, cases: list[Any], options, ref_attr: str | None) -> list[Any]:
+        """Per case: its counterpart case; ``"n/a"`` when the case is itself the comparison point
+        (or does not vary the reference's attribute); None when the run has no counterpart."""
+        plans: list[tuple[list[int], Any] | None] = []
+        for case in cases:
+            if options.against == "baseline":
+                if case.baseline:
+                    plans.append(None)
+                    continue
+                plans.append((self.baselines().rowids_of(hash(case.block)),
+                              lambda c, case=case: c.baseline and c.block == case.block))
+                continue
+            if ref_attr not in case.groups or case.groups[ref_attr] == options.reference:
+                plans.append(None)
+                continue
+            want = {**case.groups, ref_attr: options.reference}
+            plans.append((self.members().rowids_of(hash((case.matched_set, _groups_key(want)))),
+                          lambda c, case=case, want=want: c.matched_set == case.matched_set
+                          and c.groups == want and c.id != case.id))
+        found = self.store.cases_at(r for p in plans if p is not None for r in p[0])
+        out: list[Any] = []
+        for p in plans:
+            if p is None:
+                out.append("n/a")
+                continue
+            rowids, fits = p
+            out.append(next((found[r] for r in rowids if r in found and fits(found[r])), None))
+        return out
 
 
 # ---------------------------------------------------------------- running
@@ -370,18 +439,14 @@ async def _measure(store, loaded, run_dir, console, names, judge, settings) -> M
     owns_judge = judge is None
     if any(m.uses_judge for m in ms.values()):
         warnings += _build_judge(loaded, store, ctx, judge)
-    index = _Index(store.iter_cases(), b)
-    responses = {(r.target, r.case_id): r for r in store.responses(status="ok")}
+    counterparts = _Counterparts(store)
     scales: dict[str, Scale] = {}
     store.event("measure_started", {"measures": list(ms)})
     try:
         for name, m in ms.items():
             ctx.counts.setdefault(name, MeasureCounts())
             scales.update(m.output_scales(ctx))
-            items = _items(name, m, index, responses, store, ctx)
-            if items:
-                await m.prepare(items, ctx)
-            await _measure_items(name, m, items, ctx, store)
+            await _measure_stream(name, m, ctx, store, counterparts)
     finally:
         if owns_judge and ctx.judge is not None:
             try:
@@ -424,55 +489,51 @@ def _record_in_manifest(store, run_dir, ctx: MeasureContext, names: Iterable[str
         write_manifest(run_dir, store, {"measurement": block})
 
 
-def _items(name: str, m: Measure, index: _Index, responses, store, ctx) -> list[MeasureItem]:
+#: answers read from the store at a time (and handed to ``Measure.prepare`` together)
+CHUNK = 2000
+
+
+async def _measure_stream(name: str, m: Measure, ctx: MeasureContext, store, counterparts: _Counterparts) -> None:
+    """Measure every stored answer not yet measured by ``m``, streaming.
+
+    The run engine's shape: a producer reads the answers ``chunk`` at a time
+    (with their cases, those already measured left out in SQL), finds the
+    counterparts of a pairwise measure, calls ``m.prepare`` on the chunk's
+    items and feeds a queue of ``2 * concurrency`` items to ``concurrency``
+    workers, which commit each result as it arrives. Memory is one chunk and
+    the queue, whatever the size of the run.
+    """
     rows = m.row_names(ctx)
-    done = [store.measured_keys(r) for r in rows]
+    fields = m.outputs(ctx)
     ref_attr = None
     if m.pairwise:
         opts = m.options
         if opts.against == "reference":
-            ref_attr = index.reference_attribute(opts, name)
-        elif not index.baseline:
+            ref_attr = _reference_attribute(ctx.battery, opts, name)
+        elif not len(counterparts.baselines()):
             raise FairpairError(
                 f"measure '{name}' compares with the baseline, but the run has no baseline cases",
                 key=f"measures.{name}.against",
                 hint="add a design '- kind: baseline' (or a two_party design with its baseline), "
                      "or use 'against: reference'")
-    items = []
-    for (target, case_id), resp in responses.items():
-        if all((target, case_id) in d for d in done):
-            ctx.count(name, "skipped")
-            continue
-        case = index.by_id.get(case_id)
-        if case is None:
-            continue
-        if not m.pairwise:
-            items.append(MeasureItem(target, case, resp))
-            continue
-        cp = index.counterpart(case, m.options, ref_attr)
-        if cp == "n/a":
-            continue
-        cp_resp = responses.get((target, cp.id)) if cp is not None else None
-        if cp_resp is None:
-            why = "no counterpart case in the run" if cp is None else \
-                f"the counterpart case {cp.id} has no answer from '{target}' (yet)"
-            for r in rows:
-                store.add_measurement(target=target, case_id=case_id, measure=r, status="failed", error=why)
-            ctx.count(name, "failed")
-            ctx.count(name, "no_counterpart")
-            continue
-        items.append(MeasureItem(target, case, resp, cp_resp, cp))
-    return items
-
-
-async def _measure_items(name: str, m: Measure, items: list[MeasureItem], ctx: MeasureContext, store) -> None:
     concurrency = getattr(ctx.settings, "concurrency", None) or 8
-    sem = asyncio.Semaphore(concurrency)
-    rows = m.row_names(ctx)
-    fields = m.outputs(ctx)
+    chunk = CHUNK
+    queue: asyncio.Queue = asyncio.Queue(maxsize=2 * concurrency)
 
-    async def one(item: MeasureItem) -> None:
-        async with sem:
+    async def produce() -> None:
+        after = 0
+        while answers := store.answers_to_measure(rows, after=after, limit=chunk):
+            after = answers[-1].id
+            items = _chunk_items(name, m, answers, rows, store, ctx, counterparts, ref_attr)
+            if items:
+                await m.prepare(items, ctx)
+            for it in items:
+                await queue.put(it)
+        for _ in range(concurrency):
+            await queue.put(None)
+
+    async def work() -> None:
+        while (item := await queue.get()) is not None:
             try:
                 res = await m.measure(item, ctx)
             except FairpairError:
@@ -481,15 +542,54 @@ async def _measure_items(name: str, m: Measure, items: list[MeasureItem], ctx: M
                 from fairpair.run._engine import _describe
 
                 res = MeasureResult.failed(_describe(exc))
-        _commit(store, name, rows, fields, item, res)
-        ctx.count(name, res.status)
+            _commit(store, name, rows, fields, item, res)
+            ctx.count(name, res.status)
 
-    tasks = [asyncio.ensure_future(one(it)) for it in items]
+    tasks = [asyncio.ensure_future(produce()), *(asyncio.ensure_future(work()) for _ in range(concurrency))]
     try:
         await asyncio.gather(*tasks)
     finally:
         for t in tasks:
             t.cancel()
+
+
+def _chunk_items(name: str, m: Measure, answers, rows: tuple[str, ...], store, ctx: MeasureContext,
+                 counterparts: _Counterparts, ref_attr: str | None) -> list[MeasureItem]:
+    """The items of one chunk of answers: those already measured counted as ``skipped``; for a
+    pairwise measure, an answer whose counterpart is missing stored as ``failed`` (retried later)."""
+    from fairpair.cases._case import Case
+
+    todo = []
+    for a in answers:
+        if a.done:
+            ctx.count(name, "skipped")
+        elif a.case_json is not None:
+            todo.append((a.response, Case.model_validate_json(a.case_json)))
+    if not m.pairwise:
+        return [MeasureItem(resp.target, case, resp) for resp, case in todo]
+    found = counterparts.find([case for _, case in todo], m.options, ref_attr)
+    cp_answers: dict[tuple[str, str], Any] = {}
+    items = []
+    for (resp, case), cp in zip(todo, found):
+        if cp == "n/a":
+            continue
+        cp_resp = None
+        if cp is not None:
+            key = (resp.target, cp.id)
+            if key not in cp_answers:
+                cp_answers[key] = store.answer(*key)
+            cp_resp = cp_answers[key]
+        if cp_resp is None:
+            why = "no counterpart case in the run" if cp is None else \
+                f"the counterpart case {cp.id} has no answer from '{resp.target}' (yet)"
+            for r in rows:
+                store.add_measurement(target=resp.target, case_id=resp.case_id, measure=r, status="failed",
+                                      error=why)
+            ctx.count(name, "failed")
+            ctx.count(name, "no_counterpart")
+            continue
+        items.append(MeasureItem(resp.target, case, resp, cp_resp, cp))
+    return items
 
 
 def _commit(store, name, rows, fields, item: MeasureItem, res: MeasureResult) -> None:

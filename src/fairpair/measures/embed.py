@@ -286,10 +286,11 @@ class SemanticDistanceMeasure(Measure):
     async def prepare(self, items: list[MeasureItem], ctx: MeasureContext) -> None:
         emb = self._embedder(ctx)
         ident = emb.identity()
-        ctx.embedders[self.name] = ident
-        if ctx.store is not None:
-            ctx.store.set_meta_once(f"embedder.{self.name}", ident)
-            ctx.store.event("embedder", {"measure": self.name, "identity": ident})
+        if ctx.embedders.get(self.name) != ident:  # once per session, not once per chunk
+            ctx.embedders[self.name] = ident
+            if ctx.store is not None:
+                ctx.store.set_meta_once(f"embedder.{self.name}", ident)
+                ctx.store.event("embedder", {"measure": self.name, "identity": ident})
         todo: dict[str, str] = {}
         for it in items:
             for t in (it.text, it.counterpart.text or ""):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -29,6 +29,9 @@ __all__ = ["Store", "Response", "Measurement", "STORE_NAME", "STORE_FORMAT"]
 STORE_NAME = "store.sqlite"
 #: Identifies a fairpair run store; a store with another value is refused.
 STORE_FORMAT = "fairpair-run-store"
+#: The columns a :class:`Response` is read from, in order (see :func:`_response`).
+_RESPONSE_COLS = ("target, case_id, status, text, turns, tool_calls, prompt_tokens, completion_tokens, latency_s,"
+                  " finish_reason, model, system_fingerprint, error, attempts, created_at, text_json")
 
 _MIGRATIONS: list[str] = [
     # 1: the initial schema
@@ -157,6 +160,24 @@ class Response:
     error: str | None
     attempts: int
     created_at: str
+
+
+def _response(r: Sequence[Any]) -> Response:
+    """A :class:`Response` from a row of :data:`_RESPONSE_COLS`."""
+    text = r[3] if r[15] is None else json.loads(r[15])
+    return Response(r[0], r[1], r[2], text, json.loads(r[4] or "[]"), json.loads(r[5] or "[]"), *r[6:15])
+
+
+@dataclass(frozen=True)
+class AnswerToMeasure:
+    """An ``ok`` answer as read by :meth:`Store.answers_to_measure`: its row ``id``, whether the
+    measures asked about are all stored for it (``done``), its case's stored JSON (None when
+    ``done`` or when the case is not stored) and the answer."""
+
+    id: int
+    done: bool
+    case_json: str | None
+    response: Response
 
 
 @dataclass(frozen=True)
@@ -362,9 +383,7 @@ class Store:
         return True
 
     def responses(self, target: str | None = None, *, status: str | None = "ok") -> Iterator[Response]:
-        q = "SELECT target, case_id, status, text, turns, tool_calls, prompt_tokens, completion_tokens," \
-            " latency_s, finish_reason, model, system_fingerprint, error, attempts, created_at, text_json" \
-            " FROM responses"
+        q = f"SELECT {_RESPONSE_COLS} FROM responses"
         cond, args = [], []
         if target is not None:
             cond.append("target=?")
@@ -376,9 +395,61 @@ class Store:
             q += " WHERE " + " AND ".join(cond)
         q += " ORDER BY id"
         for r in self.conn.execute(q, args):
-            text = r[3] if r[15] is None else json.loads(r[15])
-            yield Response(r[0], r[1], r[2], text, json.loads(r[4] or "[]"), json.loads(r[5] or "[]"),
-                           *r[6:15])
+            yield _response(r)
+
+    def answer(self, target: str, case_id: str) -> Response | None:
+        """The ``ok`` answer of ``target`` to ``case_id`` (index ``responses_one_ok``); None if absent."""
+        r = self.conn.execute(f"SELECT {_RESPONSE_COLS} FROM responses WHERE target=? AND case_id=?"
+                              " AND status='ok'", (target, case_id)).fetchone()
+        return None if r is None else _response(r)
+
+    def answers_to_measure(self, measures: Sequence[str], *, after: int = 0,
+                           limit: int = 2000) -> list[AnswerToMeasure]:
+        """One chunk of the ``ok`` answers, in the order they were stored, with their cases.
+
+        Returns at most ``limit`` answers whose row id is above ``after`` (pass
+        the last chunk's last ``id`` to read the next; an empty list ends), each
+        with its case's stored JSON (None when the case is not stored) and
+        ``done``: every row of ``measures`` is stored ``ok`` or ``missing`` for it
+        (then its text and case are not read). One complete query per chunk, so
+        the caller may write between chunks; memory is bounded by ``limit``.
+        """
+        names = list(measures)
+        marks = ",".join("?" * len(names))
+        done = (f"(SELECT COUNT(*) FROM measurements m WHERE m.target=r.target AND m.case_id=r.case_id"
+                f" AND m.measure IN ({marks}) AND m.status IN ('ok','missing')) >= {len(names)}") \
+            if names else "1"
+        cols = ", ".join(f"r.{c.strip()}" for c in _RESPONSE_COLS.split(","))
+        rows = self.conn.execute(
+            f"SELECT r.id, d.done, CASE WHEN d.done THEN NULL ELSE c.data END, {cols}"
+            f" FROM (SELECT id, {done} AS done FROM responses r WHERE r.status='ok' AND r.id > ?"
+            f"       ORDER BY r.id LIMIT ?) d"
+            f" JOIN responses r ON r.id = d.id LEFT JOIN cases c ON c.case_id = r.case_id ORDER BY r.id",
+            (*names, after, limit)).fetchall()
+        return [AnswerToMeasure(r[0], bool(r[1]), r[2], _response(r[3:])) for r in rows]
+
+    def case_fields(self, *paths: str, baseline_only: bool = False) -> Iterator[tuple[Any, ...]]:
+        """``(rowid, seq, value of each JSON path)`` for every stored case (``$.block``...), in rowid
+        order, read 20,000 at a time with SQLite's ``json_extract``; only baseline cases with
+        ``baseline_only``. Do not write to the store while iterating."""
+        sel = ", ".join(["rowid", "seq", *("json_extract(data, ?)" for _ in paths)])
+        where = " WHERE json_extract(data, '$.baseline') = 1" if baseline_only else ""
+        cur = self.conn.execute(f"SELECT {sel} FROM cases{where} ORDER BY rowid", paths)
+        while rows := cur.fetchmany(20_000):
+            yield from rows
+
+    def cases_at(self, rowids: Iterable[int]) -> dict[int, Any]:
+        """rowid -> :class:`~fairpair.cases.Case` for the given case row ids (those stored)."""
+        from fairpair.cases._case import Case
+
+        ids = sorted({int(i) for i in rowids})
+        out: dict[int, Any] = {}
+        for k in range(0, len(ids), 500):
+            part = ids[k:k + 500]
+            for rid, data in self.conn.execute(
+                    f"SELECT rowid, data FROM cases WHERE rowid IN ({','.join('?' * len(part))})", part):
+                out[rid] = Case.model_validate_json(data)
+        return out
 
     def targets(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT DISTINCT target FROM responses ORDER BY target")]
