@@ -52,7 +52,8 @@ def test_parquet_export_keeps_types_and_text(hostile_run, tmp_path):
     texts = list(answers["text"])
     assert any(t.startswith("=HYPERLINK(") for t in texts)  # typed cells: no quote prefix needed
     assert not any("\x00" in t or "\x1b" in t for t in texts)
-    assert set(pd.read_parquet(paths["results"])["verdict"]) == {"fail", "pass"}
+    verdicts = set(pd.read_parquet(paths["results"])["verdict"])
+    assert "fail" in verdicts and verdicts <= {"fail", "pass", "inconclusive"}
 
 
 def test_invalid_utf8_and_nul_in_the_store(hostile_run, copy_run):

@@ -77,6 +77,8 @@ def t_interval(theta: float, boot: np.ndarray, n_clusters: int, level: float) ->
     return (theta - q * se, theta + q * se)
 
 BINARY_SCALES = ("binary",)
+#: Fewer templates than this: pair-level analytic intervals instead of the cluster bootstrap.
+MIN_CLUSTERS = 8
 N_EVIDENCE = 3
 
 
@@ -166,10 +168,28 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
     boot = boot_fn(x, y, cl, n_resamples=max(n_resamples, 1), confidence_level=confidence_level, seed=seed)
     f["estimate"] = num(boot.statistic)
     dist, g = boot.bootstrap_distribution, boot.n_clusters
-    f["ci"] = interval(t_interval(boot.statistic, dist, g, confidence_level))
-    ci_a = t_interval(boot.statistic, dist, g, 1.0 - alpha)
-    ci_eq = t_interval(boot.statistic, dist, g, 1.0 - 2.0 * alpha)
+    if g >= MIN_CLUSTERS:
+        def ci_at(level: float) -> tuple[float, float]:
+            lo, hi = t_interval(boot.statistic, dist, g, level)
+            return (max(lo, -1.0), min(hi, 1.0)) if binary else (lo, hi)  # a risk difference lies in [-1, 1]
+    else:
+        # Too few templates for a cluster bootstrap (t with G-1 degrees of freedom explodes, and
+        # resampling 3 clusters says little): the pair-level analytic interval, as the test uses.
+        notes.append(f"only {g} templates: pair-level interval (Newcombe for yes/no, paired t otherwise); "
+                     f"it ignores clustering, so use {MIN_CLUSTERS} or more templates for a real audit")
+        ref = mcnemar(x, y, exact=True) if binary else paired_t(x, y)
+
+        def ci_at(level: float) -> tuple[float, float]:
+            return tuple(ref.confidence_interval(level))  # type: ignore[return-value]
+    f["ci"] = interval(ci_at(confidence_level))
+    ci_a = ci_at(1.0 - alpha)
+    ci_eq = ci_at(1.0 - 2.0 * alpha)
     f["equivalence_ci"] = interval(ci_eq)
+    if np.unique(np.concatenate([x, y])).size == 1:
+        # e.g. a judge that gave every answer the same score: no information, never a "pass"
+        notes.append("the measure is constant (every answer of both groups has the same value): "
+                     "no information about a difference")
+        ci_a = ci_eq = None
     if boot.note:
         notes.append(boot.note)
     if binary:
@@ -193,11 +213,13 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
         # would otherwise "establish" equivalence from nine identical pairs. Above the threshold
         # the bootstrap interval stands alone (its coverage is checked in benchmarks/sim_calibration.py).
         widened = False
-        small = exact.b + exact.c < exact_threshold
+        small = exact.b + exact.c < exact_threshold and g >= MIN_CLUSTERS
         for lvl, key in (((confidence_level, "ci"), (1.0 - alpha, "a"), (1.0 - 2.0 * alpha, "eq"))
                          if small else ()):
             nlo, nhi = exact.confidence_interval(lvl)
             cur = {"ci": tuple(f["ci"]) if f["ci"] else None, "a": ci_a, "eq": ci_eq}[key]
+            if key != "ci" and cur is None:
+                continue
             if cur is None or None in cur or not (np.isfinite(nlo) and np.isfinite(nhi)):
                 continue
             new = (min(cur[0], nlo), max(cur[1], nhi))
