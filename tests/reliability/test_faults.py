@@ -37,7 +37,7 @@ def faults(rate: float) -> list[Fault]:
 def test_demo_battery_under_every_fault_kind(tmp_path):
     with serve_openai(faults=faults(0.03), seed=2, slow_s=0.2) as server:
         target = {"kind": "openai", "base_url": server.base_url, "model": "mock-1", "api_key_env": None}
-        lb = load_battery(demo_battery(tmp_path / "b", target, repetitions=3))
+        lb = load_battery(demo_battery(tmp_path / "b", target, repetitions=6))
         t0 = time.monotonic()
         out = execute_run(lb, tmp_path / "run", SETTINGS)
         elapsed = time.monotonic() - t0
@@ -52,7 +52,7 @@ def test_demo_battery_under_every_fault_kind(tmp_path):
     assert injected["hang"] >= 2 and elapsed < 60
 
     counts = out.manifest["counts"]["openai"]
-    assert counts["cases"] == 108
+    assert counts["cases"] == 216
     assert counts["answered"] + counts["failed"] == counts["cases"]
     assert counts["failed"] >= 1 and counts["retried"] >= 10
     assert set(ok_counts(run).values()) == {1}  # never two ok answers for a case
