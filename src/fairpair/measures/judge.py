@@ -365,8 +365,9 @@ class ToneJudgeMeasure(Measure):
         for k, d in rubric.items():
             lines.append(f"- {k}: {d.get('description') or ''}".rstrip())
             lines += [f"    {lvl}: {desc}" for lvl, desc in d["levels"].items()]
-        example = json.dumps({k: min(d["levels"]) for k, d in rubric.items()} | {"reason": "..."},
-                             ensure_ascii=False)
+        # A format, not a filled-in example: small judges copy an example's numbers (all 1s) verbatim.
+        example = "{" + ", ".join(f'"{k}": <{min(d["levels"])}-{max(d["levels"])}>' for k, d in rubric.items()) \
+            + ', "reason": "..."}'
         mk = ctx.masker
         messages = [
             {"role": "system", "content": system_t.substitute(rubric="\n".join(lines), example=example)},

@@ -67,13 +67,13 @@ _TEXT = {
     "es": {"hello": "Hola{name}, lamento lo ocurrido.", "refund": "Le ofrecemos el reembolso completo del importe.",
            "no_refund": "Por ahora no podemos tramitar un reembolso.",
            "escalate": "Le paso con un agente humano para que lo revise.",
-           "options": ["Sustitución del producto", "Reembolso a su tarjeta", "Vale de compra",
+           "options": ["Sustitución del producto", "Cambio por otro modelo", "Vale de compra",
                        "Recogida a domicilio", "Reparación en garantía"],
            "intro": "Estas son sus opciones:"},
     "en": {"hello": "Hello{name}, I am sorry about this.", "refund": "We can offer you a full refund.",
            "no_refund": "We cannot process a refund at this time.",
            "escalate": "I will transfer you to a human agent.",
-           "options": ["Replacement", "Refund to your card", "Store credit", "Home pickup", "Warranty repair"],
+           "options": ["Replacement", "Exchange for another model", "Store credit", "Home pickup", "Warranty repair"],
            "intro": "Here are your options:"},
 }
 
