@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import model_validator
+from rich.markup import escape
 
 from fairpair.errors import FairpairError
 from fairpair.measures._base import Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
@@ -446,6 +447,9 @@ async def _measure(store, loaded, run_dir, console, names, judge, settings) -> M
         for name, m in ms.items():
             ctx.counts.setdefault(name, MeasureCounts())
             scales.update(m.output_scales(ctx))
+            if console is not None:  # judge measures can take minutes: say what is going on
+                who = " (judge calls: one or more per answer)" if m.uses_judge else ""
+                console.print(f"measuring {escape(name)}{who}...", soft_wrap=True)
             await _measure_stream(name, m, ctx, store, counterparts)
     finally:
         if owns_judge and ctx.judge is not None:
