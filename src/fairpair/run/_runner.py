@@ -218,6 +218,9 @@ def write_manifest(run_dir: Path, store: Store, extra: dict[str, Any]) -> dict[s
     m = {**old, **extra}
     m["counts"] = {t: store.counts(t) | {"cases": store.n_cases()} for t in (m.get("targets") or {})}
     m["plan_changed_after_registration"] = bool(store.events("plan_changed"))
+    changed = sorted({e["target"] for e in store.events("target_changed")})
+    if changed:  # answers of these targets were produced under other options than those recorded now
+        m["targets_changed_after_answers"] = changed
     tmp = path.with_name(path.name + ".tmp")
     try:
         # a lone surrogate (e.g. from a model's answer quoted in a judge prompt) is written as a
@@ -256,6 +259,10 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
                 if hasattr(t, "load"):
                     asyncio.run(t.load())
             identities = {name: t.identity() for name, t in targets.items()}
+            for name, ident in identities.items():  # a resumed run whose target changed says so
+                if not store.set_meta_once(f"target.{name}", ident) and store.get_meta(f"target.{name}") != \
+                        json.loads(json.dumps(ident, sort_keys=True, default=str)):
+                    store.event("target_changed", {"target": name, "now": ident})
             secrets = [s for spec in specs.values() for s in target_secrets(spec.options())]
             base = {"fairpair_version": __version__, "battery": b.name, "battery_sha256": loaded.sha256,
                     "battery_path": str(loaded.path), "selection": loaded.selection,
