@@ -31,9 +31,15 @@ def openai_block(server, **kw):
 
 def oks(run_dir: Path, target: str) -> dict[str, int]:
     con = sqlite3.connect(run_dir / "store.sqlite")
-    rows = con.execute("SELECT case_id, COUNT(*) FROM responses WHERE target=? AND status='ok' GROUP BY case_id",
-                       (target,)).fetchall()
-    con.close()
+    try:
+        rows = con.execute("SELECT case_id, COUNT(*) FROM responses WHERE target=? AND status='ok' "
+                           "GROUP BY case_id", (target,)).fetchall()
+    except sqlite3.OperationalError as exc:  # polled while the run is still creating its tables
+        if "no such table" not in str(exc):
+            raise
+        rows = []
+    finally:
+        con.close()
     return dict(rows)
 
 
