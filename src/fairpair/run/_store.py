@@ -383,18 +383,8 @@ class Store:
         return True
 
     def responses(self, target: str | None = None, *, status: str | None = "ok") -> Iterator[Response]:
-        q = f"SELECT {_RESPONSE_COLS} FROM responses"
-        cond, args = [], []
-        if target is not None:
-            cond.append("target=?")
-            args.append(target)
-        if status is not None:
-            cond.append("status=?")
-            args.append(status)
-        if cond:
-            q += " WHERE " + " AND ".join(cond)
-        q += " ORDER BY id"
-        for r in self.conn.execute(q, args):
+        where, args = _where(target=target, status=status)
+        for r in self.conn.execute(f"SELECT {_RESPONSE_COLS} FROM responses{where} ORDER BY id", args):
             yield _response(r)
 
     def answer(self, target: str, case_id: str) -> Response | None:
@@ -497,17 +487,8 @@ class Store:
         return True
 
     def measurements(self, measure: str | None = None, *, status: str | None = "ok") -> Iterator[Measurement]:
-        q = "SELECT target, case_id, measure, status, value, detail, error FROM measurements"
-        cond, args = [], []
-        if measure is not None:
-            cond.append("measure=?")
-            args.append(measure)
-        if status is not None:
-            cond.append("status=?")
-            args.append(status)
-        if cond:
-            q += " WHERE " + " AND ".join(cond)
-        q += " ORDER BY id"
+        where, args = _where(measure=measure, status=status)
+        q = f"SELECT target, case_id, measure, status, value, detail, error FROM measurements{where} ORDER BY id"
         for t, c, m, s, v, d, e in self.conn.execute(q, args):
             yield Measurement(t, c, m, s, None if v is None else json.loads(v),
                               None if d is None else json.loads(d), e)
@@ -558,6 +539,12 @@ class _Tx:
                 self.conn.execute("ROLLBACK")
             except sqlite3.Error:
                 pass  # SQLite may already have rolled back (e.g. after SQLITE_FULL)
+
+
+def _where(**filters: str | None) -> tuple[str, list[str]]:
+    """`` WHERE col=? AND ...`` for the filters that are not None (column names are ours, never input)."""
+    cols = [k for k, v in filters.items() if v is not None]
+    return (" WHERE " + " AND ".join(f"{k}=?" for k in cols) if cols else ""), [filters[k] for k in cols]
 
 
 def _split_sql(script: str) -> list[str]:
