@@ -7,6 +7,7 @@ makes sense, ``confidence_interval(confidence_level=0.95)``), never a tuple.
 ========================================  ===========================================
 Paired binary outcomes                    :func:`mcnemar`, :func:`mcnemar_table`
 Paired continuous outcomes                :func:`wilcoxon` (+ Hodges-Lehmann), :func:`paired_t`
+Paired k-outcome decisions                :func:`stuart_maxwell`, :func:`bowker`, :func:`category_tests`
 k matched groups                          :func:`cochran_q`, :func:`friedman`
 Multiple testing                          :func:`adjust`, :func:`holm`, :func:`benjamini_hochberg`
 Clustered data (templates)                :func:`cluster_bootstrap`, :func:`cluster_bootstrap_risk_difference`,
@@ -37,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 _LAZY = {
     "_bootstrap": ("BootstrapResult", "cluster_bootstrap", "cluster_bootstrap_mean_difference",
                    "cluster_bootstrap_risk_difference"),
+    "_categorical": ("CategoryTest", "SquareTableResult", "bowker", "category_tests", "square_table",
+                     "stuart_maxwell"),
     "_common": ("ConfidenceInterval",),
     "_dispersion": ("CellMeansResult", "DispersionResult", "LeastChangeResult", "PermutationTestResult", "cell_means",
                     "cell_means_bootstrap", "dispersion", "dispersion_bootstrap", "dispersion_permutation_test",
@@ -58,6 +61,14 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         cluster_bootstrap,
         cluster_bootstrap_mean_difference,
         cluster_bootstrap_risk_difference,
+    )
+    from fairpair.stats._categorical import (  # noqa: F401
+        CategoryTest,
+        SquareTableResult,
+        bowker,
+        category_tests,
+        square_table,
+        stuart_maxwell,
     )
     from fairpair.stats._common import ConfidenceInterval  # noqa: F401
     from fairpair.stats._dispersion import (  # noqa: F401
@@ -121,6 +132,13 @@ __all__ = [
     "WilcoxonResult",
     "paired_t",
     "PairedTResult",
+    # paired k-outcome decisions
+    "stuart_maxwell",
+    "bowker",
+    "square_table",
+    "category_tests",
+    "SquareTableResult",
+    "CategoryTest",
     # k groups
     "cochran_q",
     "CochranQResult",
