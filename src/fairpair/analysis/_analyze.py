@@ -106,18 +106,56 @@ def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None,
                 if len(all_groups) > 2:
                     omnibus.append(_omnibus(cid, target, c.measure, did, c.attribute, all_groups, strata, vals,
                                             answered, scale))
-        for primary in (True, False):
-            fam = [p for p in pending if p[2] == primary]
+        pending += _status_comparisons(battery, data, target, pending, strata_cache, heterogeneity)
+        for primary in (True, False, "status"):
+            fam = [p for p in pending if p[2] is primary or (primary == "status" and p[2] == "status")]
             if not fam:
                 continue
             raw = np.array([np.nan if p[0].pvalue is None else p[0].pvalue for p in fam])
-            method = plan.correction if primary else "none"
+            method = plan.correction if primary is True else "holm" if primary == "status" else "none"
+            label = {True: method, False: "none (secondary comparison)",
+                     "status": "holm (the answer-status comparisons of the target)"}[primary]
             adj = adjust(raw, method) if raw.size else raw
             for (pa, ident, _, margin), pa_adj in zip(fam, adj):
                 comparisons.append(finish(pa, pvalue_adjusted=num(pa_adj), margin=margin, alpha=plan.alpha,
-                                          correction=method if primary else "none (secondary comparison)",
-                                          family_size=len(fam), **ident))
+                                          correction=label, family_size=len(fam), **ident))
     return comparisons, omnibus, notes
+
+
+def _status_comparisons(battery, data: RunData, target: str, pending: list, strata_cache: dict,
+                        heterogeneity: bool) -> list:
+    """The answer-status rates (``answer.failed``, ``answer.refused``...; see
+    :mod:`fairpair.measures.status`) compared between the groups of every plan comparison, as
+    yes/no measures through the same paired analysis; statuses that never occur for the target
+    are left out. One Holm family per target; secondary (they do not enter the gate's primary
+    family), but a ``fail`` is reported as a finding of its own."""
+    from fairpair.analysis._data import STATUS_PREFIX
+    from fairpair.measures.status import DEGENERATE
+
+    plan = battery.analysis
+    st = data.statuses.get(target)
+    if st is None:
+        return []
+    known = st != ""
+    seen: dict[tuple[str, str, str, str], None] = {}
+    for _pa, ident, primary, _m in pending:
+        if primary is True or primary is False:
+            seen.setdefault((ident["attribute"], ident["design"], ident["group_a"], ident["group_b"]), None)
+    out = []
+    for status in DEGENERATE:
+        name = STATUS_PREFIX + status
+        vals = data.values.get((target, name))
+        if vals is None or not np.nansum(vals):
+            continue
+        for attr, did, ga, gb in seen:
+            pd = pairs_for(data.cases, strata_cache[(did, attr)], attr, ga, gb, vals, known)
+            pa = analyze_pairs(pd, scale="binary", alpha=plan.alpha, confidence_level=plan.confidence_level,
+                               exact_threshold=plan.exact_threshold, n_resamples=plan.bootstrap_resamples,
+                               seed=plan.seed, heterogeneity=heterogeneity)
+            ident = dict(id=f"{name}-by-{attr}", target=target, measure=name, attribute=attr, design=did,
+                         group_a=ga, group_b=gb, primary=False)
+            out.append((pa, ident, "status", None))
+    return out
 
 
 def _omnibus(cid, target, measure, did, attribute, groups, strata, vals, answered, scale) -> OmnibusResult:
@@ -245,7 +283,7 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
     with open_for_reading(run_dir) as store:
         loaded = loaded_from_store(store)
         battery = loaded.battery
-        data = load_run_data(store.conn)
+        data = load_run_data(store.conn, language=battery.language, statuses=True)
         plan = battery.analysis
         registered = store.get_meta("plan_sha256")
         changes = store.events("plan_changed")

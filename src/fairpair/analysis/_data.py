@@ -17,7 +17,8 @@ import numpy as np
 
 from fairpair.analysis._paired import PairData
 
-__all__ = ["CaseTable", "RunData", "Strata", "load_run_data", "measure_scale", "pairs_for", "strata_for", "to_float",
+__all__ = ["CaseTable", "RunData", "Strata", "load_run_data", "load_answer_statuses", "add_status_values",
+           "STATUS_PREFIX", "measure_scale", "pairs_for", "strata_for", "to_float",
            "group_pairs"]
 
 SCALES = ("binary", "count", "continuous", "ordinal")
@@ -96,6 +97,10 @@ class RunData:
     missing: dict[str, int] = field(default_factory=dict)  # target -> missing/failed measurements
     details: list[tuple[str, str, str, str, Any]] = field(default_factory=list)  # judge-ish details
     failed_measurements: dict[str, int] = field(default_factory=dict)  # measure -> failed rows
+    #: target -> answer status per case (see fairpair.measures.status; "" while pending)
+    statuses: dict[str, np.ndarray] = field(default_factory=dict)
+    #: target -> status -> up to 3 (case id, text excerpt) examples
+    status_examples: dict[str, dict[str, list[tuple[str, str]]]] = field(default_factory=dict)
 
     @property
     def targets(self) -> list[str]:
@@ -106,8 +111,66 @@ class RunData:
 _CHUNK = 100_000
 
 
-def load_run_data(conn, *, keep_details: bool = True) -> RunData:
-    """Load cases, answers and measurements from an open store connection."""
+#: Name prefix of the answer-status measures the analysis adds (``answer.refused``...).
+STATUS_PREFIX = "answer."
+
+
+def load_answer_statuses(conn, index: dict[str, int], n: int, language: str | None,
+                         ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, list[tuple[str, str]]]]]:
+    """Per target, each case's answer status (:func:`fairpair.measures.status.answer_status`).
+
+    A case with an ``ok`` row gets its answer's status; one with only
+    ``failed`` rows is ``failed``; one with neither is ``""`` (pending). Also
+    returns up to three examples (case id, first 160 characters) per status.
+    """
+    from fairpair.measures.status import answer_status
+
+    out: dict[str, np.ndarray] = {}
+    examples: dict[str, dict[str, list[tuple[str, str]]]] = {}
+    q = ("SELECT target, case_id, status, CASE WHEN text_json IS NULL THEN text ELSE NULL END, text_json, "
+         "finish_reason, tool_calls FROM responses ORDER BY id")
+    for target, cid, st, text, text_json, fr, calls in conn.execute(q):
+        i = index.get(cid)
+        if i is None:
+            continue
+        arr = out.get(target)
+        if arr is None:
+            arr = out[target] = np.full(n, "", dtype=object)
+        if st != "ok":
+            if arr[i] == "":
+                arr[i] = "failed"
+            continue
+        if text_json is not None:
+            text = json.loads(text_json)
+        res = answer_status(text, finish_reason=fr, tool_calls=calls not in (None, "[]"), language=language)
+        arr[i] = res.status
+        if res.status != "ok":
+            ex = examples.setdefault(target, {}).setdefault(res.status, [])
+            if len(ex) < 3:
+                ex.append((cid, (text or "")[:160]))
+    return out, examples
+
+
+def add_status_values(data: "RunData") -> None:
+    """Add one yes/no measure per answer status to ``data.values``: ``answer.<status>`` is 1 where
+    the case's answer has that status, 0 where it has another, NaN while pending."""
+    from fairpair.measures.status import DEGENERATE
+
+    for target, arr in data.statuses.items():
+        known = arr != ""
+        for st in DEGENERATE:
+            v = np.where(known, (arr == st).astype(float), np.nan)
+            data.values[(target, STATUS_PREFIX + st)] = v
+            data.raw_kinds.setdefault(STATUS_PREFIX + st, set()).add("bool")
+
+
+def load_run_data(conn, *, keep_details: bool = True, language: str | None = None,
+                  statuses: bool = False) -> RunData:
+    """Load cases, answers and measurements from an open store connection.
+
+    With ``statuses``, also each answer's status (:func:`load_answer_statuses`, with the
+    battery's ``language`` for the wrong-language check) and the ``answer.<status>`` measures.
+    """
     ids, design, kind, template, mset, base, axis, groups, variants, meta, seqs = ([] for _ in range(11))
     # Cases repeat a few values many times: one shared object per distinct value (strings and the
     # read-only groups/variants/meta dicts) keeps a million cases within a few hundred MiB.
@@ -225,7 +288,11 @@ def load_run_data(conn, *, keep_details: bool = True) -> RunData:
                         details.append((target, cid, measure, st, d))
     for t in {k[0] for k in values}:
         answered.setdefault(t, np.zeros(n, dtype=bool))
-    return RunData(cases, answered, failed, values, kinds, measured, missing, details, failed_m)
+    data = RunData(cases, answered, failed, values, kinds, measured, missing, details, failed_m)
+    if statuses:
+        data.statuses, data.status_examples = load_answer_statuses(conn, index, n, language)
+        add_status_values(data)
+    return data
 
 
 _SCALES_CACHE: dict[int, tuple[Any, dict[str, str]]] = {}

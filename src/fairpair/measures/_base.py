@@ -63,7 +63,18 @@ class MeasureItem:
 
     @property
     def text(self) -> str:
-        return self.response.text or ""
+        """The answer's text in Unicode NFC (``""`` for none): every text measure reads this form,
+        so an answer that came back decomposed (NFD) measures the same as its composed twin."""
+        from fairpair.measures.status import nfc
+
+        return nfc(self.response.text)
+
+    def status(self, language: str | None = None):
+        """The answer's :class:`~fairpair.measures.status.AnswerStatus` (``ok``, ``empty``,
+        ``filtered``, ``truncated``, ``refused``, ``loop``, ``wrong_language``, ``failed``)."""
+        from fairpair.measures.status import response_status
+
+        return response_status(self.response, language)
 
 
 @dataclass(frozen=True)

@@ -114,10 +114,12 @@ _WORD = re.compile(r"[^\W_]+(?:['\u2019\-][^\W_]+)*")
 def count_words(text: str) -> int:
     """Number of words: runs of letters/digits, joined by inner apostrophes or hyphens.
 
-    Markdown symbols, bullets and punctuation are not words; ``don't``,
-    ``e-mail`` and ``48213`` are one word each.
+    Counted on the NFC form of ``text`` (a decomposed accent would otherwise
+    split a word in two: ``Luci\u0301a`` is one word). Markdown symbols,
+    bullets and punctuation are not words; ``don't``, ``e-mail`` and
+    ``48213`` are one word each.
     """
-    return len(_WORD.findall(text))
+    return len(_WORD.findall(unicodedata.normalize("NFC", text)))
 
 
 # Negation cues (folded). Spanish: RAE, Nueva gramática, ch. 48 (negation);
@@ -287,18 +289,43 @@ class KeywordsMeasure(Measure):
 # ---------------------------------------------------------------- quality measures
 
 
-class WordCountOptions(MeasureOptions):
-    """No options."""
+class _QuantityOptions(MeasureOptions):
+    """``answer_statuses``: the answer statuses counted (default ``[ok]``); the others are stored
+    as ``missing`` with their status, never as 0 (see :mod:`fairpair.measures.status`)."""
+
+    answer_statuses: list[Literal["ok", "truncated", "refused", "loop", "wrong_language", "empty", "filtered"]] = \
+        Field(default_factory=lambda: ["ok"], min_length=1)
+
+
+def _excluded(item: MeasureItem, ctx, allowed: list[str]) -> MeasureResult | None:
+    """``missing`` for an answer whose status is not among ``allowed``; None to measure it."""
+    st = item.status(getattr(ctx, "language", None))
+    if st.status in allowed:
+        return None
+    return MeasureResult.missing(f"answer status '{st.status}' ({st.reason}): not counted",
+                                 detail={"answer_status": st.status})
+
+
+class WordCountOptions(_QuantityOptions):
+    """``answer_statuses``: which answers are counted (default only ``ok`` ones)."""
 
 
 class WordCountMeasure(Measure):
-    """Number of words of the answer (see :func:`count_words`). Value: ``int`` >= 0."""
+    """Number of words of the answer's NFC text (see :func:`count_words`). Value: ``int`` >= 0.
+
+    Answers whose status (:mod:`fairpair.measures.status`) is not in
+    ``answer_statuses`` (default ``[ok]``) are ``missing``, not 0 words.
+    ``detail``: ``{"normalization": "NFC"}``.
+    """
 
     Options = WordCountOptions
     scale = "count"
 
     async def measure(self, item: MeasureItem, ctx=None) -> MeasureResult:
-        return MeasureResult.ok(count_words(item.text))
+        skip = _excluded(item, ctx, self.options.answer_statuses)
+        if skip is not None:
+            return skip
+        return MeasureResult.ok(count_words(item.text), detail={"normalization": "NFC"})
 
 
 _LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+\u2022\u00b7\u2023\u25e6\u25aa\u2013]|\d{1,2}[.)]|[a-zA-Z][.)]|\(\d{1,2}\)|\([a-z]\))"
@@ -347,8 +374,9 @@ def count_options(text: str) -> dict[str, int]:
     return {"list_items": list_items, "inline": inline, "total": list_items + inline}
 
 
-class OptionsCountOptions(MeasureOptions):
-    """``lists``: count bulleted/numbered items; ``inline``: count enumerations in running text."""
+class OptionsCountOptions(_QuantityOptions):
+    """``lists``: count bulleted/numbered items; ``inline``: count enumerations in running text;
+    ``answer_statuses``: which answers are counted (default only ``ok`` ones)."""
 
     lists: bool = True
     inline: bool = True
@@ -361,6 +389,9 @@ class OptionsCountMeasure(Measure):
     scale = "count"
 
     async def measure(self, item: MeasureItem, ctx=None) -> MeasureResult:
+        skip = _excluded(item, ctx, self.options.answer_statuses)
+        if skip is not None:
+            return skip
         c = count_options(item.text)
         value = (c["list_items"] if self.options.lists else 0) + (c["inline"] if self.options.inline else 0)
         return MeasureResult.ok(value, detail=c)

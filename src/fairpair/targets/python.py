@@ -10,7 +10,9 @@ wrapper around an in-house client)::
 
 The function receives ``(messages: list[dict], context: dict)``, the chat so
 far (OpenAI-style) and the case's context fields, and returns the reply
-``str`` or a dict ``{"text": str, "tool_calls": [{"name", "arguments"}, ...]}``.
+``str`` or a dict ``{"text": str, "tool_calls": [{"name", "arguments"}, ...], "finish_reason": str}``
+(``text`` may be None with a ``finish_reason`` such as ``content_filter`` or ``length``, as an
+API's ``content: null``; the answer's status is then ``filtered``/``empty``).
 It may be ``async def``; a plain function runs in a worker thread so the
 engine can keep several cases in flight (set ``max_concurrency: 1`` if it is
 not thread-safe).
@@ -107,7 +109,10 @@ def _resolve(ref: str, path: str | None, base_dir: Path | None, target: str):
 def _completion(value: Any, ref: str) -> Completion:
     if isinstance(value, str):
         return Completion(text=value, finish_reason="stop")
-    if isinstance(value, dict) and isinstance(value.get("text"), str):
+    fr = value.get("finish_reason") if isinstance(value, dict) else None
+    if fr is not None and not isinstance(fr, str):
+        raise TargetError(f"{ref} returned a non-string finish_reason: {fr!r}"[:300])
+    if isinstance(value, dict) and (isinstance(value.get("text"), str) or (value.get("text") is None and fr)):
         calls = []
         for c in value.get("tool_calls") or []:
             if not isinstance(c, dict) or not isinstance(c.get("name"), str):
@@ -120,7 +125,7 @@ def _completion(value: Any, ref: str) -> Completion:
                     args = {"_raw": args}
             calls.append(ToolCall(c["name"], args if isinstance(args, dict) else {"_value": args}, id=c.get("id"),
                                   result=c.get("result")))
-        return Completion(text=value["text"], tool_calls=tuple(calls), finish_reason="stop")
+        return Completion(text=value["text"] or "", tool_calls=tuple(calls), finish_reason=fr or "stop")
     raise TargetError(f"{ref} returned {type(value).__name__}; expected a str or a dict with 'text' "
                       "(and optional 'tool_calls')")
 
