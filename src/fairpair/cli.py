@@ -167,12 +167,30 @@ def run(
     for name, c in outcome.manifest.get("counts", {}).items():
         console.print(f"target {escape(name)}: {c['answered']}/{c['cases']} answered, {c['failed']} failed, "
                       f"{c['retried']} retried")
+    _print_answer_statuses(outcome.manifest.get("answer_statuses") or {})
     from fairpair import pipeline
 
     code = pipeline.after_run(run_dir, lb, console, measure=measure_stage, analyze=analyze_stage,
                               report=report_stage, gate=gate)
     if code:
         raise typer.Exit(code)
+
+
+def _print_answer_statuses(statuses: dict) -> None:
+    """One line per target with its usable share and degenerate kinds; a warning with examples when
+    most answers are degenerate (see fairpair.measures.status)."""
+    from fairpair.measures.status import StatusSummary, degenerate_warning
+
+    for name, js in statuses.items():
+        sm = StatusSummary(js["counts"], js["n"], tuple(tuple(e) for e in js.get("examples", ())))
+        kinds = ", ".join(f"{n} {s}" for s, n in sm.counts.items() if s != "ok")
+        console.print(f"target {escape(name)}: {1 - sm.degenerate_share:.0%} usable answers"
+                      + (f" ({escape(kinds)})" if kinds else ""), soft_wrap=True)
+        warning = degenerate_warning(name, sm)
+        if warning:
+            console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
+            for cid, st, text in sm.examples:
+                console.print(f"  {escape(cid)} \\[{escape(st)}]: {escape(repr(text))}", soft_wrap=True)
 
 
 def _dry_run(lb) -> None:

@@ -17,7 +17,7 @@ from fairpair.analysis._data import (
 )
 from fairpair.analysis._paired import BINARY_SCALES, analyze_pairs, finish
 from fairpair.analysis._results import (
-    ComparisonResult, Counts, JudgeBlock, OmnibusResult, PositionBias, Results, num,
+    AnswerStatusBlock, ComparisonResult, Counts, JudgeBlock, OmnibusResult, PositionBias, Results, num,
 )
 from fairpair.errors import FairpairError
 from fairpair.stats._multitest import adjust
@@ -237,6 +237,33 @@ def _counts(data: RunData) -> dict[str, Counts]:
                       leaks=leaks.get(t, 0)) for t in data.targets}
 
 
+def _answer_statuses(battery, data: RunData) -> dict[str, AnswerStatusBlock]:
+    """Per target, the answer statuses, their rates per group of each attribute, and the warning."""
+    from fairpair.measures.status import STATUSES, StatusSummary, degenerate_warning
+
+    out: dict[str, AnswerStatusBlock] = {}
+    for target, arr in data.statuses.items():
+        known = arr != ""
+        counts = {s: int((arr == s).sum()) for s in STATUSES if (arr == s).any()}
+        sm = StatusSummary(counts, int(known.sum()))
+        by_group: dict[str, dict[str, dict[str, float]]] = {}
+        for i in np.flatnonzero(known):
+            for attr, g in data.cases.groups[i].items():
+                cell = by_group.setdefault(attr, {}).setdefault(g, {})
+                cell[arr[i]] = cell.get(arr[i], 0) + 1
+        for attr, groups in by_group.items():
+            for g, cell in groups.items():
+                tot = sum(cell.values())
+                groups[g] = {s: cell.get(s, 0) / tot for s in STATUSES if s in counts}
+        examples = [[cid, st, text] for st, exs in (data.status_examples.get(target) or {}).items()
+                    for cid, text in exs][:6]
+        out[target] = AnswerStatusBlock(counts=counts, n=sm.n, usable_share=num(1 - sm.degenerate_share) if sm.n
+                                        else None, mostly_degenerate=sm.mostly_degenerate,
+                                        warning=degenerate_warning(target, sm, battery.language),
+                                        by_group=by_group, examples=examples)
+    return out
+
+
 def _write_atomic(path: Path, text: str) -> None:
     """Write ``path`` atomically; an earlier, different file is kept under ``results.previous/``."""
     if path.exists():
@@ -304,7 +331,7 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
             confidence_level=plan.confidence_level, n_resamples=plan.bootstrap_resamples, seed=plan.seed,
             fail_on_inconclusive=plan.fail_on_inconclusive, targets=data.targets, measures=scales,
             comparisons=comparisons, omnibus=omnibus, two_party=two_party, judge=judge, counts=_counts(data),
-            notes=notes)
+            notes=notes, answer_statuses=_answer_statuses(battery, data))
     if write:
         try:
             _write_atomic(run_dir / RESULTS_NAME, res.to_json() + "\n")

@@ -343,6 +343,26 @@ class Counts(_Rec):
     leaks: int
 
 
+class AnswerStatusBlock(_Rec):
+    """Per target: the answer statuses (:mod:`fairpair.measures.status`).
+
+    ``counts``: status -> cases over ``n`` cases with a final outcome;
+    ``usable_share``: share ``ok``; ``mostly_degenerate``: above
+    ``DEGENERATE_WARNING_SHARE`` (the report opens with ``warning``);
+    ``by_group``: attribute -> group -> status -> rate (over that group's
+    cases with a final outcome); ``examples``: up to three (case id, status,
+    excerpt).
+    """
+
+    counts: dict[str, int]
+    n: int
+    usable_share: float | None
+    mostly_degenerate: bool
+    warning: str | None = None
+    by_group: dict[str, dict[str, dict[str, float]]] = Field(default_factory=dict)
+    examples: list[list[str]] = Field(default_factory=list)
+
+
 class Results(_Rec):
     """The whole analysis of a run: written to ``RUN/results.json``.
 
@@ -375,6 +395,7 @@ class Results(_Rec):
     judge: JudgeBlock
     counts: dict[str, Counts]
     notes: list[str]
+    answer_statuses: dict[str, AnswerStatusBlock] = Field(default_factory=dict)
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 

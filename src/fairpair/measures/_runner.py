@@ -8,7 +8,11 @@ measure stage resumes where it stopped; ``failed`` ones (judge unreachable,
 leak, missing counterpart answer) are tried again by the next run.
 
 Pairwise measures (``pairwise``, ``semantic_distance``) compare an answer with
-its *counterpart* in the same target:
+its *counterpart* in the same target; where either answer is degenerate (its
+status, :mod:`fairpair.measures.status`, is not ``ok``: a refusal, a loop, an
+empty or filtered answer...) the pair is stored ``missing`` with the reason
+instead of being judged or measured, since a distance or a preference between
+degenerate answers is not a result:
 
 * ``against: baseline``: the baseline case (no demographic signal) of the same
   block (template and repetition);
@@ -592,7 +596,18 @@ def _chunk_items(name: str, m: Measure, answers, rows: tuple[str, ...], store, c
             ctx.count(name, "failed")
             ctx.count(name, "no_counterpart")
             continue
-        items.append(MeasureItem(resp.target, case, resp, cp_resp, cp))
+        item = MeasureItem(resp.target, case, resp, cp_resp, cp)
+        bad = [(w, st.status) for w, st in (("answer", item.status(ctx.language)),
+                                             ("counterpart", MeasureItem(resp.target, cp, cp_resp).status(
+                                                 ctx.language))) if not st.ok]
+        if bad:  # a distance or preference between degenerate answers is not a result
+            why = "not compared: degenerate " + ", ".join(f"{w} ({st})" for w, st in bad)
+            for r in rows:
+                store.add_measurement(target=resp.target, case_id=resp.case_id, measure=r, status="missing",
+                                      error=why, detail={"answer_statuses": dict(bad)})
+            ctx.count(name, "missing")
+            continue
+        items.append(item)
     return items
 
 

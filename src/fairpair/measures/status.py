@@ -279,3 +279,63 @@ def response_status(response: Any, language: str | None = None) -> AnswerStatus:
     """:func:`answer_status` of a stored :class:`~fairpair.run.Response`."""
     return answer_status(response.text, finish_reason=response.finish_reason, failed=response.status != "ok",
                          tool_calls=response.tool_calls, language=language)
+
+
+#: Above this share of degenerate answers a target's answers are not worth auditing: ``run``
+#: warns with examples and the report opens with the warning.
+DEGENERATE_WARNING_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class StatusSummary:
+    """The answer statuses of one target: ``counts`` per status over ``n`` cases with a final
+    outcome, and up to three ``examples`` (case id, status, first 160 characters) of degenerate ones."""
+
+    counts: dict[str, int]
+    n: int
+    examples: tuple[tuple[str, str, str], ...] = ()
+
+    @property
+    def degenerate_share(self) -> float:
+        return 0.0 if not self.n else 1.0 - self.counts.get("ok", 0) / self.n
+
+    @property
+    def mostly_degenerate(self) -> bool:
+        return self.n > 0 and self.degenerate_share > DEGENERATE_WARNING_SHARE
+
+    def to_json(self) -> dict[str, Any]:
+        return {"counts": dict(self.counts), "n": self.n, "usable_share": 1.0 - self.degenerate_share,
+                "examples": [list(e) for e in self.examples]}
+
+
+def status_summary(store: Any, language: str | None = None) -> dict[str, StatusSummary]:
+    """Per target of a run store, the :class:`StatusSummary` of its answers (an ``ok`` row is the
+    case's answer; a case with only failed rows is ``failed``)."""
+    out: dict[str, StatusSummary] = {}
+    for target in store.targets():
+        final: dict[str, Any] = {}
+        for r in store.responses(target, status=None):
+            if r.status == "ok" or r.case_id not in final:
+                final[r.case_id] = r
+        counts: Counter[str] = Counter()
+        examples: list[tuple[str, str, str]] = []
+        for cid, r in final.items():
+            st = response_status(r, language).status
+            counts[st] += 1
+            if st != "ok" and len(examples) < 3:
+                examples.append((cid, st, (r.text or r.error or "")[:160]))
+        out[target] = StatusSummary({s: counts[s] for s in STATUSES if counts[s]}, sum(counts.values()),
+                                    tuple(examples))
+    return out
+
+
+def degenerate_warning(target: str, summary: StatusSummary, language: str = "en") -> str | None:
+    """The warning sentence for a target whose answers are mostly degenerate (None otherwise)."""
+    if not summary.mostly_degenerate:
+        return None
+    kinds = ", ".join(f"{n} {s}" for s, n in summary.counts.items() if s != "ok")
+    if language == "es":
+        return (f"La mayoría de las respuestas de '{target}' no son utilizables ({summary.degenerate_share:.0%} "
+                f"degeneradas: {kinds}); las diferencias medidas entre ellas no son resultados.")
+    return (f"most answers of '{target}' are not usable ({summary.degenerate_share:.0%} degenerate: {kinds}); "
+            "differences measured between them are not results")

@@ -194,6 +194,19 @@ MESSAGES: dict[str, dict[str, str]] = {
         "counts.measure_row": "{measure}: {ok} ok, {missing} missing, {failed} failed",
         "counts.none": "none",
         "judge": "Judge",
+        "status.degenerate": ("Warning: most answers of '{target}' are not usable ({share} degenerate: {kinds}); "
+                              "differences measured between them are not results. Examples: {examples}"),
+        "status.gap": ("answers to users with {group_a} {verb} {rate_a} of the time, against {rate_b} for "
+                       "users with {group_b} (answer status '{status}', {test} p = {p})"),
+        "status.dropped": ("{measure}: {n} of {total} pairs dropped ({why}); the test, the interval and the "
+                           "charts use the same {kept} pairs"),
+        "status.verb.failed": "failed",
+        "status.verb.filtered": "were stopped by the content filter",
+        "status.verb.empty": "came back empty",
+        "status.verb.refused": "were refusals",
+        "status.verb.loop": "were repetition loops",
+        "status.verb.truncated": "were cut at the token limit",
+        "status.verb.wrong_language": "came in another language",
         "judge.self": ("Warning: the judge is the same model as a target (self-judging). Its scores may favour "
                        "its own answers; there is no second judge to compare with."),
         "judge.position_bias": "Position bias",
@@ -396,6 +409,20 @@ MESSAGES: dict[str, dict[str, str]] = {
         "counts.measure_row": "{measure}: {ok} correctas, {missing} ausentes, {failed} fallidas",
         "counts.none": "ninguno",
         "judge": "Juez",
+        "status.degenerate": ("Aviso: la mayoría de las respuestas de '{target}' no son utilizables ({share} "
+                              "degeneradas: {kinds}); las diferencias medidas entre ellas no son resultados. "
+                              "Ejemplos: {examples}"),
+        "status.gap": ("las respuestas de los usuarios con {group_a} {verb} el {rate_a} de las veces frente al "
+                       "{rate_b} de los usuarios con {group_b} (estado de respuesta '{status}', {test} p = {p})"),
+        "status.dropped": ("{measure}: se descartaron {n} de {total} pares ({why}); la prueba, el intervalo y "
+                           "los gráficos usan los mismos {kept} pares"),
+        "status.verb.failed": "fallaron",
+        "status.verb.filtered": "fueron bloqueadas por el filtro de contenido",
+        "status.verb.empty": "llegaron vacías",
+        "status.verb.refused": "fueron rechazos",
+        "status.verb.loop": "fueron bucles de repetición",
+        "status.verb.truncated": "quedaron cortadas por el límite de tokens",
+        "status.verb.wrong_language": "llegaron en otro idioma",
         "judge.self": ("Aviso: el juez es el mismo modelo que un sistema evaluado (autoevaluación). Sus notas "
                        "pueden favorecer sus propias respuestas; no hay un segundo juez con el que comparar."),
         "judge.position_bias": "Sesgo de posición",

@@ -243,6 +243,34 @@ def _two_party_blocks(data: ReportData, figures: list[list[Any]], lang: str) -> 
     return out
 
 
+def _status_warnings(data: ReportData, lang: str) -> list[str]:
+    """The sentences the report opens with about answer statuses: a target whose answers are mostly
+    degenerate, then every answer-status rate that differs between groups (a ``fail``)."""
+    from fairpair.report._catalog import fmt_p, fmt_pct
+
+    res = data.results or {}
+    out = []
+    for target, st in (res.get("answer_statuses") or {}).items():
+        if st.get("mostly_degenerate"):
+            n = max(int(st.get("n") or 0), 1)
+            counts = st.get("counts") or {}
+            kinds = ", ".join(f"{v} {k}" for k, v in counts.items() if k != "ok")
+            ex = "; ".join(f"{e[0]} [{e[1]}]: \u201c{e[2][:80]}\u201d" for e in (st.get("examples") or [])[:2])
+            out.append(msg(lang, "status.degenerate", target=target,
+                           share=fmt_pct(1 - counts.get("ok", 0) / n, lang, 0), kinds=kinds, examples=ex or "—"))
+    for c in res.get("comparisons") or []:
+        m = str(c.get("measure", ""))
+        if not m.startswith("answer.") or c.get("verdict") != "fail":
+            continue
+        status = m.partition(".")[2]
+        out.append(msg(lang, "status.gap", verb=msg(lang, f"status.verb.{status}"), status=status,
+                       group_a=group_label(data.battery, c["attribute"], c["group_a"]),
+                       group_b=group_label(data.battery, c["attribute"], c["group_b"]),
+                       rate_a=fmt_pct(c.get("value_a"), lang, 0), rate_b=fmt_pct(c.get("value_b"), lang, 0),
+                       test=c.get("test", ""), p=fmt_p(c.get("pvalue_adjusted"), lang)))
+    return out
+
+
 def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]:
     """The view model every output renders (HTML, Markdown, JSON, terminal)."""
     lang = data.language
@@ -256,6 +284,7 @@ def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]
     if judge.get("self_judging"):
         warnings.append(msg(lang, "judge.self"))
     warnings += [str(w) for w in judge.get("warnings") or []]
+    warnings = _status_warnings(data, lang) + warnings
     failing = [r for r in rows if r.verdict == "fail"]
     evidence = []
     for r in failing:

@@ -292,8 +292,12 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
                         pass
             finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
             store.event("run_finished", {n: s.__dict__ for n, s in stats.items()})
+            from fairpair.measures.status import status_summary
+
+            statuses = {n: sm.to_json() for n, sm in status_summary(store, b.language).items()}
             manifest = write_manifest(run_dir, store, {**base, "finished_at": finished,
-                                                       "last_session": {n: s.__dict__ for n, s in stats.items()}})
+                                                       "last_session": {n: s.__dict__ for n, s in stats.items()},
+                                                       "answer_statuses": statuses})
         finally:
             store.close()
     return RunOutcome(Path(run_dir), manifest)
