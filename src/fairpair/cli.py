@@ -57,6 +57,23 @@ def validate(battery: BatteryArg) -> None:
     console.print(f"[green]ok[/green] {escape(str(battery))}: battery '{escape(b.name)}' "
                   f"(schema {b.schema_version}), {len(b.templates)} templates, "
                   f"{len(b.attributes)} attributes, {len(b.designs)} designs, sha256 {lb.sha256[:12]}")
+    _warn_ambiguous_names(b)
+
+
+def _warn_ambiguous_names(b) -> None:
+    """Warn about variants (or parts of names) that are common words of the battery's language: the
+    masker blinds them only where they are used as names, so the judge may see them elsewhere."""
+    from fairpair.measures._runner import masker_for
+
+    try:
+        ambiguous = masker_for(b).ambiguous
+    except ValueError:
+        return  # the measure stage reports a masking error with its key
+    if ambiguous:
+        console.print(f"[yellow]warning:[/yellow] variant(s) {', '.join(map(escape, ambiguous))} are (or contain) "
+                      f"common words of '{escape(b.language)}': they are masked only where used as a name "
+                      "(after a title or greeting, or capitalised mid-sentence); prefer unambiguous variants",
+                      soft_wrap=True)
 
 
 @app.command()

@@ -6,7 +6,7 @@ import re
 import unicodedata
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import fairpair
@@ -236,23 +236,41 @@ def _boundary_consistent(text: str) -> bool:
     )
 
 
-@settings(max_examples=400, deadline=None)
-@given(_texts)
+# Past failures, kept as explicit examples (each once failed on some seed).
+_PAST_FAILURES = [
+    "Hola Mari\u0301a Lucía",  # a decomposed accent before a value: the article rule ate "a "
+    "Mari\u0301a Ana",
+    "a\u0301 Ana",
+    "x\u200dAna y ana\u0301",
+]
+
+
+def _with_past_failures(fn):
+    for t in _PAST_FAILURES:
+        fn = example(text=t)(fn)
+    return fn
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@given(text=_texts)
+@_with_past_failures
 def test_property_masked_text_never_leaks(m, text):
     masked = m.mask(text)
     assert m.leaks(masked) == []
     assert m.mask(masked) == masked
 
 
-@settings(max_examples=400, deadline=None)
-@given(_texts)
+@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@given(text=_texts)
+@_with_past_failures
 def test_property_matches_slow_reference(m, text):
     if _boundary_consistent(text):
         assert m.spans(text) == _reference_spans(text, m)
 
 
-@settings(max_examples=200, deadline=None)
-@given(_texts)
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(text=_texts)
+@_with_past_failures
 def test_property_outside_spans_unchanged(m, text):
     spans = m.spans(text)
     masked = m.mask(text)
@@ -263,3 +281,86 @@ def test_property_outside_spans_unchanged(m, text):
         pos = end
     pieces.append(text[pos:])
     assert masked.split("[MASK]") == pieces
+
+
+# -- the cases of issue 13: masked text written by hand ----------------------------------------
+
+
+def test_decomposed_accent_before_a_value_keeps_the_text_before_it():
+    assert fairpair.mask("Hola Mari\u0301a Lucía", ["Lucía"]) == "Hola Mari\u0301a [MASK]"
+    assert mask("Mari\u0301a Ana", ["Ana"]) == "Mari\u0301a [MASK]"
+    # a real English article is still masked with the value
+    assert mask("I am an Asian person", ["Asian person"]) == "I am [MASK]"
+
+
+@pytest.fixture(scope="module")
+def es_names() -> Masker:
+    return Masker([], names=["José García", "Rosa Blanco", "Lucía"], language="es")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Sr. García, su pedido llegó.", "[MASK], su pedido llegó."),
+    ("Estimado Sr. García:", "Estimado [MASK]:"),
+    ("Don José García y García, y José.", "[MASK] y [MASK], y [MASK]."),
+    ("Hablé con el Sr García y con doña Lucía.", "Hablé con el [MASK] y con [MASK]."),
+    ("GARCÍA y garcia", "[MASK] y [MASK]"),
+    # the Spanish preposition "a" is no article
+    ("Le escribo a Lucía y a José.", "Le escribo a [MASK] y a [MASK]."),
+    # Rosa and Blanco are common Spanish words: masked only where used as a name
+    ("Le enviamos una rosa blanca y el modelo blanco.", "Le enviamos una rosa blanca y el modelo blanco."),
+    ("Hola Rosa, ayer Blanco llamó; la Sra. Blanco también.", "Hola [MASK], ayer [MASK] llamó; la [MASK] también."),
+    ("Rosa Blanco ya tiene su reembolso.", "[MASK] ya tiene su reembolso."),
+    ("Rosa, gracias por escribir.", "[MASK], gracias por escribir."),
+    ("Rosa es el color del envoltorio.", "Rosa es el color del envoltorio."),
+])
+def test_name_surface_forms_spanish(es_names, text, expected):
+    assert es_names.mask(text) == expected
+    assert es_names.leaks(expected) == []
+
+
+def test_name_parts_leak_check_uses_the_same_forms(es_names):
+    # the leak check of the judge used to report 0 leaks for these
+    assert es_names.leaks("Gracias, Sr. García.") == ["José García"]
+    assert es_names.leaks("Gracias, José.") == ["José García"]
+    assert es_names.leaks("Hola Rosa") == ["Rosa Blanco"]
+    assert es_names.leaks("una rosa blanca") == []
+    assert es_names.ambiguous == ("Rosa Blanco",)
+
+
+@pytest.fixture(scope="module")
+def en_names() -> Masker:
+    return Masker([], names=["Will Smith", "Mary Jones"], language="en")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("We will refund you.", "We will refund you."),
+    ("Hi Will, we will refund you.", "Hi [MASK], we will refund you."),
+    ("Thank you, Will. We will call.", "Thank you, [MASK]. We will call."),
+    ("Will you accept a voucher?", "Will you accept a voucher?"),
+    ("Will, we will refund you.", "[MASK], we will refund you."),
+    ("Dear Mr. Smith and Mrs. Jones, Mary's order and Smith's.", "Dear [MASK] and [MASK], [MASK]'s order and [MASK]'s."),
+    ("Dr. Will Smith", "[MASK]"),
+])
+def test_name_surface_forms_english(en_names, text, expected):
+    assert en_names.mask(text) == expected
+
+
+def test_outside_spans_nothing_changes_with_names(es_names):
+    text = "¡Hola,\tSra.  Blanco! Su  rosa\u00a0blanca llegó a Mari\u0301a; José García (y José) esperan."
+    spans = es_names.spans(text)
+    masked = es_names.mask(text)
+    pieces, pos = [], 0
+    for start, end in spans:
+        pieces.append(text[pos:start])
+        pos = end
+    pieces.append(text[pos:])
+    assert masked.split("[MASK]") == pieces
+    assert masked == "¡Hola,\t[MASK]! Su  rosa\u00a0blanca llegó a Mari\u0301a; [MASK] (y [MASK]) esperan."
+
+
+def test_common_words_come_from_the_language_frequency_list():
+    from fairpair.measures._mask import common_words
+
+    assert {"will", "may", "hope"} <= common_words("en")
+    assert {"rosa", "blanco", "a"} <= common_words("es")
+    assert "maria" not in common_words("es") and "lucia" not in common_words("es")

@@ -75,7 +75,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import NamedTuple
 
-__all__ = ["Masker", "mask", "fold"]
+__all__ = ["Masker", "mask", "fold", "name_forms", "common_words", "TITLES", "GREETINGS"]
 
 _STRIPPED_CATEGORIES = frozenset({"Mn", "Me", "Cf"})
 _APOSTROPHES = "'\u2019\u02bc\u2018`\u00b4\u2032"
@@ -86,8 +86,64 @@ _APOSTROPHES = "'\u2019\u02bc\u2018`\u00b4\u2032"
 # emoji) are rare in answers and are folded on the slow path instead.
 _BMP = range(0, 0x10000)
 _ASTRAL = re.compile("[\U00010000-\U0010FFFF]")
-# "a"/"an" (any case) as a whole word, followed by spaces up to the value: masked with it.
-_ARTICLE = re.compile(r"(?<![\w'’-])[Aa][Nn]?[ \t]+\Z")
+# "a"/"an" (any case), followed by spaces up to the value: masked with it when it is a whole
+# word (see _article_start: the character before it is no letter, digit, mark or apostrophe).
+_ARTICLE = re.compile(r"[Aa][Nn]?[ \t]+\Z")
+
+#: Titles that may precede a name (folded; written with or without the dot).
+TITLES: tuple[str, ...] = ("sr", "sra", "srta", "don", "dona", "senor", "senora", "senorita", "mr", "mrs", "ms",
+                           "miss", "dr", "dra")
+#: Greetings after which a capitalised word is a name ("Hola Rosa", "Hi Will").
+GREETINGS: frozenset[str] = frozenset({"hola", "buenas", "estimado", "estimada", "querido", "querida", "hi",
+                                       "hello", "hey", "dear", "adios", "gracias", "thanks", "bye", "ok"})
+#: Particles of compound names, never masked alone ("María de la O": "de", "la" stay).
+_PARTICLES = frozenset({"de", "del", "la", "las", "los", "el", "y", "e", "i", "da", "das", "do", "dos", "di",
+                        "van", "von", "der", "den", "le", "al", "bin", "ben", "ibn", "abu", "bint", "st"})
+#: A form is a *common word* of a language when it is among its most frequent words.
+COMMON_WORD_RANK = 3000
+
+
+@functools.cache
+def common_words(language: str) -> frozenset[str]:
+    """The ``COMMON_WORD_RANK`` most frequent words of ``language`` (folded), or {} if unknown.
+
+    Source: the word frequencies shipped with ``pyspellchecker`` (Barrus,
+    after Norvig), built from the OpenSubtitles 2018 corpus (Lison &
+    Tiedemann 2016, "OpenSubtitles2016: extracting large parallel corpora from
+    movie and TV subtitles", LREC) via Hermit Dave's FrequencyWords lists.
+    Names that are also frequent words ("Will", "Rosa", "Blanco") are in it;
+    most names ("María" is rank 5,348 in Spanish) are not.
+    """
+    import heapq
+
+    try:
+        from spellchecker import SpellChecker
+    except ImportError:  # pragma: no cover - a core dependency
+        raise ImportError("masking names that are common words needs pyspellchecker: "
+                          "pip install pyspellchecker") from None
+    try:
+        freq = SpellChecker(language=language, distance=1).word_frequency.dictionary
+    except ValueError:
+        return frozenset()
+    top = heapq.nlargest(COMMON_WORD_RANK, freq.items(), key=lambda kv: kv[1])
+    return frozenset(_trim(fold(w)) for w, _ in top)
+
+
+def name_forms(name: str) -> list[str]:
+    """The surface forms that identify a person's name ``name``: the full name, each given-name and
+    surname part (particles such as ``de``/``la`` and one-letter parts left out), and each of them after
+    a title (:data:`TITLES`, with and without the dot); folded. Possessives (``García's``) and
+    articles are handled by the matcher."""
+    full = _trim(fold(name))
+    if not full:
+        return []
+    parts = [p for p in re.split(r"[ -]+", full) if len(p) > 1 and p not in _PARTICLES]
+    cores = list(dict.fromkeys([full, *parts]))
+    out = list(cores)
+    for t in TITLES:
+        for c in cores:
+            out += [f"{t}. {c}", f"{t} {c}"]
+    return list(dict.fromkeys(out))
 
 
 def _fold_char(c: str) -> str:
@@ -256,6 +312,19 @@ class Masker:
     group_terms:
         Declared group references (``"árabe"``, ``"marroquí"``); matched like
         values and also in their plural and other-gender forms.
+    names:
+        Person names (variants of a ``name`` signal): each is matched in all
+        its surface forms (:func:`name_forms`: ``José García`` also as
+        ``José``, ``García``, ``Sr. García``, ``Don José``...).
+    language:
+        The battery's language (``es``, ``en``). With it, a form that is a
+        common word of the language (:func:`common_words`: ``Will``,
+        ``Rosa``, ``Blanco``) is masked only where it is used as a name:
+        after a title or a greeting (``Hi Will``, ``Hola Rosa``), or
+        capitalised and not at the start of a sentence, or capitalised at the
+        start and followed by a comma (``Will, we...``); so "We will refund
+        you" keeps "will". The English article rule (below) applies only when
+        ``language`` is ``en`` or None: in Spanish "a" is a preposition.
 
     Raises
     ------
@@ -281,15 +350,19 @@ class Masker:
         *,
         marker: str = "[MASK]",
         group_terms: Iterable[str] = (),
+        names: Iterable[str] = (),
+        language: str | None = None,
     ) -> None:
         if not isinstance(marker, str):
             raise TypeError(f"marker must be a str, got {type(marker).__name__}")
         if not marker:
             raise ValueError("marker must not be empty")
-        if isinstance(values, str) or isinstance(group_terms, str):
-            raise TypeError("values and group_terms must be iterables of str, not a single str")
+        if isinstance(values, str) or isinstance(group_terms, str) or isinstance(names, str):
+            raise TypeError("values, names and group_terms must be iterables of str, not a single str")
         self.values: tuple[str, ...] = tuple(values)
         self.group_terms: tuple[str, ...] = tuple(group_terms)
+        self.names: tuple[str, ...] = tuple(names)
+        self.language = language
         self.marker = marker
 
         # folded form -> the value (as given) it reports in leaks()
@@ -304,10 +377,26 @@ class Masker:
                 forms = _inflections(f) if kind == "group term" else [f]
                 for form in forms:
                     self._lookup.setdefault(form, v)
+        for v in self.names:
+            if not isinstance(v, str):
+                raise TypeError(f"name {v!r} is not a str ({type(v).__name__})")
+            if not _trim(fold(v)):
+                raise ValueError(f"name {v!r} is empty or has no letter or digit")
+            for form in name_forms(v):
+                self._lookup.setdefault(form, v)
+        # forms that are common words of the language: matched by their own pattern, kept in context
+        common = common_words(language) if language else frozenset()
+        self.ambiguous: tuple[str, ...] = tuple(dict.fromkeys(
+            self._lookup[f] for f in self._lookup if f in common))
+        self._contextual = {f: v for f, v in self._lookup.items() if f in common}
+        always = {f: v for f, v in self._lookup.items() if f not in common}
+        self._articles = language in (None, "en")
 
-        self._pattern = self._compile(self._lookup)
+        self._pattern = self._compile(always)
+        self._pattern_ctx = self._compile(self._contextual)
         self._stripped = re.compile(f"[{_tables().stripped}]")
         self._first_words = frozenset(_first_words(self._lookup))
+        self._first_words_ctx = frozenset(_first_words(self._contextual))
 
         if self.leaks(marker):
             raise ValueError(
@@ -401,12 +490,31 @@ class Masker:
         """Return the ``(start, end)`` spans of ``text`` that hold a value.
 
         Spans are non-overlapping, sorted, leftmost-longest, as positions in
-        ``text`` itself.
+        ``text`` itself. Forms that are common words (see ``language``) give
+        a span only where they are used as a name.
         """
-        if self._pattern is None or self._surely_clean(text):
+        spans = self._spans(self._pattern, self._first_words, text)
+        if self._pattern_ctx is None:
+            return spans
+        extra = [sp for sp in self._spans(self._pattern_ctx, self._first_words_ctx, text)
+                 if _used_as_name(text, *sp)]
+        if not extra:
+            return spans
+        merged: list[tuple[int, int]] = []
+        for sp in sorted(spans + extra, key=lambda x: (x[0], -x[1])):
+            if merged and sp[0] < merged[-1][1]:
+                if sp[1] > merged[-1][1]:
+                    merged[-1] = (merged[-1][0], sp[1])
+                continue
+            merged.append(sp)
+        return merged
+
+    def _spans(self, pattern: re.Pattern[str] | None, first_words: frozenset[bytes],
+               text: str) -> list[tuple[int, int]]:
+        if pattern is None or self._surely_clean(text, first_words):
             return []
         if self._stripped.search(text) is None and _ASTRAL.search(text) is None:
-            return [(m.start(), m.end() - 1) for m in self._pattern.finditer(" " + text)]
+            return [(m.start(), m.end() - 1) for m in pattern.finditer(" " + text)]
         # Slow path: stripped characters removed and astral ones folded, with
         # an index map from the cleaned text back to ``text``.
         index: list[int] = [-1]  # for the prepended space
@@ -416,14 +524,14 @@ class Masker:
             chunks.append(f)
             index += [i] * len(f)
         out = []
-        for m in self._pattern.finditer("".join(chunks)):
+        for m in pattern.finditer("".join(chunks)):
             start, end = index[m.start() + 1], index[m.end() - 1] + 1
             while end < len(text) and not _fold_char(text[end]):
                 end += 1  # swallow the marks / zero-width chars after the match
             out.append((start, end))
         return out
 
-    def _surely_clean(self, text: str) -> bool:
+    def _surely_clean(self, text: str, first_words: frozenset[bytes] | None = None) -> bool:
         """Cheap pre-check: True only if ``text`` cannot contain any value.
 
         For texts in Windows-1252 (Spanish, English and most Western European
@@ -439,7 +547,7 @@ class Masker:
             return False
         if _SENTINEL in folded:
             return False
-        return self._first_words.isdisjoint(folded.split())
+        return (self._first_words if first_words is None else first_words).isdisjoint(folded.split())
 
     def mask(self, text: str) -> str:
         """Return ``text`` with every value replaced by the marker.
@@ -455,8 +563,8 @@ class Masker:
             return text
         parts, pos = [], 0
         for start, end in spans:
-            art = _ARTICLE.search(text, pos, start)
-            if art is not None:
+            art = _ARTICLE.search(text, pos, start) if self._articles else None
+            if art is not None and _word_start(text, art.start()):
                 start = art.start()
             parts += (text[pos:start], self.marker)
             pos = end
@@ -478,9 +586,39 @@ class Masker:
 
     def __repr__(self) -> str:
         return (
-            f"Masker({len(self.values)} values, {len(self.group_terms)} group terms, "
+            f"Masker({len(self.values)} values, {len(self.names)} names, {len(self.group_terms)} group terms, "
             f"marker={self.marker!r})"
         )
+
+
+def _word_start(text: str, i: int) -> bool:
+    """True when ``text[i]`` starts a word: the character before it (if any) is no letter, digit,
+    combining mark, apostrophe or hyphen (``Mari\u0301a`` ends in a mark: its ``a`` is no article)."""
+    if i == 0:
+        return True
+    c = text[i - 1]
+    return not (unicodedata.category(c)[0] in "LMN" or c in _APOSTROPHES or c in "-\u2010\u2011")
+
+
+_OPENERS = " \t\u00a0\"'«“‘(*_[¡¿-"
+
+
+def _used_as_name(text: str, start: int, end: int) -> bool:
+    """Whether the common word at ``text[start:end]`` is used as a name (see ``Masker(language=)``)."""
+    j = start
+    while j > 0 and text[j - 1] in _OPENERS:
+        j -= 1
+    prev = re.search(r"([^\W_]+)\.?\Z", text[max(0, j - 30):j])
+    if prev is not None and _trim(fold(prev.group(1))) in (*TITLES, *GREETINGS):
+        return True
+    first = next((c for c in text[start:end] if unicodedata.category(c)[0] == "L"), "")
+    if not first.isupper():
+        return False
+    before = text[:j].rstrip()
+    initial = j == 0 or not before or before[-1] in ".!?…\n:" or text[j - 1] == "\n"
+    if not initial:
+        return True
+    return text[end:end + 1] in (",", "!")
 
 
 @functools.lru_cache(maxsize=64)

@@ -45,7 +45,7 @@ from fairpair.errors import FairpairError
 from fairpair.measures._base import Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
 
 __all__ = ["measure_run", "MeasureContext", "MeasureCounts", "MeasureRunResult", "CounterpartOptions",
-           "build_measures", "measure_scales", "signal_values", "DEFAULT_JUDGE"]
+           "build_measures", "measure_scales", "signal_values", "masker_for", "DEFAULT_JUDGE"]
 
 #: The judge used when a battery declares none: the embedded local model, greedy.
 DEFAULT_JUDGE: dict[str, Any] = {"kind": "local", "temperature": 0.0, "max_tokens": 256}
@@ -133,9 +133,8 @@ class MeasureContext:
         if self._masker is None:
             from fairpair.measures._mask import Masker
 
-            values, terms = signal_values(self.battery)
             try:
-                self._masker = Masker(values, group_terms=terms)
+                self._masker = masker_for(self.battery)
             except ValueError as exc:
                 raise FairpairError(f"cannot blind the judge: {exc}", key="attributes") from None
         return self._masker
@@ -182,6 +181,28 @@ def signal_values(battery) -> tuple[list[str], list[str]]:
             values.extend(v for v in g.variants if v and v.strip())
             terms.extend(r for r in g.references if r and r.strip())
     return list(dict.fromkeys(values)), list(dict.fromkeys(terms))
+
+
+def masker_for(battery, *, marker: str = "[MASK]", extra_values=()):
+    """The :class:`~fairpair.measures._mask.Masker` of a battery: the variants of ``name`` signals as
+    person names (all their surface forms), the other variants as values, the group references as
+    terms, and the battery's language (names that are common words are masked where used as names).
+
+    Raises ValueError as :class:`~fairpair.measures._mask.Masker`.
+    """
+    from fairpair.measures._mask import Masker, _trim, fold
+
+    names: list[str] = []
+    values: list[str] = []
+    terms: list[str] = []
+    for attr in battery.attributes.values():
+        for g in attr.groups.values():
+            vs = [v for v in g.variants if isinstance(v, str) and _trim(fold(v))]
+            (names if attr.signal == "name" else values).extend(vs)
+            terms.extend(r for r in g.references if isinstance(r, str) and _trim(fold(r)))
+    values.extend(v for v in extra_values if isinstance(v, str) and _trim(fold(v)) and v not in names)
+    return Masker(list(dict.fromkeys(values)), names=list(dict.fromkeys(names)),
+                  group_terms=list(dict.fromkeys(terms)), marker=marker, language=getattr(battery, "language", None))
 
 
 # ---------------------------------------------------------------- building

@@ -373,6 +373,18 @@ def _collected(store: Any, battery: Any) -> list[dict[str, Any]]:
     return list(cells.values())
 
 
+def _masker(battery: Any, values: tuple[str, ...], terms: tuple[str, ...], marker: str) -> Any:
+    """The battery's masker (names in all their forms, see ``masker_for``), plus the values the cases
+    used; without a battery, every value as given."""
+    from fairpair.measures._mask import Masker
+
+    if battery is None:
+        return Masker(values, group_terms=terms, marker=marker)
+    from fairpair.measures._runner import masker_for
+
+    return masker_for(battery, marker=marker, extra_values=values)
+
+
 def load_report_data(run_dir: Path, *, language: str | None = None,
                      evidence: int = EVIDENCE_PER_COMPARISON) -> ReportData:
     """Read ``run_dir`` for a report; ``evidence``: matched sets quoted per failing comparison.
@@ -406,10 +418,10 @@ def load_report_data(run_dir: Path, *, language: str | None = None,
         used = [v for v in _case_signal_values(store) if _trim(fold(v))]
         values = tuple(dict.fromkeys([*values, *used]))
         try:
-            masker = Masker(values, group_terms=terms).mask
+            masker = _masker(battery, values, terms, "[MASK]").mask
         except ValueError as exc:  # a value that shares a word with the marker: mask with a longer marker
             warnings.append(f"masking: {exc}")
-            masker = Masker(values, group_terms=terms, marker="[SIGNAL-MASKED]").mask
+            masker = _masker(battery, values, terms, "[SIGNAL-MASKED]").mask
         data = ReportData(
             run_dir=run_dir, language=lang, battery=battery,
             battery_name=(battery.name if battery is not None else manifest.get("battery", run_dir.name)),
