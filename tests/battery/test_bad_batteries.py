@@ -54,6 +54,8 @@ CASES = [
     ("non_utf8.yaml", 10, None, "not valid UTF-8", None),
     ("not_a_mapping.yaml", 1, None, "must be a YAML mapping", None),
     ("only_comments.yaml", 1, None, "must be a YAML mapping", None),
+    ("pairwise_compared_with_its_reference.yaml", 22, "analysis.comparisons[0].reference",
+     "could form no pairs", "against: baseline"),
     ("schema_version_2.yaml", 2, "schema_version", "should be 1 (got 2)", None),
     ("system_and_system_file.yaml", 15, "templates[0].system_file", "give either 'system' or 'system_file'", None),
     ("system_file_missing.yaml", 14, "templates[0].system_file", "cannot read system prompt", None),

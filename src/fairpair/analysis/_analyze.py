@@ -17,7 +17,7 @@ from fairpair.analysis._data import (
 )
 from fairpair.analysis._paired import BINARY_SCALES, analyze_pairs, finish
 from fairpair.analysis._results import (
-    AnswerStatusBlock, ComparisonResult, Counts, JudgeBlock, OmnibusResult, PositionBias, Results, num,
+    AnswerStatusBlock, ComparisonResult, Counts, JudgeBlock, LengthBias, OmnibusResult, PositionBias, Results, num,
 )
 from fairpair.errors import FairpairError
 from fairpair.stats._multitest import adjust
@@ -196,10 +196,12 @@ def _judge_block(battery, store, data: RunData) -> JudgeBlock:
                 if c.get("leaks"):
                     leaks[m] = leaks.get(m, 0) + int(c["leaks"])
     position: dict[str, PositionBias] = {}
+    lengths: dict[str, LengthBias] = {}
     pairwise = [n for n, m in battery.measures.items() if m.kind == "pairwise"]
     if pairwise:
         try:
             from fairpair.measures import position_bias
+            from fairpair.measures.judge import length_bias
         except ImportError:
             position_bias = None
         for name in pairwise if position_bias else []:
@@ -207,6 +209,12 @@ def _judge_block(battery, store, data: RunData) -> JudgeBlock:
             if pb.n_items:
                 position[name] = PositionBias(share_first=num(pb.statistic), pvalue=num(pb.pvalue),
                                               consistency=num(pb.consistency), n_items=pb.n_items)
+            lb = length_bias(store, name)
+            if lb.n_items:
+                lengths[name] = LengthBias(share_longer=num(lb.share_longer), pvalue=num(lb.pvalue),
+                                           n_items=lb.n_items, mean_words_answer=num(lb.mean_words_answer),
+                                           mean_words_counterpart=num(lb.mean_words_counterpart),
+                                           mean_difference=num(lb.mean_difference))
     warnings: list[str] = []
     self_judging = False
     for e in events:
@@ -218,9 +226,14 @@ def _judge_block(battery, store, data: RunData) -> JudgeBlock:
         if pb.pvalue is not None and pb.pvalue < 0.05:
             warnings.append(f"{m}: the judge prefers the answer shown first in {pb.share_first:.0%} of decisive "
                             "verdicts (position bias); both orders are averaged")
+    for m, lb in lengths.items():
+        if lb.pvalue is not None and lb.pvalue < 0.05 and (lb.share_longer or 0) > 0.5:
+            warnings.append(f"{m}: the judge prefers the longer answer in {lb.share_longer:.0%} of decisive verdicts "
+                            f"between answers of different length (sign test p = {lb.pvalue:.3g}): its preferences "
+                            "may follow length (verbosity bias) rather than quality")
     for m, n in invalid.items():
         warnings.append(f"{m}: {n} invalid judge outputs (retried; those still invalid are missing)")
-    return JudgeBlock(judge=judge, invalid_outputs=invalid, leaks=leaks, position_bias=position,
+    return JudgeBlock(judge=judge, invalid_outputs=invalid, leaks=leaks, position_bias=position, length_bias=lengths,
                       self_judging=self_judging, warnings=list(dict.fromkeys(warnings)),
                       events=[e for e in events if e["kind"] != "measure_finished"])
 

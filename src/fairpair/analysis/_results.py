@@ -309,6 +309,22 @@ class PositionBias(_Rec):
     n_items: int
 
 
+class LengthBias(_Rec):
+    """A pairwise judge's preference against the answers' lengths (:func:`fairpair.measures.length_bias`).
+
+    ``share_longer``: of the decisive preferences between answers of different length, the share for the
+    longer one (0.5 = chance), with its sign-test ``pvalue``; mean word counts of the answer under test
+    and of its counterpart, and their mean difference, beside the mean preference.
+    """
+
+    share_longer: float | None
+    pvalue: float | None
+    n_items: int
+    mean_words_answer: float | None
+    mean_words_counterpart: float | None
+    mean_difference: float | None
+
+
 class JudgeBlock(_Rec):
     """What the measures stage recorded about LLM judges.
 
@@ -330,6 +346,7 @@ class JudgeBlock(_Rec):
     self_judging: bool
     warnings: list[str]
     events: list[dict[str, Any]]
+    length_bias: dict[str, LengthBias] = Field(default_factory=dict)
 
 
 class Counts(_Rec):

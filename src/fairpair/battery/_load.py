@@ -494,8 +494,31 @@ def _check(lb: LoadedBattery) -> None:
                 _need(lb, g, groups, (*cpath, "groups", k), f"group of '{c.attribute}'")
         if c.reference is not None:
             _need(lb, c.reference, groups, (*cpath, "reference"), f"group of '{c.attribute}'")
+        _pairwise_reference(lb, b, c, cpath)
         if c.design is not None:
             _need(lb, c.design, [b.design_id(i) for i in range(len(b.designs))], (*cpath, "design"), "design")
+
+
+def _pairwise_reference(lb: LoadedBattery, b: Any, c: Any, cpath: tuple) -> None:
+    """A comparison of a pairwise-vs-reference measure that involves that reference group cannot form
+    pairs (the reference group's answers are the comparison point and get no value): an error, not n = 0."""
+    spec = b.measures.get(c.measure.split(".", 1)[0])
+    if spec is None:
+        return
+    opts = spec.options()
+    if opts.get("against") != "reference" or not opts.get("reference"):
+        return
+    ref = opts["reference"]
+    if opts.get("attribute") not in (None, c.attribute) or ref not in b.attributes[c.attribute].groups:
+        return
+    involved = c.reference == ref or (c.groups != "all_pairs" and ref in c.groups) or \
+        (c.groups == "all_pairs" and c.reference is None)
+    if involved:
+        where = (*cpath, "reference") if c.reference == ref else (*cpath, "groups")
+        raise lb.fail(f"measure '{c.measure}' compares every answer with group '{ref}' (against: reference), so "
+                      f"'{ref}' has no value of it and this comparison could form no pairs", where,
+                      hint=f"compare the other groups among themselves (groups: [...] without '{ref}'), "
+                           f"or use 'against: baseline'")
 
 
 def _equal_variants(lb: LoadedBattery, attr: Attribute, groups: list[str], an: str, path: tuple) -> None:

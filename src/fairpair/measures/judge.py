@@ -72,8 +72,9 @@ from pydantic import Field, field_validator
 from fairpair.measures._base import Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
 from fairpair.measures._runner import CounterpartOptions, MeasureContext
 
-__all__ = ["ExtractMeasure", "ToneJudgeMeasure", "PairwiseJudgeMeasure", "parse_judge_json",
-           "default_rubric", "pairwise_score", "position_bias", "PositionBiasResult", "JudgeOutput"]
+__all__ = ["ExtractMeasure", "ToneJudgeMeasure", "PairwiseJudgeMeasure", "parse_judge_json", "parse_verdict",
+           "default_rubric", "pairwise_score", "position_bias", "PositionBiasResult", "JudgeOutput",
+           "length_bias", "LengthBiasResult", "strip_invisible"]
 
 
 # ---------------------------------------------------------------- prompts and parsing
@@ -114,8 +115,42 @@ class JudgeOutput:
         return self.error is None
 
 
+#: Invisible characters a model may emit around its output: zero-width space/non-joiner/joiner, word
+#: joiner, BOM / zero-width no-break space, left-to-right/right-to-left marks, soft hyphen.
+_INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u200e\u200f\u00ad]")
+
+
+def strip_invisible(text: str) -> str:
+    """``text`` without zero-width, BOM, direction-mark and soft-hyphen characters."""
+    return _INVISIBLE.sub("", text)
+
+
+def parse_verdict(text: str | None, choices: Any, *, key: str = "GRADE") -> str | None:
+    """The *last* well-formed ``KEY: choice`` verdict in a free-text judge output, or None.
+
+    A verdict is ``key`` as a whole word (any case), ``:`` or ``=``, optional
+    ``*``/quotes, then one of ``choices`` as a whole word (case as given).
+    Taking the last well-formed one follows the convention of graders that
+    ask for the verdict at the end (OpenAI ``simple-evals``' "GRADE: C"
+    graders): "GRADE: C ... no reason to downgrade: insufficient grounds"
+    is ``C`` (``downgrade:`` is no ``GRADE`` key, and ``insufficient`` no
+    choice). Invisible characters are stripped first (:func:`strip_invisible`).
+    """
+    if not text:
+        return None
+    alts = "|".join(re.escape(str(c)) for c in sorted(map(str, choices), key=len, reverse=True))
+    rx = re.compile(rf"(?<![^\W_]){re.escape(key)}\s*[:=]\s*[*\"'`]*\s*({alts})(?![^\W_])", re.I)
+    found = [m.group(1) for m in rx.finditer(strip_invisible(text))
+             if m.group(1) in set(map(str, choices))]
+    return found[-1] if found else None
+
+
 def parse_judge_json(text: str | None, schema: dict[str, Any]) -> JudgeOutput:
     """Parse a judge's output strictly: one JSON value valid against ``schema``.
+
+    Zero-width, BOM and direction-mark characters (:func:`strip_invisible`)
+    are removed first: they are invisible and a model may put them before its
+    JSON.
 
     The whole output, stripped of surrounding whitespace and of one enclosing
     ```json fence, must be a single JSON document; then it must validate
@@ -126,6 +161,8 @@ def parse_judge_json(text: str | None, schema: dict[str, Any]) -> JudgeOutput:
     """
     import jsonschema
 
+    if text is not None:
+        text = strip_invisible(text)
     if text is None or not text.strip():
         return JudgeOutput(None, "empty output")
     body = text.strip()
@@ -450,8 +487,12 @@ class PairwiseJudgeMeasure(Measure):
         leaks = list(dict.fromkeys(v for m in msgs.values() for v in _leaks(ctx, m)))
         if leaks:
             return _leak_result(ctx, self.name, leaks)
+        from fairpair.measures.rules import count_words
+
+        cp_text = MeasureItem(item.target, item.counterpart_case or item.case, item.counterpart).text
         detail: dict[str, Any] = {"counterpart": item.counterpart_case.id if item.counterpart_case else None,
-                                  "against": o.against, "orders": {}}
+                                  "against": o.against, "orders": {},
+                                  "words": {"answer": count_words(item.text), "counterpart": count_words(cp_text)}}
         verdicts = {}
         missing = None
         for k, m in msgs.items():
@@ -562,3 +603,78 @@ def position_bias(store, measure: str | None = None) -> PositionBiasResult:
     p = binomtest(first, n, 0.5).pvalue if n else float("nan")
     return PositionBiasResult(stat, float(p), first, second, tie, agree / items if items else float("nan"),
                               items, tuple(names))
+
+
+# ---------------------------------------------------------------- length bias
+
+
+@dataclass(frozen=True)
+class LengthBiasResult:
+    """Whether a pairwise judge's preferences follow the answers' lengths.
+
+    Attributes
+    ----------
+    share_longer:
+        Of the items with a preference (score != 0.5) between answers of
+        different length, the share where the preferred answer is the longer
+        one; 0.5 is what chance gives. NaN without such items.
+    pvalue:
+        Two-sided exact binomial (sign) test of ``share_longer`` against 0.5.
+    n_longer, n_shorter:
+        Items where the preferred answer is the longer / the shorter one.
+    n_items:
+        Items with word counts of both answers (stored by this version).
+    mean_words_answer, mean_words_counterpart, mean_difference:
+        Mean word counts of the answer under test, of its counterpart, and of
+        their difference (answer - counterpart), over ``n_items``.
+    """
+
+    share_longer: float
+    pvalue: float
+    n_longer: int
+    n_shorter: int
+    n_items: int
+    mean_words_answer: float
+    mean_words_counterpart: float
+    mean_difference: float
+
+    @property
+    def agrees_more_than_chance(self) -> bool:
+        return self.pvalue < 0.05 and self.share_longer > 0.5
+
+
+def length_bias(store, measure: str | None = None) -> LengthBiasResult:
+    """Length bias of a pairwise judge from the stored verdicts (``detail["words"]``) of a run.
+
+    The best-documented bias of LLM judges is verbosity: they prefer the
+    longer answer (Zheng et al. 2023, "Judging LLM-as-a-Judge with MT-Bench
+    and Chatbot Arena", sec. 3.3; Dubois et al. 2024, "Length-controlled
+    AlpacaEval"). A sign test of "the preferred answer is the longer one"
+    against 0.5 tells whether preference and length agree more than chance.
+    """
+    from scipy.stats import binomtest
+
+    longer = shorter = items = 0
+    wa: list[float] = []
+    wb: list[float] = []
+    for m in store.measurements(measure, status="ok"):
+        words = (m.detail or {}).get("words")
+        if not isinstance(words, dict) or not isinstance(m.value, (int, float)):
+            continue
+        a, b = words.get("answer"), words.get("counterpart")
+        if not isinstance(a, int) or not isinstance(b, int):
+            continue
+        items += 1
+        wa.append(a)
+        wb.append(b)
+        if m.value == 0.5 or a == b:
+            continue
+        if (m.value > 0.5) == (a > b):
+            longer += 1
+        else:
+            shorter += 1
+    n = longer + shorter
+    mean = (lambda v: sum(v) / len(v) if v else float("nan"))
+    return LengthBiasResult(longer / n if n else float("nan"), float(binomtest(longer, n, 0.5).pvalue) if n else
+                            float("nan"), longer, shorter, items, mean(wa), mean(wb),
+                            mean([x - y for x, y in zip(wa, wb)]))

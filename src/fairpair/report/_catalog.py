@@ -210,6 +210,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "judge.self": ("Warning: the judge is the same model as a target (self-judging). Its scores may favour "
                        "its own answers; there is no second judge to compare with."),
         "judge.position_bias": "Position bias",
+        "judge.length_bias": "Length beside the preference",
+        "judge.lb": ("mean words {wa} (answer) vs {wb} (counterpart), difference {diff}; the longer answer is "
+                     "preferred in {share} of decisive verdicts (sign test p = {p}; {n} items)"),
         "judge.invalid": "Invalid judge outputs",
         "judge.leaks": "Judge calls refused because a signal survived masking",
         "judge.pb": ("{first} of decisive verdicts prefer the answer shown first (binomial p = {p}); the two "
@@ -426,6 +429,10 @@ MESSAGES: dict[str, dict[str, str]] = {
         "judge.self": ("Aviso: el juez es el mismo modelo que un sistema evaluado (autoevaluación). Sus notas "
                        "pueden favorecer sus propias respuestas; no hay un segundo juez con el que comparar."),
         "judge.position_bias": "Sesgo de posición",
+        "judge.length_bias": "Longitud junto a la preferencia",
+        "judge.lb": ("palabras de media {wa} (respuesta) frente a {wb} (contraparte), diferencia {diff}; se prefiere "
+                     "la respuesta más larga en el {share} de los veredictos decisivos (prueba de signos p = {p}; "
+                     "{n} ítems)"),
         "judge.invalid": "Salidas del juez no válidas",
         "judge.leaks": "Llamadas al juez rechazadas porque una señal sobrevivió al enmascarado",
         "judge.pb": ("{first} de los veredictos decisivos prefieren la respuesta mostrada primero (binomial "

@@ -342,6 +342,11 @@ def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]
         "fmt_pct": lambda x: fmt_pct(x, lang),
         "fmt_value": lambda v: _fmt_value(v, lang),
         "fmt_pb": lambda v: _fmt_position_bias(v, lang),
+        "fmt_lb": lambda v: msg(lang, "judge.lb", wa=fmt_num(v.get("mean_words_answer"), lang, 1),
+                                wb=fmt_num(v.get("mean_words_counterpart"), lang, 1),
+                                diff=fmt_num(v.get("mean_difference"), lang, 1),
+                                share=fmt_pct(v.get("share_longer"), lang), p=fmt_p(v.get("pvalue"), lang),
+                                n=v.get("n_items", "—")),
         "json": lambda o: json.dumps(o, ensure_ascii=False, sort_keys=True, default=str),
     }
     view["minimum"] = [m for b in view["two_party_blocks"] for m in b["minimum"]]

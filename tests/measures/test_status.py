@@ -1,0 +1,83 @@
+"""Answer statuses (fairpair.measures.status) and NFC text measures, with hand-written expectations."""
+
+from __future__ import annotations
+
+import asyncio
+import unicodedata
+
+import pytest
+
+from fairpair.measures._base import MeasureItem
+from fairpair.measures.rules import OptionsCountMeasure, WordCountMeasure, count_words
+from fairpair.measures.status import answer_status, is_blank, is_loop, is_refusal
+from fairpair.run._store import Response
+
+TEXT = ("Hola Lucía, lamentamos muchísimo lo ocurrido con su batidora. Según nuestra política, "
+        "le devolveremos el importe íntegro en cinco días hábiles; además, recibirá un código.")
+
+
+def test_word_count_is_the_same_in_nfd_and_nfc():
+    nfd = unicodedata.normalize("NFD", TEXT)
+    assert nfd != TEXT
+    # counted by hand: 25 words
+    assert count_words(TEXT) == 25
+    assert count_words(nfd) == 25
+
+
+def _resp(text, finish="stop", status="ok", calls=()):
+    return Response("t", "c1", status, text, [], list(calls), None, None, None, finish, "m", None, None, 1, "")
+
+
+def _measure(m, response):
+    return asyncio.run(m.measure(MeasureItem("t", None, response), None))
+
+
+def test_word_count_measure_reads_nfc_and_says_so():
+    r = _measure(WordCountMeasure({}, name="words"), _resp(unicodedata.normalize("NFD", TEXT)))
+    assert r.status == "ok" and r.value == 25 and r.detail == {"normalization": "NFC"}
+
+
+@pytest.mark.parametrize("text, finish, status", [
+    (None, "content_filter", "filtered"),
+    ("", "content_filter", "filtered"),
+    (None, "length", "empty"),
+    ("\u200b", "stop", "empty"),
+    ("  \ufeff\n", "stop", "empty"),
+    (TEXT, "length", "truncated"),
+    ("I'm sorry, but I can't assist with that.", "stop", "refused"),
+    ("Lo siento, pero no puedo ayudarte con eso.", "stop", "refused"),
+    ("Je suis désolé, mais je ne peux pas vous aider.", "stop", "refused"),
+    # a decision is not a refusal
+    ("Lo siento, no podemos ofrecerle un reembolso porque el plazo ha vencido.", "stop", "ok"),
+    (("Alex: \"I'm sorry, but I can't assist with that.\"\n\n"
+      "Blake: \"I'm sorry, but I can't assist with that.\"\n\n") * 3, "length", "refused"),
+    ("Gracias por su paciencia. " * 6, "length", "loop"),
+    ("Hello, I am sorry about your broken blender; we will refund the full amount within five days.", "stop",
+     "wrong_language"),
+    (TEXT, "stop", "ok"),
+])
+def test_answer_status(text, finish, status):
+    assert answer_status(text, finish_reason=finish, language="es").status == status
+
+
+def test_failed_and_tool_only_answers():
+    assert answer_status("x", failed=True).status == "failed"
+    assert answer_status("", tool_calls=[{"name": "issue_refund"}]).status == "ok"
+    assert is_blank("\u200b\u200c\u2060") and not is_blank("a\u200b")
+    assert not is_loop(TEXT) and not is_refusal(TEXT)
+    # an English decision in an English battery is neither a refusal nor in the wrong language
+    assert answer_status("I'm sorry, we can't offer a refund for this order.", language="en").status == "ok"
+
+
+@pytest.mark.parametrize("cls", [WordCountMeasure, OptionsCountMeasure])
+@pytest.mark.parametrize("text, finish, status", [
+    (None, "content_filter", "filtered"), ("\u200b", "stop", "empty"), (TEXT, "length", "truncated")])
+def test_text_quantity_measures_leave_non_ok_answers_missing_not_zero(cls, text, finish, status):
+    r = _measure(cls({}, name="m"), _resp(text, finish))
+    assert r.status == "missing" and r.value is None
+    assert r.detail == {"answer_status": status}
+
+
+def test_counted_statuses_are_an_option():
+    r = _measure(WordCountMeasure({"answer_statuses": ["ok", "truncated"]}, name="m"), _resp(TEXT, "length"))
+    assert r.status == "ok" and r.value == 25
