@@ -36,6 +36,8 @@ _BUILTIN: dict[str, dict[str, str]] = {
         "n_options": "fairpair.measures.rules:OptionsCountMeasure",
         "tool_call": "fairpair.measures.rules:ToolCallMeasure",
         "python": "fairpair.measures.rules:PythonMeasure",
+        "categories": "fairpair.measures.rules:CategoriesMeasure",
+        "tool_argument": "fairpair.measures.rules:ToolArgumentMeasure",
         "llm_extract": "fairpair.measures.judge:ExtractMeasure",
         "judge": "fairpair.measures.judge:ToneJudgeMeasure",
         "pairwise": "fairpair.measures.judge:PairwiseJudgeMeasure",

@@ -13,7 +13,7 @@ import numpy as np
 
 from fairpair import __version__
 from fairpair.analysis._data import (
-    RunData, group_pairs, load_run_data, measure_scale, pairs_for, strata_for,
+    RunData, add_category_values, group_pairs, load_run_data, measure_scale, pairs_for, strata_for,
 )
 from fairpair.analysis._paired import BINARY_SCALES, analyze_pairs, finish
 from fairpair.analysis._results import (
@@ -93,6 +93,14 @@ def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None,
                 groups = _design_groups(battery, did, c.attribute)
                 if c.groups != "all_pairs":
                     groups = [g for g in c.groups if g in groups]
+                if scale == "categorical":
+                    for ga, gb in group_pairs(c, groups):
+                        ident = dict(id=cid, target=target, measure=c.measure, attribute=c.attribute, design=did,
+                                     group_a=ga, group_b=gb, primary=c.primary)
+                        omnibus += _square_table_tests(data, strata, answered, ident)
+                        pending += _category_comparisons(data, strata, answered, ident, c.margin, plan,
+                                                         heterogeneity)
+                    continue
                 for ga, gb in group_pairs(c, groups):
                     pd = pairs_for(data.cases, strata, c.attribute, ga, gb, vals, answered)
                     pa = analyze_pairs(pd, scale=scale, alpha=plan.alpha, confidence_level=plan.confidence_level,
@@ -120,6 +128,57 @@ def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None,
                 comparisons.append(finish(pa, pvalue_adjusted=num(pa_adj), margin=margin, alpha=plan.alpha,
                                           correction=label, family_size=len(fam), **ident))
     return comparisons, omnibus, notes
+
+
+def _category_comparisons(data: RunData, strata, answered, ident: dict[str, Any], margin, plan,
+                          heterogeneity: bool) -> list:
+    """A k-outcome (``categorical``) comparison, outcome by outcome: ``<measure>=<outcome>`` as a
+    yes/no measure through the same paired analysis as any binary measure (McNemar, risk
+    difference, cluster interval, verdict), in the comparison's own family."""
+    out = []
+    measure = ident["measure"]
+    for cat in data.categories.get(measure, ()):
+        vals = data.values.get((ident["target"], f"{measure}={cat}"))
+        if vals is None:
+            continue
+        pd = pairs_for(data.cases, strata, ident["attribute"], ident["group_a"], ident["group_b"], vals, answered)
+        pa = analyze_pairs(pd, scale="binary", alpha=plan.alpha, confidence_level=plan.confidence_level,
+                           exact_threshold=plan.exact_threshold, n_resamples=plan.bootstrap_resamples,
+                           seed=plan.seed, heterogeneity=heterogeneity)
+        out.append((pa, {**ident, "id": f"{ident['id']}={cat}", "measure": f"{measure}={cat}"},
+                    ident["primary"], margin))
+    return out
+
+
+def _square_table_tests(data: RunData, strata, answered, ident: dict[str, Any]) -> list[OmnibusResult]:
+    """Stuart-Maxwell (marginal homogeneity) and Bowker (symmetry) on the k x k table of the pairs'
+    outcomes (:func:`fairpair.stats.stuart_maxwell`, :func:`fairpair.stats.bowker`), reported beside
+    the per-outcome comparisons. Pair-level chi-square tests: they do not model the clustering of
+    pairs in templates (the per-outcome comparisons, which carry the verdict, do)."""
+    from fairpair.stats._categorical import bowker, stuart_maxwell
+
+    labels = data.labels.get((ident["target"], ident["measure"]))
+    ca, cb = strata.column(ident["group_a"]), strata.column(ident["group_b"])
+    ok = (ca >= 0) & (cb >= 0)
+    ia, ib = ca[ok], cb[ok]
+    if labels is None:
+        labels = np.full(len(data.cases), None, dtype=object)
+    x = np.where(answered[ia], labels[ia], None)
+    y = np.where(answered[ib], labels[ib], None)
+    cats = data.categories.get(ident["measure"]) or None
+    extra = sorted({v for v in (*x, *y) if v is not None} - set(cats or ()))
+    cats = (*cats, *extra) if cats else None
+    out = []
+    for fn in (stuart_maxwell, bowker):
+        r = fn(list(x), list(y), categories=cats)
+        values = {f"{g}: {c}": num(rate) for g, rates in ((ident["group_a"], r.rates_a), (ident["group_b"], r.rates_b))
+                  for c, rate in rates.items()}
+        out.append(OmnibusResult(id=ident["id"], target=ident["target"], measure=ident["measure"],
+                                 design=ident["design"], attribute=ident["attribute"],
+                                 groups=[ident["group_a"], ident["group_b"]], test=r.method,
+                                 statistic=num(r.statistic), pvalue=num(r.pvalue), df=int(r.df), n_sets=int(r.n),
+                                 n_dropped=int(r.n_missing), values=values, note=r.note))
+    return out
 
 
 def _status_comparisons(battery, data: RunData, target: str, pending: list, strata_cache: dict,
@@ -324,6 +383,12 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
         loaded = loaded_from_store(store)
         battery = loaded.battery
         data = load_run_data(store.conn, language=battery.language, statuses=True)
+        from fairpair.measures._runner import measure_categories
+
+        try:
+            add_category_values(store.conn, data, measure_categories(battery))
+        except FairpairError:
+            pass  # a measure that cannot be built here: its labels stay unread (its comparisons note it)
         plan = battery.analysis
         registered = store.get_meta("plan_sha256")
         changes = store.events("plan_changed")

@@ -18,10 +18,11 @@ import numpy as np
 from fairpair.analysis._paired import PairData
 
 __all__ = ["CaseTable", "RunData", "Strata", "load_run_data", "load_answer_statuses", "add_status_values",
+           "add_category_values",
            "STATUS_PREFIX", "measure_scale", "pairs_for", "strata_for", "to_float",
            "group_pairs"]
 
-SCALES = ("binary", "count", "continuous", "ordinal")
+SCALES = ("binary", "count", "continuous", "ordinal", "categorical")
 
 
 @contextmanager
@@ -101,6 +102,10 @@ class RunData:
     statuses: dict[str, np.ndarray] = field(default_factory=dict)
     #: target -> status -> up to 3 (case id, text excerpt) examples
     status_examples: dict[str, dict[str, list[tuple[str, str]]]] = field(default_factory=dict)
+    #: (target, categorical measure) -> the outcome label per case (None where missing)
+    labels: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    #: categorical measure -> its declared outcomes
+    categories: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def targets(self) -> list[str]:
@@ -162,6 +167,37 @@ def add_status_values(data: "RunData") -> None:
             v = np.where(known, (arr == st).astype(float), np.nan)
             data.values[(target, STATUS_PREFIX + st)] = v
             data.raw_kinds.setdefault(STATUS_PREFIX + st, set()).add("bool")
+
+
+def add_category_values(conn, data: "RunData", categories: dict[str, tuple[str, ...]]) -> None:
+    """Read the labels of the ``categorical`` measures (row -> declared outcomes) into ``data.labels``
+    and add one yes/no measure per outcome, ``<measure>=<outcome>`` (1 where the case got that
+    outcome, 0 where it got another, NaN where the label is missing), so each outcome is analysed
+    through the same paired code as any binary measure."""
+    if not categories:
+        return
+    n = len(data.cases)
+    index = data.cases.index
+    names = list(categories)
+    marks = ",".join("?" * len(names))
+    for target, cid, measure, value in conn.execute(
+            f"SELECT target, case_id, measure, value FROM measurements WHERE status='ok' AND measure IN ({marks})",
+            names):
+        i = index.get(cid)
+        if i is None or value is None:
+            continue
+        arr = data.labels.get((target, measure))
+        if arr is None:
+            arr = data.labels[(target, measure)] = np.full(n, None, dtype=object)
+        v = json.loads(value)
+        arr[i] = v if isinstance(v, str) else None
+    data.categories.update(categories)
+    for (target, measure), arr in data.labels.items():
+        known = np.array([v is not None for v in arr], dtype=bool)
+        extra = sorted({v for v in arr[known]} - set(categories[measure]))
+        for cat in (*categories[measure], *extra):
+            data.values[(target, f"{measure}={cat}")] = np.where(known, (arr == cat).astype(float), np.nan)
+            data.raw_kinds.setdefault(f"{measure}={cat}", set()).add("bool")
 
 
 def load_run_data(conn, *, keep_details: bool = True, language: str | None = None,

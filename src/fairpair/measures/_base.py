@@ -36,9 +36,12 @@ __all__ = ["Scale", "SCALES", "MeasureItem", "MeasureResult", "Measure", "Measur
 
 #: How a measure's values are analysed: ``binary`` (yes/no: McNemar, Cochran's
 #: Q), ``count`` and ``continuous`` (Wilcoxon signed-rank, paired t),
-#: ``ordinal`` (Likert levels: Wilcoxon signed-rank, weighted kappa).
-Scale = Literal["binary", "count", "continuous", "ordinal"]
-SCALES: tuple[str, ...] = ("binary", "count", "continuous", "ordinal")
+#: ``ordinal`` (Likert levels: Wilcoxon signed-rank, weighted kappa),
+#: ``categorical`` (k unordered outcomes such as approve / deny / refer:
+#: Stuart-Maxwell and Bowker on the k x k table, and each outcome as a yes/no
+#: measure ``<name>=<outcome>`` with McNemar and its risk difference).
+Scale = Literal["binary", "count", "continuous", "ordinal", "categorical"]
+SCALES: tuple[str, ...] = ("binary", "count", "continuous", "ordinal", "categorical")
 
 
 class MeasureOptions(BaseModel):
@@ -158,6 +161,10 @@ class Measure:
         if fields is None:
             return {self.name: self.scale}
         return {f"{self.name}.{f}": self.scale for f in fields}
+
+    def categories(self, ctx: "MeasureContext | None" = None) -> dict[str, tuple[str, ...]]:
+        """Stored row name -> the declared outcomes, for the rows whose scale is ``categorical``."""
+        return {}
 
     def row_names(self, ctx: "MeasureContext | None" = None) -> tuple[str, ...]:
         fields = self.outputs(ctx)

@@ -45,7 +45,7 @@ from fairpair.errors import FairpairError
 from fairpair.measures._base import Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
 
 __all__ = ["measure_run", "MeasureContext", "MeasureCounts", "MeasureRunResult", "CounterpartOptions",
-           "build_measures", "measure_scales", "signal_values", "masker_for", "DEFAULT_JUDGE"]
+           "build_measures", "measure_scales", "measure_categories", "signal_values", "masker_for", "DEFAULT_JUDGE"]
 
 #: The judge used when a battery declares none: the embedded local model, greedy.
 DEFAULT_JUDGE: dict[str, Any] = {"kind": "local", "temperature": 0.0, "max_tokens": 256}
@@ -238,6 +238,15 @@ def measure_scales(battery) -> dict[str, Scale]:
     out: dict[str, Scale] = {}
     for m in build_measures(battery).values():
         out.update(m.output_scales(ctx))
+    return out
+
+
+def measure_categories(battery) -> dict[str, tuple[str, ...]]:
+    """Stored row name -> declared outcomes, for every ``categorical`` row of ``battery``'s measures."""
+    ctx = MeasureContext(battery=battery)
+    out: dict[str, tuple[str, ...]] = {}
+    for m in build_measures(battery).values():
+        out.update(m.categories(ctx))
     return out
 
 

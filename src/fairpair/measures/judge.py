@@ -251,7 +251,7 @@ class ExtractOptions(_JudgeOptions):
 
     schema_: dict[str, Any] = Field(alias="schema")
     instructions: str
-    scales: dict[str, Literal["binary", "count", "continuous", "ordinal"]] = Field(default_factory=dict)
+    scales: dict[str, Literal["binary", "count", "continuous", "ordinal", "categorical"]] = Field(default_factory=dict)
 
     @field_validator("schema_")
     @classmethod
@@ -268,8 +268,8 @@ def _scale_of(prop: dict[str, Any]) -> Scale:
         if "enum" in prop or (lo is not None and hi is not None and hi - lo <= 10):
             return "ordinal"
         return "count"
-    if t == "string" and "enum" in prop:
-        return "ordinal"
+    if "enum" in prop and all(isinstance(v, str) for v in prop["enum"]):
+        return "categorical"  # k unordered outcomes ("approve", "deny", "refer")
     return "continuous"
 
 
@@ -300,6 +300,14 @@ class ExtractMeasure(Measure):
         if p is None:
             return {self.name: over.get(self.name, _scale_of(self.options.schema_))}
         return {f"{self.name}.{k}": over.get(k, _scale_of(v)) for k, v in p.items()}
+
+    def categories(self, ctx=None) -> dict[str, tuple[str, ...]]:
+        """Rows with a string ``enum`` (a k-outcome decision): row -> the enum, in schema order."""
+        p = self._props()
+        props = {self.name: self.options.schema_} if p is None else {f"{self.name}.{k}": v for k, v in p.items()}
+        scales = self.output_scales(ctx)
+        return {row: tuple(str(v) for v in prop.get("enum") or ()) for row, prop in props.items()
+                if scales.get(row) == "categorical" and prop.get("enum")}
 
     async def measure(self, item: MeasureItem, ctx: MeasureContext) -> MeasureResult:
         o = self.options

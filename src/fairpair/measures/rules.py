@@ -31,6 +31,16 @@ Kinds and battery syntax
 
     refund_tool: {kind: tool_call, name: issue_refund, arguments: {reason: damaged}}
 
+``categories``  (categorical: k outcomes)::
+
+    decision: {kind: categories, categories: {approve: ['aprobad\\w*'], deny: ['deneg\\w*', 'rechaz\\w*'],
+                                              refer: ['deriv\\w*', 'especialista']}, otherwise: other}
+
+``tool_argument``  (categorical: the value of a tool call's argument)::
+
+    decision: {kind: tool_argument, name: decide_application, argument: outcome,
+               categories: [approve, deny, refer]}
+
 ``python``  (any scale)::
 
     politeness: {kind: python, function: "my_measures:politeness", scale: continuous}
@@ -83,7 +93,7 @@ from fairpair.measures._base import Measure, MeasureItem, MeasureOptions, Measur
 
 __all__ = [
     "RegexMeasure", "KeywordsMeasure", "WordCountMeasure", "OptionsCountMeasure", "ToolCallMeasure",
-    "PythonMeasure", "fold_text", "sentences", "count_words", "count_options", "keyword_hits",
+    "PythonMeasure", "CategoriesMeasure", "ToolArgumentMeasure", "fold_text", "sentences", "count_words", "count_options", "keyword_hits",
 ]
 
 
@@ -436,6 +446,101 @@ class ToolCallMeasure(Measure):
         return MeasureResult.ok(hit, detail={"calls": [c.get("name") for c in calls]})
 
 
+# ---------------------------------------------------------------- k-outcome decisions
+
+
+class CategoriesOptions(MeasureOptions):
+    """``categories``: outcome -> regular expressions (folded like ``regex``), tried in the order
+    given, the first outcome with a matching sentence wins; ``otherwise``: the outcome when none
+    matches (one of ``categories`` or a new one; default: the value is missing); ``scope``:
+    ``sentence`` or ``text``."""
+
+    categories: dict[str, list[str]] = Field(min_length=2)
+    otherwise: str | None = None
+    scope: Literal["sentence", "text"] = "sentence"
+
+    @field_validator("categories")
+    @classmethod
+    def _patterns(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        for name, pats in v.items():
+            if not pats:
+                raise ValueError(f"category '{name}' has no pattern")
+            for p in pats:
+                _compile_folded(p)
+        return v
+
+
+class CategoriesMeasure(Measure):
+    """A k-outcome decision read with rules: the first category (in declared order) one of whose
+    patterns matches a sentence of the answer. Value: the category name (``str``); ``detail``: the
+    matching sentence and pattern. Analysed as ``categorical`` (Stuart-Maxwell, Bowker, and each
+    outcome as a yes/no measure)."""
+
+    Options = CategoriesOptions
+    scale = "categorical"
+
+    def categories(self, ctx=None) -> dict[str, tuple[str, ...]]:
+        cats = list(self.options.categories)
+        if self.options.otherwise and self.options.otherwise not in cats:
+            cats.append(self.options.otherwise)
+        return {self.name: tuple(cats)}
+
+    async def measure(self, item: MeasureItem, ctx=None) -> MeasureResult:
+        o = self.options
+        units = _units(item.text, o.scope)
+        for cat, pats in o.categories.items():
+            for unit in units:
+                hit = next((p for p in pats if _compile_folded(p).search(unit)), None)
+                if hit is not None:
+                    return MeasureResult.ok(cat, detail={"sentence": unit[:300], "pattern": hit})
+        if o.otherwise is not None:
+            return MeasureResult.ok(o.otherwise)
+        return MeasureResult.missing("no category matched")
+
+
+class ToolArgumentOptions(MeasureOptions):
+    """``name``: the tool; ``argument``: the argument whose value is the outcome (``a.b`` for a nested
+    one); ``categories``: the allowed values (compared case- and accent-insensitively); ``otherwise``:
+    the outcome when the tool is not called (default: missing)."""
+
+    name: str
+    argument: str
+    categories: list[str] = Field(min_length=2)
+    otherwise: str | None = None
+
+
+class ToolArgumentMeasure(Measure):
+    """A k-outcome decision read off a tool call: the value of ``argument`` in the first call of
+    tool ``name``. Value: the matching category (``str``); a value outside ``categories`` is
+    ``missing`` with the value kept in ``detail``."""
+
+    Options = ToolArgumentOptions
+    scale = "categorical"
+
+    def categories(self, ctx=None) -> dict[str, tuple[str, ...]]:
+        cats = list(self.options.categories)
+        if self.options.otherwise and self.options.otherwise not in cats:
+            cats.append(self.options.otherwise)
+        return {self.name: tuple(cats)}
+
+    async def measure(self, item: MeasureItem, ctx=None) -> MeasureResult:
+        o = self.options
+        call = next((c for c in item.response.tool_calls or [] if c.get("name") == o.name), None)
+        if call is None:
+            if o.otherwise is not None:
+                return MeasureResult.ok(o.otherwise, detail={"calls": []})
+            return MeasureResult.missing(f"tool '{o.name}' was not called")
+        got: Any = call.get("arguments")
+        for part in o.argument.split("."):
+            got = got.get(part) if isinstance(got, dict) else None
+        if isinstance(got, str):
+            for cat in o.categories:
+                if fold_text(cat).strip() == fold_text(got).strip():
+                    return MeasureResult.ok(cat, detail={"argument": got})
+        return MeasureResult.missing(f"argument '{o.argument}' of '{o.name}' is {got!r}, not one of {o.categories}",
+                                     detail={"argument": got})
+
+
 # ---------------------------------------------------------------- user functions
 
 
@@ -445,7 +550,7 @@ class PythonOptions(MeasureOptions):
     ``<measure>.<field>``); ``args``: extra keyword arguments passed to it."""
 
     function: str
-    scale: Literal["binary", "count", "continuous", "ordinal"] = "continuous"
+    scale: Literal["binary", "count", "continuous", "ordinal", "categorical"] = "continuous"
     fields: list[str] | None = None
     args: dict[str, Any] = Field(default_factory=dict)
 
