@@ -122,3 +122,26 @@ def test_all_answers_looping_warns_in_run_and_opens_the_report(tmp_path):
     md = (tmp_path / "run" / "report" / "report.md").read_text(encoding="utf-8")
     head = md.split("\n## ")[0]
     assert "no son utilizables" in head
+
+
+def test_report_uses_one_set_of_pairs_and_says_why_pairs_were_dropped(tmp_path):
+    from fairpair.report._data import load_report_data
+    from fairpair.report._render import build_view
+
+    run_dir, _, res = _run(tmp_path, "filters")
+    data = load_report_data(run_dir, language="es")
+    length = {g.group: g for g in data.group_values if g.measure == "length"}
+    # the chart's values come from the 24 complete pairs of the test, not from all 48 + 24 answers
+    assert (length["magreb"].n, length["espana"].n) == (24, 24)
+    assert length["magreb"].value == 15.0 and length["espana"].value == 15.0
+    filt = {g.group: g for g in data.group_values if g.measure == "answer.filtered"}
+    assert (filt["magreb"].value, filt["espana"].value) == (0.5, 0.0)
+    view = build_view(data, with_figures=False)
+    texts = [t for r, t in view["dropped"] if r.id == "length"]
+    assert texts == ["length: se descartaron 24 de 48 pares (24 answer filtered); la prueba, el intervalo y "
+                     "los gráficos usan los mismos 24 pares"]
+    # differential missingness, in the report's language, at the top
+    gap = [w for w in view["warnings"] if w.startswith("las respuestas de los usuarios")]
+    assert gap and gap[0].startswith("las respuestas de los usuarios con magreb fueron bloqueadas por el filtro "
+                                     "de contenido el 50\u00a0% de las veces frente al 0\u00a0% de los usuarios "
+                                     "con espana")

@@ -43,7 +43,8 @@ class TargetInfo:
 
 @dataclass(frozen=True)
 class GroupValue:
-    """Descriptive share (binary) or mean of a measure over all answers of one group.
+    """Descriptive share (binary) or mean of a measure over one group's answers (those of the complete
+    pairs its comparisons used, when the plan compares the measure).
 
     ``ci`` is a 95% interval that ignores the pairing: Wilson (1927) for a
     share, Student t for a mean; ``(nan, nan)`` below two values.
@@ -95,6 +96,8 @@ class ReportData:
     n_cases: int
     collected: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: comparison key -> why its dropped pairs were dropped -> count
+    drop_reasons: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def analysed(self) -> bool:
@@ -208,18 +211,64 @@ def _t_interval(vals: list[float]) -> tuple[float, float]:
     return (m - h, m + h)
 
 
-def _group_values(store: Any, battery: Any, results: dict[str, Any] | None) -> list[GroupValue]:
-    """Descriptive per-group shares/means for each measure the plan compares (or every measure)."""
+def _group_values(store: Any, battery: Any, results: dict[str, Any] | None,
+                  drop_reasons: dict[str, dict[str, int]] | None = None) -> list[GroupValue]:
+    """Descriptive per-group shares/means for each measure the plan compares (or every measure).
+
+    For a compared measure, each group's value is taken over the cases of the complete pairs its
+    comparisons used (the pairs of the test and the interval; a group in several comparisons, such
+    as the reference, over the union of its pairs), so the chart never shows other answers than the
+    test. ``drop_reasons`` (filled when given): comparison key -> why its pairs were dropped ->
+    count ("no answer", "answer <status>", "measurement missing").
+    """
     if battery is None:
         return []
-    from fairpair.analysis._data import load_run_data, measure_scale
+    import numpy as np
 
-    data = load_run_data(store.conn, keep_details=False)
-    if results and results.get("comparisons"):
-        wanted = list(dict.fromkeys((c["measure"], c["attribute"]) for c in results["comparisons"]))
+    from fairpair.analysis._data import load_run_data, measure_scale, pairs_for, strata_for
+
+    data = load_run_data(store.conn, keep_details=False, language=battery.language, statuses=True)
+    used: dict[tuple[str, str, str, str], set[int]] = {}
+    comparisons = (results or {}).get("comparisons") or []
+    if comparisons:
+        wanted = list(dict.fromkeys((c["measure"], c["attribute"]) for c in comparisons))
+        strata_cache: dict[tuple[str, str], Any] = {}
+        for c in comparisons:
+            vals = data.values.get((c["target"], c["measure"]))
+            if vals is None or c.get("attribute") not in battery.attributes:
+                continue
+            key = (c["design"], c["attribute"])
+            if key not in strata_cache:
+                strata_cache[key] = strata_for(data.cases, *key)
+            st = strata_cache[key]
+            answered = data.answered.get(c["target"], np.zeros(len(data.cases), dtype=bool))
+            if c["measure"].startswith("answer."):
+                answered = data.statuses.get(c["target"], np.full(len(data.cases), "", dtype=object)) != ""
+            pd = pairs_for(data.cases, st, c["attribute"], c["group_a"], c["group_b"], vals, answered)
+            kept = ~(np.isnan(pd.x) | np.isnan(pd.y))
+            ia = np.array([data.cases.index[i] for i in pd.case_a], dtype=np.intp)
+            ib = np.array([data.cases.index[i] for i in pd.case_b], dtype=np.intp)
+            for grp, idx in ((c["group_a"], ia), (c["group_b"], ib)):
+                used.setdefault((c["target"], c["measure"], c["attribute"], grp), set()).update(idx[kept].tolist())
+            if drop_reasons is not None and (~kept).any():
+                stat = data.statuses.get(c["target"])
+                why: dict[str, int] = {}
+                for a, b in zip(ia[~kept], ib[~kept]):
+                    reasons = []
+                    for i in (a, b):
+                        s_i = "" if stat is None else stat[i]
+                        if not answered[i] or s_i in ("", "failed"):
+                            reasons.append("no answer" if s_i != "failed" else "answer failed")
+                        elif s_i != "ok":
+                            reasons.append(f"answer {s_i}")
+                        elif math.isnan(vals[i]):
+                            reasons.append("measurement missing")
+                    r = reasons[0] if reasons else "measurement missing"
+                    why[r] = why.get(r, 0) + 1
+                drop_reasons[comparison_key(c)] = why
     else:
         attrs = sorted({a for g in data.cases.groups for a in g if a in battery.attributes})
-        measures = sorted({m for (_, m) in data.values})
+        measures = sorted({m for (t, m) in data.values if not m.startswith("answer.")})
         wanted = [(m, a) for m in measures for a in attrs]
     scales = (results or {}).get("measures") or {}
     out: list[GroupValue] = []
@@ -232,6 +281,8 @@ def _group_values(store: Any, battery: Any, results: dict[str, Any] | None) -> l
             by_group: dict[str, list[float]] = {}
             for i, g in enumerate(data.cases.groups):
                 if data.cases.baseline[i] or attribute not in g:
+                    continue
+                if comparisons and i not in used.get((target, measure, attribute, g[attribute]), ()):
                     continue
                 v = vals[i]
                 if not math.isnan(v):
@@ -422,12 +473,13 @@ def load_report_data(run_dir: Path, *, language: str | None = None,
         except ValueError as exc:  # a value that shares a word with the marker: mask with a longer marker
             warnings.append(f"masking: {exc}")
             masker = _masker(battery, values, terms, "[SIGNAL-MASKED]").mask
+        drops: dict[str, dict[str, int]] = {}
         data = ReportData(
             run_dir=run_dir, language=lang, battery=battery,
             battery_name=(battery.name if battery is not None else manifest.get("battery", run_dir.name)),
             manifest=manifest, results=results, targets=_targets(store, manifest),
             measurement_counts=_measurement_counts(store),
-            group_values=_group_values(store, battery, results),
+            group_values=_group_values(store, battery, results, drops),
             evidence=_evidence(store, results, masker, evidence), mask_values=values, mask_terms=terms,
-            n_cases=store.n_cases(), collected=_collected(store, battery), warnings=warnings)
+            n_cases=store.n_cases(), collected=_collected(store, battery), warnings=warnings, drop_reasons=drops)
     return data

@@ -243,6 +243,16 @@ def _two_party_blocks(data: ReportData, figures: list[list[Any]], lang: str) -> 
     return out
 
 
+def _drop_text(r: Any, data: ReportData, lang: str) -> str:
+    """How many pairs a comparison dropped, of how many, and why (the same pairs feed the test, the
+    interval, the charts, the evidence and the per-name table)."""
+    why = data.drop_reasons.get(r.key) or {}
+    reasons = ", ".join(f"{n} {k}" for k, n in sorted(why.items(), key=lambda kv: -kv[1])) or "—"
+    total = (r.n_pairs or 0) + (r.n_dropped or 0)
+    return msg(lang, "status.dropped", measure=r.measure_label, n=r.n_dropped, total=total, why=reasons,
+               kept=r.n_pairs)
+
+
 def _status_warnings(data: ReportData, lang: str) -> list[str]:
     """The sentences the report opens with about answer statuses: a target whose answers are mostly
     degenerate, then every answer-status rate that differs between groups (a ``fail``)."""
@@ -290,7 +300,7 @@ def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]
     for r in failing:
         evidence.append({"row": r, "pairs": data.evidence.get(r.key, [])})
     exclusions = list((data.manifest.get("expansion") or {}).get("exclusions") or [])
-    dropped = [(r, r.n_dropped) for r in rows if r.n_dropped]
+    dropped = [(r, _drop_text(r, data, lang)) for r in rows if r.n_dropped]
     two_party = res.get("two_party") or []
     figures = _figures(data, rows, lang) if with_figures else {"forest": [], "groups": [], "discordant": [],
                                                                 "two_party": [], "two_party_blocks": []}
