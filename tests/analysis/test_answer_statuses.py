@@ -42,7 +42,7 @@ BOT = textwrap.dedent('''
 
 
 def _battery(tmp_path, fn: str, templates: int = 16) -> object:
-    (tmp_path / "bots.py").write_text(BOT, encoding="utf-8")
+    (tmp_path / "bots_status.py").write_text(BOT, encoding="utf-8")
     b = {
         "schema_version": 1, "name": f"status_{fn}", "language": "es", "seed": 3, "repetitions": 1,
         "attributes": {"origen": {"signal": "name", "slot": "nombre", "neutral": "un cliente",
@@ -50,7 +50,7 @@ def _battery(tmp_path, fn: str, templates: int = 16) -> object:
         "templates": [{"id": f"t{i:02d}", "turns": [f"Hola, soy {{nombre}}. Caso {i}: mi pedido llegó roto."]}
                       for i in range(templates)],
         "designs": [{"kind": "counterfactual", "attribute": "origen"}],
-        "target": {"kind": "python", "callable": f"bots:{fn}", "path": "."},
+        "target": {"kind": "python", "callable": f"bots_status:{fn}", "path": "."},
         "measures": {"length": {"kind": "word_count"}},
         "analysis": {"bootstrap_resamples": 300, "comparisons": [
             {"id": "length", "measure": "length", "attribute": "origen", "reference": "espana"}]},

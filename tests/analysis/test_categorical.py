@@ -37,7 +37,7 @@ BOT = textwrap.dedent('''
 
 
 def _run(tmp_path, measure, fn="decide"):
-    (tmp_path / "bots.py").write_text(BOT, encoding="utf-8")
+    (tmp_path / "bots_categorical.py").write_text(BOT, encoding="utf-8")
     b = {
         "schema_version": 1, "name": "credito", "language": "es", "seed": 3, "repetitions": 1,
         "attributes": {"origen": {"signal": "name", "slot": "nombre", "neutral": "un cliente",
@@ -45,7 +45,7 @@ def _run(tmp_path, measure, fn="decide"):
         "templates": [{"id": f"t{i:02d}", "turns": [f"Hola, soy {{nombre}}. Caso {i}: pido un crédito."]}
                       for i in range(16)],
         "designs": [{"kind": "counterfactual", "attribute": "origen"}],
-        "target": {"kind": "python", "callable": f"bots:{fn}", "path": "."},
+        "target": {"kind": "python", "callable": f"bots_categorical:{fn}", "path": "."},
         "measures": {"decision": measure},
         "analysis": {"bootstrap_resamples": 300, "comparisons": [
             {"id": "decision", "measure": "decision", "attribute": "origen", "reference": "espana"}]},

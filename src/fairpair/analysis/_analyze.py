@@ -203,7 +203,7 @@ def _status_comparisons(battery, data: RunData, target: str, pending: list, stra
     out = []
     for status in DEGENERATE:
         name = STATUS_PREFIX + status
-        vals = data.values.get((target, name))
+        vals = data.status_values.get((target, name))
         if vals is None or not np.nansum(vals):
             continue
         for attr, did, ga, gb in seen:

@@ -102,6 +102,9 @@ class RunData:
     statuses: dict[str, np.ndarray] = field(default_factory=dict)
     #: target -> status -> up to 3 (case id, text excerpt) examples
     status_examples: dict[str, dict[str, list[tuple[str, str]]]] = field(default_factory=dict)
+    #: (target, "answer.<status>") -> 1/0 per case (NaN pending): the answer-status measures, kept apart
+    #: from ``values`` so that stages iterating every measure (two-party cells) do not pick them up
+    status_values: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     #: (target, categorical measure) -> the outcome label per case (None where missing)
     labels: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     #: categorical measure -> its declared outcomes
@@ -157,15 +160,15 @@ def load_answer_statuses(conn, index: dict[str, int], n: int, language: str | No
 
 
 def add_status_values(data: "RunData") -> None:
-    """Add one yes/no measure per answer status to ``data.values``: ``answer.<status>`` is 1 where
-    the case's answer has that status, 0 where it has another, NaN while pending."""
+    """Fill ``data.status_values`` with one yes/no measure per answer status: ``answer.<status>`` is
+    1 where the case's answer has that status, 0 where it has another, NaN while pending."""
     from fairpair.measures.status import DEGENERATE
 
     for target, arr in data.statuses.items():
         known = arr != ""
         for st in DEGENERATE:
             v = np.where(known, (arr == st).astype(float), np.nan)
-            data.values[(target, STATUS_PREFIX + st)] = v
+            data.status_values[(target, STATUS_PREFIX + st)] = v
             data.raw_kinds.setdefault(STATUS_PREFIX + st, set()).add("bool")
 
 

@@ -137,7 +137,7 @@ def name_forms(name: str) -> list[str]:
     full = _trim(fold(name))
     if not full:
         return []
-    parts = [p for p in re.split(r"[ -]+", full) if len(p) > 1 and p not in _PARTICLES]
+    parts = [p for p in (_trim(x) for x in re.split(r"[ -]+", full)) if len(p) > 1 and p not in _PARTICLES]
     cores = list(dict.fromkeys([full, *parts]))
     out = list(cores)
     for t in TITLES:

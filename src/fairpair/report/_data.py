@@ -233,6 +233,7 @@ def _group_values(store: Any, battery: Any, results: dict[str, Any] | None,
     if comparisons:
         wanted = list(dict.fromkeys((c["measure"], c["attribute"]) for c in comparisons))
         strata_cache: dict[tuple[str, str], Any] = {}
+        data.values.update(data.status_values)  # the answer-status comparisons' measures
         for c in comparisons:
             vals = data.values.get((c["target"], c["measure"]))
             if vals is None or c.get("attribute") not in battery.attributes:
