@@ -145,3 +145,29 @@ def test_report_uses_one_set_of_pairs_and_says_why_pairs_were_dropped(tmp_path):
     assert gap and gap[0].startswith("las respuestas de los usuarios con magreb fueron bloqueadas por el filtro "
                                      "de contenido el 50\u00a0% de las veces frente al 0\u00a0% de los usuarios "
                                      "con espana")
+
+
+def test_judge_preferences_between_degenerate_answers_are_not_results(tmp_path):
+    from fairpair.run._store import Store
+
+    from tests.measures.test_judge import ScriptedJudge
+
+    lb = _battery(tmp_path, "refuses")
+    data = yaml.safe_load(lb.path.read_text(encoding="utf-8"))
+    data["measures"] = {"pref": {"kind": "pairwise", "against": "reference", "reference": "espana"}}
+    data["analysis"] = {"comparisons": []}
+    lb.path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    lb = load_battery(lb.path)
+    run_dir = tmp_path / "run"
+    execute_run(lb, run_dir, RunSettings(concurrency=4))
+    judge = ScriptedJudge(lambda req: '{"winner": "A", "reason": "r"}')
+    measure_run(run_dir, judge=judge)
+    with Store.open(run_dir) as s:
+        rows = list(s.measurements("pref", status=None))
+    # 48 magreb answers are compared with espana's: 36 are refusals (not judged), 12 are judged
+    assert len(rows) == 48
+    missing = [r for r in rows if r.status == "missing"]
+    assert len(missing) == 36
+    assert all(r.error == "not compared: degenerate answer (refused)" for r in missing)
+    assert sum(r.status == "ok" for r in rows) == 12
+    assert len(judge.calls) == 24  # both orders of the 12 usable pairs only

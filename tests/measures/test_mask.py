@@ -364,3 +364,25 @@ def test_common_words_come_from_the_language_frequency_list():
     assert {"will", "may", "hope"} <= common_words("en")
     assert {"rosa", "blanco", "a"} <= common_words("es")
     assert "maria" not in common_words("es") and "lucia" not in common_words("es")
+
+
+def test_validate_warns_about_variants_that_are_common_words(tmp_path):
+    import yaml
+    from typer.testing import CliRunner
+
+    from fairpair.cli import app
+
+    b = {"schema_version": 1, "name": "amb", "language": "es",
+         "attributes": {"origen": {"signal": "name", "slot": "nombre", "neutral": "un cliente", "groups": {
+             "espana": {"variants": ["Rosa", "Lucía"]}, "magreb": {"variants": ["Fátima", "Aicha"]}}}},
+         "templates": [{"id": "t", "turns": ["Hola, soy {nombre}."]}],
+         "designs": [{"kind": "counterfactual", "attribute": "origen"}], "target": {"kind": "mock"}}
+    path = tmp_path / "b.yaml"
+    path.write_text(yaml.safe_dump(b, allow_unicode=True), encoding="utf-8")
+    out = CliRunner().invoke(app, ["validate", str(path)])
+    assert out.exit_code == 0, out.output
+    text = " ".join(out.output.split())
+    assert "warning: variant(s) Rosa are (or contain) common words of 'es'" in text
+    b["attributes"]["origen"]["groups"]["espana"]["variants"] = ["María", "Lucía"]
+    path.write_text(yaml.safe_dump(b, allow_unicode=True), encoding="utf-8")
+    assert "warning" not in CliRunner().invoke(app, ["validate", str(path)]).output
