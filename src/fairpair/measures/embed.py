@@ -59,6 +59,7 @@ from pydantic import Field
 from fairpair.errors import FairpairError
 from fairpair.measures._base import Measure, MeasureItem, MeasureResult
 from fairpair.measures._runner import CounterpartOptions, MeasureContext
+from fairpair.measures.status import nfc
 
 __all__ = ["Embedder", "SemanticDistanceMeasure", "get_embedder", "embedder_names", "cosine_distance",
            "E5Embedder", "SentenceTransformerEmbedder", "assemble_mpnet", "EMBEDDER_EXTRA"]
@@ -299,7 +300,7 @@ class SemanticDistanceMeasure(Measure):
                 ctx.store.event("embedder", {"measure": self.name, "identity": ident})
         todo: dict[str, str] = {}
         for it in items:
-            for t in (it.text, it.counterpart.text or ""):
+            for t in (it.text, nfc(it.counterpart.text)):
                 h = _h(t)
                 if h in self._cache:
                     self._cache.move_to_end(h)
@@ -316,7 +317,7 @@ class SemanticDistanceMeasure(Measure):
                     self._cache.popitem(last=False)
 
     async def measure(self, item: MeasureItem, ctx: MeasureContext) -> MeasureResult:
-        a, b = item.text, item.counterpart.text or ""
+        a, b = item.text, nfc(item.counterpart.text)  # both in NFC, as every text measure reads them
         if not a.strip() or not b.strip():
             return MeasureResult.missing("an answer is empty; its embedding is meaningless")
         va, vb = self._cache.get(_h(a)), self._cache.get(_h(b))
