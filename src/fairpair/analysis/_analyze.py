@@ -115,8 +115,9 @@ def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None,
                     omnibus.append(_omnibus(cid, target, c.measure, did, c.attribute, all_groups, strata, vals,
                                             answered, scale))
         pending += _status_comparisons(battery, data, target, pending, strata_cache, heterogeneity)
+        # families: the primary comparisons, the secondary ones, the answer-status comparisons
         for primary in (True, False, "status"):
-            fam = [p for p in pending if p[2] is primary or (primary == "status" and p[2] == "status")]
+            fam = [p for p in pending if p[2] is primary or p[2] == primary == "status"]
             if not fam:
                 continue
             raw = np.array([np.nan if p[0].pvalue is None else p[0].pvalue for p in fam])
