@@ -147,6 +147,10 @@ def run(
     report_stage: Annotated[bool, typer.Option("--report/--no-report", help="Write the report at the end.")] = True,
     gate: Annotated[bool, typer.Option("--gate", help="Exit 1 when a pre-registered comparison fails.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    preflight: Annotated[bool, typer.Option("--preflight/--no-preflight", help="Send one case first and stop "
+                                            "(exit 2) if it fails.")] = True,
+    max_consecutive_failures: Annotated[int, typer.Option(min=0, help="Stop (exit 2) after this many cases in a "
+                                                          "row fail with the same error; 0 = never.")] = 5,
     templates: TemplatesOpt = None,
     axes: AxesOpt = None,
 ) -> None:
@@ -158,7 +162,8 @@ def run(
         _dry_run(lb)
         return
     run_dir = out or default_run_dir(lb)
-    settings = RunSettings(concurrency=concurrency, timeout=timeout, max_attempts=max_attempts, rpm=rpm, tpm=tpm)
+    settings = RunSettings(concurrency=concurrency, timeout=timeout, max_attempts=max_attempts, rpm=rpm, tpm=tpm,
+                           preflight=preflight, max_consecutive_failures=max_consecutive_failures)
     from fairpair._progress import RunProgress
 
     console.print(f"run directory: {escape(str(run_dir))}")
@@ -167,12 +172,24 @@ def run(
     for name, c in outcome.manifest.get("counts", {}).items():
         console.print(f"target {escape(name)}: {c['answered']}/{c['cases']} answered, {c['failed']} failed, "
                       f"{c['retried']} retried")
+    _print_failures(run_dir, list(outcome.manifest.get("counts", {})))
     from fairpair import pipeline
 
     code = pipeline.after_run(run_dir, lb, console, measure=measure_stage, analyze=analyze_stage,
                               report=report_stage, gate=gate)
     if code:
         raise typer.Exit(code)
+
+
+def _print_failures(run_dir: Path, targets: list[str]) -> None:
+    """The end-of-run summary: the top error kinds of each target with counts and one example."""
+    from fairpair.run import open_run
+    from fairpair.run._status import failure_lines
+
+    with open_run(run_dir, readonly=True) as store:
+        lines = failure_lines(store, targets)
+    for line in lines:
+        console.print(escape(line), soft_wrap=True)
 
 
 def _dry_run(lb) -> None:
@@ -212,7 +229,7 @@ def schema() -> None:
 
 
 # Commands of the later stages live beside their stage and register themselves on `app`.
-_COMMAND_MODULES = ("fairpair.measures._cli", "fairpair.analysis._cli", "fairpair.report._cli",
+_COMMAND_MODULES = ("fairpair.run._cli", "fairpair.measures._cli", "fairpair.analysis._cli", "fairpair.report._cli",
                     "fairpair.persona._cli")
 
 

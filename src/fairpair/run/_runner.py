@@ -28,6 +28,7 @@ from fairpair.battery._load import LoadedBattery
 from fairpair.cases._expand import Expansion, expand
 from fairpair.errors import FairpairError
 from fairpair.run._engine import RunSettings, run_target
+from fairpair.run._preflight import CircuitBreaker, CircuitOpen, preflight_into_store
 from fairpair.run._store import Store
 
 __all__ = ["RunLock", "plan_hash", "default_run_dir", "execute_run", "write_manifest", "build_target",
@@ -277,6 +278,9 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
             stats = {}
             try:
                 for name, target in targets.items():
+                    if settings.preflight:  # one case first: a broken target stops here, exit 2
+                        preflight_into_store(store, name, target, expand(loaded), settings, tools=b.tools or None,
+                                             tool_map=b.tool_results or None, secrets=secrets)
                     todo = total - len(store.answered_ids(name))
                     if progress:
                         progress.start_target(name, total=total, todo=todo)
@@ -301,5 +305,12 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
 
 async def _run_one(store, name, target, loaded, settings, secrets, cb):
     b = loaded.battery
-    return await run_target(store, name, target, expand(loaded), settings, tools=b.tools or None,
-                            tool_map=b.tool_results or None, secrets=secrets, on_done=cb)
+    breaker = CircuitBreaker(settings.max_consecutive_failures, target=name) \
+        if settings.max_consecutive_failures > 0 else None
+    try:
+        return await run_target(store, name, target, expand(loaded), settings, tools=b.tools or None,
+                                tool_map=b.tool_results or None, secrets=secrets, on_done=cb, breaker=breaker)
+    except CircuitOpen as exc:
+        store.event("circuit_open", {"target": name, "kind": breaker.kind, "count": breaker.count,
+                                     "error": exc.message})
+        raise

@@ -460,6 +460,15 @@ class Store:
             f"SELECT COUNT(*) FROM responses WHERE attempts > 1{tcond}", args).fetchone()[0]
         return {"answered": answered, "failed": failed, "retried": retried}
 
+    def failure_messages(self, target: str) -> list[str]:
+        """The last stored error of each case of ``target`` that has failures and no ``ok`` answer,
+        in the order the cases failed."""
+        return [r[0] or "" for r in self.conn.execute(
+            "SELECT error FROM responses r WHERE target=? AND status='failed' AND id = (SELECT MAX(id) FROM"
+            " responses f WHERE f.target=r.target AND f.case_id=r.case_id AND f.status='failed') AND NOT EXISTS"
+            " (SELECT 1 FROM responses o WHERE o.target=r.target AND o.case_id=r.case_id AND o.status='ok')"
+            " ORDER BY id", (target,))]
+
     # ------------------------------------------------------------ measurements
     def has_measurement(self, target: str, case_id: str, measure: str) -> bool:
         return self.conn.execute(
@@ -492,6 +501,18 @@ class Store:
         for t, c, m, s, v, d, e in self.conn.execute(q, args):
             yield Measurement(t, c, m, s, None if v is None else json.loads(v),
                               None if d is None else json.loads(d), e)
+
+    def measurement_counts(self) -> dict[str, dict[str, int]]:
+        """measure -> status (``ok`` / ``missing`` / ``failed``) -> number of (target, case) keys, a key
+        counted once under its best status (``ok`` or ``missing`` over ``failed``)."""
+        out: dict[str, dict[str, int]] = {}
+        rows = self.conn.execute(
+            "SELECT measure, best, COUNT(*) FROM (SELECT measure, target, case_id, MIN(CASE status WHEN 'ok'"
+            " THEN 0 WHEN 'missing' THEN 1 ELSE 2 END) AS best FROM measurements GROUP BY measure, target,"
+            " case_id) GROUP BY measure, best")
+        for m, best, n in rows:
+            out.setdefault(m, {})[("ok", "missing", "failed")[best]] = n
+        return out
 
     def integrity_ok(self) -> bool:
         return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
