@@ -1,8 +1,8 @@
 """Fail fast on a broken target: a preflight before the run, a circuit breaker during it.
 
 * :func:`preflight` sends one case (the first one still to answer) before the
-  battery is sent, with at most :data:`PREFLIGHT_ATTEMPTS` tries and a short
-  backoff. A target that is unreachable (connection refused, unknown host), that
+  battery is sent, with the run's retries but a backoff capped at
+  :data:`PREFLIGHT_BACKOFF_MAX` seconds (connection refused: about 4 s with 5 tries). A target that is unreachable (connection refused, unknown host), that
   rejects the key (HTTP 401/403) or answers in a shape it cannot parse (a wrong
   ``reply_path``) raises :class:`PreflightError` (exit code 2) with the error:
   nothing else is sent.
@@ -25,11 +25,11 @@ from typing import Any
 
 from fairpair.errors import FairpairError
 
-__all__ = ["PREFLIGHT_ATTEMPTS", "PreflightError", "CircuitOpen", "CircuitBreaker", "ErrorKind",
+__all__ = ["PREFLIGHT_BACKOFF_MAX", "PreflightError", "CircuitOpen", "CircuitBreaker", "ErrorKind",
            "error_kind", "summarize_errors", "preflight", "format_error_summary"]
 
-#: Tries of the preflight request (connection refused: about 1 s in all with the default backoff).
-PREFLIGHT_ATTEMPTS = 2
+#: The longest wait between two tries of the preflight request, in seconds (a Retry-After still wins).
+PREFLIGHT_BACKOFF_MAX = 1.0
 
 
 class PreflightError(FairpairError):
@@ -38,6 +38,7 @@ class PreflightError(FairpairError):
     ``error`` is the failure as stored (secrets redacted)."""
 
     error: str = ""
+    attempts: int = 1
 
 
 class CircuitOpen(FairpairError):
@@ -138,7 +139,7 @@ def _classify(error: str) -> str:
 
 async def preflight(target: Any, case: Any, settings: Any, *, tools=None, tool_map=None,
                     secrets: Iterable[str] = (), name: str = "") -> tuple[Any, list[str], int, float]:
-    """Send ``case`` to ``target`` once (at most :data:`PREFLIGHT_ATTEMPTS` tries, backoff capped at 1 s).
+    """Send ``case`` to ``target`` (the run's tries, backoff capped at :data:`PREFLIGHT_BACKOFF_MAX`).
 
     Returns what :func:`fairpair.run._engine._converse` returns: ``(completion, replies,
     attempts, latency_s)``.
@@ -150,8 +151,7 @@ async def preflight(target: Any, case: Any, settings: Any, *, tools=None, tool_m
     """
     from fairpair.run._engine import _converse, _describe, RateLimiter, redact
 
-    quick = dataclasses.replace(settings, max_attempts=min(settings.max_attempts, PREFLIGHT_ATTEMPTS),
-                                backoff_max=min(settings.backoff_max, 1.0))
+    quick = dataclasses.replace(settings, backoff_max=min(settings.backoff_max, PREFLIGHT_BACKOFF_MAX))
     try:
         return await _converse(target, case, quick, RateLimiter(settings.rpm, settings.tpm), tools,
                                tool_map or {})
@@ -163,6 +163,7 @@ async def preflight(target: Any, case: Any, settings: Any, *, tools=None, tool_m
                             hint=f"{_classify(err)}; `fairpair check BATTERY` tries one case; "
                                  "--no-preflight skips this check")
         pe.error = err
+        pe.attempts = getattr(exc, "_fairpair_attempts", 1)
         raise pe from None
 
 
@@ -191,7 +192,7 @@ def preflight_into_store(store: Any, name: str, target: Any, cases: Iterable[Any
     except PreflightError as exc:
         err = exc.error
         store.add_response(target=name, case_id=case.id, status="failed", error=err,
-                           attempts=min(settings.max_attempts, PREFLIGHT_ATTEMPTS))
+                           attempts=exc.attempts)
         store.event("preflight_failed", {"target": name, "case": case.id, "error": err})
         raise
     store_answer(store, name, case, completion, replies, attempts, latency)
