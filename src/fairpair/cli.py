@@ -121,10 +121,16 @@ def expand(
     lb = _load(battery, templates, axes)
     if output.is_dir():
         raise FairpairError("is a directory; give a file name such as cases.jsonl", file=output)
-    exp = write_cases(lb, output)
+    if not output.parent.is_dir():
+        raise FairpairError("the output folder does not exist; create it first or choose another -o",
+                            file=output.parent)
     manifest = output.with_name(output.stem + ".manifest.json")
-    manifest.write_text(json.dumps(exp.manifest(), indent=2, ensure_ascii=False, sort_keys=True) + "\n",
-                        encoding="utf-8")
+    try:
+        exp = write_cases(lb, output)
+        manifest.write_text(json.dumps(exp.manifest(), indent=2, ensure_ascii=False, sort_keys=True) + "\n",
+                            encoding="utf-8")
+    except OSError as exc:
+        raise FairpairError(f"cannot write the cases: {exc.strerror}", file=exc.filename or output) from None
     console.print(f"wrote {exp.total} cases to {escape(str(output))} (manifest: {escape(str(manifest))})")
     for e in exp.exclusions:
         console.print(f"excluded in {escape(e['design'])}: {escape(e['reason'])} ({e['count']})")
@@ -268,11 +274,22 @@ def main(argv: Optional[list[str]] = None) -> None:
             sys.exit(exc.exit_code)
         if isinstance(exc, tuple(m.Abort for m in clicks if hasattr(m, "Abort"))):
             sys.exit(1)
+        understood = _understood(exc)
+        if understood is not None:  # e.g. a damaged store found mid-command: one message, exit 2
+            err_console.print(f"[red]error:[/red] {escape(understood.format())}", soft_wrap=True)
+            sys.exit(understood.exit_code)
         if os.environ.get("FAIRPAIR_DEBUG"):
             raise
         err_console.print(f"[red]internal error:[/red] {escape(type(exc).__name__)}: {escape(str(exc))}\n"
                           "  this is a bug in fairpair; rerun with FAIRPAIR_DEBUG=1 for the traceback")
         sys.exit(1)
+
+
+def _understood(exc: BaseException) -> FairpairError | None:
+    """An unexpected exception that fairpair nevertheless understands, as a FairpairError."""
+    from fairpair.run._store import damaged_store_error
+
+    return damaged_store_error(exc)
 
 
 def _click_exceptions() -> list:

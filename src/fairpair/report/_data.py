@@ -166,6 +166,14 @@ def _load_results(run_dir: Path) -> dict[str, Any] | None:
         raise FairpairError(f"results.json has schema {schema!r}; this fairpair reads {RESULTS_SCHEMA!r}",
                             file=path, key="schema",
                             hint="rerun `fairpair analyze` with this version of fairpair")
+    from fairpair.analysis._results import Results
+    from fairpair.errors import validation_summary
+
+    try:  # the report reads it as data: a malformed file is refused here, with its problems
+        Results.model_validate(data)
+    except ValueError as exc:
+        raise FairpairError(f"results.json is malformed: {validation_summary(exc)}", file=path,
+                            hint="rerun `fairpair analyze RUN` to write it again") from None
     return data
 
 

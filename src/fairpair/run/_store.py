@@ -24,7 +24,7 @@ from typing import Any
 
 from fairpair.errors import FairpairError
 
-__all__ = ["Store", "Response", "Measurement", "STORE_NAME", "STORE_FORMAT"]
+__all__ = ["Store", "Response", "Measurement", "STORE_NAME", "STORE_FORMAT", "damaged_store_error"]
 
 STORE_NAME = "store.sqlite"
 #: Identifies a fairpair run store; a store with another value is refused.
@@ -85,6 +85,29 @@ _MIGRATIONS: list[str] = [
     ALTER TABLE responses ADD COLUMN text_json TEXT;
     """,
 ]
+
+
+#: The store file opened last in this process (names the file when SQLite reports damage later).
+_last_opened: list[Path] = []
+
+
+def damaged_store_error(exc: BaseException) -> FairpairError | None:
+    """A :class:`FairpairError` for SQLite's report of a damaged database file, else ``None``.
+
+    SQLite finds damage only when it reads the damaged page, which may be long
+    after :meth:`Store.open`; the message names the store opened last and how to
+    recover it. Nothing is changed or deleted.
+    """
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return None
+    text = str(exc)
+    if not any(k in text for k in ("malformed", "not a database", "corrupt")):
+        return None
+    path = _last_opened[-1] if _last_opened else None
+    rec = f"sqlite3 {path} .recover | sqlite3 recovered.sqlite" if path else "sqlite3 store.sqlite .recover"
+    return FairpairError(f"the run store is damaged ({text}); the file is left as it is (fairpair never repairs or deletes a store)", file=path,
+                         hint=f"recover what it holds with `{rec}` (SQLite's .recover), or start a new run "
+                              "with another --out")
 
 
 def _now() -> str:
@@ -222,6 +245,7 @@ class Store:
                 run_dir.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise FairpairError(f"cannot create the run directory: {exc.strerror}", file=run_dir) from None
+        _last_opened[:] = [path]
         try:
             if readonly:
                 conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
