@@ -49,6 +49,36 @@ def _load(path: Path, templates: str | None = None, axes: str | None = None):
     return select(load_battery(path), templates=split(templates), axes=split(axes))
 
 
+#: Above this many requests (conversations x turns x targets), ``run`` and ``expand`` ask for ``--yes``.
+CONFIRM_REQUESTS = 100_000
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help=f"Proceed without asking when the battery is large "
+                                      f"(over {CONFIRM_REQUESTS:,} requests).")]
+
+
+def _confirm_size(lb, yes: bool, what: str) -> None:
+    """Stop a very large battery before it is sent or written, unless ``--yes`` (or a yes on a terminal).
+
+    Raises
+    ------
+    FairpairError
+        Over :data:`CONFIRM_REQUESTS` requests, no ``--yes``, and no terminal to ask on (or a no).
+    """
+    from fairpair.cases import plan as make_plan
+
+    p = make_plan(lb)
+    if yes or p.requests <= CONFIRM_REQUESTS:
+        return
+    size = (f"{p.conversations:,} conversations per target, {p.requests:,} requests, about "
+            f"{p.prompt_tokens:,} prompt tokens (estimate)")
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        if typer.confirm(f"this battery {what} {size}; continue?", default=False):
+            return
+        raise FairpairError(f"stopped: the battery {what} {size}", file=lb.path)
+    raise FairpairError(f"this battery {what} {size}; pass --yes to proceed", file=lb.path,
+                        hint="`fairpair plan BATTERY` shows the sizes; lower 'repetitions' or select templates "
+                             "with --templates")
+
+
 @app.command()
 def validate(battery: BatteryArg) -> None:
     """Check a battery file: schema, signals, slots, designs, targets, measures and plan."""
@@ -114,11 +144,13 @@ def expand(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write cases.jsonl.")] = Path("cases.jsonl"),
     templates: TemplatesOpt = None,
     axes: AxesOpt = None,
+    yes: YesOpt = False,
 ) -> None:
     """Write every generated case (one JSON per line) and its expansion manifest."""
     from fairpair.cases import write_cases
 
     lb = _load(battery, templates, axes)
+    _confirm_size(lb, yes, "expands to")
     if output.is_dir():
         raise FairpairError("is a directory; give a file name such as cases.jsonl", file=output)
     if not output.parent.is_dir():
@@ -159,6 +191,7 @@ def run(
                                                           "row fail with the same error; 0 = never.")] = 5,
     templates: TemplatesOpt = None,
     axes: AxesOpt = None,
+    yes: YesOpt = False,
 ) -> None:
     """Send every case to the battery's target(s) and store every answer; then measure, analyze, report."""
     from fairpair.run import RunSettings, default_run_dir, execute_run
@@ -167,6 +200,7 @@ def run(
     if dry_run:
         _dry_run(lb)
         return
+    _confirm_size(lb, yes, "sends")
     run_dir = out or default_run_dir(lb)
     settings = RunSettings(concurrency=concurrency, timeout=timeout, max_attempts=max_attempts, rpm=rpm, tpm=tpm,
                            preflight=preflight, max_consecutive_failures=max_consecutive_failures)

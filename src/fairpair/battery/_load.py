@@ -499,6 +499,9 @@ def _check(lb: LoadedBattery) -> None:
             _need(lb, c.reference, groups, (*cpath, "reference"), f"group of '{c.attribute}'")
         if c.design is not None:
             _need(lb, c.design, [b.design_id(i) for i in range(len(b.designs))], (*cpath, "design"), "design")
+    from fairpair.battery._silent import check_silent_paths
+
+    check_silent_paths(lb)  # settings that would silently do nothing (mock bias/language, fields, margins)
 
 
 def _equal_variants(lb: LoadedBattery, attr: Attribute, groups: list[str], an: str, path: tuple) -> None:
