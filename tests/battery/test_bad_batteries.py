@@ -79,7 +79,7 @@ CASES = [
     ("wrong_type_repetitions.yaml", 18, "repetitions", "valid integer", "got str 'cinco'"),
     # silent paths (issue 14): settings that validated but did nothing
     ("mock_bias_unknown_group.yaml", 21, "target.bias.magrev", "the mock's bias names group 'magrev', which no attribute has", "did you mean 'magreb'?"),
-    ("mock_language_mismatch.yaml", 19, "target", "the mock answers in 'es' but the battery's language is 'en'", "add 'language: en' to the mock target"),
+    ("mock_language_mismatch.yaml", 19, "target.language", "the mock answers in 'es' but the battery's language is 'en'", "use 'language: en'"),
     ("comparison_judge_without_field.yaml", 22, "analysis.comparisons[0].measure", "measure 'tono' stores one row per field", "did you mean 'tono.courtesy'? (fields: tono.courtesy, tono.condescension, tono.distrust)"),
     ("comparison_judge_unknown_field.yaml", 22, "analysis.comparisons[0].measure", "measure 'tono' has no field 'condescencion'", "did you mean 'tono.condescension'?"),
     ("comparison_duplicate.yaml", 23, "analysis.comparisons[1]", "this comparison repeats comparisons[0]", None),

@@ -4,8 +4,9 @@ Each is an error with file, line, key and a "did you mean", never a warning:
 
 * the ``mock`` target's ``bias`` names a group that no attribute has (the planted
   effect would silently not exist);
-* the ``mock`` answers in another language than the battery's (every keyword
-  measure of the battery's language would read 0%: a constant measure);
+* the ``mock`` is told to answer in another language than the battery's (every
+  keyword measure of the battery's language would read 0%: a constant measure;
+  without ``language`` the mock follows the battery);
 * a comparison names a measure row that the measure does not store: a judge or
   ``llm_extract`` measure stores one row per field (``tono.condescension``), so
   ``tono`` alone (or an unknown field) would compare nothing (n = 0);
@@ -47,12 +48,11 @@ def _check_mock_targets(lb: Any) -> None:
             if g not in groups:
                 raise lb.fail(f"the mock's bias names group '{g}', which no attribute has, so no bias "
                               "would be planted", (*key, "bias", g), hint=_did_you_mean(str(g), groups))
-        lang = opts.get("language", "es")
-        if lang != b.language:
+        lang = opts.get("language")  # none given: the mock follows the battery (run.build_target)
+        if lang is not None and lang != b.language:
             raise lb.fail(f"the mock answers in '{lang}' but the battery's language is '{b.language}': every "
-                          "keyword measure in the battery's language would read 0%",
-                          (*key, "language") if "language" in opts else key,
-                          hint=f"add 'language: {b.language}' to the mock target")
+                          "keyword measure in the battery's language would read 0%", (*key, "language"),
+                          hint=f"use 'language: {b.language}' (or leave it out: the mock follows the battery)")
 
 
 def _measure_rows(b: Any) -> tuple[dict[str, str], dict[str, tuple[float, float]]]:

@@ -264,7 +264,8 @@ def _target_identities(loaded, store) -> dict[str, dict[str, Any]]:
         pass
     from fairpair.run._runner import build_target
 
-    return {n: build_target(n, s).identity() for n, s in loaded.battery.target_specs().items()}
+    return {n: build_target(n, s, language=loaded.battery.language).identity()
+            for n, s in loaded.battery.target_specs().items()}
 
 
 # ---------------------------------------------------------------- counterparts

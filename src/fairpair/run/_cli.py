@@ -45,7 +45,7 @@ def check(
         raise FairpairError("the battery expands to no case", file=lb.path)
     settings = RunSettings(concurrency=1, timeout=timeout)
     for name, spec in specs.items():
-        t = build_target(name, spec, base_dir=lb.path.parent)
+        t = build_target(name, spec, base_dir=lb.path.parent, language=b.language)
         try:
             if hasattr(t, "load"):
                 asyncio.run(t.load())

@@ -131,12 +131,16 @@ def target_secrets(options: dict[str, Any]) -> list[str]:
     return [os.environ[n] for n in names if os.environ.get(n)]
 
 
-def build_target(name: str, spec, *, base_dir: Path | None = None) -> Any:
+def build_target(name: str, spec, *, base_dir: Path | None = None, language: str | None = None) -> Any:
     """Instantiate a target plugin from its battery spec (raises FairpairError if it can't).
 
     ``base_dir`` (the battery's directory) is passed to plugins whose
     constructor takes it, to resolve relative paths in their options.
+    ``language`` (the battery's) is the ``mock``'s language when its block
+    gives none, so an English battery gets English mock answers.
     """
+    if language and spec.kind == "mock" and "language" not in spec.options():
+        spec = type(spec).model_validate({**spec.model_dump(), "language": language})
     import inspect
 
     from fairpair._plugins import PluginError, load_plugin
@@ -254,7 +258,7 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
             exp = Expansion(b.name, loaded.sha256)
             total = store.add_cases(expand(loaded, exp))
             started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-            targets = {name: build_target(name, spec, base_dir=loaded.path.parent)
+            targets = {name: build_target(name, spec, base_dir=loaded.path.parent, language=b.language)
                        for name, spec in specs.items()}
             for t in targets.values():  # fail once, before the run, if a backend cannot start
                 if hasattr(t, "load"):
