@@ -207,7 +207,7 @@ def run(
     from fairpair._progress import RunProgress
 
     console.print(f"run directory: {escape(str(run_dir))}")
-    with RunProgress(console, enabled=not quiet) as prog:
+    with RunProgress(console, enabled=not quiet and console.is_terminal) as prog:
         outcome = execute_run(lb, run_dir, settings, only_targets=target, progress=prog)
     for name, c in outcome.manifest.get("counts", {}).items():
         console.print(f"target {escape(name)}: {c['answered']}/{c['cases']} answered, {c['failed']} failed, "
@@ -215,8 +215,11 @@ def run(
     _print_failures(run_dir, list(outcome.manifest.get("counts", {})))
     from fairpair import pipeline
 
-    code = pipeline.after_run(run_dir, lb, console, measure=measure_stage, analyze=analyze_stage,
-                              report=report_stage, gate=gate)
+    from fairpair._progress import progress_enabled
+
+    with progress_enabled(not quiet):  # -q: no bars in the later stages either
+        code = pipeline.after_run(run_dir, lb, console, measure=measure_stage, analyze=analyze_stage,
+                                  report=report_stage, gate=gate)
     if code:
         raise typer.Exit(code)
 
