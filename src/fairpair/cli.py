@@ -31,6 +31,20 @@ app = typer.Typer(
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
+def _version(value: bool) -> None:
+    if value:
+        from fairpair import __version__
+
+        console.print(f"fairpair {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
+    """Counterfactual, paired audits of LLM chatbots for unequal treatment."""
+
+
 BatteryArg = Annotated[Path, typer.Argument(help="Battery YAML file.", show_default=False)]
 RunArg = Annotated[Path, typer.Argument(help="Run directory (written by `fairpair run`).", show_default=False)]
 TemplatesOpt = Annotated[Optional[str], typer.Option(
@@ -272,7 +286,7 @@ def schema() -> None:
 
 
 # Commands of the later stages live beside their stage and register themselves on `app`.
-_COMMAND_MODULES = ("fairpair.run._cli", "fairpair.measures._cli", "fairpair.analysis._cli", "fairpair.report._cli",
+_COMMAND_MODULES = ("fairpair.battery._cli", "fairpair.run._cli", "fairpair.measures._cli", "fairpair.analysis._cli", "fairpair.report._cli",
                     "fairpair.persona._cli")
 
 

@@ -1,8 +1,8 @@
 """Fail fast on a broken target: a preflight before the run, a circuit breaker during it.
 
 * :func:`preflight` sends one case (the first one still to answer) before the
-  battery is sent, with the run's retries but a backoff capped at
-  :data:`PREFLIGHT_BACKOFF_MAX` seconds (connection refused: about 4 s with 5 tries). A target that is unreachable (connection refused, unknown host), that
+  battery is sent, with at most :data:`PREFLIGHT_ATTEMPTS` tries and a backoff capped
+  at :data:`PREFLIGHT_BACKOFF_MAX` seconds (connection refused: about 2 s). A target that is unreachable (connection refused, unknown host), that
   rejects the key (HTTP 401/403) or answers in a shape it cannot parse (a wrong
   ``reply_path``) raises :class:`PreflightError` (exit code 2) with the error:
   nothing else is sent.
@@ -25,11 +25,13 @@ from typing import Any
 
 from fairpair.errors import FairpairError
 
-__all__ = ["PREFLIGHT_BACKOFF_MAX", "PreflightError", "CircuitOpen", "CircuitBreaker", "ErrorKind",
+__all__ = ["PREFLIGHT_ATTEMPTS", "PREFLIGHT_BACKOFF_MAX", "PreflightError", "CircuitOpen", "CircuitBreaker", "ErrorKind",
            "error_kind", "summarize_errors", "preflight", "format_error_summary"]
 
 #: The longest wait between two tries of the preflight request, in seconds (a Retry-After still wins).
 PREFLIGHT_BACKOFF_MAX = 1.0
+#: The most tries of the preflight request (fewer when the run's --max-attempts is lower).
+PREFLIGHT_ATTEMPTS = 3
 
 
 class PreflightError(FairpairError):
@@ -139,7 +141,8 @@ def _classify(error: str) -> str:
 
 async def preflight(target: Any, case: Any, settings: Any, *, tools=None, tool_map=None,
                     secrets: Iterable[str] = (), name: str = "") -> tuple[Any, list[str], int, float]:
-    """Send ``case`` to ``target`` (the run's tries, backoff capped at :data:`PREFLIGHT_BACKOFF_MAX`).
+    """Send ``case`` to ``target`` (at most :data:`PREFLIGHT_ATTEMPTS` tries, backoff capped at
+    :data:`PREFLIGHT_BACKOFF_MAX`).
 
     Returns what :func:`fairpair.run._engine._converse` returns: ``(completion, replies,
     attempts, latency_s)``.
@@ -151,7 +154,8 @@ async def preflight(target: Any, case: Any, settings: Any, *, tools=None, tool_m
     """
     from fairpair.run._engine import _converse, _describe, RateLimiter, redact
 
-    quick = dataclasses.replace(settings, backoff_max=min(settings.backoff_max, PREFLIGHT_BACKOFF_MAX))
+    quick = dataclasses.replace(settings, max_attempts=min(settings.max_attempts, PREFLIGHT_ATTEMPTS),
+                                backoff_max=min(settings.backoff_max, PREFLIGHT_BACKOFF_MAX))
     try:
         return await _converse(target, case, quick, RateLimiter(settings.rpm, settings.tpm), tools,
                                tool_map or {})
