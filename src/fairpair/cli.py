@@ -279,10 +279,10 @@ def lexicons() -> None:
 
 @app.command()
 def schema() -> None:
-    """Print the battery's JSON schema (generated from the code)."""
-    from fairpair.battery import Battery
+    """Print the battery's JSON schema (generated from the code), every target and measure option included."""
+    from fairpair.battery._jsonschema import battery_json_schema
 
-    console.print_json(json.dumps(Battery.model_json_schema(), ensure_ascii=False))
+    console.print_json(json.dumps(battery_json_schema(), ensure_ascii=False))
 
 
 # Commands of the later stages live beside their stage and register themselves on `app`.
