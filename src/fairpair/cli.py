@@ -221,6 +221,7 @@ def run(
     from fairpair._progress import RunProgress
 
     console.print(f"run directory: {escape(str(run_dir))}")
+    _current_run[:] = [run_dir]
     with RunProgress(console, enabled=not quiet and console.is_terminal) as prog:
         outcome = execute_run(lb, run_dir, settings, only_targets=target, progress=prog)
     for name, c in outcome.manifest.get("counts", {}).items():
@@ -308,14 +309,15 @@ def main(argv: Optional[list[str]] = None) -> None:
     """Entry point: run the app, turning known errors into exit code 2 without a traceback."""
     try:
         code = app(args=argv, standalone_mode=False)
+        if code == 130:  # typer's click returns 130 for Ctrl-C outside standalone mode
+            _interrupted()
         if isinstance(code, int) and code:  # typer.Exit(n) is returned, not raised, outside standalone mode
             sys.exit(code)
     except FairpairError as exc:
         err_console.print(f"[red]error:[/red] {escape(exc.format())}", soft_wrap=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        err_console.print("interrupted: everything answered so far is stored; run again to resume")
-        sys.exit(130)
+        _interrupted()
     except SystemExit:
         raise
     except Exception as exc:  # noqa: BLE001
@@ -324,6 +326,8 @@ def main(argv: Optional[list[str]] = None) -> None:
             exc.show()  # usage errors and bad option values: click's message, exit 2
             sys.exit(exc.exit_code)
         if isinstance(exc, tuple(m.Abort for m in clicks if hasattr(m, "Abort"))):
+            if isinstance(exc.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+                _interrupted()
             sys.exit(1)
         understood = _understood(exc)
         if understood is not None:  # e.g. a damaged store found mid-command: one message, exit 2
@@ -334,6 +338,21 @@ def main(argv: Optional[list[str]] = None) -> None:
         err_console.print(f"[red]internal error:[/red] {escape(type(exc).__name__)}: {escape(str(exc))}\n"
                           "  this is a bug in fairpair; rerun with FAIRPAIR_DEBUG=1 for the traceback")
         sys.exit(1)
+
+
+#: The run directory of the ``run`` command in progress (for the Ctrl-C resume hint).
+_current_run: list[Path] = []
+
+
+def _interrupted() -> None:
+    """Ctrl-C: say that nothing is lost and how to resume; exit 130 (128 + SIGINT)."""
+    if _current_run:
+        err_console.print(f"interrupted: every answer stored so far is kept in {escape(str(_current_run[-1]))}; "
+                          f"run the same command again (with --out {escape(str(_current_run[-1]))}) to resume",
+                          soft_wrap=True)
+    else:
+        err_console.print("interrupted: everything stored so far is kept; run the same command again to resume")
+    sys.exit(130)
 
 
 def _understood(exc: BaseException) -> FairpairError | None:
