@@ -227,6 +227,12 @@ def run(
     for name, c in outcome.manifest.get("counts", {}).items():
         console.print(f"target {escape(name)}: {c['answered']}/{c['cases']} answered, {c['failed']} failed, "
                       f"{c['retried']} retried")
+    if outcome.cases_added:
+        console.print(f"[yellow]warning:[/yellow] the battery changed since this run directory was started: "
+                      f"{outcome.cases_added} new cases were added beside the "
+                      f"{outcome.manifest['counts'][next(iter(outcome.manifest['counts']))]['cases'] - outcome.cases_added}"
+                      " stored before (recorded as battery_changed); use a new --out for a clean run",
+                      soft_wrap=True)
     _print_failures(run_dir, list(outcome.manifest.get("counts", {})))
     from fairpair import pipeline
 

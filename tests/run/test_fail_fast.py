@@ -186,3 +186,20 @@ def test_circuit_breaker_counts_only_consecutive_identical_failures():
         br.failure("B: third")
     assert "3 cases in a row" in ei.value.message and "B: third" in ei.value.message
     assert ei.value.exit_code == 2
+
+
+def test_a_resumed_run_with_an_edited_template_warns(tmp_path, cli):
+    import json
+
+    b = write_battery(tmp_path, {"kind": "mock"}, names=NAMES)
+    code, out = cli("run", b, "--out", tmp_path / "run", "-q", "--no-report")
+    assert code == 0 and "warning" not in out
+    data = json.loads(b.read_text(encoding="utf-8"))
+    data["templates"][0]["turns"] = ["Hola, soy {nombre}. Otra pregunta distinta."]
+    b.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    code, out = cli("run", b, "--out", tmp_path / "run", "-q", "--no-report")
+    assert code == 0, out
+    flat = " ".join(out.split())
+    assert "warning: the battery changed since this run directory was started: 4 new cases were added beside the 8 " \
+           "stored before" in flat
+    assert rows(tmp_path / "run", "SELECT COUNT(*) FROM events WHERE kind='cases_added'") == [(1,)]

@@ -184,6 +184,7 @@ def loaded_from_store(store: Store) -> LoadedBattery:
 class RunOutcome:
     run_dir: Path
     manifest: dict[str, Any]
+    cases_added: int = 0  # cases a resumed run added because the battery changed
 
 
 def _record_battery(store: Store, loaded: LoadedBattery) -> dict[str, Any]:
@@ -256,7 +257,11 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
         try:
             notes = _record_battery(store, loaded)
             exp = Expansion(b.name, loaded.sha256)
+            before = store.n_cases()
             total = store.add_cases(expand(loaded, exp))
+            added = total - before if before else 0  # a resumed run whose battery now expands to more cases
+            if added:
+                store.event("cases_added", {"before": before, "added": added})
             started = datetime.now(timezone.utc).isoformat(timespec="seconds")
             targets = {name: build_target(name, spec, base_dir=loaded.path.parent, language=b.language)
                        for name, spec in specs.items()}
@@ -304,7 +309,7 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
                                                        "last_session": {n: s.__dict__ for n, s in stats.items()}})
         finally:
             store.close()
-    return RunOutcome(Path(run_dir), manifest)
+    return RunOutcome(Path(run_dir), manifest, added)
 
 
 async def _run_one(store, name, target, loaded, settings, secrets, cb):
