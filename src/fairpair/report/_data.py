@@ -381,6 +381,26 @@ def _collected(store: Any, battery: Any) -> list[dict[str, Any]]:
     return list(cells.values())
 
 
+class _LazyMasker:
+    """``Masker(values, group_terms=terms).mask``, compiled at the first call: a report that quotes no
+    evidence (no failing comparison) never pays for a pattern over every signal value."""
+
+    def __init__(self, values: tuple[str, ...], terms: tuple[str, ...], warnings: list[str]):
+        self.values, self.terms, self.warnings = values, terms, warnings
+        self._mask = None
+
+    def __call__(self, text: str) -> str:
+        if self._mask is None:
+            from fairpair.measures._mask import Masker
+
+            try:
+                self._mask = Masker(self.values, group_terms=self.terms).mask
+            except ValueError as exc:  # a value that shares a word with the marker: a longer marker
+                self.warnings.append(f"masking: {exc}")
+                self._mask = Masker(self.values, group_terms=self.terms, marker="[SIGNAL-MASKED]").mask
+        return self._mask(text)
+
+
 def load_report_data(run_dir: Path, *, language: str | None = None,
                      evidence: int = EVIDENCE_PER_COMPARISON) -> ReportData:
     """Read ``run_dir`` for a report; ``evidence``: matched sets quoted per failing comparison.
@@ -391,7 +411,7 @@ def load_report_data(run_dir: Path, *, language: str | None = None,
         ``run_dir`` is not a run directory, or results.json/manifest.json are
         unreadable or of an unknown schema.
     """
-    from fairpair.measures._mask import Masker, _trim, fold
+    from fairpair.measures._mask import _trim, fold
     from fairpair.run._runner import open_run
 
     run_dir = Path(run_dir)
@@ -413,11 +433,7 @@ def load_report_data(run_dir: Path, *, language: str | None = None,
         values, terms = _signal_values(battery)
         used = [v for v in _case_signal_values(store) if _trim(fold(v))]
         values = tuple(dict.fromkeys([*values, *used]))
-        try:
-            masker = Masker(values, group_terms=terms).mask
-        except ValueError as exc:  # a value that shares a word with the marker: mask with a longer marker
-            warnings.append(f"masking: {exc}")
-            masker = Masker(values, group_terms=terms, marker="[SIGNAL-MASKED]").mask
+        masker = _LazyMasker(values, terms, warnings)  # compiled only if evidence is quoted
         data = ReportData(
             run_dir=run_dir, language=lang, battery=battery,
             battery_name=(battery.name if battery is not None else manifest.get("battery", run_dir.name)),
