@@ -149,9 +149,9 @@ def main() -> None:
     if "run" in wanted and run_dir.exists():
         shutil.rmtree(run_dir)
     stages = [
-        ("expand", ["expand", str(bpath), "-o", str(root / "cases.jsonl")]),
+        ("expand", ["expand", str(bpath), "-o", str(root / "cases.jsonl"), "--yes"]),
         ("run", ["run", str(bpath), "--out", str(run_dir), "--concurrency", "8", "--no-measure", "--no-analyze",
-                 "--no-report", "--quiet"]),
+                 "--no-report", "--quiet", "--yes"]),
         ("measure", ["measure", str(run_dir)]),
         ("analyze", ["analyze", str(run_dir)]),
     ]

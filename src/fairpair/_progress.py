@@ -44,3 +44,89 @@ class RunProgress:
 
     def end_target(self, name: str) -> None:
         self.task = None
+
+
+# ---------------------------------------------------------------- the later stages
+import asyncio  # noqa: E402
+import contextlib  # noqa: E402
+import contextvars  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
+
+#: False under ``-q``: no progress display in this context (set by :func:`progress_enabled`).
+_ENABLED: contextvars.ContextVar[bool] = contextvars.ContextVar("fairpair_progress", default=True)
+
+
+@contextlib.contextmanager
+def progress_enabled(enabled: bool) -> Iterator[None]:
+    """Turn the later stages' progress displays on or off (``-q``) inside the block."""
+    token = _ENABLED.set(enabled)
+    try:
+        yield
+    finally:
+        _ENABLED.reset(token)
+
+
+def shows_progress(console: Console | None) -> bool:
+    """True when a progress display should be drawn: a console on a terminal, and not ``-q``."""
+    return console is not None and _ENABLED.get() and console.is_terminal
+
+
+def stage_bar(console: Console | None) -> Progress:
+    """A bar for a counted stage: done/total, %, rate per second, elapsed, ETA and an extra field."""
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
+        TextColumn("{task.fields[rate]}/s"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+        TextColumn("{task.fields[extra]}"),
+        console=console, transient=False, disable=not shows_progress(console))
+
+
+async def poll_progress(console: Console | None, description: str, total: int,
+                        done: Callable[[], int], extra: Callable[[], str] = lambda: "",
+                        every: float = 0.25) -> None:
+    """Draw a bar for ``done()`` of ``total`` until cancelled (run it as a task beside the work).
+
+    Reads the counters only, so the workers need no hook; nothing is drawn when
+    :func:`shows_progress` is False.
+    """
+    if not shows_progress(console) or total <= 0:
+        return
+    with stage_bar(console) as bar:
+        task = bar.add_task(description, total=total, rate="-", extra="")
+        try:
+            while True:
+                n = done()
+                speed = bar.tasks[task].speed
+                bar.update(task, completed=n, rate=f"{speed:.1f}" if speed else "-", extra=extra())
+                await asyncio.sleep(every)
+        except asyncio.CancelledError:
+            bar.update(task, completed=done(), extra=extra())
+            raise
+
+
+@contextlib.contextmanager
+def stage_status(console: Console | None, text: str) -> Iterator[None]:
+    """A spinner with the elapsed time for an uncounted stage (analysis, report); then one line saying
+    how long it took. Silent under ``-q`` and off a terminal."""
+    if not shows_progress(console):
+        yield
+        return
+    t0 = time.monotonic()
+    with console.status(text):
+        yield
+    console.print(f"{text.rstrip('.')}: done in {time.monotonic() - t0:.1f} s")
+
+
+class CountingTarget:
+    """Wraps a target (the judge) and counts its ``generate`` calls, for the progress display."""
+
+    def __init__(self, inner):
+        self._inner = inner
+        self.calls = 0
+
+    async def generate(self, request):
+        self.calls += 1
+        return await self._inner.generate(request)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)

@@ -31,6 +31,20 @@ app = typer.Typer(
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
+def _version(value: bool) -> None:
+    if value:
+        from fairpair import __version__
+
+        console.print(f"fairpair {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
+    """Counterfactual, paired audits of LLM chatbots for unequal treatment."""
+
+
 BatteryArg = Annotated[Path, typer.Argument(help="Battery YAML file.", show_default=False)]
 RunArg = Annotated[Path, typer.Argument(help="Run directory (written by `fairpair run`).", show_default=False)]
 TemplatesOpt = Annotated[Optional[str], typer.Option(
@@ -47,6 +61,36 @@ def _load(path: Path, templates: str | None = None, axes: str | None = None):
         return [x.strip() for x in v.split(",") if x.strip()] if v else None
 
     return select(load_battery(path), templates=split(templates), axes=split(axes))
+
+
+#: Above this many requests (conversations x turns x targets), ``run`` and ``expand`` ask for ``--yes``.
+CONFIRM_REQUESTS = 100_000
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help=f"Proceed without asking when the battery is large "
+                                      f"(over {CONFIRM_REQUESTS:,} requests).")]
+
+
+def _confirm_size(lb, yes: bool, what: str) -> None:
+    """Stop a very large battery before it is sent or written, unless ``--yes`` (or a yes on a terminal).
+
+    Raises
+    ------
+    FairpairError
+        Over :data:`CONFIRM_REQUESTS` requests, no ``--yes``, and no terminal to ask on (or a no).
+    """
+    from fairpair.cases import plan as make_plan
+
+    p = make_plan(lb)
+    if yes or p.requests <= CONFIRM_REQUESTS:
+        return
+    size = (f"{p.conversations:,} conversations per target, {p.requests:,} requests, about "
+            f"{p.prompt_tokens:,} prompt tokens (estimate)")
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        if typer.confirm(f"this battery {what} {size}; continue?", default=False):
+            return
+        raise FairpairError(f"stopped: the battery {what} {size}", file=lb.path)
+    raise FairpairError(f"this battery {what} {size}; pass --yes to proceed", file=lb.path,
+                        hint="`fairpair plan BATTERY` shows the sizes; lower 'repetitions' or select templates "
+                             "with --templates")
 
 
 @app.command()
@@ -131,17 +175,25 @@ def expand(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write cases.jsonl.")] = Path("cases.jsonl"),
     templates: TemplatesOpt = None,
     axes: AxesOpt = None,
+    yes: YesOpt = False,
 ) -> None:
     """Write every generated case (one JSON per line) and its expansion manifest."""
     from fairpair.cases import write_cases
 
     lb = _load(battery, templates, axes)
+    _confirm_size(lb, yes, "expands to")
     if output.is_dir():
         raise FairpairError("is a directory; give a file name such as cases.jsonl", file=output)
-    exp = write_cases(lb, output)
+    if not output.parent.is_dir():
+        raise FairpairError("the output folder does not exist; create it first or choose another -o",
+                            file=output.parent)
     manifest = output.with_name(output.stem + ".manifest.json")
-    manifest.write_text(json.dumps(exp.manifest(), indent=2, ensure_ascii=False, sort_keys=True) + "\n",
-                        encoding="utf-8")
+    try:
+        exp = write_cases(lb, output)
+        manifest.write_text(json.dumps(exp.manifest(), indent=2, ensure_ascii=False, sort_keys=True) + "\n",
+                            encoding="utf-8")
+    except OSError as exc:
+        raise FairpairError(f"cannot write the cases: {exc.strerror}", file=exc.filename or output) from None
     console.print(f"wrote {exp.total} cases to {escape(str(output))} (manifest: {escape(str(manifest))})")
     for e in exp.exclusions:
         console.print(f"excluded in {escape(e['design'])}: {escape(e['reason'])} ({e['count']})")
@@ -164,8 +216,13 @@ def run(
     report_stage: Annotated[bool, typer.Option("--report/--no-report", help="Write the report at the end.")] = True,
     gate: Annotated[bool, typer.Option("--gate", help="Exit 1 when a pre-registered comparison fails.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    preflight: Annotated[bool, typer.Option("--preflight/--no-preflight", help="Send one case first and stop "
+                                            "(exit 2) if it fails.")] = True,
+    max_consecutive_failures: Annotated[int, typer.Option(min=0, help="Stop (exit 2) after this many cases in a "
+                                                          "row fail with the same error; 0 = never.")] = 5,
     templates: TemplatesOpt = None,
     axes: AxesOpt = None,
+    yes: YesOpt = False,
 ) -> None:
     """Send every case to the battery's target(s) and store every answer; then measure, analyze, report."""
     from fairpair.run import RunSettings, default_run_dir, execute_run
@@ -174,21 +231,34 @@ def run(
     if dry_run:
         _dry_run(lb)
         return
+    _confirm_size(lb, yes, "sends")
     run_dir = out or default_run_dir(lb)
-    settings = RunSettings(concurrency=concurrency, timeout=timeout, max_attempts=max_attempts, rpm=rpm, tpm=tpm)
+    settings = RunSettings(concurrency=concurrency, timeout=timeout, max_attempts=max_attempts, rpm=rpm, tpm=tpm,
+                           preflight=preflight, max_consecutive_failures=max_consecutive_failures)
     from fairpair._progress import RunProgress
 
     console.print(f"run directory: {escape(str(run_dir))}")
-    with RunProgress(console, enabled=not quiet) as prog:
+    _current_run[:] = [run_dir]
+    with RunProgress(console, enabled=not quiet and console.is_terminal) as prog:
         outcome = execute_run(lb, run_dir, settings, only_targets=target, progress=prog)
     for name, c in outcome.manifest.get("counts", {}).items():
         console.print(f"target {escape(name)}: {c['answered']}/{c['cases']} answered, {c['failed']} failed, "
                       f"{c['retried']} retried")
     _print_answer_statuses(outcome.manifest.get("answer_statuses") or {})
+    if outcome.cases_added:
+        console.print(f"[yellow]warning:[/yellow] the battery changed since this run directory was started: "
+                      f"{outcome.cases_added} new cases were added beside the "
+                      f"{outcome.manifest['counts'][next(iter(outcome.manifest['counts']))]['cases'] - outcome.cases_added}"
+                      " stored before (recorded as battery_changed); use a new --out for a clean run",
+                      soft_wrap=True)
+    _print_failures(run_dir, list(outcome.manifest.get("counts", {})))
     from fairpair import pipeline
 
-    code = pipeline.after_run(run_dir, lb, console, measure=measure_stage, analyze=analyze_stage,
-                              report=report_stage, gate=gate)
+    from fairpair._progress import progress_enabled
+
+    with progress_enabled(not quiet):  # -q: no bars in the later stages either
+        code = pipeline.after_run(run_dir, lb, console, measure=measure_stage, analyze=analyze_stage,
+                                  report=report_stage, gate=gate)
     if code:
         raise typer.Exit(code)
 
@@ -208,6 +278,17 @@ def _print_answer_statuses(statuses: dict) -> None:
             console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
             for cid, st, text in sm.examples:
                 console.print(f"  {escape(cid)} \\[{escape(st)}]: {escape(repr(text))}", soft_wrap=True)
+
+
+def _print_failures(run_dir: Path, targets: list[str]) -> None:
+    """The end-of-run summary: the top error kinds of each target with counts and one example."""
+    from fairpair.run import open_run
+    from fairpair.run._status import failure_lines
+
+    with open_run(run_dir, readonly=True) as store:
+        lines = failure_lines(store, targets)
+    for line in lines:
+        console.print(escape(line), soft_wrap=True)
 
 
 def _dry_run(lb) -> None:
@@ -240,14 +321,14 @@ def lexicons() -> None:
 
 @app.command()
 def schema() -> None:
-    """Print the battery's JSON schema (generated from the code)."""
-    from fairpair.battery import Battery
+    """Print the battery's JSON schema (generated from the code), every target and measure option included."""
+    from fairpair.battery._jsonschema import battery_json_schema
 
-    console.print_json(json.dumps(Battery.model_json_schema(), ensure_ascii=False))
+    console.print_json(json.dumps(battery_json_schema(), ensure_ascii=False))
 
 
 # Commands of the later stages live beside their stage and register themselves on `app`.
-_COMMAND_MODULES = ("fairpair.measures._cli", "fairpair.analysis._cli", "fairpair.report._cli",
+_COMMAND_MODULES = ("fairpair.battery._cli", "fairpair.run._cli", "fairpair.measures._cli", "fairpair.analysis._cli", "fairpair.report._cli",
                     "fairpair.persona._cli")
 
 
@@ -269,14 +350,15 @@ def main(argv: Optional[list[str]] = None) -> None:
     """Entry point: run the app, turning known errors into exit code 2 without a traceback."""
     try:
         code = app(args=argv, standalone_mode=False)
+        if code == 130:  # typer's click returns 130 for Ctrl-C outside standalone mode
+            _interrupted()
         if isinstance(code, int) and code:  # typer.Exit(n) is returned, not raised, outside standalone mode
             sys.exit(code)
     except FairpairError as exc:
         err_console.print(f"[red]error:[/red] {escape(exc.format())}", soft_wrap=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        err_console.print("interrupted: everything answered so far is stored; run again to resume")
-        sys.exit(130)
+        _interrupted()
     except SystemExit:
         raise
     except Exception as exc:  # noqa: BLE001
@@ -285,12 +367,40 @@ def main(argv: Optional[list[str]] = None) -> None:
             exc.show()  # usage errors and bad option values: click's message, exit 2
             sys.exit(exc.exit_code)
         if isinstance(exc, tuple(m.Abort for m in clicks if hasattr(m, "Abort"))):
+            if isinstance(exc.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+                _interrupted()
             sys.exit(1)
+        understood = _understood(exc)
+        if understood is not None:  # e.g. a damaged store found mid-command: one message, exit 2
+            err_console.print(f"[red]error:[/red] {escape(understood.format())}", soft_wrap=True)
+            sys.exit(understood.exit_code)
         if os.environ.get("FAIRPAIR_DEBUG"):
             raise
         err_console.print(f"[red]internal error:[/red] {escape(type(exc).__name__)}: {escape(str(exc))}\n"
                           "  this is a bug in fairpair; rerun with FAIRPAIR_DEBUG=1 for the traceback")
         sys.exit(1)
+
+
+#: The run directory of the ``run`` command in progress (for the Ctrl-C resume hint).
+_current_run: list[Path] = []
+
+
+def _interrupted() -> None:
+    """Ctrl-C: say that nothing is lost and how to resume; exit 130 (128 + SIGINT)."""
+    if _current_run:
+        err_console.print(f"interrupted: every answer stored so far is kept in {escape(str(_current_run[-1]))}; "
+                          f"run the same command again (with --out {escape(str(_current_run[-1]))}) to resume",
+                          soft_wrap=True)
+    else:
+        err_console.print("interrupted: everything stored so far is kept; run the same command again to resume")
+    sys.exit(130)
+
+
+def _understood(exc: BaseException) -> FairpairError | None:
+    """An unexpected exception that fairpair nevertheless understands, as a FairpairError."""
+    from fairpair.run._store import damaged_store_error
+
+    return damaged_store_error(exc)
 
 
 def _click_exceptions() -> list:

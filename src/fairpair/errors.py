@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["FairpairError", "BatteryError"]
+__all__ = ["FairpairError", "BatteryError", "validation_summary"]
 
 
 class FairpairError(Exception):
@@ -61,3 +61,18 @@ class FairpairError(Exception):
 
 class BatteryError(FairpairError):
     """A battery file that cannot be loaded or fails validation."""
+
+
+def validation_summary(exc: Exception, *, first: int = 3) -> str:
+    """A pydantic ``ValidationError`` in one line: its count and the ``first`` errors as
+    ``key.path: message`` (other exceptions: ``str(exc)``)."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc)
+    try:
+        errs = errors()
+    except Exception:  # noqa: BLE001
+        return str(exc)
+    parts = [f"{'.'.join(str(x) for x in e.get('loc', ())) or '(top)'}: {e.get('msg', '')}" for e in errs[:first]]
+    more = f" (and {len(errs) - first} more)" if len(errs) > first else ""
+    return f"{len(errs)} problem{'s' if len(errs) != 1 else ''}: " + "; ".join(parts) + more

@@ -30,17 +30,22 @@ def after_run(run_dir: Path, loaded, console, *, measure: bool = True, analyze: 
     two_party = any(getattr(d, "kind", None) == "two_party" for d in b.designs)
     analyzed = analyze and bool(b.measures) and (bool(b.analysis.comparisons) or two_party)
     if analyzed:
+        from fairpair._progress import stage_status
         from fairpair.analysis import analyze_run
 
         # the report prints the verdicts in plain words; without it, the analysis prints its table
-        analyze_run(run_dir, console=None if report else console)
+        with stage_status(console, f"analysing {len(b.analysis.comparisons)} pre-registered comparisons..."):
+            analyze_run(run_dir, console=None if report else console)
     if report:
         from fairpair.report._data import load_report_data
         from fairpair.report._render import write_report
         from fairpair.report._terminal import print_verdicts
 
-        data = load_report_data(Path(run_dir))
-        paths = write_report(run_dir, data=data)
+        from fairpair._progress import stage_status
+
+        with stage_status(console, "writing the report..."):
+            data = load_report_data(Path(run_dir))
+            paths = write_report(run_dir, data=data)
         if analyzed and b.analysis.comparisons:
             print_verdicts(console, data=data)
         console.print(f"report: {paths['html']}", soft_wrap=True)

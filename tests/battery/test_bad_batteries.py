@@ -78,7 +78,19 @@ CASES = [
     ("unknown_top_key.yaml", 18, "repetitons", "unknown key 'repetitons'", "did you mean 'repetitions'?"),
     ("unreadable_yaml.yaml", 11, None, "unreadable YAML", None),
     ("writing_style_with_variants.yaml", 16, "attributes.estilo.groups.faltas.variants", "declares 'transforms', not 'variants'", None),
-    ("wrong_type_repetitions.yaml", 18, "repetitions", "valid integer", "got 'cinco'"),
+    ("wrong_type_repetitions.yaml", 18, "repetitions", "valid integer", "got str 'cinco'"),
+    # silent paths (issue 14): settings that validated but did nothing
+    ("mock_bias_unknown_group.yaml", 21, "target.bias.magrev", "the mock's bias names group 'magrev', which no attribute has", "did you mean 'magreb'?"),
+    ("mock_language_mismatch.yaml", 19, "target.language", "the mock answers in 'es' but the battery's language is 'en'", "use 'language: en'"),
+    ("comparison_judge_without_field.yaml", 22, "analysis.comparisons[0].measure", "measure 'tono' stores one row per field", "did you mean 'tono.courtesy'? (fields: tono.courtesy, tono.condescension, tono.distrust)"),
+    ("comparison_judge_unknown_field.yaml", 22, "analysis.comparisons[0].measure", "measure 'tono' has no field 'condescencion'", "did you mean 'tono.condescension'?"),
+    ("comparison_duplicate.yaml", 23, "analysis.comparisons[1]", "this comparison repeats comparisons[0]", None),
+    ("comparison_binary_margin_too_large.yaml", 22, "analysis.comparisons[0].margin", "margin 5 on the yes/no measure 'reembolso' is 500 points", "did you mean 0.05?"),
+    ("comparison_judge_margin_too_large.yaml", 22, "analysis.comparisons[0].margin", "not below the range of its scale (1-5)", None),
+    ("repetitions_bool.yaml", 18, "repetitions", "valid integer (got bool True)", None),
+    ("bootstrap_resamples_huge.yaml", 19, "analysis.bootstrap_resamples", "less than or equal to 100000", None),
+    ("yaml_alias_bomb.yaml", 9, None, "the YAML expands to more than 1,000,000 values", None),
+    ("yaml_too_deep.yaml", 4, None, "the YAML nests deeper than 64 levels", None),
     ("wrong_type_turns.yaml", 14, "templates[0].turns", "valid list (got dict", None),
 ]
 

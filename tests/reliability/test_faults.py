@@ -124,7 +124,8 @@ def test_second_process_on_the_same_run_directory_is_refused(tmp_path):
         target = {"kind": "openai", "base_url": server.base_url, "model": "mock-1", "api_key_env": None}
         battery = demo_battery(tmp_path / "b", target)
         run = tmp_path / "run"
-        common = ["--out", run, "--concurrency", "4", "--no-measure", "--no-analyze", "--no-report", "-q"]
+        common = ["--out", run, "--concurrency", "4", "--no-measure", "--no-analyze", "--no-report", "-q",
+                  "--no-preflight"]  # 4 requests held at once (a preflight would hold the first alone)
         first = subprocess.Popen(fairpair_cmd("run", battery, *common), stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)
         try:

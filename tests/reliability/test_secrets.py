@@ -70,7 +70,8 @@ def test_planted_secret_appears_nowhere(tmp_path, monkeypatch):
         data = battery.read_text(encoding="utf-8").replace("target:\n  kind: mock\n", "")
         battery.write_text(data + "targets: " + json.dumps(targets) + "\n", encoding="utf-8")
         run = tmp_path / "run"
-        assert fp("run", battery, "--out", run, "--max-attempts", "2", "--no-measure", "--no-analyze") == 0, outputs[-1]
+        assert fp("run", battery, "--out", run, "--max-attempts", "2", "--no-measure", "--no-analyze",
+                  "--no-preflight", "--max-consecutive-failures", "0") == 0, outputs[-1]  # store every failure
         assert fp("measure", run, "--max-attempts", "1") == 0, outputs[-1]
         assert fp("analyze", run) == 0, outputs[-1]
         assert fp("report", run, "--lang", "en") == 0, outputs[-1]

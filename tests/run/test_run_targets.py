@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 import socket
@@ -17,6 +18,7 @@ import pytest
 from fairpair.battery import load_battery
 from fairpair.cases import expand
 from fairpair.cli import main as cli_main
+from fairpair.run._preflight import PreflightError
 from fairpair.run import RunLock, RunSettings, Store, execute_run, run_target
 from fairpair.targets.mock import MockTarget
 from fairpair.targets.openai import OpenAITarget
@@ -75,12 +77,21 @@ def test_401_is_a_stored_failure_with_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("FP_RUN_KEY", "sk-run-wrong-key-123456")
     with serve_openai(api_key="sk-the-right-one") as server:
         lb = load_battery(write_battery(tmp_path, openai_block(server, api_key_env="FP_RUN_KEY")))
-        out = execute_run(lb, tmp_path / "run", FAST)
+        with pytest.raises(PreflightError) as ei:  # the preflight stops the run at the first case
+            execute_run(lb, tmp_path / "run", FAST)
         n = server.n_requests
+        # without the preflight and the breaker every case is tried once and stored as a failure
+        out = execute_run(lb, tmp_path / "run2", dataclasses.replace(FAST, preflight=False,
+                                                                     max_consecutive_failures=0))
+        n2 = server.n_requests - n
+    assert "HTTP 401" in ei.value.message and "sk-run-wrong-key-123456" not in ei.value.format()
+    assert n == 1  # not retried, and nothing else sent
+    with Store.open(tmp_path / "run") as store:
+        assert store.counts("openai") == {"answered": 0, "failed": 1, "retried": 0}
     counts = out.manifest["counts"]["openai"]
     assert counts == {"answered": 0, "failed": 16, "retried": 0, "cases": 16}
-    assert n == 16  # not retried
-    with Store.open(tmp_path / "run") as store:
+    assert n2 == 16  # not retried
+    with Store.open(tmp_path / "run2") as store:
         errors = {r.error for r in store.responses("openai", status="failed")}
     assert len(errors) == 1
     (error,) = errors
@@ -94,7 +105,13 @@ def test_unreachable_server_gives_stored_failures(tmp_path):
         port = s.getsockname()[1]
         lb = load_battery(write_battery(tmp_path, {"kind": "openai", "base_url": f"http://127.0.0.1:{port}/v1",
                                                    "model": "m", "api_key_env": None}, templates=1))
-        out = execute_run(lb, tmp_path / "run", FAST)
+        with pytest.raises(PreflightError):  # by default the preflight stops at the first case
+            execute_run(lb, tmp_path / "pre", FAST)
+        out = execute_run(lb, tmp_path / "run", dataclasses.replace(FAST, preflight=False,
+                                                                    max_consecutive_failures=0))
+    with Store.open(tmp_path / "pre") as store:
+        failed = list(store.responses("openai", status="failed"))
+    assert len(failed) == 1 and failed[0].attempts == 3 and "connection error" in failed[0].error
     assert out.manifest["counts"]["openai"]["failed"] == 8
     with Store.open(tmp_path / "run") as store:
         failed = list(store.responses("openai", status="failed"))
@@ -245,9 +262,13 @@ def test_secrets_never_reach_the_run_directory_or_the_output(tmp_path, monkeypat
         del data["target"]
         data["targets"] = targets
         battery.write_text(json.dumps(data), encoding="utf-8")
+        with pytest.raises(SystemExit) as ei:  # the preflight stops at the first case; its message is redacted
+            cli_main(["run", str(battery), "--out", str(tmp_path / "pre"), "--max-attempts", "2", "-q"])
+        assert ei.value.code == 2
         run_dir = tmp_path / "run"
         cli_main(["run", str(battery), "--out", str(run_dir), "--max-attempts", "2", "--no-measure",
-                  "--no-analyze", "--no-report", "-q"])  # returns normally: failures are data
+                  "--no-analyze", "--no-report", "-q", "--no-preflight",
+                  "--max-consecutive-failures", "0"])  # returns normally: failures are data
         assert any(api_key in (r.headers.get("authorization") or "") for r in server.received)  # it was sent
     out = capsys.readouterr()
     with Store.open(run_dir) as store:
@@ -258,6 +279,10 @@ def test_secrets_never_reach_the_run_directory_or_the_output(tmp_path, monkeypat
             blob = f.read_bytes()
             assert api_key.encode() not in blob and header.encode() not in blob, f
     assert api_key not in out.out + out.err and header not in out.out + out.err
+    assert "the first case failed" in out.err and "***" in out.err
+    for f in (tmp_path / "pre").rglob("*"):
+        if f.is_file():
+            assert api_key.encode() not in f.read_bytes() and header.encode() not in f.read_bytes(), f
 
 
 def test_second_run_on_a_locked_directory_exits_2(tmp_path, capsys):

@@ -444,4 +444,6 @@ def load_results(run_dir: Path | str) -> Results:
     except FileNotFoundError:
         raise FairpairError("no results.json; run `fairpair analyze` first", file=run_dir) from None
     except (ValueError, OSError) as exc:
-        raise FairpairError(f"unreadable results.json: {exc}", file=path) from None
+        from fairpair.errors import validation_summary
+
+        raise FairpairError(f"unreadable results.json: {validation_summary(exc)}", file=path) from None

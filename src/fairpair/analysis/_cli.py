@@ -34,15 +34,16 @@ def gate(run: RunArg,
                                                           "significantly worse than in this earlier run.")] = None,
          junit: Annotated[Optional[Path], typer.Option("--junit", help="Write JUnit XML here.")] = None) -> None:
     """Exit 1 when a primary comparison fails (or is inconclusive / worse than --baseline, if asked)."""
-    from fairpair.analysis import gate_exit_code
-    from fairpair.analysis._gate import current_results, failing
+    from fairpair.analysis._gate import gate_lines, gate_outcome
 
-    code = gate_exit_code(run, on_inconclusive=on_inconclusive, baseline=baseline, junit=junit)
-    res = current_results(run)
-    for c in res.primary():
-        mark = "FAIL" if failing(c, on_inconclusive=on_inconclusive or res.fail_on_inconclusive) else c.verdict
-        console.print(f"{mark:12} {escape(c.target)} {escape(c.id)} {escape(c.group_a)} vs {escape(c.group_b)}")
-    console.print("gate: " + ("[red]failed[/red]" if code else "[green]passed[/green]"))
+    outcome = gate_outcome(run, on_inconclusive=on_inconclusive, baseline=baseline, junit=junit)
+    code = outcome.code
+    lines = gate_lines(outcome)
+    for line in lines:  # failing comparisons and regressions first, each with its numbers
+        console.print(escape(line), soft_wrap=True)
+    n_fail = sum(1 for line in lines if line.startswith(("FAIL", "WORSE")))
+    console.print("gate: " + (f"[red]failed[/red] ({n_fail} of the lines above)" if code
+                              else "[green]passed[/green]"))
     if code:
         raise typer.Exit(code)
 

@@ -9,15 +9,17 @@ primary comparison's gap got significantly worse than in the baseline
 
 from __future__ import annotations
 
-from fairpair.errors import FairpairError
-
+from dataclasses import dataclass
 from pathlib import Path
+
+from fairpair.errors import FairpairError
 from xml.etree import ElementTree as ET
 
 from fairpair.analysis._analyze import RESULTS_NAME, analyze_run, load_results
 from fairpair.analysis._results import ComparisonResult, Results
 
-__all__ = ["gate_exit_code", "junit_xml", "failing", "current_results"]
+__all__ = ["gate_exit_code", "gate_outcome", "GateOutcome", "gate_lines", "junit_xml", "failing",
+           "current_results"]
 
 
 def current_results(run_dir: Path | str) -> Results:
@@ -67,9 +69,76 @@ def junit_xml(res: Results, *, on_inconclusive: bool = False, worse: list | None
     return ET.tostring(suite, encoding="unicode", xml_declaration=True)
 
 
+@dataclass(frozen=True)
+class GateOutcome:
+    """The gate's decision: ``code`` (0 pass, 1 fail), the ``results`` it judged, the primary
+    comparisons that got significantly ``worse`` than the baseline run, and ``on_inconclusive``."""
+
+    code: int
+    results: Results
+    worse: list
+    on_inconclusive: bool
+
+
+def _num(x: float | None, binary: bool) -> str:
+    if x is None:
+        return "n/a"
+    return f"{100 * x:+.1f} points" if binary else f"{x:+.3g}"
+
+
+def _ci(ci, binary: bool) -> str:
+    if not ci or None in tuple(ci):
+        return "CI n/a"
+    lo, hi = ci
+    return f"CI {100 * lo:+.1f} to {100 * hi:+.1f}" if binary else f"CI {lo:+.3g} to {hi:+.3g}"
+
+
+def _p(p: float | None) -> str:
+    return "n/a" if p is None else (f"{p:.3g}" if p >= 0.001 else "<0.001")
+
+
+def gate_lines(outcome: GateOutcome) -> list[str]:
+    """One line per primary comparison (failing ones first) and one per regression, with the numbers:
+    ``FAIL  mock refund magreb vs espana: -33.3 points (95% CI -45.0 to -21.7), margin 3.0 points,
+    McNemar (exact) p=0.001, holm-adjusted 0.003, 36 pairs``."""
+    res, on_inc = outcome.results, outcome.on_inconclusive
+    prim = [c for c in res.comparisons if c.primary]
+    lines: list[tuple[int, str]] = []
+    for c in prim:
+        binary = c.scale == "binary"
+        fails = failing(c, on_inconclusive=on_inc)
+        if c.verdict == "inconclusive" and fails:
+            mark, rank = "FAIL (inconclusive, --on-inconclusive)", 0
+        elif c.verdict == "fail":
+            mark, rank = "FAIL", 0
+        else:
+            mark, rank = c.verdict, 1
+        margin = "no margin" if not c.margin else \
+            (f"margin {100 * c.margin:.1f} points" if binary else f"margin {c.margin:g}")
+        level = f"{100 * c.confidence_level:g}%"
+        text = (f"{mark:12} {c.target} {c.measure} {c.group_a} vs {c.group_b}: {_num(c.estimate, binary)} "
+                f"({level} {_ci(c.ci, binary)}), {margin}, {c.test} p={_p(c.pvalue)}"
+                + (f", {c.correction}-adjusted {_p(c.pvalue_adjusted)}" if c.correction != "none" else "")
+                + f", {c.n_pairs} pairs")
+        lines.append((rank, text))
+    for r in outcome.worse:
+        binary = r.scale == "binary"
+        lines.append((0, f"{'WORSE':12} {r.target_after} {r.measure} {r.group_a} vs {r.group_b}: gap "
+                         f"{_num(r.gap_before, binary)} -> {_num(r.gap_after, binary)} than in the baseline, change "
+                         f"{_num(r.change, binary)} ({_ci(r.ci, binary)}), p={_p(r.pvalue)}, {r.n_sets} matched "
+                         "sets"))
+    return [t for _, t in sorted(lines, key=lambda x: x[0])]
+
+
 def gate_exit_code(run_dir: Path | str, *, on_inconclusive: bool = False, baseline: Path | str | None = None,
                    junit: Path | str | None = None) -> int:
     """0 when the gate passes, 1 when it fails (see module notes); optionally writes JUnit XML."""
+    return gate_outcome(run_dir, on_inconclusive=on_inconclusive, baseline=baseline, junit=junit).code
+
+
+def gate_outcome(run_dir: Path | str, *, on_inconclusive: bool = False, baseline: Path | str | None = None,
+                 junit: Path | str | None = None) -> GateOutcome:
+    """The gate's decision with what it was made from (see :func:`gate_exit_code`)."""
     res = current_results(run_dir)
     if not any((c.n_pairs or 0) > 0 for c in res.comparisons):
         raise FairpairError("nothing to gate: no pre-registered comparison has a single measured pair",
@@ -88,4 +157,4 @@ def gate_exit_code(run_dir: Path | str, *, on_inconclusive: bool = False, baseli
         except OSError as exc:
             raise FairpairError(f"cannot write the JUnit XML file: {exc.strerror}", file=junit,
                                 hint="--junit takes a file path such as fairness.xml") from None
-    return 1 if bad else 0
+    return GateOutcome(1 if bad else 0, res, worse, on_inc)

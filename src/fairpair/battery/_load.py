@@ -91,7 +91,10 @@ def load_battery(path: str | Path) -> LoadedBattery:
 # ---------------------------------------------------------------- includes
 
 
-def _merge_includes(data: dict, path: Path, located: Located) -> dict:
+def _merge_includes(data: dict, path: Path, located: Located, stack: tuple[Path, ...] = ()) -> dict:
+    """Merge the files of ``data``'s ``include:`` list underneath it; included files may include
+    others (``stack``: the files above, for cycles). Errors name the file that has the problem."""
+    stack = (*stack, path.resolve())
     includes = data.pop("include", None)
     if includes is None:
         return data
@@ -107,12 +110,12 @@ def _merge_includes(data: dict, path: Path, located: Located) -> dict:
             file, line = located.where(("include", i))
             raise BatteryError(f"included file not found: {path.parent / inc}", file=file, line=line,
                                key=f"include[{i}]")
-        sub = load_yaml(path.parent / inc, _stack=(path.resolve(),),
-                        _origin=located.where(("include", i)))
+        sub = load_yaml(path.parent / inc, _stack=stack, _origin=located.where(("include", i)))
         if not isinstance(sub.data, dict):
             file, line = located.where(("include", i))
             raise BatteryError(f"included file {inc} must be a mapping", file=file, line=line,
                                key=f"include[{i}]")
+        sub.data = _merge_includes(sub.data, path.parent / inc, sub, stack)  # includes nest
         for p, pos in sub.lines.items():
             located.lines.setdefault(p, pos)
         located.files.extend(sub.files)
@@ -497,6 +500,9 @@ def _check(lb: LoadedBattery) -> None:
         _pairwise_reference(lb, b, c, cpath)
         if c.design is not None:
             _need(lb, c.design, [b.design_id(i) for i in range(len(b.designs))], (*cpath, "design"), "design")
+    from fairpair.battery._silent import check_silent_paths
+
+    check_silent_paths(lb)  # settings that would silently do nothing (mock bias/language, fields, margins)
 
 
 def _pairwise_reference(lb: LoadedBattery, b: Any, c: Any, cpath: tuple) -> None:

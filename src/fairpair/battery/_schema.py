@@ -158,7 +158,7 @@ class Template(_Strict):
 class _DesignBase(_Strict):
     id: Annotated[str, Field(pattern=_ID)] | None = None
     templates: list[str] | None = None
-    repetitions: int | None = Field(None, ge=1)
+    repetitions: int | None = Field(None, ge=1, strict=True)  # strict: `true` is not 1
 
 
 class CounterfactualDesign(_DesignBase):
@@ -261,7 +261,7 @@ class AnalysisPlan(_Strict):
     alpha: float = Field(0.05, gt=0, lt=1)
     correction: Literal["holm", "bh", "none"] = "holm"
     exact_threshold: int = Field(25, ge=0)
-    bootstrap_resamples: int = Field(2000, ge=0)
+    bootstrap_resamples: int = Field(2000, ge=0, le=100_000)  # more adds nothing but hours
     confidence_level: float = Field(0.95, gt=0, lt=1)
     seed: int = 0
     comparisons: list[Comparison] = Field(default_factory=list)
@@ -276,7 +276,7 @@ class Battery(_Strict):
     description: str | None = None
     language: Literal["es", "en"] = "es"
     seed: int = 0
-    repetitions: int = Field(1, ge=1)
+    repetitions: int = Field(1, ge=1, strict=True)  # strict: `true` is not 1
     attributes: dict[str, Attribute] = Field(default_factory=dict)
     slots: dict[str, str] = Field(default_factory=dict)
     templates: list[Template] = Field(min_length=1)

@@ -88,6 +88,9 @@ def load_yaml(path: str | Path, *, _stack: tuple[Path, ...] = (), _origin=None) 
         f, line = _origin or (str(path), None)
         raise BatteryError(f"include cycle: {chain}", file=f, line=line, key="!include")
     text = _read(path, _stack, _origin)
+    from fairpair.battery._bounds import check_bounds
+
+    check_bounds(text, path)  # depth and alias expansion bounded before anything is built
     node = _compose(path, text)
     out = Located(data=None, files=[path])
     if node is None:

@@ -63,22 +63,43 @@ def _comparisons(loaded: LoadedBattery, attribute: str, design_id: str, n_groups
     return (k - 1) if c.reference else comb(k, 2)
 
 
-def plan(loaded: LoadedBattery) -> Plan:
-    """Expand the battery (streaming) and count what would be sent."""
+def _one_repetition(loaded: LoadedBattery) -> tuple[LoadedBattery, dict[str, int]]:
+    """The battery with every design at one repetition, and each design id's real repetitions."""
     b = loaded.battery
+    reps = {b.design_id(i): (d.repetitions or b.repetitions) for i, d in enumerate(b.designs)}
+    designs = [d.model_copy(update={"repetitions": None}) for d in b.designs]
+    one = b.model_copy(update={"repetitions": 1, "designs": designs})
+    return LoadedBattery(one, loaded.path, loaded.located, loaded.sha256, loaded.selection), reps
+
+
+def plan(loaded: LoadedBattery) -> Plan:
+    """Count what would be sent, arithmetically in the repetitions.
+
+    One repetition of every design is expanded (streaming) and its counts are
+    multiplied by the design's repetitions: repetitions differ only in their
+    seed, so the conversations, matched sets and requests are exact, and
+    ``plan`` answers at once for 10^9 repetitions. The prompt-token figure is
+    an estimate (characters / :data:`CHARS_PER_TOKEN`).
+    """
+    b = loaded.battery
+    one, reps_of = _one_repetition(loaded)
     exp = Expansion(b.name, loaded.sha256)
-    chars = 0
-    turns = 0
-    n = 0
-    for case in expand(loaded, exp):
-        n += 1
+    chars: dict[str, int] = {}
+    turns: dict[str, int] = {}
+    for case in expand(one, exp):
         ctx = json.dumps(case.context, ensure_ascii=False) if case.context else ""
         base = sum(len(m["content"]) for m in case.messages) + len(ctx)
         acc = 0
         for t in case.turns:  # each turn resends the conversation so far
             acc += len(t)
-            chars += base + acc
-            turns += 1
+            chars[case.design] = chars.get(case.design, 0) + base + acc
+            turns[case.design] = turns.get(case.design, 0) + 1
+    for did, st in exp.designs.items():
+        r = reps_of.get(did, 1)
+        st.update(repetitions=r, cases=st["cases"] * r, matched_sets=st["matched_sets"] * r)
+    n = sum(st["cases"] for st in exp.designs.values())
+    total_chars = sum(c * reps_of.get(d, 1) for d, c in chars.items())
+    total_turns = sum(c * reps_of.get(d, 1) for d, c in turns.items())
     designs: dict[str, dict[str, Any]] = {}
     for di, d in enumerate(b.designs):
         did = b.design_id(di)
@@ -109,6 +130,6 @@ def plan(loaded: LoadedBattery) -> Plan:
         designs[did] = s
     reps = sorted({(d.repetitions or b.repetitions) for d in b.designs})
     return Plan(battery=b.name, templates=len(b.templates), repetitions=reps[0] if len(reps) == 1 else max(reps),
-                conversations=n, prompt_tokens=int(chars / CHARS_PER_TOKEN), user_turns=turns,
+                conversations=n, prompt_tokens=int(total_chars / CHARS_PER_TOKEN), user_turns=total_turns,
                 targets=len(b.target_specs()), designs=designs, exclusions=exp.exclusions,
                 measures=sorted(b.measures))

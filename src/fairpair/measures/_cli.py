@@ -37,13 +37,16 @@ def measure(
     concurrency: Annotated[int, typer.Option(min=1, help="Parallel judge calls.")] = 8,
     timeout: Annotated[float, typer.Option(min=0.1, help="Seconds per judge call.")] = 120.0,
     max_attempts: Annotated[int, typer.Option(min=1, help="Tries per judge call on retryable errors.")] = 5,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Measure every stored answer of a run (resumable: stored measurements are kept)."""
+    from fairpair._progress import progress_enabled
     from fairpair.measures._runner import measure_run
     from fairpair.run._engine import RunSettings
 
     settings = RunSettings(concurrency=concurrency, timeout=timeout, max_attempts=max_attempts)
-    measure_run(run, console=console, measures=measure_names, settings=settings)
+    with progress_enabled(not quiet):
+        measure_run(run, console=console, measures=measure_names, settings=settings)
 
 
 calibrate_app = typer.Typer(help="Calibrate the tone judge against human raters.", no_args_is_help=True,

@@ -298,7 +298,8 @@ def _target_identities(loaded, store) -> dict[str, dict[str, Any]]:
         pass
     from fairpair.run._runner import build_target
 
-    return {n: build_target(n, s).identity() for n, s in loaded.battery.target_specs().items()}
+    return {n: build_target(n, s, language=loaded.battery.language).identity()
+            for n, s in loaded.battery.target_specs().items()}
 
 
 # ---------------------------------------------------------------- counterparts
@@ -484,7 +485,12 @@ async def _measure(store, loaded, run_dir, console, names, judge, settings) -> M
             if console is not None:  # judge measures can take minutes: say what is going on
                 who = " (judge calls: one or more per answer)" if m.uses_judge else ""
                 console.print(f"measuring {escape(name)}{who}...", soft_wrap=True)
-            await _measure_stream(name, m, ctx, store, counterparts)
+            bar = asyncio.ensure_future(_measure_progress(console, name, m, ctx, store))
+            try:
+                await _measure_stream(name, m, ctx, store, counterparts)
+            finally:
+                bar.cancel()
+                await asyncio.gather(bar, return_exceptions=True)
     finally:
         if owns_judge and ctx.judge is not None:
             try:
@@ -497,6 +503,30 @@ async def _measure(store, loaded, run_dir, console, names, judge, settings) -> M
         _print_counts(console, ctx.counts, warnings)
     return MeasureRunResult(Path(run_dir), dict(ctx.counts), scales, ctx.judge_identity, dict(ctx.embedders),
                             tuple(warnings))
+
+
+async def _measure_progress(console, name: str, m: Measure, ctx: MeasureContext, store) -> None:
+    """A progress bar for measure ``name`` (answers measured this session, judge calls counted)."""
+    from fairpair._progress import CountingTarget, poll_progress, shows_progress
+
+    if not shows_progress(console):
+        return
+    rows = m.row_names(ctx)
+    answered = sum(store.counts(t)["answered"] for t in store.targets())
+    todo = answered - len(store.measured_keys(rows[0])) if rows else answered
+    if m.uses_judge and ctx.judge is not None and not isinstance(ctx.judge, CountingTarget):
+        ctx.judge = CountingTarget(ctx.judge)
+    judge = ctx.judge if m.uses_judge else None
+    base = judge.calls if judge is not None else 0
+
+    def done() -> int:
+        c = ctx.counts.get(name)
+        return c.ok + c.missing + c.failed if c else 0  # one status per answer
+
+    def extra() -> str:
+        return f"judge calls {judge.calls - base:,}" if judge is not None else ""
+
+    await poll_progress(console, f"measure {name}", todo, done, extra)
 
 
 def _record_in_manifest(store, run_dir, ctx: MeasureContext, names: Iterable[str], warnings: list[str]) -> None:

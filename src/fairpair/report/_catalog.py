@@ -671,7 +671,12 @@ def verdict_sentence(comp: Mapping[str, Any], *, lang: str, label_a: str, label_
         parts.append(tp)
     margin = comp.get("margin")
     verdict = comp.get("verdict")
-    if verdict not in ("fail", "pass", "inconclusive"):
+    from fairpair.analysis._nodata import no_data_clause
+
+    nodata = no_data_clause(comp, lang) if verdict != "fail" else None
+    if nodata is not None:  # 0 pairs or a constant measure: the reason, not "the interval does not settle"
+        clause = nodata
+    elif verdict not in ("fail", "pass", "inconclusive"):
         clause = verdict_word(verdict, lang).lower()
     elif _finite(margin) and margin > 0:
         m = fmt_margin_value(margin * scale_f, lang)

@@ -169,6 +169,14 @@ def _load_results(run_dir: Path) -> dict[str, Any] | None:
         raise FairpairError(f"results.json has schema {schema!r}; this fairpair reads {RESULTS_SCHEMA!r}",
                             file=path, key="schema",
                             hint="rerun `fairpair analyze` with this version of fairpair")
+    from fairpair.analysis._results import Results
+    from fairpair.errors import validation_summary
+
+    try:  # the report reads it as data: a malformed file is refused here, with its problems
+        Results.model_validate(data)
+    except ValueError as exc:
+        raise FairpairError(f"results.json is malformed: {validation_summary(exc)}", file=path,
+                            hint="rerun `fairpair analyze RUN` to write it again") from None
     return data
 
 
@@ -437,6 +445,24 @@ def _masker(battery: Any, values: tuple[str, ...], terms: tuple[str, ...], marke
     return masker_for(battery, marker=marker, extra_values=values)
 
 
+class _LazyMasker:
+    """The report's ``mask`` (see :func:`_masker`), compiled at the first call: a report that quotes no
+    evidence (no failing comparison) never pays for a pattern over every signal value."""
+
+    def __init__(self, battery: Any, values: tuple[str, ...], terms: tuple[str, ...], warnings: list[str]):
+        self.battery, self.values, self.terms, self.warnings = battery, values, terms, warnings
+        self._mask = None
+
+    def __call__(self, text: str) -> str:
+        if self._mask is None:
+            try:
+                self._mask = _masker(self.battery, self.values, self.terms, "[MASK]").mask
+            except ValueError as exc:  # a value that shares a word with the marker: a longer marker
+                self.warnings.append(f"masking: {exc}")
+                self._mask = _masker(self.battery, self.values, self.terms, "[SIGNAL-MASKED]").mask
+        return self._mask(text)
+
+
 def load_report_data(run_dir: Path, *, language: str | None = None,
                      evidence: int = EVIDENCE_PER_COMPARISON) -> ReportData:
     """Read ``run_dir`` for a report; ``evidence``: matched sets quoted per failing comparison.
@@ -447,7 +473,7 @@ def load_report_data(run_dir: Path, *, language: str | None = None,
         ``run_dir`` is not a run directory, or results.json/manifest.json are
         unreadable or of an unknown schema.
     """
-    from fairpair.measures._mask import Masker, _trim, fold
+    from fairpair.measures._mask import _trim, fold
     from fairpair.run._runner import open_run
 
     run_dir = Path(run_dir)
@@ -469,11 +495,7 @@ def load_report_data(run_dir: Path, *, language: str | None = None,
         values, terms = _signal_values(battery)
         used = [v for v in _case_signal_values(store) if _trim(fold(v))]
         values = tuple(dict.fromkeys([*values, *used]))
-        try:
-            masker = _masker(battery, values, terms, "[MASK]").mask
-        except ValueError as exc:  # a value that shares a word with the marker: mask with a longer marker
-            warnings.append(f"masking: {exc}")
-            masker = _masker(battery, values, terms, "[SIGNAL-MASKED]").mask
+        masker = _LazyMasker(battery, values, terms, warnings)  # compiled only if evidence is quoted
         drops: dict[str, dict[str, int]] = {}
         data = ReportData(
             run_dir=run_dir, language=lang, battery=battery,

@@ -20,6 +20,7 @@ from fairpair.report._catalog import (
     fmt_num, fmt_p, fmt_pct, msg, test_name, verdict_sentence, verdict_word,
 )
 from fairpair.report._data import ReportData, comparison_key, group_label, load_report_data, measure_label
+from fairpair.report._notes import translate_note
 from fairpair.report._text import MdSafe, clean, md_block, md_inline
 
 __all__ = ["write_report", "build_view", "REPORT_SCHEMA", "overall_verdict", "VerdictRow"]
@@ -99,7 +100,7 @@ def _verdict_rows(data: ReportData, lang: str) -> list[VerdictRow]:
                 if all(isinstance(v, (int, float)) for v in ci) else "—"),
             p=fmt_p(c.get("pvalue"), lang), p_adjusted=fmt_p(c.get("pvalue_adjusted"), lang),
             test=test_name(c.get("test"), lang), n_pairs=c.get("n_pairs"), n_dropped=c.get("n_dropped"),
-            note=str(c.get("note") or ""), raw=c))
+            note=translate_note(str(c.get("note") or ""), lang), raw=c))
     return rows
 
 
@@ -324,7 +325,7 @@ def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]
         "overall_text": overall_text,
         "overall_word": verdict_word(overall, lang),
         "warnings": warnings,
-        "notes": [str(n) for n in res.get("notes") or []],
+        "notes": [translate_note(str(n), lang) for n in res.get("notes") or []],
         "omnibus": res.get("omnibus") or [],
         "figures": figures,
         "two_party_blocks": _two_party_blocks(data, figures["two_party_blocks"], lang),

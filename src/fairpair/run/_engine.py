@@ -28,7 +28,9 @@ __all__ = ["RunSettings", "RateLimiter", "run_target", "redact", "request_for"]
 class RunSettings:
     """How to send: ``concurrency`` parallel requests, ``timeout`` seconds per request,
     ``max_attempts`` tries per case, backoff ``backoff_initial``..``backoff_max`` seconds,
-    ``rpm``/``tpm`` requests/tokens per minute (None = unlimited)."""
+    ``rpm``/``tpm`` requests/tokens per minute (None = unlimited); ``preflight``: send one case
+    first and stop on its failure; ``max_consecutive_failures``: stop after that many cases in a row
+    fail with the same kind of error (0 = never; see :mod:`fairpair.run._preflight`)."""
 
     concurrency: int = 8
     timeout: float = 120.0
@@ -37,6 +39,8 @@ class RunSettings:
     backoff_max: float = 30.0
     rpm: float | None = None
     tpm: float | None = None
+    preflight: bool = True
+    max_consecutive_failures: int = 5
 
 
 class RateLimiter:
@@ -180,12 +184,14 @@ async def _with_retries(target, req: ChatRequest, settings: RunSettings, limiter
 async def run_target(store: Store, target_name: str, target, cases: Iterable[Case], settings: RunSettings, *,
                      tools: list[dict] | None = None, tool_map: dict[str, str] | None = None,
                      secrets: Iterable[str] = (), on_done: Callable[[str, Completion | None, str | None], None]
-                     | None = None) -> TargetRunStats:
+                     | None = None, breaker: Any = None) -> TargetRunStats:
     """Answer every case of ``cases`` that has no stored answer for ``target_name``.
 
     Streams: a bounded queue feeds ``concurrency`` workers, so memory stays flat
     however many cases there are. Each answer or final failure is committed to
-    ``store`` as soon as it is known.
+    ``store`` as soon as it is known. ``breaker`` (a
+    :class:`~fairpair.run._preflight.CircuitBreaker`) sees every final outcome and may raise
+    :class:`~fairpair.run._preflight.CircuitOpen`, which stops every worker.
     """
     secrets = [s for s in secrets if s]
     limiter = RateLimiter(settings.rpm, settings.tpm)
@@ -226,21 +232,18 @@ async def run_target(store: Store, target_name: str, target, cases: Iterable[Cas
                 stats.errors[key] = stats.errors.get(key, 0) + 1
                 if on_done:
                     on_done(case.id, None, err)
+                if breaker is not None:
+                    breaker.failure(err)
                 continue
-            calls = [{"name": c.name, "arguments": c.arguments, "id": c.id, "result": c.result}
-                     for c in completion.tool_calls]
-            store.add_response(
-                target=target_name, case_id=case.id, status="ok", text=completion.text,
-                turns=replies[:-1], tool_calls=calls, prompt_tokens=completion.usage.prompt_tokens,
-                completion_tokens=completion.usage.completion_tokens, latency_s=round(latency, 4),
-                finish_reason=completion.finish_reason, model=completion.model,
-                system_fingerprint=completion.system_fingerprint, attempts=attempts)
+            store_answer(store, target_name, case, completion, replies, attempts, latency)
             stats.answered += 1
             stats.retried += attempts > 1
             stats.prompt_tokens += completion.usage.prompt_tokens or 0
             stats.completion_tokens += completion.usage.completion_tokens or 0
             if on_done:
                 on_done(case.id, completion, None)
+            if breaker is not None:
+                breaker.success()
 
     workers = [asyncio.create_task(worker()) for _ in range(n_workers)]
     prod = asyncio.create_task(producer())
@@ -250,6 +253,19 @@ async def run_target(store: Store, target_name: str, target, cases: Iterable[Cas
         for t in (prod, *workers):
             t.cancel()
     return stats
+
+
+def store_answer(store: Store, target_name: str, case: Case, completion: Completion, replies: list[str],
+                 attempts: int, latency: float) -> None:
+    """Commit one ``ok`` answer (what :func:`_converse` returned) to ``store``."""
+    calls = [{"name": c.name, "arguments": c.arguments, "id": c.id, "result": c.result}
+             for c in completion.tool_calls]
+    store.add_response(
+        target=target_name, case_id=case.id, status="ok", text=completion.text,
+        turns=replies[:-1], tool_calls=calls, prompt_tokens=completion.usage.prompt_tokens,
+        completion_tokens=completion.usage.completion_tokens, latency_s=round(latency, 4),
+        finish_reason=completion.finish_reason, model=completion.model,
+        system_fingerprint=completion.system_fingerprint, attempts=attempts)
 
 
 def _describe(exc: BaseException) -> str:

@@ -28,6 +28,7 @@ from fairpair.battery._load import LoadedBattery
 from fairpair.cases._expand import Expansion, expand
 from fairpair.errors import FairpairError
 from fairpair.run._engine import RunSettings, run_target
+from fairpair.run._preflight import CircuitBreaker, CircuitOpen, preflight_into_store
 from fairpair.run._store import Store
 
 __all__ = ["RunLock", "plan_hash", "default_run_dir", "execute_run", "write_manifest", "build_target",
@@ -130,12 +131,16 @@ def target_secrets(options: dict[str, Any]) -> list[str]:
     return [os.environ[n] for n in names if os.environ.get(n)]
 
 
-def build_target(name: str, spec, *, base_dir: Path | None = None) -> Any:
+def build_target(name: str, spec, *, base_dir: Path | None = None, language: str | None = None) -> Any:
     """Instantiate a target plugin from its battery spec (raises FairpairError if it can't).
 
     ``base_dir`` (the battery's directory) is passed to plugins whose
     constructor takes it, to resolve relative paths in their options.
+    ``language`` (the battery's) is the ``mock``'s language when its block
+    gives none, so an English battery gets English mock answers.
     """
+    if language and spec.kind == "mock" and "language" not in spec.options():
+        spec = type(spec).model_validate({**spec.model_dump(), "language": language})
     import inspect
 
     from fairpair._plugins import PluginError, load_plugin
@@ -179,6 +184,7 @@ def loaded_from_store(store: Store) -> LoadedBattery:
 class RunOutcome:
     run_dir: Path
     manifest: dict[str, Any]
+    cases_added: int = 0  # cases a resumed run added because the battery changed
 
 
 def _record_battery(store: Store, loaded: LoadedBattery) -> dict[str, Any]:
@@ -251,9 +257,13 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
         try:
             notes = _record_battery(store, loaded)
             exp = Expansion(b.name, loaded.sha256)
+            before = store.n_cases()
             total = store.add_cases(expand(loaded, exp))
+            added = total - before if before else 0  # a resumed run whose battery now expands to more cases
+            if added:
+                store.event("cases_added", {"before": before, "added": added})
             started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-            targets = {name: build_target(name, spec, base_dir=loaded.path.parent)
+            targets = {name: build_target(name, spec, base_dir=loaded.path.parent, language=b.language)
                        for name, spec in specs.items()}
             for t in targets.values():  # fail once, before the run, if a backend cannot start
                 if hasattr(t, "load"):
@@ -277,6 +287,9 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
             stats = {}
             try:
                 for name, target in targets.items():
+                    if settings.preflight:  # one case first: a broken target stops here, exit 2
+                        preflight_into_store(store, name, target, expand(loaded), settings, tools=b.tools or None,
+                                             tool_map=b.tool_results or None, secrets=secrets)
                     todo = total - len(store.answered_ids(name))
                     if progress:
                         progress.start_target(name, total=total, todo=todo)
@@ -300,10 +313,17 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
                                                        "answer_statuses": statuses})
         finally:
             store.close()
-    return RunOutcome(Path(run_dir), manifest)
+    return RunOutcome(Path(run_dir), manifest, added)
 
 
 async def _run_one(store, name, target, loaded, settings, secrets, cb):
     b = loaded.battery
-    return await run_target(store, name, target, expand(loaded), settings, tools=b.tools or None,
-                            tool_map=b.tool_results or None, secrets=secrets, on_done=cb)
+    breaker = CircuitBreaker(settings.max_consecutive_failures, target=name) \
+        if settings.max_consecutive_failures > 0 else None
+    try:
+        return await run_target(store, name, target, expand(loaded), settings, tools=b.tools or None,
+                                tool_map=b.tool_results or None, secrets=secrets, on_done=cb, breaker=breaker)
+    except CircuitOpen as exc:
+        store.event("circuit_open", {"target": name, "kind": breaker.kind, "count": breaker.count,
+                                     "error": exc.message})
+        raise

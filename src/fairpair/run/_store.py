@@ -24,7 +24,7 @@ from typing import Any
 
 from fairpair.errors import FairpairError
 
-__all__ = ["Store", "Response", "Measurement", "STORE_NAME", "STORE_FORMAT"]
+__all__ = ["Store", "Response", "Measurement", "STORE_NAME", "STORE_FORMAT", "damaged_store_error"]
 
 STORE_NAME = "store.sqlite"
 #: Identifies a fairpair run store; a store with another value is refused.
@@ -85,6 +85,29 @@ _MIGRATIONS: list[str] = [
     ALTER TABLE responses ADD COLUMN text_json TEXT;
     """,
 ]
+
+
+#: The store file opened last in this process (names the file when SQLite reports damage later).
+_last_opened: list[Path] = []
+
+
+def damaged_store_error(exc: BaseException) -> FairpairError | None:
+    """A :class:`FairpairError` for SQLite's report of a damaged database file, else ``None``.
+
+    SQLite finds damage only when it reads the damaged page, which may be long
+    after :meth:`Store.open`; the message names the store opened last and how to
+    recover it. Nothing is changed or deleted.
+    """
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return None
+    text = str(exc)
+    if not any(k in text for k in ("malformed", "not a database", "corrupt")):
+        return None
+    path = _last_opened[-1] if _last_opened else None
+    rec = f"sqlite3 {path} .recover | sqlite3 recovered.sqlite" if path else "sqlite3 store.sqlite .recover"
+    return FairpairError(f"the run store is damaged ({text}); the file is left as it is (fairpair never repairs or deletes a store)", file=path,
+                         hint=f"recover what it holds with `{rec}` (SQLite's .recover), or start a new run "
+                              "with another --out")
 
 
 def _now() -> str:
@@ -222,6 +245,7 @@ class Store:
                 run_dir.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise FairpairError(f"cannot create the run directory: {exc.strerror}", file=run_dir) from None
+        _last_opened[:] = [path]
         try:
             if readonly:
                 conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
@@ -460,6 +484,15 @@ class Store:
             f"SELECT COUNT(*) FROM responses WHERE attempts > 1{tcond}", args).fetchone()[0]
         return {"answered": answered, "failed": failed, "retried": retried}
 
+    def failure_messages(self, target: str) -> list[str]:
+        """The last stored error of each case of ``target`` that has failures and no ``ok`` answer,
+        in the order the cases failed."""
+        return [r[0] or "" for r in self.conn.execute(
+            "SELECT error FROM responses r WHERE target=? AND status='failed' AND id = (SELECT MAX(id) FROM"
+            " responses f WHERE f.target=r.target AND f.case_id=r.case_id AND f.status='failed') AND NOT EXISTS"
+            " (SELECT 1 FROM responses o WHERE o.target=r.target AND o.case_id=r.case_id AND o.status='ok')"
+            " ORDER BY id", (target,))]
+
     # ------------------------------------------------------------ measurements
     def has_measurement(self, target: str, case_id: str, measure: str) -> bool:
         return self.conn.execute(
@@ -492,6 +525,18 @@ class Store:
         for t, c, m, s, v, d, e in self.conn.execute(q, args):
             yield Measurement(t, c, m, s, None if v is None else json.loads(v),
                               None if d is None else json.loads(d), e)
+
+    def measurement_counts(self) -> dict[str, dict[str, int]]:
+        """measure -> status (``ok`` / ``missing`` / ``failed``) -> number of (target, case) keys, a key
+        counted once under its best status (``ok`` or ``missing`` over ``failed``)."""
+        out: dict[str, dict[str, int]] = {}
+        rows = self.conn.execute(
+            "SELECT measure, best, COUNT(*) FROM (SELECT measure, target, case_id, MIN(CASE status WHEN 'ok'"
+            " THEN 0 WHEN 'missing' THEN 1 ELSE 2 END) AS best FROM measurements GROUP BY measure, target,"
+            " case_id) GROUP BY measure, best")
+        for m, best, n in rows:
+            out.setdefault(m, {})[("ok", "missing", "failed")[best]] = n
+        return out
 
     def integrity_ok(self) -> bool:
         return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -1,0 +1,203 @@
+"""Fail fast on a broken target: a preflight before the run, a circuit breaker during it.
+
+* :func:`preflight` sends one case (the first one still to answer) before the
+  battery is sent, with at most :data:`PREFLIGHT_ATTEMPTS` tries and a backoff capped
+  at :data:`PREFLIGHT_BACKOFF_MAX` seconds (connection refused: about 2 s). A target that is unreachable (connection refused, unknown host), that
+  rejects the key (HTTP 401/403) or answers in a shape it cannot parse (a wrong
+  ``reply_path``) raises :class:`PreflightError` (exit code 2) with the error:
+  nothing else is sent.
+* :class:`CircuitBreaker` counts consecutive final failures of one kind during
+  the run; after ``limit`` of them it raises :class:`CircuitOpen`, so a target
+  that breaks mid-run (a key revoked, a server gone) stops the run with its
+  error instead of storing thousands of failures.
+* :func:`summarize_errors` groups failure messages by kind (the text before the
+  first ``:``, e.g. ``ConnectError`` or ``TargetError (HTTP 401)``) with a count
+  and one example each: the end-of-run summary and ``fairpair status``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from fairpair.errors import FairpairError
+
+__all__ = ["PREFLIGHT_ATTEMPTS", "PREFLIGHT_BACKOFF_MAX", "PreflightError", "CircuitOpen", "CircuitBreaker", "ErrorKind",
+           "error_kind", "summarize_errors", "preflight", "format_error_summary"]
+
+#: The longest wait between two tries of the preflight request, in seconds (a Retry-After still wins).
+PREFLIGHT_BACKOFF_MAX = 1.0
+#: The most tries of the preflight request (fewer when the run's --max-attempts is lower).
+PREFLIGHT_ATTEMPTS = 3
+
+
+class PreflightError(FairpairError):
+    """The target failed its one-case preflight; the battery was not sent (exit code 2).
+
+    ``error`` is the failure as stored (secrets redacted)."""
+
+    error: str = ""
+    attempts: int = 1
+
+
+class CircuitOpen(FairpairError):
+    """``limit`` consecutive cases failed with the same kind of error; the run stopped (exit code 2)."""
+
+
+def error_kind(error: str) -> str:
+    """The kind of a stored failure message: its text before the first ``:`` (for the generic
+    ``TargetError``, before the second), at most 60 characters.
+
+    >>> error_kind("ConnectError: cannot connect to 127.0.0.1:9")
+    'ConnectError'
+    """
+    parts = (error or "").split(":")
+    kind = parts[0].strip()
+    if kind == "TargetError" and len(parts) > 1:  # the generic wrapper: its first clause says which failure
+        kind += ": " + parts[1].strip()
+    return kind[:60] or "unknown error"
+
+
+@dataclass(frozen=True)
+class ErrorKind:
+    """One kind of failure: ``kind``, how many cases (``count``) and one ``example`` message."""
+
+    kind: str
+    count: int
+    example: str
+
+
+def summarize_errors(errors: Iterable[str], *, top: int = 3) -> list[ErrorKind]:
+    """The ``top`` most frequent kinds of ``errors`` (failure messages), most frequent first,
+    ties in order of first appearance; each with its count and its first message as example."""
+    counts: dict[str, int] = {}
+    examples: dict[str, str] = {}
+    for e in errors:
+        k = error_kind(e)
+        counts[k] = counts.get(k, 0) + 1
+        examples.setdefault(k, e)
+    order = sorted(counts, key=lambda k: -counts[k])  # stable: ties keep first appearance
+    return [ErrorKind(k, counts[k], examples[k]) for k in order[:top]]
+
+
+def format_error_summary(kinds: list[ErrorKind], *, total_kinds: int | None = None,
+                         width: int = 300) -> list[str]:
+    """One line per kind: ``  12 x ConnectError, e.g. ConnectError: cannot connect to ...``."""
+    lines = []
+    for k in kinds:
+        ex = k.example if len(k.example) <= width else k.example[:width] + "..."
+        lines.append(f"{k.count:>6} x {k.kind}, e.g. {ex}")
+    if total_kinds is not None and total_kinds > len(kinds):
+        lines.append(f"       ... and {total_kinds - len(kinds)} other kinds (fairpair status RUN)")
+    return lines
+
+
+class CircuitBreaker:
+    """Stops a run after ``limit`` consecutive final failures of the same kind (``limit`` >= 1).
+
+    :meth:`failure` raises :class:`CircuitOpen` when the limit is reached;
+    :meth:`success` resets the count. A failure of another kind starts a new count.
+    """
+
+    def __init__(self, limit: int, *, target: str = ""):
+        if limit < 1:
+            raise ValueError("limit must be >= 1")
+        self.limit = limit
+        self.target = target
+        self.kind: str | None = None
+        self.count = 0
+
+    def success(self) -> None:
+        self.kind, self.count = None, 0
+
+    def failure(self, error: str) -> None:
+        k = error_kind(error)
+        self.count = self.count + 1 if k == self.kind else 1
+        self.kind = k
+        if self.count >= self.limit:
+            raise CircuitOpen(
+                f"target '{self.target}': {self.count} cases in a row failed with the same error, so the run "
+                f"stopped: {error}",
+                hint="the answers stored so far are kept; fix the target (URL, key, reply_path) and run the "
+                     "same command again to resume, or raise --max-consecutive-failures (0 = never stop)")
+
+
+def _classify(error: str) -> str:
+    low = error.lower()
+    if "http 401" in low or "http 403" in low or "unauthori" in low or "api key" in low or "forbidden" in low:
+        return "the target rejected the credentials (check the key and api_key_env / headers)"
+    if ("connect" in low or "name or service" in low or "nodename" in low or "resolve" in low
+            or "refused" in low or "unreachable" in low):
+        return "the target is unreachable (check url / base_url, and that the server is running)"
+    if "timeout" in low:
+        return "the target did not answer within the request timeout (check the server, or raise --timeout)"
+    if "reply_path" in low or "json" in low or "parse" in low or "shape" in low or "no choices" in low:
+        return "the target's reply could not be read (check reply_path / the server's answer format)"
+    return "the target failed on the first case"
+
+
+async def preflight(target: Any, case: Any, settings: Any, *, tools=None, tool_map=None,
+                    secrets: Iterable[str] = (), name: str = "") -> tuple[Any, list[str], int, float]:
+    """Send ``case`` to ``target`` (at most :data:`PREFLIGHT_ATTEMPTS` tries, backoff capped at
+    :data:`PREFLIGHT_BACKOFF_MAX`).
+
+    Returns what :func:`fairpair.run._engine._converse` returns: ``(completion, replies,
+    attempts, latency_s)``.
+
+    Raises
+    ------
+    PreflightError
+        Any failure: the error (secrets redacted), what it most likely means, and how to skip.
+    """
+    from fairpair.run._engine import _converse, _describe, RateLimiter, redact
+
+    quick = dataclasses.replace(settings, max_attempts=min(settings.max_attempts, PREFLIGHT_ATTEMPTS),
+                                backoff_max=min(settings.backoff_max, PREFLIGHT_BACKOFF_MAX))
+    try:
+        return await _converse(target, case, quick, RateLimiter(settings.rpm, settings.tpm), tools,
+                               tool_map or {})
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - every failure of the first case is reported
+        err = redact(_describe(exc), [s for s in secrets if s])
+        pe = PreflightError(f"target '{name}': the first case failed, so nothing else was sent: {err}",
+                            hint=f"{_classify(err)}; `fairpair check BATTERY` tries one case; "
+                                 "--no-preflight skips this check")
+        pe.error = err
+        pe.attempts = getattr(exc, "_fairpair_attempts", 1)
+        raise pe from None
+
+
+def preflight_into_store(store: Any, name: str, target: Any, cases: Iterable[Any], settings: Any, *,
+                         tools=None, tool_map=None, secrets: Iterable[str] = ()) -> bool:
+    """Preflight ``target`` with the first of ``cases`` that ``store`` has no answer for.
+
+    The answer is stored as that case's answer (it is not sent again); a failure is
+    stored as a failure (data) and then raised. Returns False when every case was
+    already answered (nothing sent).
+
+    Raises
+    ------
+    PreflightError
+        As :func:`preflight`.
+    """
+    from fairpair.run._engine import store_answer
+
+    answered = store.answered_ids(name)
+    case = next((c for c in cases if c.id not in answered), None)
+    if case is None:
+        return False
+    try:
+        completion, replies, attempts, latency = asyncio.run(preflight(
+            target, case, settings, tools=tools, tool_map=tool_map, secrets=secrets, name=name))
+    except PreflightError as exc:
+        err = exc.error
+        store.add_response(target=name, case_id=case.id, status="failed", error=err,
+                           attempts=exc.attempts)
+        store.event("preflight_failed", {"target": name, "case": case.id, "error": err})
+        raise
+    store_answer(store, name, case, completion, replies, attempts, latency)
+    return True

@@ -1,0 +1,119 @@
+"""What a run directory holds and what is left to do (``fairpair status RUN``, the end-of-run summary)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fairpair.run._preflight import ErrorKind, format_error_summary, summarize_errors
+
+__all__ = ["TargetStatus", "RunStatus", "run_status", "failure_lines"]
+
+
+@dataclass(frozen=True)
+class TargetStatus:
+    """One target: ``cases`` in the run, ``answered``, ``failed`` (no answer, at least one failure),
+    ``left`` (never sent), the top error kinds and how many kinds there are in all."""
+
+    name: str
+    cases: int
+    answered: int
+    failed: int
+    left: int
+    errors: list[ErrorKind] = field(default_factory=list)
+    error_kinds: int = 0
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """A run directory's state: battery, targets, measures (measure -> status -> count),
+    whether ``results.json`` and the report exist, and the commands that remain (``todo``)."""
+
+    run_dir: Path
+    battery: str
+    targets: list[TargetStatus]
+    measures: dict[str, dict[str, int]]
+    analyzed: bool
+    reported: bool
+    todo: list[str]
+    events: dict[str, int] = field(default_factory=dict)
+
+
+def _target_status(store, name: str, n_cases: int) -> TargetStatus:
+    c = store.counts(name)
+    msgs = store.failure_messages(name)
+    all_kinds = summarize_errors(msgs, top=10**9)
+    return TargetStatus(name, n_cases, c["answered"], c["failed"], max(0, n_cases - c["answered"] - c["failed"]),
+                        all_kinds[:3], len(all_kinds))
+
+
+def failure_lines(store, targets: list[str]) -> list[str]:
+    """The end-of-run summary of failures: per target with failed cases, the top 3 error kinds
+    with counts and one example each (empty when nothing failed)."""
+    lines: list[str] = []
+    n = store.n_cases()
+    for name in targets:
+        t = _target_status(store, name, n)
+        if t.failed:
+            lines.append(f"target {name}: {t.failed} cases without an answer; errors by kind:")
+            lines += format_error_summary(t.errors, total_kinds=t.error_kinds)
+    return lines
+
+
+def run_status(run_dir: Path) -> RunStatus:
+    """Read ``run_dir`` (read-only) and say what it holds and what is left.
+
+    Raises
+    ------
+    FairpairError
+        Not a run directory, or its store cannot be read.
+    """
+    from fairpair.analysis._analyze import RESULTS_NAME
+    from fairpair.run._runner import open_run
+
+    run_dir = Path(run_dir)
+    with open_run(run_dir, readonly=True) as store:
+        battery: dict[str, Any] = store.get_meta("battery") or {}
+        n = store.n_cases()
+        names = list(dict.fromkeys([*store.targets(), *_declared_targets(battery)]))
+        targets = [_target_status(store, name, n) for name in names]
+        measures = store.measurement_counts()
+        events = {k: len(store.events(k)) for k in ("preflight_failed", "circuit_open", "plan_changed",
+                                                     "battery_changed", "target_changed")}
+    declared = list((battery.get("measures") or {}).keys())
+    for m in declared:
+        measures.setdefault(m, {})
+    analyzed = (run_dir / RESULTS_NAME).exists()
+    reported = (run_dir / "report" / "report.html").exists()
+    todo: list[str] = []
+    path = battery and _battery_path(run_dir)
+    if any(t.left or t.failed for t in targets):
+        todo.append(f"fairpair run {path or 'BATTERY'} --out {run_dir}   (sends the cases left and retries the failed)")
+    answered = sum(t.answered for t in targets)
+    if declared and any(sum(v.get(s, 0) for s in ("ok", "missing")) < answered
+                        for k, v in measures.items() if k in declared):
+        todo.append(f"fairpair measure {run_dir}")
+    has_plan = bool((battery.get("analysis") or {}).get("comparisons"))
+    if declared and has_plan and not analyzed:
+        todo.append(f"fairpair analyze {run_dir}")
+    if not reported:
+        todo.append(f"fairpair report {run_dir}")
+    return RunStatus(run_dir, battery.get("name", "?"), targets, measures, analyzed, reported, todo,
+                     {k: v for k, v in events.items() if v})
+
+
+def _declared_targets(battery: dict[str, Any]) -> list[str]:
+    if battery.get("targets"):
+        return list(battery["targets"])
+    t = battery.get("target")
+    return [t["kind"]] if isinstance(t, dict) and t.get("kind") else []  # as Battery.target_specs names it
+
+
+def _battery_path(run_dir: Path) -> str | None:
+    import json
+
+    try:
+        return json.loads((run_dir / "manifest.json").read_text(encoding="utf-8")).get("battery_path")
+    except (OSError, ValueError, AttributeError):
+        return None

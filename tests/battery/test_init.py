@@ -1,0 +1,76 @@
+"""``fairpair init`` writes a commented battery that validates and runs (issue 14, point 9)."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+import yaml
+
+from fairpair.battery import load_battery
+from fairpair.battery._init import TARGET_PRESETS, InitChoices, starter_battery
+from fairpair.cli import main
+
+
+def _cli(capsys, *args):
+    capsys.readouterr()
+    try:
+        main([str(a) for a in args])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+@pytest.mark.parametrize("language", ["es", "en"])
+@pytest.mark.parametrize("target", sorted(TARGET_PRESETS))
+def test_every_starter_battery_validates(tmp_path, language, target):
+    path = tmp_path / "b.yaml"
+    path.write_text(starter_battery(InitChoices(language=language, target=target)), encoding="utf-8")
+    lb = load_battery(path)
+    b = lb.battery
+    assert b.language == language and len(b.templates) == 3 and len(b.analysis.comparisons) == 2
+    assert b.target.kind == TARGET_PRESETS[target]["kind"]
+    if TARGET_PRESETS[target]["url"] and b.target.kind == "openai":
+        assert b.target.options()["base_url"] == TARGET_PRESETS[target]["url"]
+    assert path.read_text(encoding="utf-8").count("# ") >= 10  # commented
+
+
+def test_init_writes_a_battery_that_runs(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out = _cli(capsys, "init", "--language", "en", "--groups", "en/white/male,en/black/male")
+    assert code == 0, out
+    data = yaml.safe_load((tmp_path / "battery.yaml").read_text(encoding="utf-8"))
+    assert data["attributes"]["origin"]["groups"]["white"]["lexicon"] == "en/white/male"
+    assert "next: fairpair plan battery.yaml; fairpair check battery.yaml" in out
+    code, out = _cli(capsys, "run", "battery.yaml", "--out", "run", "-q", "--no-report")
+    assert code == 0, out
+    assert "target mock: 18/18 answered, 0 failed" in out
+    code, out = _cli(capsys, "init")  # never overwrites
+    assert code == 2 and "already exists; fairpair init never overwrites a file" in out
+
+
+def test_init_with_a_refused_port_ends_in_exit_2_within_seconds(tmp_path, capsys):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    b = tmp_path / "b.yaml"
+    code, out = _cli(capsys, "init", b, "--target", "ollama", "--url", f"http://127.0.0.1:{port}/v1")
+    assert code == 0, out
+    t0 = time.monotonic()
+    code, out = _cli(capsys, "run", b, "--out", tmp_path / "run")
+    assert code == 2
+    assert time.monotonic() - t0 < 15
+    assert "the first case failed, so nothing else was sent" in out and "unreachable" in out
+    assert "internal error" not in out
+
+
+def test_init_refuses_unknown_choices(tmp_path, capsys):
+    code, out = _cli(capsys, "init", tmp_path / "x.yaml", "--groups", "es/spain/female,es/magreb/female")
+    assert code == 2 and "did you mean 'es/maghreb/female'?" in out
+    code, out = _cli(capsys, "init", tmp_path / "x.yaml", "--target", "olama")
+    assert code == 2 and "unknown target 'olama'" in out
+    assert not (tmp_path / "x.yaml").exists()

@@ -1,0 +1,74 @@
+"""Every long stage shows progress with rate and ETA; quiet under -q and off a terminal (issue 14, point 4)."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from fairpair._progress import progress_enabled
+from fairpair.battery import load_battery
+from fairpair.measures._runner import measure_run
+from fairpair.run import RunSettings, execute_run
+
+from fairpair.testing import write_battery
+
+JUDGE = '''
+import json
+
+def judge(messages, context):
+    return json.dumps({"courtesy": 4, "condescension": 1, "distrust": 2, "reason": "ok"})
+'''
+
+
+def _console(terminal: bool) -> tuple[Console, io.StringIO]:
+    buf = io.StringIO()
+    return Console(file=buf, force_terminal=terminal, width=200, color_system=None), buf
+
+
+def _run(tmp_path):
+    import json
+
+    (tmp_path / "fp_progress_judge.py").write_text(JUDGE, encoding="utf-8")
+    b = write_battery(tmp_path / "b", {"kind": "mock"}, templates=9, names={"a": ["Lucía", "Ana"],
+                                                                           "b": ["Fátima", "Aisha"]})
+    data = json.loads(b.read_text(encoding="utf-8"))
+    data["judge"] = {"kind": "python", "callable": "fp_progress_judge:judge", "path": str(tmp_path)}
+    data["measures"] = {"tono": {"kind": "judge"}, "palabras": {"kind": "word_count"}}
+    b.write_text(json.dumps(data), encoding="utf-8")
+    execute_run(load_battery(b), tmp_path / "run", RunSettings(concurrency=4))  # 9 x 4 = 36 answers
+    return tmp_path / "run"
+
+
+def test_measure_bar_counts_answers_and_judge_calls(tmp_path):
+    run = _run(tmp_path)
+    console, buf = _console(True)
+    measure_run(run, console=console)
+    out = buf.getvalue()
+    assert "measure tono" in out and "36/36" in out and "judge calls 36" in out
+    assert "ETA" in out and "/s" in out
+    assert "measure palabras" in out
+
+
+def test_no_bar_off_a_terminal_or_under_quiet(tmp_path):
+    run = _run(tmp_path)
+    console, buf = _console(False)
+    measure_run(run, console=console, measures=["palabras"])
+    assert "ETA" not in buf.getvalue() and "measuring palabras" in buf.getvalue()
+    console, buf = _console(True)
+    with progress_enabled(False):
+        measure_run(run, console=console, measures=["tono"])
+    assert "ETA" not in buf.getvalue() and "judge calls 36" not in buf.getvalue()
+
+
+def test_stage_status_for_analysis_and_report():
+    from fairpair._progress import stage_status
+
+    console, buf = _console(True)
+    with stage_status(console, "writing the report..."):
+        pass
+    assert "writing the report: done in " in buf.getvalue()
+    console, buf = _console(False)
+    with stage_status(console, "writing the report..."):
+        pass
+    assert buf.getvalue() == ""
