@@ -77,10 +77,12 @@ def _confirm_size(lb, yes: bool, what: str) -> None:
     FairpairError
         Over :data:`CONFIRM_REQUESTS` requests, no ``--yes``, and no terminal to ask on (or a no).
     """
+    if yes:
+        return
     from fairpair.cases import plan as make_plan
 
-    p = make_plan(lb)
-    if yes or p.requests <= CONFIRM_REQUESTS:
+    p = make_plan(lb)  # arithmetic in the repetitions: one repetition is expanded
+    if p.requests <= CONFIRM_REQUESTS:
         return
     size = (f"{p.conversations:,} conversations per target, {p.requests:,} requests, about "
             f"{p.prompt_tokens:,} prompt tokens (estimate)")

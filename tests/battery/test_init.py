@@ -74,3 +74,32 @@ def test_init_refuses_unknown_choices(tmp_path, capsys):
     code, out = _cli(capsys, "init", tmp_path / "x.yaml", "--target", "olama")
     assert code == 2 and "unknown target 'olama'" in out
     assert not (tmp_path / "x.yaml").exists()
+
+
+def test_the_readme_walk_with_a_refused_port(tmp_path, capsys, monkeypatch):
+    """The README's "your own audit" commands, with nothing listening on the target's port."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Your own audit in three commands", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    commands = [line.split("#", 1)[0].strip() for line in block.strip().splitlines()]
+    assert [c.split()[1] for c in commands] == ["init", "check", "run"]
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    monkeypatch.chdir(tmp_path)
+    init = re.sub(r"http://localhost:\d+", f"http://127.0.0.1:{port}", commands[0])
+    code, out = _cli(capsys, *shlex.split(init)[1:])
+    assert code == 0, out
+    t0 = time.monotonic()
+    code, out = _cli(capsys, *shlex.split(commands[1])[1:])  # fairpair check
+    assert code == 2 and "unreachable" in out
+    run = commands[2].split("&&")[0]
+    code, out = _cli(capsys, *shlex.split(run)[1:])  # fairpair run
+    assert code == 2 and "the first case failed, so nothing else was sent" in out
+    assert time.monotonic() - t0 < 20
+    code, out = _cli(capsys, *shlex.split(commands[2].split("&&")[1])[1:])  # fairpair status
+    assert code == 0 and "1 failed" in out and "left to do:" in out

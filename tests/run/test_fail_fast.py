@@ -203,3 +203,13 @@ def test_a_resumed_run_with_an_edited_template_warns(tmp_path, cli):
     assert "warning: the battery changed since this run directory was started: 4 new cases were added beside the 8 " \
            "stored before" in flat
     assert rows(tmp_path / "run", "SELECT COUNT(*) FROM events WHERE kind='cases_added'") == [(1,)]
+
+
+def test_an_openai_server_answering_another_shape_fails_the_preflight(tmp_path, cli):
+    with serve_json(lambda req: (200, {"foo": 1})) as server:
+        b = write_battery(tmp_path, openai(server.base_url), names=NAMES)
+        code, out = cli("run", b, "--out", tmp_path / "run", "-q")
+        n = len(server.received)
+    assert code == 2
+    assert "malformed response: no choices" in out and "could not be read" in out
+    assert n <= 3  # the preflight's tries only: nothing else was sent
