@@ -335,6 +335,20 @@ def _template_placeholders(obj: Any) -> list[str]:
     return out
 
 
+def body_context_paths(body: Any) -> list[str]:
+    """Context paths a body template sends: ``""`` for ``{{context}}``, ``"crm.nombre"`` for
+    ``{{context.crm.nombre}}`` (``None`` is the default body, which sends the whole context)."""
+    if body is None:
+        return [""]
+    out = []
+    for name in _template_placeholders(body):
+        if name == "context":
+            out.append("")
+        elif name.startswith("context."):
+            out.append(name[len("context."):])
+    return out
+
+
 class _Missing(Exception):
     pass
 
