@@ -402,6 +402,14 @@ class LocalTarget:
             body["tools"] = [dict(t) for t in request.tools]
         return body
 
+    def preview(self, request: ChatRequest) -> dict[str, Any]:
+        """The exact body handed to llama.cpp for ``request`` (in-process: no URL, no headers)."""
+        import json
+
+        body = json.dumps(self.payload(request), ensure_ascii=False).encode("utf-8")
+        return {"method": "CALL", "url": f"in-process llama.cpp ({BACKEND}) handle_chat_completions, "
+                                         f"model {self.model}", "headers": {}, "body": body}
+
     def _call(self, body: dict[str, Any]) -> Any:
         loaded = self._ensure_loaded()
         with loaded.lock:
