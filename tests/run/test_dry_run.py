@@ -67,3 +67,11 @@ def test_expand_writes_the_rendered_messages(tmp_path, capsys):
     for c in cases:
         name = c["variants"]["origen"]
         assert c["messages"][0]["content"].endswith(f"nombre: {name}")
+
+
+def test_dry_run_with_the_default_key_variable_unset(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    target = {"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"}  # api_key_env by default
+    path = write_battery(tmp_path, target, templates=1)
+    code, out = _cli(["run", str(path), "--dry-run"], capsys)
+    assert code == 0 and "OPENAI_API_KEY is not set" in out and "authorization: Bearer ***" in out

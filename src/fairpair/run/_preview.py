@@ -55,6 +55,20 @@ def _env_refs(options: Any, key: str = "") -> list[str]:
     return out
 
 
+def _with_defaults(spec) -> dict[str, Any]:
+    """The target's options with its defaults (``api_key_env: OPENAI_API_KEY`` when not written)."""
+    from fairpair._plugins import load_plugin
+
+    options = spec.options()
+    try:
+        model = getattr(load_plugin("fairpair.targets", spec.kind), "Options", None)
+        if model is not None:
+            return {**model.model_validate(options).model_dump(mode="json"), **options}
+    except Exception:  # noqa: BLE001 - bad options are reported when the target is built
+        pass
+    return options
+
+
 def preview_requests(loaded, *, only_targets: list[str] | None = None) -> Iterator[RequestPreview]:
     """Yield the request of the first case of each template, for each target.
 
@@ -79,7 +93,7 @@ def preview_requests(loaded, *, only_targets: list[str] | None = None) -> Iterat
     for name, spec in b.target_specs().items():
         if only_targets and name not in only_targets:
             continue
-        missing = sorted({n for n in _env_refs(spec.options()) if not os.environ.get(n)})
+        missing = sorted({n for n in _env_refs(_with_defaults(spec)) if not os.environ.get(n)})
         notes = [f"environment variable {n} is not set: shown as ***; the run would stop here" for n in missing]
         with mock.patch.dict(os.environ, {n: "***" for n in missing}):
             target = build_target(name, spec, base_dir=loaded.path.parent)
