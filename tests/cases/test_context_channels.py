@@ -306,3 +306,38 @@ def test_openai_preview_redacts_the_key(monkeypatch):
     assert p["headers"]["authorization"] == "Bearer ***" and p["headers"]["x-org"] == "***"
     assert "sk-very-secret" not in json.dumps({k: v for k, v in p.items() if k != "body"}) + p["body"].decode()
     assert json.loads(p["body"]) == {"model": "m", "messages": [{"role": "user", "content": "hola"}], "seed": 3}
+
+
+# ------------------------------------------------------------------ the real embedded model (the [local] extra)
+
+
+@pytest.mark.local_model
+def test_local_rendered_prompt_carries_every_channel(tmp_path):
+    """The text the embedded model reads (its GGUF chat template applied by llama.cpp)."""
+    pytest.importorskip("xllamacpp")
+    from fairpair.errors import FairpairError
+
+    channels = ("  message: {role: system, content: \"Ficha:\\n{crm}\"}\n"
+                "  tool: {name: lookup_customer, returns: crm}")
+    lb = load_battery(write(tmp_path, channels=channels, system_extra=" Cliente: {crm.nombre}.",
+                            target="target: {kind: local, max_tokens: 40, n_ctx: 1024}"))
+    b = lb.battery
+    target = LocalTarget({"max_tokens": 40, "n_ctx": 1024})
+    try:
+        for case in list(expand(lb))[:1]:
+            name = case.variants["origen"]
+            messages = [*case.messages, {"role": "user", "content": case.turns[0]}]
+            req = request_for(case, messages, tools=b.all_tools(),
+                              tool_results=_tool_results(case, b.all_tool_results()))
+            try:
+                prompt = target.render_prompt(req)
+            except FairpairError as exc:  # the model file is not available here
+                pytest.skip(str(exc))
+            assert prompt.startswith(f"<|im_start|>system\nEres el asistente de Tienda Sol. Cliente: {name}.")
+            assert "Ficha:\n" + "\n".join(crm_lines(name)) in prompt
+            assert "<tools>" in prompt and '"name": "lookup_customer"' in prompt
+            assert prompt.endswith(f"<|im_start|>user\n{case.turns[0]}<|im_end|>\n<|im_start|>assistant\n")
+            out = target.generate_sync(req)  # one real answer with the tool offered
+            assert out.text or out.tool_calls
+    finally:
+        target.close()

@@ -172,6 +172,7 @@ class _Loaded:
     server: Any
     lock: threading.Lock = field(default_factory=threading.Lock)
     users: int = 0
+    api_key: str | None = field(default=None, repr=False)  # of the binding's loopback endpoint; memory only
 
 
 _REGISTRY: dict[tuple[str, int, int], _Loaded] = {}
@@ -237,14 +238,15 @@ def _acquire(path: Path, n_ctx: int, n_threads: int) -> _Loaded:
         loaded = _REGISTRY.get(key)
         if loaded is None:
             xl = _import_backend()
+            params = backend_params(path, n_ctx=n_ctx, n_threads=n_threads)
             try:
-                server = xl.Server(backend_params(path, n_ctx=n_ctx, n_threads=n_threads))
+                server = xl.Server(params)
             except RuntimeError as exc:
                 raise FairpairError(
                     f"llama.cpp could not load {path} ({exc})",
                     hint="check that the file is a GGUF model and that n_ctx fits in memory",
                 ) from None
-            loaded = _REGISTRY[key] = _Loaded(server)
+            loaded = _REGISTRY[key] = _Loaded(server, api_key=list(params.api_keys)[0])
         loaded.users += 1
         return loaded
 
@@ -409,6 +411,26 @@ class LocalTarget:
         body = json.dumps(self.payload(request), ensure_ascii=False).encode("utf-8")
         return {"method": "CALL", "url": f"in-process llama.cpp ({BACKEND}) handle_chat_completions, "
                                          f"model {self.model}", "headers": {}, "body": body}
+
+    def render_prompt(self, request: ChatRequest) -> str:
+        """The exact text the model reads for ``request``: its messages and tools through the GGUF's
+        chat template (llama.cpp's ``/apply-template``, on the binding's locked loopback endpoint).
+
+        Loads the model. Raises :class:`TargetError` when llama.cpp cannot render it.
+        """
+        import httpx
+
+        loaded = self._ensure_loaded()
+        body = {k: v for k, v in self.payload(request).items() if k in ("messages", "tools")}
+        address = str(loaded.server.listening_address)
+        url = (address if address.startswith("http") else f"http://{address}").rstrip("/") + "/apply-template"
+        try:
+            resp = httpx.post(url, json=body, headers={"Authorization": f"Bearer {loaded.api_key}"},
+                              timeout=60, trust_env=False)
+            resp.raise_for_status()
+            return resp.json()["prompt"]
+        except (httpx.HTTPError, ValueError, KeyError) as exc:
+            raise TargetError(f"llama.cpp could not render the chat template: {exc}") from None
 
     def _call(self, body: dict[str, Any]) -> Any:
         loaded = self._ensure_loaded()
