@@ -306,6 +306,9 @@ def _dry_run(lb, only_targets: list[str] | None = None) -> None:
         # the request itself goes out unformatted: exactly the bytes that would be sent
         lines = [f"{p.method} {p.url}", *(f"{k}: {v}" for k, v in p.headers.items()), "",
                  p.body.decode("utf-8", errors="backslashreplace"), ""]
+        if p.rendered is not None:
+            lines += ["--- the prompt as the model reads it (its chat template applied by llama.cpp):",
+                      p.rendered, "---", ""]
         sys.stdout.write("\n".join(lines) + "\n")
         sys.stdout.flush()
     n = sum(1 for _ in expand_cases(lb))

@@ -198,6 +198,40 @@ def test_local_target_gets_every_channel_and_answers_the_tool(tmp_path, monkeypa
         assert json.loads(tool_msg["content"])["cp"] == "02142"
 
 
+class _BareJSONServer(_FakeServer):
+    """A small model's habit: the call's JSON as the whole answer, without <tool_call> tags."""
+
+    def handle_chat_completions(self, body):
+        self.bodies.append(json.loads(json.dumps(body)))
+        if not any(m.get("role") == "tool" for m in body["messages"]):
+            text = '```json\n{"name": "lookup_customer", "arguments": {"customer_id": "12345"}}\n```'
+        else:
+            text = "Hola Lucía, ya veo su pedido."
+        return {"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
+
+
+def test_local_reads_a_bare_json_tool_call_as_the_call(monkeypatch):
+    server = _BareJSONServer(call_tools=False)
+    t = _local(monkeypatch, server)
+    tools = ({"type": "function", "function": {"name": "lookup_customer", "parameters": {}}},)
+    req = ChatRequest(messages=({"role": "user", "content": "hola"},), seed=1, tools=tools,
+                      tool_results={"lookup_customer": {"nombre": "Lucía"}})
+    out = t.generate_sync(req)
+    assert out.text == "Hola Lucía, ya veo su pedido."
+    assert [(c.name, c.arguments) for c in out.tool_calls] == [("lookup_customer", {"customer_id": "12345"})]
+    assert json.loads(server.bodies[1]["messages"][-1]["content"]) == {"nombre": "Lucía"}
+
+
+def test_local_leaves_other_json_answers_alone(monkeypatch):
+    from fairpair.targets.local import _bare_tool_call
+
+    offered = {"lookup_customer"}
+    for text in ['{"name": "otra_cosa", "arguments": {}}', '{"name": "lookup_customer", "x": 1}',
+                 'Claro: {"name": "lookup_customer"}', "Sin JSON."]:
+        result = {"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
+        assert _bare_tool_call(result, offered) == result
+
+
 def test_local_without_tools_sends_no_tools(monkeypatch):
     server = _FakeServer(call_tools=True)
     t = _local(monkeypatch, server)

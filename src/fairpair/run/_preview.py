@@ -7,10 +7,14 @@ context tool) and handed to the target's ``preview(request)``: method, URL,
 headers (every secret as ``***``) and the body bytes. A target kind without a
 wire format (``mock``, ``python``, third-party plugins without ``preview``)
 shows the :class:`~fairpair.targets._base.ChatRequest` it receives, as JSON.
+For the ``local`` target, when the ``[local]`` extra is installed, the prompt
+as the model reads it (the GGUF's chat template applied by llama.cpp, tools
+included) is shown too; this loads the model once.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -38,6 +42,8 @@ class RequestPreview:
     headers: dict[str, str]
     body: bytes
     notes: list[str] = field(default_factory=list)
+    #: ``local`` only, when the [local] extra is installed: the text after the GGUF's chat template
+    rendered: str | None = None
 
 
 def _env_refs(options: Any, key: str = "") -> list[str]:
@@ -102,9 +108,15 @@ def preview_requests(loaded, *, only_targets: list[str] | None = None) -> Iterat
                     messages = [*case.messages, {"role": "user", "content": case.turns[0]}]
                     req = request_for(case, messages, tools=tools,
                                       tool_results=_tool_results(case, tool_map) if tool_map else None)
+                    rendered = None
                     if hasattr(target, "preview"):
                         p = target.preview(req)
                         extra: list[str] = []
+                        if hasattr(target, "render_prompt") and importlib.util.find_spec("xllamacpp"):
+                            try:
+                                rendered = target.render_prompt(req)
+                            except Exception as exc:  # noqa: BLE001 - a preview notes it and goes on
+                                extra.append(f"the chat template could not be applied: {exc}")
                     else:
                         body = {"messages": list(req.messages), "context": req.context,
                                 "tools": list(req.tools or ()), "tool_results": req.tool_results, "seed": req.seed}
@@ -112,7 +124,7 @@ def preview_requests(loaded, *, only_targets: list[str] | None = None) -> Iterat
                              "body": json.dumps(body, ensure_ascii=False, indent=1, default=str).encode("utf-8")}
                         extra = [f"a '{spec.kind}' target has no wire format: this is the request object it receives"]
                     yield RequestPreview(name, spec.kind, template, case.id, len(case.turns), p["method"], p["url"],
-                                         dict(p["headers"]), p["body"], notes + extra)
+                                         dict(p["headers"]), p["body"], notes + extra, rendered)
             finally:
                 close = getattr(target, "close", None)
                 if callable(close) and spec.kind == "local":

@@ -38,9 +38,15 @@ answered with the case's scripted result, as the ``openai`` target does
 that supports tools: true of the known models; for a ``model_path`` file say
 so with ``chat_template_tools: true`` (fairpair cannot read the template
 before loading the model), otherwise a battery that offers tools to this
-target is refused when it is loaded. Small models often answer without
-calling the tool (a 0.5B model sometimes writes a made-up ``<json>`` block
-instead): the answer's recorded tool calls show whether the context was read.
+target is refused when it is loaded. Small models often write the call's
+JSON without Qwen's ``<tool_call>`` tags (the 0.5B model does, in our tests),
+which llama.cpp then returns as text: an answer that is exactly such a call
+to an offered tool is read as the call. A model may also answer without
+calling the tool: the answer's recorded tool calls show whether the context
+was read.
+:meth:`LocalTarget.render_prompt` returns the exact text the model reads (the
+chat template applied by llama.cpp, tools included), which ``fairpair run
+--dry-run`` prints.
 
 Side effect of the binding: xllamacpp's ``Server`` also opens an HTTP endpoint
 on ``127.0.0.1`` (random port). fairpair never uses it; it is locked with a
@@ -53,7 +59,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import importlib.metadata
+import json
 import os
+import re
 import secrets
 import sys
 import threading
@@ -160,6 +168,41 @@ def local_tools_supported(options: dict[str, Any]) -> str | None:
                 "(say so with chat_template_tools: true)")
     model = options.get("model", DEFAULT_MODEL)
     return None if model in _TOOL_TEMPLATES else f"the chat template of '{model}' has no tools section"
+
+
+_FENCE = re.compile(r"^\s*(?:<tool_call>|```(?:json)?)\s*(.*?)\s*(?:</tool_call>|```)?\s*$", re.DOTALL)
+
+
+def _bare_tool_call(result: dict[str, Any], offered: set[str]) -> dict[str, Any]:
+    """Read a tool call that llama.cpp left in the text as one.
+
+    Small models often answer an offered tool with the call's JSON alone,
+    ``{"name": "lookup_customer", "arguments": {...}}``, without the
+    ``<tool_call>`` tags the template asks for, so llama.cpp returns it as
+    text. When the *whole* answer is such an object (optionally in tags or a
+    json fence) naming an offered tool, it is turned into an OpenAI
+    ``tool_calls`` entry; any other text is left alone.
+    """
+    try:
+        message = result["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        return result
+    text = message.get("content")
+    if message.get("tool_calls") or not isinstance(text, str) or "{" not in text:
+        return result
+    m = _FENCE.match(text)
+    try:
+        data = json.loads(m.group(1) if m else text)
+    except ValueError:
+        return result
+    if not (isinstance(data, dict) and data.get("name") in offered and set(data) <= {"name", "arguments"}):
+        return result
+    args = data.get("arguments", {})
+    call = {"id": "call_0", "type": "function",
+            "function": {"name": data["name"], "arguments": args if isinstance(args, str) else json.dumps(args)}}
+    choice = {**result["choices"][0], "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+              "finish_reason": "tool_calls"}
+    return {**result, "choices": [choice, *result["choices"][1:]]}
 
 
 # --------------------------------------------------------------------------- model sharing
@@ -406,8 +449,6 @@ class LocalTarget:
 
     def preview(self, request: ChatRequest) -> dict[str, Any]:
         """The exact body handed to llama.cpp for ``request`` (in-process: no URL, no headers)."""
-        import json
-
         body = json.dumps(self.payload(request), ensure_ascii=False).encode("utf-8")
         return {"method": "CALL", "url": f"in-process llama.cpp ({BACKEND}) handle_chat_completions, "
                                          f"model {self.model}", "headers": {}, "body": body}
@@ -457,10 +498,12 @@ class LocalTarget:
         if why:
             raise TargetError(f"local target {self.name!r} cannot offer tools: {why}")
 
+        offered = {(t.get("function") or {}).get("name") for t in request.tools or ()}
+
         async def send(messages: list[dict[str, Any]]) -> dict[str, Any]:
             result = await asyncio.to_thread(self._call, self.payload(request, messages))
             self._completion(result)  # raises on a llama.cpp error or a malformed answer
-            return result
+            return _bare_tool_call(result, offered)
 
         done = await chat_with_tools(send, request, max_tool_steps=self.options.max_tool_steps)
         return replace(done, model=self.model, system_fingerprint=f"{BACKEND}-{_backend_version()}")
