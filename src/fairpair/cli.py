@@ -212,7 +212,8 @@ def run(
     rpm: Annotated[Optional[float], typer.Option(help="Requests per minute limit.")] = None,
     tpm: Annotated[Optional[float], typer.Option(help="Prompt tokens per minute limit (estimated).")] = None,
     target: Annotated[Optional[list[str]], typer.Option("--target", help="Run only these targets.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would be sent; send nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the exact request (method, URL, headers with "
+                                          "secrets as ***, body) of one case per template; send nothing.")] = False,
     measure_stage: Annotated[bool, typer.Option("--measure/--no-measure", help="Measure the answers after the run.")] = True,
     analyze_stage: Annotated[bool, typer.Option("--analyze/--no-analyze", help="Run the analysis plan after measuring.")] = True,
     report_stage: Annotated[bool, typer.Option("--report/--no-report", help="Write the report at the end.")] = True,
@@ -231,7 +232,7 @@ def run(
 
     lb = _load(battery, templates, axes)
     if dry_run:
-        _dry_run(lb)
+        _dry_run(lb, target)
         return
     _confirm_size(lb, yes, "sends")
     run_dir = out or default_run_dir(lb)
@@ -293,19 +294,26 @@ def _print_failures(run_dir: Path, targets: list[str]) -> None:
         console.print(escape(line), soft_wrap=True)
 
 
-def _dry_run(lb) -> None:
+def _dry_run(lb, only_targets: list[str] | None = None) -> None:
+    """Print the exact request of the first case of each template for each target; send nothing."""
     from fairpair.cases import expand as expand_cases
+    from fairpair.run._preview import preview_requests
 
-    n = 0
-    for case in expand_cases(lb):
-        n += 1
-        if n <= 3:
-            console.print(f"[bold]case {case.id}[/bold] {escape(case.group_label())} template={escape(case.template)} "
-                          f"rep={case.repetition}")
-            for m in case.conversation():
-                console.print(f"  {m['role']}: {escape(m['content'][:300])}")
-            if case.context:
-                console.print(f"  context: {escape(json.dumps(case.context, ensure_ascii=False)[:300])}")
+    for p in preview_requests(lb, only_targets=only_targets):
+        console.print(f"[bold]target {escape(p.target)} ({escape(p.kind)}) · template {escape(p.template)} · "
+                      f"case {p.case_id}[/bold]" + (f" · turn 1 of {p.turns}" if p.turns > 1 else ""))
+        for note in p.notes:
+            console.print(f"[yellow]note:[/yellow] {escape(note)}")
+        console.file.flush()
+        # the request itself goes out unformatted: exactly the bytes that would be sent
+        lines = [f"{p.method} {p.url}", *(f"{k}: {v}" for k, v in p.headers.items()), "",
+                 p.body.decode("utf-8", errors="backslashreplace"), ""]
+        if p.rendered is not None:
+            lines += ["--- the prompt as the model reads it (its chat template applied by llama.cpp):",
+                      p.rendered, "---", ""]
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+    n = sum(1 for _ in expand_cases(lb))
     targets = ", ".join(f"{k} ({v.kind})" for k, v in lb.battery.target_specs().items()) or "(none)"
     console.print(f"dry run: {n} cases would be sent to each target: {escape(targets)}; nothing was sent")
 

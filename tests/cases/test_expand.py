@@ -107,6 +107,7 @@ templates:
     system: "Sistema {{{{literal}}}} para {{nombre}}."
     context: {{crm: {{saludo: "Hola {{nombre}}"}}}}
     turns: ["Soy {{nombre}}; llaves {{{{ y }}}}."]
+context_channels: {{message: {{content: "Ficha: {{crm.saludo}} / {{crm.nombre}}"}}}}
 designs:
   - kind: counterfactual
     attribute: origen
@@ -118,6 +119,7 @@ designs:
         assert c.turns == [f"Soy {v}; llaves {{ y }}."]
         assert c.messages[0]["content"] == f"Sistema {{literal}} para {v}."
         assert c.context["crm"] == {"saludo": f"Hola {v}", "nombre": v}
+        assert c.messages[1] == {"role": "system", "content": f"Ficha: Hola {v} / {v}"}  # never re-read
     assert sorted(c.variants["origen"] for c in cases) == sorted(variants_a + variants_b)
 
 
@@ -133,7 +135,7 @@ def test_transforms_are_deterministic_for_a_seed():
     assert apply_transforms(text, [Transform(kind="max_words", max_words=4)], 1) == "Hola, soy Lucía. Mi"
     assert apply_transforms(text, [Transform(kind="strip_accents")], 1, ["Lucía"]) == \
         "Hola, soy Lucía. Mi batidora llego rota y quiero que me devolvais el dinero hoy mismo."
-    assert apply_transforms("Quiero que me devolváis", [Transform(kind="replace", pairs={
+    assert apply_transforms("Quiero que me devolváis", [Transform(kind="replace", phrases={
         "Quiero que me devolváis": "Yo querer devolver"})], 1) == "Yo querer devolver"
 
 
@@ -170,6 +172,7 @@ attributes:
       estandar: {}
       faltas: {transforms: [{kind: misspell, rate: 1.0}]}
       minusculas: {transforms: [{kind: strip_accents}, {kind: lowercase}]}
+context_channels: {message: {content: "Cliente: {crm.nombre}"}}
 templates:
   - id: roto
     turns: ["Hola, soy {nombre}. La batidora llegó rota; {nombre} quiere el reembolso, gracias."]

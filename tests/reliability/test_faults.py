@@ -173,6 +173,7 @@ def test_battery_values_reach_the_model_literally(tmp_path, cli):
         data = json.loads(path.read_text(encoding="utf-8"))
         data["templates"][0]["system"] = "Sistema {{no es un slot}} ${{HOME}} «comillas» \u200f🛒"
         data["templates"][0]["turns"] = ['Soy {nombre}. JSON: {"a": [1, 2]} y {{literal}} $x ${{y}} {% raw %}']
+        data["context_channels"] = {"message": {"role": "system", "content": "Ficha: {crm.nombre}"}}
         path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
         r = cli("run", path, "--out", tmp_path / "run", "--no-measure", "--no-analyze", "-q")
         assert r.code == 0, r.output
@@ -182,6 +183,7 @@ def test_battery_values_reach_the_model_literally(tmp_path, cli):
                 for vs in LITERAL.values() for v in vs}
     assert {m[-1]["content"] for m in received} == expected
     assert {m[0]["content"] for m in received} == {system}
+    assert {m[1]["content"] for m in received} == {f"Ficha: {v}" for vs in LITERAL.values() for v in vs}
     with Store.open(tmp_path / "run") as store:
         cases = list(store.iter_cases())
     assert {c.conversation()[-1]["content"] for c in cases} == expected

@@ -254,8 +254,7 @@ def test_generate_offloads_loads_once_and_frees(fake_backend):
     async def scenario():
         a = LocalTarget({"model_path": str(fake_backend)}, name="a")
         b = LocalTarget({"model_path": str(fake_backend)}, name="judge")
-        tools = ({"type": "function", "function": {"name": "f", "parameters": {}}},)
-        req = ChatRequest(messages=({"role": "user", "content": "hola"},), seed=9, tools=tools)
+        req = ChatRequest(messages=({"role": "user", "content": "hola"},), seed=9)
         ticks = 0
 
         async def ticker():

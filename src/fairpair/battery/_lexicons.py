@@ -12,7 +12,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
+from fairpair.battery._yaml import load_text_yaml
 
 __all__ = ["lexicon_names", "load_lexicon", "lexicon_source", "all_lexicons"]
 
@@ -25,7 +25,7 @@ def all_lexicons() -> dict[str, dict[str, Any]]:
     for entry in sorted(root.iterdir(), key=lambda p: p.name):
         if not entry.name.endswith(".yaml"):
             continue
-        doc = yaml.safe_load(entry.read_text(encoding="utf-8"))
+        doc = load_text_yaml(entry.read_text(encoding="utf-8"))  # names as written
         for name, spec in doc["lists"].items():
             out[name] = {"names": list(spec["names"]), "source": spec.get("source", doc["source"]),
                          "caveat": doc.get("caveat", ""), "file": entry.name}

@@ -118,6 +118,8 @@ def _merge_includes(data: dict, path: Path, located: Located, stack: tuple[Path,
         sub.data = _merge_includes(sub.data, path.parent / inc, sub, stack)  # includes nest
         for p, pos in sub.lines.items():
             located.lines.setdefault(p, pos)
+        for p, txt in sub.texts.items():
+            located.texts.setdefault(p, txt)
         located.files.extend(sub.files)
         merged = _deep_merge(merged, sub.data)
     return _deep_merge(merged, data)
@@ -215,6 +217,15 @@ def _to_battery_error(exc: ValidationError, data: Any, located: Located) -> Batt
     elif err["type"] == "string_pattern_mismatch":
         message = (f"{_short(err.get('input'))} is not a valid id: use letters, digits, '_', '.' and '-' "
                    f"(no spaces), starting with a letter, digit or '_'")
+    elif err["type"] == "string_type" and (err.get("input") is None or isinstance(err.get("input"), bool)):
+        inp = err.get("input")
+        written = located.texts.get(path, "" if inp is None else str(inp).lower())
+        what = "a boolean" if isinstance(inp, bool) else "null (no value)"
+        message = f"{written or 'an empty value'} is read by YAML as {what}, not as text"
+        quoted = json.dumps(written, ensure_ascii=False)
+        last = path[-1] if path else None
+        hint = f"quote it to keep the text: {last}: {quoted}" if isinstance(last, str) else \
+            f"quote it to keep the text: - {quoted}"
     else:
         message = err["msg"].removeprefix("Value error, ")
         inp = err.get("input")
@@ -374,8 +385,28 @@ def _check(lb: LoadedBattery) -> None:
                 seen[k] = gn
             if g.transforms:
                 raise lb.fail("'transforms' belong to a writing_style attribute", (*gpath, "transforms"))
+    # slots per grammatical form: the same names in every group, a default when not varied
+    group_slots: set[str] = set()
+    for an, attr in attrs.items():
+        names = {gn: set(g.slots) for gn, g in attr.groups.items()}
+        every = set().union(*names.values()) if names else set()
+        for gn, got in names.items():
+            if got != every:
+                missing = sorted(every - got)
+                raise lb.fail(f"group '{gn}' of '{an}' does not give slot(s) {', '.join(missing)}: every group "
+                              f"must give the same slots (one form per group)", ("attributes", an, "groups", gn),
+                              hint=f"add slots: {{{missing[0]}: ...}} to group '{gn}'")
+        varied_everywhere = all(
+            isinstance(d, CounterfactualDesign) and d.attribute == an
+            or isinstance(d, CrossedDesign) and an in d.attributes for d in b.designs)
+        for s_name in sorted(every):
+            if not varied_everywhere and s_name not in b.slots:
+                raise lb.fail(f"slot '{{{s_name}}}' is given by the groups of '{an}' but has no default for the "
+                              f"designs that do not vary '{an}'", ("attributes", an),
+                              hint=f"add it to the battery's slots: {{{s_name}: ...}} (the neutral form)")
+        group_slots |= every
     # slots used by templates
-    known_slots = set(b.slots)
+    known_slots = set(b.slots) | group_slots
     slot_owner = {}
     for an, attr in attrs.items():
         if attr.slot:
@@ -393,6 +424,7 @@ def _check(lb: LoadedBattery) -> None:
         first = sorted(dup)[0]
         i = template_ids.index(first, template_ids.index(first) + 1)  # the second use
         raise lb.fail(f"template id '{sorted(dup)[0]}' is used twice", ("templates", i, "id"))
+    msg = b.context_channels.message
     for i, t in enumerate(b.templates):
         texts = [(("templates", i, "turns", j), s) for j, s in enumerate(t.turns)]
         texts += [(("templates", i, "history", j, "content"), m.content) for j, m in enumerate(t.history)]
@@ -400,18 +432,31 @@ def _check(lb: LoadedBattery) -> None:
             texts.append((("templates", i, "system"), t.system))
         for j, s in enumerate(t.baseline_turns or []):
             texts.append((("templates", i, "baseline_turns", j), s))
+        if msg is not None:
+            texts.append((("context_channels", "message", "content"), msg.content))
+        shape, origins = _context_shape(b, t, i)
+        slot_names = set(t.slots) | known_slots | set(slot_owner) | two_party_slots
+        for k in sorted(set(shape) & slot_names):
+            raise lb.fail(f"'{{{k}}}' is both a slot and a context key of template '{t.id}'",
+                          ("templates", i, "context", k), hint="rename one of them")
+        used: list[str] = []  # context paths the prompt channels carry
         for p, text in texts:
             for m in SLOT_RE.finditer(text):
                 s = m.group(1)
                 if s is None:
                     continue
-                if s in t.slots or s in known_slots or s in slot_owner or s in two_party_slots:
+                if s in slot_names:
                     continue
-                cands = sorted(set(t.slots) | known_slots | set(slot_owner) | two_party_slots)
+                if _context_has(shape, s):
+                    used.append(s)
+                    continue
+                cands = sorted(slot_names) + sorted(_context_paths(shape))
                 close = difflib.get_close_matches(s, cands, n=1)
-                raise lb.fail(f"slot '{{{s}}}' is not filled by any attribute or 'slots' entry", p,
+                also = f", nor a field of the context of template '{t.id}'" if shape else ""
+                raise lb.fail(f"slot '{{{s}}}' is not filled by any attribute or 'slots' entry{also}", p,
                               hint=f"did you mean '{{{close[0]}}}'?" if close else
-                              (f"known slots: {', '.join(cands)}" if cands else None))
+                              (f"known: {', '.join('{' + c + '}' for c in cands)}" if cands else None))
+        _check_routing(lb, i, t, shape, origins, used)
     # designs
     for di, d in enumerate(b.designs):
         dpath = ("designs", di)
@@ -482,6 +527,15 @@ def _check(lb: LoadedBattery) -> None:
     for name, spec in b.target_specs().items():
         key = ("target",) if b.target is not None else ("targets", name)
         _check_plugin(lb, "fairpair.targets", spec, key)
+        if spec.kind == "local" and b.all_tools():
+            from fairpair.targets.local import local_tools_supported
+
+            why = local_tools_supported(spec.options())
+            if why:
+                raise lb.fail(f"target '{name}' (local) cannot offer tools: {why}", (*key, "kind"),
+                              hint="set chat_template_tools: true on the target if the GGUF's chat template "
+                                   "renders tools, or route the context through the system prompt or a "
+                                   "context message instead")
     if b.judge is not None:
         _check_plugin(lb, "fairpair.targets", b.judge, ("judge",))
     for name, spec in b.measures.items():
@@ -525,6 +579,103 @@ def _pairwise_reference(lb: LoadedBattery, b: Any, c: Any, cpath: tuple) -> None
                       f"'{ref}' has no value of it and this comparison could form no pairs", where,
                       hint=f"compare the other groups among themselves (groups: [...] without '{ref}'), "
                            f"or use 'against: baseline'")
+
+
+# ---------------------------------------------------------------- context channels
+
+
+def _set_path(d: dict, dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        if not isinstance(d.get(part), dict):
+            d[part] = {}
+        d = d[part]
+    d[parts[-1]] = value
+
+
+def _context_shape(b: Battery, t, i: int) -> tuple[dict, list[tuple[str, tuple]]]:
+    """The union of every case's context for template ``t`` and where each added field comes from."""
+    shape = json.loads(json.dumps(t.context, default=str))
+    origins: list[tuple[str, tuple]] = []  # (dotted path, battery path) of fields set by attributes
+    for an, attr in b.attributes.items():
+        if attr.context_field:
+            _set_path(shape, attr.context_field, "")
+            origins.append((attr.context_field, ("attributes", an, "context_field")))
+        for gn, g in attr.groups.items():
+            for ck in g.context:
+                _set_path(shape, ck, "")
+                origins.append((ck, ("attributes", an, "groups", gn, "context", ck)))
+    return shape, origins
+
+
+def _context_has(shape: Any, dotted: str) -> bool:
+    cur = shape
+    for part in dotted.split("."):
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
+            return False
+    return True
+
+
+def _context_paths(shape: Any, prefix: str = "") -> list[str]:
+    out: list[str] = []
+    if isinstance(shape, dict):
+        for k, v in shape.items():
+            p = f"{prefix}.{k}" if prefix else str(k)
+            out.append(p)
+            out += _context_paths(v, p)
+    return out
+
+
+#: targets that hand the whole ``ChatRequest.context`` to user code (nothing to route)
+_CONTEXT_AS_DATA = ("python", "mock")
+_ROUTE_HINT = ("route it to the model: write {{{key}}} (the whole record) or {{{key}.field}} into the system prompt "
+               "(or a turn); or add a context message: 'context_channels: {{message: {{role: system, content: "
+               "\"Datos del cliente:\\n{{{key}}}\"}}}}'; or a tool the model calls: "
+               "'context_channels: {{tool: {{name: lookup_customer, returns: {key}}}}}'")
+
+
+def _check_routing(lb: LoadedBattery, i: int, t, shape: dict, origins: list[tuple[str, tuple]],
+                   used: list[str]) -> None:
+    """Every context field reaches the model through at least one channel of every target."""
+    from fairpair.targets.http import body_context_paths
+
+    b = lb.battery
+    tools = b.all_tool_results() if b.all_tools() else {}
+    tool = b.context_channels.tool
+    if tool is not None and tool.returns and not _context_has(shape, tool.returns):
+        raise lb.fail(f"the context tool returns '{tool.returns}', which template '{t.id}' has no field for",
+                      ("context_channels", "tool", "returns"),
+                      hint=f"known: {', '.join(_context_paths(shape)) or '(the context is empty)'}; "
+                           f"leave 'returns' empty for the whole context")
+    if not shape:
+        return
+    common = list(used) + list(tools.values())
+    specs = b.target_specs() or {None: None}
+    for name, spec in specs.items():
+        kind = spec.kind if spec is not None else None
+        if kind in _CONTEXT_AS_DATA or kind not in (None, "openai", "litellm", "local", "http"):
+            continue
+        routes = list(common)
+        if kind == "http":
+            routes += body_context_paths(spec.options().get("body"))
+        who = f" of target '{name}' ({kind})" if kind else ""
+        hint = _ROUTE_HINT + ("; or '{{{{context.{key}}}}}' in the http body" if kind == "http" else "")
+
+        def reached(path: str) -> bool:
+            return any(r == "" or path == r or path.startswith(r + ".") for r in routes)
+
+        for path, where in origins:
+            if not reached(path):
+                raise lb.fail(f"context field '{path}' reaches no channel{who} in template '{t.id}': the "
+                              f"model would never see it", where, hint=hint.format(key=path.split(".")[0]))
+        for key in shape:
+            if not any(r == "" or r.split(".")[0] == key for r in routes):
+                raise lb.fail(f"context '{key}' of template '{t.id}' reaches no channel{who}: the model "
+                              f"would never see it", ("templates", i, "context", key), hint=hint.format(key=key))
 
 
 def _equal_variants(lb: LoadedBattery, attr: Attribute, groups: list[str], an: str, path: tuple) -> None:

@@ -12,22 +12,26 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "SCHEMA_VERSION", "Battery", "Attribute", "Group", "Transform", "Template", "Message",
     "CounterfactualDesign", "CrossedDesign", "TwoPartyDesign", "BaselineDesign", "Design",
-    "TargetSpec", "MeasureSpec", "AnalysisPlan", "Comparison", "SLOT_RE",
+    "TargetSpec", "MeasureSpec", "AnalysisPlan", "Comparison", "SLOT_RE", "ContextChannels",
+    "ContextMessage", "ContextTool",
 ]
 
 SCHEMA_VERSION = 1
-#: A slot in a template: ``{name}``. ``{{`` and ``}}`` are literal braces.
-SLOT_RE = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: A slot in a template: ``{name}``, or a context path ``{crm}`` / ``{crm.nombre}``.
+#: ``{{`` and ``}}`` are literal braces.
+SLOT_RE = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)\}")
 _ID = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # numbers written where the schema expects text (a variant 45, a slot 28001) are that text;
+    # the loader keeps a number only when it writes back to the same text (battery._yaml)
+    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
 
 
 class Transform(_Strict):
@@ -44,21 +48,36 @@ class Transform(_Strict):
     ``max_words``
         Keep the first ``max_words`` words (very short messages).
     ``replace``
-        Literal replacements ``pairs: {from: to}`` (e.g. second-language
-        constructions), applied in the order given.
+        Whole-word replacements ``pairs: {from: to}`` (one word each, e.g.
+        ``{she: he, her: his}``) and ``phrases: {from: to}`` (several words,
+        e.g. ``{"I am agree": "I agree"}``). A key matches only between Unicode
+        word boundaries (``she`` never changes "chef" or "shelps"), in any
+        case, and the replacement keeps the case of what it replaces
+        (``She`` -> ``He``, ``SHE`` -> ``HE``). All keys are matched in one
+        pass, longest first, so ``{he: she, she: he}`` swaps.
     """
 
     kind: Literal["misspell", "strip_accents", "lowercase", "strip_punctuation", "max_words", "replace"]
     rate: float = Field(0.15, ge=0.0, le=1.0)
     max_words: int | None = Field(None, ge=1)
     pairs: dict[str, str] = Field(default_factory=dict)
+    phrases: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _needs(self) -> "Transform":
         if self.kind == "max_words" and self.max_words is None:
             raise ValueError("kind 'max_words' needs 'max_words: N'")
-        if self.kind == "replace" and not self.pairs:
-            raise ValueError("kind 'replace' needs 'pairs: {from: to}'")
+        if self.kind == "replace" and not (self.pairs or self.phrases):
+            raise ValueError("kind 'replace' needs 'pairs: {from: to}' (words) or 'phrases: {from: to}'")
+        if self.kind != "replace" and (self.pairs or self.phrases):
+            raise ValueError(f"'pairs' and 'phrases' belong to kind 'replace', not '{self.kind}'")
+        for k in self.pairs:
+            if len(k.split()) != 1:
+                raise ValueError(f"replace pair {k!r} is not one word: put it under 'phrases:' "
+                                 f"(several words matched as a whole)")
+        for k in self.phrases:
+            if not k.strip():
+                raise ValueError("an empty phrase cannot be replaced")
         return self
 
 
@@ -71,7 +90,11 @@ class Group(_Strict):
     the first N. ``references`` are words that name the group ("árabe") and
     must be masked before a judge reads an answer. ``transforms`` make a
     writing-style group. ``context`` is merged into the case context (e.g. a
-    CRM field the production system would pass).
+    CRM field the production system would pass). ``slots`` are the words
+    that agree with the group, one slot per grammatical form (Spanish
+    ``{harta}``: ``harta`` for a female group, ``harto`` for a male one);
+    every group of the attribute declares the same slots, and the battery's
+    ``slots`` give the form used when the attribute is not varied.
     """
 
     label: str | None = None
@@ -81,13 +104,7 @@ class Group(_Strict):
     references: list[str] = Field(default_factory=list)
     transforms: list[Transform] = Field(default_factory=list)
     context: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("variants", mode="before")
-    @classmethod
-    def _as_strings(cls, v: Any) -> Any:
-        if isinstance(v, list):
-            return [str(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else x for x in v]
-        return v
+    slots: dict[str, str] = Field(default_factory=dict)
 
 
 class Attribute(_Strict):
@@ -153,6 +170,61 @@ class Template(_Strict):
         if self.system is not None and self.system_file is not None:
             raise ValueError("give either 'system' or 'system_file', not both")
         return self
+
+
+class ContextMessage(_Strict):
+    """A message of its own that carries the context, placed right after the system prompt.
+
+    ``content`` is a template: ``{crm}`` is the whole record (YAML or JSON,
+    see :class:`ContextChannels`), ``{crm.nombre}`` one field, ``{slot}`` a slot.
+    ``role``: ``system`` or ``developer`` (OpenAI's newer name for
+    instructions from the application).
+    """
+
+    role: Literal["system", "developer"] = "system"
+    content: str = Field(min_length=1)
+
+
+class ContextTool(_Strict):
+    """A function the model may call to read the context (``lookup_customer``).
+
+    It is offered to the model with an empty parameter list (OpenAI
+    function-calling format) and answered with ``returns`` (a dotted path in
+    the case context, e.g. ``crm``; empty for the whole context), JSON-encoded.
+    A model that never calls it never sees the context: the answers record
+    every tool call, so check them.
+    """
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")] = "lookup_customer"
+    description: str = "Returns the record of the customer in this conversation from the CRM."
+    returns: str = ""
+
+    def definition(self) -> dict[str, Any]:
+        """The OpenAI-style tool definition offered to the model."""
+        return {"type": "function", "function": {"name": self.name, "description": self.description,
+                                                 "parameters": {"type": "object", "properties": {}}}}
+
+
+class ContextChannels(_Strict):
+    """How a template's ``context`` reaches the model, the same for every target kind.
+
+    Channels (any combination; the context must reach the model by at least one):
+
+    * **the prompt**: ``{crm.nombre}`` or ``{crm}`` anywhere in ``system`` /
+      ``system_file`` (the production prompt file as is), ``history`` or
+      ``turns``;
+    * ``message``: a separate system/developer message rendered from a template;
+    * ``tool``: a function the model calls, answered with the context;
+    * the ``http`` target's ``body`` template (``{{context.crm}}``).
+
+    ``format``: how a mapping or list (``{crm}``) is written into text:
+    ``yaml`` (default; block style, keys in the order written) or ``json``
+    (indented). Scalars are written as their text (``02142`` stays ``02142``).
+    """
+
+    format: Literal["yaml", "json"] = "yaml"
+    message: ContextMessage | None = None
+    tool: ContextTool | None = None
 
 
 class _DesignBase(_Strict):
@@ -281,6 +353,7 @@ class Battery(_Strict):
     slots: dict[str, str] = Field(default_factory=dict)
     templates: list[Template] = Field(min_length=1)
     designs: list[Design] = Field(min_length=1)
+    context_channels: ContextChannels = Field(default_factory=ContextChannels)
     tools: list[dict[str, Any]] = Field(default_factory=list)
     tool_results: dict[str, str] = Field(default_factory=dict)
     target: TargetSpec | None = None
@@ -296,6 +369,20 @@ class Battery(_Strict):
         if self.target is not None and self.targets:
             raise ValueError("give either 'target' or 'targets', not both")
         return self
+
+    def all_tools(self) -> list[dict[str, Any]]:
+        """``tools`` plus the context tool of ``context_channels`` (OpenAI function definitions)."""
+        out = list(self.tools)
+        if self.context_channels.tool is not None:
+            out.append(self.context_channels.tool.definition())
+        return out
+
+    def all_tool_results(self) -> dict[str, str]:
+        """Tool name -> context path answered (``tool_results`` plus the context tool)."""
+        out = dict(self.tool_results)
+        if self.context_channels.tool is not None:
+            out[self.context_channels.tool.name] = self.context_channels.tool.returns
+        return out
 
     def target_specs(self) -> dict[str, TargetSpec]:
         """Targets by name (``target:`` alone is named after its kind)."""

@@ -6,10 +6,28 @@ the node tree, builds the objects itself and records, for every key path, the
 file and 1-based line it came from. It also resolves ``!include PATH`` tags
 (YAML files become data, any other file becomes text), rejects duplicate keys
 (PyYAML keeps the last one silently) and detects include cycles.
+
+Values as written. PyYAML implements YAML 1.1, whose implicit types change
+text silently: ``02142`` and ``0777`` become the integers 2142 and 511,
+``12:30`` becomes 750 (base 60), ``0x1F`` becomes 31, ``NO``/``off``/``yes``
+become booleans and ``2021-03-14`` a date. A battery is mostly text for the
+model (names, postal codes, CRM fields), so this loader resolves plain
+(unquoted) scalars with the YAML 1.2 core schema
+(https://yaml.org/spec/1.2.2/#103-core-schema) and then keeps a scalar as a
+number, boolean or null **only when that value writes back to exactly the
+text in the file**: ``7``, ``0.15``, ``-3``, ``true``, ``false``, ``null``
+(and an empty value). Everything else stays the string the user wrote:
+``02142``, ``0777``, ``12:30``, ``0x1F``, ``NO``, ``off``, ``yes``, ``~``,
+``1e3``, ``.inf``, ``89.00``, ``True``. The schema then turns numbers into
+text where it expects text (``coerce_numbers_to_str``) and text into numbers
+where it expects numbers (``repetitions``, ``margin``, ``seed``), so a value
+reaches the model exactly as written. Keys are always the text written.
+Quoted scalars are always strings; explicit tags (``!!int 0777``) are honoured.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +36,7 @@ import yaml
 
 from fairpair.errors import BatteryError
 
-__all__ = ["Located", "load_yaml"]
+__all__ = ["Located", "load_yaml", "plain_scalar", "load_text_yaml"]
 
 Path_ = tuple[str | int, ...]
 
@@ -30,6 +48,8 @@ class Located:
     data: Any
     lines: dict[Path_, tuple[str, int]] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
+    #: the source text of every plain (unquoted) scalar, by key path (for "quote it" hints)
+    texts: dict[Path_, str] = field(default_factory=dict)
 
     def where(self, path: Path_) -> tuple[str | None, int | None]:
         """Closest known position for ``path`` (walks up to the parents)."""
@@ -43,7 +63,52 @@ class Located:
 
 
 class _Loader(yaml.SafeLoader):
-    pass
+    """SafeLoader without YAML 1.1's implicit types: every plain scalar composes as text.
+
+    Only the merge key ``<<`` is still recognised (to refuse it with a clear message).
+    """
+
+
+_Loader.yaml_implicit_resolvers = {}
+_Loader.add_implicit_resolver("tag:yaml.org,2002:merge", re.compile(r"^(?:<<)$"), ["<"])
+
+_INT_12 = re.compile(r"[-+]?[0-9]+")
+_FLOAT_12 = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+
+
+def plain_scalar(text: str) -> str | int | float | bool | None:
+    """The value of a plain YAML scalar, kept as text unless it writes back identically.
+
+    ``"7"`` -> 7, ``"0.15"`` -> 0.15, ``"true"`` -> True, ``"null"`` or ``""``
+    -> None; ``"02142"``, ``"0x1F"``, ``"12:30"``, ``"NO"``, ``"~"``,
+    ``"1e3"``, ``".inf"``, ``"89.00"`` -> the same string (YAML 1.2 core
+    schema, then the round-trip rule of the module docstring).
+    """
+    if text in ("", "null"):
+        return None
+    if text == "true":
+        return True
+    if text == "false":
+        return False
+    if _INT_12.fullmatch(text):
+        value = int(text)
+        return value if str(value) == text else text
+    if _FLOAT_12.fullmatch(text):
+        f = float(text)
+        return f if repr(f) == text else text
+    return text
+
+
+class _TextLoader(yaml.SafeLoader):
+    """For files fairpair ships (lexicons): every plain scalar is kept as its text."""
+
+
+_TextLoader.yaml_implicit_resolvers = {}
+
+
+def load_text_yaml(text: str) -> Any:
+    """``yaml.safe_load`` with every scalar read as the string written (no implicit types)."""
+    return yaml.load(text, Loader=_TextLoader)  # noqa: S506 - a SafeLoader subclass
 
 
 def _read(path: Path, stack: tuple[Path, ...], origin: tuple[str, int] | None) -> str:
@@ -112,6 +177,8 @@ def _build(node: yaml.Node, at: Path_, file: Path, loader: _Loader, out: Located
             sub = load_yaml(target, _stack=stack, _origin=(str(file), line))
             for p, pos in sub.lines.items():
                 out.lines.setdefault(at + p, pos)
+            for p, txt in sub.texts.items():
+                out.texts.setdefault(at + p, txt)
             out.files.extend(sub.files)
             return sub.data
         if target in stack:
@@ -124,7 +191,10 @@ def _build(node: yaml.Node, at: Path_, file: Path, loader: _Loader, out: Located
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise BatteryError("YAML merge keys (<<) are not supported; use !include",
                                    file=file, line=key_node.start_mark.line + 1, key=_dotted(at))
-            key = loader.construct_object(key_node, deep=True)
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag == "tag:yaml.org,2002:str":
+                key = key_node.value  # a key is always the text written
+            else:
+                key = loader.construct_object(key_node, deep=True)
             if not isinstance(key, (str, int, float, bool)):
                 raise BatteryError("mapping keys must be plain scalars", file=file,
                                    line=key_node.start_mark.line + 1, key=_dotted(at))
@@ -137,6 +207,9 @@ def _build(node: yaml.Node, at: Path_, file: Path, loader: _Loader, out: Located
         return result
     if isinstance(node, yaml.SequenceNode):
         return [_build(v, (*at, i), file, loader, out, stack) for i, v in enumerate(node.value)]
+    if node.tag == "tag:yaml.org,2002:str" and node.style is None:  # plain: YAML 1.2, as written
+        out.texts[at] = node.value
+        return plain_scalar(node.value)
     try:
         return loader.construct_object(node, deep=True)
     except yaml.constructor.ConstructorError as exc:

@@ -18,8 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from fairpair import __version__
 from fairpair.battery._load import LoadedBattery
+from fairpair.battery._yaml import plain_scalar
 from fairpair.battery._schema import (
     SLOT_RE, Attribute, BaselineDesign, Battery, CounterfactualDesign, CrossedDesign, Template,
     TwoPartyDesign,
@@ -27,15 +30,78 @@ from fairpair.battery._schema import (
 from fairpair.cases._case import Case
 from fairpair.cases._style import apply_transforms
 
-__all__ = ["Expansion", "expand", "fill_slots", "indefinite_article", "write_cases"]
+__all__ = ["Expansion", "expand", "fill_slots", "context_text", "context_lookup", "indefinite_article",
+           "write_cases"]
+
+_MISSING = object()
 
 
-def fill_slots(text: str, values: dict[str, str]) -> str:
-    """Replace ``{slot}`` with its value in one pass; ``{{``/``}}`` are literal braces.
+def context_lookup(context: Any, dotted: str) -> Any:
+    """The value at ``dotted`` (``crm.nombre``; list items by index) in ``context``, or a sentinel."""
+    cur = context
+    for part in dotted.split(".") if dotted else ():
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
+            return _MISSING
+    return cur
 
-    A value is inserted literally: braces, ``{other_slot}``, Jinja or
-    format syntax inside a value are never evaluated. Unknown slots are left
-    as they are (the battery check rejects them before expansion).
+
+class _AsWrittenDumper(yaml.SafeDumper):
+    """Writes a string without quotes whenever fairpair's loader reads it back as that string.
+
+    ``02142``, ``89.00``, ``12:30`` and ``yes`` stay bare, as the user wrote
+    them; only text that would read back as another type (``"true"``,
+    ``"7"``, ``""``) is quoted.
+    """
+
+    def resolve(self, kind, value, implicit):  # noqa: D102 - PyYAML hook
+        if kind is yaml.ScalarNode and implicit[0]:
+            v = plain_scalar(value)
+            if v is None:
+                return "tag:yaml.org,2002:null"
+            if isinstance(v, bool):
+                return "tag:yaml.org,2002:bool"
+            if isinstance(v, int):
+                return "tag:yaml.org,2002:int"
+            if isinstance(v, float):
+                return "tag:yaml.org,2002:float"
+            return "tag:yaml.org,2002:str"
+        return super().resolve(kind, value, implicit)
+
+
+def context_text(value: Any, fmt: str = "yaml") -> str:
+    """A context value as the text the model reads.
+
+    Scalars are their text as written in the battery (``02142``, ``12:30``;
+    ``true``/``false``/``null`` for YAML's booleans and null). A mapping or
+    list is written as YAML (block style, keys in the order written, no line
+    folding) or as indented JSON (``fmt="json"``).
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    if fmt == "json":
+        return json.dumps(value, ensure_ascii=False, indent=2)
+    return yaml.dump(value, Dumper=_AsWrittenDumper, allow_unicode=True, sort_keys=False,
+                     default_flow_style=False, width=1_000_000).rstrip("\n")
+
+
+def fill_slots(text: str, values: dict[str, str], context: dict[str, Any] | None = None,
+               fmt: str = "yaml") -> str:
+    """Replace ``{slot}`` and ``{context.path}`` in one pass; ``{{``/``}}`` are literal braces.
+
+    A name is a slot first (``values``), else a path in ``context``
+    (``{crm}`` the whole record, ``{crm.nombre}`` one field), written with
+    :func:`context_text`. A value is inserted literally: braces,
+    ``{other_slot}``, Jinja or format syntax inside a value are never
+    evaluated. Unknown names are left as they are (the battery check rejects
+    them before expansion).
     """
     def sub(m):
         tok = m.group(0)
@@ -44,7 +110,13 @@ def fill_slots(text: str, values: dict[str, str]) -> str:
         if tok == "}}":
             return "}"
         name = m.group(1)
-        return values[name] if name in values else tok
+        if name in values:
+            return values[name]
+        if context is not None:
+            found = context_lookup(context, name)
+            if found is not _MISSING:
+                return context_text(found, fmt)
+        return tok
 
     return SLOT_RE.sub(sub, text)
 
@@ -154,6 +226,7 @@ class _Renderer:
         for an, (attr, gname, k) in chosen.items():
             group = attr.groups[gname]
             g_out[an] = gname
+            values.update(group.slots)  # the forms that agree with the group (harta / harto)
             if attr.signal == "writing_style":
                 transforms.extend(group.transforms)
                 style_key += f"{an}={gname};"
@@ -167,6 +240,9 @@ class _Renderer:
                 literal.append((attr.context_field, value))
             for ck, cv in group.context.items():
                 _set_dotted(context, ck, copy.deepcopy(cv))
+        for an, attr in self.b.attributes.items():  # a CRM always has the field: neutral when not varied
+            if an not in chosen and attr.context_field and attr.neutral is not None:
+                literal.insert(0, (attr.context_field, attr.neutral))
         if extra_slots:
             values.update(extra_slots)
         context = _fill_any(context, values)
@@ -174,16 +250,22 @@ class _Renderer:
             _set_dotted(context, field_path, value)
         seed = _seed(self.b, t.id, rep)
         raw_turns = turns_override if turns_override is not None else t.turns
-        turns = [fill_slots(s, values) for s in raw_turns]
+        fmt = self.b.context_channels.format
+        turns = [fill_slots(s, values, context, fmt) for s in raw_turns]
         if transforms:  # every value filled into the user's text is kept as is (names, ages...)
             used = {m.group(1) for s in raw_turns for m in SLOT_RE.finditer(s) if m.group(1)}
             protected += [values[s] for s in sorted(used) if s in values]
             tseed = int(hashlib.sha256(f"{t.id}|{style_key}|{position}".encode()).hexdigest()[:8], 16)
             turns = [apply_transforms(s, transforms, tseed + i, protected) for i, s in enumerate(turns)]
+        # the messages every target receives: the context is written into them here, once
+        channels = self.b.context_channels
         messages: list[dict[str, str]] = []
         if t.system:
-            messages.append({"role": "system", "content": fill_slots(t.system, values)})
-        messages += [{"role": m.role, "content": fill_slots(m.content, values)} for m in t.history]
+            messages.append({"role": "system", "content": fill_slots(t.system, values, context, fmt)})
+        if channels.message is not None:
+            messages.append({"role": channels.message.role,
+                             "content": fill_slots(channels.message.content, values, context, fmt)})
+        messages += [{"role": m.role, "content": fill_slots(m.content, values, context, fmt)} for m in t.history]
         payload = {"battery": self.b.name, "design": design_id, "template": t.id, "rep": rep,
                    "groups": g_out, "variants": v_out, "messages": messages, "turns": turns,
                    "context": context, "axis": axis, "baseline": baseline}

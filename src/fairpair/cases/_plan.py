@@ -86,9 +86,11 @@ def plan(loaded: LoadedBattery) -> Plan:
     exp = Expansion(b.name, loaded.sha256)
     chars: dict[str, int] = {}
     turns: dict[str, int] = {}
+    tools = b.all_tools()
+    tools_chars = len(json.dumps(tools, ensure_ascii=False)) if tools else 0
     for case in expand(one, exp):
-        ctx = json.dumps(case.context, ensure_ascii=False) if case.context else ""
-        base = sum(len(m["content"]) for m in case.messages) + len(ctx)
+        # what is sent: the messages (the context is written into them by its channels) and the tools
+        base = sum(len(m["content"]) for m in case.messages) + tools_chars
         acc = 0
         for t in case.turns:  # each turn resends the conversation so far
             acc += len(t)

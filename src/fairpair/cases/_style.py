@@ -112,6 +112,32 @@ def apply_transforms(text: str, transforms: Sequence[Transform], seed: int,
             words = text.split()
             text = " ".join(words[: t.max_words])
         elif t.kind == "replace":
-            for a, b in t.pairs.items():
-                text = _outside(text, protected, lambda s, a=a, b=b: s.replace(a, b))
+            text = _outside(text, protected, _word_replacer({**t.pairs, **t.phrases}))
     return text
+
+
+def _keep_case(found: str, repl: str) -> str:
+    """``repl`` written in the case of ``found``: ``SHE`` -> ``HE``, ``She`` -> ``He``, ``she`` -> as given."""
+    letters = [c for c in found if c.isalpha()]
+    if len(letters) > 1 and all(c.isupper() for c in letters):
+        return repl.upper()
+    if letters and found.lstrip()[:1].isupper() and not any(c.isupper() for c in found[1:]):
+        return repl[:1].upper() + repl[1:]
+    return repl
+
+
+def _word_replacer(pairs: dict[str, str]) -> Callable[[str], str]:
+    """One pass over the text: each key matched as whole words (Unicode), any case, longest first."""
+    if not pairs:
+        return lambda s: s
+    table = {" ".join(k.split()).casefold(): v for k, v in pairs.items()}
+    alts = sorted(table, key=len, reverse=True)
+    # whitespace inside a phrase matches any run of whitespace
+    body = "|".join(r"\s+".join(re.escape(w) for w in k.split(" ")) for k in alts)
+    pattern = re.compile(r"(?<!\w)(?:" + body + r")(?!\w)", re.IGNORECASE)
+
+    def sub(m: re.Match) -> str:
+        found = m.group(0)
+        return _keep_case(found, table[" ".join(found.split()).casefold()])
+
+    return lambda s: pattern.sub(sub, s)

@@ -171,14 +171,25 @@ def signal_values(battery) -> tuple[list[str], list[str]]:
     """Every value that could reveal a group, and the declared group references.
 
     Values: all variants of all groups of all attributes (names, ages, postal
-    codes, neighbourhoods, identity labels); terms: every group's
-    ``references`` (matched with plural and gender forms by the masker).
+    codes, neighbourhoods, identity labels) and the text values a group
+    writes into the context (``context: {crm.pais: Marruecos}``: a CRM field
+    that signals the group); terms: every group's ``references`` (matched
+    with plural and gender forms by the masker).
     """
     values: list[str] = []
     terms: list[str] = []
+
+    def texts(obj) -> list[str]:
+        if isinstance(obj, dict):
+            return [s for v in obj.values() for s in texts(v)]
+        if isinstance(obj, list):
+            return [s for v in obj for s in texts(v)]
+        return [str(obj)] if isinstance(obj, (str, int, float)) and not isinstance(obj, bool) else []
+
     for attr in battery.attributes.values():
         for g in attr.groups.values():
             values.extend(v for v in g.variants if v and v.strip())
+            values.extend(v for v in texts(g.context) if v.strip())
             terms.extend(r for r in g.references if r and r.strip())
     return list(dict.fromkeys(values)), list(dict.fromkeys(terms))
 

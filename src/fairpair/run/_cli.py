@@ -51,7 +51,7 @@ def check(
                 asyncio.run(t.load())
             t0 = time.monotonic()
             completion, _, _, _ = asyncio.run(preflight(
-                t, case, settings, tools=b.tools or None, tool_map=b.tool_results or None,
+                t, case, settings, tools=b.all_tools() or None, tool_map=b.all_tool_results() or None,
                 secrets=target_secrets(spec.options()), name=name))
         finally:
             try:

@@ -134,7 +134,7 @@ def _tool_results(case: Case, mapping: dict[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for tool, path in mapping.items():
         cur: Any = case.context
-        for part in path.split("."):
+        for part in path.split(".") if path else ():  # "" is the whole context
             cur = cur.get(part) if isinstance(cur, dict) else None
         out[tool] = cur
     return out

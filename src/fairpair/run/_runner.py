@@ -288,8 +288,8 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
             try:
                 for name, target in targets.items():
                     if settings.preflight:  # one case first: a broken target stops here, exit 2
-                        preflight_into_store(store, name, target, expand(loaded), settings, tools=b.tools or None,
-                                             tool_map=b.tool_results or None, secrets=secrets)
+                        preflight_into_store(store, name, target, expand(loaded), settings, tools=b.all_tools() or None,
+                                             tool_map=b.all_tool_results() or None, secrets=secrets)
                     todo = total - len(store.answered_ids(name))
                     if progress:
                         progress.start_target(name, total=total, todo=todo)
@@ -321,8 +321,8 @@ async def _run_one(store, name, target, loaded, settings, secrets, cb):
     breaker = CircuitBreaker(settings.max_consecutive_failures, target=name) \
         if settings.max_consecutive_failures > 0 else None
     try:
-        return await run_target(store, name, target, expand(loaded), settings, tools=b.tools or None,
-                                tool_map=b.tool_results or None, secrets=secrets, on_done=cb, breaker=breaker)
+        return await run_target(store, name, target, expand(loaded), settings, tools=b.all_tools() or None,
+                                tool_map=b.all_tool_results() or None, secrets=secrets, on_done=cb, breaker=breaker)
     except CircuitOpen as exc:
         store.event("circuit_open", {"target": name, "kind": breaker.kind, "count": breaker.count,
                                      "error": exc.message})

@@ -88,6 +88,20 @@ def expand_env(text: str, *, where: str) -> str:
     return _ENV_RE.sub(sub, text)
 
 
+def prepared_request(method: str, url: str, body: Any, headers: dict[str, str], *,
+                     secrets: list[str]) -> dict[str, Any]:
+    """The request httpx would put on the wire for ``body`` (``--dry-run``), secrets as ``***``.
+
+    Returns ``{"method", "url", "headers", "body"}``; ``body`` is the exact
+    bytes (httpx's JSON encoding), ``headers`` include httpx's defaults.
+    """
+    with httpx.Client(trust_env=False) as client:
+        req = client.build_request(method, url, json=body, headers=headers)
+    return {"method": req.method, "url": redact_text(str(req.url), secrets),
+            "headers": {k: redact_text(v, secrets) for k, v in req.headers.items()},
+            "body": req.content}
+
+
 def check_env(names: list[str], *, target: str, where: str) -> None:
     """Fail at build time (FairpairError) when a referenced environment variable is unset."""
     missing = [n for n in names if n not in os.environ]
@@ -335,6 +349,20 @@ def _template_placeholders(obj: Any) -> list[str]:
     return out
 
 
+def body_context_paths(body: Any) -> list[str]:
+    """Context paths a body template sends: ``""`` for ``{{context}}``, ``"crm.nombre"`` for
+    ``{{context.crm.nombre}}`` (``None`` is the default body, which sends the whole context)."""
+    if body is None:
+        return [""]
+    out = []
+    for name in _template_placeholders(body):
+        if name == "context":
+            out.append("")
+        elif name.startswith("context."):
+            out.append(name[len("context."):])
+    return out
+
+
 class _Missing(Exception):
     pass
 
@@ -501,6 +529,16 @@ class HTTPTarget:
 
     def _secrets(self) -> list[str]:
         return [os.environ[n] for n in self._env if os.environ.get(n)]
+
+    def preview(self, request: ChatRequest) -> dict[str, Any]:
+        """The exact request :meth:`generate` sends for ``request`` (secrets as ``***``)."""
+        o = self.options
+        try:
+            body = render_body(o.body, request)
+        except _Missing as exc:
+            raise TargetError(f"body placeholder {{{{{exc.args[0]}}}}}: the case has no such context field") from None
+        headers = {k: expand_env(v, where=f"header {k}") for k, v in o.headers.items()}
+        return prepared_request(o.method, expand_env(o.url, where="url"), body, headers, secrets=self._secrets())
 
     async def generate(self, request: ChatRequest) -> Completion:
         o = self.options

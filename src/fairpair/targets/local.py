@@ -29,10 +29,24 @@ Threads: ``n_threads`` defaults to the cores this process may use, and
 OpenMP is told to wait passively (``OMP_WAIT_POLICY=PASSIVE`` unless already
 set) so that a busy machine slows decoding down gently instead of tenfold.
 
-Tools: a 0.5B model does not make reliable function calls (in our tests it
-answers with made-up ``<json>`` blocks instead of Qwen's ``<tool_call>``), so
-``request.tools`` is ignored and the model answers in text;
-``identity()["tools"]`` says so.
+Tools: with ``request.tools`` (a battery's ``tools`` or its context tool,
+``context_channels.tool``), the definitions are sent to llama.cpp, which
+renders them with the GGUF's own chat template (Qwen2.5's template has a tools
+section and reads ``<tool_call>`` replies), and every call the model makes is
+answered with the case's scripted result, as the ``openai`` target does
+(:func:`fairpair.targets.openai.chat_with_tools`). This needs a chat template
+that supports tools: true of the known models; for a ``model_path`` file say
+so with ``chat_template_tools: true`` (fairpair cannot read the template
+before loading the model), otherwise a battery that offers tools to this
+target is refused when it is loaded. Small models often write the call's
+JSON without Qwen's ``<tool_call>`` tags (the 0.5B model does, in our tests),
+which llama.cpp then returns as text: an answer that is exactly such a call
+to an offered tool is read as the call. A model may also answer without
+calling the tool: the answer's recorded tool calls show whether the context
+was read.
+:meth:`LocalTarget.render_prompt` returns the exact text the model reads (the
+chat template applied by llama.cpp, tools included), which ``fairpair run
+--dry-run`` prints.
 
 Side effect of the binding: xllamacpp's ``Server`` also opens an HTTP endpoint
 on ``127.0.0.1`` (random port). fairpair never uses it; it is locked with a
@@ -45,7 +59,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import importlib.metadata
+import json
 import os
+import re
 import secrets
 import sys
 import threading
@@ -108,6 +124,12 @@ class LocalOptions(BaseModel):
     n_threads:
         CPU threads for prompt processing and generation; defaults to the
         cores this process may use.
+    chat_template_tools:
+        Whether the model's chat template renders tool definitions. ``None``
+        (default): true for the known models (Qwen2.5 templates do), unknown
+        for a ``model_path`` file, where tools are then refused.
+    max_tool_steps:
+        Most rounds of tool answers per turn (default 5).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -120,6 +142,8 @@ class LocalOptions(BaseModel):
     seed: int | None = None
     n_ctx: int = Field(4096, ge=64)
     n_threads: int = Field(default_factory=_default_threads, ge=1)
+    chat_template_tools: bool | None = None
+    max_tool_steps: int = Field(5, ge=0)
 
     @field_validator("model")
     @classmethod
@@ -128,6 +152,57 @@ class LocalOptions(BaseModel):
             raise ValueError(f"unknown model {value!r}; known models: {', '.join(sorted(KNOWN_MODELS))}"
                              " (or give model_path: to a GGUF file)")
         return value
+
+
+#: known models whose GGUF chat template has a tools section (Qwen2.5's Hermes-style <tool_call>)
+_TOOL_TEMPLATES = frozenset({"qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"})
+
+
+def local_tools_supported(options: dict[str, Any]) -> str | None:
+    """``None`` when a ``local`` target with ``options`` can offer tools, else the reason why not."""
+    flag = options.get("chat_template_tools")
+    if flag is not None:
+        return None if flag else "chat_template_tools is false"
+    if options.get("model_path") is not None:
+        return ("fairpair cannot tell whether the chat template of a model_path GGUF renders tools "
+                "(say so with chat_template_tools: true)")
+    model = options.get("model", DEFAULT_MODEL)
+    return None if model in _TOOL_TEMPLATES else f"the chat template of '{model}' has no tools section"
+
+
+_FENCE = re.compile(r"^\s*(?:<tool_call>|```(?:json)?)\s*(.*?)\s*(?:</tool_call>|```)?\s*$", re.DOTALL)
+
+
+def _bare_tool_call(result: dict[str, Any], offered: set[str]) -> dict[str, Any]:
+    """Read a tool call that llama.cpp left in the text as one.
+
+    Small models often answer an offered tool with the call's JSON alone,
+    ``{"name": "lookup_customer", "arguments": {...}}``, without the
+    ``<tool_call>`` tags the template asks for, so llama.cpp returns it as
+    text. When the *whole* answer is such an object (optionally in tags or a
+    json fence) naming an offered tool, it is turned into an OpenAI
+    ``tool_calls`` entry; any other text is left alone.
+    """
+    try:
+        message = result["choices"][0]["message"]
+    except (KeyError, IndexError, TypeError):
+        return result
+    text = message.get("content")
+    if message.get("tool_calls") or not isinstance(text, str) or "{" not in text:
+        return result
+    m = _FENCE.match(text)
+    try:
+        data = json.loads(m.group(1) if m else text)
+    except ValueError:
+        return result
+    if not (isinstance(data, dict) and data.get("name") in offered and set(data) <= {"name", "arguments"}):
+        return result
+    args = data.get("arguments", {})
+    call = {"id": "call_0", "type": "function",
+            "function": {"name": data["name"], "arguments": args if isinstance(args, str) else json.dumps(args)}}
+    choice = {**result["choices"][0], "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+              "finish_reason": "tool_calls"}
+    return {**result, "choices": [choice, *result["choices"][1:]]}
 
 
 # --------------------------------------------------------------------------- model sharing
@@ -140,6 +215,7 @@ class _Loaded:
     server: Any
     lock: threading.Lock = field(default_factory=threading.Lock)
     users: int = 0
+    api_key: str | None = field(default=None, repr=False)  # of the binding's loopback endpoint; memory only
 
 
 _REGISTRY: dict[tuple[str, int, int], _Loaded] = {}
@@ -205,14 +281,15 @@ def _acquire(path: Path, n_ctx: int, n_threads: int) -> _Loaded:
         loaded = _REGISTRY.get(key)
         if loaded is None:
             xl = _import_backend()
+            params = backend_params(path, n_ctx=n_ctx, n_threads=n_threads)
             try:
-                server = xl.Server(backend_params(path, n_ctx=n_ctx, n_threads=n_threads))
+                server = xl.Server(params)
             except RuntimeError as exc:
                 raise FairpairError(
                     f"llama.cpp could not load {path} ({exc})",
                     hint="check that the file is a GGUF model and that n_ctx fits in memory",
                 ) from None
-            loaded = _REGISTRY[key] = _Loaded(server)
+            loaded = _REGISTRY[key] = _Loaded(server, api_key=list(params.api_keys)[0])
         loaded.users += 1
         return loaded
 
@@ -304,7 +381,9 @@ class LocalTarget:
                 "n_threads": opts.n_threads,
                 "cache_prompt": False,
             },
-            "tools": "ignored: the model answers in text only",
+            "tools": ("offered through the chat template" if local_tools_supported(opts.model_dump()) is None
+                      else "refused: the chat template does not render tools"),
+            "max_tool_steps": opts.max_tool_steps,
         }
 
     # -- loading -----------------------------------------------------------------------
@@ -346,11 +425,16 @@ class LocalTarget:
             value = int.from_bytes(digest[:8], "big")
         return int(value) % _SEED_SPACE
 
-    def payload(self, request: ChatRequest) -> dict[str, Any]:
-        """The OpenAI-style body sent to llama.cpp's chat endpoint for ``request``."""
+    def payload(self, request: ChatRequest, messages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The OpenAI-style body sent to llama.cpp's chat endpoint for ``request``.
+
+        ``messages`` replaces the request's (the tool loop adds the model's
+        calls and the tool answers). With ``request.tools`` the body carries
+        ``tools``, which llama.cpp renders with the GGUF's chat template.
+        """
         opts = self.options
-        return {
-            "messages": [dict(message) for message in request.messages],
+        body = {
+            "messages": [dict(message) for message in (messages if messages is not None else request.messages)],
             "max_tokens": opts.max_tokens,
             "temperature": opts.temperature,
             "top_p": opts.top_p,
@@ -359,19 +443,70 @@ class LocalTarget:
             "cache_prompt": False,
             "stream": False,
         }
+        if request.tools:
+            body["tools"] = [dict(t) for t in request.tools]
+        return body
 
-    def generate_sync(self, request: ChatRequest) -> Completion:
-        """Blocking :meth:`generate`, for callers without an event loop."""
-        body = self.payload(request)
+    def preview(self, request: ChatRequest) -> dict[str, Any]:
+        """The exact body handed to llama.cpp for ``request`` (in-process: no URL, no headers)."""
+        body = json.dumps(self.payload(request), ensure_ascii=False).encode("utf-8")
+        return {"method": "CALL", "url": f"in-process llama.cpp ({BACKEND}) handle_chat_completions, "
+                                         f"model {self.model}", "headers": {}, "body": body}
+
+    def render_prompt(self, request: ChatRequest) -> str:
+        """The exact text the model reads for ``request``: its messages and tools through the GGUF's
+        chat template (llama.cpp's ``/apply-template``, on the binding's locked loopback endpoint).
+
+        Loads the model. Raises :class:`TargetError` when llama.cpp cannot render it.
+        """
+        import httpx
+
+        loaded = self._ensure_loaded()
+        body = {k: v for k, v in self.payload(request).items() if k in ("messages", "tools")}
+        address = str(loaded.server.listening_address)
+        url = (address if address.startswith("http") else f"http://{address}").rstrip("/") + "/apply-template"
+        try:
+            resp = httpx.post(url, json=body, headers={"Authorization": f"Bearer {loaded.api_key}"},
+                              timeout=60, trust_env=False)
+            resp.raise_for_status()
+            return resp.json()["prompt"]
+        except (httpx.HTTPError, ValueError, KeyError) as exc:
+            raise TargetError(f"llama.cpp could not render the chat template: {exc}") from None
+
+    def _call(self, body: dict[str, Any]) -> Any:
         loaded = self._ensure_loaded()
         with loaded.lock:
             if loaded.server is None:
                 raise TargetError(f"local target {self.name!r} is closed")
             try:
-                result = loaded.server.handle_chat_completions(body)
+                return loaded.server.handle_chat_completions(body)
             except Exception as exc:  # the binding raises plain exceptions on bad input
                 raise TargetError(f"llama.cpp failed: {exc}") from exc
-        return self._completion(result)
+
+    def generate_sync(self, request: ChatRequest) -> Completion:
+        """Blocking :meth:`generate`, for callers without an event loop."""
+        if request.tools:
+            return asyncio.run(self._generate_with_tools(request))
+        return self._completion(self._call(self.payload(request)))
+
+    async def _generate_with_tools(self, request: ChatRequest) -> Completion:
+        from dataclasses import replace
+
+        from fairpair.targets.openai import chat_with_tools
+
+        why = local_tools_supported(self.options.model_dump())
+        if why:
+            raise TargetError(f"local target {self.name!r} cannot offer tools: {why}")
+
+        offered = {(t.get("function") or {}).get("name") for t in request.tools or ()}
+
+        async def send(messages: list[dict[str, Any]]) -> dict[str, Any]:
+            result = await asyncio.to_thread(self._call, self.payload(request, messages))
+            self._completion(result)  # raises on a llama.cpp error or a malformed answer
+            return _bare_tool_call(result, offered)
+
+        done = await chat_with_tools(send, request, max_tool_steps=self.options.max_tool_steps)
+        return replace(done, model=self.model, system_fingerprint=f"{BACKEND}-{_backend_version()}")
 
     async def generate(self, request: ChatRequest) -> Completion:
         """Answer ``request`` in a worker thread.
@@ -384,6 +519,8 @@ class LocalTarget:
         FairpairError
             On first use: missing ``[local]`` extra, hash mismatch, unloadable file.
         """
+        if request.tools:
+            return await self._generate_with_tools(request)
         return await asyncio.to_thread(self.generate_sync, request)
 
     def _completion(self, result: Any) -> Completion:

@@ -53,8 +53,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fairpair.errors import FairpairError
 from fairpair.targets._base import ChatRequest, Completion, TargetError, ToolCall, Usage
-from fairpair.targets.http import ClientPool, check_env, env_names, expand_env, redact_text, status_error, \
-    transport_error
+from fairpair.targets.http import ClientPool, check_env, env_names, expand_env, prepared_request, redact_text, \
+    status_error, transport_error
 
 __all__ = ["OpenAIOptions", "OpenAITarget", "chat_with_tools", "parse_choice"]
 
@@ -254,6 +254,15 @@ class OpenAITarget:
         if request.tools:
             body["tools"] = list(request.tools)
         return body
+
+    def preview(self, request: ChatRequest) -> dict[str, Any]:
+        """The exact first request :meth:`generate` sends for ``request`` (secrets as ``***``)."""
+        o = self.options
+        headers = {k: expand_env(v, where=f"extra_headers.{k}") for k, v in o.extra_headers.items()}
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
+        return prepared_request("POST", self._url, self._payload(request, [dict(m) for m in request.messages]),
+                                headers, secrets=self._secrets())
 
     async def generate(self, request: ChatRequest) -> Completion:
         o = self.options

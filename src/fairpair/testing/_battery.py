@@ -27,7 +27,7 @@ def write_battery(directory: str | Path, target: dict[str, Any], *, repetitions:
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    tpl = [{"id": f"t{i}", "system": "Eres el asistente de una tienda online.",
+    tpl = [{"id": f"t{i}", "system": "Eres el asistente de una tienda online.\n\nDatos del cliente (CRM):\n{crm}",
             "context": {"crm": {"pedidos": i + 1, "refund_status": {"approved": True, "id": f"R{i}"}}},
             "turns": [f"Hola, soy {{nombre}}. Mi pedido {48210 + i} llegó roto; quiero el reembolso."]}
            for i in range(templates)]
