@@ -488,12 +488,13 @@ def _check_plan(li: LoadedImport, battery: Battery) -> None:
     b = battery
     design_ids = [b.design_id(i) for i in range(len(b.designs))]
 
-    def need(name: str, allowed: list[str], path: tuple, what: str) -> None:
+    def need(name: str, allowed: list[str], path: tuple, what: str, known: str = "known") -> None:
         if name in allowed:
             return
         close = difflib.get_close_matches(name, allowed, n=1)
-        raise li.fail(f"unknown {what} '{name}'", path, hint=f"did you mean '{close[0]}'?" if close else
-                      f"known: {', '.join(allowed) or '(none)'}")
+        kind, _, owner = what.partition(" of ")  # "group of 'origen'" -> "unknown group 'x' of 'origen'"
+        raise li.fail(f"unknown {kind} '{name}'" + (f" of {owner}" if owner else ""), path,
+                      hint=f"did you mean '{close[0]}'?" if close else f"{known}: {', '.join(allowed) or '(none)'}")
 
     for ci, c in enumerate(b.analysis.comparisons):
         cpath = ("analysis", "comparisons", ci)
@@ -506,7 +507,7 @@ def _check_plan(li: LoadedImport, battery: Battery) -> None:
         if c.reference is not None:
             need(c.reference, groups, (*cpath, "reference"), f"group of '{c.attribute}'")
         if c.design is not None:
-            need(c.design, design_ids, (*cpath, "design"), "design (the rows make these designs)")
+            need(c.design, design_ids, (*cpath, "design"), "design", known="the rows make these designs")
 
 
 # ---------------------------------------------------------------- the import

@@ -80,6 +80,8 @@ def _problem_from_validation(exc: ValidationError, file: Path, line: int | None,
     loc = [p for p in err["loc"]]
     if err["type"] == "json_invalid":
         return RowProblem(file, line, None, f"not valid JSON: {err.get('ctx', {}).get('error', err['msg'])}")
+    if loc and loc[0] == "measures" and len(loc) > 2:  # the union member pydantic tried (bool, int, float)
+        loc = loc[:2]
     key = ".".join(str(p) for p in loc) or None
     if csv_names and loc and loc[0] in ("groups", "variants", "measures") and len(loc) > 1:
         key = {"groups": "group.", "variants": "variant.", "measures": "measure."}[loc[0]] + str(loc[1])
