@@ -311,3 +311,36 @@ def test_bad_import_batteries(tmp_path, edit, line, key, message, hint):
     if hint:
         assert hint in (err.hint or ""), err.format()
     assert err.line == line, (err.format(), bat.read_text())
+
+
+def test_what_the_rows_leave_out_is_said_loudly(tmp_path, bat, capsys):
+    rows = [r for r in _good_rows() if r["groups"]["origen"] != "rumania"]
+    rows.append(_row("s3", "espana", "Carmen"))  # a set with a single member
+    src = write_jsonl(tmp_path / "a.jsonl", rows)
+    res = import_answers(src, bat, tmp_path / "run")
+    assert res.warnings == ["1 matched set(s) have a single member and form no pair (e.g. 's3')",
+                            "attribute 'origen': no row has group(s) rumania"]
+    main(["import-answers", str(src), "-b", str(bat), "-o", str(tmp_path / "run2"), "--no-measure",
+          "--no-report"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "warning: 1 matched set(s) have a single member" in out
+    assert "warning: attribute 'origen': no row has group(s) rumania" in out
+
+
+@pytest.mark.parametrize("edit, line, key, message, hint", [
+    (lambda m: m["set"].update(patern="x"), 50, "records.set.patern", "unknown key 'patern'",
+     "did you mean 'pattern'?"),
+    (lambda m: m["set"].update(pattern="(x"), 49, "records.set.pattern", "not a valid regular expression", None),
+    (lambda m: m["set"].pop("path"), 47, "records.set.path", "missing required key 'path'", None),
+    (lambda m: m["groups"].update(origen=3), 53, "records.groups.origen",
+     "give a JSONPath such as '$.metadata.group', or {path: ..., pattern: ...} (got int 3)", None),
+    (lambda m: m.update(template="$.[[["), 50, "records.template", "not a valid JSONPath", None),
+    (lambda m: m.update(mesages="$.x"), 59, "records.mesages", "unknown key 'mesages'", "did you mean 'messages'?"),
+])
+def test_bad_records_mappings(tmp_path, edit, line, key, message, hint):
+    b = import_battery(records=RECORDS_MAPPING)
+    edit(b["records"])
+    bat = write_yaml(tmp_path / "records.yaml", b)
+    err = _fails(tmp_path, write_jsonl(tmp_path / "out.jsonl", [_record()]), bat)
+    assert (Path(err.file).name, err.line, err.key) == ("records.yaml", line, key), err.format()
+    assert message in err.message and (hint is None or hint in err.hint), err.format()

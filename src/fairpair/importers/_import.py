@@ -66,8 +66,45 @@ class LoadedImport:
         return self.located.where(tuple(path))
 
     def fail(self, message: str, path: tuple, hint: str | None = None) -> BatteryError:
-        file, line = self.where(path)
-        return BatteryError(message, file=file, line=line, key=".".join(str(p) for p in path) or None, hint=hint)
+        return _fail(self.located, message, path, hint)
+
+
+def _fail(located: YamlLocated, message: str, path: tuple, hint: str | None = None) -> BatteryError:
+    file, line = located.where(tuple(path))
+    return BatteryError(message, file=file, line=line, key=".".join(str(p) for p in path) or None, hint=hint)
+
+
+def _value_at(data: Any, path: tuple) -> Any:
+    for p in path:
+        try:
+            data = data[p]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
+
+
+def _union_tag(loc: tuple, data: Any) -> int | None:
+    """Index in ``loc`` of the member pydantic tried of a ``str | FieldRef`` reference (not a key of the file)."""
+    d = data
+    for i, part in enumerate(loc):
+        if part in ("str", "FieldRef") and not (isinstance(d, dict) and part in d):
+            return i
+        d = d.get(part) if isinstance(d, dict) else (d[part] if isinstance(d, list) and isinstance(part, int)
+                                                      and 0 <= part < len(d) else None)
+    return None
+
+
+def _first_error(exc: ValidationError, data: Any) -> dict[str, Any]:
+    """The error to report: for a ``str | FieldRef`` reference written as a mapping, the mapping's own error
+    (pydantic lists the failed ``str`` alternative first)."""
+    errors = exc.errors()
+    for e in errors:
+        loc = tuple(e["loc"])
+        tag = _union_tag(loc, data)
+        if tag is not None and loc[tag] == "str" and isinstance(_value_at(data, _data_path(loc[:tag], data)), dict):
+            continue
+        return e
+    return errors[0]
 
 
 def _owner(loc: tuple) -> type[BaseModel] | None:
@@ -141,14 +178,31 @@ def load_import_battery(path: str | Path) -> LoadedImport:
     data = located.data
     if not isinstance(data, dict):
         raise BatteryError("an import battery must be a YAML mapping (key: value)", file=path, line=1)
-    loaded_probe = LoadedImport(None, path, located, "")  # type: ignore[arg-type]
     try:
         battery = ImportBattery.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        err = _first_error(exc, data)
         loc = tuple(err["loc"])
-        p = _data_path(loc, data)
         hint = None
+        tag = _union_tag(loc, data)
+        if tag is not None:  # a mapping reference (str | FieldRef) that is neither
+            ref_path = _data_path(loc[:tag], data)
+            rest = tuple(x for x in loc[tag + 1:])
+            ref = _value_at(data, ref_path)
+            p = (*ref_path, *rest)
+            if not isinstance(ref, dict):
+                message = (f"give a JSONPath such as '$.metadata.group', or {{path: ..., pattern: ...}} "
+                           f"(got {type(ref).__name__} {ref!r:.40})")
+            elif err["type"] == "extra_forbidden":
+                close = difflib.get_close_matches(str(loc[-1]), ["path", "pattern"], n=1)
+                message = f"unknown key '{loc[-1]}'"
+                hint = f"did you mean '{close[0]}'?" if close else "allowed keys: path, pattern"
+            elif err["type"] == "missing":
+                message = f"missing required key '{loc[-1]}'"
+            else:
+                message = err["msg"].removeprefix("Value error, ")
+            raise _fail(located, message, p, hint=hint) from None
+        p = _data_path(loc, data)
         if err["type"] == "extra_forbidden":
             model = _owner(loc)
             allowed = sorted(model.model_fields) if model is not None else []
@@ -165,10 +219,7 @@ def load_import_battery(path: str | Path) -> LoadedImport:
             message = err["msg"].removeprefix("Value error, ")
             if err.get("input") is not None and not isinstance(err.get("input"), (dict, list)):
                 message += f" (got {err['input']!r:.60})"
-        more = len(exc.errors()) - 1
-        if more:
-            hint = (hint + "; " if hint else "") + f"{more} more problem(s) after this one"
-        raise loaded_probe.fail(message, p, hint=hint) from None
+        raise _fail(located, message, p, hint=hint) from None
     loaded = LoadedImport(battery, path, located, hashlib.sha256(path.read_bytes()).hexdigest())
     _check_plugins(loaded)
     return loaded
@@ -741,14 +792,16 @@ def _warnings(builder: _Builder, battery: Battery, per_design: dict[str, dict[st
     if lonely:
         eg = ", ".join(f"'{s}'" for _, s in lonely[:3])
         out.append(f"{len(lonely)} matched set(s) have a single member and form no pair (e.g. {eg})")
+    used: dict[str, set[str]] = {}
+    for per_attr in builder.design_groups.values():
+        for a, groups in per_attr.items():
+            used.setdefault(a, set()).update(groups)
     for a, at in builder.b.attributes.items():
-        unused = [g for g in at.groups if not any(g == gg for gs in builder.design_groups.values()
-                                                  for aa, ggs in gs.items() if aa == a for gg in ggs)]
+        if a not in used:
+            out.append(f"attribute '{a}' is declared but no row varies it")
+            continue
+        unused = [g for g in at.groups if g not in used[a]]
         if unused:
             out.append(f"attribute '{a}': no row has group(s) {', '.join(unused)}")
-    used_attrs = {a for gs in builder.design_groups.values() for a in gs}
-    for a in builder.b.attributes:
-        if a not in used_attrs:
-            out.append(f"attribute '{a}' is declared but no row varies it")
     return out
 

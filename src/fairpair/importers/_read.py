@@ -354,14 +354,14 @@ def _record_row(rec: Any, mp: _Mapping) -> dict[str, Any]:
     for k in ("set", "template"):
         row[k] = _scalar(mp.get(rec, k)[1], k)
     for k in ("design", "target"):
-        if mp.m.__getattribute__(k) is not None:
+        if getattr(mp.m, k) is not None:
             row[k] = _scalar(mp.get(rec, k)[1], k)
     if mp.m.repetition is not None:
         rep = mp.get(rec, "repetition")[1]
-        try:
-            row["repetition"] = int(rep) if not isinstance(rep, bool) else None
-        except (TypeError, ValueError):
-            raise ValueError(f"repetition {rep!r:.40} is not a whole number") from None
+        text = _scalar(rep, "the repetition")
+        if not re.fullmatch(r"\d+", text.strip()):
+            raise ValueError(f"repetition {rep!r:.40} is not a whole number >= 0")
+        row["repetition"] = int(text)
     row["groups"] = {a: _scalar(mp.get(rec, f"groups.{a}")[1], f"the group of '{a}'") for a in mp.m.groups}
     row["variants"] = {a: _scalar(mp.get(rec, f"variants.{a}")[1], f"the variant of '{a}'") for a in mp.m.variants}
     measures = {}
