@@ -109,6 +109,8 @@ def test_every_bad_row_is_counted_and_the_first_ones_listed(tmp_path, bat):
                                               "origen=espana (the first is at line 1)"),
     (lambda r: r[3].update(set="s1", groups={"origen": "rumania"}, variants={"origen": "Elena"}, template="t2"),
      4, "set", "matched set 's1' is template 't1', repetition 0 at line 1; this row says template 't2'"),
+    (lambda r: r[0].update(design="counterfactual-origen", groups={}, variants={}), 2, "design",
+     "design 'counterfactual-origen' varies nothing (line 1); this row varies origen"),
     (lambda r: r[1].update(measures={"refund": 0.5}), 2, "measures.refund",
      "measure 'refund' is yes/no: give true or false (got 0.5)"),
     (lambda r: r[1].update(measures={"words": True}), 2, "measures.words", "measure 'words' is count"),

@@ -395,9 +395,9 @@ class _Builder:
         if have is None:
             self.designs[did] = (kind, attrs, loc)
         elif have[:2] != (kind, attrs):
-            self.problems.add(loc, "design", f"design '{did}' varies {', '.join(have[1]) or 'nothing'} "
-                                             f"({_where_row(have[2])}); this row varies {', '.join(attrs) or 'nothing'}",
-                              "give rows that vary other attributes another 'design'")
+            was, now = ", ".join(have[1]) or "nothing", ", ".join(attrs) or "nothing"
+            self.problems.add(loc, "design", f"design '{did}' varies {was} ({_where_row(have[2])}); this row "
+                                             f"varies {now}", "give rows that vary other attributes another 'design'")
             return
         for a in attrs:
             self.design_groups.setdefault(did, {}).setdefault(a, {})[row.groups[a]] = None
