@@ -226,3 +226,63 @@ def test_crossed_and_baseline_rows_make_their_designs(tmp_path):
     (c,) = r.comparisons
     assert (c.design, c.group_a, c.group_b, c.n_pairs) == ("crossed-sexo-x-edad", "mayor", "joven", 4)
     assert (c.value_a, c.value_b) == (0.0, 1.0)
+
+
+def test_judge_measures_find_counterparts_and_are_blinded_on_an_imported_run(tmp_path):
+    """A pairwise judge against the baseline: each answer is judged beside the baseline answer of its
+    template and repetition, with every name masked; a tool call in the row is read by a tool_call measure."""
+    from fairpair.targets._base import Completion
+
+    class Judge:
+        max_concurrency = None
+
+        def __init__(self):
+            self.calls = []
+
+        async def generate(self, request):
+            self.calls.append(request)
+            return Completion(text='{"winner": "tie", "reason": "igual"}', model="scripted")
+
+        def identity(self):
+            return {"kind": "scripted", "model": "scripted-judge"}
+
+        async def aclose(self):
+            return None
+
+    rows = []
+    for t in ("t1", "t2"):
+        rows.append({"set": f"{t}-base", "template": t, "groups": {}, "prompt": "Hola, soy un cliente.",
+                     "answer": "Le ayudamos."})
+        for g, name in (("espana", "Lucía"), ("magreb", "Fátima")):
+            rows.append({"set": f"{t}-p0", "template": t, "groups": {"origen": g}, "variants": {"origen": name},
+                         "prompt": f"Hola, soy {name}.", "answer": f"Hola {name}, le ayudamos.",
+                         "tool_calls": [{"name": "issue_refund", "arguments": {"reason": "roto"}}] if g == "espana"
+                         else []})
+    src = write_jsonl(tmp_path / "a.jsonl", rows)
+    b = import_battery(measures={"hhh": {"kind": "pairwise", "against": "baseline"},
+                                 "refund_tool": {"kind": "tool_call", "name": "issue_refund"}})
+    b["analysis"] = {"comparisons": [{"measure": "refund_tool", "attribute": "origen", "reference": "espana"}]}
+    import_answers(src, write_yaml(tmp_path / "b.yaml", b), tmp_path / "run")
+    judge = Judge()
+    counts = measure_run(tmp_path / "run", judge=judge).counts
+    assert (counts["hhh"].ok, counts["hhh"].failed) == (4, 0)
+    assert len(judge.calls) == 8  # both orders
+    seen = " ".join(m["content"] for r in judge.calls for m in r.messages)
+    assert "Lucía" not in seen and "Fátima" not in seen and "[MASK]" in seen
+    with Store.open(tmp_path / "run", create=False) as s:
+        vals = {(s.case(m.case_id).groups.get("origen"), m.measure): m.value for m in s.measurements()}
+    assert vals[("espana", "hhh")] == 0.5 and vals[("espana", "refund_tool")] is True
+    assert vals[("magreb", "refund_tool")] is False
+
+
+def test_a_judge_that_wrote_the_imported_answers_is_refused(tmp_path):
+    from fairpair.errors import FairpairError
+    from fairpair.targets.mock import MockTarget
+
+    rows = [{"set": "s", "template": "t", "groups": {"origen": g}, "prompt": "Hola", "answer": "Hola",
+             "model": "mock-1"} for g in ("espana", "magreb")]
+    b = import_battery(measures={"tono": {"kind": "judge"}})
+    b["analysis"] = {}
+    import_answers(write_jsonl(tmp_path / "a.jsonl", rows), write_yaml(tmp_path / "b.yaml", b), tmp_path / "run")
+    with pytest.raises(FairpairError, match="the judge is the same system as target 'imported'"):
+        measure_run(tmp_path / "run", judge=MockTarget({"model": "mock-1"}, name="judge"))
