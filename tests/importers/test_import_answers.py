@@ -286,3 +286,18 @@ def test_a_judge_that_wrote_the_imported_answers_is_refused(tmp_path):
     import_answers(write_jsonl(tmp_path / "a.jsonl", rows), write_yaml(tmp_path / "b.yaml", b), tmp_path / "run")
     with pytest.raises(FairpairError, match="the judge is the same system as target 'imported'"):
         measure_run(tmp_path / "run", judge=MockTarget({"model": "mock-1"}, name="judge"))
+
+
+def test_two_targets_answering_the_same_cases(mock_run, tmp_path):
+    """Rows of two systems to the same prompts: one case each, one answer per system, analysed per system."""
+    rows = answer_rows(mock_run, with_measures=True)
+    both = [{**r, "target": "before"} for r in rows] + [
+        {**r, "target": "after", "measures": {**r["measures"], "refund": True}} for r in rows]
+    bat = write_yaml(tmp_path / "import.yaml", import_battery(measures={
+        "refund": {"kind": "imported", "scale": "binary"}, "words": {"kind": "imported", "scale": "count"}}))
+    res = import_answers(write_jsonl(tmp_path / "a.jsonl", both), bat, tmp_path / "run")
+    assert (res.cases, res.answers, res.targets) == (216, 432, ["after", "before"])
+    r = analyze_run(tmp_path / "run")
+    refund = {(c.target, c.group_a): c for c in r.comparisons if c.measure == "refund"}
+    assert refund[("after", "magreb")].estimate == 0.0  # every answer refunds
+    assert refund[("before", "magreb")].estimate == pytest.approx(-0.3888888888888889)
