@@ -346,3 +346,20 @@ def test_bad_records_mappings(tmp_path, edit, line, key, message, hint):
     err = _fails(tmp_path, write_jsonl(tmp_path / "out.jsonl", [_record()]), bat)
     assert (Path(err.file).name, err.line, err.key) == ("records.yaml", line, key), err.format()
     assert message in err.message and (hint is None or hint in err.hint), err.format()
+
+
+def test_unicode_line_separators_and_crlf_are_not_line_breaks(tmp_path, bat):
+    rows = _good_rows()
+    rows[0]["answer"] = "Primera línea\u2028segunda\u0085tercera\x0bcuarta"
+    text = "\r\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\r\n"
+    src = _lines(tmp_path, "\ufeff" + text)  # with a byte-order mark
+    res = import_answers(src, bat, tmp_path / "run")
+    assert res.answers == 6
+    from fairpair.run._store import Store
+
+    with Store.open(tmp_path / "run", create=False) as s:
+        assert rows[0]["answer"] in {r.text for r in s.responses()}
+    csv_text = (CSV_HEAD.replace("\n", "\r\n") + 's1,t1,espana,Lucía,Hola,"a\u2028b",true\r\n'
+                's1,t1,magreb,Fátima,Hola,ok,false\r\n')
+    res = import_answers(_csv(tmp_path, csv_text), bat, tmp_path / "run2")
+    assert res.answers == 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import difflib
 import hashlib
+import io
 import json
 import re
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ from fairpair.importers._format import (
     CSV_COLUMNS, CSV_JSON_COLUMNS, CSV_PREFIXES, AnswerRow, FieldRef, RecordsMapping,
 )
 
-__all__ = ["Located", "RowProblem", "Source", "read_rows", "FORMATS", "file_sha256"]
+__all__ = ["Located", "RowProblem", "Source", "read_rows", "read_text", "FORMATS"]
 
 #: ``--format`` values: ``auto`` picks by extension (``.jsonl``/``.ndjson``/``.json`` interchange rows,
 #: ``.csv``), or ``chat-completions`` when the battery has a ``records`` mapping.
@@ -65,14 +66,6 @@ class Source:
     rows: int
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _problem_from_validation(exc: ValidationError, file: Path, line: int | None, *, csv_names: bool = False,
                              prefix: str = "") -> RowProblem:
     """The first problem of a row's validation error, with the key as the file spells it."""
@@ -108,20 +101,9 @@ def _problem_from_validation(exc: ValidationError, file: Path, line: int | None,
     return RowProblem(file, line, key, msg, hint)
 
 
-def _open_text(path: Path):
-    try:
-        return path.open("r", encoding="utf-8-sig", newline="")
-    except FileNotFoundError:
-        raise FairpairError("file not found", file=path) from None
-    except IsADirectoryError:
-        raise FairpairError("is a directory; give a file (a folder is read only with --format chat-completions)",
-                            file=path) from None
-    except OSError as exc:
-        raise FairpairError(f"cannot read: {exc.strerror}", file=path) from None
-
-
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Numbered lines of a UTF-8 text file; a byte that is not UTF-8 is an error naming its line."""
+def read_text(path: Path) -> tuple[str, str]:
+    """``(text, sha256 of the bytes)`` of a UTF-8 file (a BOM is dropped): the hash is of exactly what is
+    imported. A byte that is not UTF-8 is an error naming its line."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -137,16 +119,21 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
         line = data[: exc.start].count(b"\n") + 1
         raise FairpairError(f"not valid UTF-8 ({exc.reason} at byte {exc.start}); save the file as UTF-8",
                             file=path, line=line) from None
-    for i, ln in enumerate(text.splitlines(), 1):
-        yield i, ln
+    return text, hashlib.sha256(data).hexdigest()
+
+
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    """Numbered lines, split at ``\\n`` only (JSON text may hold U+2028 and other Unicode line breaks)."""
+    for i, ln in enumerate(text.split("\n"), 1):
+        yield i, ln.removesuffix("\r")
 
 
 # ---------------------------------------------------------------- interchange JSONL
 
 
-def read_jsonl(path: Path) -> Iterator[Located | RowProblem]:
-    """Rows of an interchange JSONL file (one JSON object per line; blank lines are allowed)."""
-    for line, text in _lines(path):
+def read_jsonl(path: Path, text: str) -> Iterator[Located | RowProblem]:
+    """Rows of an interchange JSONL file's ``text`` (one JSON object per line; blank lines are allowed)."""
+    for line, text in _lines(text):
         if not text.strip():
             continue
         try:
@@ -178,15 +165,13 @@ def _cell_value(cell: str) -> bool | int | float:
     return f
 
 
-def read_csv(path: Path) -> Iterator[Located | RowProblem]:
-    """Rows of an interchange CSV file (header row first; an empty cell is an absent value)."""
-    fh = _open_text(path)
+def read_csv(path: Path, text: str) -> Iterator[Located | RowProblem]:
+    """Rows of an interchange CSV file's ``text`` (header row first; an empty cell is an absent value)."""
+    fh = io.StringIO(text, newline="")
     with fh:
         try:
             reader = csv.reader(fh)
             header = next(reader, None)
-        except UnicodeDecodeError as exc:
-            raise FairpairError(f"not valid UTF-8 ({exc.reason}); save the file as UTF-8", file=path) from None
         except csv.Error as exc:
             raise FairpairError(f"unreadable CSV: {exc}", file=path, line=1) from None
         if header is None:
@@ -211,9 +196,6 @@ def read_csv(path: Path) -> Iterator[Located | RowProblem]:
                 cells = next(reader)
             except StopIteration:
                 break
-            except UnicodeDecodeError as exc:
-                raise FairpairError(f"not valid UTF-8 ({exc.reason}); save the file as UTF-8", file=path,
-                                    line=prev_end + 1) from None
             except csv.Error as exc:
                 raise FairpairError(f"unreadable CSV: {exc}", file=path, line=reader.line_num) from None
             line = prev_end + 1
@@ -434,10 +416,10 @@ def _record_row(rec: Any, mp: _Mapping) -> dict[str, Any]:
     return row
 
 
-def _records(path: Path) -> Iterator[tuple[int | None, str | None, Any] | RowProblem]:
+def _records(path: Path, text: str) -> Iterator[tuple[int | None, str | None, Any] | RowProblem]:
     """``(line, item, record)`` of a ``.jsonl`` (one per line) or ``.json`` file (an object or a list)."""
     if path.suffix.lower() in (".jsonl", ".ndjson"):
-        for line, text in _lines(path):
+        for line, text in _lines(text):
             if not text.strip():
                 continue
             try:
@@ -445,7 +427,6 @@ def _records(path: Path) -> Iterator[tuple[int | None, str | None, Any] | RowPro
             except ValueError as exc:
                 yield RowProblem(path, line, None, f"not valid JSON: {exc}")
         return
-    text = "\n".join(t for _, t in _lines(path))
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -458,10 +439,10 @@ def _records(path: Path) -> Iterator[tuple[int | None, str | None, Any] | RowPro
         yield 1, None, data
 
 
-def read_records(path: Path, mapping: RecordsMapping, where) -> Iterator[Located | RowProblem]:
+def read_records(path: Path, text: str, mapping: RecordsMapping, where) -> Iterator[Located | RowProblem]:
     """Rows of one chat-completion record file (``.json``: one record or a list; ``.jsonl``: one per line)."""
     mp = _Mapping(mapping, where)
-    for item in _records(path):
+    for item in _records(path, text):
         if isinstance(item, RowProblem):
             yield item
             continue
@@ -498,14 +479,15 @@ def read_rows(path: Path, fmt: str, mapping: RecordsMapping | None, where) -> tu
     sources: list[Source] = []
     files = record_files(path) if fmt == "chat-completions" else [path]
     for f in files:
+        text, sha = read_text(f)
         if fmt == "jsonl":
-            rows = read_jsonl(f)
+            rows = read_jsonl(f, text)
         elif fmt == "csv":
-            rows = read_csv(f)
+            rows = read_csv(f, text)
         else:
             assert mapping is not None
-            rows = read_records(f, mapping, where)
+            rows = read_records(f, text, mapping, where)
         n = len(items)
         items.extend(rows)
-        sources.append(Source(f, file_sha256(f), len(items) - n))
+        sources.append(Source(f, sha, len(items) - n))
     return items, sources
