@@ -133,11 +133,11 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
 
 def read_jsonl(path: Path, text: str) -> Iterator[Located | RowProblem]:
     """Rows of an interchange JSONL file's ``text`` (one JSON object per line; blank lines are allowed)."""
-    for line, text in _lines(text):
-        if not text.strip():
+    for line, ln in _lines(text):
+        if not ln.strip():
             continue
         try:
-            row = AnswerRow.model_validate_json(text, strict=True)
+            row = AnswerRow.model_validate_json(ln, strict=True)
         except ValidationError as exc:
             yield _problem_from_validation(exc, path, line)
             continue
@@ -419,11 +419,11 @@ def _record_row(rec: Any, mp: _Mapping) -> dict[str, Any]:
 def _records(path: Path, text: str) -> Iterator[tuple[int | None, str | None, Any] | RowProblem]:
     """``(line, item, record)`` of a ``.jsonl`` (one per line) or ``.json`` file (an object or a list)."""
     if path.suffix.lower() in (".jsonl", ".ndjson"):
-        for line, text in _lines(text):
-            if not text.strip():
+        for line, ln in _lines(text):
+            if not ln.strip():
                 continue
             try:
-                yield line, None, json.loads(text)
+                yield line, None, json.loads(ln)
             except ValueError as exc:
                 yield RowProblem(path, line, None, f"not valid JSON: {exc}")
         return
