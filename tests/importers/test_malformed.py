@@ -363,3 +363,18 @@ def test_unicode_line_separators_and_crlf_are_not_line_breaks(tmp_path, bat):
                 's1,t1,magreb,Fátima,Hola,ok,false\r\n')
     res = import_answers(_csv(tmp_path, csv_text), bat, tmp_path / "run2")
     assert res.answers == 2
+
+
+@pytest.mark.parametrize("edit, line, key, message", [
+    (lambda b: b["analysis"]["comparisons"][0].update(margin=5), 38, "analysis.comparisons.0.margin",
+     "margin 5 on the yes/no measure 'refund' is 500 points"),
+    (lambda b: b["analysis"]["comparisons"].append(dict(b["analysis"]["comparisons"][0], id="again")), 44,
+     "analysis.comparisons.2", "this comparison repeats comparisons[0]"),
+])
+def test_a_run_batterys_plan_checks_apply_to_imports(tmp_path, edit, line, key, message):
+    b = import_battery()
+    edit(b)
+    bat = write_yaml(tmp_path / "import.yaml", b)
+    err = _fails(tmp_path, write_jsonl(tmp_path / "a.jsonl", _good_rows()), bat)
+    assert (err.line, err.key) == (line, key), err.format()
+    assert message in err.message, err.format()

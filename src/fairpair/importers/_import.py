@@ -559,6 +559,23 @@ def _check_plan(li: LoadedImport, battery: Battery) -> None:
             need(c.reference, groups, (*cpath, "reference"), f"group of '{c.attribute}'")
         if c.design is not None:
             need(c.design, design_ids, (*cpath, "design"), "design", known="the rows make these designs")
+    # the checks a run's battery gets (measure rows, duplicate comparisons, margins against the scale, a
+    # pairwise-vs-reference measure compared with its own reference), pointing into the import battery
+    from fairpair.battery._load import _pairwise_reference
+    from fairpair.battery._silent import check_silent_paths
+
+    probe = _Probe(battery, li.fail)
+    for ci, c in enumerate(b.analysis.comparisons):
+        _pairwise_reference(probe, b, c, ("analysis", "comparisons", ci))
+    check_silent_paths(probe)
+
+
+@dataclass(frozen=True)
+class _Probe:
+    """The run battery with the import battery's error locations, for the battery loader's own checks."""
+
+    battery: Battery
+    fail: Any
 
 
 # ---------------------------------------------------------------- the import
