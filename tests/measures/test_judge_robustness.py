@@ -14,7 +14,7 @@ from fairpair.measures.judge import (
 )
 from fairpair.run._store import Store
 
-from tests.measures.test_judge import ScriptedJudge, cases_of, ctx_for, load, resp
+from test_judge import ScriptedJudge, cases_of, ctx_for, load, resp
 
 SCHEMA = {"type": "object", "properties": {"refund": {"type": "boolean"}}, "required": ["refund"]}
 
