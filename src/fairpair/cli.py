@@ -339,7 +339,7 @@ def schema() -> None:
 
 # Commands of the later stages live beside their stage and register themselves on `app`.
 _COMMAND_MODULES = ("fairpair.battery._cli", "fairpair.run._cli", "fairpair.measures._cli", "fairpair.analysis._cli", "fairpair.report._cli",
-                    "fairpair.persona._cli")
+                    "fairpair.persona._cli", "fairpair.importers._cli")
 
 
 def _register_commands() -> None:

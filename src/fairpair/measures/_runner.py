@@ -276,7 +276,7 @@ def _build_judge(loaded, store, ctx: MeasureContext, judge) -> list[str]:
     store.event("judge", {"identity": ident})
     warnings = []
     for tname, tident in _target_identities(loaded, store).items():
-        if _model_key(tident) == _model_key(ident):
+        if _same_system(tident, ident):
             if not b.allow_self_judging:
                 raise FairpairError(
                     f"the judge is the same system as target '{tname}' ({ident.get('kind')} "
@@ -287,6 +287,16 @@ def _build_judge(loaded, store, ctx: MeasureContext, judge) -> list[str]:
             store.event("self_judging", {"target": tname, "judge": ident})
             warnings.append(msg)
     return warnings
+
+
+def _same_system(target: dict[str, Any], judge: dict[str, Any]) -> bool:
+    """The judge is the system under test: the same model key, or (answers imported with
+    ``fairpair import-answers``, whose identity lists only the models that wrote them) the judge's
+    model is one of those."""
+    if _model_key(target) == _model_key(judge):
+        return True
+    models = (target or {}).get("models") if (target or {}).get("kind") == "imported" else None
+    return bool(models) and (judge or {}).get("model") in models
 
 
 def _model_key(ident: dict[str, Any]) -> dict[str, Any]:

@@ -147,6 +147,11 @@ def _commands(data: ReportData) -> list[str]:
     battery = data.manifest.get("battery_path") or f"{data.battery_name}.yaml"
     old = str(data.run_dir)
     new = old.rstrip("/") + "-recheck"
+    imported = data.manifest.get("import")
+    if isinstance(imported, dict):  # answers imported from elsewhere: import the new ones the same way
+        return [f"fairpair import-answers NEW_ANSWERS --battery {shlex.quote(str(battery))} "
+                f"--format {shlex.quote(str(imported.get('format') or 'auto'))} --out {shlex.quote(new)}",
+                f"fairpair compare {shlex.quote(old)} {shlex.quote(new)}"]
     return [f"fairpair run {shlex.quote(str(battery))} --out {shlex.quote(new)}",
             f"fairpair compare {shlex.quote(old)} {shlex.quote(new)}"]
 
@@ -177,6 +182,10 @@ def _provenance(data: ReportData, lang: str) -> list[tuple[str, str]]:
             lang, "prov.analysis.value", alpha=fmt_num(r.get("alpha"), lang, 3),
             correction=r.get("correction", "—"), level=fmt_pct(r.get("confidence_level"), lang, 0))
             + f"; bootstrap {r.get('n_resamples', '—')}, seed {r.get('seed', '—')}"))
+    imp = m.get("import")
+    if isinstance(imp, dict):
+        rows.append((msg(lang, "prov.import"), f"{imp.get('format', '—')}: {imp.get('source', '—')} "
+                     f"({imp.get('rows', '—')} rows), sha256 {imp.get('sha256', '—')}"))
     if m.get("settings"):
         rows.append((msg(lang, "prov.params"), json.dumps(m["settings"], ensure_ascii=False, sort_keys=True)))
     if m.get("packages"):

@@ -382,9 +382,11 @@ class Store:
                      prompt_tokens: int | None = None, completion_tokens: int | None = None,
                      latency_s: float | None = None, finish_reason: str | None = None,
                      model: str | None = None, system_fingerprint: str | None = None,
-                     error: str | None = None, attempts: int = 1) -> bool:
+                     error: str | None = None, attempts: int = 1, created_at: str | None = None) -> bool:
         """Append one answer or failure, committed at once. Returns False if an ok answer existed.
 
+        ``created_at`` (ISO 8601) is when the answer was produced, for answers
+        imported from elsewhere (``fairpair import-answers``); default: now.
         ``text`` is kept exactly, NUL characters and lone surrogates included
         (the latter in ``text_json``; see migration 2). Other strings from the
         target (model, finish reason, error) are stored with lone surrogates
@@ -401,7 +403,7 @@ class Store:
                     " created_at, text_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (target, case_id, status, text, _json(turns or []), _json(tool_calls or [], default=str),
                      prompt_tokens, completion_tokens, latency_s, _text(finish_reason), _text(model),
-                     _text(system_fingerprint), _text(error), attempts, _now(), text_json))
+                     _text(system_fingerprint), _text(error), attempts, created_at or _now(), text_json))
         except sqlite3.IntegrityError:
             return False
         return True
@@ -547,14 +549,20 @@ class _Tx:
 
     A write that SQLite refuses (disk full, read-only, I/O error) raises
     :class:`FairpairError` after the transaction is rolled back; earlier
-    commits are untouched.
+    commits are untouched. Opened inside a transaction already open on the
+    same connection, it joins it (commit or rollback is the outer one's): an
+    import writes a whole run in one transaction with the ordinary methods.
     """
 
     def __init__(self, conn: sqlite3.Connection, path: Path):
         self.conn = conn
         self.path = path
+        self.nested = False
 
     def __enter__(self):
+        if self.conn.in_transaction:
+            self.nested = True
+            return self
         for attempt in range(50):
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
@@ -566,6 +574,8 @@ class _Tx:
         return self
 
     def __exit__(self, exc_type, exc, tb):
+        if self.nested:
+            return False
         if exc_type is None:
             try:
                 self.conn.execute("COMMIT")
