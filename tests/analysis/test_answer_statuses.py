@@ -140,6 +140,8 @@ def test_report_uses_one_set_of_pairs_and_says_why_pairs_were_dropped(tmp_path):
     texts = [t for r, t in view["dropped"] if r.id == "length"]
     assert texts == ["length: se descartaron 24 de 48 pares (24 answer filtered); la prueba, el intervalo y "
                      "los gráficos usan los mismos 24 pares"]
+    assert view["answer_statuses"] == ["python: 75\u00a0% utilizables (24 filtered); por grupo: "
+                                       "espana 0\u00a0%; magreb 50\u00a0% filtered"]
     # differential missingness, in the report's language, at the top
     gap = [w for w in view["warnings"] if w.startswith("las respuestas de los usuarios")]
     assert gap and gap[0].startswith("las respuestas de los usuarios con magreb fueron bloqueadas por el filtro "
@@ -149,8 +151,25 @@ def test_report_uses_one_set_of_pairs_and_says_why_pairs_were_dropped(tmp_path):
 
 def test_judge_preferences_between_degenerate_answers_are_not_results(tmp_path):
     from fairpair.run._store import Store
+    from fairpair.targets._base import Completion
 
-    from tests.measures.test_judge import ScriptedJudge
+    class ScriptedJudge:
+        """A judge that always prefers answer A, recording its calls."""
+
+        max_concurrency = None
+
+        def __init__(self):
+            self.calls = []
+
+        async def generate(self, request):
+            self.calls.append(request)
+            return Completion(text='{"winner": "A", "reason": "r"}', model="scripted")
+
+        def identity(self):
+            return {"kind": "scripted", "model": "scripted-judge"}
+
+        async def aclose(self):
+            return None
 
     lb = _battery(tmp_path, "refuses")
     data = yaml.safe_load(lb.path.read_text(encoding="utf-8"))
@@ -160,7 +179,7 @@ def test_judge_preferences_between_degenerate_answers_are_not_results(tmp_path):
     lb = load_battery(lb.path)
     run_dir = tmp_path / "run"
     execute_run(lb, run_dir, RunSettings(concurrency=4))
-    judge = ScriptedJudge(lambda req: '{"winner": "A", "reason": "r"}')
+    judge = ScriptedJudge()
     measure_run(run_dir, judge=judge)
     with Store.open(run_dir) as s:
         rows = list(s.measurements("pref", status=None))

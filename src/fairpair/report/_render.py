@@ -253,6 +253,24 @@ def _two_party_blocks(data: ReportData, figures: list[list[Any]], lang: str) -> 
     return out
 
 
+def _status_rows(data: ReportData, lang: str) -> list[str]:
+    """One line per target: the usable share, the degenerate kinds, and each group's rate of them."""
+    from fairpair.report._catalog import fmt_pct
+
+    out = []
+    for target, st in ((data.results or {}).get("answer_statuses") or {}).items():
+        counts = st.get("counts") or {}
+        kinds = ", ".join(f"{n} {k}" for k, n in counts.items() if k != "ok") or "—"
+        groups = []
+        for attr, by in (st.get("by_group") or {}).items():
+            for g, rates in by.items():
+                bad = ", ".join(f"{fmt_pct(r, lang, 0)} {k}" for k, r in rates.items() if k != "ok" and r)
+                groups.append(f"{group_label(data.battery, attr, g)} {bad or fmt_pct(0, lang, 0)}")
+        out.append(msg(lang, "counts.status_row", target=target, usable=fmt_pct(st.get("usable_share"), lang, 0),
+                       kinds=kinds, groups="; ".join(groups) or "—"))
+    return out
+
+
 def _drop_text(r: Any, data: ReportData, lang: str) -> str:
     """How many pairs a comparison dropped, of how many, and why (the same pairs feed the test, the
     interval, the charts, the evidence and the per-name table)."""
@@ -349,6 +367,7 @@ def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]
         "collected": data.collected,
         "exclusions": exclusions,
         "dropped": dropped,
+        "answer_statuses": _status_rows(data, lang),
         "measurement_counts": data.measurement_counts,
         "judge": judge,
         "two_party": two_party,
