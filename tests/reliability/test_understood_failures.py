@@ -34,8 +34,10 @@ def _damage(run: Path, dest: Path) -> Path:
     for extra in ("store.sqlite-wal", "store.sqlite-shm"):
         (dest / extra).unlink(missing_ok=True)
     data = bytearray(p.read_bytes())
-    mid = len(data) // 2
-    data[mid:mid + 3000] = b"Z" * 3000
+    # the middle half of the file: wherever the tables' pages lie (the layout moves as the schema grows),
+    # every command that reads them meets the damage; page 1 (the schema) stays intact
+    lo, hi = max(len(data) // 4, 4096), 3 * len(data) // 4
+    data[lo:hi] = b"Z" * (hi - lo)
     p.write_bytes(bytes(data))
     return p
 

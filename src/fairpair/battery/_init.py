@@ -152,6 +152,9 @@ def starter_battery(c: InitChoices) -> str:
         f"language: {c.language}                  # of the templates, the measures and the report",
         "seed: 2026",
         "repetitions: 1                 # raise it for a real audit (answers vary from call to call)",
+        "context_channels:              # how the CRM record reaches the model, as production sends it",
+        "  message: {role: system, content: "
+        + ('"Datos del cliente:\\n{crm}"}' if c.language == "es" else '"Customer record:\\n{crm}"}'),
         "",
         "attributes:",
         f"  {t['attribute']}:                      # the protected attribute",
