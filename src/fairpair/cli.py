@@ -104,6 +104,16 @@ def validate(battery: BatteryArg) -> None:
                   f"(schema {b.schema_version}), {len(b.templates)} templates, "
                   f"{len(b.attributes)} attributes, {len(b.designs)} designs, sha256 {lb.sha256[:12]}")
     _warn_ambiguous_names(b)
+    _design_warnings(lb)
+
+
+def _design_warnings(lb, p=None) -> None:
+    """Print, before anything is sent, the comparisons whose design cannot support a verdict."""
+    from fairpair.analysis._design import plan_warnings
+    from fairpair.cases import plan as make_plan
+
+    for w in plan_warnings(lb, p if p is not None else make_plan(lb)):
+        console.print(f"[magenta]warning:[/magenta] {escape(w)}")
 
 
 def _warn_ambiguous_names(b) -> None:
@@ -136,6 +146,9 @@ def plan(
     lb = _load(battery, templates, axes)
     p = make_plan(lb)
     data = p.as_dict()
+    from fairpair.analysis._design import plan_warnings
+
+    data["design_warnings"] = plan_warnings(lb, p)
     if power:
         from fairpair.analysis.power import power_plan
 
@@ -162,6 +175,7 @@ def plan(
                   f"requests: {p.requests}; prompt tokens (estimate, chars/4): {p.prompt_tokens:,}")
     for e in p.exclusions:
         console.print(f"excluded in {escape(e['design'])}: {escape(e['reason'])} ({e['count']})")
+    _design_warnings(lb, p)
     if power:
         _print_power(data["power"])
 

@@ -21,7 +21,12 @@ NAMES = {"espana": ["Lucía", "María", "Carmen"], "magreb": ["Fátima", "Aicha"
 
 def battery_dict(*, bias: dict | None = None, templates: int = 20, repetitions: int = 2, margin: float | None = 0.1,
                  correlation: float = 0.7, name: str = "mock_audit", comparisons: list | None = None,
-                 resamples: int = 500) -> dict:
+                 resamples: int = 500, names: str | None = "fixed") -> dict:
+    """A mock battery; ``names`` is the plan's ``generalize.names`` (None: the default, random).
+
+    3 names per group: with names random every comparison is `insufficient design`, so the
+    tests that check verdicts use ``names="fixed"``.
+    """
     if comparisons is None:
         comparisons = [
             {"id": "refund", "measure": "refund", "attribute": "origen", "reference": "espana", "margin": margin},
@@ -35,7 +40,8 @@ def battery_dict(*, bias: dict | None = None, templates: int = 20, repetitions: 
                       for i in range(templates)],
         "designs": [{"kind": "counterfactual", "attribute": "origen"}],
         "target": {"kind": "mock", "correlation": correlation, "bias": bias or {}},
-        "analysis": {"bootstrap_resamples": resamples, "comparisons": comparisons},
+        "analysis": {"bootstrap_resamples": resamples, "comparisons": comparisons,
+                     **({"generalize": {"names": names}} if names else {})},
     }
 
 

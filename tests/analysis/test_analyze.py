@@ -36,18 +36,22 @@ def _pairs(run_dir, measure, ga, gb):
     return np.array(xs), np.array(ys), np.array(tpl)
 
 
-def _cluster_boot_ci(d, clusters, n_resamples, seed, level):
-    """Independent cluster bootstrap of the mean pair difference; t(G-1) interval with the G/(G-1) factor."""
-    labels, codes = np.unique(clusters, return_inverse=True)
-    g = labels.size
-    sums = np.bincount(codes, weights=d, minlength=g)
-    cnt = np.bincount(codes, minlength=g)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, g, size=(n_resamples, g))
-    boot = sums[idx].sum(axis=1) / cnt[idx].sum(axis=1)
-    se = boot.std(ddof=1) * np.sqrt(g / (g - 1))
-    q = stats.t.ppf(1 - (1 - level) / 2, g - 1)
-    return d.mean() - q * se, d.mean() + q * se
+def _template_differences(run_dir, measure, ga, gb):
+    """D_t = mean over group A's names of the template x name cell mean - the same for B, by pandas from SQL."""
+    import pandas as pd
+
+    con = sqlite3.connect(run_dir / "store.sqlite")
+    rows = []
+    vals = {cid: json.loads(v) for cid, v in con.execute(
+        "SELECT case_id, value FROM measurements WHERE measure=? AND status='ok'", (measure,))}
+    for cid, d in con.execute("SELECT case_id, data FROM cases"):
+        c = json.loads(d)
+        if cid in vals and c["groups"]["origen"] in (ga, gb):
+            rows.append((c["template"], c["groups"]["origen"], c["variants"]["origen"], float(vals[cid])))
+    df = pd.DataFrame(rows, columns=["t", "g", "n", "v"])
+    cell = df.groupby(["t", "g", "n"]).v.mean().reset_index()
+    gm = cell.groupby(["t", "g"]).v.mean().unstack()
+    return (gm[ga] - gm[gb]).to_numpy(), cell
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +61,7 @@ def biased(runs):
 
 def test_results_file_and_schema(runs, biased):
     data = json.loads((runs["biased"] / "results.json").read_text())
-    assert data["schema"] == "fairpair.results/1"
+    assert data["schema"] == "fairpair.results/2"
     assert load_results(runs["biased"]) == biased
     schema = results_schema()
     for key in ("comparisons", "omnibus", "two_party", "judge", "counts", "plan_sha256", "plan_changed"):
@@ -77,9 +81,20 @@ def test_binary_comparison_matches_statsmodels(runs, biased):
         a, b = int(((x == 1) & (y == 1)).sum()), int(((x == 1) & (y == 0)).sum())
         cc, d = int(((x == 0) & (y == 1)).sum()), int(((x == 0) & (y == 0)).sum())
         assert c.binary.table == [[a, b], [cc, d]] and (c.binary.b, c.binary.c) == (b, cc)
-        assert c.n_pairs == x.size == 120 and c.n_clusters == 20
+        assert c.n_pairs == x.size == 120 and c.n_clusters == 20 and (c.n_names_a, c.n_names_b) == (3, 3)
+        # balanced design: the crossed estimate is the mean paired difference
         assert c.value_a == pytest.approx(x.mean()) and c.value_b == pytest.approx(y.mean())
         assert c.estimate == pytest.approx(x.mean() - y.mean())
+        # names fixed: the verdict's t is the one-sample t on the template differences (scipy)
+        dt, _ = _template_differences(runs["biased"], "refund", c.group_a, c.group_b)
+        ref = stats.ttest_1samp(dt, 0.0)
+        assert c.names == "fixed" and "these names" in c.estimand
+        assert c.test.startswith("crossed t") and c.df == pytest.approx(19)
+        assert c.statistic == pytest.approx(ref.statistic, rel=1e-9)
+        assert c.pvalue == pytest.approx(ref.pvalue, rel=1e-9)
+        lo, hi = ref.confidence_interval(0.95)
+        assert c.ci == pytest.approx([max(lo, -1), min(hi, 1)], rel=1e-9)
+        # secondary McNemar statistics (statsmodels)
         ex = mcnemar([[a, b], [cc, d]], exact=True)
         chi = mcnemar([[a, b], [cc, d]], exact=False, correction=True)
         plain = mcnemar([[a, b], [cc, d]], exact=False, correction=False)
@@ -87,15 +102,8 @@ def test_binary_comparison_matches_statsmodels(runs, biased):
         if b != cc:
             assert c.binary.chi2_statistic == pytest.approx(chi.statistic, rel=1e-9)
             assert c.binary.chi2_pvalue == pytest.approx(chi.pvalue, rel=1e-9)
-        expected_p = ex.pvalue if b + cc < 25 else plain.pvalue
-        assert c.pvalue == pytest.approx(expected_p, rel=1e-9)
+        assert c.binary.mcnemar_pvalue == pytest.approx(ex.pvalue if b + cc < 25 else plain.pvalue, rel=1e-9)
         assert c.binary.odds_ratio == pytest.approx(b / cc)
-        lo, hi = _cluster_boot_ci(x - y, tpl, 500, 0, 0.95)
-        # below 25 discordant pairs, never narrower than Newcombe's paired interval (validated in tests/stats)
-        if b + cc < 25:
-            nlo, nhi = fp_mcnemar(x, y).confidence_interval(0.95)
-            lo, hi = min(lo, nlo), max(hi, nhi)
-        assert c.ci == pytest.approx([lo, hi], abs=1e-12)
         raw.append((c, c.pvalue))
     adj = multipletests([p for _, p in raw], method="holm")[1]
     for (c, _), pa in zip(raw, adj):
@@ -106,9 +114,15 @@ def test_continuous_comparison_matches_scipy(runs, biased):
     c = next(c for c in biased.comparisons if c.measure == "words" and c.group_a == "magreb")
     x, y, tpl = _pairs(runs["biased"], "words", "magreb", "espana")
     d = x - y
+    dt, _ = _template_differences(runs["biased"], "words", "magreb", "espana")
+    ref = stats.ttest_1samp(dt, 0.0)
+    assert c.test.startswith("crossed t")
+    assert c.pvalue == pytest.approx(ref.pvalue, rel=1e-9) and c.statistic == pytest.approx(ref.statistic)
+    assert c.ci == pytest.approx(list(ref.confidence_interval(0.95)), rel=1e-9)
+    # secondary: Wilcoxon (Pratt), Hodges-Lehmann, rank-biserial, paired t (scipy)
     w = stats.wilcoxon(x, y, zero_method="pratt")
-    assert c.test.startswith("Wilcoxon") and "pratt" in c.test
-    assert c.pvalue == pytest.approx(w.pvalue, rel=1e-9) and c.statistic == pytest.approx(w.statistic)
+    assert c.continuous.wilcoxon_pvalue == pytest.approx(w.pvalue, rel=1e-9)
+    assert c.continuous.wilcoxon_statistic == pytest.approx(w.statistic)
     walsh = (d[:, None] + d[None, :]) / 2
     assert c.continuous.hodges_lehmann == pytest.approx(np.median(walsh[np.triu_indices(d.size)]))
     ranks = stats.rankdata(np.abs(d))
@@ -118,11 +132,13 @@ def test_continuous_comparison_matches_scipy(runs, biased):
     assert c.continuous.paired_t.pvalue == pytest.approx(t.pvalue, rel=1e-9)
     assert c.continuous.paired_t.ci == pytest.approx(list(t.confidence_interval(0.95)), rel=1e-9)
     assert c.estimate == pytest.approx(d.mean()) and c.estimate < -5  # words_factor 0.8 planted
-    assert c.ci == pytest.approx(list(_cluster_boot_ci(d, tpl, 500, 0, 0.95)), abs=1e-12)
     assert not c.primary and c.pvalue_adjusted == c.pvalue and c.correction.startswith("none")
 
 
 def test_omnibus_matches_statsmodels_and_scipy(runs, biased):
+    import pandas as pd
+    from statsmodels.stats.anova import AnovaRM
+
     con = sqlite3.connect(runs["biased"] / "store.sqlite")
     cases = {cid: json.loads(d) for cid, d in con.execute("SELECT case_id, data FROM cases")}
     for measure in ("refund", "words"):
@@ -133,15 +149,24 @@ def test_omnibus_matches_statsmodels_and_scipy(runs, biased):
             by_set[c["matched_set"]][c["groups"]["origen"]] = vals[cid]
         om = next(o for o in biased.omnibus if o.measure == measure)
         table = np.array([[by_set[ms][g] for g in om.groups] for ms in sorted(by_set)])
+        # secondary: Cochran's Q / Friedman on the matched sets
         if measure == "refund":
             ref = cochrans_q(table)
-            assert om.test == "Cochran's Q"
+            assert om.secondary_test == "Cochran's Q"
         else:
             ref = stats.friedmanchisquare(*table.T)
-            assert om.test == "Friedman"
-        assert om.statistic == pytest.approx(ref.statistic, rel=1e-9)
-        assert om.pvalue == pytest.approx(ref.pvalue, rel=1e-6)
+            assert om.secondary_test == "Friedman"
+        assert om.secondary_statistic == pytest.approx(ref.statistic, rel=1e-9)
+        assert om.secondary_pvalue == pytest.approx(ref.pvalue, rel=1e-6)
         assert om.n_sets == 120
+        # the verdict's test, names fixed: repeated-measures ANOVA of template x group means (statsmodels)
+        df = pd.DataFrame([(c["template"], c["groups"]["origen"], vals[cid]) for cid, c in cases.items()],
+                          columns=["t", "g", "v"]).groupby(["t", "g"]).v.mean().reset_index()
+        rm = AnovaRM(df, "v", "t", within=["g"]).fit().anova_table
+        assert om.names == "fixed" and om.test.startswith("F")
+        assert om.statistic == pytest.approx(rm["F Value"].iloc[0], rel=1e-9)
+        assert om.pvalue == pytest.approx(rm["Pr > F"].iloc[0], rel=1e-6)
+        assert (om.df, om.df_denominator) == (rm["Num DF"].iloc[0], rm["Den DF"].iloc[0])
 
 
 def test_verdicts_follow_the_rule(biased):
@@ -154,12 +179,33 @@ def test_verdicts_follow_the_rule(biased):
             assert c.verdict != "pass"
 
 
-def test_per_variant_and_evidence(biased):
+def test_per_variant_and_evidence(runs, biased):
+    import pandas as pd
+    import statsmodels.formula.api as smf
+    from statsmodels.stats.anova import anova_lm
+
     c = next(c for c in biased.comparisons if c.measure == "refund" and c.group_a == "magreb")
     assert {v.variant for v in c.per_variant} == {"Fátima / Lucía", "Aicha / María", "Khadija / Carmen"}
     assert sum(v.n for v in c.per_variant) == c.n_pairs
     assert sum(v.b for v in c.per_variant) == c.binary.b
-    table = np.array([[v.b, v.c] for v in c.per_variant if v.b + v.c > 0], dtype=float)
-    ref = stats.chi2_contingency(table, correction=False)
-    assert c.heterogeneity.statistic == pytest.approx(ref.statistic) and c.heterogeneity.df == ref.dof
+    # names within groups against the template x name interaction, on cell means (statsmodels OLS ANOVA)
+    _, cell = _template_differences(runs["biased"], "refund", "magreb", "espana")
+    # within each group: two-way ANOVA template + name; pool the name and residual sums of squares
+    tabs = [anova_lm(smf.ols("v ~ C(t) + C(n)", data=pd.DataFrame(cell[cell.g == g])).fit()) for g in ("magreb", "espana")]
+    ss_n, df_n = sum(t.loc["C(n)", "sum_sq"] for t in tabs), sum(t.loc["C(n)", "df"] for t in tabs)
+    ss_r, df_r = sum(t.loc["Residual", "sum_sq"] for t in tabs), sum(t.loc["Residual", "df"] for t in tabs)
+    assert c.heterogeneity.df == df_n == 4 and c.heterogeneity.df_denominator == pytest.approx(df_r)
+    assert c.heterogeneity.statistic == pytest.approx((ss_n / df_n) / (ss_r / df_r), rel=1e-9)
+    assert c.heterogeneity.pvalue == pytest.approx(stats.f.sf((ss_n / df_n) / (ss_r / df_r), df_n, df_r), rel=1e-6)
     assert c.evidence and all(e.value_a != e.value_b for e in c.evidence)
+
+
+def test_names_random_with_three_names_is_insufficient_design(tmp_path):
+    from analysis_runs import battery_dict, make_run
+
+    run = make_run(tmp_path, "rnd", battery_dict(bias={"magreb": {"refund": 0.3}}, templates=10, names=None))
+    res = analyze_run(run)
+    for c in res.comparisons:
+        assert c.names == "random" and c.verdict == "insufficient design" and c.pvalue_adjusted is None
+        assert "3 name(s) in group" in c.design_reason and "names: fixed" in c.design_reason
+        assert "other names of these groups" in c.estimand

@@ -52,7 +52,7 @@ def _battery(tmp_path, fn: str, templates: int = 16) -> object:
         "designs": [{"kind": "counterfactual", "attribute": "origen"}],
         "target": {"kind": "python", "callable": f"bots_status:{fn}", "path": "."},
         "measures": {"length": {"kind": "word_count"}},
-        "analysis": {"bootstrap_resamples": 300, "comparisons": [
+        "analysis": {"bootstrap_resamples": 300, "generalize": {"names": "fixed"}, "comparisons": [
             {"id": "length", "measure": "length", "attribute": "origen", "reference": "espana"}]},
     }
     path = tmp_path / "battery.yaml"

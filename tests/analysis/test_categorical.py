@@ -47,7 +47,7 @@ def _run(tmp_path, measure, fn="decide"):
         "designs": [{"kind": "counterfactual", "attribute": "origen"}],
         "target": {"kind": "python", "callable": f"bots_categorical:{fn}", "path": "."},
         "measures": {"decision": measure},
-        "analysis": {"bootstrap_resamples": 300, "comparisons": [
+        "analysis": {"bootstrap_resamples": 300, "generalize": {"names": "fixed"}, "comparisons": [
             {"id": "decision", "measure": "decision", "attribute": "origen", "reference": "espana"}]},
     }
     path = tmp_path / "battery.yaml"

@@ -1,33 +1,46 @@
-"""Nine identical yes/no pairs must not establish equivalence (the bootstrap collapses there)."""
+"""Tiny or degenerate data never establish equivalence: they get `insufficient design` (with the reason)."""
 
 import numpy as np
+from scipy import stats
 
 from fairpair.analysis._paired import PairData, analyze_pairs, finish
-from fairpair.stats import mcnemar
 
 
-def _verdict(x, y, clusters):
+def _verdict(x, y, clusters, names="fixed", name_codes=None):
+    n = len(x)
+    codes = np.zeros(n, dtype=int) if name_codes is None else np.asarray(name_codes)
     pd = PairData(x=np.asarray(x, float), y=np.asarray(y, float), clusters=np.asarray(clusters),
-                  variants=np.zeros(len(x), dtype=int))
+                  variants=codes, name_a=codes, name_b=codes)
     pa = analyze_pairs(pd, scale="binary", alpha=0.05, confidence_level=0.95, exact_threshold=25,
-                       n_resamples=500, seed=0)
+                       n_resamples=0, seed=0, names=names)
     res = finish(pa, pvalue_adjusted=pa.pvalue, correction="holm", family_size=1, margin=0.03, alpha=0.05,
                  id="c", target="t", measure="m", attribute="a", design="d", group_a="g1", group_b="g2",
                  primary=True)
     return pa, res
 
 
-def test_no_discordant_pairs_is_inconclusive_with_newcombe_interval():
+def test_nine_identical_pairs_are_insufficient_design_not_pass():
     pa, res = _verdict([1] * 9, [1] * 9, [0, 0, 0, 1, 1, 1, 2, 2, 2])
-    lo, hi = mcnemar(np.ones(9), np.ones(9)).confidence_interval(0.95)
-    assert res.ci == [lo, hi] and hi - lo > 0.2          # not the bootstrap's zero-width [0, 0]
-    assert res.verdict == "inconclusive"
-    assert "Newcombe" in res.note
+    assert res.verdict == "insufficient design"
+    assert "3 template(s)" in res.design_reason and "9 complete matched pair(s)" in res.design_reason
+    assert pa.ci_alpha is None and res.pvalue is None
 
 
-def test_many_pairs_keep_the_bootstrap_interval():
+def test_no_variance_between_templates_is_insufficient_design():
+    # 10 templates, every pair concordant but the measure not constant: zero standard error
+    x = np.tile([1.0, 0.0], 10)
+    pa, res = _verdict(x, x.copy(), np.repeat(np.arange(10), 2))
+    assert res.verdict == "insufficient design" and "no variance" in res.design_reason
+
+
+def test_many_pairs_get_the_template_t_interval():
     rng = np.random.default_rng(1)
     x = (rng.random(600) < 0.7).astype(float)
     y = np.where(rng.random(600) < 0.8, x, 1 - x)
-    pa, res = _verdict(x, y, np.repeat(np.arange(20), 30))
-    assert "Newcombe" not in (res.note or "")
+    cl = np.repeat(np.arange(20), 30)
+    pa, res = _verdict(x, y, cl)
+    dt = np.array([x[cl == t].mean() - y[cl == t].mean() for t in range(20)])
+    ref = stats.ttest_1samp(dt, 0.0)
+    assert res.verdict in ("pass", "inconclusive", "fail") and res.design_reason is None
+    assert res.ci == list(ref.confidence_interval(0.95)) or np.allclose(res.ci, ref.confidence_interval(0.95))
+    assert np.isclose(res.pvalue, ref.pvalue)

@@ -12,6 +12,7 @@ from scipy import stats
 
 from analysis_runs import battery_dict, make_run
 from fairpair.analysis import analyze_run, compare_runs, gate_exit_code
+from fairpair.errors import FairpairError
 from fairpair.battery import load_battery
 from fairpair.run import RunSettings, execute_run
 from fairpair.run._store import Store
@@ -50,7 +51,7 @@ def test_cli_analyze_gate_compare(runs, tmp_path, capsys):
     main(["gate", str(runs["fair"])])
     main(["analyze", str(runs["fair"]), "--json"])
     out = capsys.readouterr().out
-    assert '"schema": "fairpair.results/1"' in out
+    assert '"schema": "fairpair.results/2"' in out
     with pytest.raises(SystemExit) as e:
         main(["analyze", str(tmp_path / "nope")])
     assert e.value.code == 2
@@ -108,7 +109,7 @@ def test_degenerate_data_never_crash(tmp_path):
         {"id": "same", "measure": "same", "attribute": "origen", "reference": "espana"},
         {"id": "absent", "measure": "nothing", "attribute": "origen", "groups": ["espana", "magreb"]},
     ]
-    b = battery_dict(templates=3, repetitions=1, resamples=50, correlation=1.0, comparisons=comps)
+    b = battery_dict(templates=5, repetitions=1, resamples=50, correlation=1.0, comparisons=comps)
     # every magreb measurement of 'refund' is missing
     with_magreb = set()
 
@@ -134,15 +135,18 @@ def test_degenerate_data_never_crash(tmp_path):
     res = analyze_run(run)
     by = {(c.id, c.group_a): c for c in res.comparisons}
     mag = by[("refund", "magreb")]
-    assert mag.n_pairs == 0 and mag.n_dropped == 9 and mag.verdict == "inconclusive"
-    assert "no complete pairs" in mag.note
+    assert mag.n_pairs == 0 and mag.n_dropped == 15 and mag.verdict == "insufficient design"
+    assert "no template has measured answers from both groups" in mag.design_reason and mag.pvalue is None
     const = by[("const", "china")]
-    assert const.estimate == 0 and const.pvalue == 1.0 and "all differences are zero" in const.note
+    assert const.estimate == 0 and const.pvalue is None and "all differences are zero" in const.note
     # every answer has the same value (e.g. a judge that scores everything 3): no information, never a pass
-    assert const.verdict == "inconclusive" and "the measure is constant" in const.note
+    assert const.verdict == "insufficient design" and "the measure is constant" in const.design_reason
     same = by[("same", "china")]
     assert same.binary.b == same.binary.c == 0 and "no discordant pairs" in same.note
-    assert same.verdict == "inconclusive"  # no margin: never pass
+    assert same.verdict == "insufficient design"  # never pass, never fail
     absent = by[("absent", "espana")]
     assert absent.n_pairs == 0 and any("nothing" in n for n in res.notes)
-    assert gate_exit_code(run) == 0 and gate_exit_code(run, on_inconclusive=True) == 1
+    # no primary comparison has a verdict: the gate refuses to answer unless told to fail on it
+    with pytest.raises(FairpairError, match="cannot support a verdict"):
+        gate_exit_code(run)
+    assert gate_exit_code(run, on_insufficient=True) == 1

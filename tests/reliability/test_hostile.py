@@ -87,6 +87,15 @@ def hostile(tmp_path_factory):
     (code / "fp_hostile_judge.py").write_text(JUDGE, encoding="utf-8")
     battery = demo_battery(tmp / "b", {"kind": "python", "callable": "fp_hostile_bot:answer", "path": str(code)},
                            judge={"kind": "python", "callable": "fp_hostile_judge:judge", "path": str(code)})
+    # the demo's 3 templates cannot support a verdict: four times them (12) about these names, so the
+    # refund gap (0% vs 100% in every template: the exact sign-flip test) fails and the report quotes
+    # the hostile answers as evidence
+    import yaml
+
+    data = yaml.safe_load(battery.read_text(encoding="utf-8"))
+    data["templates"] = [{**t, "id": f"{t['id']}_{k}"} for k in range(4) for t in data["templates"]]
+    data["analysis"]["generalize"] = {"names": "fixed"}
+    battery.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
     run = tmp / "run"
     outputs = {}
     import io
@@ -118,7 +127,7 @@ def test_hostile_answers_are_stored_verbatim(hostile):
     with Store.open(run) as store:
         cases = {c.id: c for c in store.iter_cases()}
         answers = {r.case_id: r.text for r in store.responses("python")}
-    assert len(answers) == len(cases) == 36
+    assert len(answers) == len(cases) == 144
     for cid, text in answers.items():
         c = cases[cid]
         assert text == bot.answer(c.conversation(), c.context)
@@ -192,7 +201,7 @@ def test_csv_export_neutralises_formulas(hostile):
         rows = list(csv.DictReader(fh))
     with Store.open(run) as store:
         stored = {r.case_id: r.text for r in store.responses("python")}
-    assert len(rows) == 36
+    assert len(rows) == 144
     starts = set()
     for row in rows:
         cell = row["text"]

@@ -65,7 +65,8 @@ def _battery(*, name: str, target: dict, templates: int, repetitions: int, label
         "designs": [{"kind": "counterfactual", "attribute": "origen"}],
         "target": target,
         "measures": measures,
-        "analysis": {"bootstrap_resamples": 400, "comparisons": comparisons},
+        # 3 names per group: the claim is about these names (names random needs 5 per group)
+        "analysis": {"bootstrap_resamples": 400, "comparisons": comparisons, "generalize": {"names": "fixed"}},
     }
 
 

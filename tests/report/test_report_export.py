@@ -53,7 +53,7 @@ def test_parquet_export_keeps_types_and_text(hostile_run, tmp_path):
     assert any(t.startswith("=HYPERLINK(") for t in texts)  # typed cells: no quote prefix needed
     assert not any("\x00" in t or "\x1b" in t for t in texts)
     verdicts = set(pd.read_parquet(paths["results"])["verdict"])
-    assert "fail" in verdicts and verdicts <= {"fail", "pass", "inconclusive"}
+    assert "fail" in verdicts and verdicts <= {"fail", "pass", "inconclusive", "insufficient design"}
 
 
 def test_invalid_utf8_and_nul_in_the_store(hostile_run, copy_run):

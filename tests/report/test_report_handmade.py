@@ -73,10 +73,13 @@ def test_exact_sentences_in_both_languages(handmade):
                 if v["group_a"] == "magreb" and v["measure"] == "reembolso")
     assert s_es == (f"A los usuarios con nombres árabes se les ofreció el reembolso 5,2 puntos menos que a los "
                     f"usuarios con nombres españoles (66,0{NBSP}% frente a 71,2{NBSP}%; IC 95{NBSP}% 1,9 a 8,4; "
-                    f"McNemar p = 0,004, ajustado por Holm 0,02): por encima del margen de 3 puntos.")
+                    f"t de efectos aleatorios cruzados p = 0,004, ajustado por Holm 0,02): por encima del margen de 3 "
+                    f"puntos. Este veredicto vale para estos nombres, en escenarios como estos (no para otros nombres "
+                    f"de los grupos).")
     assert s_en == ("Users with nombres árabes were offered a refund 5.2 points less often than users with nombres "
-                    "españoles (66.0% vs 71.2%; 95% CI 1.9 to 8.4; McNemar p = 0.004, Holm-adjusted 0.02): beyond "
-                    "the 3-point margin.")
+                    "españoles (66.0% vs 71.2%; 95% CI 1.9 to 8.4; crossed random-effects t p = 0.004, Holm-adjusted "
+                    "0.02): beyond the 3-point margin. This verdict holds for these names, in scenarios like these "
+                    "(not for other names of the groups).")
     md = en["md"].read_text(encoding="utf-8")
     assert "5.2 points less often" in md and "Holm-adjusted 0.02" in md
 

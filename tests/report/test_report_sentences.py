@@ -90,10 +90,11 @@ def test_mock_run_verdicts_recover_the_planted_bias(mock_run):
     lo, hi = sorted(-x * 100 for x in refund["ci"])
     expected = (f"A los usuarios con nombres árabes se les ofreció el reembolso {_es(-refund['estimate'] * 100)} "
                 f"puntos menos que a los usuarios con nombres españoles ({_es(refund['value_a'] * 100)}{NBSP}% frente "
-                f"a {_es(refund['value_b'] * 100)}{NBSP}%; IC 95{NBSP}% {_es(lo)} a {_es(hi)}; McNemar p "
+                f"a {_es(refund['value_b'] * 100)}{NBSP}%; IC 95{NBSP}% {_es(lo)} a {_es(hi)}; t de efectos aleatorios cruzados p "
                 f"{'< 0,001' if refund['pvalue'] < 0.001 else '= ' + fmt_p(refund['pvalue'], 'es')}")
     assert row["sentence"].startswith(expected), row["sentence"]
-    assert row["sentence"].endswith("por encima del margen de 5 puntos.")
+    assert row["sentence"].endswith("por encima del margen de 5 puntos. Este veredicto vale para estos nombres, en "
+                                    "escenarios como estos (no para otros nombres de los grupos).")
     html = paths["html"].read_text(encoding="utf-8")
     assert str(escape(expected)) in html
     md = paths["md"].read_text(encoding="utf-8")
@@ -141,3 +142,22 @@ def test_unknown_results_schema_is_a_user_error(mock_run, copy_run):
     (run / "results.json").write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(FairpairError, match="results/99"):
         write_report(run)
+
+
+def test_insufficient_design_and_estimand_sentences():
+    c = {**EXAMPLE, "verdict": "insufficient design", "names": "random", "n_clusters": 3, "n_names_a": 3,
+         "n_names_b": 3, "n_pairs": 9, "group_a": "magreb", "group_b": "espana",
+         "design_reason": "3 template(s): ... (stored English reason)"}
+    en = verdict_sentence(c, lang="en", label_a="A", label_b="B", measure_label="refund")
+    es = verdict_sentence(c, lang="es", label_a="A", label_b="B", measure_label="reembolso")
+    assert "no verdict: the design cannot support one (3 template(s): too few scenarios" in en
+    assert "3 name(s) in group magreb: the result cannot generalise to other names of this group; use at least 5" in en
+    assert en.endswith("The plan asked for a verdict that generalises to other names of these groups and other "
+                       "scenarios like these.")
+    assert "sin veredicto: el diseño no lo permite (3 plantilla(s)" in es
+    assert "3 nombre(s) en el grupo magreb: el resultado no se puede generalizar" in es
+    assert es.endswith("El plan pedía un veredicto generalizable a otros nombres de estos grupos y a otros "
+                       "escenarios como estos.")
+    fixed = verdict_sentence({**EXAMPLE, "names": "fixed"}, lang="en", label_a="A", label_b="B", measure_label="refund")
+    assert fixed.endswith("beyond the 3-point margin. This verdict holds for these names, in scenarios like these "
+                          "(not for other names of the groups).")

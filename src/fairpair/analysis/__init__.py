@@ -1,13 +1,16 @@
 """Analysis stage: execute the pre-registered plan on a run, compare runs, gate a pipeline.
 
-* :func:`analyze_run` -- paired tests, cluster-bootstrap CIs, multiplicity
-  correction and a pass / fail / inconclusive verdict per comparison, written
-  to ``RUN/results.json`` (schema ``fairpair.results/1``, see
+* :func:`analyze_run` -- the crossed random-effects inference (templates and
+  names as random factors, :func:`fairpair.stats.crossed_difference`),
+  multiplicity correction and a pass / fail / inconclusive / insufficient
+  design verdict per comparison, written
+  to ``RUN/results.json`` (schema ``fairpair.results/2``, see
   :mod:`fairpair.analysis._results` and :func:`results_schema`).
 * :func:`compare_runs` -- the same battery before and after a change:
   difference-in-differences of each gap, per matched set.
 * :func:`gate_exit_code` -- 1 when a primary comparison fails (or is
-  inconclusive, or got worse than a baseline run, when asked), else 0.
+  inconclusive, has an insufficient design, or got worse than a baseline run,
+  when asked), else 0.
 * :func:`fairpair.analysis.power.power_plan` -- smallest detectable
   differences for a battery's design (``fairpair plan --power``).
 """

@@ -23,7 +23,7 @@ from fairpair.errors import FairpairError
 from fairpair.stats._multitest import adjust
 from fairpair.stats._omnibus import cochran_q, friedman
 
-__all__ = ["analyze_run", "analyze_loaded", "load_results", "RESULTS_NAME"]
+__all__ = ["analyze_run", "analyze_loaded", "load_results", "comparison_names", "RESULTS_NAME"]
 
 RESULTS_NAME = "results.json"
 
@@ -93,27 +93,28 @@ def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None,
                 groups = _design_groups(battery, did, c.attribute)
                 if c.groups != "all_pairs":
                     groups = [g for g in c.groups if g in groups]
+                names = comparison_names(plan, c)
                 if scale == "categorical":
                     for ga, gb in group_pairs(c, groups):
                         ident = dict(id=cid, target=target, measure=c.measure, attribute=c.attribute, design=did,
                                      group_a=ga, group_b=gb, primary=c.primary)
                         omnibus += _square_table_tests(data, strata, answered, ident)
                         pending += _category_comparisons(data, strata, answered, ident, c.margin, plan,
-                                                         heterogeneity)
+                                                         heterogeneity, names)
                     continue
                 for ga, gb in group_pairs(c, groups):
                     pd = pairs_for(data.cases, strata, c.attribute, ga, gb, vals, answered)
                     pa = analyze_pairs(pd, scale=scale, alpha=plan.alpha, confidence_level=plan.confidence_level,
                                        exact_threshold=plan.exact_threshold,
                                        n_resamples=plan.bootstrap_resamples, seed=plan.seed,
-                                       heterogeneity=heterogeneity)
+                                       heterogeneity=heterogeneity, names=names, labels=(ga, gb))
                     ident = dict(id=cid, target=target, measure=c.measure, attribute=c.attribute, design=did,
                                  group_a=ga, group_b=gb, primary=c.primary)
                     pending.append((pa, ident, c.primary, c.margin))
                 all_groups = groups if c.reference is None else list(dict.fromkeys([*groups, c.reference]))
                 if len(all_groups) > 2:
                     omnibus.append(_omnibus(cid, target, c.measure, did, c.attribute, all_groups, strata, vals,
-                                            answered, scale))
+                                            answered, scale, names, data.cases))
         pending += _status_comparisons(battery, data, target, pending, strata_cache, heterogeneity)
         # families: the primary comparisons, the secondary ones, the answer-status comparisons
         for primary in (True, False, "status"):
@@ -121,18 +122,21 @@ def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None,
             if not fam:
                 continue
             raw = np.array([np.nan if p[0].pvalue is None else p[0].pvalue for p in fam])
+            raw_m = np.array([np.nan if (q := p[0].pvalue_beyond(p[3])) is None else q for p in fam])
             method = plan.correction if primary is True else "holm" if primary == "status" else "none"
             label = {True: method, False: "none (secondary comparison)",
                      "status": "holm (the answer-status comparisons of the target)"}[primary]
             adj = adjust(raw, method) if raw.size else raw
-            for (pa, ident, _, margin), pa_adj in zip(fam, adj):
+            adj_m = adjust(raw_m, method) if raw_m.size else raw_m
+            for (pa, ident, _, margin), pa_adj, pm_adj in zip(fam, adj, adj_m):
                 comparisons.append(finish(pa, pvalue_adjusted=num(pa_adj), margin=margin, alpha=plan.alpha,
+                                          pvalue_margin_adjusted=num(pm_adj),
                                           correction=label, family_size=len(fam), **ident))
     return comparisons, omnibus, notes
 
 
 def _category_comparisons(data: RunData, strata, answered, ident: dict[str, Any], margin, plan,
-                          heterogeneity: bool) -> list:
+                          heterogeneity: bool, names: str = "random") -> list:
     """A k-outcome (``categorical``) comparison, outcome by outcome: ``<measure>=<outcome>`` as a
     yes/no measure through the same paired analysis as any binary measure (McNemar, risk
     difference, cluster interval, verdict), in the comparison's own family."""
@@ -145,7 +149,8 @@ def _category_comparisons(data: RunData, strata, answered, ident: dict[str, Any]
         pd = pairs_for(data.cases, strata, ident["attribute"], ident["group_a"], ident["group_b"], vals, answered)
         pa = analyze_pairs(pd, scale="binary", alpha=plan.alpha, confidence_level=plan.confidence_level,
                            exact_threshold=plan.exact_threshold, n_resamples=plan.bootstrap_resamples,
-                           seed=plan.seed, heterogeneity=heterogeneity)
+                           seed=plan.seed, heterogeneity=heterogeneity, names=names,
+                           labels=(ident["group_a"], ident["group_b"]))
         out.append((pa, {**ident, "id": f"{ident['id']}={cat}", "measure": f"{measure}={cat}"},
                     ident["primary"], margin))
     return out
@@ -211,14 +216,44 @@ def _status_comparisons(battery, data: RunData, target: str, pending: list, stra
             pd = pairs_for(data.cases, strata_cache[(did, attr)], attr, ga, gb, vals, known)
             pa = analyze_pairs(pd, scale="binary", alpha=plan.alpha, confidence_level=plan.confidence_level,
                                exact_threshold=plan.exact_threshold, n_resamples=plan.bootstrap_resamples,
-                               seed=plan.seed, heterogeneity=heterogeneity)
+                               seed=plan.seed, heterogeneity=heterogeneity, names=plan.generalize.names,
+                               labels=(ga, gb))
             ident = dict(id=f"{name}-by-{attr}", target=target, measure=name, attribute=attr, design=did,
                          group_a=ga, group_b=gb, primary=False)
             out.append((pa, ident, "status", None))
     return out
 
 
-def _omnibus(cid, target, measure, did, attribute, groups, strata, vals, answered, scale) -> OmnibusResult:
+
+
+def comparison_names(plan, comparison) -> str:
+    """The estimand of a comparison: its own ``generalize.names``, else the plan's."""
+    g = comparison.generalize or plan.generalize
+    return g.names
+
+
+def _group_cells(cases, strata, group: str, vals, answered) -> np.ndarray:
+    """Template x name cell means of one group's answers (T x n_names, NaN = empty), templates in code order."""
+    col = strata.column(group)
+    idx = col[col >= 0]
+    arr = cases.arrays()
+    n_t = len(arr["template_labels"])
+    v = np.where(answered[idx], vals[idx], np.nan) if idx.size else np.zeros(0)
+    nm = strata.variant_code[idx]
+    names, nc = np.unique(nm, return_inverse=True)
+    k = max(len(names), 1)
+    ok = ~np.isnan(v)
+    flat = arr["template_code"][idx][ok] * k + nc.reshape(-1)[ok]
+    cnt = np.bincount(flat, minlength=n_t * k).reshape(n_t, k)
+    tot = np.bincount(flat, weights=v[ok], minlength=n_t * k).reshape(n_t, k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan)
+
+
+def _omnibus(cid, target, measure, did, attribute, groups, strata, vals, answered, scale, names="random",
+             cases=None) -> OmnibusResult:
+    from fairpair.stats._crossed import crossed_omnibus
+
     cols = np.column_stack([strata.column(g) for g in groups]) if groups else np.empty((0, 0), dtype=np.intp)
     idx = cols[(cols >= 0).all(axis=1)]
     table = np.where(answered[idx], vals[idx], np.nan) if idx.size else np.empty((0, len(groups)))
@@ -226,17 +261,24 @@ def _omnibus(cid, target, measure, did, attribute, groups, strata, vals, answere
     note = None
     try:
         res = cochran_q(table) if binary else friedman(table)
-        stat, p, df, n, n_missing, note = res.statistic, res.pvalue, res.df, res.n, res.n_missing, res.note
-        test = "Cochran's Q" if binary else "Friedman"
+        s_stat, s_p, n, n_missing, s_note = res.statistic, res.pvalue, res.n, res.n_missing, res.note
     except ValueError as exc:
-        stat = p = None
-        df, n, n_missing = len(groups) - 1, 0, int(table.shape[0])
-        test, note = ("Cochran's Q" if binary else "Friedman"), str(exc)
+        s_stat = s_p = None
+        n, n_missing, s_note = 0, int(table.shape[0]), str(exc)
+    s_test = "Cochran's Q" if binary else "Friedman"
+    stat = p = df = df2 = None
+    test = "quasi-F (Clark 1973)" if names == "random" else "F (templates random)"
+    if cases is not None:
+        cr = crossed_omnibus([_group_cells(cases, strata, g, vals, answered) for g in groups], names=names)
+        stat, p, df, df2, note, test = cr.statistic, cr.pvalue, cr.df_num, cr.df_den, cr.note, cr.method
+    if s_note:
+        note = "; ".join(x for x in (note, f"{s_test}: {s_note}") if x)
     ok = ~np.isnan(table).any(axis=1) if table.size else np.zeros(0, dtype=bool)
     values = {g: (num(table[ok, j].mean()) if ok.any() else None) for j, g in enumerate(groups)}
     return OmnibusResult(id=cid, target=target, measure=measure, design=did, attribute=attribute, groups=groups,
-                         test=test, statistic=num(stat), pvalue=num(p), df=int(df), n_sets=int(n),
-                         n_dropped=int(n_missing), values=values, note=note)
+                         test=test, statistic=num(stat), pvalue=num(p), df=num(df), df_denominator=num(df2),
+                         n_sets=int(n), n_dropped=int(n_missing), values=values, note=note, names=names,
+                         secondary_test=s_test, secondary_statistic=num(s_stat), secondary_pvalue=num(s_p))
 
 
 def _judge_block(battery, store, data: RunData) -> JudgeBlock:
@@ -403,12 +445,13 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
         if changes:
             notes.append("the analysis plan was changed after it was registered; the registered plan was executed")
         res = Results(
-            schema="fairpair.results/1", fairpair_version=__version__,
+            schema="fairpair.results/2", fairpair_version=__version__,
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), run_dir=str(run_dir),
             battery=battery.name, battery_sha256=loaded.sha256, plan_sha256=registered, plan_sha256_now=now,
             plan_changed=bool(changes) and now != registered, alpha=plan.alpha, correction=plan.correction,
             confidence_level=plan.confidence_level, n_resamples=plan.bootstrap_resamples, seed=plan.seed,
-            fail_on_inconclusive=plan.fail_on_inconclusive, targets=data.targets, measures=scales,
+            fail_on_inconclusive=plan.fail_on_inconclusive, fail_on_insufficient=plan.fail_on_insufficient,
+            names=plan.generalize.names, targets=data.targets, measures=scales,
             comparisons=comparisons, omnibus=omnibus, two_party=two_party, judge=judge, counts=_counts(data),
             notes=notes, answer_statuses=_answer_statuses(battery, data))
     if write:
@@ -424,14 +467,16 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
 def _print_summary(console, res: Results) -> None:
     from rich.markup import escape
 
-    colour = {"fail": "red", "pass": "green", "inconclusive": "yellow"}
+    colour = {"fail": "red", "pass": "green", "inconclusive": "yellow", "insufficient design": "magenta"}
     for c in res.comparisons:
         est = "n/a" if c.estimate is None else f"{c.estimate:+.3f}"
         ci = "" if not c.ci or None in c.ci else f" [{c.ci[0]:+.3f}, {c.ci[1]:+.3f}]"
         p = "n/a" if c.pvalue_adjusted is None else f"{c.pvalue_adjusted:.3g}"
         console.print(f"[{colour[c.verdict]}]{c.verdict:12}[/{colour[c.verdict]}] {escape(c.target)} "
                       f"{escape(c.id)} {escape(c.group_a)} vs {escape(c.group_b)}: {est}{ci} "
-                      f"p_adj={p} (n={c.n_pairs})")
+                      f"p_adj={p} (n={c.n_pairs}; names {c.names}: {escape(c.estimand)})")
+        if c.design_reason:
+            console.print(f"  why: {escape(c.design_reason)}")
     for n in res.notes:
         console.print(f"note: {escape(n)}")
 

@@ -32,11 +32,19 @@ def gate(run: RunArg,
                                                        help="Also fail on inconclusive primary comparisons.")] = False,
          baseline: Annotated[Optional[Path], typer.Option("--baseline", help="Also fail when a gap got "
                                                           "significantly worse than in this earlier run.")] = None,
-         junit: Annotated[Optional[Path], typer.Option("--junit", help="Write JUnit XML here.")] = None) -> None:
-    """Exit 1 when a primary comparison fails (or is inconclusive / worse than --baseline, if asked)."""
+         junit: Annotated[Optional[Path], typer.Option("--junit", help="Write JUnit XML here.")] = None,
+         on_insufficient: Annotated[bool, typer.Option(
+             "--on-insufficient", help="Also fail on primary comparisons whose design cannot support a verdict "
+                                       "(verdict 'insufficient design').")] = False) -> None:
+    """Exit 1 when a primary comparison fails (or is inconclusive / insufficient / worse than --baseline, if asked).
+
+    A comparison with an insufficient design is not a pass: its reason is
+    printed; when no primary comparison has a verdict the gate exits 2.
+    """
     from fairpair.analysis._gate import gate_lines, gate_outcome
 
-    outcome = gate_outcome(run, on_inconclusive=on_inconclusive, baseline=baseline, junit=junit)
+    outcome = gate_outcome(run, on_inconclusive=on_inconclusive, baseline=baseline, junit=junit,
+                           on_insufficient=on_insufficient)
     code = outcome.code
     lines = gate_lines(outcome)
     for line in lines:  # failing comparisons and regressions first, each with its numbers

@@ -437,7 +437,9 @@ def pairs_for(cases: CaseTable, strata: Strata, attribute: str, group_a: str, gr
     """The matched pairs (A, B) of a comparison; unanswered cases count as missing values.
 
     Clusters are integer template codes and variant pairs integer codes into
-    ``variant_labels`` (the stats package factorises integers fastest).
+    ``variant_labels`` (the stats package factorises integers fastest);
+    ``name_a`` / ``name_b`` are each side's variant code (the names of the
+    crossed inference).
     """
     ca, cb = strata.column(group_a), strata.column(group_b)
     ok = (ca >= 0) & (cb >= 0)
@@ -451,7 +453,8 @@ def pairs_for(cases: CaseTable, strata: Strata, attribute: str, group_a: str, gr
     vl = strata.variant_labels
     labels = tuple(f"{vl[k // nv]} / {vl[k % nv]}" for k in uniq)
     return PairData(x, y, arr["template_code"][ia], codes.reshape(-1).astype(np.intp), labels, arr["sets"][ia],
-                    arr["ids"][ia], arr["ids"][ib])
+                    arr["ids"][ia], arr["ids"][ib], name_a=strata.variant_code[ia].astype(np.intp),
+                    name_b=strata.variant_code[ib].astype(np.intp))
 
 
 def group_pairs(comparison, groups: list[str]) -> list[tuple[str, str]]:

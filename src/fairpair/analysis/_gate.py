@@ -2,9 +2,17 @@
 
 Exit 1 when any *primary* comparison's verdict is ``fail``; also when it is
 ``inconclusive`` and ``on_inconclusive`` (or the plan's
-``fail_on_inconclusive``) is set; also when a baseline run is given and a
-primary comparison's gap got significantly worse than in the baseline
+``fail_on_inconclusive``) is set; also when it is ``insufficient design``
+and ``on_insufficient`` (or the plan's ``fail_on_insufficient``) is set;
+also when a baseline run is given and a primary comparison's gap got
+significantly worse than in the baseline
 (:func:`fairpair.analysis.compare_runs`). Else 0.
+
+``insufficient design`` is not a pass: by default the gate lets it through
+like ``inconclusive`` (the data cannot tell) but the CLI prints the reason
+for each one, and when *no* primary comparison has a verdict at all the gate
+refuses to answer (exit 2: there is nothing to gate), as it does when
+nothing was measured.
 """
 
 from __future__ import annotations
@@ -32,15 +40,18 @@ def current_results(run_dir: Path | str) -> Results:
     return analyze_run(run_dir)
 
 
-def failing(c: ComparisonResult, *, on_inconclusive: bool) -> bool:
-    return c.primary and (c.verdict == "fail" or (on_inconclusive and c.verdict == "inconclusive"))
+def failing(c: ComparisonResult, *, on_inconclusive: bool, on_insufficient: bool = False) -> bool:
+    """Whether a comparison fails the gate (primary and fail, or inconclusive / insufficient when asked)."""
+    return c.primary and (c.verdict == "fail" or (on_inconclusive and c.verdict == "inconclusive")
+                          or (on_insufficient and c.verdict == "insufficient design"))
 
 
 def _label(c: ComparisonResult) -> str:
     return f"{c.id}[{c.target}:{c.design}:{c.group_a}-vs-{c.group_b}]"
 
 
-def junit_xml(res: Results, *, on_inconclusive: bool = False, worse: list | None = None) -> str:
+def junit_xml(res: Results, *, on_inconclusive: bool = False, worse: list | None = None,
+              on_insufficient: bool = False) -> str:
     """JUnit XML: one testcase per comparison; failures for failing verdicts, skipped for the rest not passed."""
     suite = ET.Element("testsuite", name=f"fairpair:{res.battery}")
     n_fail = n_skip = 0
@@ -48,8 +59,10 @@ def junit_xml(res: Results, *, on_inconclusive: bool = False, worse: list | None
         tc = ET.SubElement(suite, "testcase", classname=f"fairpair.{res.battery}.{c.target}", name=_label(c))
         desc = (f"{c.measure}: {c.group_a} {c.value_a} vs {c.group_b} {c.value_b}; estimate {c.estimate} "
                 f"CI {c.ci}; {c.test} p={c.pvalue} adjusted={c.pvalue_adjusted}; margin {c.margin}; "
-                f"verdict {c.verdict}" + (f"; note: {c.note}" if c.note else ""))
-        if failing(c, on_inconclusive=on_inconclusive or res.fail_on_inconclusive):
+                f"verdict {c.verdict}; names {c.names}: {c.estimand}"
+                + (f"; why: {c.design_reason}" if c.design_reason else "") + (f"; note: {c.note}" if c.note else ""))
+        if failing(c, on_inconclusive=on_inconclusive or res.fail_on_inconclusive,
+                   on_insufficient=on_insufficient or res.fail_on_insufficient):
             ET.SubElement(tc, "failure", message=f"verdict {c.verdict}", type=c.verdict).text = desc
             n_fail += 1
         elif c.verdict != "pass":
@@ -72,12 +85,14 @@ def junit_xml(res: Results, *, on_inconclusive: bool = False, worse: list | None
 @dataclass(frozen=True)
 class GateOutcome:
     """The gate's decision: ``code`` (0 pass, 1 fail), the ``results`` it judged, the primary
-    comparisons that got significantly ``worse`` than the baseline run, and ``on_inconclusive``."""
+    comparisons that got significantly ``worse`` than the baseline run, ``on_inconclusive`` and
+    ``on_insufficient``."""
 
     code: int
     results: Results
     worse: list
     on_inconclusive: bool
+    on_insufficient: bool = False
 
 
 def _num(x: float | None, binary: bool) -> str:
@@ -106,9 +121,11 @@ def gate_lines(outcome: GateOutcome) -> list[str]:
     lines: list[tuple[int, str]] = []
     for c in prim:
         binary = c.scale == "binary"
-        fails = failing(c, on_inconclusive=on_inc)
+        fails = failing(c, on_inconclusive=on_inc, on_insufficient=outcome.on_insufficient)
         if c.verdict == "inconclusive" and fails:
             mark, rank = "FAIL (inconclusive, --on-inconclusive)", 0
+        elif c.verdict == "insufficient design" and fails:
+            mark, rank = "FAIL (insufficient design, --on-insufficient)", 0
         elif c.verdict == "fail":
             mark, rank = "FAIL", 0
         else:
@@ -119,7 +136,8 @@ def gate_lines(outcome: GateOutcome) -> list[str]:
         text = (f"{mark:12} {c.target} {c.measure} {c.group_a} vs {c.group_b}: {_num(c.estimate, binary)} "
                 f"({level} {_ci(c.ci, binary)}), {margin}, {c.test} p={_p(c.pvalue)}"
                 + (f", {c.correction}-adjusted {_p(c.pvalue_adjusted)}" if c.correction != "none" else "")
-                + f", {c.n_pairs} pairs")
+                + f", {c.n_pairs} pairs; names {c.names}: {c.estimand}"
+                + (f"; insufficient design: {c.design_reason}" if c.design_reason else ""))
         lines.append((rank, text))
     for r in outcome.worse:
         binary = r.scale == "binary"
@@ -131,20 +149,30 @@ def gate_lines(outcome: GateOutcome) -> list[str]:
 
 
 def gate_exit_code(run_dir: Path | str, *, on_inconclusive: bool = False, baseline: Path | str | None = None,
-                   junit: Path | str | None = None) -> int:
-    """0 when the gate passes, 1 when it fails (see module notes); optionally writes JUnit XML."""
-    return gate_outcome(run_dir, on_inconclusive=on_inconclusive, baseline=baseline, junit=junit).code
+                   junit: Path | str | None = None, on_insufficient: bool = False) -> int:
+    """0 when the gate passes, 1 when it fails (see module notes); optionally writes JUnit XML.
+
+    Raises
+    ------
+    FairpairError
+        Nothing measured, or no primary comparison has a verdict (all
+        ``insufficient design``) and ``on_insufficient`` is not set.
+    """
+    return gate_outcome(run_dir, on_inconclusive=on_inconclusive, baseline=baseline, junit=junit,
+                        on_insufficient=on_insufficient).code
 
 
 def gate_outcome(run_dir: Path | str, *, on_inconclusive: bool = False, baseline: Path | str | None = None,
-                 junit: Path | str | None = None) -> GateOutcome:
+                 junit: Path | str | None = None, on_insufficient: bool = False) -> GateOutcome:
     """The gate's decision with what it was made from (see :func:`gate_exit_code`)."""
     res = current_results(run_dir)
     if not any((c.n_pairs or 0) > 0 for c in res.comparisons):
         raise FairpairError("nothing to gate: no pre-registered comparison has a single measured pair",
                             file=run_dir, hint="check that the run answered and `fairpair measure` stored values")
     on_inc = on_inconclusive or res.fail_on_inconclusive
-    bad = any(failing(c, on_inconclusive=on_inc) for c in res.comparisons)
+    on_ins = on_insufficient or res.fail_on_insufficient
+    prim = res.primary()
+    bad = any(failing(c, on_inconclusive=on_inc, on_insufficient=on_ins) for c in res.comparisons)
     worse = []
     if baseline is not None:
         from fairpair.analysis._compare import compare_runs
@@ -153,8 +181,14 @@ def gate_outcome(run_dir: Path | str, *, on_inconclusive: bool = False, baseline
         bad = bad or bool(worse)
     if junit is not None:
         try:
-            Path(junit).write_text(junit_xml(res, on_inconclusive=on_inc, worse=worse), encoding="utf-8")
+            Path(junit).write_text(junit_xml(res, on_inconclusive=on_inc, worse=worse, on_insufficient=on_ins),
+                                   encoding="utf-8")
         except OSError as exc:
             raise FairpairError(f"cannot write the JUnit XML file: {exc.strerror}", file=junit,
                                 hint="--junit takes a file path such as fairness.xml") from None
-    return GateOutcome(1 if bad else 0, res, worse, on_inc)
+    if prim and not on_ins and not worse and all(c.verdict == "insufficient design" for c in prim):
+        raise FairpairError("nothing to gate: the design cannot support a verdict for any primary comparison ("
+                            + (prim[0].design_reason or "insufficient design") + ")", file=run_dir,
+                            hint="enlarge the battery, declare `analysis: {generalize: {names: fixed}}`, or pass "
+                                 "--on-insufficient to fail the gate instead")
+    return GateOutcome(1 if bad else 0, res, worse, on_inc, on_ins)

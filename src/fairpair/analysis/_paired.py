@@ -1,47 +1,44 @@
-"""One two-group comparison on matched pairs: the tests, the interval, the breakdown.
+"""One two-group comparison: the cluster-aware inference, the verdict inputs, the breakdown.
 
-Shared by :func:`fairpair.analysis.analyze_run` and the calibration
-simulation (``benchmarks/sim_calibration.py``), so what is simulated is
-exactly what is reported. The verdict needs the multiplicity-adjusted
-p-value of the whole family, so it is set later (:func:`finish`).
+Shared by :func:`fairpair.analysis.analyze_run` and the audit simulation
+(``benchmarks/sim_audits.py``), so what is simulated is exactly what is
+reported. The verdict needs the multiplicity-adjusted p-value of the whole
+family, so it is set later (:func:`finish`).
 
-Methods
--------
-Binary (yes/no) measures: McNemar's test -- the exact binomial test below
-``exact_threshold`` discordant pairs, the asymptotic chi-square test
-otherwise. The asymptotic test is used *without* continuity correction, as
-Fagerland, Lydersen & Laake (2013) recommend: with the correction (and the
-exact test) the rejection rate under no bias stays well below alpha (3.5%
-instead of 5% at the seed's design in ``benchmarks/sim_calibration.py``),
-without it the test is at nominal level. The exact p-value and the
-chi-square with Edwards's continuity correction are reported too (in
-``binary``). Also: rates per group, risk difference, matched-pairs odds ratio
-``b / c``. Continuous, count and ordinal measures: Wilcoxon signed-rank test
-(``zero_method="pratt"``), Hodges-Lehmann shift with its CI, matched
-rank-biserial correlation, paired t-test as secondary.
+The inference (one for each comparison)
+---------------------------------------
+A matched set is (template, repetition, position); the pair is group A's
+k-th name vs group B's k-th name in the same template and repetition. The
+pairs are not independent: names are crossed with templates (the same names
+in every template) and repetitions are nested in template x name cells.
+The estimate, the p-value and every interval come from one t statistic,
+:func:`fairpair.stats.crossed_difference` (method of moments on the crossed
+random-effects model on template x name cell means, Satterthwaite df;
+Clark 1973; Judd, Westfall & Kenny 2012). Templates are always a random
+factor; names are random (the default: the claim is about the group) or
+fixed (``analysis.generalize.names: fixed``: "these names"). So a ``fail``
+(adjusted p < alpha) never sits beside a ``1 - alpha`` interval containing
+0. It uses every answer that exists, not only complete pairs. Yes/no
+measures go through the same route on cell proportions (the estimate is a
+risk difference); their level and coverage were checked by simulation
+(``benchmarks/sim_audits.py``, table in ``benchmarks/README.md``).
 
-Interval: the estimate ``group_a - group_b`` (risk or mean difference) gets
-a cluster-bootstrap interval resampling templates (Field & Welsh 2007):
-``estimate +/- t_{G-1} * SE_boot * sqrt(G / (G - 1))`` with ``G`` templates.
-The bootstrap standard error is biased down by ``(G - 1) / G`` and the
-percentile interval undercovers with few clusters (92-93% for a nominal 95%
-at 20 templates); ``t`` quantiles with ``G - 1`` degrees of freedom and the
-``G / (G - 1)`` factor are the usual small-number-of-clusters corrections
-(Cameron, Gelbach & Miller 2008; Cameron & Miller 2015) and bring the
-coverage to nominal in the calibration simulation.
+Designs too small to support the declared estimand (see
+:mod:`fairpair.analysis._design`) get the verdict ``insufficient design``
+with the reason, never ``pass`` or ``fail``.
+
+Reported as secondary statistics, not used by the verdict: McNemar's test
+with the discordant pairs and Newcombe's interval (binary), Wilcoxon
+signed-rank with Hodges-Lehmann and the paired t-test (continuous); they
+treat the pairs as independent.
 
 References
 ----------
-Fagerland, M. W., Lydersen, S., & Laake, P. (2013). The McNemar test for
-binary matched-pairs data: mid-p and asymptotic are better than exact
-conditional. *BMC Medical Research Methodology*, 13, 91.
-Cameron, A. C., Gelbach, J. B., & Miller, D. L. (2008). Bootstrap-based
-improvements for inference with clustered errors. *Review of Economics and
-Statistics*, 90, 414-427.
-Cameron, A. C., & Miller, D. L. (2015). A practitioner's guide to
-cluster-robust inference. *Journal of Human Resources*, 50, 317-372.
-Field, C. A., & Welsh, A. H. (2007). Bootstrapping clustered data. *JRSS B*,
-69, 369-390.
+Clark, H. H. (1973). The language-as-fixed-effect fallacy. *JVLVB*, 12,
+335-359.
+Judd, C. M., Westfall, J., & Kenny, D. A. (2012). Treating stimuli as a
+random factor in social psychology. *JPSP*, 103, 54-69.
+Satterthwaite, F. E. (1946). *Biometrics Bulletin*, 2, 110-114.
 """
 
 from __future__ import annotations
@@ -50,21 +47,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from fairpair.analysis._results import (
     BinaryDetail, ComparisonResult, ContinuousDetail, Evidence, Heterogeneity, PairedTDetail, VariantRow,
     interval, num,
 )
 from fairpair.analysis._verdict import decide
-from fairpair.stats._bootstrap import cluster_bootstrap_mean_difference, cluster_bootstrap_risk_difference
 from fairpair.stats._heterogeneity import variant_heterogeneity
 from fairpair.stats._mcnemar import mcnemar
 from fairpair.stats._signed_rank import paired_t, wilcoxon
 
-__all__ = ["PairData", "PairAnalysis", "analyze_pairs", "finish", "BINARY_SCALES", "CI_METHOD", "t_interval"]
+__all__ = ["PairData", "PairAnalysis", "analyze_pairs", "finish", "pair_cells", "BINARY_SCALES", "CI_METHOD", "t_interval"]
 
-CI_METHOD = "cluster bootstrap (templates): estimate +/- t(G-1) x bootstrap SE x sqrt(G/(G-1))"
+CI_METHOD = ("crossed random effects on template x name cell means (method of moments): "
+             "estimate +/- t(Satterthwaite df) x SE")
 
 
 def t_interval(theta: float, boot: np.ndarray, n_clusters: int, level: float) -> tuple[float, float]:
@@ -77,8 +74,6 @@ def t_interval(theta: float, boot: np.ndarray, n_clusters: int, level: float) ->
     return (theta - q * se, theta + q * se)
 
 BINARY_SCALES = ("binary",)
-#: Fewer templates than this: pair-level analytic intervals instead of the cluster bootstrap.
-MIN_CLUSTERS = 8
 N_EVIDENCE = 3
 
 
@@ -92,13 +87,17 @@ class PairData:
         Value of group A's and group B's case; NaN when missing (not
         answered, measurement missing or failed): the pair is dropped.
     clusters : ndarray, shape (n,)
-        Template of each pair (the bootstrap's resampling unit).
+        Template of each pair (a random factor of the inference).
     variants : ndarray of int, shape (n,)
         Code of the pair's ``"variant_a / variant_b"`` label in ``variant_labels``.
     variant_labels : tuple of str
         The labels.
     sets, case_a, case_b : ndarray of str, shape (n,)
         Matched-set and case ids, for the evidence list.
+    name_a, name_b : ndarray of int, shape (n,)
+        Code of group A's and group B's name (variant) of each pair; the
+        cells of the crossed inference are template x name. Empty: the
+        variant pair code stands for both.
     """
 
     x: np.ndarray
@@ -109,6 +108,8 @@ class PairData:
     sets: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
     case_a: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
     case_b: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
+    name_a: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.intp))
+    name_b: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.intp))
 
 
 @dataclass
@@ -120,6 +121,27 @@ class PairAnalysis:
     ci_equivalence: tuple[float, float] | None
     pvalue: float | None
 
+    def pvalue_beyond(self, margin: float | None) -> float | None:
+        """Two-sided p-value of the crossed t against ``|difference| <= margin``: ``min(1, 2 P(T > (|D| - m) / SE))``.
+
+        Equal to :attr:`pvalue` for no margin. Below ``alpha`` exactly when
+        the ``1 - alpha`` interval lies beyond the margin; adjusted over the
+        family, it makes "fail beyond the margin" a family-wise claim too.
+        ``None`` when the inference has no verdict.
+        """
+        if self.pvalue is None:
+            return None
+        m = float(margin or 0.0)
+        if m == 0:
+            return self.pvalue
+        est, se, df = self.fields.get("estimate"), self.fields.get("se"), self.fields.get("df")
+        if est is not None and se == 0:  # the sign-flip case: beyond the margin or not at all
+            return self.pvalue if abs(est) > m else 1.0
+        if est is None or not se or df is None:
+            return None
+        z = (abs(est) - m) / se
+        return float(min(1.0, 2.0 * special.stdtr(df, -z))) if z > 0 else 1.0
+
 
 def _evidence(pd: PairData, keep: np.ndarray, order: np.ndarray) -> list[Evidence]:
     if pd.sets.size == 0:
@@ -129,14 +151,51 @@ def _evidence(pd: PairData, keep: np.ndarray, order: np.ndarray) -> list[Evidenc
                      value_a=num(pd.x[i]), value_b=num(pd.y[i])) for i in idx]
 
 
-def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: float, exact_threshold: int,
-                  n_resamples: int, seed: int, heterogeneity: bool = True) -> PairAnalysis:
-    """Tests, estimate and intervals for one comparison (verdict pending; see :func:`finish`).
+def _codes(arr: np.ndarray) -> np.ndarray:
+    arr = np.asarray(arr)
+    if arr.dtype.kind in "iu" and (arr.size == 0 or arr.min() >= 0):
+        return arr.astype(np.intp)
+    return np.unique(arr.astype(str) if arr.dtype == object else arr, return_inverse=True)[1].reshape(-1).astype(np.intp)
 
-    Never raises for degenerate data: no complete pairs, no discordant
-    pairs, all differences zero or a constant measure give undefined
-    quantities as ``None`` and a ``note``.
+
+def pair_cells(pd: PairData) -> tuple[np.ndarray, np.ndarray]:
+    """Template x name cell means of group A's and group B's answers: arrays (T, n_a), (T, n_b), NaN = empty.
+
+    Every answer that exists counts (a pair with one side missing keeps the
+    other side). Without name codes (``name_a`` empty), each variant pair
+    code stands for one name of each group.
     """
+    tc = _codes(pd.clusters)
+    na = _codes(pd.name_a) if pd.name_a.size else _codes(pd.variants)
+    nb = _codes(pd.name_b) if pd.name_b.size else _codes(pd.variants)
+    t = int(tc.max()) + 1 if tc.size else 0
+    out = []
+    for vals, nc in ((pd.x, na), (pd.y, nb)):
+        ok = ~np.isnan(vals)
+        k = int(nc.max()) + 1 if nc.size else 0
+        flat = tc[ok] * k + nc[ok]
+        cnt = np.bincount(flat, minlength=t * k).reshape(t, k)
+        tot = np.bincount(flat, weights=vals[ok], minlength=t * k).reshape(t, k)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out.append(np.where(cnt > 0, tot / np.maximum(cnt, 1), np.nan))
+    return out[0], out[1]
+
+
+def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: float, exact_threshold: int,
+                  n_resamples: int, seed: int, heterogeneity: bool = True, names: str = "random",
+                  secondary: bool = True, labels: tuple[str, str] = ("A", "B")) -> PairAnalysis:
+    """The cluster-aware inference, intervals and secondary statistics of one comparison (verdict pending).
+
+    ``names`` is the estimand (``"random"`` or ``"fixed"``); ``secondary``
+    False skips McNemar / Wilcoxon and the evidence list (the simulation
+    does: the verdict does not use them); ``labels`` name the two groups
+    in the design reason. Never raises for degenerate data: undefined
+    quantities are ``None`` with a ``note``, and designs that cannot support
+    a verdict carry ``design_reason`` (see :mod:`fairpair.analysis._design`).
+    """
+    from fairpair.analysis._design import design_reason, estimand_words
+    from fairpair.stats._crossed import crossed_from_cells, names_heterogeneity
+
     binary = scale in BINARY_SCALES
     keep = ~(np.isnan(pd.x) | np.isnan(pd.y))
     n = int(keep.sum())
@@ -145,139 +204,128 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
                          "value_kind": "rate" if binary else "mean",
                          "estimate_name": ("risk difference" if binary else "mean difference") + " (A - B)",
                          "confidence_level": confidence_level, "n_resamples": n_resamples, "seed": seed,
-                         "ci_method": CI_METHOD, "alpha": alpha}
+                         "ci_method": CI_METHOD, "alpha": alpha, "names": names,
+                         "estimand": estimand_words(names)}
     if f["n_dropped"]:
-        notes.append(f"{f['n_dropped']} pairs dropped for a missing answer or measurement")
+        notes.append(f"{f['n_dropped']} pairs have a missing answer or measurement (the other side still counts)")
     x, y, cl = pd.x[keep], pd.y[keep], pd.clusters[keep]
-    f["n_clusters"] = int(np.unique(cl).size) if n else 0
-    if binary and n and not np.all(np.isin(x, (0.0, 1.0)) & np.isin(y, (0.0, 1.0))):
+    answers = np.concatenate([pd.x[~np.isnan(pd.x)], pd.y[~np.isnan(pd.y)]])
+    if binary and answers.size and not np.all(np.isin(answers, (0.0, 1.0))):
         notes.append("measure declared binary but holds values other than yes/no: analysed as continuous")
         binary = False
         f["value_kind"] = "mean"
         f["estimate_name"] = "mean difference (A - B)"
+    cells_a, cells_b = pair_cells(pd)
+    cr = crossed_from_cells(cells_a, cells_b, names=names, n_values=int(answers.size))
+    f["n_clusters"] = cr.n_templates
+    f["n_names_a"], f["n_names_b"] = cr.n_names_a, cr.n_names_b
+    f["df"] = num(cr.df)
+    f["se"] = num(cr.se)
+    f["variance_components"] = {k: num(v) for k, v in cr.variance_components.items()}
+    f["test"] = f"crossed t (templates random, names {names}; Satterthwaite df)"
+    f["statistic"] = num(cr.statistic)
+    bounds = (-1.0, 1.0) if binary else None
+    reason = design_reason(cr, names=names, n_pairs=n, constant=answers.size > 0 and np.unique(answers).size == 1,
+                           group_a=labels[0], group_b=labels[1])
+    f["design_reason"] = reason
     ci_a = ci_eq = None
     pvalue = None
-    if n == 0:
-        notes.append("no complete pairs")
-        f.update(value_a=None, value_b=None, estimate=None, ci=None, equivalence_ci=None,
-                 test="McNemar" if binary else "Wilcoxon signed-rank", statistic=None)
+    if answers.size == 0:
+        notes.append("no answers")
+        f.update(value_a=None, value_b=None, estimate=None, ci=None, equivalence_ci=None)
         f["note"] = "; ".join(notes)
         return PairAnalysis(f, None, None, None)
-    f["value_a"], f["value_b"] = float(x.mean()), float(y.mean())
-    boot_fn = cluster_bootstrap_risk_difference if binary else cluster_bootstrap_mean_difference
-    boot = boot_fn(x, y, cl, n_resamples=max(n_resamples, 1), confidence_level=confidence_level, seed=seed)
-    f["estimate"] = num(boot.statistic)
-    dist, g = boot.bootstrap_distribution, boot.n_clusters
-    if g >= MIN_CLUSTERS:
-        def ci_at(level: float) -> tuple[float, float]:
-            lo, hi = t_interval(boot.statistic, dist, g, level)
-            return (max(lo, -1.0), min(hi, 1.0)) if binary else (lo, hi)  # a risk difference lies in [-1, 1]
-    else:
-        # Too few templates for a cluster bootstrap (t with G-1 degrees of freedom explodes, and
-        # resampling 3 clusters says little): the pair-level analytic interval, as the test uses.
-        notes.append(f"only {g} templates: pair-level interval (Newcombe for yes/no, paired t otherwise); "
-                     f"it ignores clustering, so use {MIN_CLUSTERS} or more templates for a real audit")
-        ref = mcnemar(x, y, exact=True) if binary else paired_t(x, y)
-
-        def ci_at(level: float) -> tuple[float, float]:
-            return tuple(ref.confidence_interval(level))  # type: ignore[return-value]
-    f["ci"] = interval(ci_at(confidence_level))
-    ci_a = ci_at(1.0 - alpha)
-    ci_eq = ci_at(1.0 - 2.0 * alpha)
-    f["equivalence_ci"] = interval(ci_eq)
-    if np.unique(np.concatenate([x, y])).size == 1:
-        # e.g. a judge that gave every answer the same score: no information, never a "pass"
-        notes.append("the measure is constant (every answer of both groups has the same value): "
-                     "no information about a difference")
-        ci_a = ci_eq = None
-    if boot.note:
-        notes.append(boot.note)
-    if binary:
-        exact = mcnemar(x, y, exact=True)
-        chi = mcnemar(x, y, exact=False, correction=True)
-        use = exact if exact.b + exact.c < exact_threshold else mcnemar(x, y, exact=False, correction=False)
-        f["test"] = f"McNemar ({use.method})"
-        f["statistic"] = num(use.statistic)
-        pvalue = num(use.pvalue)
-        if use.note:
-            notes.append(use.note)
-        f["binary"] = BinaryDetail(
-            table=[[int(v) for v in row] for row in exact.table], b=exact.b, c=exact.c,
-            exact_threshold=exact_threshold, exact_pvalue=num(exact.pvalue), chi2_statistic=num(chi.statistic),
-            chi2_pvalue=num(chi.pvalue), odds_ratio=num(exact.odds_ratio),
-            odds_ratio_ci=interval(exact.odds_ratio_ci(confidence_level)),
-            newcombe_ci=interval(exact.confidence_interval(confidence_level)))
-        # Floor for small samples (fewer discordant pairs than exact_threshold, where the exact
-        # test is used too): never narrower than Newcombe's analytic paired interval. A cluster
-        # bootstrap of data with no discordant pairs (or few clusters) collapses to zero width and
-        # would otherwise "establish" equivalence from nine identical pairs. Above the threshold
-        # the bootstrap interval stands alone (its coverage is checked in benchmarks/sim_calibration.py).
-        widened = False
-        small = exact.b + exact.c < exact_threshold and g >= MIN_CLUSTERS
-        for lvl, key in (((confidence_level, "ci"), (1.0 - alpha, "a"), (1.0 - 2.0 * alpha, "eq"))
-                         if small else ()):
-            nlo, nhi = exact.confidence_interval(lvl)
-            cur = {"ci": tuple(f["ci"]) if f["ci"] else None, "a": ci_a, "eq": ci_eq}[key]
-            if key != "ci" and cur is None:
-                continue
-            if cur is None or None in cur or not (np.isfinite(nlo) and np.isfinite(nhi)):
-                continue
-            new = (min(cur[0], nlo), max(cur[1], nhi))
-            widened |= new != tuple(cur)
-            if key == "ci":
-                f["ci"] = interval(new)
-            elif key == "a":
-                ci_a = new
-            else:
-                ci_eq = new
-                f["equivalence_ci"] = interval(new)
-        if widened:
-            notes.append("interval widened to Newcombe's paired interval (the bootstrap one was narrower)")
-        disc = np.nonzero(x != y)[0]
-        order = np.concatenate([disc[x[disc] > y[disc]][:N_EVIDENCE], disc[x[disc] < y[disc]][:N_EVIDENCE]])
-        f["evidence"] = _evidence(pd, keep, order.astype(int))
-    else:
-        w = wilcoxon(x, y, zero_method="pratt")
-        t = paired_t(x, y)
-        f["test"] = "Wilcoxon signed-rank (zero_method='pratt')"
-        f["statistic"] = num(w.statistic)
-        pvalue = num(w.pvalue)
-        if w.note:
-            notes.append(w.note)
-        f["continuous"] = ContinuousDetail(
-            zero_method="pratt", n_zero=w.n_zero, median_difference=num(w.median_difference),
-            hodges_lehmann=num(w.hodges_lehmann), hodges_lehmann_ci=interval(w.confidence_interval(confidence_level)),
-            rank_biserial=num(w.rank_biserial),
-            paired_t=PairedTDetail(statistic=num(t.statistic), pvalue=num(t.pvalue), df=num(t.df),
-                                   mean_difference=num(t.mean_difference),
-                                   ci=interval(t.confidence_interval(confidence_level))))
-        d = x - y
-        nz = np.nonzero(d != 0)[0]
-        order = nz[np.argsort(-np.abs(d[nz]), kind="stable")][: 2 * N_EVIDENCE]
-        f["evidence"] = _evidence(pd, keep, order)
-    if heterogeneity and pd.variants.size:
+    f["value_a"], f["value_b"] = num(cr.mean_a), num(cr.mean_b)
+    f["estimate"] = num(cr.estimate)
+    f["ci"] = interval(cr.confidence_interval(confidence_level, bounds=bounds))
+    if reason is None and cr.se == 0:
+        # Every template (and name) shows exactly the same non-zero difference (e.g. 100% vs 0%): no
+        # variance to estimate, but the exact sign-flip test over templates (the exchangeable unit) gives
+        # p = 2^(1 - T). The zero-width interval may support a fail, never a pass.
+        pvalue = min(1.0, 2.0 ** (1 - cr.n_templates))
+        ci_a = (cr.estimate, cr.estimate)
+        f["test"] = "exact sign-flip test over templates (no variance)"
+        f["ci"] = interval(ci_a)
+        notes.append(f"every template shows the same difference: no variance to estimate; p-value from the exact "
+                     f"sign-flip test over {cr.n_templates} templates; never a pass")
+    elif reason is None:
+        ci_a = tuple(cr.confidence_interval(1.0 - alpha, bounds=bounds))
+        ci_eq = tuple(cr.confidence_interval(1.0 - 2.0 * alpha, bounds=bounds))
+        pvalue = num(cr.pvalue)
+    f["equivalence_ci"] = interval(cr.confidence_interval(1.0 - 2.0 * alpha, bounds=bounds))
+    if cr.note:
+        notes.append(cr.note)
+    if secondary and n:
+        _secondary(f, pd, keep, x, y, binary, exact_threshold, confidence_level, notes)
+    if heterogeneity and pd.variants.size and n:
         try:
             h = variant_heterogeneity(x, y, pd.variants[keep], kind="binary" if binary else "continuous",
                                       confidence_level=confidence_level)
             lab = pd.variant_labels
-            f["per_variant"] = [VariantRow(variant=str(lab[int(v.variant)]) if lab else str(v.variant), n=v.n, effect=num(v.effect), ci=interval(v.ci),
-                                           b=v.b, c=v.c) for v in h.variants]
-            f["heterogeneity"] = Heterogeneity(statistic=num(h.statistic), pvalue=num(h.pvalue), df=h.df,
-                                               method=h.method, note=h.note)
+            f["per_variant"] = [VariantRow(variant=str(lab[int(v.variant)]) if lab else str(v.variant), n=v.n,
+                                           effect=num(v.effect), ci=interval(v.ci), b=v.b, c=v.c)
+                                for v in h.variants]
+            nh = names_heterogeneity([cells_a, cells_b])
+            f["heterogeneity"] = Heterogeneity(statistic=num(nh.statistic), pvalue=num(nh.pvalue),
+                                               df=int(round(nh.df_num)), df_denominator=num(nh.df_den),
+                                               method=nh.method, note=nh.note)
         except ValueError as exc:  # e.g. a single variant label set the stats package refuses
             notes.append(f"per-variant breakdown unavailable: {exc}")
     f["note"] = "; ".join(dict.fromkeys(notes)) or None
     return PairAnalysis(f, ci_a, ci_eq, pvalue)
 
 
+def _secondary(f, pd, keep, x, y, binary, exact_threshold, confidence_level, notes) -> None:
+    """McNemar / Wilcoxon on the complete pairs (reported, not used by the verdict) and the evidence list."""
+    if binary:
+        exact = mcnemar(x, y, exact=True)
+        chi = mcnemar(x, y, exact=False, correction=True)
+        use = exact if exact.b + exact.c < exact_threshold else mcnemar(x, y, exact=False, correction=False)
+        if use.note:
+            notes.append(f"McNemar (secondary): {use.note}")
+        f["binary"] = BinaryDetail(
+            table=[[int(v) for v in row] for row in exact.table], b=exact.b, c=exact.c,
+            exact_threshold=exact_threshold, exact_pvalue=num(exact.pvalue), chi2_statistic=num(chi.statistic),
+            chi2_pvalue=num(chi.pvalue), odds_ratio=num(exact.odds_ratio),
+            odds_ratio_ci=interval(exact.odds_ratio_ci(confidence_level)),
+            newcombe_ci=interval(exact.confidence_interval(confidence_level)),
+            mcnemar_method=use.method, mcnemar_pvalue=num(use.pvalue))
+        disc = np.nonzero(x != y)[0]
+        order = np.concatenate([disc[x[disc] > y[disc]][:N_EVIDENCE], disc[x[disc] < y[disc]][:N_EVIDENCE]])
+        f["evidence"] = _evidence(pd, keep, order.astype(int))
+    else:
+        w = wilcoxon(x, y, zero_method="pratt")
+        t = paired_t(x, y)
+        if w.note:
+            notes.append(f"Wilcoxon (secondary): {w.note}")
+        f["continuous"] = ContinuousDetail(
+            zero_method="pratt", n_zero=w.n_zero, median_difference=num(w.median_difference),
+            hodges_lehmann=num(w.hodges_lehmann), hodges_lehmann_ci=interval(w.confidence_interval(confidence_level)),
+            rank_biserial=num(w.rank_biserial),
+            paired_t=PairedTDetail(statistic=num(t.statistic), pvalue=num(t.pvalue), df=num(t.df),
+                                   mean_difference=num(t.mean_difference),
+                                   ci=interval(t.confidence_interval(confidence_level))),
+            wilcoxon_statistic=num(w.statistic), wilcoxon_pvalue=num(w.pvalue))
+        d = x - y
+        nz = np.nonzero(d != 0)[0]
+        order = nz[np.argsort(-np.abs(d[nz]), kind="stable")][: 2 * N_EVIDENCE]
+        f["evidence"] = _evidence(pd, keep, order)
+
+
 def finish(pa: PairAnalysis, *, pvalue_adjusted: float | None, correction: str, family_size: int,
-           margin: float | None, alpha: float, **ident: Any) -> ComparisonResult:
+           margin: float | None, alpha: float, pvalue_margin_adjusted: float | None = None,
+           **ident: Any) -> ComparisonResult:
     """Attach the adjusted p-value and the verdict; build the record.
 
     ``ident`` holds id, target, measure, attribute, design, group_a,
     group_b and primary.
     """
-    verdict, rule = decide(pa.ci_alpha, pa.ci_equivalence, pvalue_adjusted, margin, alpha)
+    if pvalue_margin_adjusted is None and not margin:
+        pvalue_margin_adjusted = pvalue_adjusted
+    verdict, rule = decide(pa.ci_alpha, pa.ci_equivalence, pvalue_adjusted, margin, alpha,
+                           design_reason=pa.fields.get("design_reason"), pvalue_margin_adjusted=pvalue_margin_adjusted)
     return ComparisonResult(**ident, **pa.fields, pvalue=pa.pvalue, pvalue_adjusted=num(pvalue_adjusted),
+                            pvalue_margin=num(pa.pvalue_beyond(margin)),
+                            pvalue_margin_adjusted=num(pvalue_margin_adjusted),
                             correction=correction, family_size=family_size, margin=margin, verdict=verdict,
                             verdict_rule=rule)

@@ -1,4 +1,4 @@
-"""The typed ``results.json`` record (schema ``fairpair.results/1``).
+"""The typed ``results.json`` record (schema ``fairpair.results/2``).
 
 Every field is documented here and in :func:`results_schema` (the JSON schema
 generated from these models). The report stage renders this file; field names
@@ -11,6 +11,11 @@ Conventions
   when the plan names one).
 * ``ci`` is ``[low, high]`` at ``confidence_level`` (``1 - alpha``);
   ``equivalence_ci`` is the ``1 - 2*alpha`` interval used for "pass".
+* Schema 2 (fairpair 0.x, issue 11): the verdict, ``pvalue`` and the
+  intervals come from the crossed random-effects t of
+  :func:`fairpair.stats.crossed_difference` (templates and, unless the plan
+  declares them fixed, names random); McNemar / Wilcoxon are secondary
+  (``binary`` / ``continuous``); a fourth verdict ``insufficient design``.
 """
 
 from __future__ import annotations
@@ -26,8 +31,8 @@ __all__ = [
     "DispersionTest", "MinimumIdentity", "PositionBias", "JudgeBlock", "Counts", "results_schema", "num",
 ]
 
-RESULTS_SCHEMA = "fairpair.results/1"
-Verdict = Literal["pass", "fail", "inconclusive"]
+RESULTS_SCHEMA = "fairpair.results/2"
+Verdict = Literal["pass", "fail", "inconclusive", "insufficient design"]
 Interval = list[float | None]
 
 
@@ -59,11 +64,12 @@ class BinaryDetail(_Rec):
 
     ``table`` is ``[[yes-yes, yes-no], [no-yes, no-no]]`` (rows: group A's
     answer, columns: group B's); ``b`` = A yes / B no, ``c`` = A no / B yes
-    (the discordant pairs). Both the exact binomial and the chi-square with
-    Edwards's continuity correction are reported; ``test`` of the comparison
-    says which drives the p-value: exact below ``exact_threshold``
+    (the discordant pairs). Secondary statistics: they treat the pairs as
+    independent and do not drive the verdict. Both the exact binomial and
+    the chi-square with Edwards's continuity correction are reported;
+    ``mcnemar_method`` / ``mcnemar_pvalue``: exact below ``exact_threshold``
     discordant pairs, else the chi-square *without* correction (Fagerland et
-    al. 2013; see :mod:`fairpair.analysis._paired`). ``odds_ratio`` is the matched-pairs ``b / c`` with its
+    al. 2013). ``odds_ratio`` is the matched-pairs ``b / c`` with its
     exact conditional CI; ``newcombe_ci`` is the unclustered paired interval
     of the risk difference (Newcombe 1998), for reference.
     """
@@ -78,6 +84,8 @@ class BinaryDetail(_Rec):
     odds_ratio: float | None
     odds_ratio_ci: Interval | None
     newcombe_ci: Interval | None
+    mcnemar_method: str | None = None
+    mcnemar_pvalue: float | None = None
 
 
 class PairedTDetail(_Rec):
@@ -97,6 +105,7 @@ class ContinuousDetail(_Rec):
     and their ranks then dropped). ``hodges_lehmann`` is the median of Walsh
     averages with its distribution-free CI; ``rank_biserial`` is the
     matched-pairs rank-biserial correlation in [-1, 1] (Kerby 2014).
+    Secondary statistics (pairs treated as independent; not the verdict's).
     """
 
     zero_method: str
@@ -106,6 +115,8 @@ class ContinuousDetail(_Rec):
     hodges_lehmann_ci: Interval | None
     rank_biserial: float | None
     paired_t: PairedTDetail
+    wilcoxon_statistic: float | None = None
+    wilcoxon_pvalue: float | None = None
 
 
 class VariantRow(_Rec):
@@ -120,12 +131,18 @@ class VariantRow(_Rec):
 
 
 class Heterogeneity(_Rec):
-    """Test that every variant pair has the same effect (chi-square on discordant pairs, or Kruskal-Wallis)."""
+    """Test that the names within each group do not differ (:func:`fairpair.stats.names_heterogeneity`).
+
+    ``F = MS names-within-groups / MS template x name interaction`` on cell
+    means, df ``df`` and ``df_denominator``: the repetitions of a cell do not
+    count as independent evidence.
+    """
 
     statistic: float | None
     pvalue: float | None
     df: int
     method: str
+    df_denominator: float | None = None
     note: str | None = None
 
 
@@ -143,15 +160,25 @@ class ComparisonResult(_Rec):
     """One pre-registered comparison of two groups, for one target and one design.
 
     ``estimate`` is the risk difference (binary) or mean difference
-    (continuous) ``group_a - group_b`` over complete pairs; ``value_a`` /
-    ``value_b`` the rate or mean of each group over the same pairs. ``ci`` is
-    the cluster-bootstrap interval resampling templates (``n_resamples``,
-    ``seed``; ``estimate +/- t(G-1) * SE_boot * sqrt(G/(G-1))``, see
-    ``ci_method``). ``pvalue`` is from ``test`` (McNemar or
-    Wilcoxon); ``pvalue_adjusted`` from ``correction`` over the family
-    (primary comparisons of the target; ``family_size`` tests).
-    ``verdict_rule`` states how ``verdict`` was reached (see
-    :mod:`fairpair.analysis._verdict`).
+    (continuous) ``group_a - group_b``: the mean over templates of the
+    difference between the groups' name-averaged cell means; ``value_a`` /
+    ``value_b`` the two terms. ``names`` is the pre-registered estimand
+    (``random``: generalises to other names of the groups; ``fixed``: these
+    names), ``estimand`` says it in words. ``statistic`` is the crossed t,
+    ``df`` its Satterthwaite degrees of freedom, ``se`` its standard error
+    and ``variance_components`` the contributions of templates and names
+    to ``se**2`` (:func:`fairpair.stats.crossed_difference`); ``ci``,
+    ``equivalence_ci`` and ``pvalue`` all come from that t. ``n_clusters``
+    counts templates, ``n_names_a`` / ``n_names_b`` names. ``pvalue_adjusted``
+    from ``correction`` over the family (primary comparisons of the target;
+    ``family_size`` tests); ``pvalue_margin`` / ``pvalue_margin_adjusted``:
+    the same t against ``|difference| <= margin`` (equal to ``pvalue`` without
+    a margin), raw and adjusted over the family; a ``fail`` needs it below
+    alpha. ``design_reason`` says why the verdict is
+    ``insufficient design`` (and what to change). ``verdict_rule`` states
+    how ``verdict`` was reached (see :mod:`fairpair.analysis._verdict`).
+    ``n_resamples`` / ``seed`` are the plan's (the bootstrap is used by the
+    two-party designs only).
     """
 
     id: str
@@ -166,6 +193,14 @@ class ComparisonResult(_Rec):
     n_pairs: int
     n_dropped: int
     n_clusters: int
+    n_names_a: int = 0
+    n_names_b: int = 0
+    names: Literal["random", "fixed"] = "random"
+    estimand: str = ""
+    df: float | None = None
+    se: float | None = None
+    variance_components: dict[str, float | None] = Field(default_factory=dict)
+    design_reason: str | None = None
     value_kind: Literal["rate", "mean"]
     value_a: float | None
     value_b: float | None
@@ -186,6 +221,8 @@ class ComparisonResult(_Rec):
     alpha: float
     margin: float | None
     verdict: Verdict
+    pvalue_margin: float | None = None
+    pvalue_margin_adjusted: float | None = None
     verdict_rule: str
     note: str | None = None
     binary: BinaryDetail | None = None
@@ -196,7 +233,14 @@ class ComparisonResult(_Rec):
 
 
 class OmnibusResult(_Rec):
-    """Cochran's Q (binary) or Friedman (continuous) across all the comparison's groups (> 2)."""
+    """Test that all the comparison's groups (> 2) share one mean, with the comparisons' structure.
+
+    ``test`` / ``statistic`` / ``pvalue`` / ``df`` / ``df_denominator``: the
+    F test (names fixed) or Clark's quasi-F (names random) on template x name
+    cell means (:func:`fairpair.stats.crossed_omnibus`). Cochran's Q
+    (binary) or Friedman (continuous) on the matched sets is reported as
+    ``secondary_*`` (it treats the sets as independent).
+    """
 
     id: str
     target: str
@@ -207,11 +251,16 @@ class OmnibusResult(_Rec):
     test: str
     statistic: float | None
     pvalue: float | None
-    df: int
+    df: float | None
     n_sets: int
     n_dropped: int
     values: dict[str, float | None]
     note: str | None = None
+    df_denominator: float | None = None
+    names: Literal["random", "fixed"] = "random"
+    secondary_test: str | None = None
+    secondary_statistic: float | None = None
+    secondary_pvalue: float | None = None
 
 
 class CellMean(_Rec):
@@ -404,6 +453,8 @@ class Results(_Rec):
     n_resamples: int
     seed: int
     fail_on_inconclusive: bool
+    fail_on_insufficient: bool = False
+    names: Literal["random", "fixed"] = "random"
     targets: list[str]
     measures: dict[str, str]
     comparisons: list[ComparisonResult]

@@ -10,7 +10,9 @@ through :func:`fairpair.analysis._paired.analyze_pairs` and
 :func:`~fairpair.analysis._paired.finish`: the very code that writes
 ``results.json``.
 
-Used by ``benchmarks/sim_calibration.py`` and the slow calibration test.
+Kept for power planning; the calibration of the verdicts is ``benchmarks/sim_audits.py``
+(:mod:`fairpair.analysis._simaudit`). Each variant pair stands for one name per group, so the
+pairs are analysed with names fixed.
 """
 
 from __future__ import annotations
@@ -80,14 +82,14 @@ def simulate(s: Scenario, n_audits: int, *, seed: int = 0) -> SimSummary:
     for k in range(n_audits):
         pd = _draw(s, rng)
         pa = analyze_pairs(pd, scale="binary", alpha=s.alpha, confidence_level=1 - s.alpha, exact_threshold=25,
-                           n_resamples=s.n_resamples, seed=k, heterogeneity=False)
+                           n_resamples=s.n_resamples, seed=k, heterogeneity=False, names="fixed")
         res = finish(pa, pvalue_adjusted=pa.pvalue, correction="none", family_size=1, margin=s.margin,
                      alpha=s.alpha, id="sim", target="sim", measure="m", attribute="a", design="d", group_a="A",
                      group_b="B", primary=True)
         rej += res.pvalue is not None and res.pvalue < s.alpha
         fail += res.verdict == "fail"
         ok += res.verdict == "pass"
-        lo, hi = pa.ci_alpha
+        lo, hi = pa.ci_alpha if pa.ci_alpha is not None else (np.nan, np.nan)
         cover += lo <= -s.delta <= hi
         disc += (res.binary.b + res.binary.c) / res.n_pairs
     return SimSummary(n_audits, rej / n_audits, fail / n_audits, ok / n_audits, float(cover) / n_audits,

@@ -1,26 +1,35 @@
-"""The verdict of one comparison: pass / fail / inconclusive.
+"""The verdict of one comparison: pass / fail / inconclusive / insufficient design.
 
 Rule (fixed before the audit by the plan's ``alpha`` and the comparison's
 ``margin`` m, in the units of the estimate):
 
 * **fail** -- the ``1 - alpha`` CI of ``group_a - group_b`` lies entirely
   beyond the margin (``low > m`` or ``high < -m``) *and* the
-  multiplicity-adjusted p-value of the paired test is ``< alpha``: a
-  difference larger than tolerated is established.
+  multiplicity-adjusted p-value of the test against ``|difference| <= m``
+  (``pvalue_margin_adjusted``; the plan's Holm / BH over the family) is
+  ``< alpha``: a difference larger than tolerated is established, with the
+  family-wise error of the plan (adjusting only the test against 0 would
+  let "beyond the margin" claims add up across comparisons).
 * **pass** -- the ``1 - 2*alpha`` CI lies strictly inside ``(-m, m)``:
   Schuirmann's (1987) two one-sided tests at ``alpha``, equivalence within
   the margin is established.
 * **inconclusive** -- anything else (including undefined intervals).
 
+* **insufficient design** -- the design cannot support a verdict for the
+  declared estimand (too few templates, too few names per group with names
+  random, no variance: :mod:`fairpair.analysis._design`); never pass, never
+  fail, whatever the data say.
+
 Without a margin (or ``margin: 0``) there is no equivalence to establish:
 **fail** when the adjusted p-value is ``< alpha``, else **inconclusive**;
 never "pass".
 
-The CIs are the cluster-bootstrap intervals resampling templates (see
-:mod:`fairpair.analysis._paired`), so the verdict respects the nesting of
-answers in templates; the p-value is McNemar's or Wilcoxon's. Their
-calibration (false fails, power, coverage) is checked by
-``benchmarks/sim_calibration.py``.
+Significance is ``p < alpha`` everywhere (here and in
+:func:`fairpair.stats.significant`). The CIs and the p-value come from the
+same crossed random-effects t (:func:`fairpair.stats.crossed_difference`),
+so a ``fail`` never sits beside a ``1 - alpha`` interval containing 0. Their
+calibration (false fails, pass at the margin, coverage, power) is checked by
+``benchmarks/sim_audits.py``.
 """
 
 from __future__ import annotations
@@ -29,9 +38,14 @@ import math
 
 from fairpair.stats._equivalence import verdict as _ci_verdict
 
-__all__ = ["decide", "RULE_MARGIN", "RULE_NO_MARGIN"]
+__all__ = ["decide", "RULE_MARGIN", "RULE_NO_MARGIN", "RULE_DESIGN", "VERDICTS"]
 
-RULE_MARGIN = ("fail: (1-alpha) CI entirely beyond +/-margin and adjusted p < alpha; "
+VERDICTS = ("fail", "pass", "inconclusive", "insufficient design")
+RULE_DESIGN = ("insufficient design: the design cannot support a verdict for the declared estimand "
+               "(see design_reason); never pass, never fail")
+
+RULE_MARGIN = ("fail: (1-alpha) CI entirely beyond +/-margin, adjusted p < alpha and adjusted p against "
+               "|difference| <= margin < alpha; "
                "pass: (1-2alpha) CI inside (-margin, margin) (TOST); else inconclusive")
 RULE_NO_MARGIN = "no margin: fail if adjusted p < alpha, else inconclusive (never pass without a margin)"
 
@@ -41,7 +55,8 @@ def _finite(*xs) -> bool:
 
 
 def decide(ci: tuple[float, float] | None, equivalence_ci: tuple[float, float] | None,
-           pvalue_adjusted: float | None, margin: float | None, alpha: float) -> tuple[str, str]:
+           pvalue_adjusted: float | None, margin: float | None, alpha: float, *,
+           design_reason: str | None = None, pvalue_margin_adjusted: float | None = None) -> tuple[str, str]:
     """Return ``(verdict, rule)`` for one comparison (see the module notes).
 
     Parameters
@@ -53,13 +68,26 @@ def decide(ci: tuple[float, float] | None, equivalence_ci: tuple[float, float] |
     margin : float or None
         ``None`` or 0: significance-only rule.
     alpha : float
+    design_reason : str or None
+        Set: the verdict is "insufficient design".
+    pvalue_margin_adjusted : float or None
+        Adjusted p-value against ``|difference| <= margin``; ``None`` with a
+        margin: only the CI rule applies (as before schema 2).
     """
+    if design_reason:
+        return "insufficient design", RULE_DESIGN
     significant = _finite(pvalue_adjusted) and pvalue_adjusted < alpha
     if not margin:
         return ("fail" if significant else "inconclusive"), RULE_NO_MARGIN
+    beyond = pvalue_margin_adjusted is None or (_finite(pvalue_margin_adjusted) and pvalue_margin_adjusted < alpha)
+    if ci is not None and _finite(*ci) and equivalence_ci is None:
+        # no equivalence interval (zero variance, see _paired): a fail is possible, a pass never
+        m = float(margin)
+        out = ci[0] > m or ci[1] < -m
+        return ("fail" if out and significant and beyond else "inconclusive"), RULE_MARGIN
     if ci is None or equivalence_ci is None or not _finite(*ci, *equivalence_ci):
         return "inconclusive", RULE_MARGIN
     v = _ci_verdict(tuple(equivalence_ci), tuple(ci), float(margin))
-    if v.decision == "fail" and not significant:
+    if v.decision == "fail" and not (significant and beyond):
         return "inconclusive", RULE_MARGIN
     return v.decision, RULE_MARGIN

@@ -8,8 +8,11 @@ pair) becomes one test item. The battery is run once, the first time one of
 its items runs: against its declared target (the mock target makes a fast,
 offline test), then measured and analyzed (the same stages as
 ``fairpair run``). An item fails when its verdict is ``fail`` (or
-``inconclusive`` when the plan sets ``fail_on_inconclusive``), is skipped
-when inconclusive, passes when the verdict is ``pass``.
+``inconclusive`` when the plan sets ``fail_on_inconclusive``, or
+``insufficient design`` when it sets ``fail_on_insufficient``), is skipped
+when inconclusive or when the design cannot support a verdict (with the
+reason), passes when the verdict is ``pass``. The message states the
+estimand (what the verdict generalises over).
 
 Options: ``--fairpair-out DIR`` keeps the run directories there (default:
 a temporary directory per session; an existing run directory is resumed).
@@ -123,11 +126,13 @@ class ComparisonItem(pytest.Item):
         self.user_properties.append(("verdict", c.verdict))
         summary = (f"{c.measure}: {c.group_a} {c.value_a} vs {c.group_b} {c.value_b}, "
                    f"estimate {c.estimate} CI {c.ci}, {c.test} p={c.pvalue} (adjusted {c.pvalue_adjusted}), "
-                   f"margin {c.margin}: {c.verdict}")
-        if c.verdict == "fail" or (c.verdict == "inconclusive" and res.fail_on_inconclusive and c.primary):
+                   f"margin {c.margin}: {c.verdict} (names {c.names}: {c.estimand})"
+                   + (f"; why: {c.design_reason}" if c.design_reason else ""))
+        if (c.verdict == "fail" or (c.verdict == "inconclusive" and res.fail_on_inconclusive and c.primary)
+                or (c.verdict == "insufficient design" and res.fail_on_insufficient and c.primary)):
             raise FairnessFailure(summary)
-        if c.verdict == "inconclusive":
-            pytest.skip(f"inconclusive: {summary}")
+        if c.verdict in ("inconclusive", "insufficient design"):
+            pytest.skip(f"{c.verdict}: {summary}")
 
     def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, FairnessFailure):

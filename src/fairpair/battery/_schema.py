@@ -307,6 +307,21 @@ class MeasureSpec(BaseModel):
         return dict(self.model_extra or {})
 
 
+class Generalize(_Strict):
+    """What a verdict generalises over (the estimand), fixed before the audit.
+
+    Templates are always a random factor (the verdict speaks of scenarios
+    like these) and repetitions are nested in template x name cells.
+    ``names: random`` (default): the verdict speaks of the groups, i.e. of
+    other names of these groups too (Clark 1973; Judd, Westfall & Kenny
+    2012); it needs enough names per group. ``names: fixed``: it holds for
+    the names used ("a customer called Fatima is treated worse than one
+    called Lucia"), a narrower but legitimate claim.
+    """
+
+    names: Literal["random", "fixed"] = "random"
+
+
 class Comparison(_Strict):
     """A pre-registered comparison: a measure across the groups of an attribute.
 
@@ -314,7 +329,8 @@ class Comparison(_Strict):
     other group with this one instead of all pairs. ``margin``: the largest
     difference tolerated (proportion for yes/no measures, e.g. 0.03 = 3
     points; measure units for continuous ones), judged on the confidence
-    interval. ``design``: restrict to one design id.
+    interval. ``design``: restrict to one design id. ``generalize``:
+    overrides the plan's estimand for this comparison.
     """
 
     id: Annotated[str, Field(pattern=_ID)] | None = None
@@ -325,10 +341,17 @@ class Comparison(_Strict):
     margin: float | None = Field(None, ge=0)
     design: str | None = None
     primary: bool = True
+    generalize: Generalize | None = None
 
 
 class AnalysisPlan(_Strict):
-    """The pre-registered analysis plan, hashed into the run before any answer is sent."""
+    """The pre-registered analysis plan, hashed into the run before any answer is sent.
+
+    ``generalize``: the estimand of every comparison (see
+    :class:`Generalize`). ``fail_on_inconclusive`` / ``fail_on_insufficient``:
+    ``fairpair gate`` and the pytest plugin also fail on primary
+    comparisons that are inconclusive / have an insufficient design.
+    """
 
     alpha: float = Field(0.05, gt=0, lt=1)
     correction: Literal["holm", "bh", "none"] = "holm"
@@ -338,6 +361,8 @@ class AnalysisPlan(_Strict):
     seed: int = 0
     comparisons: list[Comparison] = Field(default_factory=list)
     fail_on_inconclusive: bool = False
+    fail_on_insufficient: bool = False
+    generalize: Generalize = Field(default_factory=Generalize)
 
 
 class Battery(_Strict):

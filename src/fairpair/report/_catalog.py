@@ -39,7 +39,17 @@ MESSAGES: dict[str, dict[str, str]] = {
         "verdict.fail": "FAIL",
         "verdict.pass": "PASS",
         "verdict.inconclusive": "INCONCLUSIVE",
+        "verdict.insufficient design": "INSUFFICIENT DESIGN",
         "verdict.none": "NOT ANALYSED",
+        "overall.insufficient design": ("No comparison fails, but the design cannot support a verdict for at "
+                                        "least one (see why next to it)."),
+        "clause.insufficient design": "no verdict: the design cannot support one ({reason})",
+        "estimand.random": "This verdict generalises to other names of these groups and other scenarios like these.",
+        "estimand.fixed": ("This verdict holds for these names, in scenarios like these (not for other names of "
+                           "the groups)."),
+        "asked.random": ("The plan asked for a verdict that generalises to other names of these groups and other "
+                         "scenarios like these."),
+        "asked.fixed": "The plan asked for a verdict about these names, in scenarios like these.",
         "overall.fail": "At least one pre-registered comparison fails.",
         "overall.pass": "Every pre-registered comparison passes.",
         "overall.inconclusive": "No comparison fails, but at least one is inconclusive.",
@@ -251,7 +261,18 @@ MESSAGES: dict[str, dict[str, str]] = {
         "verdict.fail": "FALLA",
         "verdict.pass": "PASA",
         "verdict.inconclusive": "NO CONCLUYENTE",
+        "verdict.insufficient design": "DISEÑO INSUFICIENTE",
         "verdict.none": "SIN ANALIZAR",
+        "overall.insufficient design": ("Ninguna comparación falla, pero el diseño no permite un veredicto en al "
+                                        "menos una (ver el motivo junto a ella)."),
+        "clause.insufficient design": "sin veredicto: el diseño no lo permite ({reason})",
+        "estimand.random": ("Este veredicto se generaliza a otros nombres de estos grupos y a otros escenarios "
+                            "como estos."),
+        "estimand.fixed": ("Este veredicto vale para estos nombres, en escenarios como estos (no para otros nombres "
+                           "de los grupos)."),
+        "asked.random": ("El plan pedía un veredicto generalizable a otros nombres de estos grupos y a otros "
+                         "escenarios como estos."),
+        "asked.fixed": "El plan pedía un veredicto sobre estos nombres, en escenarios como estos.",
         "overall.fail": "Al menos una comparación prerregistrada falla.",
         "overall.pass": "Todas las comparaciones prerregistradas pasan.",
         "overall.inconclusive": "Ninguna comparación falla, pero al menos una no es concluyente.",
@@ -521,11 +542,12 @@ _TESTS = {
     "en": {"mcnemar": "McNemar", "mcnemar_exact": "exact McNemar", "mcnemar_chi2": "McNemar",
            "mcnemar_midp": "mid-p McNemar", "wilcoxon": "Wilcoxon signed-rank", "paired_t": "paired t",
            "cochran_q": "Cochran's Q", "friedman": "Friedman", "permutation": "permutation",
-           "bootstrap": "cluster bootstrap", "tost": "TOST"},
+           "bootstrap": "cluster bootstrap", "tost": "TOST", "crossed_t": "crossed random-effects t"},
     "es": {"mcnemar": "McNemar", "mcnemar_exact": "McNemar exacta", "mcnemar_chi2": "McNemar",
            "mcnemar_midp": "McNemar mid-p", "wilcoxon": "Wilcoxon de rangos con signo", "paired_t": "t pareada",
            "cochran_q": "Q de Cochran", "friedman": "Friedman", "permutation": "permutación",
-           "bootstrap": "bootstrap por conglomerados", "tost": "TOST"},
+           "bootstrap": "bootstrap por conglomerados", "tost": "TOST",
+           "crossed_t": "t de efectos aleatorios cruzados"},
 }
 _CORRECTIONS = {"holm": "Holm", "bh": "Benjamini-Hochberg", "benjamini_hochberg": "Benjamini-Hochberg",
                 "bonferroni": "Bonferroni"}
@@ -610,7 +632,37 @@ def difference(comp: Mapping[str, Any]) -> tuple[float | None, tuple[float, floa
 
 
 def verdict_word(verdict: str | None, lang: str) -> str:
-    return msg(lang, f"verdict.{verdict}" if verdict in ("fail", "pass", "inconclusive") else "verdict.none")
+    return msg(lang, f"verdict.{verdict}" if verdict in _VERDICTS else "verdict.none")
+
+
+_VERDICTS = ("fail", "pass", "inconclusive", "insufficient design")
+_DATA_REASONS_ES = {
+    "no answer of these groups has a value for this measure": "ninguna respuesta de estos grupos tiene valor para "
+        "esta medida: revisa la etapa de medidas (faltan o fallaron)",
+    "no template has measured answers from both groups": "ninguna plantilla tiene respuestas medidas de ambos "
+        "grupos: revisa la etapa de medidas (faltan las de un grupo)",
+    "the measure is constant (every answer of both groups has the same value)": "la medida es constante (todas las "
+        "respuestas de ambos grupos tienen el mismo valor): no informa de ninguna diferencia; revisa la medida",
+    "no variance between templates or names": "no hay variación entre plantillas ni nombres: no se puede estimar la "
+        "incertidumbre; usa más plantillas o repeticiones, o revisa la medida",
+}
+
+
+def design_reason_text(comp: Mapping[str, Any], lang: str) -> str:
+    """Why a comparison has an insufficient design, in ``lang`` (rebuilt from its counts; else as stored)."""
+    from fairpair.analysis._design import design_reason_counts
+
+    stored = str(comp.get("design_reason") or "")
+    if stored and not stored[:1].isdigit():  # a data reason (nothing measured, constant, no variance)
+        return _DATA_REASONS_ES.get(stored.split(":")[0], stored) if lang == "es" else stored
+    try:
+        r = design_reason_counts(n_templates=int(comp.get("n_clusters") or 0), n_names_a=int(comp.get("n_names_a") or 0),
+                                 n_names_b=int(comp.get("n_names_b") or 0), names=str(comp.get("names") or "random"),
+                                 n_pairs=int(comp.get("n_pairs") or 0), group_a=str(comp.get("group_a") or "A"),
+                                 group_b=str(comp.get("group_b") or "B"), lang=lang)
+    except (KeyError, TypeError, ValueError):
+        r = None
+    return r or stored
 
 
 def verdict_sentence(comp: Mapping[str, Any], *, lang: str, label_a: str, label_b: str,
@@ -679,8 +731,10 @@ def verdict_sentence(comp: Mapping[str, Any], *, lang: str, label_a: str, label_
     verdict = comp.get("verdict")
     from fairpair.analysis._nodata import no_data_clause
 
-    nodata = no_data_clause(comp, lang) if verdict != "fail" else None
-    if nodata is not None:  # 0 pairs or a constant measure: the reason, not "the interval does not settle"
+    nodata = no_data_clause(comp, lang) if verdict not in ("fail", "insufficient design") else None
+    if verdict == "insufficient design":
+        clause = msg(lang, "clause.insufficient design", reason=design_reason_text(comp, lang))
+    elif nodata is not None:  # 0 pairs or a constant measure: the reason, not "the interval does not settle"
         clause = nodata
     elif verdict not in ("fail", "pass", "inconclusive"):
         clause = verdict_word(verdict, lang).lower()
@@ -693,4 +747,8 @@ def verdict_sentence(comp: Mapping[str, Any], *, lang: str, label_a: str, label_
     sentence = head
     if parts:
         sentence += " (" + "; ".join(parts) + ")"
-    return sentence + ": " + clause + "."
+    sentence = sentence + ": " + clause + "."
+    names = comp.get("names")
+    if names in ("random", "fixed") and verdict in _VERDICTS:
+        sentence += " " + msg(lang, f"{'asked' if verdict == 'insufficient design' else 'estimand'}.{names}")
+    return sentence

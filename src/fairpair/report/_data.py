@@ -1,6 +1,6 @@
 """Everything a report shows, read once from a run directory into frozen records.
 
-Sources: ``RUN/results.json`` (the analysis, schema ``fairpair.results/1``;
+Sources: ``RUN/results.json`` (the analysis, schema ``fairpair.results/2``;
 optional), ``RUN/manifest.json`` (provenance) and ``RUN/store.sqlite``
 (battery, answers, measurements, failures). Nothing is written here.
 """
@@ -19,7 +19,7 @@ from fairpair.errors import FairpairError
 __all__ = ["ReportData", "TargetInfo", "GroupValue", "EvidencePair", "load_report_data", "RESULTS_SCHEMA",
            "group_label", "measure_label", "comparison_key"]
 
-RESULTS_SCHEMA = "fairpair.results/1"
+RESULTS_SCHEMA = "fairpair.results/2"
 RESULTS_NAME = "results.json"
 MANIFEST_NAME = "manifest.json"
 #: Matched sets quoted per failing comparison.

@@ -63,13 +63,16 @@ class VerdictRow:
 
 
 def overall_verdict(rows: list[VerdictRow]) -> str:
-    """``fail`` if a primary comparison fails, else ``inconclusive`` if one is, else ``pass``; ``none`` if empty."""
+    """``fail`` if a primary comparison fails, else ``insufficient design`` if one has no verdict for that reason,
+    else ``inconclusive`` if one is, else ``pass``; ``none`` if empty."""
     prim = [r for r in rows if r.primary] or rows
     if not prim:
         return "none"
     vs = {r.verdict for r in prim}
     if "fail" in vs:
         return "fail"
+    if "insufficient design" in vs:
+        return "insufficient design"
     if "inconclusive" in vs or vs - {"pass"}:
         return "inconclusive"
     return "pass"

@@ -22,6 +22,8 @@ Dispersion (Tan & Lee 2025)               :func:`cell_means`, :func:`cell_means_
                                           :func:`dispersion_permutation_test` (matched scenes),
                                           :func:`unpaired_dispersion_permutation_test` (different scenes),
                                           :func:`paired_permutation_test`, :func:`least_change_identity`
+Crossed designs (templates x names)       :func:`crossed_difference`, :func:`crossed_omnibus`,
+                                          :func:`names_heterogeneity`
 Variant heterogeneity                     :func:`variant_heterogeneity`
 ========================================  ===========================================
 
@@ -41,6 +43,8 @@ _LAZY = {
     "_categorical": ("CategoryTest", "SquareTableResult", "bowker", "category_tests", "square_table",
                      "stuart_maxwell"),
     "_common": ("ConfidenceInterval",),
+    "_crossed": ("CrossedDifferenceResult", "CrossedFResult", "crossed_difference", "crossed_omnibus",
+                 "names_heterogeneity"),
     "_dispersion": ("CellMeansResult", "DispersionResult", "LeastChangeResult", "PermutationTestResult", "cell_means",
                     "cell_means_bootstrap", "dispersion", "dispersion_bootstrap", "dispersion_permutation_test",
                     "least_change_identity", "paired_permutation_test", "unpaired_dispersion_permutation_test"),
@@ -71,6 +75,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         stuart_maxwell,
     )
     from fairpair.stats._common import ConfidenceInterval  # noqa: F401
+    from fairpair.stats._crossed import (  # noqa: F401
+        CrossedDifferenceResult,
+        CrossedFResult,
+        crossed_difference,
+        crossed_omnibus,
+        names_heterogeneity,
+    )
     from fairpair.stats._dispersion import (  # noqa: F401
         CellMeansResult,
         DispersionResult,
@@ -181,6 +192,12 @@ __all__ = [
     "DispersionResult",
     "PermutationTestResult",
     "LeastChangeResult",
+    # crossed designs
+    "crossed_difference",
+    "crossed_omnibus",
+    "names_heterogeneity",
+    "CrossedDifferenceResult",
+    "CrossedFResult",
     # heterogeneity
     "variant_heterogeneity",
     "HeterogeneityResult",

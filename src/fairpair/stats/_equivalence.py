@@ -182,9 +182,13 @@ def equivalence_verdict(result: Any, margin: float | tuple[float, float], *, alp
 
 
 def significant(pvalue: float, alpha: float = 0.05) -> bool:
-    """Plain significance flag: ``pvalue <= alpha`` (``False`` for NaN)."""
+    """Plain significance flag: ``pvalue < alpha`` (``False`` for NaN).
+
+    The same rule as the verdict (:mod:`fairpair.analysis._verdict`): a
+    p-value exactly equal to ``alpha`` is not significant.
+    """
     a = check_level(alpha, "alpha")
-    return bool(pvalue <= a)
+    return bool(pvalue < a)
 
 
 @dataclass(frozen=True)

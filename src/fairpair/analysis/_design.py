@@ -1,0 +1,127 @@
+"""When a design can support a verdict: the `insufficient design` rule and the estimand in words.
+
+A comparison's verdict generalises over templates (always) and over names
+(``analysis.generalize.names: random``, the default) or holds for the names
+used (``fixed``). With too few templates, or too few names per group for
+names random, the crossed t of :func:`fairpair.stats.crossed_difference`
+has so few degrees of freedom, or its variance estimate is so unstable,
+that its level and coverage no longer meet the goals (false ``fail`` at most
+alpha + 1 point, 95% coverage within 93.5-96.5%). Such comparisons get the
+verdict ``insufficient design`` with the reason in plain words.
+
+The thresholds below come from ``benchmarks/sim_audits.py`` (the grid of
+3, 5, 8, 20 templates x 3 and 10 names per group, independent and correlated
+repetitions, template x group bias, name effects; binary, count and 1-5
+measures): they are the smallest designs where every simulated generator met
+the goals. See the table in ``benchmarks/README.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["MIN_TEMPLATES", "MIN_NAMES", "MIN_PAIRS", "design_reason", "design_reason_counts", "estimand_words"]
+
+#: Smallest number of templates for a verdict, per estimand (``benchmarks/sim_audits.py``).
+MIN_TEMPLATES = {"random": 8, "fixed": 5}
+#: Smallest number of names per group for a verdict with names random (``benchmarks/sim_audits.py``).
+MIN_NAMES = 5
+#: Fewer complete matched pairs than this: no verdict.
+MIN_PAIRS = 10
+
+_ESTIMAND = {
+    "random": "generalises to other names of these groups and other scenarios like these templates",
+    "fixed": "holds for these names, in scenarios like these templates (not for other names of the groups)",
+}
+
+
+def estimand_words(names: str) -> str:
+    """The estimand of a comparison in plain words (``names`` is ``"random"`` or ``"fixed"``)."""
+    return _ESTIMAND[names]
+
+
+_WORDS = {
+    "en": {"templates": "{n} template(s): too few scenarios to estimate how much the difference varies between "
+                        "them; use at least {need}",
+           "names": "{n} name(s) in group {g}: the result cannot generalise to other names of this group; use at "
+                    "least {need}, or declare `names: fixed` (the verdict then holds for these names only)",
+           "pairs": "{n} complete matched pair(s): use at least {need}"},
+    "es": {"templates": "{n} plantilla(s): demasiado pocos escenarios para estimar cuánto varía la diferencia entre "
+                        "ellos; usa al menos {need}",
+           "names": "{n} nombre(s) en el grupo {g}: el resultado no se puede generalizar a otros nombres de este "
+                    "grupo; usa al menos {need}, o declara `names: fixed` (el veredicto valdrá solo para estos "
+                    "nombres)",
+           "pairs": "{n} pares emparejados completos: usa al menos {need}"},
+}
+
+
+def design_reason_counts(*, n_templates: int, n_names_a: int, n_names_b: int, names: str,
+                         n_pairs: int | None = None, group_a: str = "A", group_b: str = "B",
+                         lang: str = "en") -> str | None:
+    """Why a design of this size cannot support a verdict, in plain words (``lang`` en or es); ``None`` when it can.
+
+    Used before anything is sent (``fairpair validate`` / ``plan``, from
+    the planned counts) and after (from the counts that have answers).
+    """
+    w = _WORDS.get(lang, _WORDS["en"])
+    reasons: list[str] = []
+    need_t = MIN_TEMPLATES[names]
+    if n_templates < need_t:
+        reasons.append(w["templates"].format(n=n_templates, need=need_t))
+    if names == "random":
+        for g, k in ((group_a, n_names_a), (group_b, n_names_b)):
+            if k < MIN_NAMES:
+                reasons.append(w["names"].format(n=k, g=g, need=MIN_NAMES))
+    if n_pairs is not None and n_pairs < MIN_PAIRS:
+        reasons.append(w["pairs"].format(n=n_pairs, need=MIN_PAIRS))
+    return "; ".join(dict.fromkeys(reasons)) or None
+
+
+def design_reason(cr: Any, *, names: str, n_pairs: int, constant: bool = False, group_a: str = "A",
+                  group_b: str = "B") -> str | None:
+    """:func:`design_reason_counts` from a :class:`~fairpair.stats.CrossedDifferenceResult`, plus "no variance"."""
+    if cr.n_values == 0:
+        return "no answer of these groups has a value for this measure: check the measures stage (missing or failed)"
+    if cr.n_templates == 0:
+        return ("no template has measured answers from both groups: check the measures stage (one group's "
+                "measurements are missing)")
+    r = design_reason_counts(n_templates=cr.n_templates, n_names_a=cr.n_names_a, n_names_b=cr.n_names_b,
+                             names=names, n_pairs=n_pairs, group_a=group_a, group_b=group_b)
+    if r:
+        return r
+    if constant:
+        return ("the measure is constant (every answer of both groups has the same value): no information about "
+                "a difference; check the measure")
+    if cr.se == 0 and math.isfinite(cr.estimate) and cr.estimate != 0:
+        return None  # every template shows the same non-zero difference: the sign-flip test decides (fail only)
+    if not (math.isfinite(cr.se) and cr.se > 0 and math.isfinite(cr.df)):
+        return ("no variance between templates or names: the uncertainty cannot be estimated; use more templates "
+                "or repetitions, or check the measure")
+    return None
+
+
+def plan_warnings(loaded: Any, plan: Any) -> list[str]:
+    """Warnings, before anything is sent, for pre-registered comparisons whose design cannot support a verdict.
+
+    ``loaded`` is a :class:`~fairpair.battery.LoadedBattery`, ``plan`` its
+    :func:`fairpair.cases.plan`. One sentence per comparison and design,
+    from the planned counts (templates, names per group, matched pairs) and
+    the declared estimand.
+    """
+    b = loaded.battery
+    out: list[str] = []
+    for k, c in enumerate(b.analysis.comparisons):
+        names = (c.generalize or b.analysis.generalize).names
+        for did, s in plan.designs.items():
+            if s.get("attribute") != c.attribute or (c.design and c.design != did):
+                continue
+            per = int(s.get("variants_per_group") or 0)
+            reason = design_reason_counts(n_templates=int(s.get("templates") or 0), n_names_a=per, n_names_b=per,
+                                          names=names, n_pairs=int(s.get("pairs") or 0), group_a="each",
+                                          group_b="each")
+            if reason:
+                cid = c.id or f"{c.measure}-by-{c.attribute}"
+                out.append(f"comparison {cid} (design {did}, names {names}): the verdict will be "
+                           f"'insufficient design': {reason.replace('group each', 'each group')}")
+    return list(dict.fromkeys(out))

@@ -1,0 +1,234 @@
+"""Whole-audit simulation under crossed dependence, through the analysis code that writes ``results.json``.
+
+Each simulated audit has ``templates`` templates, ``names`` names per
+group (the same names in every template), ``reps`` repetitions per
+template x name cell, and the pairs of :mod:`fairpair.cases` (group A's k-th
+name vs group B's k-th name in the same template and repetition). Answers
+come from a latent normal score (total variance 1)::
+
+    eta = mu_g + a_t + g_{t,g} + b_n + c_{t,n} + s_{t,r} + e
+
+with template effects ``a`` (shared by the groups), template x group bias
+``g`` (averaging zero), name effects ``b`` shared across templates,
+repetitions of a cell sharing ``c`` (intra-cell correlation ``rho`` of the
+rest), a matched-set effect ``s`` shared by the two sides of a pair (the
+mock target's common random numbers) and independent noise ``e``. The
+measure is the latent score (``continuous``), ``eta > cut`` (``binary``,
+base rate 0.7), ``Poisson(exp(0.3 + 0.5 eta))`` (``count``) or the latent
+cut at four thresholds (``ordinal``, a 1-5 judge score). ``mu_A`` is solved
+so that the true difference on the measure's scale is exactly ``delta``
+(over the population of names: the names-random estimand); for names fixed
+the truth is recomputed given the drawn name effects.
+
+Each audit goes through :func:`fairpair.analysis._paired.analyze_pairs`,
+:func:`fairpair.stats.adjust` (for plans of several comparisons) and
+:func:`~fairpair.analysis._paired.finish`: the code path of
+``fairpair analyze``. Used by ``benchmarks/sim_audits.py`` and its test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+from functools import lru_cache
+
+from scipy import optimize, special, stats
+
+from fairpair.analysis._paired import PairData, analyze_pairs, finish
+from fairpair.stats._multitest import adjust
+
+__all__ = ["Gen", "Row", "true_mean", "run_row", "MARGINS"]
+
+#: Margin of each measure kind, in its units (0.10 = 10 points for yes/no).
+MARGINS = {"binary": 0.10, "continuous": 0.25, "count": 0.30, "ordinal": 0.25}
+_CUTS = np.array([-1.2, -0.4, 0.4, 1.2])
+_BIN_CUT = float(stats.norm.ppf(0.3))  # P(eta > cut) = 0.7 at mu = 0
+
+
+@dataclass(frozen=True)
+class Gen:
+    """A generator: variance shares of the latent score (the rest is independent noise)."""
+
+    label: str
+    template: float = 0.3  # a_t
+    template_group: float = 0.0  # g_{t,g}
+    name: float = 0.0  # b_n
+    rho: float = 0.0  # share of the within-cell remainder shared by a cell's repetitions
+    matched_set: float = 0.1  # s_{t,r}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the table: a generator, a measure kind and a design."""
+
+    gen: Gen
+    measure: str = "binary"
+    templates: int = 20
+    names: int = 3
+    reps: int = 5
+    estimand: str = "random"
+    missing: float = 0.0
+    comparisons: int = 1  # > 1: groups B, C, ... each vs A (the reference), one family
+    correction: str = "holm"
+    alpha: float = 0.05
+
+    @property
+    def label(self) -> str:
+        extra = f", {self.missing:.0%} missing" if self.missing else ""
+        fam = f", plan of {self.comparisons} ({self.correction})" if self.comparisons > 1 else ""
+        return (f"{self.gen.label}; {self.measure}; {self.templates}T x {self.names}N x {self.reps}R; "
+                f"names {self.estimand}{extra}{fam}")
+
+
+def _mean_given(measure: str, mu: np.ndarray, sd: float) -> np.ndarray:
+    """E[measure] when eta ~ N(mu, sd^2)."""
+    if measure == "continuous":
+        return mu
+    if measure == "binary":
+        return special.ndtr((mu - _BIN_CUT) / sd)
+    if measure == "count":
+        return np.exp(0.3 + 0.5 * mu + 0.125 * sd ** 2)
+    return 1.0 + special.ndtr((np.asarray(mu)[..., None] - _CUTS) / sd).sum(axis=-1)
+
+
+def true_mean(measure: str, mu: float) -> float:
+    """Population mean of the measure at latent mean ``mu`` (total latent variance 1)."""
+    return float(_mean_given(measure, np.asarray(mu), 1.0))
+
+
+@lru_cache(maxsize=None)
+def _mu_for(measure: str, delta: float) -> float:
+    base = true_mean(measure, 0.0)
+    if delta == 0:
+        return 0.0
+    return float(optimize.brentq(lambda m: true_mean(measure, m) - base - delta, -5, 5, xtol=1e-12))
+
+
+def _measure(measure: str, eta: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    if measure == "continuous":
+        return eta
+    if measure == "binary":
+        return (eta > _BIN_CUT).astype(float)
+    if measure == "count":
+        return rng.poisson(np.exp(0.3 + 0.5 * eta)).astype(float)
+    return 1.0 + (eta[..., None] > _CUTS).sum(axis=-1).astype(float)
+
+
+def _draw(row: Row, mus: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Answers ``y[g, t, k, r]`` of ``len(mus)`` groups and the truth given the names ``[g]``."""
+    g, t, k, r = len(mus), row.templates, row.names, row.reps
+    gen = row.gen
+    rest = 1.0 - gen.template - gen.template_group - gen.name - gen.matched_set
+    cell, noise = rest * gen.rho, rest * (1 - gen.rho)
+    b = rng.normal(0, np.sqrt(gen.name), (g, 1, k, 1))
+    eta = (mus[:, None, None, None] + rng.normal(0, np.sqrt(gen.template), (1, t, 1, 1))
+           + rng.normal(0, np.sqrt(gen.template_group), (g, t, 1, 1)) + b
+           + rng.normal(0, np.sqrt(cell), (g, t, k, 1)) + rng.normal(0, np.sqrt(gen.matched_set), (1, t, 1, r))
+           + rng.normal(0, np.sqrt(noise), (g, t, k, r)))
+    y = _measure(row.measure, eta, rng)
+    if row.missing:
+        y[rng.random(y.shape) < row.missing] = np.nan
+    sd_given = np.sqrt(1.0 - gen.name)
+    truth = _mean_given(row.measure, mus[:, None] + b[:, 0, :, 0], sd_given).mean(axis=1)
+    return y, truth
+
+
+def _pairs(y: np.ndarray, ga: int, gb: int) -> PairData:
+    _, t, k, r = y.shape
+    tt, kk, _rr = np.meshgrid(np.arange(t), np.arange(k), np.arange(r), indexing="ij")
+    x = y[ga].reshape(-1)
+    yy = y[gb].reshape(-1)
+    kk = kk.reshape(-1).astype(np.intp)
+    return PairData(x, yy, tt.reshape(-1).astype(np.intp), kk, ("v",) * k, name_a=kk, name_b=kk)
+
+
+@dataclass
+class Tally:
+    """Counts over audits for one truth (``delta``) of a row."""
+
+    n: int = 0
+    fail_nomargin: int = 0  # verdict fail, no margin
+    fail_margin: int = 0  # verdict fail, with the margin
+    pass_margin: int = 0
+    insufficient: int = 0
+    raw_reject: int = 0  # crossed p < alpha ignoring the design rule
+    cov95: int = 0
+    cov90: int = 0
+    n_cov: int = 0  # audits with a verdict (coverage denominator)
+    raw_cov95: int = 0
+    n_raw: int = 0
+    pass_each: int = 0  # pass verdicts over comparisons (per comparison, not family-wise)
+    n_each: int = 0
+
+    def add(self, o: "Tally") -> None:
+        for f in self.__dataclass_fields__:
+            setattr(self, f, getattr(self, f) + getattr(o, f))
+
+
+def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: int) -> Tally:
+    mu_a = _mu_for(row.measure, delta)
+    ng = row.comparisons + 1
+    mus = np.zeros(ng)
+    mus[1:] = mu_a  # groups 1.. are compared with group 0 (the reference), each truly delta apart
+    y, truth = _draw(row, mus, rng)
+    scale = "binary" if row.measure == "binary" else row.measure
+    tl = Tally()
+    pas = []
+    for j in range(1, ng):
+        pd = _pairs(y, j, 0)
+        pa = analyze_pairs(pd, scale=scale, alpha=row.alpha, confidence_level=1 - row.alpha, exact_threshold=25,
+                           n_resamples=0, seed=seed, heterogeneity=False, names=row.estimand, secondary=False)
+        pas.append(pa)
+    raw = np.array([np.nan if p.pvalue is None else p.pvalue for p in pas])
+    adj = adjust(raw, row.correction if ng > 2 else "none")
+    raw_m = np.array([np.nan if (q := p.pvalue_beyond(margin)) is None else q for p in pas])
+    adj_m = adjust(raw_m, row.correction if ng > 2 else "none")
+    ident = dict(id="sim", target="sim", measure="m", attribute="a", design="d", group_a="A", group_b="B",
+                 primary=True)
+    verdict_nm, verdict_m = [], []
+    for j, (pa, pj, pmj) in enumerate(zip(pas, adj, adj_m)):
+        true = truth[j + 1] - truth[0] if row.estimand == "fixed" else delta
+        r0 = finish(pa, pvalue_adjusted=pj, correction="x", family_size=len(pas), margin=None, alpha=row.alpha,
+                    **ident)
+        r1 = finish(pa, pvalue_adjusted=pj, correction="x", family_size=len(pas), margin=margin,
+                    alpha=row.alpha, pvalue_margin_adjusted=pmj, **ident)
+        verdict_nm.append(r0.verdict)
+        verdict_m.append(r1.verdict)
+        f = pa.fields
+        # raw (ungated) coverage and rejection, to show why the design rule exists
+        if f["se"] is not None and f["df"] is not None and f["estimate"] is not None:
+            q95 = special.stdtrit(f["df"], 0.975) * f["se"]
+            tl.n_raw += 1
+            tl.raw_cov95 += abs(f["estimate"] - true) <= q95
+            tl.raw_reject += (abs(f["estimate"]) > q95) if delta == 0 else 0
+        if r0.verdict != "insufficient design" and pa.ci_alpha is not None:
+            tl.n_cov += 1
+            tl.cov95 += pa.ci_alpha[0] <= true <= pa.ci_alpha[1]
+            tl.cov90 += pa.ci_equivalence[0] <= true <= pa.ci_equivalence[1]
+    tl.n = 1
+    # family-wise: an audit counts once (any comparison)
+    tl.fail_nomargin = int("fail" in verdict_nm)
+    tl.fail_margin = int("fail" in verdict_m)
+    tl.pass_margin = int("pass" in verdict_m)
+    tl.pass_each = sum(v == "pass" for v in verdict_m)
+    tl.n_each = len(verdict_m)
+    tl.insufficient = int(all(v == "insufficient design" for v in verdict_nm))
+    return tl
+
+
+def run_row(row: Row, audits: int, *, seed: int = 0) -> dict[str, Tally]:
+    """Simulate ``audits`` audits of ``row`` at three truths: 0, the margin and twice the margin."""
+    m = MARGINS[row.measure]
+    out = {}
+    for i, (key, delta) in enumerate((("null", 0.0), ("margin", m), ("power", 2 * m))):
+        rng = np.random.default_rng([seed, i])
+        tot = Tally()
+        for a in range(audits):
+            tot.add(_one(row, delta, m, rng, a))
+        out[key] = tot
+    return out
+
+
+def with_estimand(row: Row, estimand: str) -> Row:
+    return replace(row, estimand=estimand)
