@@ -76,6 +76,24 @@ def test_proxies_come_from_the_environment(monkeypatch):
         assert err is not None and "connection error" in str(err)
 
 
+def test_netrc_credentials_for_a_host_without_authorization(tmp_path, monkeypatch):
+    (tmp_path / "netrc").write_text("machine 127.0.0.1 login bot password s3cret-netrc\n", encoding="ascii")
+    (tmp_path / "netrc").chmod(0o600)
+    monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
+    with serve_json(lambda r: (200, {"a": r.headers.get("authorization", "none")})) as server:
+        async def go(t):
+            try:
+                return (await t.generate(REQ)).text
+            finally:
+                await t.aclose()
+
+        plain = asyncio.run(go(HTTPTarget({"url": server.url, "reply_path": "$.a"})))
+        own = asyncio.run(go(HTTPTarget({"url": server.url, "reply_path": "$.a",
+                                         "headers": {"Authorization": "Bearer mine"}})))
+    assert plain == "Basic Ym90OnMzY3JldC1uZXRyYw=="  # base64 of bot:s3cret-netrc
+    assert own == "Bearer mine"  # a header of the battery's own wins
+
+
 def test_tls_trusts_certifi_or_ssl_cert_file(tmp_path, monkeypatch):
     import certifi
 
