@@ -3,8 +3,10 @@
 Built-in plugins are declared in ``pyproject.toml`` under the entry-point
 groups ``fairpair.targets`` and ``fairpair.measures``; third-party packages add
 their own the same way. A plugin is a class with an ``Options`` pydantic model
-(``extra="forbid"``) and a constructor ``Plugin(options: dict, *, name: str)``.
-Nothing heavy is imported until a plugin is actually used (lesson from
+(``extra="forbid"``) and a constructor ``Plugin(options: dict, *, name: str)``;
+a class without such a model is refused when it is loaded (:func:`load_plugin`
+raises :class:`PluginError`), so no plugin's options go unchecked. Nothing
+heavy is imported until a plugin is actually used (lesson from
 lm-evaluation-harness's lazy registry).
 """
 
@@ -16,9 +18,10 @@ from functools import cache
 from importlib.metadata import entry_points
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-__all__ = ["PluginError", "plugin_names", "load_plugin", "validate_options"]
+__all__ = ["PluginError", "check_options_model", "options_problem", "plugin_names", "load_plugin",
+           "validate_options"]
 
 _BUILTIN: dict[str, dict[str, str]] = {
     "fairpair.targets": {
@@ -48,6 +51,12 @@ _BUILTIN: dict[str, dict[str, str]] = {
 
 
 class PluginError(Exception):
+    """A plugin that cannot be used: unknown kind, not importable, no ``Options`` model, or bad options.
+
+    ``key_path`` locates a bad option inside the plugin's block; ``hint`` is a
+    "did you mean" or the list of allowed keys.
+    """
+
     def __init__(self, message: str, *, unknown_kind: bool = False, key_path: tuple = (),
                  hint: str | None = None) -> None:
         super().__init__(message)
@@ -68,8 +77,35 @@ def plugin_names(group: str) -> list[str]:
     return sorted(_registry(group))
 
 
+def check_options_model(cls: type, *, where: str | None = None) -> type[BaseModel]:
+    """The plugin class's ``Options`` model; :class:`PluginError` when it has none.
+
+    A plugin must declare its options as a pydantic model that forbids
+    unknown keys (``model_config = ConfigDict(extra="forbid")``), so that a
+    misspelt option is a battery error instead of a value that silently does
+    nothing. ``where`` names the plugin in the message (default: the class).
+    """
+    where = where or f"{cls.__module__}.{cls.__qualname__}"
+    model = getattr(cls, "Options", None)
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise PluginError(f"plugin {where} has no 'Options' model: every plugin declares its options as a "
+                          "pydantic model with extra='forbid' (see fairpair.targets.TargetBase)")
+    if model.model_config.get("extra") != "forbid":
+        raise PluginError(f"plugin {where}: its Options model {model.__qualname__} must forbid unknown keys "
+                          "(model_config = ConfigDict(extra='forbid')), or a misspelt option would be ignored")
+    return model
+
+
 def load_plugin(group: str, kind: str) -> type:
-    """Import and return the plugin class for ``kind`` (raises PluginError if unknown)."""
+    """Import and return the plugin class for ``kind``.
+
+    Raises
+    ------
+    PluginError
+        ``kind`` is unknown (``unknown_kind=True``), its module cannot be
+        imported, or the class has no ``Options`` model forbidding unknown
+        keys (:func:`check_options_model`).
+    """
     ref = _registry(group).get(kind)
     if ref is None:
         raise PluginError(f"unknown kind '{kind}'", unknown_kind=True)
@@ -78,26 +114,44 @@ def load_plugin(group: str, kind: str) -> type:
         mod = importlib.import_module(module)
     except ModuleNotFoundError as exc:
         raise PluginError(f"plugin '{kind}' cannot be imported: {exc}") from None
-    return getattr(mod, attr)
+    try:
+        cls = getattr(mod, attr)
+    except AttributeError:
+        raise PluginError(f"plugin '{kind}': module {module} has no attribute '{attr}' (entry point {ref})") \
+            from None
+    check_options_model(cls, where=f"'{kind}' ({ref})")
+    return cls
+
+
+def options_problem(model: type[BaseModel], kind: str, exc: ValidationError) -> PluginError:
+    """The :class:`PluginError` for the first error of ``exc``: message, key path and hint.
+
+    An unknown key gets a "did you mean" (difflib) or the list of allowed
+    keys; a missing key names itself; other errors keep pydantic's message.
+    """
+    err = exc.errors()[0]
+    loc = tuple(err["loc"])
+    if err["type"] == "extra_forbidden":
+        close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)
+        hint = f"did you mean '{close[0]}'?" if close else \
+            f"allowed keys for kind '{kind}': {', '.join(model.model_fields)}"
+        return PluginError(f"unknown key '{loc[-1]}' for kind '{kind}'", key_path=loc, hint=hint)
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "missing":
+        msg = f"missing required key '{loc[-1]}' for kind '{kind}'"
+    return PluginError(msg, key_path=loc)
 
 
 def validate_options(group: str, kind: str, options: dict[str, Any]) -> Any:
-    """Validate ``options`` against the plugin's ``Options`` model; returns the model instance."""
-    cls = load_plugin(group, kind)
-    model = getattr(cls, "Options", None)
-    if model is None:
-        return options
+    """Validate ``options`` against the plugin's ``Options`` model; returns the model instance.
+
+    Raises
+    ------
+    PluginError
+        As :func:`load_plugin`, or the options do not validate (see :func:`options_problem`).
+    """
+    model = check_options_model(load_plugin(group, kind))
     try:
         return model.model_validate(options)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = tuple(err["loc"])
-        if err["type"] == "extra_forbidden":
-            close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)
-            hint = f"did you mean '{close[0]}'?" if close else \
-                f"allowed keys for kind '{kind}': {', '.join(model.model_fields)}"
-            raise PluginError(f"unknown key '{loc[-1]}' for kind '{kind}'", key_path=loc, hint=hint) from None
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "missing":
-            msg = f"missing required key '{loc[-1]}' for kind '{kind}'"
-        raise PluginError(msg, key_path=loc) from None
+        raise options_problem(model, kind, exc) from None

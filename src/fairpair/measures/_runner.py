@@ -41,6 +41,7 @@ from typing import Any, Literal
 from pydantic import model_validator
 from rich.markup import escape
 
+from fairpair._calls import describe_error, worker_pool
 from fairpair.errors import FairpairError
 from fairpair.measures._base import Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
 
@@ -116,8 +117,7 @@ class MeasureContext:
     #: the first messages sent to the judge under each distinct system prompt (for the manifest)
     judge_prompts: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     _masker: Any = None
-    _judge_sem: asyncio.Semaphore | None = None
-    _limiter: Any = None
+    _caller: Any = None
 
     @property
     def language(self) -> str:
@@ -140,31 +140,30 @@ class MeasureContext:
         return self._masker
 
     async def ask_judge(self, messages: list[dict[str, str]], *, case_id: str, seed: int | None) -> str:
-        """Send ``messages`` to the judge with the run engine's retries; return its text.
+        """Send ``messages`` to the judge through the run engine's model-call service; return its text.
 
-        Raises whatever the judge raised after the last retry (the caller stores
+        The service (:class:`fairpair._calls.ModelCaller`) retries, times out
+        and rate-limits as ``settings`` say, with at most ``settings.concurrency``
+        judge calls in flight (fewer if the judge's ``max_concurrency`` says so).
+
+        Raises whatever the judge raised at the last attempt (the caller stores
         it as a failed measurement).
         """
         if self.judge is None:
             raise RuntimeError("no judge configured")
-        from fairpair.run._engine import RateLimiter, RunSettings, _with_retries
-        from fairpair.targets._base import ChatRequest
+        from fairpair._calls import ModelCaller
+        from fairpair.run import RunSettings
+        from fairpair.targets import ChatRequest
 
         if self.settings is None:
             self.settings = RunSettings()
-        if self._judge_sem is None:
-            n = self.settings.concurrency
-            if getattr(self.judge, "max_concurrency", None):
-                n = min(n, self.judge.max_concurrency)
-            self._judge_sem = asyncio.Semaphore(max(1, n))
-            self._limiter = RateLimiter(self.settings.rpm, self.settings.tpm)
+        if self._caller is None or self._caller.target is not self.judge:
+            self._caller = ModelCaller.from_settings(self.judge, self.settings,
+                                                     max_in_flight=self.settings.concurrency)
         system = next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
         self.judge_prompts.setdefault(system, [dict(m) for m in messages])
-        req = ChatRequest(messages=tuple(messages), seed=seed, case_id=case_id)
-        est = sum(len(m.get("content", "")) for m in messages) // 4
-        async with self._judge_sem:
-            completion = await _with_retries(self.judge, req, self.settings, self._limiter, est, [0])
-        return completion.text or ""
+        outcome = await self._caller.call(ChatRequest(messages=tuple(messages), seed=seed, case_id=case_id))
+        return outcome.result().text or ""
 
 
 def signal_values(battery) -> tuple[list[str], list[str]]:
@@ -585,11 +584,12 @@ CHUNK = 2000
 async def _measure_stream(name: str, m: Measure, ctx: MeasureContext, store, counterparts: _Counterparts) -> None:
     """Measure every stored answer not yet measured by ``m``, streaming.
 
-    The run engine's shape: a producer reads the answers ``chunk`` at a time
-    (with their cases, those already measured left out in SQL), finds the
-    counterparts of a pairwise measure, calls ``m.prepare`` on the chunk's
-    items and feeds a queue of ``2 * concurrency`` items to ``concurrency``
-    workers, which commit each result as it arrives. Memory is one chunk and
+    The run engine's pool (:func:`fairpair._calls.worker_pool`): a producer
+    reads the answers ``CHUNK`` at a time (with their cases, those already
+    measured left out in SQL), finds the counterparts of a pairwise measure,
+    calls ``m.prepare`` on the chunk's items and feeds a queue of
+    ``2 * concurrency`` items to ``concurrency`` workers, which commit each
+    result as it arrives. Memory is one chunk and
     the queue, whatever the size of the run.
     """
     rows = m.row_names(ctx)
@@ -606,40 +606,28 @@ async def _measure_stream(name: str, m: Measure, ctx: MeasureContext, store, cou
                 hint="add a design '- kind: baseline' (or a two_party design with its baseline), "
                      "or use 'against: reference'")
     concurrency = getattr(ctx.settings, "concurrency", None) or 8
-    chunk = CHUNK
-    queue: asyncio.Queue = asyncio.Queue(maxsize=2 * concurrency)
 
-    async def produce() -> None:
+    async def items():
         after = 0
-        while answers := store.answers_to_measure(rows, after=after, limit=chunk):
+        while answers := store.answers_to_measure(rows, after=after, limit=CHUNK):
             after = answers[-1].id
-            items = _chunk_items(name, m, answers, rows, store, ctx, counterparts, ref_attr)
-            if items:
-                await m.prepare(items, ctx)
-            for it in items:
-                await queue.put(it)
-        for _ in range(concurrency):
-            await queue.put(None)
+            chunk = _chunk_items(name, m, answers, rows, store, ctx, counterparts, ref_attr)
+            if chunk:
+                await m.prepare(chunk, ctx)
+            for it in chunk:
+                yield it
 
-    async def work() -> None:
-        while (item := await queue.get()) is not None:
-            try:
-                res = await m.measure(item, ctx)
-            except FairpairError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - a failure is data
-                from fairpair.run._engine import _describe
+    async def work(item: MeasureItem) -> None:
+        try:
+            res = await m.measure(item, ctx)
+        except FairpairError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failure is data
+            res = MeasureResult.failed(describe_error(exc))
+        _commit(store, name, rows, fields, item, res)
+        ctx.count(name, res.status)
 
-                res = MeasureResult.failed(_describe(exc))
-            _commit(store, name, rows, fields, item, res)
-            ctx.count(name, res.status)
-
-    tasks = [asyncio.ensure_future(produce()), *(asyncio.ensure_future(work()) for _ in range(concurrency))]
-    try:
-        await asyncio.gather(*tasks)
-    finally:
-        for t in tasks:
-            t.cancel()
+    await worker_pool(items(), work, workers=concurrency, buffer=2 * concurrency)
 
 
 def _chunk_items(name: str, m: Measure, answers, rows: tuple[str, ...], store, ctx: MeasureContext,

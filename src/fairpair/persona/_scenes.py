@@ -168,9 +168,9 @@ def _read_frame(path: Path):
             raise FairpairError(f"unknown scene table format '{suffix}'; give a .xlsx or .csv file", file=path)
     except FairpairError:
         raise
-    except ImportError as exc:  # openpyxl is a core dependency; a broken install still gets a clear message
-        raise FairpairError(f"cannot read spreadsheets: {exc}", file=path,
-                            hint="pip install openpyxl (or save the sheet as CSV)") from None
+    except ImportError as exc:  # openpyxl comes with the [xlsx] extra, not with fairpair itself
+        raise FairpairError(f"reading .xlsx scene tables needs openpyxl ({exc})", file=path,
+                            hint="pip install 'fairpair[xlsx]' (or save the sheet as CSV)") from None
     except Exception as exc:  # noqa: BLE001 - any parse failure of a user's file is a user error
         raise FairpairError(f"cannot read the scene table: {exc}", file=path) from None
     frame.columns = [str(c).strip() for c in frame.columns]

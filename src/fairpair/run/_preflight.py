@@ -144,31 +144,37 @@ async def preflight(target: Any, case: Any, settings: Any, *, tools=None, tool_m
     """Send ``case`` to ``target`` (at most :data:`PREFLIGHT_ATTEMPTS` tries, backoff capped at
     :data:`PREFLIGHT_BACKOFF_MAX`).
 
-    Returns what :func:`fairpair.run._engine._converse` returns: ``(completion, replies,
-    attempts, latency_s)``.
+    Returns ``(completion, replies, attempts, latency_s)``: the answer, every turn's reply, the
+    most tries a turn needed (:class:`fairpair._calls.ModelCaller` counts them), the seconds taken.
 
     Raises
     ------
     PreflightError
         Any failure: the error (secrets redacted), what it most likely means, and how to skip.
     """
-    from fairpair.run._engine import _converse, _describe, RateLimiter, redact
+    from fairpair._calls import ModelCaller, describe_error
+    from fairpair.run._engine import _converse, redact
 
     quick = dataclasses.replace(settings, max_attempts=min(settings.max_attempts, PREFLIGHT_ATTEMPTS),
                                 backoff_max=min(settings.backoff_max, PREFLIGHT_BACKOFF_MAX))
     try:
-        return await _converse(target, case, quick, RateLimiter(settings.rpm, settings.tpm), tools,
-                               tool_map or {})
+        outcome, replies, latency = await _converse(ModelCaller.from_settings(target, quick), case, tools,
+                                                    tool_map or {})
+        error, attempts = outcome.error, outcome.attempts
     except (asyncio.CancelledError, KeyboardInterrupt):
         raise
     except Exception as exc:  # noqa: BLE001 - every failure of the first case is reported
-        err = redact(_describe(exc), [s for s in secrets if s])
-        pe = PreflightError(f"target '{name}': the first case failed, so nothing else was sent: {err}",
-                            hint=f"{_classify(err)}; `fairpair check BATTERY` tries one case; "
-                                 "--no-preflight skips this check")
-        pe.error = err
-        pe.attempts = getattr(exc, "_fairpair_attempts", 1)
-        raise pe from None
+        outcome, error, attempts = None, exc, 1
+    if error is None:
+        assert outcome is not None and outcome.completion is not None
+        return outcome.completion, replies, attempts, latency
+    err = redact(describe_error(error), [s for s in secrets if s])
+    pe = PreflightError(f"target '{name}': the first case failed, so nothing else was sent: {err}",
+                        hint=f"{_classify(err)}; `fairpair check BATTERY` tries one case; "
+                             "--no-preflight skips this check")
+    pe.error = err
+    pe.attempts = attempts
+    raise pe
 
 
 def preflight_into_store(store: Any, name: str, target: Any, cases: Iterable[Any], settings: Any, *,

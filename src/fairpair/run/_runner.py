@@ -87,7 +87,7 @@ class RunLock:
 
 def package_versions() -> dict[str, str]:
     out = {"fairpair": __version__, "python": platform.python_version()}
-    for pkg in ("openai", "httpx", "pydantic", "numpy", "scipy", "statsmodels", "pandas", "xllamacpp",
+    for pkg in ("aiohttp", "pydantic", "numpy", "scipy", "statsmodels", "pandas", "xllamacpp",
                 "sentence-transformers", "torch"):
         try:
             out[pkg] = metadata.version(pkg)

@@ -1,0 +1,24 @@
+"""Targets: the systems under test (and judges), behind one verb, ``generate``.
+
+The plugin surface, for writing a target of your own:
+
+* :class:`Target`: the protocol the run engine calls (``generate``,
+  ``identity``, ``aclose``, ``name``, ``max_concurrency``);
+* :class:`TargetBase`: the base class that validates the plugin's ``Options``
+  model (``extra="forbid"``) and names the target; a subclass without
+  ``Options`` is refused;
+* :class:`ChatRequest` (what a target receives), :class:`Completion`,
+  :class:`ToolCall`, :class:`Usage` (what it returns) and
+  :class:`TargetError` (a failed call; ``retryable`` tells the engine whether
+  to try again, ``retry_after`` how long the server asked to wait).
+
+Register the class under the entry-point group ``fairpair.targets``
+(``[project.entry-points."fairpair.targets"] echo = "mypkg:EchoTarget"``).
+The built-in targets (``mock``, ``openai``, ``http``, ``python``, ``local``,
+``litellm``) live in the submodules of the same names and are imported only
+when a battery uses them.
+"""
+
+from fairpair.targets._base import ChatRequest, Completion, Target, TargetBase, TargetError, ToolCall, Usage
+
+__all__ = ["ChatRequest", "Completion", "Target", "TargetBase", "TargetError", "ToolCall", "Usage"]

@@ -5,14 +5,22 @@ A target is the system under test (or a judge). The run engine hands it a
 away on retry (429, 5xx, timeouts, dropped connections) are raised as
 :class:`TargetError` with ``retryable=True`` and, when the server sent one, the
 ``Retry-After`` delay in seconds; everything else is ``retryable=False``.
+
+A target plugin subclasses :class:`TargetBase` and declares its options as a
+pydantic ``Options`` model that forbids unknown keys; the base validates them
+(the same check the battery loader runs, with the same "did you mean") and
+refuses, when the class is defined, a subclass that declares none.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
-__all__ = ["ChatRequest", "Completion", "ToolCall", "Target", "TargetError", "Usage"]
+from pydantic import BaseModel, ValidationError
+
+__all__ = ["ChatRequest", "Completion", "ToolCall", "Target", "TargetBase", "TargetError", "Usage"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,10 @@ class Usage:
 class ChatRequest:
     """What a target receives for one case.
 
+    Frozen; new fields are added with defaults, so a target written against
+    an older ``ChatRequest`` keeps working (read the fields you need, ignore
+    the others).
+
     Attributes
     ----------
     messages:
@@ -51,6 +63,9 @@ class ChatRequest:
         Per-case seed (includes the repetition index), or ``None``.
     case_id:
         The case's content hash, for logging and mock determinism.
+    meta:
+        The case's groups, variants, template and baseline flag; only the
+        ``mock`` target reads it (to plant its bias), a real target must not.
     """
 
     messages: tuple[dict[str, Any], ...]
@@ -104,3 +119,90 @@ class Target(Protocol):
     def identity(self) -> dict[str, Any]: ...
 
     async def aclose(self) -> None: ...
+
+
+class TargetBase:
+    """Base class of target plugins: validated options, a name, nothing to close.
+
+    A subclass sets ``Options`` (a pydantic model with ``extra="forbid"``),
+    ``kind`` (its entry-point name, the default ``name``) and implements
+    ``generate`` and ``identity``; it may set ``max_concurrency``::
+
+        class EchoOptions(BaseModel):
+            model_config = ConfigDict(extra="forbid", frozen=True)
+            prefix: str = ""
+
+        class EchoTarget(TargetBase):
+            Options = EchoOptions
+            kind = "echo"
+
+            async def generate(self, request):
+                return Completion(text=self.options.prefix + request.messages[-1]["content"])
+
+            def identity(self):
+                return {"kind": self.kind, "prefix": self.options.prefix}
+
+    Defining a subclass without such a model raises
+    :class:`~fairpair._plugins.PluginError` at once (pass ``abstract=True``
+    in the class statement for an intermediate base of your own).
+
+    Parameters
+    ----------
+    options:
+        The battery's options (a mapping, ``None`` for none) or an ``Options`` instance.
+    name:
+        The target's name in the run (default: ``kind``).
+
+    Raises
+    ------
+    FairpairError
+        The options do not validate; ``key`` is ``options.<key>`` and the hint
+        a "did you mean" for a misspelt key.
+    """
+
+    Options: ClassVar[type[BaseModel]]
+    kind: ClassVar[str] = ""
+    max_concurrency: int | None = None
+
+    def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not abstract:
+            from fairpair._plugins import check_options_model
+
+            check_options_model(cls)
+
+    def __init__(self, options: Mapping[str, Any] | BaseModel | None = None, *, name: str | None = None) -> None:
+        self.options = self.parse_options(options)
+        self.name = name or self.kind or type(self).__name__
+
+    @classmethod
+    def parse_options(cls, options: Mapping[str, Any] | BaseModel | None) -> Any:
+        """``options`` validated as ``cls.Options`` (an instance is returned as is).
+
+        Raises
+        ------
+        FairpairError
+            As the class docstring says.
+        """
+        if isinstance(options, cls.Options):
+            return options
+        try:
+            return cls.Options.model_validate(dict(options or {}))
+        except ValidationError as exc:
+            from fairpair._plugins import options_problem
+            from fairpair.errors import FairpairError
+
+            problem = options_problem(cls.Options, cls.kind or cls.__name__, exc)
+            key = ".".join(str(part) for part in problem.key_path)
+            raise FairpairError(f"invalid {cls.kind or cls.__name__} target options: {problem}",
+                                key=f"options.{key}" if key else "options", hint=problem.hint) from None
+
+    async def generate(self, request: ChatRequest) -> Completion:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def identity(self) -> dict[str, Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Release connections or models (nothing by default)."""
+        return None

@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fairpair.errors import FairpairError
-from fairpair.targets._base import ChatRequest, Completion, TargetError
+from fairpair.targets._base import ChatRequest, Completion, TargetBase, TargetError
 from fairpair.targets.http import RETRYABLE_STATUS, parse_retry_after, redact_text
 from fairpair.targets.openai import chat_with_tools
 
@@ -71,15 +71,15 @@ def _import_litellm():
         raise FairpairError(f"the 'litellm' target needs LiteLLM: {_INSTALL_LINE}") from None
 
 
-class LiteLLMTarget:
+class LiteLLMTarget(TargetBase):
     """The ``litellm`` target (see :class:`LiteLLMOptions`)."""
 
     Options = LiteLLMOptions
-    max_concurrency: int | None = None
+    kind = "litellm"
+    options: LiteLLMOptions
 
     def __init__(self, options: dict[str, Any] | LiteLLMOptions, *, name: str = "litellm"):
-        self.options = options if isinstance(options, LiteLLMOptions) else LiteLLMOptions.model_validate(options)
-        self.name = name
+        super().__init__(options, name=name)
         self._litellm = _import_litellm()
         self._key = None
         if self.options.api_key_env:
@@ -139,6 +139,3 @@ class LiteLLMTarget:
                 "base_url": o.base_url, "backend_version": version,
                 "parameters": {"temperature": o.temperature, "top_p": o.top_p, "max_tokens": o.max_tokens,
                                "seed": o.seed, "timeout": o.timeout, "max_tool_steps": o.max_tool_steps}}
-
-    async def aclose(self) -> None:
-        return None

@@ -69,10 +69,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fairpair.errors import FairpairError
-from fairpair.targets._base import ChatRequest, Completion, TargetError, Usage
+from fairpair.targets._base import ChatRequest, Completion, TargetBase, TargetError, Usage
 from fairpair.targets._gguf import (
     DEFAULT_MODEL,
     KNOWN_MODELS,
@@ -310,7 +310,7 @@ def _release(path: Path, n_ctx: int, n_threads: int) -> None:
 # --------------------------------------------------------------------------- target
 
 
-class LocalTarget:
+class LocalTarget(TargetBase):
     """A target backed by an embedded llama.cpp model.
 
     Parameters
@@ -328,17 +328,13 @@ class LocalTarget:
         are reported the same way on the first :meth:`generate`.
     """
 
+    Options = LocalOptions
+    kind = "local"
+    options: LocalOptions
     max_concurrency: int | None = 1
 
-    def __init__(self, options: dict[str, Any] | None = None, *, name: str = "local") -> None:
-        try:
-            self.options = LocalOptions.model_validate(options or {})
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            key = ".".join(str(part) for part in first["loc"]) or None
-            raise FairpairError(f"invalid local target options: {first['msg']}",
-                                key=f"options.{key}" if key else "options") from None
-        self.name = name
+    def __init__(self, options: dict[str, Any] | LocalOptions | None = None, *, name: str = "local") -> None:
+        super().__init__(options, name=name)
         path = self.options.model_path
         if path is not None:
             path = path.expanduser()

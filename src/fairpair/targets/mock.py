@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from fairpair.targets._base import ChatRequest, Completion, TargetError, ToolCall, Usage
+from fairpair.targets._base import ChatRequest, Completion, TargetBase, TargetError, ToolCall, Usage
 
 __all__ = ["MockTarget", "MockOptions", "mock_reply"]
 
@@ -128,15 +128,12 @@ def mock_reply(options: MockOptions, request: ChatRequest) -> Completion:
                       finish_reason="stop", model=options.model, system_fingerprint="mock")
 
 
-class MockTarget:
+class MockTarget(TargetBase):
     """The ``mock`` target (see :class:`MockOptions`)."""
 
     Options = MockOptions
-    max_concurrency: int | None = None
-
-    def __init__(self, options: dict[str, Any] | MockOptions | None = None, *, name: str = "mock"):
-        self.options = options if isinstance(options, MockOptions) else MockOptions.model_validate(options or {})
-        self.name = name
+    kind = "mock"
+    options: MockOptions
 
     async def generate(self, request: ChatRequest) -> Completion:
         if self.options.latency:
@@ -149,6 +146,3 @@ class MockTarget:
 
     def identity(self) -> dict[str, Any]:
         return {"kind": "mock", "model": self.options.model, "options": self.options.model_dump(mode="json")}
-
-    async def aclose(self) -> None:
-        return None

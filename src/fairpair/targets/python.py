@@ -36,7 +36,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fairpair.errors import FairpairError
-from fairpair.targets._base import ChatRequest, Completion, TargetError, ToolCall
+from fairpair.targets._base import ChatRequest, Completion, TargetBase, TargetError, ToolCall
 
 __all__ = ["PythonOptions", "PythonTarget"]
 
@@ -130,15 +130,16 @@ def _completion(value: Any, ref: str) -> Completion:
                       "(and optional 'tool_calls')")
 
 
-class PythonTarget:
+class PythonTarget(TargetBase):
     """The ``python`` target (see :class:`PythonOptions` and the module docstring)."""
 
     Options = PythonOptions
+    kind = "python"
+    options: PythonOptions
 
     def __init__(self, options: dict[str, Any] | PythonOptions, *, name: str = "python",
                  base_dir: str | Path | None = None):
-        self.options = options if isinstance(options, PythonOptions) else PythonOptions.model_validate(options)
-        self.name = name
+        super().__init__(options, name=name)
         self.max_concurrency = self.options.max_concurrency
         self._fn = _resolve(self.options.callable, self.options.path, Path(base_dir) if base_dir else None, name)
         self._async = inspect.iscoroutinefunction(self._fn) or inspect.iscoroutinefunction(
@@ -166,6 +167,3 @@ class PythonTarget:
         source = getattr(inspect.getmodule(fn), "__file__", None)
         return {"kind": "python", "name": self.name, "callable": self.options.callable, "path": self.options.path,
                 "file": source, "max_concurrency": self.options.max_concurrency}
-
-    async def aclose(self) -> None:
-        return None

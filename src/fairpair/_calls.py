@@ -1,0 +1,235 @@
+"""Calling models: one service for the run engine and the judge, one bounded worker pool.
+
+:class:`ModelCaller` sends one :class:`~fairpair.targets.ChatRequest` to a
+target the way every stage does: at most ``max_in_flight`` at once, within the
+rate limits (requests and estimated tokens per minute, :class:`RateLimiter`),
+each attempt cut at ``timeout`` seconds, retryable failures (429, 5xx,
+timeouts, dropped connections: :func:`is_retryable`) tried again up to
+``max_attempts`` times with exponential backoff and full jitter (tenacity's
+``wait_exponential_jitter``, after AWS's "Exponential Backoff And Jitter",
+2015), waiting at least the server's ``Retry-After``. It never raises for a
+failed call: it returns a :class:`CallOutcome` with the completion or the last
+error, and the number of attempts made.
+
+:func:`worker_pool` runs ``workers`` coroutines over a stream of items fed
+through a bounded queue, so memory stays flat however many items there are
+(the run engine's cases, the measure stage's answers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from fairpair.targets._base import ChatRequest, Completion, TargetError
+
+__all__ = ["CallOutcome", "ModelCaller", "RateLimiter", "describe_error", "is_retryable", "worker_pool"]
+
+T = TypeVar("T")
+
+
+class RateLimiter:
+    """Token buckets for requests and (estimated) tokens per minute; ``None`` or 0 = unlimited."""
+
+    def __init__(self, rpm: float | None, tpm: float | None):
+        self.rpm, self.tpm = rpm, tpm
+        now = time.monotonic()
+        self._req = (rpm or 0.0, now)
+        self._tok = (tpm or 0.0, now)
+        self._lock = asyncio.Lock()
+
+    async def acquire(self, tokens: int) -> None:
+        """Wait until one request of about ``tokens`` tokens fits in both buckets, then take it."""
+        if not self.rpm and not self.tpm:
+            return
+        async with self._lock:
+            while True:
+                now = time.monotonic()
+                wait = 0.0
+                if self.rpm:
+                    level, t0 = self._req
+                    level = min(self.rpm, level + (now - t0) * self.rpm / 60.0)
+                    self._req = (level, now)
+                    if level < 1:
+                        wait = max(wait, (1 - level) * 60.0 / self.rpm)
+                if self.tpm:
+                    level, t0 = self._tok
+                    level = min(self.tpm, level + (now - t0) * self.tpm / 60.0)
+                    self._tok = (level, now)
+                    need = min(tokens, self.tpm)
+                    if level < need:
+                        wait = max(wait, (need - level) * 60.0 / self.tpm)
+                if wait <= 0:
+                    if self.rpm:
+                        self._req = (self._req[0] - 1, now)
+                    if self.tpm:
+                        self._tok = (self._tok[0] - min(tokens, self.tpm), now)
+                    return
+                await asyncio.sleep(wait)
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Whether a failed call is worth another attempt: a retryable TargetError, a timeout, a lost connection."""
+    if isinstance(exc, TargetError):
+        return exc.retryable
+    return isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError))
+
+
+def describe_error(exc: BaseException) -> str:
+    """The stored text of a failure: ``"<Type> (HTTP <status>): <message>"`` or ``"timeout: ..."``."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return "timeout: no answer within the request timeout"
+    if isinstance(exc, TargetError):
+        status = f" (HTTP {exc.status})" if exc.status else ""
+        return f"{type(exc).__name__}{status}: {exc}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class _Wait:
+    """Exponential backoff with jitter; a server's Retry-After wins when longer."""
+
+    def __init__(self, initial: float, maximum: float):
+        self.exp = wait_exponential_jitter(multiplier=initial, max=maximum)
+        self.maximum = maximum
+
+    def __call__(self, retry_state) -> float:
+        base = self.exp(retry_state)
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        ra = getattr(exc, "retry_after", None)
+        if ra is not None:
+            return min(max(base, float(ra)), max(self.maximum, float(ra)))
+        return base
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What one call came to: the ``completion`` (``None`` on failure) or the last ``error``,
+    and ``attempts``, the tries made (>= 1; 0 only when the limiter was never passed)."""
+
+    completion: Completion | None
+    attempts: int
+    error: Exception | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def result(self) -> Completion:
+        """The completion; re-raises the last error of a failed call."""
+        if self.error is not None:
+            raise self.error
+        assert self.completion is not None
+        return self.completion
+
+
+def estimate_tokens(request: ChatRequest) -> int:
+    """Rough prompt size for the token bucket: characters of the messages' contents / 4."""
+    return sum(len(str(m.get("content") or "")) for m in request.messages) // 4
+
+
+class ModelCaller:
+    """Send requests to one target with retries, timeout, rate limits and a cap on calls in flight.
+
+    Parameters
+    ----------
+    target:
+        Any :class:`~fairpair.targets.Target`.
+    timeout:
+        Seconds per attempt (> 0).
+    max_attempts:
+        Tries per request (>= 1), the first included.
+    backoff_initial, backoff_max:
+        Seconds: the exponential backoff's first step and its ceiling (a
+        longer ``Retry-After`` from the server is still honoured).
+    rpm, tpm:
+        Requests and estimated tokens per minute (``None`` = unlimited).
+    max_in_flight:
+        Most calls at once (``None``: the caller's own workers bound them);
+        capped by the target's ``max_concurrency``.
+    """
+
+    def __init__(self, target: Any, *, timeout: float = 120.0, max_attempts: int = 5, backoff_initial: float = 0.5,
+                 backoff_max: float = 30.0, rpm: float | None = None, tpm: float | None = None,
+                 max_in_flight: int | None = None) -> None:
+        self.target = target
+        self.timeout = timeout
+        self.max_attempts = max(1, max_attempts)
+        self.limiter = RateLimiter(rpm, tpm)
+        self._wait = _Wait(backoff_initial, backoff_max)
+        cap = getattr(target, "max_concurrency", None)
+        if max_in_flight is not None and cap:
+            max_in_flight = min(max_in_flight, cap)
+        self._slots = asyncio.Semaphore(max(1, max_in_flight)) if max_in_flight is not None else None
+
+    @classmethod
+    def from_settings(cls, target: Any, settings: Any, *, max_in_flight: int | None = None) -> "ModelCaller":
+        """A caller configured by :class:`~fairpair.run.RunSettings` (timeout, attempts, backoff, rpm, tpm)."""
+        return cls(target, timeout=settings.timeout, max_attempts=settings.max_attempts,
+                   backoff_initial=settings.backoff_initial, backoff_max=settings.backoff_max,
+                   rpm=settings.rpm, tpm=settings.tpm, max_in_flight=max_in_flight)
+
+    async def call(self, request: ChatRequest) -> CallOutcome:
+        """Answer ``request``; never raises for a failed call (cancellation still propagates)."""
+        if self._slots is None:
+            return await self._call(request)
+        async with self._slots:
+            return await self._call(request)
+
+    async def _call(self, request: ChatRequest) -> CallOutcome:
+        tokens = estimate_tokens(request) if self.limiter.tpm else 0
+        attempts = 0
+        try:
+            async for attempt in AsyncRetrying(retry=retry_if_exception(is_retryable),
+                                               stop=stop_after_attempt(self.max_attempts), wait=self._wait,
+                                               reraise=True):
+                with attempt:
+                    attempts += 1
+                    await self.limiter.acquire(tokens)
+                    async with asyncio.timeout(self.timeout):
+                        completion = await self.target.generate(request)
+        except Exception as exc:  # noqa: BLE001 - a failed call is an outcome, not an exception
+            return CallOutcome(None, attempts, exc)
+        return CallOutcome(completion, attempts)
+
+
+async def worker_pool(items: Iterable[T] | AsyncIterable[T], handle: Callable[[T], Awaitable[None]], *,
+                      workers: int, buffer: int | None = None) -> None:
+    """Call ``handle(item)`` for every item, ``workers`` at a time, reading ``items`` lazily.
+
+    A producer feeds a queue of at most ``buffer`` items (default
+    ``4 * workers``) to ``workers`` consumers, so at most ``workers`` handlers
+    run at once and at most ``buffer + workers`` items are held, however long
+    ``items`` is. An exception raised by ``handle`` or by the iteration of
+    ``items`` stops the pool: the other tasks are cancelled and the exception
+    propagates. Items are started in the order they come; they may finish in
+    any order.
+    """
+    workers = max(1, workers)
+    queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=buffer or 4 * workers)
+    done = object()
+
+    async def produce() -> None:
+        if isinstance(items, AsyncIterable):
+            async for item in items:
+                await queue.put(item)
+        else:
+            for item in items:
+                await queue.put(item)
+        for _ in range(workers):
+            await queue.put(done)
+
+    async def work() -> None:
+        while (item := await queue.get()) is not done:
+            await handle(item)
+
+    tasks = [asyncio.ensure_future(produce()), *(asyncio.ensure_future(work()) for _ in range(workers))]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
