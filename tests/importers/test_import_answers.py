@@ -38,7 +38,9 @@ def assert_same_results(run_a: Path, run_b: Path, *, same_plan: bool = True) -> 
     """Every statistic, verdict and count of the two runs' results.json agree (the plan hash too, unless
     the measures were declared otherwise: it hashes them)."""
     a, b = _results(run_a), _results(run_b)
-    assert len(a["comparisons"]) == 5 and a["comparisons"][0]["verdict"] == "fail"  # the planted bias is found
+    # the planted bias is in the estimate; 3 names per group with names random (the default) give no verdict
+    first = a["comparisons"][0]
+    assert len(a["comparisons"]) == 5 and first["verdict"] == "insufficient design" and first["estimate"] < -0.2
     for key in ("comparisons", "omnibus", "two_party", "counts", "measures", "targets", "plan_sha256", "alpha",
                 "correction", "n_resamples", "seed", "notes"):
         if key == "plan_sha256" and not same_plan:
@@ -179,8 +181,11 @@ def test_cli_both_spellings_then_gate_compare_and_report(mock_run, tmp_path, cap
     main(["measure", str(tmp_path / "b")])
     main(["analyze", str(tmp_path / "b")])
     assert_same_results(mock_run, tmp_path / "b")
-    with pytest.raises(SystemExit) as exc:  # the planted bias fails the gate
+    with pytest.raises(SystemExit) as exc:  # no primary comparison has a verdict (3 names, names random): exit 2
         main(["gate", str(tmp_path / "b")])
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit) as exc:  # asked to fail on it, the gate fails
+        main(["gate", str(tmp_path / "b"), "--on-insufficient"])
     assert exc.value.code == 1
     capsys.readouterr()
     main(["compare", str(mock_run), str(tmp_path / "b"), "--json"])
