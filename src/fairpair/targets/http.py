@@ -65,7 +65,8 @@ from fairpair.targets._client import (
 )
 
 __all__ = ["HTTPOptions", "HTTPTarget", "ClientPool", "RETRYABLE_STATUS", "Reply", "check_env", "env_names",
-           "expand_env", "parse_retry_after", "prepared_request", "redact_text", "render_body", "status_error", "transport_error"]
+           "expand_env", "parse_retry_after", "prepared_request", "redact_text", "render_body", "status_error",
+           "transport_error", "body_context_paths"]
 
 _PLACEHOLDER_RE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[^{}\s.]+)*)\s*\}\}")
 _PLACEHOLDERS = ("messages", "last_user_message", "system_prompt", "context", "seed", "case_id")

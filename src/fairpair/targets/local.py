@@ -455,18 +455,22 @@ class LocalTarget(TargetBase):
 
         Loads the model. Raises :class:`TargetError` when llama.cpp cannot render it.
         """
-        import httpx
+        import urllib.error
+        import urllib.request
 
         loaded = self._ensure_loaded()
         body = {k: v for k, v in self.payload(request).items() if k in ("messages", "tools")}
         address = str(loaded.server.listening_address)
         url = (address if address.startswith("http") else f"http://{address}").rstrip("/") + "/apply-template"
+        # the binding's own loopback endpoint: the standard library, never a proxy from the environment
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        req = urllib.request.Request(url, data=json.dumps(body, ensure_ascii=False).encode("utf-8"), method="POST",
+                                     headers={"Authorization": f"Bearer {loaded.api_key}",
+                                              "Content-Type": "application/json"})
         try:
-            resp = httpx.post(url, json=body, headers={"Authorization": f"Bearer {loaded.api_key}"},
-                              timeout=60, trust_env=False)
-            resp.raise_for_status()
-            return resp.json()["prompt"]
-        except (httpx.HTTPError, ValueError, KeyError) as exc:
+            with opener.open(req, timeout=60) as resp:
+                return json.loads(resp.read())["prompt"]
+        except (urllib.error.URLError, OSError, ValueError, KeyError) as exc:
             raise TargetError(f"llama.cpp could not render the chat template: {exc}") from None
 
     def _call(self, body: dict[str, Any]) -> Any:
