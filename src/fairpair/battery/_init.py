@@ -167,11 +167,6 @@ def starter_battery(c: InitChoices) -> str:
     ]
     for gid, g in zip(ids, groups):
         out.append(f"      {gid}: {{label: {_q(g)}, lexicon: {g}, take: {take}}}")
-    crm = "Datos del cliente (CRM):\n{crm}" if c.language == "es" else "Customer data (CRM):\n{crm}"
-    out += ["", "# How the CRM record (with the name, crm." + t["slot"] + ") reaches the model: a message after the "
-            "system prompt.", "# Or write {crm} / {crm." + t["slot"] + "} into the system prompt, or offer a tool: "
-            "{tool: {name: lookup_customer, returns: crm}}.",
-            "context_channels:", f"  message: {{role: system, content: {json.dumps(crm, ensure_ascii=False)}}}"]
     out += ["", "templates:                      # your business scenarios, one user turn each"]
     for tid, turn in t["templates"]:
         out += [f"  - id: {tid}", f"    system: {_q(t['system'])}", f"    turns: [{_q(turn)}]"]
