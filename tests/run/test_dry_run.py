@@ -59,7 +59,8 @@ def test_dry_run_of_a_mock_target_shows_the_request_object(tmp_path, capsys):
 
 
 def test_expand_writes_the_rendered_messages(tmp_path, capsys):
-    path = write_battery(tmp_path, {"kind": "mock"}, templates=1, names={"a": ["Lucía"], "b": ["Fátima"]})
+    path = write_battery(tmp_path, {"kind": "mock"}, templates=1, names={"a": ["Lucía"], "b": ["Fátima"]},
+                        crm_in_prompt=True)
     out_file = tmp_path / "cases.jsonl"
     code, _ = _cli(["expand", str(path), "-o", str(out_file)], capsys)
     assert code == 0

@@ -20,7 +20,7 @@ OPENAI_KINDS = {"ollama.yaml": "http://localhost:11434", "vllm.yaml": "http://lo
 
 def _battery_including(tmp_path: Path, block: str) -> Path:
     shutil.copytree(EXAMPLES, tmp_path / "targets")
-    b = write_battery(tmp_path, {"kind": "mock"}, templates=1)
+    b = write_battery(tmp_path, {"kind": "mock"}, templates=1, crm_in_prompt=True)  # the target is replaced below
     data = json.loads(b.read_text(encoding="utf-8"))
     del data["target"]
     data["include"] = [f"targets/{block}"]
