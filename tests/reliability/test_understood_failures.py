@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from fairpair.analysis._results import RESULTS_SCHEMA
 from fairpair.battery import load_battery
 from fairpair.errors import BatteryError
 from fairpair.testing import write_battery
@@ -65,8 +66,8 @@ def test_a_damaged_store_in_run_is_one_message(done_run, tmp_path, cli):
 
 
 @pytest.mark.parametrize("content, expected", [
-    ('{"schema": "fairpair.results/1", "comparisons": [', "cannot read the analysis results"),
-    ('{"schema": "fairpair.results/1", "comparisons": 5}', "results.json is malformed: 22 problems: "),
+    ('{"schema": "%s", "comparisons": [' % RESULTS_SCHEMA, "cannot read the analysis results"),
+    ('{"schema": "%s", "comparisons": 5}' % RESULTS_SCHEMA, "results.json is malformed: "),
 ])
 def test_malformed_results_json_under_report(done_run, tmp_path, cli, content, expected):
     shutil.copytree(done_run[1], tmp_path / "r")
