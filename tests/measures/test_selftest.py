@@ -345,3 +345,20 @@ def test_thresholds_separate_capable_from_incapable_judges(tmp_path):
         lb, ctx = _ctx(tmp_path / mode, AnchorJudge(mode))
         m = build_measures(lb.battery, ["tone"])["tone"]
         assert not asyncio.run(self_test(m, ctx, shuffled=False))["passed"], mode
+
+
+def test_report_shows_the_self_test_table(tmp_path):
+    from fairpair.analysis import analyze_run
+    from fairpair.report import write_report
+
+    run_dir = make_run(tmp_path, judge_self_test="warn")
+    measure_run(run_dir, judge=AnchorJudge("one_number"))
+    analyze_run(run_dir)
+    files = write_report(run_dir)
+    md = files["md"].read_text(encoding="utf-8")
+    html = files["html"].read_text(encoding="utf-8")
+    assert "Autotest del juez" in md and "| tone | acuerdo de rangos con el orden conocido, courtesy" in md
+    assert "NO SUPERADO" in md and "calibrate export" in md
+    assert 'class="self-test"' in html and "Autotest del juez" in html
+    # the warning sits in the report's warnings too
+    assert "failed its self-test" in md
