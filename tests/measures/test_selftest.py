@@ -362,3 +362,23 @@ def test_report_shows_the_self_test_table(tmp_path):
     assert 'class="self-test"' in html and "Autotest del juez" in html
     # the warning sits in the report's warnings too
     assert "failed its self-test" in md
+
+
+class DownJudge(AnchorJudge):
+    async def generate(self, request):
+        self.calls.append(request)
+        from fairpair.targets._base import TargetError
+
+        raise TargetError("connection refused", retryable=False)
+
+
+def test_an_unreachable_judge_fails_the_self_test_as_data_and_is_retried_next_time(tmp_path):
+    run_dir = make_run(tmp_path)
+    with pytest.raises(FairpairError) as ei:
+        measure_run(run_dir, judge=DownJudge(), settings=RunSettings(max_attempts=1))
+    assert "0 of 20 anchors got a valid judge output" in str(ei.value)
+    ok = AnchorJudge("rubric")
+    res = measure_run(run_dir, judge=ok)  # the failed calls are not reused: the self-test runs again
+    assert res.counts["tone"].ok == 20 and len(ok.calls) == 24 + 20
+    _, events = stored(run_dir, "tone.courtesy")
+    assert [e["status"] for e in events] == ["failed", "passed"]

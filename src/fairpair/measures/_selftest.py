@@ -295,6 +295,21 @@ def score_pairwise(verdicts: list[tuple[str | None, str | None]],
 # ---------------------------------------------------------------- running
 
 
+async def _measure_one(measure, item, ctx):
+    """``measure.measure`` as the stage calls it: an error is a ``failed`` result, not an exception."""
+    from fairpair.errors import FairpairError
+    from fairpair.measures._base import MeasureResult
+
+    try:
+        return await measure.measure(item, ctx)
+    except FairpairError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a failure is data, as in the measure stage
+        from fairpair.run._engine import _describe
+
+        return MeasureResult.failed(_describe(exc))
+
+
 def _judge_dims(measure, ctx, anchors: AnchorSet) -> tuple[list[str], list[str]]:
     dims = list(measure.rubric(ctx))
     known = set(next(iter(anchors.tones.values())))
@@ -355,7 +370,7 @@ async def self_test(measure, ctx, *, thresholds: Thresholds = Thresholds(),
                 k += 1
                 case, resp, MeasureItem = _anchor_item(ctx.battery, s["id"], tone, s["prompt"].replace(
                     "{nombre}", fill), text.replace("{nombre}", fill), k)
-                res = await measure.measure(MeasureItem("judge_self_test", case, resp), ctx)
+                res = await _measure_one(measure, MeasureItem("judge_self_test", case, resp), ctx)
                 exp = {d: anchors.tones[tone][d] for d in dims}
                 got = {d: (res.outputs or {}).get(d) for d in dims} if res.status == "ok" else None
                 expected.append(exp)
@@ -373,7 +388,7 @@ async def self_test(measure, ctx, *, thresholds: Thresholds = Thresholds(),
                 k += 1
                 case, resp, MeasureItem = _anchor_item(ctx.battery, s["id"], "shuffled", s["prompt"].replace(
                     "{nombre}", fill), " ".join(words), k)
-                res = await measure.measure(MeasureItem("judge_self_test", case, resp), ctx)
+                res = await _measure_one(measure, MeasureItem("judge_self_test", case, resp), ctx)
                 got = {d: (res.outputs or {}).get(d) for d in dims} if res.status == "ok" else None
                 orig = originals.get((s["id"], anchors.better))
                 outputs.append({"scenario": s["id"], "tone": f"{anchors.better} (words shuffled)", "judge": got,
@@ -400,7 +415,7 @@ async def self_test(measure, ctx, *, thresholds: Thresholds = Thresholds(),
                 case, resp, _ = _anchor_item(ctx.battery, s["id"], anchors.better, prompt, good, k)
                 ocase, oresp, _ = _anchor_item(ctx.battery, s["id"], worse, prompt,
                                                s["answers"][worse].replace("{nombre}", fill), k)
-                res = await measure.measure(MeasureItem("judge_self_test", case, resp, oresp, ocase), ctx)
+                res = await _measure_one(measure, MeasureItem("judge_self_test", case, resp, oresp, ocase), ctx)
                 orders = (res.detail or {}).get("orders") or {}
                 ab, ba = (orders.get("AB") or {}).get("winner"), (orders.get("BA") or {}).get("winner")
                 verdicts.append((ab, ba))
@@ -467,8 +482,10 @@ async def run_self_tests(measures: dict[str, Any], ctx, store, mode: str, consol
             store.event(SELF_TEST_EVENT, {"measure": n, "status": "off", "mode": mode, "judge": ctx.judge_identity})
         return [f"judge self-test is off ('judge_self_test: off'): the judge of {', '.join(judged)} was not "
                 "checked on anchors with known scores"]
-    previous = {_key(e): e for e in store.events(SELF_TEST_EVENT) if e.get("status") in ("passed", "failed",
-                                                                                          "not_tested")}
+    # a stored result is reused unless a judge call of it failed (unreachable judge: try again)
+    previous = {_key(e): e for e in store.events(SELF_TEST_EVENT)
+                if e.get("status") in ("passed", "failed", "not_tested")
+                and not any(o.get("status") == "failed" for o in e.get("outputs") or [])}
     warnings: list[str] = []
     failed: list[dict[str, Any]] = []
     # a context of its own: the anchors' judge calls are not counted as the battery's measurements
