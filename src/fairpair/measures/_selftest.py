@@ -529,7 +529,12 @@ async def run_self_tests(measures: dict[str, Any], ctx, store, mode: str, consol
 
 def flag_degenerate(name: str, measure, ctx, store) -> list[str]:
     """After a multi-output judge measure ran: flag constant scores and one number on every
-    dimension, per target, over the stored ``ok`` rows; stored as a ``judge_degenerate`` event."""
+    dimension, per target, over the stored ``ok`` rows; stored as a ``judge_degenerate`` event.
+    Only tone judges (rubric dimensions); an extraction's fields may well agree."""
+    from fairpair.measures.judge import ToneJudgeMeasure
+
+    if not isinstance(measure, ToneJudgeMeasure):
+        return []
     fields = list(measure.outputs(ctx) or ())
     rows: dict[str, dict[str, dict[str, Any]]] = {}
     for f in fields:
