@@ -58,7 +58,7 @@ from importlib import resources
 from typing import Any
 
 __all__ = ["Thresholds", "AnchorSet", "load_anchors", "self_test", "score_tone", "score_pairwise",
-           "degenerate_scores", "SELF_TEST_EVENT", "MODES"]
+           "degenerate_scores", "run_self_tests", "flag_degenerate", "summary_line", "SELF_TEST_EVENT", "MODES"]
 
 #: The store event holding one self-test result (append-only; the latest per measure counts).
 SELF_TEST_EVENT = "judge_self_test"
