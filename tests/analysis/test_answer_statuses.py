@@ -175,6 +175,7 @@ def test_judge_preferences_between_degenerate_answers_are_not_results(tmp_path):
     data = yaml.safe_load(lb.path.read_text(encoding="utf-8"))
     data["measures"] = {"pref": {"kind": "pairwise", "against": "reference", "reference": "espana"}}
     data["analysis"] = {"comparisons": []}
+    data["judge_self_test"] = "off"  # the scripted judge answers by script, not by the anchors
     lb.path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
     lb = load_battery(lb.path)
     run_dir = tmp_path / "run"

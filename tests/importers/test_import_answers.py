@@ -267,6 +267,7 @@ def test_judge_measures_find_counterparts_and_are_blinded_on_an_imported_run(tmp
     b = import_battery(measures={"hhh": {"kind": "pairwise", "against": "baseline"},
                                  "refund_tool": {"kind": "tool_call", "name": "issue_refund"}})
     b["analysis"] = {"comparisons": [{"measure": "refund_tool", "attribute": "origen", "reference": "espana"}]}
+    b["judge_self_test"] = "off"  # the scripted judge always prefers A; the self-test is tested elsewhere
     import_answers(src, write_yaml(tmp_path / "b.yaml", b), tmp_path / "run")
     judge = Judge()
     counts = measure_run(tmp_path / "run", judge=judge).counts

@@ -47,7 +47,8 @@ def judged_run(tmp_path_factory) -> Path:
          "templates": [{"id": "roto", "turns": ["Hola, soy {nombre}. Mi pedido llegó roto."]},
                        {"id": "cita", "turns": ["Soy {nombre}. ¿Me cambiáis la cita?"]}],
          "designs": [{"kind": "counterfactual", "attribute": "origen"}, {"kind": "baseline"}],
-         "target": {"kind": "mock"}, "measures": {"tone": {"kind": "judge"}}}
+         "target": {"kind": "mock"}, "measures": {"tone": {"kind": "judge"}},
+         "judge_self_test": "off"}
     p = tmp / "b.yaml"
     p.write_text(json.dumps(b, ensure_ascii=False), encoding="utf-8")
     run_dir = tmp / "run"

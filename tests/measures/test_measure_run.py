@@ -83,7 +83,8 @@ def battery(tmp_path: Path, measures=MEASURES, designs=None, **extra) -> Path:
         "designs": designs or [{"kind": "counterfactual", "attribute": "origen"}, {"kind": "baseline"}],
         "tools": [{"type": "function", "function": {"name": "issue_refund", "parameters": {"type": "object"}}}],
         "target": {"kind": "mock", "bias": {"magreb": {"refund": 0.2}}},
-        "measures": measures, **extra,
+        # the scripted judges give constant scores: the self-test (tests/measures/test_selftest.py) is off
+        "measures": measures, "judge_self_test": "off", **extra,
     }
     tmp_path.mkdir(parents=True, exist_ok=True)
     p = tmp_path / "b.yaml"

@@ -98,6 +98,7 @@ def mock_study(tmp_path_factory):
         "target": {"kind": "mock", "language": "en", "words": 40, "bias": {"old": {"words_factor": 0.6}}},
         "judge": {"kind": "python", "callable": "scripted_judge:answer", "path": "."},
         "embedder": "all-mpnet-base-v2",
+        "judge_self_test": "off",  # the scripted judge prefers by length, not by the anchors' criteria
         "measures": {"distancia": {"kind": "semantic_distance", "against": "baseline"},
                      "preferencia": {"kind": "pairwise", "against": "baseline"}},
     })
@@ -195,6 +196,7 @@ def test_local_model_self_judging_is_flagged(tmp_path):
         "target": local,
         "judge": {**local, "max_tokens": 64},  # the same weights: self-grading
         "allow_self_judging": True,
+        "judge_self_test": "off",  # the scripted judge always answers the same
         "measures": {"length": {"kind": "word_count"}, "preferencia": {"kind": "pairwise", "against": "baseline"}},
     })
     run = tmp_path / "run"

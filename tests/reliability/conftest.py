@@ -36,6 +36,7 @@ def demo_battery(directory: Path, target: dict[str, Any] | None = None, *, judge
     data["repetitions"] = repetitions
     data["judge"] = judge or {"kind": "mock", "model": "judge-mock"}
     data["allow_self_judging"] = True
+    data.setdefault("judge_self_test", "off")  # scripted judges with constant scores
     if measures is not None:
         data["measures"] = measures
     if analysis is not None:

@@ -369,3 +369,25 @@ def test_real_llama_cpp_is_quiet():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stderr == "" and done.stdout == ""
+
+
+def test_decoding_penalties_are_sent_and_recorded(fake_backend):
+    """repeat/presence/frequency penalties: validated, sent to llama.cpp, in the identity (manifest)."""
+    target = LocalTarget({"model_path": str(fake_backend), "repeat_penalty": 1.15, "repeat_last_n": 128,
+                          "presence_penalty": 0.5, "frequency_penalty": 0.25})
+    body = target.payload(ChatRequest(messages=({"role": "user", "content": "hola"},), seed=1))
+    assert (body["repeat_penalty"], body["repeat_last_n"], body["presence_penalty"], body["frequency_penalty"]) \
+        == (1.15, 128, 0.5, 0.25)
+    params = target.identity()["parameters"]
+    assert params["repeat_penalty"] == 1.15 and params["repeat_last_n"] == 128
+    assert params["presence_penalty"] == 0.5 and params["frequency_penalty"] == 0.25
+    # unset: pinned to llama.cpp's own defaults (off), still sent so a new binding cannot change them
+    plain = LocalTarget({"model_path": str(fake_backend)}).payload(
+        ChatRequest(messages=({"role": "user", "content": "hola"},), seed=1))
+    assert (plain["repeat_penalty"], plain["repeat_last_n"], plain["presence_penalty"],
+            plain["frequency_penalty"]) == (1.0, 64, 0.0, 0.0)
+    for bad in ({"repeat_penalty": 3}, {"presence_penalty": -2.5}, {"frequency_penalty": 9},
+                {"repeat_last_n": -2}):
+        with pytest.raises(FairpairError) as ei:
+            LocalTarget({"model_path": str(fake_backend), **bad})
+        assert next(iter(bad)) in str(ei.value)

@@ -282,7 +282,8 @@ def _omnibus(cid, target, measure, did, attribute, groups, strata, vals, answere
 
 
 def _judge_block(battery, store, data: RunData) -> JudgeBlock:
-    events = [e for e in store.events() if e["kind"] in ("judge", "self_judging", "measure_finished")]
+    events = [e for e in store.events() if e["kind"] in ("judge", "self_judging", "measure_finished",
+                                                           "judge_degenerate")]
     judge = next((e.get("identity") for e in reversed(events) if e["kind"] == "judge"), None)
     if judge is None and battery.judge is not None:
         judge = battery.judge.model_dump(mode="json")
@@ -335,9 +336,53 @@ def _judge_block(battery, store, data: RunData) -> JudgeBlock:
                             "may follow length (verbosity bias) rather than quality")
     for m, n in invalid.items():
         warnings.append(f"{m}: {n} invalid judge outputs (retried; those still invalid are missing)")
+    self_test = _self_tests(store)
+    for t in self_test:
+        if t.get("status") == "failed":
+            warnings.append(f"{t['measure']}: the judge failed its self-test on anchors with known scores "
+                            f"({'; '.join(t.get('failures') or [])}); its verdicts are never 'pass'")
+        elif t.get("status") == "off":
+            warnings.append(f"{t['measure']}: the judge was not self-tested (judge_self_test: off)")
+        elif t.get("status") == "not_tested":
+            warnings.append(f"{t['measure']}: not self-tested ({t.get('reason')})")
+        warnings += [f"{t['measure']}: {f}" for f in t.get("flags") or []]
+    for e in events:
+        if e["kind"] == "judge_degenerate":
+            warnings += [f"{e.get('measure')} ({e.get('target')}): degenerate judge scores: {f}"
+                         for f in e.get("flags") or []]
     return JudgeBlock(judge=judge, invalid_outputs=invalid, leaks=leaks, position_bias=position, length_bias=lengths,
                       self_judging=self_judging, warnings=list(dict.fromkeys(warnings)),
-                      events=[e for e in events if e["kind"] != "measure_finished"])
+                      events=[e for e in events if e["kind"] != "measure_finished"], self_test=self_test)
+
+
+def _self_tests(store) -> list[dict[str, Any]]:
+    """The latest judge self-test per measure (store events ``judge_self_test``), without the
+    per-anchor outputs."""
+    latest: dict[str, dict[str, Any]] = {}
+    for e in store.events("judge_self_test"):
+        latest[str(e.get("measure"))] = {k: v for k, v in e.items() if k not in ("outputs", "kind")}
+    return list(latest.values())
+
+
+def _distrust_judge(battery, comparisons: list[ComparisonResult], judge: JudgeBlock) -> list[ComparisonResult]:
+    """A comparison of a measure whose judge failed its self-test (``judge_self_test: warn``) carries
+    the warning in its note and is never ``pass`` (a ``pass`` becomes ``inconclusive``)."""
+    failed = {t["measure"] for t in judge.self_test if t.get("status") == "failed"}
+    if not failed:
+        return comparisons
+    out = []
+    for c in comparisons:
+        root = c.measure.split(".", 1)[0] if c.measure not in battery.measures else c.measure
+        if root not in failed:
+            out.append(c)
+            continue
+        note = f"the judge of '{root}' failed its self-test on anchors with known scores: never 'pass'"
+        upd: dict[str, Any] = {"note": f"{c.note}; {note}" if c.note else note}
+        if c.verdict == "pass":
+            upd |= {"verdict": "inconclusive",
+                    "verdict_rule": c.verdict_rule + "; the judge failed its self-test, so 'pass' is withheld"}
+        out.append(c.model_copy(update=upd))
+    return out
 
 
 def _counts(data: RunData) -> dict[str, Counts]:
@@ -440,6 +485,7 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
         two_party = analyze_two_party(battery, data, n_resamples=plan.bootstrap_resamples, seed=plan.seed,
                                       confidence_level=plan.confidence_level)
         judge = _judge_block(battery, store, data)
+        comparisons = _distrust_judge(battery, comparisons, judge)
         measures = sorted({m for (_t, m) in data.values} | set(battery.measures))
         scales = {m: measure_scale(battery, m, data.raw_kinds.get(m)) for m in measures}
         if changes:

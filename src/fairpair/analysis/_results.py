@@ -385,7 +385,10 @@ class JudgeBlock(_Rec):
     bias; ``self_judging``: the judge is the same system as a target (store
     event ``self_judging``, allowed by ``allow_self_judging``);
     ``warnings``: sentences for the report; ``events``: the judge-related
-    store events as recorded.
+    store events as recorded; ``self_test``: per judge measure, the latest
+    judge self-test (store event ``judge_self_test``: status ``passed``,
+    ``failed``, ``not_tested`` or ``off``, the rank agreements and failures;
+    :mod:`fairpair.measures._selftest`), without the per-anchor outputs.
     """
 
     judge: dict[str, Any] | None
@@ -396,6 +399,7 @@ class JudgeBlock(_Rec):
     warnings: list[str]
     events: list[dict[str, Any]]
     length_bias: dict[str, LengthBias] = Field(default_factory=dict)
+    self_test: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class Counts(_Rec):

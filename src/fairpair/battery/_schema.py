@@ -385,6 +385,9 @@ class Battery(_Strict):
     targets: dict[str, TargetSpec] = Field(default_factory=dict)
     judge: TargetSpec | None = None
     allow_self_judging: bool = False
+    #: before judging: ``stop`` (default; a judge below the self-test's thresholds stops ``measure``),
+    #: ``warn`` (judge-based verdicts carry the warning and are never ``pass``), ``off`` (untested)
+    judge_self_test: Literal["stop", "warn", "off"] = "stop"
     embedder: str | None = None
     measures: dict[str, MeasureSpec] = Field(default_factory=dict)
     analysis: AnalysisPlan = Field(default_factory=AnalysisPlan)

@@ -247,6 +247,7 @@ class ImportBattery(_Strict):
     attributes: dict[str, ImportAttribute] = Field(min_length=1)
     judge: TargetSpec | None = None
     allow_self_judging: bool = False
+    judge_self_test: Literal["stop", "warn", "off"] = "stop"
     embedder: str | None = None
     measures: dict[str, MeasureSpec] = Field(default_factory=dict)
     analysis: AnalysisPlan = Field(default_factory=AnalysisPlan)

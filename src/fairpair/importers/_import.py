@@ -470,7 +470,8 @@ class _Builder:
                 designs.append(CrossedDesign(kind="crossed", id=ident, attributes=list(attrs)))
         return Battery(schema_version=1, name=b.name, description=b.description, language=b.language,
                        repetitions=self.max_rep + 1, attributes=attributes, templates=templates, designs=designs,
-                       judge=b.judge, allow_self_judging=b.allow_self_judging, embedder=b.embedder,
+                       judge=b.judge, allow_self_judging=b.allow_self_judging,
+                       judge_self_test=b.judge_self_test, embedder=b.embedder,
                        measures=dict(b.measures), analysis=b.analysis)
 
     @staticmethod

@@ -499,6 +499,10 @@ async def _measure(store, loaded, run_dir, console, names, judge, settings) -> M
     scales: dict[str, Scale] = {}
     store.event("measure_started", {"measures": list(ms)})
     try:
+        if any(m.uses_judge for m in ms.values()):
+            from fairpair.measures._selftest import run_self_tests
+
+            warnings += await run_self_tests(ms, ctx, store, getattr(b, "judge_self_test", "stop"), console)
         for name, m in ms.items():
             ctx.counts.setdefault(name, MeasureCounts())
             scales.update(m.output_scales(ctx))
@@ -511,6 +515,10 @@ async def _measure(store, loaded, run_dir, console, names, judge, settings) -> M
             finally:
                 bar.cancel()
                 await asyncio.gather(bar, return_exceptions=True)
+            if m.uses_judge and m.outputs(ctx):
+                from fairpair.measures._selftest import flag_degenerate
+
+                warnings += flag_degenerate(name, m, ctx, store)
     finally:
         if owns_judge and ctx.judge is not None:
             try:

@@ -373,6 +373,7 @@ def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]
         "answer_statuses": _status_rows(data, lang),
         "measurement_counts": data.measurement_counts,
         "judge": judge,
+        "self_test_rows": _self_test_rows(judge, lang),
         "two_party": two_party,
         "minimum": [],  # filled below from the blocks (distance measures only)
         "dispersion_tests": [t for b in two_party for t in (b.get("dispersion_tests") or [])],
@@ -393,6 +394,44 @@ def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]
     }
     view["minimum"] = [m for b in view["two_party_blocks"] for m in b["minimum"]]
     return view
+
+
+def _self_test_rows(judge: dict[str, Any], lang: str) -> list[dict[str, str]]:
+    """The judge self-test table (results.json ``judge.self_test``): one row per check."""
+    rows: list[dict[str, str]] = []
+    for t in judge.get("self_test") or []:
+        m, st = str(t.get("measure")), str(t.get("status"))
+        status = msg(lang, f"judge.st.{st}") if st in ("passed", "failed", "not_tested", "off") else st
+        th = t.get("thresholds") or {}
+
+        def row(check: str, value: Any, threshold: str, ok: bool | None) -> None:
+            rows.append({"measure": m, "check": check, "value": value, "threshold": threshold,
+                         "status": status if ok is None else msg(lang, "judge.st.passed" if ok else "judge.st.failed")})
+
+        if st in ("off", "not_tested"):
+            row(str(t.get("reason") or "—"), "—", "—", None)
+            continue
+        for d, v in (t.get("dimensions") or {}).items():
+            rho = v.get("spearman")
+            row(msg(lang, "judge.st.rank", dim=d, tau=fmt_num(v.get("kendall"), lang, 2)), fmt_num(rho, lang, 2),
+                f"≥ {fmt_num(th.get('min_rank'), lang, 2)}", rho is not None and rho >= th.get("min_rank", 0.5))
+        for c in t.get("cross") or []:
+            jr = c.get("judge")
+            row(msg(lang, "judge.st.cross", a=c.get("a"), b=c.get("b"), anchors=fmt_num(c.get("anchors"), lang, 2)),
+                fmt_num(jr, lang, 2), f"≤ {fmt_num(th.get('max_cross'), lang, 2)}",
+                jr is None or jr <= th.get("max_cross", 0.9))
+        if t.get("identical_share") is not None:
+            v = t["identical_share"]
+            row(msg(lang, "judge.st.identical"), fmt_pct(v, lang), f"≤ {fmt_pct(th.get('max_identical'), lang)}",
+                v <= th.get("max_identical", 0.5))
+        if "accuracy" in t:
+            for key, name, thk in (("accuracy", "judge.st.accuracy", "min_accuracy"),
+                                   ("both_orders", "judge.st.both", "min_both_orders")):
+                v = t.get(key)
+                row(msg(lang, name), fmt_pct(v, lang), f"≥ {fmt_pct(th.get(thk), lang)}",
+                    v is not None and v >= th.get(thk, 0.5))
+            row(msg(lang, "judge.st.first"), fmt_pct(t.get("first_share"), lang), "—", None)
+    return rows
 
 
 def _fmt_position_bias(v: Any, lang: str) -> str:

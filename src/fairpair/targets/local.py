@@ -130,6 +130,17 @@ class LocalOptions(BaseModel):
         for a ``model_path`` file, where tools are then refused.
     max_tool_steps:
         Most rounds of tool answers per turn (default 5).
+    repeat_penalty:
+        llama.cpp's repetition penalty on the last ``repeat_last_n`` tokens,
+        0 to 2 (1.0, the default, is off; 1.1-1.3 breaks the refusal loops of
+        small models). Keskar et al. (2019), "CTRL", arXiv:1909.05858, sec. 4.1.
+    repeat_last_n:
+        Tokens the repetition penalty looks back on (-1: the whole context,
+        0: off); llama.cpp's default 64.
+    presence_penalty, frequency_penalty:
+        OpenAI-style additive penalties, -2 to 2 (0, the default, is off):
+        a token already generated loses ``presence_penalty`` once and
+        ``frequency_penalty`` per occurrence.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -144,6 +155,10 @@ class LocalOptions(BaseModel):
     n_threads: int = Field(default_factory=_default_threads, ge=1)
     chat_template_tools: bool | None = None
     max_tool_steps: int = Field(5, ge=0)
+    repeat_penalty: float = Field(1.0, ge=0.0, le=2.0)
+    repeat_last_n: int = Field(64, ge=-1)
+    presence_penalty: float = Field(0.0, ge=-2.0, le=2.0)
+    frequency_penalty: float = Field(0.0, ge=-2.0, le=2.0)
 
     @field_validator("model")
     @classmethod
@@ -371,6 +386,7 @@ class LocalTarget(TargetBase):
                 "temperature": opts.temperature,
                 "top_p": opts.top_p,
                 **_PINNED_SAMPLING,
+                **self._penalties(),
                 "max_tokens": opts.max_tokens,
                 "seed": opts.seed,
                 "n_ctx": opts.n_ctx,
@@ -421,6 +437,12 @@ class LocalTarget(TargetBase):
             value = int.from_bytes(digest[:8], "big")
         return int(value) % _SEED_SPACE
 
+    def _penalties(self) -> dict[str, Any]:
+        """The repetition, presence and frequency penalties, always sent (pinned when unset)."""
+        opts = self.options
+        return {"repeat_penalty": opts.repeat_penalty, "repeat_last_n": opts.repeat_last_n,
+                "presence_penalty": opts.presence_penalty, "frequency_penalty": opts.frequency_penalty}
+
     def payload(self, request: ChatRequest, messages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """The OpenAI-style body sent to llama.cpp's chat endpoint for ``request``.
 
@@ -435,6 +457,7 @@ class LocalTarget(TargetBase):
             "temperature": opts.temperature,
             "top_p": opts.top_p,
             **_PINNED_SAMPLING,
+            **self._penalties(),
             "seed": self.seed_for(request),
             "cache_prompt": False,
             "stream": False,

@@ -1,0 +1,110 @@
+"""Measure a judge on the self-test anchors (``fairpair.measures._selftest``), as ``measure`` would.
+
+Usage::
+
+    python benchmarks/judge_selftest.py BATTERY.yaml [--measure tono] [--judge '{"kind": "local", ...}']
+        [--scenarios N] [--scripted KIND]
+
+Prints the self-test table (per dimension Spearman/Kendall, cross-dimension rho, identical share,
+pass/fail under the default thresholds) and the wall time. ``--scripted`` runs one of the scripted
+judges of the tests instead (``rubric``, ``one_number``, ``constant``, ``random``, ``first``), the
+incapable and capable references the thresholds were chosen from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+from fairpair.battery import load_battery
+from fairpair.measures._runner import MeasureContext, build_measures
+from fairpair.measures._selftest import load_anchors, self_test, summary_line
+from fairpair.run._engine import RunSettings
+from fairpair.run._runner import build_target
+from fairpair.battery._schema import TargetSpec
+from fairpair.targets._base import Completion
+
+
+class Scripted:
+    """The scripted judges of tests/measures/test_selftest.py."""
+
+    max_concurrency = None
+    name = "scripted"
+
+    def __init__(self, kind: str, language: str):
+        self.kind = kind
+        self.rng = random.Random(0)
+        a = load_anchors(language)
+        self.by_text = {s["answers"][t].strip()[-40:]: t for s in a.scenarios for t in s["answers"]}
+        self.tones = a.tones
+
+    def _tone(self, text: str) -> str:
+        for t, tone in self.by_text.items():
+            if t in text:
+                return tone
+        return "neutral"
+
+    async def generate(self, request):
+        user = request.messages[-1]["content"]
+        if "winner" in request.messages[0]["content"]:
+            return Completion(text=json.dumps({"winner": "A"}))
+        if self.kind == "rubric":
+            sc = self.tones[self._tone(user.split(">>>")[-2])]
+        elif self.kind == "one_number":
+            n = self.tones[self._tone(user.split(">>>")[-2])]["courtesy"]
+            sc = {"courtesy": n, "condescension": n, "distrust": n}
+        elif self.kind == "constant":
+            sc = {"courtesy": 4, "condescension": 1, "distrust": 2}
+        else:
+            sc = {d: self.rng.randint(1, 5) for d in ("courtesy", "condescension", "distrust")}
+        return Completion(text=json.dumps({**sc, "reason": "scripted"}))
+
+    def identity(self):
+        return {"kind": "scripted", "model": self.kind}
+
+    async def aclose(self):
+        return None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("battery")
+    ap.add_argument("--measure")
+    ap.add_argument("--judge", help="a judge block as JSON (default: the battery's)")
+    ap.add_argument("--scenarios", type=int)
+    ap.add_argument("--scripted")
+    args = ap.parse_args()
+    lb = load_battery(Path(args.battery))
+    b = lb.battery
+    ms = build_measures(b, [args.measure] if args.measure else None)
+    if args.scripted:
+        judge = Scripted(args.scripted, b.language)
+    else:
+        spec = TargetSpec.model_validate(json.loads(args.judge)) if args.judge else b.judge
+        judge = build_target("judge", spec)
+    ctx = MeasureContext(battery=b, judge=judge, settings=RunSettings(concurrency=1, timeout=600))
+    out = {}
+    t0 = time.perf_counter()
+    for name, m in ms.items():
+        if not m.uses_judge:
+            continue
+        t = time.perf_counter()
+        res = asyncio.run(self_test(m, ctx, scenarios=args.scenarios))
+        res["wall_s"] = round(time.perf_counter() - t, 1)
+        out[name] = res
+        print(summary_line(res), f"[{res['wall_s']} s]")
+        for k in ("dimensions", "cross", "identical_share", "accuracy", "both_orders", "first_share", "failures"):
+            if k in res:
+                print(f"  {k}: {json.dumps(res[k], ensure_ascii=False)}")
+    print(json.dumps({"judge": judge.identity(), "total_s": round(time.perf_counter() - t0, 1),
+                      "results": out}, ensure_ascii=False, default=str), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
