@@ -25,7 +25,7 @@ SEEDS = list(range(24))
 
 def test_published_example_statsmodels_docs():
     # Table [[402, 41], [18, 139]]: chi2 = 8.2034 (corrected), p = 0.00418; exact p = 0.00379.
-    res = mcnemar_table([[402, 41], [18, 139]])
+    res = mcnemar_table([[402, 41], [18, 139]], correction=True)
     assert isinstance(res, McNemarResult)
     assert res.method == "chi-square with continuity correction"
     assert res.statistic == pytest.approx(8.2034, abs=5e-5)
@@ -67,7 +67,7 @@ def test_auto_exact_threshold(seed):
     res = mcnemar(x, y, exact_threshold=10**9)
     assert res.exact and res.method == "exact binomial"
     res = mcnemar(x, y, exact_threshold=0)
-    assert not res.exact and res.correction
+    assert not res.exact and not res.correction
 
 
 def test_exact_chosen_for_few_discordant_pairs():
@@ -123,7 +123,9 @@ def test_newcombe_against_wilson_from_statsmodels(seed):
         l2, u2 = proportion_confint(a + c, n, alpha=1 - level, method="wilson")
         p1, p2 = (a + b) / n, (a + c) / n
         den = (a + b) * (c + d) * (a + c) * (b + d)
-        phi = (a * d - b * c) / np.sqrt(float(den)) if den else 0.0
+        cross = float(a) * d - float(b) * c  # Newcombe's continuity-corrected phi (method 10)
+        cross = cross - n / 2 if cross > n / 2 else (0.0 if cross >= 0 else cross)
+        phi = cross / np.sqrt(float(den)) if den else 0.0
         low = p1 - p2 - np.sqrt((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
         high = p1 - p2 + np.sqrt((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2)
         ci = res.confidence_interval(level)
@@ -191,3 +193,46 @@ def test_result_is_frozen():
 def test_errors(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_default_is_uncorrected_as_in_the_pipeline():
+    # statsmodels' uncorrected chi-square on the same table: 23**2 / 59 = 8.9661, p = 0.00275.
+    res = mcnemar_table([[402, 41], [18, 139]])
+    ref = sm_mcnemar([[402, 41], [18, 139]], exact=False, correction=False)
+    assert res.method == "chi-square" and not res.correction
+    assert res.statistic == pytest.approx(ref.statistic, rel=1e-12) == pytest.approx(8.9661, abs=5e-5)
+    assert res.pvalue == pytest.approx(ref.pvalue, rel=1e-12)
+    few = mcnemar_table([[50, 7], [2, 41]])  # b + c = 9 < 25: exact binomial, as analyze uses
+    assert few.pvalue == pytest.approx(stats.binomtest(2, 9, 0.5).pvalue, rel=1e-12)
+
+
+def test_newcombe_method_10_on_bentur_table():
+    # Fagerland, Lydersen & Laake (2014), Stat Med 33:2850, Bentur et al. (2009) data:
+    # Newcombe's square-and-add interval (-0.5069, -0.0256) for the difference -6/21.
+    ci = mcnemar_table([[1, 1], [7, 12]]).confidence_interval(0.95)
+    assert ci.low == pytest.approx(-0.5069, abs=5e-5)
+    assert ci.high == pytest.approx(-0.0256, abs=5e-5)
+
+
+def _exact_coverage(n, probs, level):
+    """Exact coverage by enumerating every 2x2 table of ``n`` pairs (multinomial weights)."""
+    delta = probs[1] - probs[2]
+    total = 0.0
+    for a in range(n + 1):
+        for b in range(n + 1 - a):
+            for c in range(n + 1 - a - b):
+                d = n - a - b - c
+                lo, hi = mcnemar_table([[a, b], [c, d]]).confidence_interval(level)
+                if lo <= delta <= hi:
+                    total += stats.multinomial.pmf([a, b, c, d], n, probs)
+    return total
+
+
+@pytest.mark.parametrize("probs", [(0.3, 0.2, 0.1, 0.4), (0.1, 0.2, 0.2, 0.5), (0.6, 0.05, 0.15, 0.2)])
+def test_newcombe_exact_coverage_by_enumeration(probs):
+    # Method 10 keeps close to its nominal level at n = 20 (Newcombe 1998; Fagerland et al. 2014);
+    # the review found 85.5-87% at a nominal 90% with the uncorrected phi.
+    cov90 = _exact_coverage(20, probs, 0.90)
+    cov95 = _exact_coverage(20, probs, 0.95)
+    assert 0.895 <= cov90 <= 0.96
+    assert 0.945 <= cov95 <= 0.975
