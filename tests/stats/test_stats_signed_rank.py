@@ -190,3 +190,33 @@ def test_paired_t_constant_nonzero_difference():
 def test_errors(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_rank_biserial_kerby_matches_scipy_rank_sums(seed):
+    # Kerby (2014) / pingouin: drop the zeros, rank the rest; scipy's one-sided wilcoxon
+    # statistic (zero_method="wilcox") is r_plus over those ranks, and r_plus + r_minus = m(m+1)/2.
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(8, 60))
+    x = rng.integers(1, 6, n).astype(float)  # 1-5 judge scores: many zero differences and ties
+    y = np.where(rng.random(n) < 0.5, x, rng.integers(1, 6, n)).astype(float)
+    d = x - y
+    m = int(np.count_nonzero(d))
+    res = wilcoxon(x, y)  # default Pratt ranks
+    if m == 0:
+        assert res.rank_biserial_kerby == 0.0
+        return
+    t_plus = stats.wilcoxon(d, zero_method="wilcox", alternative="greater").statistic
+    ref = 2.0 * t_plus / (m * (m + 1) / 2.0) - 1.0
+    assert res.rank_biserial_kerby == pytest.approx(ref, abs=1e-12)
+    assert wilcoxon(x, y, zero_method="wilcox").rank_biserial == pytest.approx(ref, abs=1e-12)
+
+
+def test_rank_biserial_pratt_convention_differs_from_kerby_with_zeros():
+    # 6 zeros, then +1, +1, +1, -2: Kerby ranks 2, 2, 2, 4 -> (6 - 4) / 10 = 0.2; Pratt ranks
+    # 8, 8, 8, 10 (zeros take 1..6) -> (24 - 10) / 34 = 0.41176.
+    x = np.array([0, 0, 0, 0, 0, 0, 1, 1, 1, 0], dtype=float)
+    y = np.array([0, 0, 0, 0, 0, 0, 0, 0, 0, 2], dtype=float)
+    res = wilcoxon(x, y)
+    assert res.rank_biserial_kerby == pytest.approx(0.2, abs=1e-12)
+    assert res.rank_biserial == pytest.approx(14 / 34, abs=1e-12)

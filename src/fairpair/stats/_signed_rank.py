@@ -52,8 +52,21 @@ class WilcoxonResult:
         averages ``(d_i + d_j) / 2``, ``i <= j``, of all ``n`` differences.
     rank_biserial : float
         Matched-pairs rank-biserial correlation ``(r_plus - r_minus) /
-        (r_plus + r_minus)`` in [-1, 1] (Kerby 2014); 0 when all differences
-        are zero. Positive means ``x`` tends to exceed ``y``.
+        (r_plus + r_minus)`` in [-1, 1] from the ranks of ``zero_method``;
+        0 when all differences are zero. Positive means ``x`` tends to
+        exceed ``y``. With the default ``"pratt"`` the zeros take the
+        smallest ranks and then count in neither sum, so the non-zero
+        differences carry ranks shifted up by the number of zeros; this
+        *Pratt-ranked* value differs from the standard one below when
+        there are zeros (by up to ~0.27 with many ties at zero).
+    rank_biserial_kerby : float
+        The standard matched-pairs rank-biserial correlation, Kerby's (2014)
+        simple difference formula as pingouin and most software compute it:
+        zero differences dropped, the remaining ``m`` absolute differences
+        ranked (midranks for ties), ``(r_plus - r_minus) / (m (m + 1) / 2)``.
+        Equal to ``rank_biserial`` for ``zero_method="wilcox"`` or without
+        zeros; 0 when all differences are zero. Report this one when
+        comparing with published effect sizes.
     note : str or None
         Set for degenerate input.
     """
@@ -72,6 +85,7 @@ class WilcoxonResult:
     hodges_lehmann: float
     rank_biserial: float
     note: str | None = None
+    rank_biserial_kerby: float = np.nan
     differences: np.ndarray = field(default_factory=lambda: np.empty(0), repr=False, compare=False)
 
     def confidence_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
@@ -216,17 +230,19 @@ def wilcoxon(
     if n == 0:
         return WilcoxonResult(
             np.nan, np.nan, label, zero_method, alternative, 0, 0, n_missing,
-            0.0, 0.0, np.nan, np.nan, np.nan, "no complete pairs", d,
+            0.0, 0.0, np.nan, np.nan, np.nan, "no complete pairs", np.nan, d,
         )
     r_plus, r_minus = _signed_rank_sums(d, zero_method)
     total = r_plus + r_minus
     rbc = 0.0 if total == 0 else (r_plus - r_minus) / total
+    k_plus, k_minus = _signed_rank_sums(d, "wilcox")
+    kerby = 0.0 if k_plus + k_minus == 0 else (k_plus - k_minus) / (k_plus + k_minus)
     hl = hodges_lehmann(d)
     med = float(np.median(d))
     if n_zero == n:
         return WilcoxonResult(
             0.0, 1.0, label, zero_method, alternative, n, n_zero, n_missing,
-            r_plus, r_minus, med, hl, rbc, "all differences are zero", d,
+            r_plus, r_minus, med, hl, rbc, "all differences are zero", kerby, d,
         )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -237,7 +253,7 @@ def wilcoxon(
         note = "no non-zero differences"
     return WilcoxonResult(
         float(res.statistic), float(res.pvalue), label, zero_method, alternative, n, n_zero, n_missing,
-        r_plus, r_minus, med, hl, rbc, note, d,
+        r_plus, r_minus, med, hl, rbc, note, kerby, d,
     )
 
 
