@@ -141,3 +141,25 @@ def test_ignoring_clusters_undercovers():
     iid = cluster_bootstrap_mean_difference(x, y, np.arange(x.size), n_resamples=2000, seed=0)
     # design effect here is about 1 + 19 * 0.11 = 3.1, i.e. a standard-error ratio near 1.76
     assert clustered.standard_error > 1.3 * iid.standard_error
+
+
+def test_few_clusters_warns_and_twenty_do_not():
+    import warnings
+
+    from fairpair.stats import MIN_CLUSTERS_FOR_INTERVAL, FewClustersWarning, cluster_bootstrap
+
+    rng = np.random.default_rng(3)
+    assert MIN_CLUSTERS_FOR_INTERVAL == 20
+    for g, warns in ((5, True), (19, True), (20, False)):
+        cl = np.repeat(np.arange(g), 4)
+        x = rng.normal(size=cl.size)
+        y = rng.normal(size=cl.size)
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            cluster_bootstrap_mean_difference(x, y, cl, n_resamples=50)
+            cluster_bootstrap_risk_difference(x > 0, y > 0, cl, n_resamples=50)
+            cluster_bootstrap(x, np.mean, cl, n_resamples=20)
+        few = [w for w in rec if issubclass(w.category, FewClustersWarning)]
+        assert len(few) == (3 if warns else 0)
+        if warns:
+            assert f"from {g} clusters" in str(few[0].message) and few[0].filename == __file__

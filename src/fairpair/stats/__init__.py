@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 # first use, so ``import fairpair.stats`` stays instant for the CLI.
 _LAZY = {
     "_bootstrap": ("BootstrapResult", "cluster_bootstrap", "cluster_bootstrap_mean_difference",
-                   "cluster_bootstrap_risk_difference"),
+                   "cluster_bootstrap_risk_difference", "FewClustersWarning", "MIN_CLUSTERS_FOR_INTERVAL"),
     "_categorical": ("CategoryTest", "SquareTableResult", "bowker", "category_tests", "square_table",
                      "stuart_maxwell"),
     "_common": ("ConfidenceInterval",),
@@ -61,7 +61,9 @@ _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from fairpair.stats._bootstrap import (  # noqa: F401
+        MIN_CLUSTERS_FOR_INTERVAL,
         BootstrapResult,
+        FewClustersWarning,
         cluster_bootstrap,
         cluster_bootstrap_mean_difference,
         cluster_bootstrap_risk_difference,
