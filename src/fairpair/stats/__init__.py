@@ -54,7 +54,8 @@ _LAZY = {
     "_multitest": ("adjust", "benjamini_hochberg", "holm"),
     "_omnibus": ("CochranQResult", "FriedmanResult", "cochran_q", "friedman"),
     "_power": ("PowerResult", "design_effect", "mcnemar_power", "min_detectable_effect",
-               "min_detectable_risk_difference", "paired_power", "pairs_needed"),
+               "min_detectable_risk_difference", "paired_power", "pairs_needed", "CrossedPowerResult",
+               "VarianceComponents", "crossed_power", "crossed_variance", "estimate_variance_components"),
     "_signed_rank": ("PairedTResult", "WilcoxonResult", "paired_t", "wilcoxon"),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
@@ -111,7 +112,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from fairpair.stats._multitest import adjust, benjamini_hochberg, holm  # noqa: F401
     from fairpair.stats._omnibus import CochranQResult, FriedmanResult, cochran_q, friedman  # noqa: F401
     from fairpair.stats._power import (  # noqa: F401
+        CrossedPowerResult,
         PowerResult,
+        VarianceComponents,
+        crossed_power,
+        crossed_variance,
+        estimate_variance_components,
         design_effect,
         mcnemar_power,
         min_detectable_effect,
