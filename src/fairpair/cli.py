@@ -136,6 +136,8 @@ def _warn_ambiguous_names(b) -> None:
 def plan(
     battery: BatteryArg,
     power: Annotated[bool, typer.Option("--power", help="Add power planning: smallest detectable differences.")] = False,
+    from_run: Annotated[Optional[Path], typer.Option("--from", help="With --power: take the variance components "
+                                                     "from this pilot or earlier run directory.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
     templates: TemplatesOpt = None,
     axes: AxesOpt = None,
@@ -146,13 +148,16 @@ def plan(
     lb = _load(battery, templates, axes)
     p = make_plan(lb)
     data = p.as_dict()
+    if from_run is not None and not power:
+        raise FairpairError("--from RUN only works with --power (it gives the power planning its variance components)")
     from fairpair.analysis._design import plan_warnings
 
     data["design_warnings"] = plan_warnings(lb, p)
     if power:
-        from fairpair.analysis.power import power_plan
+        from fairpair.analysis.power import components_from_run, power_plan
 
-        data["power"] = power_plan(lb, p)
+        comps = components_from_run(from_run) if from_run is not None else None
+        data["power"] = power_plan(lb, p, components=comps)
     if as_json:
         console.print_json(json.dumps(data, ensure_ascii=False))
         return

@@ -1,41 +1,65 @@
-"""Power planning for ``fairpair plan --power``.
+"""Power planning for ``fairpair plan --power``, with the design the analysis uses.
 
-For each counterfactual or crossed design of a battery, at the plan's
-``alpha`` divided by the number of primary tests (Bonferroni, which is
-Holm's first and strictest step, so the figures are slightly conservative
-for Holm and BH):
+A comparison's pairs are not independent: names are crossed with templates
+(the same names in every template) and repetitions are nested in template x
+name cells. The analysis tests the group difference of the cell means with
+templates (and, by default, names) as random factors and Satterthwaite df;
+this module plans the power of exactly that test
+(:func:`fairpair.stats.crossed_power`, after Westfall, Kenny & Judd 2014).
 
-* the smallest difference in a yes/no rate detectable with 80% power
-  (McNemar, Connor 1987);
-* the smallest difference in a continuous measure, in SD-of-the-paired-
-  difference units ``d_z`` (Wilcoxon signed-rank, via the t power at the
-  Pitman efficiency 3/pi);
-* the repetitions needed to detect a target difference in a yes/no rate
-  (default 5 points), or the templates needed when repetitions cannot get
-  there.
+For each counterfactual or crossed design it reports, at the plan's
+``alpha`` divided by the number of primary tests (Bonferroni, Holm's first
+and strictest step, so slightly conservative for Holm and BH):
 
-Assumptions (stated in the output): a **discordance** of 0.20 (one pair in
-five gets different yes/no answers for the two names; measure it in a
-pilot run: ``b + c`` over the pairs in results.json) and an **intra-template
-correlation** of 0.05 for the design effect ``1 + (m - 1) * icc``, with
-``m`` the pairs per template (Kish 1965; Killip, Mahfoud & Pearce 2004).
-Because the design effect grows with the pairs per template, more
-repetitions of the same templates add ever less information: the
-effective pairs cannot exceed ``templates / icc``.
+* the smallest yes/no rate difference detectable with the target power and
+  the smallest continuous difference in SD units;
+* what one more repetition, one more name per group or one more template
+  buys (standard error and power at the target difference), and the
+  repetitions, names or templates the target difference needs;
+* for each primary comparison with a margin: the probability of a ``fail``
+  beyond the margin at the assumed difference and of a ``pass`` (TOST at
+  the plan's alpha, as the verdict uses it) at no difference and at the
+  assumed one.
+
+Variance components (:class:`fairpair.stats.VarianceComponents`): taken from
+an earlier or pilot run when given (``--from RUN``: moment estimates from
+that run's cell means, per measure, averaged over the comparison's group
+pairs), else assumed: an answer's variance ``discordance / 2`` for yes/no
+measures (0.20 by default: one pair in five gets different answers), 1/2 for
+continuous ones (so effects are in SD of a paired difference), of which the
+template x group, name and template x name components take ``share`` (0.05,
+the usual planning ICC; Killip, Mahfoud & Pearce 2004) each (the template x
+group one twice that) and repetition noise the rest.
 """
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
-from fairpair.stats._power import mcnemar_power, min_detectable_effect, min_detectable_risk_difference
+import numpy as np
 
-__all__ = ["power_plan", "DEFAULTS"]
+from fairpair.stats._power import VarianceComponents, crossed_power, estimate_variance_components
+
+__all__ = ["power_plan", "components_from_run", "DEFAULTS"]
 
 DEFAULTS = {"discordance": 0.20, "icc": 0.05, "power": 0.80, "target_difference": 0.05}
-MAX_REPETITIONS = 200
+MAX_REPETITIONS = 100
 MAX_TEMPLATES = 2000
+MAX_NAMES = 200
+
+
+def _primary(b) -> list:
+    return [c for c in b.analysis.comparisons if c.primary]
+
+
+def _names_estimand(b, c=None) -> str:
+    """The plan's (or the comparison's) ``generalize.names``; ``random`` when the battery has no such field."""
+    own = getattr(c, "generalize", None) if c is not None else None
+    plan = getattr(b.analysis, "generalize", None)
+    g = own or plan
+    return getattr(g, "names", "random") or "random"
 
 
 def _n_tests(loaded, designs: dict[str, dict[str, Any]]) -> int:
@@ -43,9 +67,8 @@ def _n_tests(loaded, designs: dict[str, dict[str, Any]]) -> int:
     from fairpair.analysis._data import group_pairs
 
     b = loaded.battery
-    prim = [c for c in b.analysis.comparisons if c.primary]
     total = 0
-    for c in prim:
+    for c in _primary(b):
         for did, s in designs.items():
             if c.design and c.design != did:
                 continue
@@ -60,99 +83,270 @@ def _n_tests(loaded, designs: dict[str, dict[str, Any]]) -> int:
     return max(total, 1)
 
 
-def _power_at(templates: int, per_template: int, reps: int, delta: float, psi: float, alpha: float,
-              icc: float) -> float:
-    n = templates * per_template * reps
-    return mcnemar_power(n, delta, psi, alpha=alpha, cluster_size=per_template * reps, icc=icc).power
+def _names_per_group(s: dict[str, Any], attribute: str | None) -> int:
+    v = s.get("variants_per_group") or 1
+    if isinstance(v, dict):
+        v = v.get(attribute) if attribute in v else min(v.values(), default=1)
+        if isinstance(v, dict):
+            v = min(v.values(), default=1)
+    return int(v)
 
 
-def _min_dz(n: float, alpha: float, power: float, cluster_size: float, icc: float) -> float:
-    """Minimal detectable ``d_z`` for the Wilcoxon test (stats package; normal approximation as fallback)."""
-    try:
-        return float(min_detectable_effect(n, test="wilcoxon", alpha=alpha, power=power, cluster_size=cluster_size,
-                                           icc=icc).effect)
-    except ValueError:  # the noncentral t CDF can return NaN far in the tail; the normal limit is then exact enough
-        from scipy.stats import norm
+def components_from_run(run_dir: Path | str) -> dict[tuple[str, str], VarianceComponents]:
+    """Variance components of each (design, measure) of a run's primary comparisons.
 
-        n_eff = n / (1 + (cluster_size - 1) * icc) * 3 / math.pi
-        return float((norm.isf(alpha / 2) + norm.ppf(power)) / math.sqrt(n_eff))
+    Parameters
+    ----------
+    run_dir : path
+        A run directory with measurements (a pilot or an earlier run).
+
+    Returns
+    -------
+    dict
+        ``(design id, measure) -> VarianceComponents``: moment estimates
+        (:func:`fairpair.stats.estimate_variance_components`) from the
+        answers of the first target, averaged over the comparison's group
+        pairs. Pairs whose design cannot be estimated (one name a group,
+        one template) are left out.
+
+    Raises
+    ------
+    FairpairError
+        Not a run directory, or no component could be estimated.
+    """
+    from fairpair.analysis._analyze import _design_groups, _designs_for
+    from fairpair.analysis._data import group_pairs, load_run_data, open_for_reading, strata_for
+    from fairpair.errors import FairpairError
+    from fairpair.run._runner import loaded_from_store
+
+    run_dir = Path(run_dir)
+    with open_for_reading(run_dir) as store:
+        battery = loaded_from_store(store).battery
+        data = load_run_data(store.conn, keep_details=False)
+    if not data.targets:
+        raise FairpairError("the run has no answers to estimate variance components from", file=run_dir)
+    target = data.targets[0]
+    answered = data.answered[target]
+    tmpl = np.array(data.cases.template, dtype=object)
+    found: dict[tuple[str, str], list[VarianceComponents]] = {}
+    for c in _primary(battery):
+        vals = data.values.get((target, c.measure))
+        if vals is None or c.attribute not in battery.attributes:
+            continue
+        for did in _designs_for(battery, c, data.cases):
+            strata = strata_for(data.cases, did, c.attribute)
+            groups = _design_groups(battery, did, c.attribute)
+            if c.groups != "all_pairs":
+                groups = [g for g in c.groups if g in groups]
+            for ga, gb in group_pairs(c, groups):
+                ia, ib = strata.column(ga), strata.column(gb)
+                idx = np.concatenate([ia[ia >= 0], ib[ib >= 0]])
+                is_a = np.concatenate([np.ones((ia >= 0).sum(), bool), np.zeros((ib >= 0).sum(), bool)])
+                y = np.where(answered[idx], vals[idx], np.nan)
+                names = np.array([f"{int(is_a[k])}:{strata.variant_code[i]}" for k, i in enumerate(idx)], dtype=object)
+                try:
+                    vc = estimate_variance_components(y, tmpl[idx], names, is_a, source=str(run_dir))
+                except ValueError:
+                    continue
+                found.setdefault((did, c.measure), []).append(vc)
+    if not found:
+        raise FairpairError("no comparison of this run has 2 templates and 2 names a group with answers: "
+                            "no variance components to estimate", file=run_dir)
+    out = {}
+    for key, vcs in found.items():
+        rep = [v.repetition for v in vcs]
+        out[key] = VarianceComponents(
+            float(np.mean([v.template_group for v in vcs])), float(np.mean([v.name for v in vcs])),
+            float(np.mean([v.template_name for v in vcs])),
+            float(np.mean(rep)) if all(math.isfinite(r) for r in rep) else math.nan,
+            source=f"run {run_dir} ({len(vcs)} group pairs)", templates=vcs[0].templates, names_a=vcs[0].names_a,
+            names_b=vcs[0].names_b, repetitions=vcs[0].repetitions, note=vcs[0].note)
+    return out
+
+
+def _power(effect, vc, t, n, r, a, names, margin=None, ea=None):
+    return crossed_power(effect, vc, templates=t, names_a=n, names_b=n, repetitions=r, alpha=a, margin=margin,
+                         equivalence_alpha=ea, names=names)
+
+
+def _min_effect(vc, t, n, r, a, names, target) -> float:
+    lo, hi = 0.0, 1e-3
+    while _power(hi, vc, t, n, r, a, names).power < target:
+        lo, hi = hi, hi * 2
+        if hi > 1e6:
+            return math.nan
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _power(mid, vc, t, n, r, a, names).power < target else (lo, mid)
+    return hi
+
+
+def _needed(fn, start: int, stop: int, target: float) -> int | None:
+    """Smallest ``k`` in ``[start, stop]`` with ``fn(k) >= target`` (power grows with ``k``): bisection."""
+    if fn(start) >= target:
+        return start
+    if fn(stop) < target:
+        return None
+    lo, hi = start, stop
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fn(mid) >= target else (mid, hi)
+    return hi
 
 
 def power_plan(loaded, plan, *, discordance: float = DEFAULTS["discordance"], icc: float = DEFAULTS["icc"],
-               power: float = DEFAULTS["power"],
-               target_difference: float = DEFAULTS["target_difference"]) -> dict[str, Any]:
-    """Smallest detectable differences for the battery's design.
+               power: float = DEFAULTS["power"], target_difference: float = DEFAULTS["target_difference"],
+               components: dict[tuple[str, str], VarianceComponents] | None = None) -> dict[str, Any]:
+    """Power of the battery's comparisons under the crossed design (see the module notes).
 
     Parameters
     ----------
     loaded : LoadedBattery
     plan : fairpair.cases.Plan
         From :func:`fairpair.cases.plan` (design sizes).
-    discordance, icc, power, target_difference : float
-        Planning assumptions (see the module notes).
+    discordance : float, default 0.20
+        Assumed share of pairs with different yes/no answers (no pilot).
+    icc : float, default 0.05
+        Share of an answer's variance each structured component takes (no pilot).
+    power : float, default 0.80
+    target_difference : float, default 0.05
+        The assumed difference in a yes/no rate (proportion).
+    components : dict, optional
+        From :func:`components_from_run` (``--from RUN``); measures not in
+        it use the assumed components.
 
     Returns
     -------
     dict
         ``assumptions``, ``alpha``, ``n_tests``, ``alpha_per_test``,
-        ``designs`` (per design: pairs, templates, pairs per template,
-        design effect, ``min_rate_difference``, ``min_effect_sd``,
-        ``repetitions_needed``, ``templates_needed``) and ``lines`` (the
-        text ``fairpair plan --power`` prints).
+        ``designs`` (per design: ``templates``, ``names_per_group``,
+        ``repetitions``, ``names``, ``components``, ``standard_error``, ``df``,
+        ``min_rate_difference``, ``min_effect_sd``, ``levers`` (power and SE
+        at the target with +1 repetition, name, template),
+        ``repetitions_needed``, ``names_needed``, ``templates_needed``,
+        ``comparisons`` (per primary comparison with a margin:
+        ``power_fail``, ``power_pass_at_zero``, ``power_pass_at_effect``))
+        and ``lines`` (what ``fairpair plan --power`` prints).
     """
     b = loaded.battery
     alpha = b.analysis.alpha
     designs = {did: s for did, s in plan.designs.items() if s.get("kind") in ("counterfactual", "crossed")}
     m = _n_tests(loaded, designs)
     a = alpha / m
+    components = components or {}
+    assumed_bin = VarianceComponents.assumed(discordance / 2.0, share=icc)
+    assumed_sd = VarianceComponents.assumed(0.5, share=icc)
+    names = _names_estimand(b)
     out: dict[str, Any] = {
-        "assumptions": {"discordance": discordance, "icc": icc, "power": power,
-                        "target_difference": target_difference,
+        "assumptions": {"discordance": discordance, "icc": icc, "power": power, "target_difference": target_difference,
+                        "names": names, "components_from_run": bool(components),
                         "correction": f"Bonferroni alpha/{m} (conservative for {b.analysis.correction})"},
         "alpha": alpha, "n_tests": m, "alpha_per_test": a, "designs": {}, "lines": [],
     }
     lines = out["lines"]
-    lines.append(f"power planning: {int(power * 100)}% power, alpha {alpha} / {m} primary tests = {a:.4g} per test")
-    lines.append(f"assumptions: discordance {discordance:.2f} (share of pairs with different yes/no answers), "
-                 f"intra-template correlation {icc} (design effect 1 + (pairs per template - 1) x icc)")
+    lines.append(f"power planning for the analysis's test (templates{' and names' if names == 'random' else ''} "
+                 f"random, repetitions nested; Satterthwaite df): {int(power * 100)}% power, alpha {alpha} / {m} "
+                 f"primary tests = {a:.4g} per test")
+    if components:
+        lines.append("variance components estimated from " + "; ".join(
+            sorted({f"{k[1]}: {v.source}" for k, v in components.items()})))
+    lines.append(f"assumed where no run gives them: discordance {discordance:.2f} (share of pairs with different "
+                 f"yes/no answers); template x group, name and template x name components {icc} of an answer's "
+                 f"variance each")
+    scales = _scales(loaded)
     for did, s in designs.items():
-        n = int(s.get("pairs") or 0)
-        templates = int(s.get("templates") or 0)
-        reps = int(s.get("repetitions") or 1)
-        if n < 2 or templates < 1:
-            lines.append(f"design {did}: too few pairs ({n}) to plan")
+        t = int(s.get("templates") or 0)
+        r = int(s.get("repetitions") or 1)
+        n = _names_per_group(s, s.get("attribute"))
+        if t < 2 or n < (2 if names == "random" else 1):
+            why = (f"{t} templates" if t < 2 else
+                   f"{n} name(s) per group: the result cannot generalise to names of a group (names random); "
+                   f"use at least 2, better 5 or more, or declare names fixed")
+            lines.append(f"design {did}: insufficient design to plan ({why})")
+            out["designs"][did] = {"templates": t, "names_per_group": n, "repetitions": r,
+                                   "note": f"insufficient design: {why}"}
             continue
-        per_template = max(n // (templates * reps), 1)  # positions (variant pairs) per template and repetition
-        m_size = n / templates
-        de = 1 + (m_size - 1) * icc
-        rd = min_detectable_risk_difference(n, discordance, alpha=a, power=power, cluster_size=m_size, icc=icc)
-        dz = _min_dz(n, a, power, m_size, icc)
-        reps_needed = next((r for r in range(1, MAX_REPETITIONS + 1)
-                            if _power_at(templates, per_template, r, target_difference, discordance, a, icc) >= power),
-                           None)
-        tmpl_needed = next((t for t in range(templates, MAX_TEMPLATES + 1)
-                            if _power_at(t, per_template, reps, target_difference, discordance, a, icc) >= power), None)
-        d = {"pairs": n, "templates": templates, "repetitions": reps, "pairs_per_template": m_size,
-             "design_effect": de, "effective_pairs": n / de, "min_rate_difference": rd.effect,
-             "min_effect_sd": dz, "repetitions_needed": reps_needed, "templates_needed": tmpl_needed,
-             "note": rd.note}
+        bin_measure = next((c.measure for c in _primary(b) if scales.get(c.measure) == "binary"
+                            and (did, c.measure) in components), None)
+        vc = components.get((did, bin_measure), assumed_bin) if bin_measure else assumed_bin
+        base = _power(target_difference, vc, t, n, r, a, names)
+        rd = _min_effect(vc, t, n, r, a, names, power)
+        dz = _min_effect(assumed_sd, t, n, r, a, names, power)
+        rd_fixed = _min_effect(vc, t, n, r, a, "fixed", power) if names == "random" else rd
+        levers = {}
+        for key, (tt, nn, rr) in {"as planned": (t, n, r), "one more repetition": (t, n, r + 1),
+                                  "one more name per group": (t, n + 1, r),
+                                  "one more template": (t + 1, n, r)}.items():
+            p_ = _power(target_difference, vc, tt, nn, rr, a, names)
+            levers[key] = {"templates": tt, "names_per_group": nn, "repetitions": rr,
+                           "standard_error": p_.standard_error, "power": p_.power}
+        reps_needed = _needed(lambda k: _power(target_difference, vc, t, n, k, a, names).power, r, MAX_REPETITIONS,
+                              power)
+        names_needed = _needed(lambda k: _power(target_difference, vc, t, k, r, a, names).power, n, MAX_NAMES, power)
+        tmpl_needed = _needed(lambda k: _power(target_difference, vc, k, n, r, a, names).power, t, MAX_TEMPLATES,
+                              power) if base.power < power else t
+        d = {"templates": t, "names_per_group": n, "repetitions": r, "names": names,
+             "components": vc.as_dict(), "standard_error": base.standard_error, "df": base.df,
+             "power_at_target": base.power, "min_rate_difference": rd, "min_rate_difference_names_fixed": rd_fixed,
+             "min_effect_sd": dz, "levers": levers,
+             "repetitions_needed": reps_needed, "names_needed": names_needed, "templates_needed": tmpl_needed,
+             "comparisons": {}}
         out["designs"][did] = d
-        lines.append(f"design {did}: {n} pairs per comparison ({templates} templates x {per_template} variant "
-                     f"pairs x {reps} repetitions), design effect {de:.2f}, ~{n / de:.0f} effective pairs")
-        if rd.effect == rd.effect:
-            lines.append(f"  smallest yes/no rate difference detectable: {rd.effect * 100:.1f} points")
-        else:
-            lines.append(f"  yes/no rates: {rd.note}")
-        lines.append(f"  smallest continuous difference detectable: {dz:.2f} SD of the paired differences")
+        lines.append(f"design {did}: {t} templates x {n} names per group x {r} repetitions; standard error of a "
+                     f"yes/no rate difference {base.standard_error * 100:.1f} points (df {base.df:.1f})")
+        lines.append(f"  smallest yes/no rate difference detectable: {rd * 100:.1f} points"
+                     if rd == rd else "  yes/no rates: power not reachable")
+        if names == "random":
+            lines.append(f"  (for these names only, names fixed: {rd_fixed * 100:.1f} points; the gap is the price of "
+                         f"generalising to other names of the groups from {n} names)")
+        lines.append(f"  smallest continuous difference detectable: {dz:.2f} SD of a paired difference (assumed "
+                     f"components)")
         tgt = f"{target_difference * 100:.0f} points"
-        if reps_needed is not None:
-            lines.append(f"  repetitions needed for a {tgt} difference in a yes/no rate: {reps_needed} "
-                         f"(with {templates} templates)")
-        else:
-            lines.append(f"  a {tgt} difference in a yes/no rate is out of reach by repeating {templates} templates "
-                         f"(at most ~{templates / icc:.0f} effective pairs); "
-                         + (f"{tmpl_needed} templates at {reps} repetitions would reach it"
-                            if tmpl_needed else "add templates"))
+        lines.append(f"  power for a {tgt} difference: " + ", ".join(
+            f"{k} {v['power'] * 100:.0f}% (SE {v['standard_error'] * 100:.2f})" for k, v in levers.items()))
+        need = [f"{reps_needed} repetitions" if reps_needed else f"no number of repetitions (up to {MAX_REPETITIONS})",
+                f"{names_needed} names per group" if names_needed else f"no number of names (up to {MAX_NAMES})",
+                f"{tmpl_needed} templates" if tmpl_needed else f"more than {MAX_TEMPLATES} templates"]
+        lines.append(f"  {int(power * 100)}% power for {tgt} needs, one lever at a time: " + "; ".join(need))
+        for c in _primary(b):
+            if c.margin is None or c.margin <= 0 or (c.design and c.design != did):
+                continue
+            scale = scales.get(c.measure, "continuous")
+            cvc = components.get((did, c.measure))
+            cnames = _names_estimand(b, c)
+            if scale == "binary":
+                cvc, eff, unit = cvc or assumed_bin, target_difference, "points"
+            elif cvc is not None:
+                eff, unit = 2.0 * c.margin, "units"
+            else:
+                continue  # a continuous measure's variance in its own units needs a pilot run
+            try:
+                pf = _power(eff, cvc, t, n, r, a, cnames, margin=c.margin, ea=alpha)
+                p0 = _power(0.0, cvc, t, n, r, a, cnames, margin=c.margin, ea=alpha)
+            except ValueError as exc:
+                lines.append(f"  {c.measure}: {exc}")
+                continue
+            cid = c.id or f"{c.measure}-by-{c.attribute}"
+            d["comparisons"][cid] = {"measure": c.measure, "margin": c.margin, "assumed_effect": eff,
+                                     "names": cnames, "power_fail": pf.power_fail,
+                                     "power_pass_at_zero": p0.power_pass, "power_pass_at_effect": pf.power_pass,
+                                     "components": cvc.as_dict()}
+            show = (lambda v: f"{v * 100:.1f} points") if unit == "points" else (lambda v: f"{v:g}")
+            lines.append(f"  {cid} (margin {show(c.margin)}): P(fail) at a true {show(eff)} "
+                         f"{pf.power_fail * 100:.0f}%; P(pass) at no difference {p0.power_pass * 100:.0f}%")
     if not designs:
         lines.append("no counterfactual or crossed design: nothing to plan")
+    return out
+
+
+def _scales(loaded) -> dict[str, str]:
+    from fairpair.analysis._data import measure_scale
+
+    b = loaded.battery
+    out = {}
+    for c in b.analysis.comparisons:
+        try:
+            out[c.measure] = measure_scale(b, c.measure)
+        except Exception:  # noqa: BLE001 - a measure that cannot be built: treat as continuous
+            out[c.measure] = "continuous"
     return out

@@ -37,6 +37,7 @@ with the ICC estimated from a pilot run whenever one exists.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -802,8 +803,16 @@ def _expect_over_se(se: float, df: float, fn) -> float:
 
 
 #: Draws of the mean squares for the power with names random (fixed seed: the result is deterministic;
-#: Monte Carlo error of a power below 0.003).
-_SE_DRAWS = 1 << 15
+#: Monte Carlo error of a power below 0.004).
+_SE_DRAWS = 1 << 14
+
+
+@functools.lru_cache(maxsize=512)
+def _critical_draws(vc: VarianceComponents, t: int, na: int, nb: int, r: float, a: float,
+                    ea: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Drawn SEs with their two-sided and one-sided t critical values (cached: planning calls it often)."""
+    s_hat, df_hat = _random_names_se_draws(vc, t, na, nb, r)
+    return s_hat, stats.t.isf(a / 2.0, df_hat), stats.t.isf(ea, df_hat)
 
 
 def _random_names_se_draws(vc: VarianceComponents, t: int, na: int, nb: int,
@@ -875,7 +884,7 @@ def crossed_power(effect: float, components: VarianceComponents, *, templates: i
         ``power_fail`` is a noncentral-t tail too. With names random the
         estimated SE and its Satterthwaite df vary from audit to audit
         (a negative name-variance estimate is truncated at 0, as the
-        analysis does), so the probabilities are averaged over 32,768
+        analysis does), so the probabilities are averaged over 16,384
         draws of the independent mean squares (fixed seed; deterministic);
         ``df`` reports the Satterthwaite df at the expected mean squares
         (Westfall, Kenny & Judd 2014 use that one in a noncentral t, which
@@ -930,10 +939,8 @@ def crossed_power(effect: float, components: VarianceComponents, *, templates: i
 
             p_pass = _expect_over_se(se, df, inside)
     else:
-        s_hat, df_hat = _random_names_se_draws(components, int(templates), int(names_a), int(names_b),
-                                               float(repetitions))
-        crit = stats.t.isf(a / 2.0, df_hat)
-        ctd = stats.t.isf(ea, df_hat)
+        s_hat, crit, ctd = _critical_draws(components, int(templates), int(names_a), int(names_b),
+                                           float(repetitions), a, ea)
         pw = float(np.mean(special.ndtr((delta - crit * s_hat) / se) + special.ndtr((-delta - crit * s_hat) / se)))
         if m is not None:
             p_fail = float(np.mean(special.ndtr((delta - m - crit * s_hat) / se)
