@@ -45,7 +45,7 @@ _LAZY = {
     "_common": ("ConfidenceInterval",),
     "_crossed": ("CrossedDifferenceResult", "CrossedFResult", "crossed_difference", "crossed_omnibus",
                  "names_heterogeneity"),
-    "_dispersion": ("CellMeansResult", "DispersionResult", "LeastChangeResult", "PermutationTestResult", "cell_means",
+    "_dispersion": ("CorrectedDispersionResult", "corrected_dispersion", "CellMeansResult", "DispersionResult", "LeastChangeResult", "PermutationTestResult", "cell_means",
                     "cell_means_bootstrap", "dispersion", "dispersion_bootstrap", "dispersion_permutation_test",
                     "least_change_identity", "paired_permutation_test", "unpaired_dispersion_permutation_test"),
     "_equivalence": ("TostResult", "Verdict", "equivalence_verdict", "significant", "tost_paired", "verdict"),
@@ -87,6 +87,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     )
     from fairpair.stats._dispersion import (  # noqa: F401
         CellMeansResult,
+        CorrectedDispersionResult,
+        corrected_dispersion,
         DispersionResult,
         LeastChangeResult,
         PermutationTestResult,

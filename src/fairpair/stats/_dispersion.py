@@ -33,6 +33,8 @@ from fairpair.stats._bootstrap import BootstrapResult, _check_common, _counts, r
 from fairpair.stats._common import as_float_1d, as_labels, check_choice, check_positive_int, paired_arrays
 
 __all__ = [
+    "CorrectedDispersionResult",
+    "corrected_dispersion",
     "CellMeansResult",
     "DispersionResult",
     "LeastChangeResult",
@@ -208,6 +210,162 @@ def _dispersion_fn(lay: _Layout, ddof: int):
     return fn
 
 
+def _corrected_features(lay: _Layout, rows: np.ndarray) -> np.ndarray:
+    """Per-scene additive features of the noise-corrected dispersion, shape (n_scenes, n_cells + 3 * n_axes).
+
+    For each axis, only scenes with every cell of the axis present count
+    (a complete scene x cell table): the scene-cell means ``y_sc`` (the
+    mean of the scene's repetitions / judge orders in the cell), then per
+    axis ``sum_c y_sc**2``, ``(mean_c y_sc)**2`` and 1.
+    """
+    n_s, n_c, n_a = lay.scenes.size, lay.cell_axis.size, lay.axes.size
+    sc = _scene_cell_sums(lay, rows)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = sc[:, :n_c] / sc[:, n_c:]
+    out = np.zeros((n_s, n_c + 3 * n_a))
+    for a in range(n_a):
+        cols = np.nonzero(lay.cell_axis == a)[0]
+        ya = y[:, cols]
+        complete = ~np.isnan(ya).any(axis=1)
+        yc = np.where(complete[:, None], ya, 0.0)
+        out[:, cols] = yc
+        out[:, n_c + 3 * a] = (yc**2).sum(axis=1)
+        out[:, n_c + 3 * a + 1] = np.where(complete, yc.mean(axis=1), 0.0) ** 2
+        out[:, n_c + 3 * a + 2] = complete
+    return out
+
+
+def _corrected_parts(lay: _Layout, totals: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per resample and axis: the between-cell variance, the noise term ``MS_int / S`` and ``S``."""
+    n_c, n_a = lay.cell_axis.size, lay.axes.size
+    b = totals.shape[0]
+    between = np.full((b, n_a), np.nan)
+    noise = np.full((b, n_a), np.nan)
+    scenes = np.zeros((b, n_a))
+    for a in range(n_a):
+        cols = np.nonzero(lay.cell_axis == a)[0]
+        k = cols.size
+        sq, scene_sq, n_sc = (totals[:, n_c + 3 * a + j] for j in range(3))
+        scenes[:, a] = n_sc
+        if k < 2:
+            continue
+        with np.errstate(divide="ignore", invalid="ignore"):
+            m = totals[:, cols] / n_sc[:, None]
+            grand = m.mean(axis=1)
+            var_b = ((m - grand[:, None]) ** 2).sum(axis=1) / (k - 1)
+            ss_int = sq - k * scene_sq - n_sc * (m**2).sum(axis=1) + n_sc * k * grand**2
+            ms_int = np.maximum(ss_int, 0.0) / ((n_sc - 1) * (k - 1))
+            ok = n_sc >= 2
+            between[:, a] = np.where(n_sc >= 1, var_b, np.nan)
+            noise[:, a] = np.where(ok, ms_int / n_sc, np.nan)
+    return between, noise, scenes
+
+
+def _corrected_fn(lay: _Layout):
+    def fn(totals: np.ndarray) -> np.ndarray:
+        between, noise, _ = _corrected_parts(lay, totals)
+        sd = np.sqrt(np.maximum(between - noise, 0.0))
+        ok = ~np.isnan(sd)
+        cnt = ok.sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(cnt > 0, np.where(ok, sd, 0.0).sum(axis=1) / cnt, np.nan)
+
+    return fn
+
+
+@dataclass(frozen=True)
+class CorrectedDispersionResult:
+    """Result of :func:`corrected_dispersion`.
+
+    Attributes
+    ----------
+    statistic : float
+        Mean over axes of the noise-corrected SD across SUB x RES cells.
+    per_axis : dict
+        Axis -> ``sqrt(max(0, var_between - MS_int / S))``.
+    raw_per_axis : dict
+        Axis -> the uncorrected SD (``ddof=1``) of the same cell means.
+    noise_per_axis : dict
+        Axis -> ``MS_int / S``, the variance that answer noise adds to the
+        between-cell variance.
+    n_scenes : dict
+        Axis -> complete scenes used (every cell of the axis present).
+    method : str
+    note : str or None
+    """
+
+    statistic: float
+    per_axis: dict
+    raw_per_axis: dict
+    noise_per_axis: dict
+    n_scenes: dict
+    method: str = "noise-corrected dispersion (two-way moment estimator, scenes x cells)"
+    note: str | None = None
+
+
+def corrected_dispersion(data: Any, *, condition: Any = None) -> CorrectedDispersionResult:
+    """Tan & Lee's (2025) dispersion with the answer noise removed.
+
+    The SD of cell means grows with answer noise alone: with ``S`` scenes,
+    each cell mean carries ``sigma2_int / S`` of scene x cell (and
+    repetition / judge-order) noise, so the between-cell variance estimates
+    ``sigma2_cells + sigma2_int / S``, not the variance of the true cell
+    effects. In the complete scene x cell table of each axis the two-way
+    interaction mean square ``MS_int`` estimates ``sigma2_int`` unbiasedly
+    (the scene main effects cancel), so
+
+        corrected SD = sqrt(max(0, var_between(m_c) - MS_int / S))
+
+    (the method-of-moments estimator of the cell-effect SD; Searle, Casella
+    & McCulloch 1992, ch. 4). Repetitions or both judge orders of a scene
+    and cell are averaged first; their noise is part of ``MS_int``. The
+    variance part is unbiased; the square root and the truncation at 0
+    leave a small positive bias when the cells do not differ
+    (``benchmarks/sim_dispersion.py`` shows it).
+
+    Parameters
+    ----------
+    data : DataFrame or mapping of column -> array
+        Long data, see the module notes.
+    condition : optional
+        Keep only rows with this ``condition``.
+
+    Returns
+    -------
+    CorrectedDispersionResult
+        Only scenes with every cell of an axis count for that axis (named
+        in ``note`` when some are left out); an axis with fewer than 2
+        complete scenes or 2 cells is NaN and left out of the average.
+
+    Raises
+    ------
+    ValueError
+        For missing columns or an unknown condition.
+
+    References
+    ----------
+    Tan & Lee (2025), see :func:`dispersion`. Searle, S. R., Casella, G., &
+    McCulloch, C. E. (1992). *Variance Components*. Wiley.
+    """
+    lay = _layout(data, need_condition=condition is not None)
+    rows = _rows_for(lay, condition)
+    feats = _corrected_features(lay, rows)
+    totals = feats.sum(axis=0)[None, :]
+    between, noise, scenes = _corrected_parts(lay, totals)
+    stat = float(_corrected_fn(lay)(totals)[0])
+    present = _scene_cell_sums(lay, rows)[:, lay.cell_axis.size:].sum(axis=1) > 0
+    per, raw, nz, ns = {}, {}, {}, {}
+    for a, ax in enumerate(lay.axes):
+        b_, n_ = between[0, a], noise[0, a]
+        per[ax] = float(np.sqrt(max(b_ - n_, 0.0))) if np.isfinite(b_) and np.isfinite(n_) else np.nan
+        raw[ax] = float(np.sqrt(b_)) if np.isfinite(b_) else np.nan
+        nz[ax] = float(n_) if np.isfinite(n_) else np.nan
+        ns[ax] = int(scenes[0, a])
+    short = [ax for ax in lay.axes if ns[ax] < int(present.sum())]
+    note = (f"scenes missing a cell left out on axes {[str(x) for x in short]}" if short else None)
+    return CorrectedDispersionResult(stat, per, raw, nz, ns, note=note)
+
+
 def _rows_for(lay: _Layout, condition: Any) -> np.ndarray:
     if condition is None:
         return np.arange(lay.value.size)
@@ -252,6 +410,7 @@ def dispersion_bootstrap(
     confidence_level: float = 0.95,
     seed: int | np.random.Generator | None = 0,
     method: str = "percentile",
+    corrected: bool = False,
 ) -> BootstrapResult:
     """Scene-level bootstrap CI for the Tan & Lee (2025) dispersion.
 
@@ -269,12 +428,19 @@ def dispersion_bootstrap(
         Restrict to rows with this ``condition``.
     n_resamples, confidence_level, seed, method
         As in :func:`cluster_bootstrap`.
+    corrected : bool, default False
+        Bootstrap the noise-corrected dispersion
+        (:func:`corrected_dispersion`; ``ddof`` is then not used) instead of
+        the raw one. The raw one's interval is centred on a value inflated
+        by answer noise and rarely covers the noise-free dispersion (9% at
+        10 scenes in the review's simulation).
 
     Returns
     -------
     BootstrapResult
         ``statistic`` equals ``dispersion(cell_means(data, condition=...),
-        ddof=ddof).statistic``; ``n_clusters`` is the number of scenes.
+        ddof=ddof).statistic`` (or ``corrected_dispersion(...).statistic``);
+        ``n_clusters`` is the number of scenes.
 
     References
     ----------
@@ -286,8 +452,12 @@ def dispersion_bootstrap(
     rows = _rows_for(lay, condition)
     sums = _scene_cell_sums(lay, rows)
     present = sums[:, lay.cell_axis.size:].sum(axis=1) > 0
+    if corrected:
+        sums, fn = _corrected_features(lay, rows), _corrected_fn(lay)
+    else:
+        fn = _dispersion_fn(lay, ddof)
     return sums_bootstrap(
-        sums[present], _dispersion_fn(lay, ddof), n_resamples=n_resamples, level=level, method=method, rng=rng,
+        sums[present], fn, n_resamples=n_resamples, level=level, method=method, rng=rng,
         seed=seed_used, n_observations=int(rows.size),
     )
 
@@ -553,6 +723,7 @@ def dispersion_permutation_test(
     n_resamples: int = 9999,
     seed: int | np.random.Generator | None = 0,
     alternative: str = "two-sided",
+    corrected: bool = False,
 ) -> PermutationTestResult:
     """Permutation test of dispersion(condition 1) - dispersion(condition 2) over matched scenes.
 
@@ -571,6 +742,12 @@ def dispersion_permutation_test(
     n_resamples, seed, alternative
         As in :func:`paired_permutation_test`; exact when
         ``2**n_scenes <= n_resamples``.
+    corrected : bool, default False
+        Test the noise-corrected dispersion (:func:`corrected_dispersion`)
+        instead of the raw one. The raw statistic differs between conditions
+        whose answers are only noisier (the review's simulation: 37%
+        rejections when only the noise level differed); the corrected one
+        removes each condition's own noise before the comparison.
 
     Returns
     -------
@@ -593,7 +770,14 @@ def dispersion_permutation_test(
     note = f"{n_dropped} scenes seen under only one condition were dropped" if n_dropped else None
     if n == 0:
         return PermutationTestResult(np.nan, np.nan, method, alternative, 0, 0, False, seed_used, "no matched scenes")
-    fn = _dispersion_fn(lay, ddof)
+    if corrected:
+        cond = lay.condition
+        f1 = _corrected_features(lay, np.nonzero(cond == conditions[0])[0])[matched]
+        f2 = _corrected_features(lay, np.nonzero(cond == conditions[1])[0])[matched]
+        s1, s2, fn = f1, f2, _corrected_fn(lay)
+        method = "scene-swap permutation test of the difference in noise-corrected dispersion"
+    else:
+        fn = _dispersion_fn(lay, ddof)
     t1, t2, delta = s1.sum(axis=0), s2.sum(axis=0), s2 - s1
     observed = float(fn(t1[None, :])[0] - fn(t2[None, :])[0])
     exact, blocks = _flip_blocks(n, n_resamples, rng)
