@@ -75,11 +75,19 @@ def test_two_party_block_matches_pandas(tmp_path):
         assert row.ddof == 1 and row.n_scenes == 8
         assert row.per_axis == pytest.approx(per_axis)
         assert row.statistic == pytest.approx(np.mean(list(per_axis.values())))
-    (t,) = block.dispersion_tests
+    tc, t = block.dispersion_tests  # the noise-corrected test first, then the paper's raw statistic
+    assert (tc.statistic_kind, t.statistic_kind) == ("noise-corrected", "raw")
     assert t.paired is True and t.n_scenes == 8 and (t.condition_a, t.condition_b) == ("disparity", "equal")
     d = {r.condition: r.statistic for r in block.dispersion}
     assert t.statistic == pytest.approx(d["disparity"] - d["equal"])
     assert t.pvalue < 0.05  # planted: Black respondents shifted only under disparity
+    dc = {r.condition: r.corrected for r in block.dispersion}
+    assert tc.statistic == pytest.approx(dc["disparity"] - dc["equal"]) and tc.pvalue < 0.05
+    for row in block.dispersion:  # the corrected figure is the raw one less the noise of the cell means
+        for ax, raw in row.per_axis.items():
+            corr = max(raw**2 - row.noise_per_axis[ax], 0.0) ** 0.5
+            assert row.corrected_per_axis[ax] == pytest.approx(corr, abs=1e-12)
+        assert row.corrected <= row.statistic and row.corrected_ci is not None
     mins = {(m.axis, m.side, m.condition): m for m in block.minimum}
     m = mins[("race", "sub", "equal")]
     means = df[(df.axis == "race") & (df.power == "equal")].groupby("sub")["value"].mean()

@@ -132,7 +132,8 @@ def test_mock_two_party_results_match_pandas(mock_study):
         for row in b["dispersion"]:
             sd = expected[row["condition"]].std(ddof=1)
             assert row["statistic"] == pytest.approx(sd, abs=1e-9) and row["n_scenes"] == 2
-        (test,) = b["dispersion_tests"]
+        corrected, test = b["dispersion_tests"]
+        assert (corrected["statistic_kind"], test["statistic_kind"]) == ("noise-corrected", "raw")
         assert test["paired"] is True and test["n_scenes"] == 2
         assert {test["condition_a"], test["condition_b"]} == {"disparity", "equal"}
     # the distances are 1 - cosine of the injected embedder's vectors of the answer and its scene's baseline

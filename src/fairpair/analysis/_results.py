@@ -276,7 +276,15 @@ class CellMean(_Rec):
 
 
 class DispersionRow(_Rec):
-    """Tan & Lee (2025) dispersion (SD of cell means, ``ddof``, averaged over axes) in one power condition."""
+    """Tan & Lee (2025) dispersion (SD of cell means, ``ddof``, averaged over axes) in one power condition.
+
+    ``statistic`` / ``per_axis`` / ``ci`` are the paper's raw statistic (it
+    reproduces their Table 6) and grow with answer noise alone; ``corrected``
+    / ``corrected_per_axis`` / ``corrected_ci`` remove each cell mean's
+    sampling variance (``noise_per_axis``, estimated from the scene x cell
+    interaction; :func:`fairpair.stats.corrected_dispersion`) and are the
+    figures to read.
+    """
 
     condition: str | None
     statistic: float | None
@@ -285,6 +293,10 @@ class DispersionRow(_Rec):
     ddof: int
     n_scenes: int
     note: str | None = None
+    corrected: float | None = None
+    corrected_per_axis: dict[str, float | None] = Field(default_factory=dict)
+    corrected_ci: Interval | None = None
+    noise_per_axis: dict[str, float | None] = Field(default_factory=dict)
 
 
 class DispersionTest(_Rec):
@@ -304,6 +316,7 @@ class DispersionTest(_Rec):
     n_resamples: int
     method: str
     note: str | None = None
+    statistic_kind: Literal["raw", "noise-corrected"] = "raw"
 
 
 class MinimumIdentity(_Rec):

@@ -120,7 +120,15 @@ MESSAGES: dict[str, dict[str, str]] = {
                                 "percentile interval from resampling scenes (none with a single scene)."),
         "two_party.dispersion": "Dispersion (\"implicit bias\") by power condition",
         "two_party.dispersion_intro": ("Tan & Lee's (2025) dispersion: the standard deviation of the cell means "
-                                       "of each axis, averaged over axes; intervals resample scenes."),
+                                       "of each axis, averaged over axes; intervals resample scenes. The first "
+                                       "figure is corrected for noise: answer noise alone makes cell means differ "
+                                       "(the more so, the fewer the scenes), so each cell mean's sampling "
+                                       "variance, estimated from the scene x cell interaction, is taken out "
+                                       "before the standard deviation. The raw figure, as the paper computes it "
+                                       "(it reproduces their Table 6), follows; the gap between the two is noise, "
+                                       "not a difference between identities. The paired test between power "
+                                       "conditions is on the corrected figure first."),
+        "col.dispersion_raw": "Raw (as in the paper)",
         "two_party.tests": "Paired test between power conditions",
         "two_party.min_intro": ("The prompt that changes the answer least: the identity with the lowest mean "
                                 "distance from the baseline; stability is the share of scene resamples in "
@@ -359,7 +367,15 @@ MESSAGES: dict[str, dict[str, str]] = {
         "two_party.dispersion": "Dispersión («sesgo implícito») por condición de poder",
         "two_party.dispersion_intro": ("La dispersión de Tan y Lee (2025): la desviación típica de las medias por "
                                        "celda de cada eje, promediada entre ejes; los intervalos remuestrean "
-                                       "escenas."),
+                                       "escenas. La primera cifra está corregida por el ruido: el ruido de las "
+                                       "respuestas basta para que las medias por celda difieran (tanto más "
+                                       "cuantas menos escenas), así que se descuenta la varianza de muestreo de "
+                                       "cada media, estimada con la interacción escena x celda, antes de la "
+                                       "desviación típica. Sigue la cifra bruta, calculada como en el artículo "
+                                       "(reproduce su Table 6); la diferencia entre ambas es ruido, no una "
+                                       "diferencia entre identidades. La prueba pareada entre condiciones de "
+                                       "poder se hace primero sobre la cifra corregida."),
+        "col.dispersion_raw": "Bruta (como en el artículo)",
         "two_party.tests": "Prueba pareada entre condiciones de poder",
         "two_party.min_intro": ("El prompt que menos cambia la respuesta: la identidad con la menor distancia "
                                 "media a la línea base; la estabilidad es la proporción de remuestreos de "

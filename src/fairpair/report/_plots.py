@@ -262,10 +262,12 @@ def heatmap_plots(fid: str, block: dict[str, Any], *, lang: str, show_target: bo
 
 
 def dispersion_plot(fid: str, block: dict[str, Any], *, lang: str, show_target: bool = False) -> Figure | None:
-    """Dispersion (SD of cell means) by power condition with its interval."""
+    """Dispersion (SD of cell means) by power condition with its interval: the noise-corrected one when recorded."""
     rows = [r for r in block.get("dispersion") or [] if isinstance(r.get("statistic"), (int, float))]
     if not rows:
         return None
+    if all(isinstance(r.get("corrected"), (int, float)) for r in rows):  # lead with the noise-corrected figure
+        rows = [{**r, "statistic": r["corrected"], "ci": r.get("corrected_ci")} for r in rows]
     matplotlib, plt = _plt()
     measure = str(block.get("measure", ""))
     with matplotlib.rc_context(_RC):
