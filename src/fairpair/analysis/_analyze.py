@@ -30,12 +30,16 @@ RESULTS_NAME = "results.json"
 
 def _designs_for(battery, comparison, cases) -> list[str]:
     """Design ids whose cases vary the comparison's attribute (or the one the plan names)."""
-    from fairpair.battery._schema import CounterfactualDesign, CrossedDesign
+    from fairpair.battery._schema import AAControlDesign, CounterfactualDesign, CrossedDesign
 
     out = []
     for i, d in enumerate(battery.designs):
         did = battery.design_id(i)
         if comparison.design and comparison.design != did:
+            continue
+        if isinstance(d, AAControlDesign):  # A/A controls only when named (fairpair.analysis._aa does)
+            if comparison.design == did and d.attribute == comparison.attribute:
+                out.append(did)
             continue
         if isinstance(d, CounterfactualDesign) and d.attribute == comparison.attribute:
             out.append(did)
@@ -45,11 +49,14 @@ def _designs_for(battery, comparison, cases) -> list[str]:
 
 
 def _design_groups(battery, did: str, attribute: str) -> list[str]:
-    from fairpair.battery._schema import CounterfactualDesign
+    from fairpair.battery._schema import AAControlDesign, CounterfactualDesign
+    from fairpair.cases._expand import aa_groups
 
     for i, d in enumerate(battery.designs):
         if battery.design_id(i) == did and isinstance(d, CounterfactualDesign) and d.groups:
             return list(d.groups)
+        if battery.design_id(i) == did and isinstance(d, AAControlDesign):
+            return list(aa_groups(d))
     return list(battery.attributes[attribute].groups)
 
 
@@ -482,6 +489,9 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
         changes = store.events("plan_changed")
         now = changes[-1].get("now") if changes else registered
         comparisons, omnibus, notes = analyze_loaded(battery, data, heterogeneity=heterogeneity)
+        from fairpair.analysis._aa import analyze_aa
+
+        aa = analyze_aa(battery, data)
         two_party = analyze_two_party(battery, data, n_resamples=plan.bootstrap_resamples, seed=plan.seed,
                                       confidence_level=plan.confidence_level)
         judge = _judge_block(battery, store, data)
@@ -499,7 +509,8 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
             fail_on_inconclusive=plan.fail_on_inconclusive, fail_on_insufficient=plan.fail_on_insufficient,
             names=plan.generalize.names, targets=data.targets, measures=scales,
             comparisons=comparisons, omnibus=omnibus, two_party=two_party, judge=judge, counts=_counts(data),
-            notes=notes, answer_statuses=_answer_statuses(battery, data))
+            notes=notes + aa.notes, answer_statuses=_answer_statuses(battery, data), aa_controls=aa.comparisons,
+            aa_flag=aa.flag)
     if write:
         try:
             _write_atomic(run_dir / RESULTS_NAME, res.to_json() + "\n")
@@ -523,6 +534,12 @@ def _print_summary(console, res: Results) -> None:
                       f"p_adj={p} (n={c.n_pairs}; names {c.names}: {escape(c.estimand)})")
         if c.design_reason:
             console.print(f"  why: {escape(c.design_reason)}")
+    for c in res.aa_controls:
+        console.print(f"A/A control {escape(c.verdict):12} {escape(c.target)} {escape(c.measure)} "
+                      f"{escape(c.group_a)} vs {escape(c.group_b)}: "
+                      + ("n/a" if c.estimate is None else f"{c.estimate:+.3f}"))
+    if res.aa_flag:
+        console.print(f"[red]A/A control failed:[/red] {escape(res.aa_flag)}")
     for n in res.notes:
         console.print(f"note: {escape(n)}")
 

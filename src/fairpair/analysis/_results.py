@@ -481,6 +481,11 @@ class Results(_Rec):
     counts: dict[str, Counts]
     notes: list[str]
     answer_statuses: dict[str, AnswerStatusBlock] = Field(default_factory=dict)
+    #: A/A controls (design ``aa_control``): each measure compared between two halves of one
+    #: group's variants, analysed as the real comparisons (Holm within the controls).
+    aa_controls: list[ComparisonResult] = Field(default_factory=list)
+    #: Set when an A/A control fails: the system's answers or the analysis do not behave as the test assumes.
+    aa_flag: str | None = None
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 

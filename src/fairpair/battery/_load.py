@@ -25,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from fairpair.battery._lexicons import lexicon_names, load_lexicon
 from fairpair.battery._schema import (
-    SLOT_RE, Attribute, Battery, CounterfactualDesign, CrossedDesign, TwoPartyDesign,
+    SLOT_RE, AAControlDesign, Attribute, Battery, CounterfactualDesign, CrossedDesign, TwoPartyDesign,
 )
 from fairpair.battery._yaml import Located, _dotted, load_yaml
 from fairpair.errors import BatteryError
@@ -207,7 +207,8 @@ def _to_battery_error(exc: ValidationError, data: Any, located: Located) -> Batt
         message = f"unknown design kind {ctx.get('tag')!r}"
         hint = f"allowed: {ctx.get('expected_tags')}"
         tag = str(ctx.get("tag", "")).strip("'")
-        close = difflib.get_close_matches(tag, ["counterfactual", "crossed", "two_party", "baseline"], n=1)
+        close = difflib.get_close_matches(tag, ["counterfactual", "crossed", "two_party", "aa_control", "baseline"],
+                                          n=1)
         if close:
             hint = f"did you mean '{close[0]}'? ({hint})"
         path = (*path, "kind")
@@ -461,7 +462,7 @@ def _check(lb: LoadedBattery) -> None:
     for di, d in enumerate(b.designs):
         dpath = ("designs", di)
         names: list[tuple[str, tuple]] = []
-        if isinstance(d, CounterfactualDesign):
+        if isinstance(d, (CounterfactualDesign, AAControlDesign)):
             names = [(d.attribute, (*dpath, "attribute"))]
         elif isinstance(d, CrossedDesign):
             names = [(a, (*dpath, "attributes", k)) for k, a in enumerate(d.attributes)]
@@ -479,6 +480,17 @@ def _check(lb: LoadedBattery) -> None:
             if len(chosen) < 2:
                 raise lb.fail("a counterfactual design needs at least two groups", dpath)
             _equal_variants(lb, attr, chosen, d.attribute, dpath)
+        if isinstance(d, AAControlDesign):
+            attr = attrs[d.attribute]
+            _need(lb, d.group, list(attr.groups), (*dpath, "group"), f"group of '{d.attribute}'")
+            if attr.signal == "writing_style":
+                raise lb.fail(f"an A/A control splits a group's variants; '{d.attribute}' is a writing style "
+                              f"(no variants to split)", (*dpath, "attribute"))
+            nv = len(attr.groups[d.group].variants)
+            if nv < 2:
+                raise lb.fail(f"group '{d.group}' of '{d.attribute}' has {nv} variant(s): an A/A control needs at "
+                              f"least 2 to split into two pseudo-groups (4 or more to generalise over names)",
+                              (*dpath, "group"))
         if isinstance(d, CrossedDesign):
             slots = [attrs[a].slot for a in d.attributes if attrs[a].slot]
             if len(set(slots)) != len(slots):
@@ -494,8 +506,8 @@ def _check(lb: LoadedBattery) -> None:
                                   f"'{attrs[a].signal}'", (*dpath, "axes"))
     # templates must use the varied slot of counterfactual designs
     for di, d in enumerate(b.designs):
-        if isinstance(d, (CounterfactualDesign, CrossedDesign)):
-            for a in ([d.attribute] if isinstance(d, CounterfactualDesign) else d.attributes):
+        if isinstance(d, (CounterfactualDesign, CrossedDesign, AAControlDesign)):
+            for a in ([d.attribute] if isinstance(d, (CounterfactualDesign, AAControlDesign)) else d.attributes):
                 attr = attrs[a]
                 if attr.signal != "writing_style" and not attr.slot and not attr.context_field:
                     raise lb.fail(f"attribute '{a}' has no 'slot' or 'context_field', so design "

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "SCHEMA_VERSION", "Battery", "Attribute", "Group", "Transform", "Template", "Message",
-    "CounterfactualDesign", "CrossedDesign", "TwoPartyDesign", "BaselineDesign", "Design",
+    "CounterfactualDesign", "CrossedDesign", "TwoPartyDesign", "AAControlDesign", "BaselineDesign", "Design",
     "TargetSpec", "MeasureSpec", "AnalysisPlan", "Comparison", "SLOT_RE", "ContextChannels",
     "ContextMessage", "ContextTool",
 ]
@@ -272,6 +272,26 @@ class TwoPartyDesign(_DesignBase):
     include_baseline: bool = True
 
 
+class AAControlDesign(_DesignBase):
+    """An A/A control: one group's variants split into two pseudo-groups that should not differ.
+
+    The variants of ``group`` (of ``attribute``) are split in order into a
+    first half (pseudo-group ``<group>~1``) and a second half (``<group>~2``);
+    variant *k* of the first half is paired with variant *k* of the second
+    in the same template and repetition (an odd last variant is left out).
+    Every measure of the plan's comparisons on ``attribute`` is then compared
+    between the pseudo-groups, through the same analysis as the real
+    comparisons. Both halves belong to the same group, so a ``fail`` says
+    that the system's answers or the analysis do not behave as the test
+    assumes (the empirical noise floor; e.g. a name-specific quirk, or
+    nondeterminism the test does not expect).
+    """
+
+    kind: Literal["aa_control"]
+    attribute: str
+    group: str
+
+
 class BaselineDesign(_DesignBase):
     """No signal at all: every attribute slot gets its ``neutral`` value."""
 
@@ -279,7 +299,7 @@ class BaselineDesign(_DesignBase):
 
 
 Design = Annotated[
-    Union[CounterfactualDesign, CrossedDesign, TwoPartyDesign, BaselineDesign],
+    Union[CounterfactualDesign, CrossedDesign, TwoPartyDesign, AAControlDesign, BaselineDesign],
     Field(discriminator="kind"),
 ]
 
@@ -428,4 +448,6 @@ class Battery(_Strict):
             return "crossed-" + "-x-".join(d.attributes)
         if isinstance(d, TwoPartyDesign):
             return "two_party"
+        if isinstance(d, AAControlDesign):
+            return f"aa_control-{d.attribute}-{d.group}"
         return "baseline"

@@ -24,7 +24,7 @@ from fairpair import __version__
 from fairpair.battery._load import LoadedBattery
 from fairpair.battery._yaml import plain_scalar
 from fairpair.battery._schema import (
-    SLOT_RE, Attribute, BaselineDesign, Battery, CounterfactualDesign, CrossedDesign, Template,
+    SLOT_RE, AAControlDesign, Attribute, BaselineDesign, Battery, CounterfactualDesign, CrossedDesign, Template,
     TwoPartyDesign,
 )
 from fairpair.cases._case import Case
@@ -276,6 +276,11 @@ class _Renderer:
                     seed=seed, meta=dict(t.meta))
 
 
+def aa_groups(d: AAControlDesign) -> tuple[str, str]:
+    """The two pseudo-group labels of an A/A control design."""
+    return f"{d.group}~1", f"{d.group}~2"
+
+
 def _positions(attr: Attribute, groups: list[str]) -> int:
     if attr.signal == "writing_style":
         return 1
@@ -375,6 +380,22 @@ def _design_cases(b: Battery, r: _Renderer, d, did: str, templates: list[Templat
                     if extra and rep == 0 and t is templates[0]:
                         exp.exclude(did, f"axis '{axis}': only the first variant of each identity is "
                                          f"used in the two-party design", extra)
+    elif isinstance(d, AAControlDesign):
+        # one group's variants split in two halves: pseudo-groups "<group>~1" and "<group>~2",
+        # paired by position within the halves (variant k with variant half + k)
+        attr = b.attributes[d.attribute]
+        half = len(attr.groups[d.group].variants) // 2
+        if len(attr.groups[d.group].variants) % 2:
+            exp.exclude(did, f"last variant of '{d.group}' (an odd count cannot be split in two halves)", 1)
+        pseudo = aa_groups(d)
+        for t in templates:
+            for rep in range(reps):
+                for k in range(half):
+                    ms = f"{did}/{t.id}/r{rep}/p{k}"
+                    for j, g in enumerate(pseudo):
+                        case = r.render(t, did, d.kind, rep, chosen={d.attribute: (attr, d.group, k + j * half)},
+                                        matched_set=ms, position=k, attribute=d.attribute)
+                        yield case.model_copy(update={"groups": {**case.groups, d.attribute: g}})
     elif isinstance(d, BaselineDesign):
         for t in templates:
             for rep in range(reps):

@@ -8,7 +8,7 @@ from math import comb
 from typing import Any
 
 from fairpair.battery._load import LoadedBattery
-from fairpair.battery._schema import CounterfactualDesign, CrossedDesign, TwoPartyDesign
+from fairpair.battery._schema import AAControlDesign, CounterfactualDesign, CrossedDesign, TwoPartyDesign
 from fairpair.cases._expand import Expansion, expand
 
 __all__ = ["Plan", "plan", "CHARS_PER_TOKEN"]
@@ -115,6 +115,12 @@ def plan(loaded: LoadedBattery) -> Plan:
                 min(len(attr.groups[g].variants) for g in groups)
             s["pairs"] = s["matched_sets"]
             s["comparisons"] = _comparisons(loaded, d.attribute, did, len(groups))
+        elif isinstance(d, AAControlDesign):
+            s["attribute"] = d.attribute
+            s["groups"] = 2
+            s["variants_per_group"] = len(b.attributes[d.attribute].groups[d.group].variants) // 2
+            s["pairs"] = s["matched_sets"]
+            s["comparisons"] = 1
         elif isinstance(d, CrossedDesign):
             cells = 1
             for a in d.attributes:

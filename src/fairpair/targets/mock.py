@@ -35,7 +35,8 @@ class MockOptions(BaseModel):
 
     ``refund`` / ``escalate``: base probabilities (0-1); ``words``: mean answer
     length in words; ``options``: concrete options listed; ``bias``: per group
-    name (any attribute's group, or ``sub``/``res`` identity) the effects that
+    name (any attribute's group, or ``sub``/``res`` identity) or per variant
+    (one name, e.g. ``Carmen``; it overrides its group's) the effects that
     replace the base (e.g. ``magreb: {refund: 0.66, words_factor: 0.8}``);
     ``latency``: seconds per call; ``fail_rate``: share of calls that raise a
     retryable error; ``correlation``: 0-1, how often the members of a matched
@@ -88,8 +89,9 @@ def _uniform(seed: int | None, case_id: str, salt: str, correlation: float) -> f
 def mock_reply(options: MockOptions, request: ChatRequest) -> Completion:
     """The deterministic answer of the mock for ``request`` (no latency, no faults)."""
     groups = list((request.meta.get("groups") or {}).values())
+    variants = list((request.meta.get("variants") or {}).values())
     eff = Effects()
-    for g in groups:
+    for g in groups + variants:  # a group's effects, then (overriding) a single variant's, e.g. one name
         if g in options.bias:
             eff = options.bias[g]
     p_refund = eff.refund if eff.refund is not None else options.refund
