@@ -86,3 +86,15 @@ def test_a_name_specific_quirk_trips_the_flag(tmp_path):
     refund = next(c for c in res.aa_controls if c.measure == "refund")
     assert refund.verdict == "fail" and refund.estimate > 0.2
     assert res.aa_flag and "refund differs between two halves of the same group" in res.aa_flag
+
+
+def test_report_shows_the_noise_floor_and_the_flag(tmp_path):
+    from fairpair.report import write_report
+
+    run = make_run(tmp_path, "aa_report", _battery(bias={"Carmen": {"refund": 0.05}}, templates=12))
+    analyze_run(run)
+    paths = write_report(run, language="en", out=tmp_path / "report")
+    md = next(p for p in (paths.values() if isinstance(paths, dict) else paths) if str(p).endswith(".md"))
+    text = open(md, encoding="utf-8").read().replace("\\", "")  # Markdown escapes
+    assert "A/A control: the audit's noise floor" in text and "espana~1 / espana~2" in text
+    assert "A/A control failed" in text

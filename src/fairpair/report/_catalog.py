@@ -271,6 +271,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "toc": "Contents",
         "terminal.title": "fairpair verdicts: {battery}",
         "omnibus": "Omnibus tests across all groups",
+        "aa.title": "A/A control: the audit's noise floor",
+        "aa.intro": ("Two halves of the same group's names, compared through the same analysis as the real "
+                     "comparisons (Holm within the controls). They should not differ: their estimates show how "
+                     "large a difference noise alone produces here, and a failing control means the system's "
+                     "answers or the analysis do not behave as the test assumes."),
+        "aa.flag": "A/A control failed: {detail}.",
         "notes": "Notes",
     },
     "es": {
@@ -527,6 +533,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "toc": "Contenido",
         "terminal.title": "Veredictos de fairpair: {battery}",
         "omnibus": "Pruebas globales entre todos los grupos",
+        "aa.title": "Control A/A: el suelo de ruido de la auditoría",
+        "aa.intro": ("Dos mitades de los nombres de un mismo grupo, comparadas con el mismo análisis que las "
+                     "comparaciones reales (Holm dentro de los controles). No deberían diferir: sus estimaciones "
+                     "muestran cuánta diferencia produce aquí el ruido solo, y un control que falla indica que "
+                     "las respuestas del sistema o el análisis no se comportan como la prueba supone."),
+        "aa.flag": "El control A/A ha fallado: {detail}.",
         "notes": "Notas",
     },
 }

@@ -312,6 +312,20 @@ def _status_warnings(data: ReportData, lang: str) -> list[str]:
     return out
 
 
+def _aa_rows(res: dict[str, Any], lang: str) -> list[dict[str, Any]]:
+    """The A/A controls (the audit's empirical noise floor), formatted for the outputs."""
+    out = []
+    for c in res.get("aa_controls") or []:
+        ci = c.get("ci")
+        out.append({"measure": c.get("measure"), "target": c.get("target"),
+                    "groups": f"{c.get('group_a')} / {c.get('group_b')}",
+                    "estimate": fmt_num(c.get("estimate"), lang, 3),
+                    "ci": "—" if not ci or None in ci else f"[{fmt_num(ci[0], lang, 3)}, {fmt_num(ci[1], lang, 3)}]",
+                    "p": fmt_p(c.get("pvalue_adjusted"), lang), "n_pairs": c.get("n_pairs"),
+                    "verdict": c.get("verdict"), "verdict_word": verdict_word(c.get("verdict") or "", lang)})
+    return out
+
+
 def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]:
     """The view model every output renders (HTML, Markdown, JSON, terminal)."""
     lang = data.language
@@ -326,6 +340,10 @@ def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]
         warnings.append(msg(lang, "judge.self"))
     warnings += [str(w) for w in judge.get("warnings") or []]
     warnings = _status_warnings(data, lang) + warnings
+
+
+    if res.get("aa_flag"):
+        warnings.append(msg(lang, "aa.flag", detail=str(res["aa_flag"])))
     failing = [r for r in rows if r.verdict == "fail"]
     evidence = []
     for r in failing:
@@ -357,6 +375,7 @@ def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]
         "warnings": warnings,
         "notes": [translate_note(str(n), lang) for n in res.get("notes") or []],
         "omnibus": res.get("omnibus") or [],
+        "aa_controls": _aa_rows(res, lang),
         "figures": figures,
         "two_party_blocks": _two_party_blocks(data, figures["two_party_blocks"], lang),
         "prompt_templates": prompt_templates,
