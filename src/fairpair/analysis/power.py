@@ -271,8 +271,10 @@ def power_plan(loaded, plan, *, discordance: float = DEFAULTS["discordance"], ic
         vc = components.get((did, bin_measure), assumed_bin) if bin_measure else assumed_bin
         base = _power(target_difference, vc, t, n, r, a, names)
         rd = _min_effect(vc, t, n, r, a, names, power)
+        rd = rd if rd <= 1.0 else math.nan  # a rate difference cannot exceed 100 points
         dz = _min_effect(assumed_sd, t, n, r, a, names, power)
         rd_fixed = _min_effect(vc, t, n, r, a, "fixed", power) if names == "random" else rd
+        rd_fixed = rd_fixed if rd_fixed <= 1.0 else math.nan
         levers = {}
         for key, (tt, nn, rr) in {"as planned": (t, n, r), "one more repetition": (t, n, r + 1),
                                   "one more name per group": (t, n + 1, r),
@@ -295,9 +297,10 @@ def power_plan(loaded, plan, *, discordance: float = DEFAULTS["discordance"], ic
         lines.append(f"design {did}: {t} templates x {n} names per group x {r} repetitions; standard error of a "
                      f"yes/no rate difference {base.standard_error * 100:.1f} points (df {base.df:.1f})")
         lines.append(f"  smallest yes/no rate difference detectable: {rd * 100:.1f} points"
-                     if rd == rd else "  yes/no rates: power not reachable")
+                     if rd == rd else "  yes/no rates: power not reachable (even a 100-point difference falls short)")
         if names == "random":
-            lines.append(f"  (for these names only, names fixed: {rd_fixed * 100:.1f} points; the gap is the price of "
+            fixed_txt = f"{rd_fixed * 100:.1f} points" if rd_fixed == rd_fixed else "not reachable either"
+            lines.append(f"  (for these names only, names fixed: {fixed_txt}; the gap is the price of "
                          f"generalising to other names of the groups from {n} names)")
         lines.append(f"  smallest continuous difference detectable: {dz:.2f} SD of a paired difference (assumed "
                      f"components)")
