@@ -10,6 +10,9 @@ from fairpair.stats import (
     cluster_bootstrap_risk_difference,
 )
 
+# small cluster counts are the point of several tests here; the warning itself is tested below
+pytestmark = pytest.mark.filterwarnings("ignore::fairpair.stats._bootstrap.FewClustersWarning")
+
 
 def _clustered(seed, n_clusters=40, per=12, effect=0.1, binary=False):
     rng = np.random.default_rng(seed)

@@ -266,6 +266,10 @@ def power_plan(loaded, plan, *, discordance: float = DEFAULTS["discordance"], ic
             out["designs"][did] = {"templates": t, "names_per_group": n, "repetitions": r,
                                    "note": f"insufficient design: {why}"}
             continue
+        short = _design_shortfall(t, n, names)
+        if short:
+            lines.append(f"design {did}: insufficient design for a verdict ({short}); the figures below show "
+                         f"what it could detect if it were analysed")
         bin_measure = next((c.measure for c in _primary(b) if scales.get(c.measure) == "binary"
                             and (did, c.measure) in components), None)
         vc = components.get((did, bin_measure), assumed_bin) if bin_measure else assumed_bin
@@ -292,7 +296,7 @@ def power_plan(loaded, plan, *, discordance: float = DEFAULTS["discordance"], ic
              "power_at_target": base.power, "min_rate_difference": rd, "min_rate_difference_names_fixed": rd_fixed,
              "min_effect_sd": dz, "levers": levers,
              "repetitions_needed": reps_needed, "names_needed": names_needed, "templates_needed": tmpl_needed,
-             "comparisons": {}}
+             "comparisons": {}, "insufficient": short}
         out["designs"][did] = d
         lines.append(f"design {did}: {t} templates x {n} names per group x {r} repetitions; standard error of a "
                      f"yes/no rate difference {base.standard_error * 100:.1f} points (df {base.df:.1f})")
@@ -340,6 +344,22 @@ def power_plan(loaded, plan, *, discordance: float = DEFAULTS["discordance"], ic
     if not designs:
         lines.append("no counterfactual or crossed design: nothing to plan")
     return out
+
+
+def _design_shortfall(templates: int, names_per_group: int, names: str) -> str | None:
+    """Why the analysis would call this design insufficient (its own thresholds), or None."""
+    try:
+        from fairpair.analysis._design import MIN_NAMES, MIN_TEMPLATES
+    except ImportError:  # an analysis without design thresholds
+        return None
+    need_t = MIN_TEMPLATES[names] if isinstance(MIN_TEMPLATES, dict) else MIN_TEMPLATES
+    out = []
+    if templates < need_t:
+        out.append(f"{templates} templates, at least {need_t} needed")
+    if names == "random" and names_per_group < MIN_NAMES:
+        out.append(f"{names_per_group} names per group: the result cannot generalise to other names of a group; "
+                   f"use at least {MIN_NAMES}, or declare names fixed")
+    return "; ".join(out) or None
 
 
 def _scales(loaded) -> dict[str, str]:

@@ -156,17 +156,6 @@ def _check_mcnemar_effect(delta: Any, psi: Any) -> tuple[float, float]:
     return (np.nan if delta is None else delta), psi
 
 
-def _connor_power(delta: float, psi: float, n_eff: float, alpha: float) -> float:
-    """Connor's normal approximation, both tails (so the power at ``delta = 0`` is ``alpha``)."""
-    spread = psi - delta * delta
-    z = special.ndtri(1.0 - alpha / 2.0)
-    if spread <= 0:
-        return 1.0 if abs(delta) * math.sqrt(n_eff) > z * math.sqrt(psi) else 0.0
-    up = (abs(delta) * math.sqrt(n_eff) - z * math.sqrt(psi)) / math.sqrt(spread)
-    down = (-abs(delta) * math.sqrt(n_eff) - z * math.sqrt(psi)) / math.sqrt(spread)
-    return float(special.ndtr(up) + special.ndtr(down))
-
-
 #: Discordant pairs below which the analysis uses the exact binomial McNemar test.
 EXACT_THRESHOLD = 25
 
