@@ -39,13 +39,14 @@ def _did_you_mean(name: str, allowed: list[str]) -> str:
 def _check_mock_targets(lb: Any) -> None:
     b = lb.battery
     groups = list(dict.fromkeys(g for a in b.attributes.values() for g in a.groups))
+    variants = {v for a in b.attributes.values() for g in a.groups.values() for v in g.variants}
     for name, spec in b.target_specs().items():
         if spec.kind != "mock":
             continue
         key = ("target",) if b.target is not None else ("targets", name)
         opts = spec.options()
         for g in (opts.get("bias") or {}):
-            if g not in groups:
+            if g not in groups and g not in variants:  # a group, or one variant (a single name)
                 raise lb.fail(f"the mock's bias names group '{g}', which no attribute has, so no bias "
                               "would be planted", (*key, "bias", g), hint=_did_you_mean(str(g), groups))
         lang = opts.get("language")  # none given: the mock follows the battery (run.build_target)
