@@ -298,9 +298,15 @@ def test_rubric_judge_passes_then_measures_and_is_reused_on_resume(tmp_path):
 def test_warn_mode_judges_but_no_judge_verdict_passes(tmp_path):
     from fairpair.analysis import analyze_run
 
-    run_dir = make_run(tmp_path, judge_self_test="warn")
+    # 5 templates and names fixed: a design that supports a verdict (issue 11's thresholds), so the
+    # random judge's scores would reach a TOST 'pass' that warn mode must withhold
+    templates = [{"id": f"t{k}", "turns": [f"Hola, soy {{nombre}}. Consulta número {k}."]} for k in range(5)]
+    analysis = {"generalize": {"names": "fixed"}, "comparisons": [
+        {"measure": "tone.courtesy", "attribute": "origen", "reference": "espana", "margin": 3},
+        {"measure": "words", "attribute": "origen", "reference": "espana", "margin": 1000}]}
+    run_dir = make_run(tmp_path, judge_self_test="warn", templates=templates, analysis=analysis)
     res = measure_run(run_dir, judge=AnchorJudge("random"))
-    assert res.counts["tone"].ok == 20
+    assert res.counts["tone"].ok == 5 * 2 * (2 * 2 + 1)  # templates x repetitions x (4 counterfactual + baseline)
     assert any("judge self-test failed for 'tone'" in w for w in res.warnings)
     out = analyze_run(run_dir)
     tone = [c for c in out.comparisons if c.measure == "tone.courtesy"]

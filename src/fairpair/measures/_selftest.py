@@ -305,9 +305,9 @@ async def _measure_one(measure, item, ctx):
     except FairpairError:
         raise
     except Exception as exc:  # noqa: BLE001 - a failure is data, as in the measure stage
-        from fairpair.run._engine import _describe
+        from fairpair._calls import describe_error
 
-        return MeasureResult.failed(_describe(exc))
+        return MeasureResult.failed(describe_error(exc))
 
 
 def _judge_dims(measure, ctx, anchors: AnchorSet) -> tuple[list[str], list[str]]:

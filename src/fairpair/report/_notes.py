@@ -39,6 +39,28 @@ SPANISH: tuple[tuple[str, str], ...] = (
     (r"comparison (\S+), target (\S+): no measurement named '([^']*)' was stored",
      r"comparación \1, objetivo \2: no se guardó ninguna medida llamada '\3'"),
     (r"comparison (\S+): no design varies '([^']*)'", r"comparación \1: ningún diseño varía '\2'"),
+    # the crossed random-effects inference (fairpair.stats.crossed_difference, analysis._paired)
+    (r"(\d+) pairs have a missing answer or measurement \(the other side still counts\)",
+     r"\1 pares tienen una respuesta o una medida ausente (el otro lado sigue contando)"),
+    (r"no evidence of name effects \(preliminary F test p = ([^ ]+) > ([^)]+)\): the name component is pooled "
+     r"into the template term",
+     r"sin indicios de efectos de nombre (prueba F preliminar p = \1 > \2): el componente de nombres se "
+     r"agrupa con el de plantillas"),
+    (r"group ([AB])'s name variance estimate is negative: set to 0",
+     r"la varianza estimada de los nombres del grupo \1 es negativa: se toma 0"),
+    (r"one template: the template variance cannot be estimated",
+     r"una sola plantilla: no se puede estimar la varianza entre plantillas"),
+    (r"group ([ab]) has one name: the name variance cannot be estimated",
+     r"el grupo \1 tiene un solo nombre: no se puede estimar la varianza entre nombres"),
+    (r"no variance between templates or names: the standard error is 0",
+     r"ninguna varianza entre plantillas ni entre nombres: el error estándar es 0"),
+    (r"every template shows the same difference: no variance to estimate; p-value from the exact sign-flip "
+     r"test over (\d+) templates; never a pass",
+     r"todas las plantillas muestran la misma diferencia: no hay varianza que estimar; valor p de la prueba "
+     r"exacta de cambio de signo sobre \1 plantillas; nunca un 'pass'"),
+    (r"no answers", r"ninguna respuesta"),
+    (r"the judge of '([^']*)' failed its self-test on anchors with known scores: never 'pass'",
+     r"el juez de '\1' no superó su autoprueba con respuestas de puntuación conocida: nunca 'pass'"),
 )
 _COMPILED = tuple((re.compile(p), r) for p, r in SPANISH)
 
