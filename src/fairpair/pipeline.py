@@ -30,12 +30,11 @@ def after_run(run_dir: Path, loaded, console, *, measure: bool = True, analyze: 
     two_party = any(getattr(d, "kind", None) == "two_party" for d in b.designs)
     analyzed = analyze and bool(b.measures) and (bool(b.analysis.comparisons) or two_party)
     if analyzed:
-        from fairpair._progress import stage_status
         from fairpair.analysis import analyze_run
 
-        # the report prints the verdicts in plain words; without it, the analysis prints its table
-        with stage_status(console, f"analysing {len(b.analysis.comparisons)} pre-registered comparisons..."):
-            analyze_run(run_dir, console=None if report else console)
+        # the report prints the verdicts in plain words; without it, the analysis prints its table.
+        # A bar counts the comparisons (on a terminal, not under -q).
+        analyze_run(run_dir, console=None if report else console, progress_console=console)
     if report:
         from fairpair.report._data import load_report_data
         from fairpair.report._render import write_report

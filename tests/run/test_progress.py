@@ -26,7 +26,7 @@ def _console(terminal: bool) -> tuple[Console, io.StringIO]:
     return Console(file=buf, force_terminal=terminal, width=200, color_system=None), buf
 
 
-def _run(tmp_path):
+def _run(tmp_path, analysis=None):
     import json
 
     (tmp_path / "fp_progress_judge.py").write_text(JUDGE, encoding="utf-8")
@@ -35,6 +35,8 @@ def _run(tmp_path):
     data = json.loads(b.read_text(encoding="utf-8"))
     data["judge"] = {"kind": "python", "callable": "fp_progress_judge:judge", "path": str(tmp_path)}
     data["measures"] = {"tono": {"kind": "judge"}, "palabras": {"kind": "word_count"}}
+    if analysis:
+        data["analysis"] = analysis
     data["judge_self_test"] = "off"  # the bar counts the battery's judge calls; the self-test is tested elsewhere
     b.write_text(json.dumps(data), encoding="utf-8")
     execute_run(load_battery(b), tmp_path / "run", RunSettings(concurrency=4))  # 9 x 4 = 36 answers
@@ -73,3 +75,24 @@ def test_stage_status_for_analysis_and_report():
     with stage_status(console, "writing the report..."):
         pass
     assert buf.getvalue() == ""
+
+
+
+def test_analysis_bar_counts_the_planned_comparisons(tmp_path):
+    from fairpair.analysis import analyze_run
+    from fairpair.run._runner import loaded_from_store, open_run
+
+    run = _run(tmp_path, analysis={"comparisons": [
+        {"measure": "palabras", "attribute": "origen", "reference": "a"},
+        {"measure": "tono.courtesy", "attribute": "origen", "reference": "a"}]})
+    measure_run(run, measures=["palabras"])
+    with open_run(run, readonly=True) as store:
+        planned = len(loaded_from_store(store).battery.analysis.comparisons)  # one target (mock)
+    assert planned == 2
+    console, buf = _console(True)
+    analyze_run(run, progress_console=console)
+    out = buf.getvalue()
+    assert "analysing the pre-registered comparisons" in out and f"{planned}/{planned}" in out and "ETA" in out
+    console, buf = _console(False)  # off a terminal: no bar
+    analyze_run(run, progress_console=console, write=False)
+    assert "analysing the pre-registered comparisons" not in buf.getvalue()

@@ -64,9 +64,21 @@ def _comparison_id(c, k: int) -> str:
     return c.id or f"{c.measure}-by-{c.attribute}" + (f"-{k}" if k else "")
 
 
-def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None,
-                   heterogeneity: bool = True) -> tuple[list[ComparisonResult], list[OmnibusResult], list[str]]:
-    """Run the plan's comparisons and omnibus tests on loaded data (per target)."""
+def _ticking(items, tick):
+    """``items``, calling ``tick()`` after each one's loop body (``continue`` included)."""
+    for item in items:
+        yield item
+        if tick is not None:
+            tick()
+
+
+def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None, heterogeneity: bool = True,
+                   on_comparison=None) -> tuple[list[ComparisonResult], list[OmnibusResult], list[str]]:
+    """Run the plan's comparisons and omnibus tests on loaded data (per target).
+
+    ``on_comparison``, if given, is called with no argument after each planned comparison of each
+    target (``len(targets) x len(plan.comparisons)`` calls): the progress bar's hook.
+    """
     plan = battery.analysis
     notes: list[str] = []
     comparisons: list[ComparisonResult] = []
@@ -76,7 +88,7 @@ def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None,
     for target in targets or data.targets:
         answered = data.answered.get(target, np.zeros(len(data.cases), dtype=bool))
         pending: list[tuple[Any, dict[str, Any], bool, float | None]] = []
-        for k, c in enumerate(plan.comparisons):
+        for k, c in _ticking(enumerate(plan.comparisons), on_comparison):
             cid = _comparison_id(c, 0)
             if cid in seen_ids and seen_ids[cid] != k:
                 cid = _comparison_id(c, k)
@@ -446,7 +458,7 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
-                heterogeneity: bool = True) -> Results:
+                heterogeneity: bool = True, progress_console: Any = None) -> Results:
     """Execute the run's pre-registered analysis plan and write ``RUN/results.json``.
 
     Parameters
@@ -455,6 +467,8 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
         A directory written by ``fairpair run`` (with measurements).
     console : rich Console, optional
         Prints a one-line summary per comparison.
+    progress_console : rich Console, optional
+        Draws a bar of the planned comparisons done (rate, ETA) on a terminal, not under ``-q``.
     write : bool, default True
         Write ``results.json`` (atomically; an earlier different file is
         kept under ``results.previous/``, nothing is lost).
@@ -488,7 +502,18 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
         registered = store.get_meta("plan_sha256")
         changes = store.events("plan_changed")
         now = changes[-1].get("now") if changes else registered
-        comparisons, omnibus, notes = analyze_loaded(battery, data, heterogeneity=heterogeneity)
+        from fairpair._progress import stage_bar
+
+        n_planned = len(plan.comparisons) * len(data.targets)
+        with stage_bar(progress_console) as bar:
+            task = bar.add_task("analysing the pre-registered comparisons", total=n_planned, rate="-", extra="")
+
+            def tick() -> None:
+                speed = bar.tasks[task].speed
+                bar.update(task, advance=1, rate=f"{speed:.1f}" if speed else "-")
+
+            comparisons, omnibus, notes = analyze_loaded(battery, data, heterogeneity=heterogeneity,
+                                                         on_comparison=tick)
         from fairpair.analysis._aa import analyze_aa
 
         aa = analyze_aa(battery, data)

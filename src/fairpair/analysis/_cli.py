@@ -19,7 +19,7 @@ def analyze(run: RunArg,
     """Execute the run's pre-registered analysis plan and write RUN/results.json."""
     from fairpair.analysis import analyze_run
 
-    res = analyze_run(run, console=None if as_json else console)
+    res = analyze_run(run, console=None if as_json else console, progress_console=None if as_json else console)
     if as_json:
         print(res.to_json())
     else:
