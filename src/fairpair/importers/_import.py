@@ -34,6 +34,7 @@ from pydantic import BaseModel, ValidationError
 
 from fairpair import __version__
 from fairpair.battery._load import LoadedBattery, battery_hash, fold
+from fairpair.battery._load import _at as _value_at
 from fairpair.battery._schema import (
     Attribute, BaselineDesign, Battery, CounterfactualDesign, CrossedDesign, Group, Template,
 )
@@ -72,15 +73,6 @@ class LoadedImport:
 def _fail(located: YamlLocated, message: str, path: tuple, hint: str | None = None) -> BatteryError:
     file, line = located.where(tuple(path))
     return BatteryError(message, file=file, line=line, key=".".join(str(p) for p in path) or None, hint=hint)
-
-
-def _value_at(data: Any, path: tuple) -> Any:
-    for p in path:
-        try:
-            data = data[p]
-        except (KeyError, IndexError, TypeError):
-            return None
-    return data
 
 
 def _union_tag(loc: tuple, data: Any) -> int | None:

@@ -470,7 +470,20 @@ class CategoriesOptions(MeasureOptions):
         return v
 
 
-class CategoriesMeasure(Measure):
+class _CategoricalMeasure(Measure):
+    """A measure whose value is one of ``options.categories`` (or ``options.otherwise``)."""
+
+    scale = "categorical"
+
+    def categories(self, ctx=None) -> dict[str, tuple[str, ...]]:
+        """``{measure name: outcomes in declared order}``, ``otherwise`` last when it is not a category."""
+        cats = list(self.options.categories)
+        if self.options.otherwise and self.options.otherwise not in cats:
+            cats.append(self.options.otherwise)
+        return {self.name: tuple(cats)}
+
+
+class CategoriesMeasure(_CategoricalMeasure):
     """A k-outcome decision read with rules: the first category (in declared order) one of whose
     patterns matches a sentence of the answer. Value: the category name (``str``); ``detail``: the
     matching sentence and pattern. Analysed as ``categorical`` (Stuart-Maxwell, Bowker, and each
@@ -479,11 +492,6 @@ class CategoriesMeasure(Measure):
     Options = CategoriesOptions
     scale = "categorical"
 
-    def categories(self, ctx=None) -> dict[str, tuple[str, ...]]:
-        cats = list(self.options.categories)
-        if self.options.otherwise and self.options.otherwise not in cats:
-            cats.append(self.options.otherwise)
-        return {self.name: tuple(cats)}
 
     async def measure(self, item: MeasureItem, ctx=None) -> MeasureResult:
         o = self.options
@@ -509,7 +517,7 @@ class ToolArgumentOptions(MeasureOptions):
     otherwise: str | None = None
 
 
-class ToolArgumentMeasure(Measure):
+class ToolArgumentMeasure(_CategoricalMeasure):
     """A k-outcome decision read off a tool call: the value of ``argument`` in the first call of
     tool ``name``. Value: the matching category (``str``); a value outside ``categories`` is
     ``missing`` with the value kept in ``detail``."""
@@ -517,11 +525,6 @@ class ToolArgumentMeasure(Measure):
     Options = ToolArgumentOptions
     scale = "categorical"
 
-    def categories(self, ctx=None) -> dict[str, tuple[str, ...]]:
-        cats = list(self.options.categories)
-        if self.options.otherwise and self.options.otherwise not in cats:
-            cats.append(self.options.otherwise)
-        return {self.name: tuple(cats)}
 
     async def measure(self, item: MeasureItem, ctx=None) -> MeasureResult:
         o = self.options
