@@ -192,7 +192,10 @@ def test_mock_report_sections_and_traceability(mock_study):
 @pytest.mark.local_model
 def test_local_model_self_judging_is_flagged(tmp_path):
     pytest.importorskip("xllamacpp")
-    local = {"kind": "local", "model": "qwen2.5-coder-0.5b", "temperature": 0, "max_tokens": 48}
+    # the example's measured settings (issue 18): at temperature 0 the 0.5B model refuses every role-play,
+    # and refusals are degenerate answers that no two-party result is drawn from
+    local = {"kind": "local", "model": "qwen2.5-coder-0.5b", "temperature": 0.7, "repeat_penalty": 1.1,
+             "max_tokens": 160}  # 48 cut most answers: truncated answers are degenerate too
     battery = _battery(tmp_path, {
         "target": local,
         "judge": {**local, "max_tokens": 64},  # the same weights: self-grading
