@@ -266,6 +266,8 @@ def run(
     for name, c in outcome.manifest.get("counts", {}).items():
         console.print(f"target {escape(name)}: {c['answered']}/{c['cases']} answered, {c['failed']} failed, "
                       f"{c['retried']} retried")
+    for warning in outcome.warnings:  # a fleet that mixed model versions...
+        console.print(f"[bold yellow]warning:[/bold yellow] {escape(warning)}", soft_wrap=True)
     _print_answer_statuses(outcome.manifest.get("answer_statuses") or {})
     if outcome.cases_added:
         console.print(f"[yellow]warning:[/yellow] the battery changed since this run directory was started: "

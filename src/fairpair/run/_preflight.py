@@ -6,6 +6,11 @@
   rejects the key (HTTP 401/403) or answers in a shape it cannot parse (a wrong
   ``reply_path``) raises :class:`PreflightError` (exit code 2) with the error:
   nothing else is sent.
+* For a fleet (an ``openai`` target with several ``base_url``), after the
+  preflight case is answered its first request is sent to every endpoint
+  (``probe_fleet``): an unreachable endpoint is drained, and the ``model`` /
+  ``system_fingerprint`` each one answers with are recorded (event
+  ``fleet_probe``) and compared (:mod:`fairpair.targets._fleet`).
 * :class:`CircuitBreaker` counts consecutive final failures of one kind during
   the run; after ``limit`` of them it raises :class:`CircuitOpen`, so a target
   that breaks mid-run (a key revoked, a server gone) stops the run with its
@@ -206,4 +211,12 @@ def preflight_into_store(store: Any, name: str, target: Any, cases: Iterable[Any
         store.event("preflight_failed", {"target": name, "case": case.id, "error": err})
         raise
     store_answer(store, name, case, completion, replies, attempts, latency)
+    probe = getattr(target, "probe_fleet", None)
+    if probe is not None:  # a fleet: every endpoint answers the same first request; versions compared
+        from fairpair.run._engine import request_for
+
+        first = [*case.messages, *({"role": "user", "content": t} for t in case.turns[:1])]
+        found = asyncio.run(probe(request_for(case, first)))
+        if found:
+            store.event("fleet_probe", {"target": name, "endpoints": found})
     return True

@@ -17,7 +17,7 @@ import platform
 import subprocess
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
@@ -185,6 +185,8 @@ class RunOutcome:
     run_dir: Path
     manifest: dict[str, Any]
     cases_added: int = 0  # cases a resumed run added because the battery changed
+    warnings: list[str] = field(default_factory=list)  # said loudly at the end of the run (a mixed fleet...)
+    batch: Any = None  # fairpair.run._batch.BatchSummary when a target runs through a provider's batch API
 
 
 def _record_battery(store: Store, loaded: LoadedBattery) -> dict[str, Any]:
@@ -305,6 +307,9 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
                         pass
             finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
             store.event("run_finished", {n: s.__dict__ for n, s in stats.items()})
+            fleets, warnings = _fleet_reports(store, targets)
+            if fleets:
+                base["fleets"] = fleets
             from fairpair.measures.status import status_summary
 
             statuses = {n: sm.to_json() for n, sm in status_summary(store, b.language).items()}
@@ -313,7 +318,39 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
                                                        "answer_statuses": statuses})
         finally:
             store.close()
-    return RunOutcome(Path(run_dir), manifest, added)
+    return RunOutcome(Path(run_dir), manifest, added, warnings)
+
+
+def _fleet_reports(store: Store, targets: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The manifest's ``fleets`` (one entry per target with several endpoints) and the warnings to print.
+
+    ``mixed`` covers the whole run: this session's answers (per endpoint) and
+    every stored answer of the target (``model`` / ``system_fingerprint`` are
+    stored with each answer), so a version change between two sessions of a
+    resumed run is caught too. A mixed fleet is also an event ``fleet_mixed``.
+    """
+    from fairpair.targets._fleet import Fleet
+
+    fleets: dict[str, Any] = {}
+    warnings: list[str] = []
+    for name, t in targets.items():
+        report = getattr(t, "fleet_report", None)
+        fleet = getattr(t, "fleet", None)
+        if report is None or not isinstance(fleet, Fleet):
+            continue
+        r = report()
+        stored = store.answer_versions(name)
+        r["stored_versions"] = [{"model": m, "system_fingerprint": fp, "answers": n} for (m, fp), n in stored.items()]
+        r["mixed"] = bool(r["mixed"] or len(stored) > 1)
+        store.event("fleet", {"target": name, **r})
+        if r["mixed"]:
+            store.event("fleet_mixed", {"target": name, "versions": r["stored_versions"]})
+            text = fleet.warning() or ("the stored answers come from more than one model version (model / "
+                                       "system_fingerprint): " + ", ".join(f"{m} / {fp} ({n})" for (m, fp), n in
+                                                                           stored.items()))
+            warnings.append(f"target '{name}': {text}")
+        fleets[name] = r
+    return fleets, warnings
 
 
 async def _run_one(store, name, target, loaded, settings, secrets, cb):

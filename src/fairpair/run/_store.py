@@ -467,6 +467,12 @@ class Store:
                 out[rid] = Case.model_validate_json(data)
         return out
 
+    def answer_versions(self, target: str) -> dict[tuple[str | None, str | None], int]:
+        """``(model, system_fingerprint)`` -> number of ``ok`` answers of ``target`` (a fleet's version check)."""
+        return {(m, fp): n for m, fp, n in self.conn.execute(
+            "SELECT model, system_fingerprint, COUNT(*) FROM responses WHERE target=? AND status='ok'"
+            " GROUP BY model, system_fingerprint ORDER BY COUNT(*) DESC", (target,))}
+
     def targets(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT DISTINCT target FROM responses ORDER BY target")]
 

@@ -67,9 +67,10 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fairpair.errors import FairpairError
+from fairpair.targets._fleet import Fleet
 from fairpair.targets._base import ChatRequest, Completion, TargetBase, TargetError, ToolCall, Usage
 from fairpair.targets._client import ClientPool, Reply, check_env, env_names, expand_env, prepared_request, \
     redact_text, status_error
@@ -96,7 +97,13 @@ class OpenAIOptions(BaseModel):
     base_url:
         Root of the API, ending before ``/chat/completions``
         (default ``https://api.openai.com/v1``); a query string is kept
-        (Azure's ``?api-version=...``).
+        (Azure's ``?api-version=...``). A list of two or more roots is a fleet
+        of servers of one model (:mod:`fairpair.targets._fleet`): requests are
+        spread over them, a failing one is drained and its requests sent to the
+        others, and the model versions they answer with are compared.
+    endpoint_concurrency:
+        With a list of ``base_url``: most requests in flight per endpoint
+        (>= 1; default: no cap beyond the run's ``--concurrency``).
     api_key_env:
         Name of the environment variable that holds the API key (default
         ``OPENAI_API_KEY``); ``null`` for servers without authentication.
@@ -117,7 +124,8 @@ class OpenAIOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str = Field(min_length=1)
-    base_url: str = "https://api.openai.com/v1"
+    base_url: str | list[str] = "https://api.openai.com/v1"
+    endpoint_concurrency: int | None = Field(None, ge=1)
     api_key_env: str | None = "OPENAI_API_KEY"
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
@@ -130,14 +138,36 @@ class OpenAIOptions(BaseModel):
 
     @field_validator("base_url")
     @classmethod
-    def _url(cls, v: str) -> str:
-        if not re.match(r"^https?://[^\s/]+", v):
-            raise ValueError(f"base_url must start with http:// or https:// (got {v!r})")
-        return v.rstrip("/")
+    def _url(cls, v: str | list[str]) -> str | list[str]:
+        urls = v if isinstance(v, list) else [v]
+        if not urls:
+            raise ValueError("base_url: give one URL, or a list of two or more (a fleet)")
+        for u in urls:
+            if not re.match(r"^https?://[^\s/]+", u):
+                raise ValueError(f"base_url must start with http:// or https:// (got {u!r})")
+        urls = [u.rstrip("/") for u in urls]
+        dup = sorted({u for u in urls if urls.count(u) > 1})
+        if dup:
+            raise ValueError(f"base_url lists {dup[0]!r} twice; each endpoint of a fleet once")
+        if isinstance(v, list):
+            return urls if len(urls) > 1 else urls[0]  # a one-item list is one server
+        return urls[0]
 
-    def endpoint(self) -> str:
-        """``base_url`` + ``/chat/completions``, its query string (if any) kept at the end."""
-        parts = urlsplit(self.base_url)
+    @model_validator(mode="after")
+    def _fleet_options(self) -> "OpenAIOptions":
+        if self.endpoint_concurrency is not None and not isinstance(self.base_url, list):
+            raise ValueError("endpoint_concurrency applies to a fleet: give base_url as a list of two or more "
+                             "URLs, or use --concurrency for one server")
+        return self
+
+    @property
+    def base_urls(self) -> list[str]:
+        """Every root URL: one, or the fleet's in the order given."""
+        return list(self.base_url) if isinstance(self.base_url, list) else [self.base_url]
+
+    def endpoint(self, base_url: str | None = None) -> str:
+        """``base_url`` (default: the first) + ``/chat/completions``, its query string (if any) kept at the end."""
+        parts = urlsplit(base_url or self.base_urls[0])
         return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/chat/completions"))
 
     @field_validator("api_key_env")
@@ -258,6 +288,11 @@ class OpenAITarget(TargetBase):
             self._key = key
         self._url = o.endpoint()
         self._pool = ClientPool(timeout=o.timeout)
+        self.fleet: Fleet | None = None
+        if len(o.base_urls) > 1:
+            self.fleet = Fleet([(u, o.endpoint(u)) for u in o.base_urls], per_endpoint=o.endpoint_concurrency)
+            if o.endpoint_concurrency:
+                self.max_concurrency = o.endpoint_concurrency * len(o.base_urls)
 
     def _secrets(self) -> list[str]:
         out = [os.environ[n] for n in self._header_env if os.environ.get(n)]
@@ -302,11 +337,11 @@ class OpenAITarget(TargetBase):
             headers["Authorization"] = f"Bearer {self._key}"
         secrets = self._secrets()
 
-        async def send(messages: list[dict[str, Any]]) -> dict[str, Any]:
-            resp = await self._pool.request("POST", self._url, json_body=self._payload(request, messages),
+        async def post(url: str, base_url: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+            resp = await self._pool.request("POST", url, json_body=self._payload(request, messages),
                                             headers=headers, secrets=secrets)
             if resp.status == 404:
-                raise self._not_found(resp, secrets)
+                raise self._not_found(resp, secrets, base_url=base_url, url=url)
             if not resp.ok:
                 raise status_error(resp, secrets=secrets, auth_hint=f"check the env var {o.api_key_env}"
                                    if o.api_key_env else "the server wants an API key: set api_key_env")
@@ -316,9 +351,83 @@ class OpenAITarget(TargetBase):
                 raise TargetError(f"malformed response: not JSON ({len(resp.body)} bytes, "
                                   f"status {resp.status})", retryable=True) from None
 
+        async def send(messages: list[dict[str, Any]]) -> dict[str, Any]:
+            if self.fleet is None:
+                return await post(self._url, o.base_urls[0], messages)
+            return await self._fleet_send(post, messages)
+
         return await chat_with_tools(send, request, max_tool_steps=o.max_tool_steps)
 
-    def _not_found(self, resp: Reply, secrets: list[str]) -> TargetError:
+    async def _fleet_send(self, post, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """Send to the fleet's chosen endpoint; on the endpoint's own failure (connection, 5xx) send the
+        same messages to another one at once, until every endpoint has failed this request."""
+        fleet = self.fleet
+        assert fleet is not None
+        tried: set[int] = set()
+        while True:
+            i, ep = await fleet.acquire(tried)
+            try:
+                data = await post(ep.url, ep.base_url, messages)
+            except TargetError as exc:
+                kind = await fleet.release(ep, error=exc, answered=exc.status is not None and exc.status < 500)
+                if kind is None or len(tried) + 1 >= len(fleet.endpoints):
+                    raise
+                tried.add(i)
+                continue
+            except BaseException:  # cancelled (the engine's timeout): the slot is given back, nothing learnt
+                ep.in_flight -= 1
+                ep.probing = False
+                raise
+            await fleet.release(ep, answered=True, model=data.get("model") if isinstance(data, dict) else None,
+                                system_fingerprint=data.get("system_fingerprint") if isinstance(data, dict)
+                                else None)
+            return data
+
+    async def probe_fleet(self, request: ChatRequest) -> list[dict[str, Any]]:
+        """Send ``request``'s first call to every endpoint of the fleet (the preflight's check).
+
+        Returns one ``{"base_url", "model", "system_fingerprint", "error"}`` per
+        endpoint; an endpoint that fails is drained (it is probed again later).
+        The answers are compared, not stored. ``[]`` for a single server.
+        """
+        if self.fleet is None:
+            return []
+        o = self.options
+        headers = {k: expand_env(v, where=f"extra_headers.{k}") for k, v in o.extra_headers.items()}
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
+        secrets = self._secrets()
+        body = self._payload(request, [dict(m) for m in request.messages])
+        body.pop("tools", None)  # a text answer is enough to read the version
+
+        async def one(ep) -> dict[str, Any]:
+            ep.in_flight += 1
+            out: dict[str, Any] = {"base_url": ep.base_url, "model": None, "system_fingerprint": None,
+                                   "error": None}
+            try:
+                resp = await self._pool.request("POST", ep.url, json_body=body, headers=headers, secrets=secrets)
+                if not resp.ok:
+                    raise status_error(resp, secrets=secrets, auth_hint="check api_key_env")
+                data = resp.json()
+                out["model"], out["system_fingerprint"] = data.get("model"), data.get("system_fingerprint")
+                await self.fleet.release(ep, answered=True, model=out["model"],
+                                         system_fingerprint=out["system_fingerprint"])
+            except (TargetError, ValueError, AttributeError) as exc:
+                out["error"] = redact_text(str(exc), secrets)
+                err = exc if isinstance(exc, TargetError) else TargetError(str(exc))
+                await self.fleet.release(ep, error=err, answered=err.status is not None and err.status < 500)
+            return out
+
+        import asyncio
+
+        return list(await asyncio.gather(*(one(ep) for ep in self.fleet.endpoints)))
+
+    def fleet_report(self) -> dict[str, Any] | None:
+        """The fleet's endpoints, counts, versions and ``mixed`` (``None`` for a single server)."""
+        return None if self.fleet is None else self.fleet.report()
+
+    def _not_found(self, resp: Reply, secrets: list[str], *, base_url: str | None = None,
+                   url: str | None = None) -> TargetError:
         try:
             err = resp.json().get("error") or {}
         except (ValueError, AttributeError):
@@ -326,9 +435,9 @@ class OpenAITarget(TargetBase):
         message = redact_text(str(err.get("message") or "") if isinstance(err, dict) else str(err), secrets)
         code = err.get("code") if isinstance(err, dict) else None
         if code == "model_not_found" or "model" in message.lower():
-            return TargetError(f"model not found: '{self.options.model}' at {self.options.base_url}"
+            return TargetError(f"model not found: '{self.options.model}' at {base_url or self.options.base_urls[0]}"
                                + (f" ({message})" if message else ""), status=404)
-        return TargetError(f"not found: {self._url} (check base_url)" + (f" ({message})" if message else ""),
+        return TargetError(f"not found: {url or self._url} (check base_url)" + (f" ({message})" if message else ""),
                            status=404)
 
     def identity(self) -> dict[str, Any]:
@@ -338,7 +447,9 @@ class OpenAITarget(TargetBase):
                 "parameters": {"temperature": o.temperature, "top_p": o.top_p, "max_tokens": o.max_tokens,
                                "seed": o.seed, "send_seed": o.send_seed, "timeout": o.timeout,
                                "max_tool_steps": o.max_tool_steps},
-                "client": f"aiohttp {_aiohttp_version()}"}
+                "client": f"aiohttp {_aiohttp_version()}",
+                **({"fleet": {"endpoints": len(o.base_urls), "endpoint_concurrency": o.endpoint_concurrency}}
+                   if self.fleet is not None else {})}
 
     async def aclose(self) -> None:
         await self._pool.aclose()
