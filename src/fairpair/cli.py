@@ -242,6 +242,9 @@ def run(
                                             "(exit 2) if it fails.")] = True,
     max_consecutive_failures: Annotated[int, typer.Option(min=0, help="Stop (exit 2) after this many cases in a "
                                                           "row fail with the same error; 0 = never.")] = 5,
+    batch: Annotated[bool, typer.Option("--batch", help="Send the cases through the provider's batch API "
+                                        "(OpenAI's Batch API and compatible ones; about half the price, answers "
+                                        "within 24 h) and stop; run the same command again later to fetch them.")] = False,
     templates: TemplatesOpt = None,
     axes: AxesOpt = None,
     yes: YesOpt = False,
@@ -262,7 +265,15 @@ def run(
     console.print(f"run directory: {escape(str(run_dir))}")
     _current_run[:] = [run_dir]
     with RunProgress(console, enabled=not quiet and console.is_terminal) as prog:
-        outcome = execute_run(lb, run_dir, settings, only_targets=target, progress=prog)
+        outcome = execute_run(lb, run_dir, settings, only_targets=target, progress=prog, batch=batch)
+    if outcome.batch is not None:
+        for line in outcome.batch.lines():
+            console.print(escape(line), soft_wrap=True)
+        if outcome.batch.pending:
+            again = f"fairpair run {battery} --out {run_dir}"
+            console.print(f"the provider answers batches within 24 hours; come back later (any machine with this "
+                          f"run directory) and run `{escape(again)}` to fetch and store the answers", soft_wrap=True)
+            return
     for name, c in outcome.manifest.get("counts", {}).items():
         console.print(f"target {escape(name)}: {c['answered']}/{c['cases']} answered, {c['failed']} failed, "
                       f"{c['retried']} retried")

@@ -243,8 +243,13 @@ def write_manifest(run_dir: Path, store: Store, extra: dict[str, Any]) -> dict[s
 
 
 def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, only_targets: list[str] | None = None,
-                progress: Any = None, retry_failed: bool = True) -> RunOutcome:
-    """Expand, store the cases, send them to each target, write the manifest."""
+                progress: Any = None, retry_failed: bool = True, batch: bool = False) -> RunOutcome:
+    """Expand, store the cases, send them to each target, write the manifest.
+
+    ``batch``: send the cases through the provider's batch API instead
+    (:mod:`fairpair.run._batch`); a target with batches recorded in the store
+    is polled and ingested, never sent to directly, with or without it.
+    """
     b = loaded.battery
     specs = b.target_specs()
     if not specs:
@@ -287,8 +292,19 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
             write_manifest(run_dir, store, base)
             store.event("run_started", {"targets": list(targets), "cases": total})
             stats = {}
+            batch_summary = None
             try:
+                from fairpair.run._batch import batch_session, batch_target_names
+
+                batch_names = batch_target_names(store, targets, requested=batch)
+                if batch_names:  # through the provider's batch API: submit and/or poll and ingest
+                    batch_summary = batch_session(store, run_dir, {n: targets[n] for n in batch_names},
+                                                  lambda: expand(loaded), submit=batch, secrets=secrets,
+                                                  tools=b.all_tools() or None)
+                    base["batches"] = _batch_manifest(store, batch_names)
                 for name, target in targets.items():
+                    if name in batch_names:
+                        continue
                     if settings.preflight:  # one case first: a broken target stops here, exit 2
                         preflight_into_store(store, name, target, expand(loaded), settings, tools=b.all_tools() or None,
                                              tool_map=b.all_tool_results() or None, secrets=secrets)
@@ -318,7 +334,18 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
                                                        "answer_statuses": statuses})
         finally:
             store.close()
-    return RunOutcome(Path(run_dir), manifest, added, warnings)
+    return RunOutcome(Path(run_dir), manifest, added, warnings, batch_summary)
+
+
+def _batch_manifest(store: Store, names: list[str]) -> dict[str, Any]:
+    """The manifest's ``batches``: per target, each batch's id, input file, size and last status."""
+    out: dict[str, Any] = {}
+    for rec in store.batches():
+        if rec["target"] in names:
+            out.setdefault(rec["target"], []).append(
+                {"batch_id": rec["batch_id"], "input_file_id": rec["input_file_id"], "requests": rec["requests"],
+                 "base_url": rec["base_url"], "submitted_at": rec["created_at"], "status": rec["status"]})
+    return out
 
 
 def _fleet_reports(store: Store, targets: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

@@ -84,6 +84,29 @@ _MIGRATIONS: list[str] = [
     """
     ALTER TABLE responses ADD COLUMN text_json TEXT;
     """,
+    # 3: provider batch jobs (``fairpair run --batch``): the batches submitted, the cases each one
+    # carries, and every status seen, appended (the last row of a batch is its state)
+    """
+    CREATE TABLE batches (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        target TEXT NOT NULL,
+        batch_id TEXT NOT NULL UNIQUE,
+        input_file_id TEXT NOT NULL,
+        requests INTEGER NOT NULL,
+        base_url TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE batch_cases (batch_id TEXT NOT NULL, case_id TEXT NOT NULL);
+    CREATE INDEX batch_cases_batch ON batch_cases(batch_id);
+    CREATE TABLE batch_states (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        batch_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        data TEXT NOT NULL,
+        at TEXT NOT NULL
+    );
+    CREATE INDEX batch_states_batch ON batch_states(batch_id);
+    """,
 ]
 
 
@@ -472,6 +495,47 @@ class Store:
         return {(m, fp): n for m, fp, n in self.conn.execute(
             "SELECT model, system_fingerprint, COUNT(*) FROM responses WHERE target=? AND status='ok'"
             " GROUP BY model, system_fingerprint ORDER BY COUNT(*) DESC", (target,))}
+
+    # ------------------------------------------------------------ provider batch jobs (migration 3)
+    def add_batch(self, *, target: str, batch_id: str, input_file_id: str, base_url: str,
+                  case_ids: Sequence[str], state: dict[str, Any]) -> None:
+        """Record a submitted batch, the cases it carries and its first state, in one transaction."""
+        with self.transaction():
+            self.conn.execute("INSERT INTO batches (target, batch_id, input_file_id, requests, base_url, created_at)"
+                              " VALUES (?,?,?,?,?,?)", (target, batch_id, input_file_id, len(case_ids), base_url,
+                                                        _now()))
+            self.conn.executemany("INSERT INTO batch_cases VALUES (?, ?)", ((batch_id, c) for c in case_ids))
+            self.add_batch_state(batch_id, str(state.get("status") or "submitted"), state)
+
+    def add_batch_state(self, batch_id: str, status: str, data: dict[str, Any]) -> None:
+        """Append a state of a batch (``validating``, ``in_progress``, ``completed``... ``ingested``)."""
+        with self.transaction():
+            self.conn.execute("INSERT INTO batch_states (batch_id, status, data, at) VALUES (?,?,?,?)",
+                              (batch_id, status, _json(data, sort_keys=True, default=str), _now()))
+
+    def batches(self, target: str | None = None) -> list[dict[str, Any]]:
+        """Every recorded batch (oldest first) with its last state: ``{target, batch_id, input_file_id,
+        requests, base_url, created_at, status, state}`` (``state``: the provider's last batch object)."""
+        where, args = _where(target=target)
+        rows = self.conn.execute(
+            "SELECT b.target, b.batch_id, b.input_file_id, b.requests, b.base_url, b.created_at, s.status, s.data"
+            f" FROM batches b JOIN batch_states s ON s.id = (SELECT MAX(id) FROM batch_states t"
+            f" WHERE t.batch_id = b.batch_id){where.replace('target', 'b.target')} ORDER BY b.id", args).fetchall()
+        return [{"target": r[0], "batch_id": r[1], "input_file_id": r[2], "requests": r[3], "base_url": r[4],
+                 "created_at": r[5], "status": r[6], "state": json.loads(r[7])} for r in rows]
+
+    def batch_case_ids(self, batch_id: str) -> Iterator[str]:
+        """The case ids a batch carries, in the order written."""
+        for (c,) in self.conn.execute("SELECT case_id FROM batch_cases WHERE batch_id=? ORDER BY rowid",
+                                      (batch_id,)):
+            yield c
+
+    def cases_in_open_batches(self, target: str) -> set[str]:
+        """Case ids of ``target`` carried by a batch not yet ingested (not to be sent again)."""
+        return {r[0] for r in self.conn.execute(
+            "SELECT c.case_id FROM batch_cases c JOIN batches b ON b.batch_id = c.batch_id WHERE b.target=?"
+            " AND NOT EXISTS (SELECT 1 FROM batch_states s WHERE s.batch_id = b.batch_id AND s.status='ingested')",
+            (target,))}
 
     def targets(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT DISTINCT target FROM responses ORDER BY target")]

@@ -75,7 +75,7 @@ from fairpair.targets._base import ChatRequest, Completion, TargetBase, TargetEr
 from fairpair.targets._client import ClientPool, Reply, check_env, env_names, expand_env, prepared_request, \
     redact_text, status_error
 
-__all__ = ["OpenAIOptions", "OpenAITarget", "chat_with_tools", "parse_choice"]
+__all__ = ["OpenAIOptions", "OpenAITarget", "chat_with_tools", "completion_of", "parse_choice"]
 
 _SEED_SPACE = 2**31 - 1
 
@@ -200,6 +200,33 @@ def parse_choice(data: Any) -> tuple[dict[str, Any], str | None]:
     return message, first.get("finish_reason")
 
 
+def completion_of(data: Any) -> Completion:
+    """The :class:`Completion` of one chat-completion body (a batch output line's ``response.body``).
+
+    Tool calls the model asked for are kept (``finish_reason`` as the server said); nothing answers them.
+
+    Raises
+    ------
+    TargetError
+        The body has no choices or no message (as :func:`parse_choice`).
+    """
+    message, finish = parse_choice(data)
+    usage = data.get("usage") or {}
+    calls = tuple(ToolCall((c.get("function") or {}).get("name", ""),
+                           _decode_arguments((c.get("function") or {}).get("arguments")), id=c.get("id"))
+                  for c in message.get("tool_calls") or [])
+    return Completion(text=_message_text(message), tool_calls=calls,
+                      usage=Usage(usage.get("prompt_tokens"), usage.get("completion_tokens")) if usage else Usage(),
+                      finish_reason=finish, model=data.get("model"), system_fingerprint=data.get("system_fingerprint"))
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    text = message.get("content") or ""
+    if not isinstance(text, str):  # content parts
+        text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
+    return text
+
+
 def _decode_arguments(raw: Any) -> dict[str, Any]:
     if isinstance(raw, dict):
         return raw
@@ -242,9 +269,7 @@ async def chat_with_tools(send, request: ChatRequest, *, max_tool_steps: int) ->
             prompt += int(usage.get("prompt_tokens") or 0)
             completion += int(usage.get("completion_tokens") or 0)
         raw_calls = message.get("tool_calls") or []
-        text = message.get("content") or ""
-        if not isinstance(text, str):  # content parts
-            text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
+        text = _message_text(message)
         if raw_calls and steps >= max_tool_steps:
             calls += [ToolCall((c.get("function") or {}).get("name", ""),
                                _decode_arguments((c.get("function") or {}).get("arguments")), id=c.get("id"))
@@ -421,6 +446,30 @@ class OpenAITarget(TargetBase):
         import asyncio
 
         return list(await asyncio.gather(*(one(ep) for ep in self.fleet.endpoints)))
+
+    # ------------------------------------------------------------ provider batch APIs (fairpair.run._batch)
+    def batch_request(self, request: ChatRequest) -> dict[str, Any]:
+        """The ``{"method", "url", "body"}`` of ``request`` in a Batch API input line: the exact body
+        :meth:`generate` would post first, ``url`` the chat-completions path (``/v1/chat/completions``).
+
+        Raises
+        ------
+        FairpairError
+            ``request`` offers tools: a batch answers one request per case and cannot answer tool calls.
+        """
+        if request.tools:
+            raise FairpairError(f"target '{self.name}': --batch cannot run cases with tools (a batch answers one "
+                                "request per case; the scripted tool answers need a second request)",
+                                hint="run this battery without --batch")
+        path = urlsplit(self._url).path or "/v1/chat/completions"
+        return {"method": "POST", "url": path, "body": self._payload(request, [dict(m) for m in request.messages])}
+
+    def batch_headers(self) -> dict[str, str]:
+        """The headers of the Batch API's calls (``Authorization`` and ``extra_headers``); secrets included."""
+        headers = {k: expand_env(v, where=f"extra_headers.{k}") for k, v in self.options.extra_headers.items()}
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
+        return headers
 
     def fleet_report(self) -> dict[str, Any] | None:
         """The fleet's endpoints, counts, versions and ``mixed`` (``None`` for a single server)."""
