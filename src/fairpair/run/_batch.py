@@ -301,6 +301,8 @@ def _requests(name: str, target: Any, cases: Iterable[Any], skip: set[str]) -> I
     for case in cases:
         if case.id in skip:
             continue
+        if len(case.turns) != 1:  # batch_session checked the templates; a case must never go in with fewer turns
+            raise FairpairError(f"--batch: case {case.id} of template '{case.template}' has {len(case.turns)} turns")
         line = {"custom_id": custom_id(name, case.id), **target.batch_request(request_for(case, case.conversation()))}
         yield case.id, json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
@@ -471,11 +473,13 @@ async def _session(store: Store, run_dir: Path, targets: dict[str, Any], cases: 
 
 
 def batch_session(store: Store, run_dir: Path, targets: dict[str, Any], cases: Callable[[], Iterable[Any]], *,
-                  submit: bool, secrets: Iterable[str] = (), tools: Any = None, max_requests: int = MAX_REQUESTS,
+                  submit: bool, secrets: Iterable[str] = (), tools: Any = None, templates: Iterable[Any] = (),
+                  max_requests: int = MAX_REQUESTS,
                   max_bytes: int = MAX_BYTES) -> BatchSummary:
     """Poll and ingest every open batch of ``targets``; with ``submit``, send the cases still to answer.
 
-    ``cases()`` yields the battery's cases (called once per target that submits).
+    ``cases()`` yields the battery's cases (called once per target that submits); ``tools`` (the
+    battery's) and ``templates`` (each with at most one turn) are checked before anything is sent.
 
     Raises
     ------
@@ -487,10 +491,11 @@ def batch_session(store: Store, run_dir: Path, targets: dict[str, Any], cases: C
         if tools:
             raise FairpairError("--batch cannot run a battery with tools: a batch answers one request per case, "
                                 "and the scripted tool answers need a second request", hint="run it without --batch")
-        for case in cases():  # before anything is sent: every case must fit in one request
-            if len(case.turns) != 1:
-                raise FairpairError(f"--batch: template '{case.template}' has {len(case.turns)} turns; a batch "
-                                    "answers one request per case, and each later turn needs the answer before it",
+        for tpl in templates or ():  # before anything is sent: every case must fit in one request
+            n = max(len(tpl.turns), len(tpl.baseline_turns or ()))
+            if n != 1:
+                raise FairpairError(f"--batch: template '{tpl.id}' has {n} turns; a batch answers one request "
+                                    "per case, and each later turn needs the answer before it",
                                     hint="run this battery without --batch, or keep one-turn templates for --batch")
     t0 = time.monotonic()
     summary = asyncio.run(_session(store, Path(run_dir), targets, cases, submit=submit,

@@ -300,7 +300,7 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
                 if batch_names:  # through the provider's batch API: submit and/or poll and ingest
                     batch_summary = batch_session(store, run_dir, {n: targets[n] for n in batch_names},
                                                   lambda: expand(loaded), submit=batch, secrets=secrets,
-                                                  tools=b.all_tools() or None)
+                                                  tools=b.all_tools() or None, templates=b.templates)
                     base["batches"] = _batch_manifest(store, batch_names)
                 for name, target in targets.items():
                     if name in batch_names:
