@@ -274,6 +274,11 @@ def run(
             console.print(f"the provider answers batches within 24 hours; come back later (any machine with this "
                           f"run directory) and run `{escape(again)}` to fetch and store the answers", soft_wrap=True)
             return
+        left = sum(c["failed"] for n, c in outcome.manifest.get("counts", {}).items()
+                   if n in {b["target"] for b in outcome.batch.ingested})
+        if left:
+            console.print(f"{left} case(s) have no answer (their errors are stored); `fairpair run {escape(str(battery))} "
+                          f"--out {escape(str(run_dir))} --batch` submits them again", soft_wrap=True)
     for name, c in outcome.manifest.get("counts", {}).items():
         console.print(f"target {escape(name)}: {c['answered']}/{c['cases']} answered, {c['failed']} failed, "
                       f"{c['retried']} retried")

@@ -184,7 +184,7 @@ def test_batch_refuses_targets_without_a_batch_api_and_multi_turn_cases(tmp_path
 def test_cli_batch_says_when_to_come_back_then_ingests_and_reports(tmp_path, capsys):
     from fairpair.cli import main
 
-    with serve_batch_api(names=names_table()) as (server, api):
+    with serve_batch_api(BatchBehaviour(fail_every=8), names=names_table()) as (server, api):
         battery = write_battery(tmp_path, openai_block(server), repetitions=1)
         args = ["run", str(battery), "--out", str(tmp_path / "run"), "--yes", "-q"]
 
@@ -199,6 +199,7 @@ def test_cli_batch_says_when_to_come_back_then_ingests_and_reports(tmp_path, cap
         second = cli()
     assert "submitted 16 requests in 1 batch(es)" in first and "come back later" in first
     assert "fairpair run" in first and "report" not in first.lower().split("come back")[0]
-    assert "16 answers stored, 0 failures stored" in second
-    assert "16/16 answered" in second
+    assert "14 answers stored, 2 failures stored" in second
+    assert "14/16 answered, 2 failed" in second
+    assert "2 case(s) have no answer" in second and "--batch` submits them again" in second
     assert (tmp_path / "run" / "report.html").exists() or any((tmp_path / "run").glob("report*"))
