@@ -232,3 +232,47 @@ def test_one_version_fleet_is_not_mixed():
     assert r["mixed"] is False and r["versions"] == [{"model": "m", "system_fingerprint": None}]
     assert [e["answered"] for e in r["endpoints"]] == [2, 1]
     assert request_key({"messages": [], "seed": 1}) == request_key({"seed": 1, "messages": []})
+
+
+def test_5xx_is_sent_elsewhere_and_three_in_a_row_drain():
+    fleet = Fleet([("a", "a/c"), ("b", "b/c")])
+    err = TargetError("server answered 503", retryable=True, status=503)
+
+    async def go():
+        out = []
+        for _ in range(3):
+            _, ep = await fleet.acquire({1})  # always a
+            out.append(await fleet.release(ep, error=err))
+        drained_after_three = not fleet.endpoints[0].healthy
+        i, ep = await fleet.acquire()  # a is drained: b
+        await fleet.release(ep, answered=True, model="m")
+        return out, drained_after_three, i
+
+    kinds, drained, i = asyncio.run(go())
+    assert kinds == ["5xx", "5xx", "5xx"] and drained and i == 1
+    assert fleet.endpoints[0].drains == 1 and fleet.endpoints[0].failed == 3
+
+
+def test_a_500_answer_is_retried_on_another_endpoint_within_one_call():
+    from aiohttp import web
+
+    from fairpair.testing._aio import AioServer
+
+    async def broken(request):
+        return web.json_response({"error": {"message": "engine dead"}}, status=500)
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", broken)
+    with AioServer(app) as bad, serve_fleet(1) as (good,):
+        t = OpenAITarget({"model": "mock-1", "base_url": [bad.base_url, good.base_url], "api_key_env": None})
+
+        async def go():
+            try:
+                return [await t.generate(req(f"x {i}", seed=i)) for i in range(4)]
+            finally:
+                await t.aclose()
+
+        out = asyncio.run(go())
+    assert len(out) == 4 and all(c.text for c in out)
+    assert sum(good.answered.values()) == 4
+    assert t.fleet.endpoints[0].failed >= 1 and t.fleet.endpoints[0].answered == 0
