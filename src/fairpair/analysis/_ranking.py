@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from fairpair.analysis._design import design_reason_counts, estimand_words
-from fairpair.analysis._paired import PairData, analyze_pairs, finish
+from fairpair.analysis._paired import PairData, finish
 from fairpair.analysis._results import ComparisonResult, interval, num
 from fairpair.stats._common import check_choice, check_level
 from fairpair.stats._multitest import adjust
@@ -254,10 +254,13 @@ def _jsonable(x: Any) -> Any:
 
 @dataclass(frozen=True)
 class _Frame:
-    sets: np.ndarray  # set label per row
-    template: np.ndarray
-    group: np.ndarray
-    variant: np.ndarray
+    sets: np.ndarray  # set code per row (int)
+    set_labels: np.ndarray  # case_id of each set code
+    template: np.ndarray  # template code per row (int)
+    template_labels: np.ndarray
+    group: np.ndarray  # group label per row (str)
+    variant: np.ndarray  # name code per row (int; names are "group:variant")
+    variant_labels: np.ndarray
     slot: np.ndarray
     rank: np.ndarray
     top: np.ndarray  # NaN where the set is unparsed
@@ -302,7 +305,7 @@ def _check_frame(frame: Any, groups: list[str]) -> _Frame:
     rank = pd.to_numeric(df["rank"], errors="coerce").to_numpy(dtype=float)
     if np.any(~np.isnan(top) & (top != 0) & (top != 1)):
         raise ValueError("ranking frame: column 'top' must hold 0, 1 or NaN")
-    code = df["case_id"].astype(str).to_numpy()
+    code = df["case_id"].astype(str).to_numpy(dtype=str)
     uniq, inv = np.unique(code, return_inverse=True)
     nset = len(uniq)
     top_nan = np.bincount(inv, weights=np.isnan(top).astype(float), minlength=nset) > 0
@@ -329,10 +332,12 @@ def _check_frame(frame: Any, groups: list[str]) -> _Frame:
     unknown = [g for g in groups if g not in present]
     if unknown:
         raise ValueError(f"groups {unknown} are not in the frame; groups present: {present}")
-    variant = (df["group"].astype(str) + "\x1f" + df["variant"].astype(str)).to_numpy()
-    return _Frame(code, df["template"].astype(str).to_numpy(), df["group"].astype(str).to_numpy(), variant,
-                  slots.to_numpy(), np.where(full[inv], rank, np.nan), np.where(top_nan[inv], np.nan, top),
-                  full[inv], nset, int((~top_nan).sum()), int(full.sum()), k)
+    variant = (df["group"].astype(str) + ":" + df["variant"].astype(str)).to_numpy(dtype=str)
+    vlab, vcode = np.unique(variant, return_inverse=True)
+    tlab, tcode = np.unique(df["template"].astype(str).to_numpy(dtype=str), return_inverse=True)
+    return _Frame(inv.astype(np.intp), uniq, tcode.astype(np.intp), tlab, df["group"].astype(str).to_numpy(dtype=str),
+                  vcode.astype(np.intp), vlab, slots.to_numpy(), np.where(full[inv], rank, np.nan),
+                  np.where(top_nan[inv], np.nan, top), full[inv], nset, int((~top_nan).sum()), int(full.sum()), k)
 
 
 def _omni(res: Any, n: int | None = None) -> OmnibusTest:
@@ -420,9 +425,8 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
         raise ValueError(f"a ranking analysis needs at least two groups; got {glist}")
     if reference is not None and reference not in glist:
         raise ValueError(f"reference {reference!r} is not one of the groups {glist}")
-    from fairpair.stats._crossed import cell_matrix, crossed_omnibus
     from fairpair.stats._omnibus import cochran_q, friedman
-    from fairpair.stats._ranking import crossed_mean, matched_table, position_effect, ratio_to_best
+    from fairpair.stats._ranking import crossed_k_test, crossed_mean, position_effect, ratio_to_best
 
     notes: list[str] = []
     n_unparsed = fr.n_sets - fr.n_parsed
@@ -434,44 +438,37 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
                      "rank statistics (mean rank, Friedman, ranked-above)")
     if set(glist) != set(present):
         notes.append(f"groups reported: {glist}; the sets also hold {sorted(set(present) - set(glist))}")
-    parsed = ~np.isnan(fr.top)
+    tb = _tables(fr, glist)
+    parsed = ~np.isnan(tb.top).any(axis=1)
+    n_templates = int(np.unique(tb.template[parsed]).size)
+    n_namesets = int(np.unique(tb.nameset[parsed]).size)
     sel_rows = []
-    cells_top = []
-    n_templates = int(np.unique(fr.template[parsed]).size)
-    for g in glist:
-        m = fr.group == g
-        mp = m & parsed
-        rr = crossed_mean(fr.top[mp], fr.template[mp], fr.variant[mp], names=names)
-        mk = m & fr.ranked
-        mr = crossed_mean(fr.rank[mk], fr.template[mk], fr.variant[mk], names=names)
-        sel_rows.append(GroupSelection(g, int(mp.sum()), int(mk.sum()), int(np.unique(fr.variant[m]).size),
-                                       num(rr.estimate), interval(rr.confidence_interval(level, bounds=(0.0, 1.0))),
+    for j, g in enumerate(glist):
+        rr = crossed_mean(tb.top[:, j], tb.template, tb.nameset, names=names)
+        mr = crossed_mean(tb.rank[:, j], tb.template, tb.nameset, names=names)
+        sel_rows.append(GroupSelection(str(g), int((~np.isnan(tb.top[:, j])).sum()), int((~np.isnan(tb.rank[:, j])).sum()),
+                                       int(tb.n_names[j]), num(rr.estimate),
+                                       interval(rr.confidence_interval(level, bounds=(0.0, 1.0))),
                                        num(rr.se), num(rr.df), num(mr.estimate),
                                        interval(mr.confidence_interval(level, bounds=(1.0, float(fr.k)))),
                                        rr.note))
-        cells_top.append(cell_matrix(np.where(mp, fr.top, np.nan), fr.template, fr.variant)[0][:, np.unique(
-            np.unique(fr.variant, return_inverse=True)[1][m])])
-    # ratios to the most selected group
-    rows_g = np.isin(fr.group, glist) & parsed
-    ratios = ratio_to_best(fr.top[rows_g], fr.template[rows_g], fr.variant[rows_g], fr.group[rows_g],
-                           reference=reference, names=names, confidence_level=level)
-    best = ratios[0].reference if ratios else None
-    order = {g: i for i, g in enumerate(glist)}
-    ratios = sorted(ratios, key=lambda r: order[str(r.group)])
-    nn = {s.group: s.n_names for s in sel_rows}
+    # ratios to the most selected group (four-fifths rule)
+    ratios = ratio_to_best(tb.top, tb.template, tb.nameset, labels=glist, reference=reference, names=names,
+                           confidence_level=level)
+    best = str(ratios[0].reference)
     pb = np.array([np.nan if (reference is not None and str(r.group) == reference) else r.pvalue_below
                    for r in ratios])
-    pb_adj = adjust(pb, correction) if pb.size else pb
+    pb_adj = adjust(pb, correction)
+    reason_all = design_reason_counts(n_templates=n_templates, n_names_a=n_namesets, n_names_b=n_namesets,
+                                      names=names, n_pairs=int(parsed.sum()), group_a="each", group_b="each")
+    reason_all = reason_all.replace("group each", "each group") if reason_all else None
     ratio_rows = []
     for r, p, padj in zip(ratios, pb, pb_adj):
         g = str(r.group)
         is_ref = reference is not None and g == reference
-        reason = None if is_ref else design_reason_counts(
-            n_templates=n_templates, n_names_a=nn[g], n_names_b=nn[str(best)], names=names, group_a=g,
-            group_b=str(best))
         if is_ref:
             verdict = None
-        elif reason:
+        elif reason_all:
             verdict = "insufficient design"
         elif np.isfinite(padj) and padj < a:
             verdict = "fail"
@@ -479,80 +476,184 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
             verdict = "pass"
         else:
             verdict = "inconclusive"
-        ratio_rows.append(RatioRow(g, str(best), num(r.rate), num(r.ratio), interval(r.ci), num(r.lower_one_sided),
+        ratio_rows.append(RatioRow(g, best, num(r.rate), num(r.ratio), interval(r.ci), num(r.lower_one_sided),
                                    None if num(r.ratio) is None else bool(r.ratio < FOUR_FIFTHS), num(p), num(padj),
-                                   verdict, reason, r.note))
-    # omnibus over groups
-    omni = crossed_omnibus(cells_top, names=names)
-    table, _s, _c = matched_table(fr.top[rows_g], fr.sets[rows_g], fr.group[rows_g])
-    cq = cochran_q(table)
-    fri = None
-    if len(glist) >= 3:
-        rk = np.isin(fr.group, glist) & fr.ranked
-        rtable, _s, _c = matched_table(fr.rank[rk], fr.sets[rk], fr.group[rk])
-        fri = _omni(friedman(rtable))
+                                   verdict, None if is_ref else reason_all, r.note))
+    # across groups: crossed (primary) and over the sets (secondary)
+    omni = crossed_k_test(tb.top, tb.template, tb.nameset, names=names)
+    cq = cochran_q(tb.top)
+    fri = _omni(friedman(tb.rank)) if len(glist) >= 3 and (~np.isnan(tb.rank).any(axis=1)).any() else None
     # position effect
-    pe = position_effect(fr.top[parsed], fr.rank[parsed], fr.template[parsed], fr.slot[parsed], fr.sets[parsed])
+    pe = position_effect(tb.slot_top, tb.slot_rank, tb.template, tb.nameset, names=names)
+    level_b = (1.0, float(fr.k))
     slot_rows = tuple(SlotRow(s.slot, s.n, num(s.top_rate.estimate),
                               interval(s.top_rate.confidence_interval(level, bounds=(0.0, 1.0))),
-                              num(s.mean_rank.estimate),
-                              interval(s.mean_rank.confidence_interval(level, bounds=(1.0, float(fr.k)))))
+                              num(s.mean_rank.estimate), interval(s.mean_rank.confidence_interval(level, bounds=level_b)))
                       for s in pe.slots)
     fml = (num(slot_rows[0].top_rate - slot_rows[-1].top_rate)
-           if len(slot_rows) >= 2 and slot_rows[0].top_rate is not None and slot_rows[-1].top_rate is not None
-           else None)
-    position = PositionEffect(slot_rows, 1.0 / fr.k, _omni(pe.top_test), _omni(pe.rank_test), _omni(pe.cochran),
+           if slot_rows[0].top_rate is not None and slot_rows[-1].top_rate is not None else None)
+    position = PositionEffect(slot_rows, 1.0 / fr.k, _omni(pe.top_test, int(parsed.sum())),
+                              _omni(pe.rank_test), _omni(pe.cochran),
                               _omni(pe.friedman) if pe.friedman is not None else None, fml)
-    pairs = _pairs(fr, glist, names=names, alpha=a, level=level, margin=margin, correction=correction,
+    pairs = _pairs(tb, glist, names=names, alpha=a, level=level, margin=margin, correction=correction,
                    target=target or "", design=design, attribute=attribute, secondary=secondary)
     return RankingAnalysis(
         target=target or "", design=design, attribute=attribute, groups=tuple(glist), k=fr.k, names=names,
         estimand=estimand_words(names), alpha=a, confidence_level=level, margin=margin, n_sets=fr.n_sets,
         n_parsed=fr.n_parsed, n_ranked=fr.n_ranked, n_unparsed=n_unparsed,
         unparsed_share=num(n_unparsed / fr.n_sets) if fr.n_sets else None, n_templates=n_templates,
-        selection=tuple(sel_rows), reference=None if best is None else str(best),
+        selection=tuple(sel_rows), reference=best,
         reference_rule="given" if reference is not None else "most selected", ratios=tuple(ratio_rows),
-        omnibus=_omni(omni, fr.n_parsed), cochran=_omni(cq), friedman=fri, position=position, pairs=tuple(pairs),
-        notes=tuple(notes))
+        omnibus=_omni(omni, int(parsed.sum())), cochran=_omni(cq), friedman=fri, position=position,
+        pairs=tuple(pairs), notes=tuple(notes))
 
 
-def _pair_data(fr: _Frame, ga: str, gb: str, measure: str) -> PairData:
-    """One row per matched set holding both groups: x, y the measure for A and B (NaN when unparsed)."""
-    ia = np.nonzero(fr.group == ga)[0]
-    ib = np.nonzero(fr.group == gb)[0]
-    pos_b = {s: i for s, i in zip(fr.sets[ib], ib)}
-    ia = np.array([i for i in ia if fr.sets[i] in pos_b], dtype=int)
-    ib = np.array([pos_b[fr.sets[i]] for i in ia], dtype=int)
+@dataclass(frozen=True)
+class _Tables:
+    """One row per matched set: the k groups' (and slots') top picks and ranks, template and name set."""
+
+    sets: np.ndarray  # case_id per row
+    template: np.ndarray  # template code
+    nameset: np.ndarray  # code of the set's names (one variant per group)
+    top: np.ndarray  # (n_sets, k) by group, glist order; NaN rows unparsed
+    rank: np.ndarray  # (n_sets, k) by group; NaN rows without a complete ranking
+    slot_top: np.ndarray  # (n_sets, k) by slot (column j = slot j + 1)
+    slot_rank: np.ndarray
+    n_names: np.ndarray  # names per group (glist order)
+    names_of: np.ndarray  # (n_sets, k) name label of each group's candidate
+
+
+def _tables(fr: _Frame, glist: list[str]) -> _Tables:
+    n, k = fr.n_sets, fr.k
+    gcode = {g: j for j, g in enumerate(sorted(set(fr.group)))}
+    col = np.array([gcode[g] for g in fr.group], dtype=np.intp)
+    top = np.full((n, k), np.nan)
+    rank = np.full((n, k), np.nan)
+    name = np.full((n, k), -1, dtype=np.intp)
+    top[fr.sets, col] = fr.top
+    rank[fr.sets, col] = fr.rank
+    name[fr.sets, col] = fr.variant
+    slot_top = np.full((n, k), np.nan)
+    slot_rank = np.full((n, k), np.nan)
+    slot_top[fr.sets, fr.slot - 1] = fr.top
+    slot_rank[fr.sets, fr.slot - 1] = fr.rank
+    template = np.zeros(n, dtype=np.intp)
+    template[fr.sets] = fr.template
+    _u, nameset = np.unique(name, axis=0, return_inverse=True)
+    cols = [gcode[g] for g in glist]
+    n_names = np.array([np.unique(name[:, c]).size for c in cols])
+    labels = fr.variant_labels[name[:, cols]]
+    return _Tables(fr.set_labels, template, nameset.reshape(-1).astype(np.intp), top[:, cols], rank[:, cols],
+                   slot_top, slot_rank, n_names, labels)
+
+
+def _design_reason(cm: Any, *, names: str, n_pairs: int, constant: bool, ga: str, gb: str,
+                   n_names: int) -> str | None:
+    """The `insufficient design` rule of :mod:`fairpair.analysis._design` for a per-set difference."""
+    if cm.n_values == 0:
+        return "no parsed answer holds both groups' candidates"
+    r = design_reason_counts(n_templates=cm.n_templates, n_names_a=n_names, n_names_b=n_names, names=names,
+                             n_pairs=n_pairs, group_a=ga, group_b=gb)
+    if r:
+        return r
+    if constant:
+        return "every parsed answer puts the two candidates the same way: no information about a difference"
+    if cm.se == 0 and math.isfinite(cm.estimate) and cm.estimate != 0:
+        return None
+    if not (math.isfinite(cm.se) and cm.se > 0 and math.isfinite(cm.df)):
+        return ("no variance between templates or names: the uncertainty cannot be estimated; use more templates "
+                "or repetitions")
+    return None
+
+
+def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str, *, names: str, alpha: float,
+                   level: float, secondary: bool) -> Any:
+    """One pair of groups on one measure: the per-set difference's crossed t, the verdict inputs, McNemar."""
+    from fairpair.analysis._paired import CI_METHOD, PairAnalysis, _secondary
+    from fairpair.stats._ranking import paired_difference
+
     if measure == "top_pick":
-        x, y = fr.top[ia], fr.top[ib]
+        x, y = tb.top[:, ja], tb.top[:, jb]
+        est_name = "risk difference of the top pick (A - B)"
     else:
-        ra, rb = fr.rank[ia], fr.rank[ib]
+        ra, rb = tb.rank[:, ja], tb.rank[:, jb]
         ok = ~(np.isnan(ra) | np.isnan(rb))
-        above = np.where(ok, (ra < rb).astype(float), np.nan)
-        x, y = above, np.where(ok, 1.0 - above, np.nan)
-    _u, vcodes = np.unique(fr.variant, return_inverse=True)
-    pair_lab = np.char.add(np.char.add(fr.variant[ia].astype(str), " / "), fr.variant[ib].astype(str))
-    lab, pcodes = np.unique(pair_lab, return_inverse=True) if ia.size else (np.array([]), np.zeros(0, int))
-    return PairData(x=x, y=y, clusters=fr.template[ia], variants=pcodes.astype(np.intp),
-                    variant_labels=tuple(str(v).replace("\x1f", ":") for v in lab),
-                    sets=fr.sets[ia].astype(object), case_a=fr.sets[ia].astype(object),
-                    case_b=fr.sets[ib].astype(object), name_a=vcodes[ia].astype(np.intp),
-                    name_b=vcodes[ib].astype(np.intp))
+        x = np.where(ok, (ra < rb).astype(float), np.nan)
+        y = np.where(ok, 1.0 - x, np.nan)
+        est_name = "P(A ranked above B) - P(B ranked above A)"
+    keep = ~(np.isnan(x) | np.isnan(y))
+    n = int(keep.sum())
+    notes: list[str] = []
+    cm = paired_difference(x, y, tb.template, tb.nameset, names=names)
+    n_names = int(np.unique(tb.nameset[keep]).size)
+    f: dict[str, Any] = {
+        "n_pairs": n, "n_dropped": int(keep.size - n), "scale": "binary", "value_kind": "rate",
+        "estimate_name": est_name, "confidence_level": level, "n_resamples": 0, "seed": 0,
+        "ci_method": CI_METHOD.replace("template x name cell means", "template x name-set means of the per-set "
+                                       "difference"),
+        "alpha": alpha, "names": names, "estimand": estimand_words(names), "n_clusters": cm.n_templates,
+        "n_names_a": n_names, "n_names_b": n_names, "df": num(cm.df), "se": num(cm.se),
+        "variance_components": {k: num(v) for k, v in cm.variance_components.items()},
+        "test": f"crossed t on the per-set difference (templates random, names {names}; Satterthwaite df)",
+        "statistic": num(cm.estimate / cm.se) if cm.se and math.isfinite(cm.se) and cm.se > 0 else None,
+    }
+    if f["n_dropped"]:
+        notes.append(f"{f['n_dropped']} matched sets without a parsed answer for both candidates are left out")
+    reason = _design_reason(cm, names=names, n_pairs=n, constant=bool(n) and bool(np.all(x[keep] == y[keep])),
+                            ga=ga, gb=gb, n_names=n_names)
+    f["design_reason"] = reason
+    if n == 0:
+        f.update(value_a=None, value_b=None, estimate=None, ci=None, equivalence_ci=None,
+                 note="; ".join(notes + ["no parsed answers"]))
+        return PairAnalysis(f, None, None, None)
+    va = crossed_mean_of(x, tb)
+    vb = crossed_mean_of(y, tb)
+    f["value_a"], f["value_b"] = num(va), num(vb)
+    f["estimate"] = num(cm.estimate)
+    bounds = (-1.0, 1.0)
+    ci_a = ci_eq = pvalue = None
+    f["ci"] = interval(cm.confidence_interval(level, bounds=bounds))
+    if reason is None and cm.se == 0:
+        pvalue = min(1.0, 2.0 ** (1 - cm.n_templates))
+        ci_a = (cm.estimate, cm.estimate)
+        f["test"] = "exact sign-flip test over templates (no variance)"
+        f["ci"] = interval(ci_a)
+        notes.append(f"every template shows the same difference: p-value from the exact sign-flip test over "
+                     f"{cm.n_templates} templates; never a pass")
+    elif reason is None:
+        from scipy import special
+
+        ci_a = tuple(cm.confidence_interval(1.0 - alpha, bounds=bounds))
+        ci_eq = tuple(cm.confidence_interval(1.0 - 2.0 * alpha, bounds=bounds))
+        pvalue = float(2.0 * special.stdtr(cm.df, -abs(cm.estimate / cm.se)))
+    f["equivalence_ci"] = interval(cm.confidence_interval(1.0 - 2.0 * alpha, bounds=bounds))
+    if cm.note:
+        notes.append(cm.note)
+    if secondary and n:
+        pdata = PairData(x=x, y=y, clusters=tb.template, variants=np.zeros(x.size, dtype=np.intp),
+                         sets=tb.sets.astype(object), case_a=tb.sets.astype(object), case_b=tb.sets.astype(object))
+        _secondary(f, pdata, keep, x[keep], y[keep], True, 25, level, notes)
+        if measure == "ranked_above" and f.get("binary") is not None:
+            notes.append("McNemar on 'A above B' vs 'B above A' is the sign test of the preference")
+    f["note"] = "; ".join(dict.fromkeys(notes)) or None
+    return PairAnalysis(f, ci_a, ci_eq, pvalue)
 
 
-def _pairs(fr: _Frame, glist: list[str], *, names: str, alpha: float, level: float, margin: float | None,
+def crossed_mean_of(v: np.ndarray, tb: _Tables) -> float:
+    """The crossed mean (mean over templates of name-set cell means) of a per-set value."""
+    from fairpair.stats._ranking import crossed_mean
+
+    return crossed_mean(v, tb.template, tb.nameset, names="fixed").estimate
+
+
+def _pairs(tb: _Tables, glist: list[str], *, names: str, alpha: float, level: float, margin: float | None,
            correction: str, target: str, design: str, attribute: str, secondary: bool) -> list[ComparisonResult]:
     out: list[ComparisonResult] = []
     for measure in RANKING_MEASURES:
         pending = []
-        for ga, gb in combinations(glist, 2):
-            pd = _pair_data(fr, ga, gb, measure)
-            pa = analyze_pairs(pd, scale="binary", alpha=alpha, confidence_level=level, exact_threshold=25,
-                               n_resamples=0, seed=0, heterogeneity=False, names=names, secondary=secondary,
-                               labels=(ga, gb))
-            if measure == "ranked_above":
-                pa.fields["estimate_name"] = "P(A ranked above B) - P(B ranked above A)"
-                pa.fields["value_kind"] = "rate"
+        for (ja, ga), (jb, gb) in combinations(list(enumerate(glist)), 2):
+            pa = _pair_analysis(tb, ja, jb, ga, gb, measure, names=names, alpha=alpha, level=level,
+                                secondary=secondary)
             pending.append((pa, dict(id=f"{measure}:{ga}-vs-{gb}", target=target, measure=measure,
                                      attribute=attribute, design=design, group_a=ga, group_b=gb, primary=True)))
         raw = np.array([np.nan if p.pvalue is None else p.pvalue for p, _ in pending])

@@ -56,15 +56,12 @@ import numpy as np
 from scipy import special
 
 from fairpair.stats._common import ConfidenceInterval, as_labels, check_choice, check_level
-from fairpair.stats._crossed import (
-    NAMES, POOL, CrossedFResult, _group_stats, _pretest, _satterthwaite, cell_matrix, crossed_difference,
-    crossed_omnibus,
-)
+from fairpair.stats._crossed import NAMES, POOL, CrossedFResult, _group_stats, _pretest, _satterthwaite, cell_matrix
 from fairpair.stats._omnibus import CochranQResult, FriedmanResult, cochran_q, friedman
 
-__all__ = ["CrossedMeanResult", "crossed_mean", "SelectionRatioResult", "selection_ratio", "RatioToBest",
-           "ratio_to_best", "SlotEffect", "PositionEffectResult", "position_effect", "FOUR_FIFTHS",
-           "matched_table"]
+__all__ = ["CrossedMeanResult", "crossed_mean", "paired_difference", "SelectionRatioResult", "selection_ratio",
+           "RatioToBest", "ratio_to_best", "crossed_k_test", "SlotEffect", "PositionEffectResult", "position_effect",
+           "FOUR_FIFTHS", "matched_table"]
 
 #: The four-fifths threshold of the EEOC Uniform Guidelines, 29 CFR 1607.4(D).
 FOUR_FIFTHS = 0.8
@@ -213,6 +210,48 @@ def mean_from_cells(cells: np.ndarray, *, names: str = "random", n_values: int |
     return CrossedMeanResult(est, se, float(df), names, t, n, n_values, comp, method, "; ".join(notes) or None)
 
 
+def _per_set(x: Any, name: str) -> np.ndarray:
+    to_numpy = getattr(x, "to_numpy", None)
+    return np.asarray(to_numpy() if to_numpy is not None else x)
+
+
+def _table(table: Any) -> np.ndarray:
+    arr = np.asarray(table.to_numpy(dtype=float) if hasattr(table, "to_numpy") else table, dtype=float)
+    if arr.ndim != 2 or arr.shape[1] < 2:
+        raise ValueError(f"table must be 2-D (n_sets x k candidates) with k >= 2; got shape {arr.shape}")
+    return arr
+
+
+def paired_difference(x: Any, y: Any, template: Any, name: Any = None, *, names: str = "random",
+                      pool: float | None = POOL) -> CrossedMeanResult:
+    """Mean of the per-set difference ``x - y`` of two candidates of the same matched sets, crossed SE.
+
+    Parameters
+    ----------
+    x, y : array_like of float, shape (n_sets,)
+        The two candidates' values in each set (e.g. top picks, or
+        ``1[A above B]`` and ``1[B above A]``); NaN drops the set.
+    template, name : array_like, shape (n_sets,)
+        Template and name set of each matched set (the names of all its
+        candidates: one answer depends on all of them, so the name set,
+        not one candidate's name, is the unit that repeats over templates).
+    names : {"random", "fixed"}
+
+    Returns
+    -------
+    CrossedMeanResult
+        :func:`crossed_mean` of ``x - y``: templates and name sets crossed
+        random factors. Treating the two candidates' names as independent
+        random factors (:func:`~fairpair.stats.crossed_difference`) would
+        miss that both sit in the same prompts and understate the variance.
+    """
+    xa = np.asarray(x, dtype=float).ravel()
+    ya = np.asarray(y, dtype=float).ravel()
+    if xa.shape != ya.shape:
+        raise ValueError(f"x and y must have one value per set; got {xa.size} and {ya.size}")
+    return crossed_mean(xa - ya, template, name, names=names, pool=pool)
+
+
 @dataclass(frozen=True)
 class SelectionRatioResult:
     """Result of :func:`selection_ratio`: ``rate_a / rate_b`` with a log-scale interval.
@@ -220,7 +259,7 @@ class SelectionRatioResult:
     Attributes
     ----------
     ratio : float
-        ``rate_a / rate_b`` (the crossed means of each group's 0/1 values).
+        ``rate_a / rate_b`` (the crossed means of the two columns' 0/1 top picks).
     rate_a, rate_b : float
     log_se : float
         Delta-method standard error of ``log(ratio)``.
@@ -251,84 +290,75 @@ class SelectionRatioResult:
 
     def pvalue_below(self, threshold: float = FOUR_FIFTHS) -> float:
         """One-sided p-value of ``H0: ratio >= threshold`` (small: the ratio is below it); NaN when undefined."""
-        if not (self.ratio > 0 and np.isfinite(self.log_se) and self.log_se > 0 and np.isfinite(self.df)):
+        if not (self.ratio > 0 and np.isfinite(self.log_se) and np.isfinite(self.df)):
             return float("nan")
+        if self.log_se == 0:
+            return 0.0 if self.ratio < threshold else 1.0
         z = (np.log(self.ratio) - np.log(threshold)) / self.log_se
         return float(special.stdtr(self.df, z))
 
 
-def selection_ratio(values: Any, template: Any, name: Any, group: Any, *, groups: tuple[Any, Any],
+def selection_ratio(table: Any, template: Any, name: Any = None, *, columns: tuple[int, int] = (0, 1),
                     names: str = "random") -> SelectionRatioResult:
-    """Ratio of two groups' selection rates, ``rate_a / rate_b``, with a cluster-aware log interval.
+    """Ratio of two candidates' selection rates over matched sets, with a cluster-aware log interval.
 
     Parameters
     ----------
-    values : array_like of {0, 1, NaN}, shape (n,)
-        Top pick of each (matched set, group) entry.
-    template, name, group : array_like, shape (n,)
-        As in :func:`~fairpair.stats.crossed_difference`; only the two
-        groups in ``groups`` are used.
-    groups : (a, b)
-        Numerator and denominator group.
+    table : array_like of {0, 1, NaN}, shape (n_sets, k)
+        Top pick of each group's candidate in each matched set (one 1 per
+        parsed row); a row with NaN is left out.
+    template, name : array_like, shape (n_sets,)
+        Template and name set of each matched set (see :func:`paired_difference`).
+    columns : (a, b), default (0, 1)
+        Numerator and denominator columns.
     names : {"random", "fixed"}
 
     Returns
     -------
     SelectionRatioResult
-        Delta method: ``log r_a - log r_b`` is linearised as ``(r^_a -
-        r_a) / r_a - (r^_b - r_b) / r_b``, the difference of the two groups'
-        means of the values divided by their own rate, whose crossed
-        standard error (templates and names random, Satterthwaite df) is
-        that of :func:`~fairpair.stats.crossed_difference` on the scaled
-        values. So the interval counts the template and name clusters and
-        the negative dependence of the candidates of one set. NaN (with a
-        note) when a rate is 0.
+        Delta method: ``log r^_a - log r^_b`` is linearised as the mean over
+        sets of ``top_a / r^_a - top_b / r^_b``, whose crossed standard
+        error (:func:`crossed_mean`: templates and name sets random,
+        Satterthwaite df) counts the clusters and the negative dependence of
+        the candidates of one set. NaN (with a note) when a rate is 0.
 
     Raises
     ------
     ValueError
-        Mismatched lengths, a group not present, or a name in two groups.
+        A malformed table or a column out of range.
 
     References
     ----------
     Katz, D., Baptista, J., Azen, S. P., & Pike, M. C. (1978). Obtaining
     confidence intervals for the risk ratio in cohort studies.
-    *Biometrics*, 34, 469-474 (the log-ratio delta method); Clark (1973)
-    for the crossed variance.
+    *Biometrics*, 34, 469-474 (the log-ratio delta method); Clark (1973).
     """
     check_choice("names", names, NAMES)
-    v = np.asarray(values, dtype=float).ravel()
-    gl, gc = as_labels(group, "group", v.size)
-    labels = list(gl)
-    for g in groups:
-        if g not in labels:
-            raise ValueError(f"group {g!r} not present; groups: {labels}")
-    ia, ib = labels.index(groups[0]), labels.index(groups[1])
-    keep = (gc == ia) | (gc == ib)
-    tmpl = np.asarray(template.to_numpy() if hasattr(template, "to_numpy") else template)[keep]
-    nm = np.asarray(name.to_numpy() if hasattr(name, "to_numpy") else name)[keep]
-    g2 = gc[keep]
-    vv = v[keep]
+    arr = _table(table)
+    a, b = columns
+    if not (0 <= a < arr.shape[1] and 0 <= b < arr.shape[1]) or a == b:
+        raise ValueError(f"columns must be two distinct indices in 0..{arr.shape[1] - 1}; got {columns!r}")
+    tmpl = _per_set(template, "template")
+    nm = np.zeros(arr.shape[0], dtype=np.intp) if name is None else _per_set(name, "name")
     method = "log ratio, delta method with the crossed standard error (templates, names " + names + ")"
-    ra = crossed_mean(vv[g2 == ia], tmpl[g2 == ia], nm[g2 == ia], names=names).estimate
-    rb = crossed_mean(vv[g2 == ib], tmpl[g2 == ib], nm[g2 == ib], names=names).estimate
+    ra = crossed_mean(arr[:, a], tmpl, nm, names=names).estimate
+    rb = crossed_mean(arr[:, b], tmpl, nm, names=names).estimate
     nan = float("nan")
     if not (np.isfinite(ra) and np.isfinite(rb)):
-        return SelectionRatioResult(nan, ra, rb, nan, nan, names, method, "a group has no values")
+        return SelectionRatioResult(nan, ra, rb, nan, nan, names, method, "no parsed sets")
     if rb == 0:
-        return SelectionRatioResult(nan, ra, rb, nan, nan, names, method, f"group {groups[1]!r} was never selected")
+        return SelectionRatioResult(nan, ra, rb, nan, nan, names, method, "the denominator was never selected")
     if ra == 0:
-        return SelectionRatioResult(0.0, ra, rb, nan, nan, names, method,
-                                    f"group {groups[0]!r} was never selected: no log interval")
-    scaled = np.where(g2 == ia, vv / ra, vv / rb)
-    cr = crossed_difference(scaled, tmpl, nm, np.where(g2 == ia, 0, 1), groups=(0, 1), names=names)
-    return SelectionRatioResult(float(ra / rb), float(ra), float(rb), float(cr.se), float(cr.df), names, method,
-                                cr.note)
+        return SelectionRatioResult(0.0, ra, rb, nan, nan, names, method, "never selected: no log interval")
+    lin = arr[:, a] / ra - arr[:, b] / rb
+    cm = crossed_mean(lin, tmpl, nm, names=names)
+    return SelectionRatioResult(float(ra / rb), float(ra), float(rb), float(cm.se), float(cm.df), names, method,
+                                cm.note)
 
 
 @dataclass(frozen=True)
 class RatioToBest:
-    """One group's selection rate over the highest one (:func:`ratio_to_best`).
+    """One column's selection rate over the highest one (:func:`ratio_to_best`).
 
     Attributes
     ----------
@@ -365,15 +395,19 @@ class RatioToBest:
     note: str | None = None
 
 
-def ratio_to_best(values: Any, template: Any, name: Any, group: Any, *, reference: Any = None,
+def ratio_to_best(table: Any, template: Any, name: Any = None, *, labels: Any = None, reference: Any = None,
                   names: str = "random", confidence_level: float = 0.95,
                   threshold: float = FOUR_FIFTHS) -> tuple[RatioToBest, ...]:
     """Each group's selection rate over the most selected group's, with intervals (the four-fifths rule).
 
     Parameters
     ----------
-    values, template, name, group : array_like, shape (n,)
-        As in :func:`selection_ratio` (0/1 top picks), any number of groups.
+    table : array_like of {0, 1, NaN}, shape (n_sets, k)
+        Top pick of each group's candidate per matched set, k >= 2.
+    template, name : array_like, shape (n_sets,)
+        As in :func:`selection_ratio`.
+    labels : sequence, optional
+        The k column labels (default ``0..k-1``).
     reference : label, optional
         A group fixed before the audit as the denominator. Default: the
         group with the highest estimated rate.
@@ -386,22 +420,22 @@ def ratio_to_best(values: Any, template: Any, name: Any, group: Any, *, referenc
     Returns
     -------
     tuple of RatioToBest
-        One per group, in the groups' sorted order. With a fixed
-        reference, the intervals are those of :func:`selection_ratio`.
-        With the best chosen from the data, the target is ``theta_g = r_g /
-        max_h r_h = min(1, min_{h != g} r_g / r_h)`` and its interval is
-        ``[min(1, min_h L_gh), min(1, min_h U_gh)]`` with ``L_gh`` the lower
-        limit of the ``1 - alpha`` interval of ``r_g / r_h`` and ``U_gh``
-        the upper limit at ``1 - alpha / (k - 1)`` (Bonferroni over the
-        ``k - 1`` candidates for the best): if every interval of group g
-        covers its ratio, the interval covers ``theta_g`` (multiple
-        comparisons with the best, Hsu 1984), so choosing the best from the
-        same data does not make the interval too short.
+        One per column. With a fixed reference the intervals are those of
+        :func:`selection_ratio`. With the best chosen from the data the
+        target is ``theta_g = r_g / max_h r_h = min(1, min_{h != g} r_g /
+        r_h)`` and its interval is ``[min(1, min_h L_gh), min(1, min_h
+        U_gh)]``, ``L_gh`` the lower limit of the ``1 - alpha`` interval of
+        ``r_g / r_h`` and ``U_gh`` the upper limit at ``1 - alpha / (k -
+        1)`` (Bonferroni over the ``k - 1`` candidates for the best): when
+        the intervals of group g cover their ratios, this one covers
+        ``theta_g`` (multiple comparisons with the best, Hsu 1984), so
+        choosing the best from the same data does not shorten it.
 
     Raises
     ------
     ValueError
-        For fewer than two groups, an unknown ``reference`` or bad levels.
+        A malformed table, wrong ``labels``, an unknown ``reference`` or a
+        bad level.
 
     References
     ----------
@@ -409,62 +443,60 @@ def ratio_to_best(values: Any, template: Any, name: Any, group: Any, *, referenc
     """
     level = check_level(confidence_level)
     alpha = 1.0 - level
-    v = np.asarray(values, dtype=float).ravel()
-    gl, gc = as_labels(group, "group", v.size)
-    labels = list(gl)
-    k = len(labels)
-    if k < 2:
-        raise ValueError(f"ratio_to_best needs at least two groups; got {labels}")
-    if reference is not None and reference not in labels:
-        raise ValueError(f"reference {reference!r} is not a group; groups: {labels}")
-    tmpl = np.asarray(template.to_numpy() if hasattr(template, "to_numpy") else template)
-    nm = np.asarray(name.to_numpy() if hasattr(name, "to_numpy") else name)
-    rates = {g: crossed_mean(v[gc == i], tmpl[gc == i], nm[gc == i], names=names).estimate
-             for i, g in enumerate(labels)}
-    finite = {g: r for g, r in rates.items() if np.isfinite(r)}
-    best = reference if reference is not None else (max(finite, key=lambda g: finite[g]) if finite else labels[0])
-    pair: dict[tuple[Any, Any], SelectionRatioResult] = {}
+    arr = _table(table)
+    k = arr.shape[1]
+    labs = list(range(k)) if labels is None else list(labels)
+    if len(labs) != k:
+        raise ValueError(f"labels must name the {k} columns; got {len(labs)}")
+    if reference is not None and reference not in labs:
+        raise ValueError(f"reference {reference!r} is not a group; groups: {labs}")
+    tmpl = _per_set(template, "template")
+    nm = np.zeros(arr.shape[0], dtype=np.intp) if name is None else _per_set(name, "name")
+    rates = [crossed_mean(arr[:, j], tmpl, nm, names=names).estimate for j in range(k)]
+    finite = [j for j in range(k) if np.isfinite(rates[j])]
+    best = labs.index(reference) if reference is not None else (max(finite, key=lambda j: rates[j]) if finite else 0)
+    cache: dict[tuple[int, int], SelectionRatioResult] = {}
 
-    def _pair(a, b):
-        if (a, b) not in pair:
-            pair[(a, b)] = selection_ratio(v, tmpl, nm, gc, groups=(labels.index(a), labels.index(b)), names=names)
-        return pair[(a, b)]
+    def pair(a: int, b: int) -> SelectionRatioResult:
+        if (a, b) not in cache:
+            cache[(a, b)] = selection_ratio(arr, tmpl, nm, columns=(a, b), names=names)
+        return cache[(a, b)]
 
+    nan = float("nan")
     out = []
-    for g in labels:
-        rate = rates[g]
-        rb = rates[best]
-        ratio = float(rate / rb) if (np.isfinite(rate) and np.isfinite(rb) and rb > 0) else float("nan")
+    for g in range(k):
+        rate, rb = rates[g], rates[best]
+        ratio = float(rate / rb) if (np.isfinite(rate) and np.isfinite(rb) and rb > 0) else nan
         if reference is not None:
             if g == best:
-                out.append(RatioToBest(g, rate, 1.0, best, ConfidenceInterval(1.0, 1.0, level, "reference"), 1.0,
-                                       float("nan"), (), "the reference group"))
+                out.append(RatioToBest(labs[g], rate, 1.0, labs[best],
+                                       ConfidenceInterval(1.0, 1.0, level, "reference"), 1.0, nan, (),
+                                       "the reference group"))
                 continue
-            r = _pair(g, best)
+            r = pair(g, best)
             ci = r.confidence_interval(level)
-            lo1 = r.confidence_interval(1.0 - 2.0 * alpha).low
             pb = r.pvalue_below(threshold)
-            out.append(RatioToBest(g, rate, ratio, best, ci, lo1, float(min(1.0, 2.0 * pb)) if np.isfinite(pb)
-                                   else float("nan"), (r,), r.note if np.isnan(ci.low) else None))
+            out.append(RatioToBest(labs[g], rate, ratio, labs[best], ci, r.confidence_interval(1.0 - 2.0 * alpha).low,
+                                   float(min(1.0, 2.0 * pb)) if np.isfinite(pb) else nan, (r,),
+                                   r.note if np.isnan(ci.low) else None))
             continue
-        others = [h for h in labels if h != g]
-        rs = [_pair(g, h) for h in others]
+        rs = [pair(g, h) for h in range(k) if h != g]
         lows = [r.confidence_interval(level).low for r in rs]
         highs = [r.confidence_interval(1.0 - alpha / (k - 1)).high for r in rs]
         low1 = [r.confidence_interval(1.0 - 2.0 * alpha).low for r in rs]
         pbs = [r.pvalue_below(threshold) for r in rs]
-        notes = [r.note for r in rs if r.note]
-        method = (f"ratio to the best (Hsu 1984, Bonferroni over {k - 1} candidates): min over the other groups "
-                  f"of the log-ratio intervals")
+        method = (f"ratio to the best (Hsu 1984; Bonferroni over {k - 1} candidates): the minimum over the other "
+                  "groups of the log-ratio intervals")
         if any(np.isnan(x) for x in lows + highs):
-            ci = ConfidenceInterval(np.nan, np.nan, level, method)
-            lo1 = float("nan")
+            ci = ConfidenceInterval(nan, nan, level, method)
+            lo1 = nan
         else:
             ci = ConfidenceInterval(float(min(1.0, min(lows))), float(min(1.0, min(highs))), level, method)
             lo1 = float(min(1.0, min(low1)))
-        pb = float(min(1.0, 2.0 * (k - 1) * min(pbs))) if all(np.isfinite(pbs)) else float("nan")
-        out.append(RatioToBest(g, rate, 1.0 if g == best and np.isfinite(ratio) else ratio, best, ci, lo1, pb,
-                               tuple(rs), ("; ".join(dict.fromkeys(notes)) or None) if np.isnan(ci.low) else None))
+        pb = float(min(1.0, 2.0 * (k - 1) * min(pbs))) if all(np.isfinite(pbs)) else nan
+        notes = "; ".join(dict.fromkeys(r.note for r in rs if r.note)) or None
+        out.append(RatioToBest(labs[g], rate, ratio, labs[best], ci, lo1, pb, tuple(rs),
+                               notes if np.isnan(ci.low) else None))
     return tuple(out)
 
 
@@ -484,9 +516,80 @@ def matched_table(values: Any, sets: Any, columns: Any) -> tuple[np.ndarray, np.
     return table, sl, cl
 
 
+def crossed_k_test(table: Any, template: Any, name: Any = None, *, names: str = "random") -> CrossedFResult:
+    """Test that the k columns (groups, or slots) of matched sets share one mean, templates and name sets random.
+
+    Parameters
+    ----------
+    table : array_like of float, shape (n_sets, k)
+        A value per set and column (top pick, rank); rows with NaN dropped.
+    template, name : array_like, shape (n_sets,)
+        Template and name set of each row.
+    names : {"random", "fixed"}
+
+    Returns
+    -------
+    CrossedFResult
+        On the template x name-set x column cell means (empty cells
+        filled from the additive template + name fit of the column), the
+        three-way ANOVA with columns fixed and templates (T) and name sets
+        (P) crossed random factors. Names fixed (or one name set): ``F =
+        MS_C / MS_CxT``, df ``(k - 1, (k - 1)(T - 1))``. Names random:
+        Clark's (1973) quasi-F ``(MS_C + MS_CxTxP) / (MS_CxT + MS_CxP)``
+        with Satterthwaite df for numerator and denominator.
+
+    References
+    ----------
+    Clark (1973); Winer, Brown & Michels (1991), ch. 5 (quasi-F ratios).
+    """
+    from fairpair.stats._crossed import _additive_fill, _f
+
+    check_choice("names", names, NAMES)
+    arr = _table(table)
+    keep = ~np.isnan(arr).any(axis=1)
+    arr = arr[keep]
+    tmpl = _per_set(template, "template")[keep]
+    nm = (np.zeros(arr.shape[0], dtype=np.intp) if name is None else _per_set(name, "name")[keep])
+    k = arr.shape[1]
+    method = ("quasi-F (Clark 1973), templates and name sets random" if names == "random"
+              else "F (column vs column x template), templates random")
+    if arr.shape[0] == 0:
+        return CrossedFResult(np.nan, np.nan, k - 1.0, np.nan, method, "no complete sets")
+    cells = []
+    for j in range(k):
+        m, _c, _t, _n = cell_matrix(arr[:, j], tmpl, nm)
+        cells.append(_additive_fill(m)[0])
+    y = np.stack(cells, axis=2)  # T x P x k
+    t, p, _ = y.shape
+    if t < 2:
+        return CrossedFResult(np.nan, np.nan, k - 1.0, np.nan, method, "too few templates")
+    gm = y.mean()
+    yc = y.mean(axis=(0, 1))
+    yt = y.mean(axis=1)  # T x k
+    ms_c = t * p * float(((yc - gm) ** 2).sum()) / (k - 1)
+    it = yt - yt.mean(axis=1, keepdims=True) - yc[None, :] + gm
+    df_ct = (k - 1) * (t - 1)
+    ms_ct = p * float((it ** 2).sum()) / df_ct
+    if names == "fixed" or p < 2:
+        note = "one name set: names are not a factor" if (names == "random" and p < 2) else None
+        return _f(ms_c, ms_ct, k - 1.0, float(df_ct), method, note)
+    yp = y.mean(axis=0)  # P x k
+    ip = yp - yp.mean(axis=1, keepdims=True) - yc[None, :] + gm
+    df_cp = (k - 1) * (p - 1)
+    ms_cp = t * float((ip ** 2).sum()) / df_cp
+    ytp = y.mean(axis=2)  # T x P
+    r = (y - yt[:, None, :] - yp[None, :, :] - ytp[:, :, None] + yc[None, None, :] + y.mean(axis=(1, 2))[:, None, None]
+         + y.mean(axis=(0, 2))[None, :, None] - gm)
+    df_r = (k - 1) * (t - 1) * (p - 1)
+    ms_r = float((r ** 2).sum()) / df_r
+    num_terms = [(1.0, ms_c, k - 1.0), (1.0, ms_r, float(df_r))]
+    den_terms = [(1.0, ms_ct, float(df_ct)), (1.0, ms_cp, float(df_cp))]
+    return _f(ms_c + ms_r, ms_ct + ms_cp, _satterthwaite(num_terms), _satterthwaite(den_terms), method)
+
+
 @dataclass(frozen=True)
 class SlotEffect:
-    """Top-pick rate and mean rank of one slot (1-based position in the prompt), with intervals."""
+    """Top-pick rate and mean rank of one slot (1-based position in the prompt), with crossed intervals."""
 
     slot: int
     n: int
@@ -502,14 +605,12 @@ class PositionEffectResult:
     ----------
     slots : tuple of SlotEffect
     top_test, rank_test : CrossedFResult
-        F test that every slot has the same top-pick rate (mean rank), on
-        template x slot means: ``F = MS_slot / MS_slot x template``, df
-        ``(k - 1, (k - 1)(T - 1))`` (templates random).
+        :func:`crossed_k_test` of equal top-pick rates (mean ranks) over the slots.
     cochran : CochranQResult
         Cochran's Q of the top pick across slots, sets as independent (secondary).
     friedman : FriedmanResult or None
         Friedman's test of the ranks across slots, sets as independent
-        (secondary); None for k = 2.
+        (secondary); None for k = 2 or without complete rankings.
     """
 
     slots: tuple
@@ -519,53 +620,45 @@ class PositionEffectResult:
     friedman: FriedmanResult | None
 
 
-def position_effect(top: Any, rank: Any, template: Any, slot: Any, sets: Any) -> PositionEffectResult:
+def position_effect(top: Any, rank: Any, template: Any, name: Any = None, *,
+                    names: str = "random") -> PositionEffectResult:
     """Position effect of a ranking design: top-pick rate and mean rank by slot, with intervals and tests.
 
     Parameters
     ----------
-    top : array_like of {0, 1, NaN}, shape (n,)
-        Top pick of each (matched set, candidate) entry.
-    rank : array_like of float, shape (n,)
-        Rank (1 = first), NaN where the ranking is incomplete.
-    template, slot, sets : array_like, shape (n,)
-        Template, slot (1-based position) and matched set of each entry.
+    top : array_like of {0, 1, NaN}, shape (n_sets, k)
+        Top pick of the candidate in each slot (column j = slot j + 1).
+    rank : array_like of float, shape (n_sets, k)
+        Rank (1 = first) of the candidate in each slot; NaN rows where the
+        ranking is incomplete.
+    template, name : array_like, shape (n_sets,)
+        Template and name set of each matched set.
+    names : {"random", "fixed"}
 
     Returns
     -------
     PositionEffectResult
-        Each slot's rate and mean rank come from :func:`crossed_mean` with
-        the slot as a single "name" (templates random: the names are
-        counterbalanced over slots by the Latin square, so they are not a
-        factor of a slot's mean). The F tests use the same template x slot
-        means (:func:`~fairpair.stats.crossed_omnibus` with names fixed).
+        Each slot's rate and mean rank from :func:`crossed_mean` (templates
+        and name sets random); the tests from :func:`crossed_k_test`;
+        Cochran's Q and Friedman over the sets as secondary tests.
 
     Raises
     ------
     ValueError
-        Mismatched lengths, or two entries of one set in one slot.
+        Tables of different shapes or fewer than two slots.
     """
-    t = np.asarray(top, dtype=float).ravel()
-    r = np.asarray(rank, dtype=float).ravel()
-    tmpl = np.asarray(template.to_numpy() if hasattr(template, "to_numpy") else template)
-    sl = np.asarray(slot.to_numpy() if hasattr(slot, "to_numpy") else slot)
-    labels, codes = as_labels(sl, "slot", t.size)
+    t = _table(top)
+    r = _table(rank)
+    if t.shape != r.shape:
+        raise ValueError(f"top and rank must have the same shape; got {t.shape} and {r.shape}")
+    tmpl = _per_set(template, "template")
+    nm = np.zeros(t.shape[0], dtype=np.intp) if name is None else _per_set(name, "name")
     slots = []
-    top_cells, rank_cells = [], []
-    for i, s in enumerate(labels):
-        m = codes == i
-        tr = crossed_mean(t[m], tmpl[m], None, names="fixed")
-        mr = crossed_mean(r[m], tmpl[m], None, names="fixed")
-        slots.append(SlotEffect(int(s), int(m.sum()), tr, mr))
-        top_cells.append(cell_matrix(np.where(m, t, np.nan), tmpl, np.zeros(t.size, dtype=np.intp))[0])
-        rank_cells.append(cell_matrix(np.where(m, r, np.nan), tmpl, np.zeros(t.size, dtype=np.intp))[0])
-    top_test = crossed_omnibus(top_cells, names="fixed") if len(labels) >= 2 else CrossedFResult(
-        np.nan, np.nan, 0.0, 0.0, "", "one slot")
-    rank_test = crossed_omnibus(rank_cells, names="fixed") if len(labels) >= 2 else top_test
-    table, _s, _c = matched_table(t, sets, sl)
-    cq = cochran_q(table)
-    fr = None
-    if len(labels) >= 3:
-        rtable, _s, _c = matched_table(r, sets, sl)
-        fr = friedman(rtable)
-    return PositionEffectResult(tuple(slots), top_test, rank_test, cq, fr)
+    for j in range(t.shape[1]):
+        slots.append(SlotEffect(j + 1, int((~np.isnan(t[:, j])).sum()),
+                                crossed_mean(t[:, j], tmpl, nm, names=names),
+                                crossed_mean(r[:, j], tmpl, nm, names=names)))
+    top_test = crossed_k_test(t, tmpl, nm, names=names)
+    rank_test = crossed_k_test(r, tmpl, nm, names=names)
+    fr = friedman(r) if t.shape[1] >= 3 and (~np.isnan(r).any(axis=1)).any() else None
+    return PositionEffectResult(tuple(slots), top_test, rank_test, cochran_q(t), fr)
