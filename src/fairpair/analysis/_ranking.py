@@ -419,7 +419,7 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
             raise ValueError(f"target {target!r} not in the frame; targets: {targets[:10]}")
         frame = frame[frame["target"].astype(str) == target]
     fr = _check_frame(frame, list(groups or []))
-    present = sorted(set(fr.group))
+    present = sorted(str(g) for g in set(fr.group))
     glist = list(groups) if groups else present
     if len(glist) < 2:
         raise ValueError(f"a ranking analysis needs at least two groups; got {glist}")
