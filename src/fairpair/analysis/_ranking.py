@@ -195,6 +195,11 @@ class RankingAnalysis:
     pairs : tuple of ComparisonResult
         Measures ``top_pick`` and ``ranked_above`` for every pair of groups.
     notes : tuple of str
+    four_fifths, ratio_rule : float, str
+        The threshold (0.8) and the rule of the ratios' verdicts.
+    correction : str
+        Multiplicity correction over the pairs of each measure and over the
+        groups' ratio tests.
     """
 
     target: str
@@ -225,6 +230,7 @@ class RankingAnalysis:
     notes: tuple = field(default=())
     four_fifths: float = FOUR_FIFTHS
     ratio_rule: str = RULE_RATIO
+    correction: str = "holm"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict (NaN and infinities as None; tuples as lists) for ``results.json``."""
@@ -505,7 +511,7 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
         selection=tuple(sel_rows), reference=best,
         reference_rule="given" if reference is not None else "most selected", ratios=tuple(ratio_rows),
         omnibus=_omni(omni, int(parsed.sum())), cochran=_omni(cq), friedman=fri, position=position,
-        pairs=tuple(pairs), notes=tuple(notes))
+        pairs=tuple(pairs), notes=tuple(notes), correction=correction)
 
 
 @dataclass(frozen=True)
