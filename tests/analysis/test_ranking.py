@@ -201,3 +201,29 @@ def test_simulation_recovers_planted_values():
     for key in ("group_rate", "slot_rate", "ratio", "pair_top", "pair_above"):
         assert res[key] >= 0.85, (key, res[key])
     assert res["omnibus"] >= 0.5 and res["position_top"] >= 0.5
+
+
+def _subset_frame(seed=9):
+    """k = 3 candidates of 4 groups per prompt (``candidates: 3``): one group left out per set, ranks renumbered."""
+    f = simulate_ranking_frame(RankingScenario(templates=10, reps=4), np.random.default_rng(seed))
+    codes = f["case_id"].astype("category").cat.codes
+    f = f[(f["group"].str[1].astype(int) - 1) != codes % 4].copy()
+    f["rank"] = f.groupby("case_id")["rank"].rank()
+    f["slot"] = f.groupby("case_id")["slot"].rank().astype(int)
+    f["top"] = (f["rank"] == 1).astype(float)
+    return f
+
+
+def test_prompts_with_fewer_candidates_than_groups():
+    f = _subset_frame()
+    r = analyze_ranking(f)
+    assert r.k == 3 and r.groups == ("g1", "g2", "g3", "g4")
+    top = f.pivot(index="case_id", columns="group", values="top")
+    for s in r.selection:
+        assert s.n_sets == int(top[s.group].notna().sum())
+    assert any("each prompt holds 3 of the 4 groups" in n for n in r.notes)
+    assert r.cochran.pvalue is None and r.omnibus.pvalue is None
+    assert len(r.position.slots) == 3 and len(r.pairs) == 12
+    c = next(c for c in r.pairs if c.id == "top_pick:g1-vs-g2")
+    both = top[["g1", "g2"]].dropna()
+    assert c.n_pairs == len(both) and c.binary.b == int(((both.g1 == 1) & (both.g2 == 0)).sum())

@@ -28,11 +28,13 @@ What is computed (see :mod:`fairpair.stats._ranking` for the methods):
   independent);
 * every pair of groups, twice: the top-pick risk difference (``top_A -
   top_B``) and the preference ``P(A above B) - P(B above A)`` (per set,
-  ``1[rank_A < rank_B] - 1[rank_B < rank_A]``), each through the same
-  cluster-aware comparison and verdict as every other comparison
-  (:func:`fairpair.analysis._paired.analyze_pairs`: the crossed t on
-  template x name cell means; McNemar, for the preference the sign test,
-  as secondary statistics), Holm over the pairs of each measure;
+  ``1[rank_A < rank_B] - 1[rank_B < rank_A]``), each a
+  :class:`~fairpair.analysis.ComparisonResult` with the verdict rule of
+  every other comparison (:mod:`fairpair.analysis._verdict`): the crossed t
+  of the per-set difference (:func:`fairpair.stats.paired_difference`,
+  templates and name sets random, the name component never pooled),
+  McNemar's test (for the preference the sign test) as a secondary
+  statistic, Holm over the pairs of each measure;
 * the position effect: top-pick rate and mean rank by slot with intervals
   (templates random) and the F test of equal slots;
 * the unparsed answers, counted: left out of every denominator, and said so.
@@ -445,7 +447,11 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
     if set(glist) != set(present):
         notes.append(f"groups reported: {glist}; the sets also hold {sorted(set(present) - set(glist))}")
     tb = _tables(fr, glist)
-    parsed = ~np.isnan(tb.top).any(axis=1)
+    parsed = tb.parsed
+    if len(present) > fr.k:
+        notes.append(f"each prompt holds {fr.k} of the {len(present)} groups: rates are over the answers whose "
+                     "prompt holds the group; the tests over complete sets (Cochran's Q, Friedman, the crossed "
+                     "test of equal rates) need every group in every prompt and are not computed")
     n_templates = int(np.unique(tb.template[parsed]).size)
     n_namesets = int(np.unique(tb.nameset[parsed]).size)
     sel_rows = []
@@ -526,16 +532,17 @@ class _Tables:
     slot_top: np.ndarray  # (n_sets, k) by slot (column j = slot j + 1)
     slot_rank: np.ndarray
     n_names: np.ndarray  # names per group (glist order)
-    names_of: np.ndarray  # (n_sets, k) name label of each group's candidate
+    parsed: np.ndarray  # bool per set: the answer gave a top pick
 
 
 def _tables(fr: _Frame, glist: list[str]) -> _Tables:
     n, k = fr.n_sets, fr.k
     gcode = {g: j for j, g in enumerate(sorted(set(fr.group)))}
+    ng = len(gcode)  # > k when each prompt holds k of the groups (``candidates: k``): absent groups are NaN
     col = np.array([gcode[g] for g in fr.group], dtype=np.intp)
-    top = np.full((n, k), np.nan)
-    rank = np.full((n, k), np.nan)
-    name = np.full((n, k), -1, dtype=np.intp)
+    top = np.full((n, ng), np.nan)
+    rank = np.full((n, ng), np.nan)
+    name = np.full((n, ng), -1, dtype=np.intp)
     top[fr.sets, col] = fr.top
     rank[fr.sets, col] = fr.rank
     name[fr.sets, col] = fr.variant
@@ -547,10 +554,11 @@ def _tables(fr: _Frame, glist: list[str]) -> _Tables:
     template[fr.sets] = fr.template
     _u, nameset = np.unique(name, axis=0, return_inverse=True)
     cols = [gcode[g] for g in glist]
-    n_names = np.array([np.unique(name[:, c]).size for c in cols])
-    labels = fr.variant_labels[name[:, cols]]
+    n_names = np.array([np.unique(name[:, c][name[:, c] >= 0]).size for c in cols])
+    parsed = np.zeros(n, dtype=bool)
+    parsed[fr.sets] = ~np.isnan(fr.top)
     return _Tables(fr.set_labels, template, nameset.reshape(-1).astype(np.intp), top[:, cols], rank[:, cols],
-                   slot_top, slot_rank, n_names, labels)
+                   slot_top, slot_rank, n_names, parsed)
 
 
 def _design_reason(cm: Any, *, names: str, n_pairs: int, constant: bool, ga: str, gb: str,
@@ -590,7 +598,10 @@ def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str
     keep = ~(np.isnan(x) | np.isnan(y))
     n = int(keep.sum())
     notes: list[str] = []
-    cm = paired_difference(x, y, tb.template, tb.nameset, names=names)
+    # No "sometimes pool" of the name component here (pool=None): with it, the family-wise false fail over the
+    # 6 pairs of 4 groups was 6-7% (the t's tail at alpha/6 held 1.1% instead of 0.83%); without, 3%
+    # (benchmarks/sim_ranking.py, benchmarks/README.md).
+    cm = paired_difference(x, y, tb.template, tb.nameset, names=names, pool=None)
     n_names = int(np.unique(tb.nameset[keep]).size)
     f: dict[str, Any] = {
         "n_pairs": n, "n_dropped": int(keep.size - n), "scale": "binary", "value_kind": "rate",

@@ -25,8 +25,9 @@ Dispersion (Tan & Lee 2025)               :func:`cell_means`, :func:`cell_means_
 Crossed designs (templates x names)       :func:`crossed_difference`, :func:`crossed_omnibus`,
                                           :func:`names_heterogeneity`
 Variant heterogeneity                     :func:`variant_heterogeneity`
-Ranking design (k candidates, one prompt) :func:`crossed_mean`, :func:`selection_ratio`, :func:`ratio_to_best`
-                                          (four-fifths rule), :func:`position_effect`
+Ranking design (k candidates, one prompt) :func:`crossed_mean`, :func:`paired_difference`, :func:`selection_ratio`,
+                                          :func:`ratio_to_best` (four-fifths rule), :func:`crossed_k_test`,
+                                          :func:`position_effect`
 ========================================  ===========================================
 
 Depends on numpy and scipy only (pandas objects are accepted, never imported).
@@ -59,7 +60,8 @@ _LAZY = {
                "min_detectable_risk_difference", "paired_power", "pairs_needed", "CrossedPowerResult",
                "VarianceComponents", "crossed_power", "crossed_variance", "estimate_variance_components"),
     "_ranking": ("CrossedMeanResult", "SelectionRatioResult", "RatioToBest", "SlotEffect", "PositionEffectResult",
-                 "crossed_mean", "selection_ratio", "ratio_to_best", "position_effect", "FOUR_FIFTHS"),
+                 "crossed_mean", "paired_difference", "selection_ratio", "ratio_to_best", "crossed_k_test",
+                 "position_effect", "FOUR_FIFTHS"),
     "_signed_rank": ("PairedTResult", "WilcoxonResult", "paired_t", "wilcoxon"),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
@@ -138,7 +140,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         RatioToBest,
         SelectionRatioResult,
         SlotEffect,
+        crossed_k_test,
         crossed_mean,
+        paired_difference,
         position_effect,
         ratio_to_best,
         selection_ratio,
@@ -230,6 +234,8 @@ __all__ = [
     "VariantEffect",
     # ranking design (k candidates in one prompt)
     "crossed_mean",
+    "paired_difference",
+    "crossed_k_test",
     "selection_ratio",
     "ratio_to_best",
     "position_effect",

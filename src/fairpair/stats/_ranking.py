@@ -3,32 +3,44 @@
 A hiring or lending audit puts k equally qualified candidates in one prompt,
 one per group, each with a name (variant) of its group, in an order rotated
 over the matched sets (a Latin square), and asks the model to rank them or
-pick one. One answer covers the whole matched set. The arrays here hold one
-entry per (matched set, group): the template (scenario), the name, the
-group, the slot (1-based position in the prompt), ``rank`` (1 = first) and
-``top`` (1 for the candidate ranked first).
+pick one. One answer covers the whole matched set, so the functions here
+take a matched table: one row per set, one column per group (or per slot),
+holding the top pick (0/1) or the rank (1 = first), with the set's template
+and name set (the names of all its candidates) beside it.
 
 The answers are not independent: matched sets are nested in templates and
 the names are crossed with the templates. Every interval and cluster-aware
-test here therefore works on template x name cell means with the crossed
-random-effects machinery of :mod:`fairpair.stats._crossed` (Clark 1973;
-Judd, Westfall & Kenny 2012), templates always random and names random
-(generalise to other names of the groups) or fixed (these names):
+test here therefore works on template x name-set cell means with the
+crossed random-effects machinery of :mod:`fairpair.stats._crossed` (Clark
+1973; Judd, Westfall & Kenny 2012), templates always random and names
+random (generalise to other names of the groups) or fixed (these names).
+The random factor for names is the *name set*: one answer depends on every
+candidate's name, and the ``ranking`` design pairs name position ``p`` of
+every group in one prompt, so the k names of a set repeat together over the
+templates. Treating each candidate's name as an independent factor (as
+:func:`~fairpair.stats.crossed_difference` does for separate conversations)
+understates the variance of a difference between two candidates of the
+same prompts (the ranked-above preference covered 90% instead of 95% in the
+simulation).
 
-* :func:`crossed_mean` -- one group's mean (a selection rate for 0/1 ``top``,
-  a mean rank) with the crossed standard error;
+* :func:`crossed_mean` -- the mean of a per-set value (a selection rate for
+  0/1 top picks, a mean rank) with the crossed standard error;
+* :func:`paired_difference` -- the mean of the per-set difference between
+  two candidates (top-pick risk difference, ranked-above preference);
 * :func:`selection_ratio` -- the ratio of two groups' selection rates with a
-  delta-method interval on the log scale whose standard error comes from
-  :func:`~fairpair.stats.crossed_difference` on rate-scaled values;
+  delta-method interval on the log scale (crossed standard error of the
+  linearised per-set values);
 * :func:`ratio_to_best` -- each group's selection rate over the highest
   rate (the "four-fifths rule", EEOC Uniform Guidelines on Employee
   Selection Procedures, 29 CFR 1607.4(D)) with intervals that stay valid
   although the most selected group is picked from the data (multiple
   comparisons with the best, Hsu 1984, in its Bonferroni form);
+* :func:`crossed_k_test` -- equal means over the k columns: F (names fixed)
+  or Clark's quasi-F with templates and name sets crossed;
 * :func:`position_effect` -- the top-pick rate and mean rank of each slot,
-  with intervals (templates random) and the F test of equal slots on
-  template x slot means, plus Cochran's Q and Friedman over the sets
-  (which treat the sets as independent, reported as secondary).
+  with intervals and :func:`crossed_k_test`, plus Cochran's Q and Friedman
+  over the sets (which treat the sets as independent, reported as
+  secondary).
 
 The simulation that checked these rules (level, coverage, power, with
 template and name random effects and nested repetitions drawn from a
