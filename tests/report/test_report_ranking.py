@@ -93,3 +93,16 @@ def test_terminal_prints_the_ranking_tables(mock_run, section):
     out = buf.getvalue()
     assert "Ranking: order · ranking-origen · target sim" in out and "Four-fifths verdict" in out
     assert "Pairwise comparisons" in out
+
+
+def test_notes_in_spanish_and_no_duplicate_unparsed_line():
+    sec = {"k": 3, "groups": ["a", "b", "c"], "n_sets": 10, "n_unparsed": 2, "unparsed_share": 0.2,
+           "notes": ["2 of 10 answers (20.0%) could not be parsed into a top pick: left out of every denominator",
+                     "3 answers give a top pick but no complete ranking: left out of the rank statistics (mean rank, "
+                     "Friedman, ranked-above)"]}
+    es = ranking_view({"rankings": [sec]}, "es", with_figures=False)[0]
+    assert es["notes"] == ["3 respuestas dan una primera elección pero no un orden completo: quedan fuera de las "
+                           "estadísticas de puestos (puesto medio, Friedman, por delante)"]
+    assert es["unparsed"].startswith("2 de 10 respuestas (20,0")
+    assert ranking_view({"rankings": [sec]}, "en", with_figures=False)[0]["notes"][0].startswith("3 answers")
+    assert ranking_view({}, "en") == [] and ranking_view(None, "es") == []

@@ -22,6 +22,7 @@ Guidelines on Employee Selection Procedures, 29 CFR 1607.4(D)).
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Sequence
 
 from fairpair.report._catalog import fmt_num, fmt_p, fmt_pct, msg, verdict_word
@@ -226,6 +227,37 @@ def _headline(sec: dict[str, Any], label, lang: str) -> str | None:
         clause=rmsg(lang, f"clause.{verdict}")))
 
 
+_NOTES_ES = (
+    (re.compile(r"^(\d+) answers give a top pick but no complete ranking: left out of the rank statistics "
+                r"\(mean rank, Friedman, ranked-above\)$"),
+     "{0} respuestas dan una primera elección pero no un orden completo: quedan fuera de las estadísticas de "
+     "puestos (puesto medio, Friedman, por delante)"),
+    (re.compile(r"^each prompt holds (\d+) of the (\d+) groups: .*$"),
+     "cada mensaje contiene {0} de los {1} grupos: las tasas se calculan sobre las respuestas cuyo mensaje "
+     "contiene al grupo; las pruebas sobre conjuntos completos (Q de Cochran, Friedman, la prueba cruzada de "
+     "tasas iguales) necesitan todos los grupos en cada mensaje y no se calculan"),
+    (re.compile(r"^groups reported: (.*); the sets also hold (.*)$"),
+     "grupos mostrados: {0}; los conjuntos contienen también {1}"),
+)
+
+
+def _notes(sec: dict[str, Any], lang: str) -> list[str]:
+    """The section's notes in ``lang``; the unparsed count is left out (the block says it already)."""
+    out = []
+    for n in sec.get("notes") or []:
+        n = str(n)
+        if "could not be parsed" in n:
+            continue
+        if lang == "es":
+            for pat, es in _NOTES_ES:
+                m = pat.match(n)
+                if m:
+                    n = es.format(*m.groups())
+                    break
+        out.append(n)
+    return out
+
+
 def _pair_rows(sec: dict[str, Any], label, lang: str) -> list[dict[str, Any]]:
     out = []
     for c in sec.get("pairs") or []:
@@ -304,7 +336,7 @@ def ranking_view(results: dict[str, Any] | None, lang: str, battery: Any = None,
                                correction=_CORR.get(str(sec.get("correction") or "holm"), "Holm")),
             "position_intro": rmsg(lang, "position.intro", parity=parity), "slots": slots, "tests": tests,
             "pairs_intro": rmsg(lang, "pairs.intro", correction=_CORR.get(str(sec.get("correction") or "holm"), "Holm")), "pairs": _pair_rows(sec, label, lang),
-            "notes": [str(n) for n in sec.get("notes") or []], "figures": [], "raw": sec,
+            "notes": _notes(sec, lang), "figures": [], "raw": sec,
         }
         if with_figures and sel:
             block["figures"].append(selection_plot(f"ranking-{i}-selection", sec, lang=lang, label=label,
