@@ -11,6 +11,10 @@
 * :func:`gate_exit_code` -- 1 when a primary comparison fails (or is
   inconclusive, has an insufficient design, or got worse than a baseline run,
   when asked), else 0.
+* :func:`analyze_ranking` -- the statistics of a ranking design (k candidates
+  in one prompt): selection rates, the four-fifths ratio, Cochran's Q,
+  Friedman, pairwise comparisons with verdicts, the position effect
+  (:class:`RankingAnalysis`, ``results.json`` key ``rankings``).
 * :func:`fairpair.analysis.power.power_plan` -- smallest detectable
   differences for a battery's design (``fairpair plan --power``).
 """
@@ -18,7 +22,8 @@
 from fairpair.analysis._analyze import analyze_run, load_results
 from fairpair.analysis._compare import compare_runs
 from fairpair.analysis._gate import gate_exit_code, junit_xml
+from fairpair.analysis._ranking import RankingAnalysis, analyze_ranking
 from fairpair.analysis._results import RESULTS_SCHEMA, ComparisonResult, Results, results_schema
 
 __all__ = ["analyze_run", "load_results", "compare_runs", "gate_exit_code", "junit_xml", "Results",
-           "ComparisonResult", "results_schema", "RESULTS_SCHEMA"]
+           "ComparisonResult", "results_schema", "RESULTS_SCHEMA", "analyze_ranking", "RankingAnalysis"]

@@ -21,6 +21,8 @@ from fairpair.report._catalog import (
 )
 from fairpair.report._data import ReportData, comparison_key, group_label, load_report_data, measure_label
 from fairpair.report._notes import translate_note
+from fairpair.report._ranking import ranking_view as _ranking_view
+from fairpair.report._ranking import rmsg as _ranking_msg
 from fairpair.report._text import MdSafe, clean, md_block, md_inline
 
 __all__ = ["write_report", "build_view", "REPORT_SCHEMA", "overall_verdict", "VerdictRow"]
@@ -378,6 +380,8 @@ def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]
         "aa_controls": _aa_rows(res, lang),
         "figures": figures,
         "two_party_blocks": _two_party_blocks(data, figures["two_party_blocks"], lang),
+        "rankings": _ranking_view(res, lang, data.battery, with_figures=with_figures),
+        "rt": lambda key, **kw: _ranking_msg(lang, key, **kw),
         "prompt_templates": prompt_templates,
         "judge_prompts": judge_prompts,
         "evidence": evidence,

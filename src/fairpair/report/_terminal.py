@@ -68,6 +68,11 @@ def print_verdicts(console: Any, run_dir: Path | None = None, *, language: str |
         console.print(Text(terminal(view["overall_text"])))
         return "none"
     console.print(verdict_table(view))
+    if view.get("rankings"):
+        from fairpair.report._ranking import ranking_tables
+
+        for table in ranking_tables(view["rankings"], view["lang"]):
+            console.print(table)
     if sentences:
         for r in view["primary_rows"]:
             console.print(Text.assemble((terminal(r.verdict_word), _STYLE.get(r.verdict, "")), " ",

@@ -25,6 +25,9 @@ Dispersion (Tan & Lee 2025)               :func:`cell_means`, :func:`cell_means_
 Crossed designs (templates x names)       :func:`crossed_difference`, :func:`crossed_omnibus`,
                                           :func:`names_heterogeneity`
 Variant heterogeneity                     :func:`variant_heterogeneity`
+Ranking design (k candidates, one prompt) :func:`crossed_mean`, :func:`paired_difference`, :func:`selection_ratio`,
+                                          :func:`ratio_to_best` (four-fifths rule), :func:`crossed_k_test`,
+                                          :func:`position_effect`
 ========================================  ===========================================
 
 Depends on numpy and scipy only (pandas objects are accepted, never imported).
@@ -56,6 +59,9 @@ _LAZY = {
     "_power": ("PowerResult", "design_effect", "mcnemar_power", "min_detectable_effect",
                "min_detectable_risk_difference", "paired_power", "pairs_needed", "CrossedPowerResult",
                "VarianceComponents", "crossed_power", "crossed_variance", "estimate_variance_components"),
+    "_ranking": ("CrossedMeanResult", "SelectionRatioResult", "RatioToBest", "SlotEffect", "PositionEffectResult",
+                 "crossed_mean", "paired_difference", "selection_ratio", "ratio_to_best", "crossed_k_test",
+                 "position_effect", "FOUR_FIFTHS"),
     "_signed_rank": ("PairedTResult", "WilcoxonResult", "paired_t", "wilcoxon"),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
@@ -126,6 +132,20 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         min_detectable_risk_difference,
         paired_power,
         pairs_needed,
+    )
+    from fairpair.stats._ranking import (  # noqa: F401
+        FOUR_FIFTHS,
+        CrossedMeanResult,
+        PositionEffectResult,
+        RatioToBest,
+        SelectionRatioResult,
+        SlotEffect,
+        crossed_k_test,
+        crossed_mean,
+        paired_difference,
+        position_effect,
+        ratio_to_best,
+        selection_ratio,
     )
     from fairpair.stats._signed_rank import PairedTResult, WilcoxonResult, paired_t, wilcoxon  # noqa: F401
 
@@ -212,6 +232,19 @@ __all__ = [
     "variant_heterogeneity",
     "HeterogeneityResult",
     "VariantEffect",
+    # ranking design (k candidates in one prompt)
+    "crossed_mean",
+    "paired_difference",
+    "crossed_k_test",
+    "selection_ratio",
+    "ratio_to_best",
+    "position_effect",
+    "CrossedMeanResult",
+    "SelectionRatioResult",
+    "RatioToBest",
+    "SlotEffect",
+    "PositionEffectResult",
+    "FOUR_FIFTHS",
     # shared
     "ConfidenceInterval",
 ]

@@ -1,0 +1,685 @@
+"""``analyze_ranking``: the statistics of one ranking design for one target, as a typed record.
+
+The ranking design (issue 17) puts k candidates, one per group, in one
+prompt and asks the model to rank them (or pick one); the order of the
+groups is rotated over the matched sets (a Latin square). The input frame
+has one row per (target, case_id, group): ``case_id`` is one matched set
+(one answer covers its k candidates), nested in a ``template``; the names
+(``variant``) are crossed with the templates; ``slot`` is the 1-based
+position in the prompt, ``rank`` the parsed rank (1 = first, NaN when the
+answer could not be parsed) and ``top`` 1 for the candidate ranked first.
+
+What is computed (see :mod:`fairpair.stats._ranking` for the methods):
+
+* per group: the selection rate (share of sets where the group's candidate
+  is the top pick) and the mean rank, with crossed random-effects intervals
+  (templates random, names random or fixed);
+* the ratio of each group's rate to the most selected group's (the
+  four-fifths rule, 29 CFR 1607.4(D)) with an interval valid although the
+  best group is chosen from the data; its verdict: **fail** when the ratio
+  is established below 0.8 (the Holm-adjusted p-value of ``ratio >= 0.8``
+  over the groups below alpha), **pass** when it is established at or above
+  0.8 (one-sided ``1 - alpha`` lower limit above 0.8), else
+  **inconclusive**; **insufficient design** by the rule of
+  :mod:`fairpair.analysis._design`;
+* across groups: the crossed F (names fixed) or Clark's quasi-F (names
+  random) on the top pick, with Cochran's Q (top pick) and Friedman (ranks)
+  over the matched sets as secondary tests (they treat sets as
+  independent);
+* every pair of groups, twice: the top-pick risk difference (``top_A -
+  top_B``) and the preference ``P(A above B) - P(B above A)`` (per set,
+  ``1[rank_A < rank_B] - 1[rank_B < rank_A]``), each a
+  :class:`~fairpair.analysis.ComparisonResult` with the verdict rule of
+  every other comparison (:mod:`fairpair.analysis._verdict`): the crossed t
+  of the per-set difference (:func:`fairpair.stats.paired_difference`,
+  templates and name sets random, the name component never pooled),
+  McNemar's test (for the preference the sign test) as a secondary
+  statistic, Holm over the pairs of each measure;
+* the position effect: top-pick rate and mean rank by slot with intervals
+  (templates random) and the F test of equal slots;
+* the unparsed answers, counted: left out of every denominator, and said so.
+
+Calibration: ``benchmarks/sim_ranking.py`` (Plackett-Luce audits with
+group, slot, template and name effects and nested repetitions); figures in
+``benchmarks/README.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, is_dataclass
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+from fairpair.analysis._design import design_reason_counts, estimand_words
+from fairpair.analysis._paired import PairData, finish
+from fairpair.analysis._results import ComparisonResult, interval, num
+from fairpair.stats._common import check_choice, check_level
+from fairpair.stats._multitest import adjust
+
+__all__ = ["analyze_ranking", "RankingAnalysis", "GroupSelection", "RatioRow", "SlotRow", "PositionEffect",
+           "OmnibusTest", "REQUIRED_COLUMNS", "RANKING_MEASURES", "FOUR_FIFTHS"]
+
+REQUIRED_COLUMNS = ("target", "case_id", "template", "repetition", "group", "variant", "slot", "rank", "top")
+#: The two pairwise measures and their ``ComparisonResult.measure`` names.
+RANKING_MEASURES = ("top_pick", "ranked_above")
+FOUR_FIFTHS = 0.8
+RULE_RATIO = ("fail: Holm-adjusted p-value of ratio >= 0.8 below alpha (the (1-alpha) interval lies below 0.8); "
+              "pass: the one-sided (1-alpha) lower limit is above 0.8; else inconclusive")
+
+
+@dataclass(frozen=True)
+class GroupSelection:
+    """One group's selection rate (top pick) and mean rank, with ``confidence_level`` intervals.
+
+    ``rate`` is in [0, 1], ``mean_rank`` in [1, k]; ``n_sets`` counts the
+    parsed sets with this group's candidate, ``n_ranked`` the sets with a
+    complete ranking; ``n_names`` the names (variants) seen. ``se``/``df``
+    are the crossed standard error and Satterthwaite df of ``rate``.
+    """
+
+    group: str
+    n_sets: int
+    n_ranked: int
+    n_names: int
+    rate: float | None
+    rate_ci: list | None
+    se: float | None
+    df: float | None
+    mean_rank: float | None
+    mean_rank_ci: list | None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class RatioRow:
+    """A group's selection rate over the reference (most selected) group's: the four-fifths rule.
+
+    ``ratio`` = ``rate / reference rate``; ``ci`` its ``confidence_level``
+    interval (of the ratio to the truly most selected group when the
+    reference is chosen from the data); ``below_four_fifths``: the point
+    estimate is below 0.8 (the guideline's rule of thumb);
+    ``pvalue_below`` / ``pvalue_adjusted``: test of ``ratio >= 0.8``, raw
+    and Holm-adjusted over the groups; ``verdict`` as in :data:`RULE_RATIO`
+    (None for a fixed reference group itself).
+    """
+
+    group: str
+    reference: str
+    rate: float | None
+    ratio: float | None
+    ci: list | None
+    lower_one_sided: float | None
+    below_four_fifths: bool | None
+    pvalue_below: float | None
+    pvalue_adjusted: float | None
+    verdict: str | None
+    design_reason: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class OmnibusTest:
+    """A test that all groups (or slots) share one value: its name, statistic, p-value and df."""
+
+    test: str
+    statistic: float | None
+    pvalue: float | None
+    df: float | None
+    df_denominator: float | None = None
+    n: int | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class SlotRow:
+    """Top-pick rate and mean rank of one slot (1 = first position in the prompt), intervals over templates."""
+
+    slot: int
+    n: int
+    top_rate: float | None
+    top_rate_ci: list | None
+    mean_rank: float | None
+    mean_rank_ci: list | None
+
+
+@dataclass(frozen=True)
+class PositionEffect:
+    """The position effect: per-slot rows, the F tests (templates random), Cochran's Q and Friedman (secondary).
+
+    ``expected_rate`` is ``1 / k`` (no position effect); ``first_minus_last``
+    the top-pick rate of slot 1 minus that of slot k.
+    """
+
+    slots: tuple
+    expected_rate: float
+    top_test: OmnibusTest
+    rank_test: OmnibusTest
+    cochran: OmnibusTest
+    friedman: OmnibusTest | None
+    first_minus_last: float | None = None
+
+
+@dataclass(frozen=True)
+class RankingAnalysis:
+    """The ranking statistics of one design for one target (``results.json``, key ``rankings``).
+
+    Attributes
+    ----------
+    target, design, attribute : str
+    groups : tuple of str
+        The groups, in report order.
+    k : int
+        Candidates per matched set.
+    names : {"random", "fixed"}
+        The estimand; ``estimand`` says it in words.
+    alpha, confidence_level : float
+    margin : float or None
+        Equivalence margin of the pairwise verdicts (risk-difference units).
+    n_sets, n_parsed, n_ranked, n_unparsed : int
+        Matched sets (answers); with a parsed top pick; with a complete
+        ranking; unparsed (left out of every denominator).
+    unparsed_share : float or None
+        ``n_unparsed / n_sets``.
+    n_templates : int
+    selection : tuple of GroupSelection
+    reference : str or None
+        Denominator of the ratios; ``reference_rule`` ``"most selected"``
+        (chosen from the data) or ``"given"``.
+    ratios : tuple of RatioRow
+    omnibus : OmnibusTest
+        Crossed test of equal selection rates (cluster-aware).
+    cochran, friedman : OmnibusTest
+        Over the sets (secondary); Friedman None for k = 2.
+    position : PositionEffect
+    pairs : tuple of ComparisonResult
+        Measures ``top_pick`` and ``ranked_above`` for every pair of groups.
+    notes : tuple of str
+    four_fifths, ratio_rule : float, str
+        The threshold (0.8) and the rule of the ratios' verdicts.
+    correction : str
+        Multiplicity correction over the pairs of each measure and over the
+        groups' ratio tests.
+    """
+
+    target: str
+    design: str
+    attribute: str
+    groups: tuple
+    k: int
+    names: str
+    estimand: str
+    alpha: float
+    confidence_level: float
+    margin: float | None
+    n_sets: int
+    n_parsed: int
+    n_ranked: int
+    n_unparsed: int
+    unparsed_share: float | None
+    n_templates: int
+    selection: tuple
+    reference: str | None
+    reference_rule: str
+    ratios: tuple
+    omnibus: OmnibusTest
+    cochran: OmnibusTest
+    friedman: OmnibusTest | None
+    position: PositionEffect
+    pairs: tuple = field(default=())
+    notes: tuple = field(default=())
+    four_fifths: float = FOUR_FIFTHS
+    ratio_rule: str = RULE_RATIO
+    correction: str = "holm"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe dict (NaN and infinities as None; tuples as lists) for ``results.json``."""
+        return _jsonable(self)
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, ComparisonResult):
+        return x.model_dump(mode="json")
+    if is_dataclass(x) and not isinstance(x, type):
+        return {f: _jsonable(getattr(x, f)) for f in x.__dataclass_fields__}
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return num(x)
+    return x
+
+
+# ------------------------------------------------------------------ input
+
+
+@dataclass(frozen=True)
+class _Frame:
+    sets: np.ndarray  # set code per row (int)
+    set_labels: np.ndarray  # case_id of each set code
+    template: np.ndarray  # template code per row (int)
+    template_labels: np.ndarray
+    group: np.ndarray  # group label per row (str)
+    variant: np.ndarray  # name code per row (int; names are "group:variant")
+    variant_labels: np.ndarray
+    slot: np.ndarray
+    rank: np.ndarray
+    top: np.ndarray  # NaN where the set is unparsed
+    ranked: np.ndarray  # bool: the row's set has a complete ranking
+    n_sets: int
+    n_parsed: int
+    n_ranked: int
+    k: int
+
+
+def _check_frame(frame: Any, groups: list[str]) -> _Frame:
+    import pandas as pd
+
+    if not isinstance(frame, pd.DataFrame):
+        raise ValueError(f"frame must be a pandas DataFrame; got {type(frame).__name__}")
+    missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValueError(f"ranking frame lacks column(s) {missing}; required: {list(REQUIRED_COLUMNS)}")
+    df = frame.reset_index(drop=True)
+    if df.empty:
+        raise ValueError("ranking frame has no rows")
+    for col in ("case_id", "template", "group", "variant", "slot"):
+        if df[col].isna().any():
+            raise ValueError(f"ranking frame: column {col!r} has missing values (row {int(df[col].isna().idxmax())})")
+    dup = df.duplicated(["case_id", "group"])
+    if dup.any():
+        row = df[dup].iloc[0]
+        raise ValueError(f"ranking frame: case_id {row['case_id']!r} has two rows for group {row['group']!r}")
+    per_set = df.groupby("case_id", sort=False)
+    if (per_set["template"].nunique() > 1).any():
+        bad = per_set["template"].nunique().pipe(lambda s: s[s > 1]).index[0]
+        raise ValueError(f"ranking frame: case_id {bad!r} spans two templates")
+    sizes = per_set.size()
+    k = int(sizes.max())
+    if (sizes != k).any():
+        bad = sizes[sizes != k].index[0]
+        raise ValueError(f"ranking frame: case_id {bad!r} has {int(sizes[bad])} candidates, others {k}")
+    slots = df["slot"].astype(int)
+    if ((slots < 1) | (slots > k)).any() or df.assign(_s=slots).duplicated(["case_id", "_s"]).any():
+        raise ValueError(f"ranking frame: slots must be 1..{k}, one candidate per slot in each case_id")
+    top = pd.to_numeric(df["top"], errors="coerce").to_numpy(dtype=float)
+    rank = pd.to_numeric(df["rank"], errors="coerce").to_numpy(dtype=float)
+    if np.any(~np.isnan(top) & (top != 0) & (top != 1)):
+        raise ValueError("ranking frame: column 'top' must hold 0, 1 or NaN")
+    code = df["case_id"].astype(str).to_numpy(dtype=str)
+    uniq, inv = np.unique(code, return_inverse=True)
+    nset = len(uniq)
+    top_nan = np.bincount(inv, weights=np.isnan(top).astype(float), minlength=nset) > 0
+    top_sum = np.bincount(inv, weights=np.nan_to_num(top), minlength=nset)
+    bad = ~top_nan & (top_sum != 1)
+    if bad.any():
+        raise ValueError(f"ranking frame: case_id {uniq[np.argmax(bad)]!r} has {int(top_sum[np.argmax(bad)])} top "
+                         "picks (a parsed set has exactly one; NaN marks an unparsed answer)")
+    rank_nan = np.bincount(inv, weights=np.isnan(rank).astype(float), minlength=nset) > 0
+    if np.any(~np.isnan(rank) & ((rank < 1) | (rank > k) | (rank != np.round(rank)))):
+        raise ValueError(f"ranking frame: ranks must be integers 1..{k} (or NaN)")
+    # complete rankings must be permutations of 1..k, with the top pick ranked first
+    rsum = np.bincount(inv, weights=np.nan_to_num(rank), minlength=nset)
+    rsq = np.bincount(inv, weights=np.nan_to_num(rank) ** 2, minlength=nset)
+    full = ~rank_nan
+    perm = (rsum == k * (k + 1) / 2) & (rsq == k * (k + 1) * (2 * k + 1) / 6)
+    if np.any(full & ~perm):
+        raise ValueError(f"ranking frame: case_id {uniq[np.argmax(full & ~perm)]!r} has ranks that are not a "
+                         f"permutation of 1..{k}")
+    ok = ~np.isnan(rank) & ~np.isnan(top)
+    if np.any(ok & ((rank == 1) != (top == 1)) & full[inv]):
+        raise ValueError("ranking frame: a complete ranking's first candidate must be its top pick")
+    present = sorted(df["group"].astype(str).unique())
+    unknown = [g for g in groups if g not in present]
+    if unknown:
+        raise ValueError(f"groups {unknown} are not in the frame; groups present: {present}")
+    variant = (df["group"].astype(str) + ":" + df["variant"].astype(str)).to_numpy(dtype=str)
+    vlab, vcode = np.unique(variant, return_inverse=True)
+    tlab, tcode = np.unique(df["template"].astype(str).to_numpy(dtype=str), return_inverse=True)
+    return _Frame(inv.astype(np.intp), uniq, tcode.astype(np.intp), tlab, df["group"].astype(str).to_numpy(dtype=str),
+                  vcode.astype(np.intp), vlab, slots.to_numpy(), np.where(full[inv], rank, np.nan),
+                  np.where(top_nan[inv], np.nan, top), full[inv], nset, int((~top_nan).sum()), int(full.sum()), k)
+
+
+def _omni(res: Any, n: int | None = None) -> OmnibusTest:
+    df = getattr(res, "df", getattr(res, "df_num", None))
+    return OmnibusTest(res.method, num(res.statistic), num(res.pvalue), num(df), num(getattr(res, "df_den", None)),
+                       n if n is not None else getattr(res, "n", None), res.note)
+
+
+# ------------------------------------------------------------------ analysis
+
+
+def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: str | None = None,
+                    alpha: float = 0.05, names: str = "random", margin: float | None = None,
+                    confidence_level: float = 0.95, target: str | None = None, design: str = "ranking",
+                    attribute: str = "group", correction: str = "holm", secondary: bool = True) -> RankingAnalysis:
+    """The ranking statistics of one design for one target.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        One row per (target, case_id, group) with columns
+        :data:`REQUIRED_COLUMNS` (``slot`` 1-based, ``rank`` 1 = first or
+        NaN, ``top`` 0/1 or NaN for an unparsed answer). One target (or
+        name it with ``target``).
+    groups : list of str, optional
+        Groups to report, in this order; default all, sorted.
+    reference : str, optional
+        Denominator of the selection-rate ratios, fixed before the audit;
+        default the most selected group (chosen from the data; the
+        intervals allow for the choice).
+    alpha : float, default 0.05
+        In (0, 0.5): the verdicts' level.
+    names : {"random", "fixed"}, default "random"
+        The estimand (as ``analysis.generalize.names``).
+    margin : float, optional
+        Equivalence margin of the pairwise verdicts, in risk-difference
+        units (top pick) and preference units (``P(A above B) - P(B above
+        A)``); None: fail or inconclusive only.
+    confidence_level : float, default 0.95
+        Of the reported intervals.
+    target : str, optional
+        Which target of the frame; required when it holds several.
+    design, attribute : str
+        Labels of the records.
+    correction : {"holm", "bh", "none"}, default "holm"
+        Over the pairs of each measure, and over the groups' ratio tests.
+    secondary : bool, default True
+        False skips McNemar / sign tests and the evidence lists (faster).
+
+    Returns
+    -------
+    RankingAnalysis
+        Frozen; :meth:`RankingAnalysis.to_dict` is JSON-safe.
+
+    Raises
+    ------
+    ValueError
+        Missing columns, several targets without ``target``, a set with two
+        rows for one group, sets of different sizes, a set over two
+        templates, bad slots, ranks that are not a permutation of 1..k, a
+        parsed set without exactly one top pick, unknown groups or a bad
+        option.
+    """
+    check_choice("names", names, ("random", "fixed"))
+    check_choice("correction", correction, ("holm", "bh", "none"))
+    level = check_level(confidence_level)
+    a = check_level(alpha, "alpha")
+    if a >= 0.5:
+        raise ValueError(f"alpha must be in (0, 0.5); got {alpha!r}")
+    if margin is not None and not (isinstance(margin, (int, float)) and math.isfinite(margin) and margin >= 0):
+        raise ValueError(f"margin must be a non-negative number or None; got {margin!r}")
+    if "target" in getattr(frame, "columns", ()):
+        targets = sorted(frame["target"].astype(str).unique())
+        if target is None:
+            if len(targets) != 1:
+                raise ValueError(f"ranking frame holds {len(targets)} targets {targets[:5]}: pass target=")
+            target = targets[0]
+        elif target not in targets:
+            raise ValueError(f"target {target!r} not in the frame; targets: {targets[:10]}")
+        frame = frame[frame["target"].astype(str) == target]
+    fr = _check_frame(frame, list(groups or []))
+    present = sorted(str(g) for g in set(fr.group))
+    glist = list(groups) if groups else present
+    if len(glist) < 2:
+        raise ValueError(f"a ranking analysis needs at least two groups; got {glist}")
+    if reference is not None and reference not in glist:
+        raise ValueError(f"reference {reference!r} is not one of the groups {glist}")
+    from fairpair.stats._omnibus import cochran_q, friedman
+    from fairpair.stats._ranking import crossed_k_test, crossed_mean, position_effect, ratio_to_best
+
+    notes: list[str] = []
+    n_unparsed = fr.n_sets - fr.n_parsed
+    if n_unparsed:
+        notes.append(f"{n_unparsed} of {fr.n_sets} answers ({n_unparsed / fr.n_sets:.1%}) could not be parsed into a "
+                     "top pick: left out of every denominator")
+    if fr.n_parsed - fr.n_ranked:
+        notes.append(f"{fr.n_parsed - fr.n_ranked} answers give a top pick but no complete ranking: left out of the "
+                     "rank statistics (mean rank, Friedman, ranked-above)")
+    if set(glist) != set(present):
+        notes.append(f"groups reported: {glist}; the sets also hold {sorted(set(present) - set(glist))}")
+    tb = _tables(fr, glist)
+    parsed = tb.parsed
+    if len(present) > fr.k:
+        notes.append(f"each prompt holds {fr.k} of the {len(present)} groups: rates are over the answers whose "
+                     "prompt holds the group; the tests over complete sets (Cochran's Q, Friedman, the crossed "
+                     "test of equal rates) need every group in every prompt and are not computed")
+    n_templates = int(np.unique(tb.template[parsed]).size)
+    n_namesets = int(np.unique(tb.nameset[parsed]).size)
+    sel_rows = []
+    for j, g in enumerate(glist):
+        rr = crossed_mean(tb.top[:, j], tb.template, tb.nameset, names=names)
+        mr = crossed_mean(tb.rank[:, j], tb.template, tb.nameset, names=names)
+        sel_rows.append(GroupSelection(str(g), int((~np.isnan(tb.top[:, j])).sum()), int((~np.isnan(tb.rank[:, j])).sum()),
+                                       int(tb.n_names[j]), num(rr.estimate),
+                                       interval(rr.confidence_interval(level, bounds=(0.0, 1.0))),
+                                       num(rr.se), num(rr.df), num(mr.estimate),
+                                       interval(mr.confidence_interval(level, bounds=(1.0, float(fr.k)))),
+                                       rr.note))
+    # ratios to the most selected group (four-fifths rule)
+    ratios = ratio_to_best(tb.top, tb.template, tb.nameset, labels=glist, reference=reference, names=names,
+                           confidence_level=level)
+    best = str(ratios[0].reference)
+    pb = np.array([np.nan if (reference is not None and str(r.group) == reference) else r.pvalue_below
+                   for r in ratios])
+    pb_adj = adjust(pb, correction)
+    reason_all = design_reason_counts(n_templates=n_templates, n_names_a=n_namesets, n_names_b=n_namesets,
+                                      names=names, n_pairs=int(parsed.sum()), group_a="each", group_b="each")
+    reason_all = reason_all.replace("group each", "each group") if reason_all else None
+    ratio_rows = []
+    for r, p, padj in zip(ratios, pb, pb_adj):
+        g = str(r.group)
+        is_ref = reference is not None and g == reference
+        if is_ref:
+            verdict = None
+        elif reason_all:
+            verdict = "insufficient design"
+        elif np.isfinite(padj) and padj < a:
+            verdict = "fail"
+        elif np.isfinite(r.lower_one_sided) and r.lower_one_sided > FOUR_FIFTHS:
+            verdict = "pass"
+        else:
+            verdict = "inconclusive"
+        ratio_rows.append(RatioRow(g, best, num(r.rate), num(r.ratio), interval(r.ci), num(r.lower_one_sided),
+                                   None if num(r.ratio) is None else bool(r.ratio < FOUR_FIFTHS), num(p), num(padj),
+                                   verdict, None if is_ref else reason_all, r.note))
+    # across groups: crossed (primary) and over the sets (secondary)
+    omni = crossed_k_test(tb.top, tb.template, tb.nameset, names=names)
+    cq = cochran_q(tb.top)
+    fri = _omni(friedman(tb.rank)) if len(glist) >= 3 and (~np.isnan(tb.rank).any(axis=1)).any() else None
+    # position effect
+    pe = position_effect(tb.slot_top, tb.slot_rank, tb.template, tb.nameset, names=names)
+    level_b = (1.0, float(fr.k))
+    slot_rows = tuple(SlotRow(s.slot, s.n, num(s.top_rate.estimate),
+                              interval(s.top_rate.confidence_interval(level, bounds=(0.0, 1.0))),
+                              num(s.mean_rank.estimate), interval(s.mean_rank.confidence_interval(level, bounds=level_b)))
+                      for s in pe.slots)
+    fml = (num(slot_rows[0].top_rate - slot_rows[-1].top_rate)
+           if slot_rows[0].top_rate is not None and slot_rows[-1].top_rate is not None else None)
+    position = PositionEffect(slot_rows, 1.0 / fr.k, _omni(pe.top_test, int(parsed.sum())),
+                              _omni(pe.rank_test), _omni(pe.cochran),
+                              _omni(pe.friedman) if pe.friedman is not None else None, fml)
+    pairs = _pairs(tb, glist, names=names, alpha=a, level=level, margin=margin, correction=correction,
+                   target=target or "", design=design, attribute=attribute, secondary=secondary)
+    return RankingAnalysis(
+        target=target or "", design=design, attribute=attribute, groups=tuple(glist), k=fr.k, names=names,
+        estimand=estimand_words(names), alpha=a, confidence_level=level, margin=margin, n_sets=fr.n_sets,
+        n_parsed=fr.n_parsed, n_ranked=fr.n_ranked, n_unparsed=n_unparsed,
+        unparsed_share=num(n_unparsed / fr.n_sets) if fr.n_sets else None, n_templates=n_templates,
+        selection=tuple(sel_rows), reference=best,
+        reference_rule="given" if reference is not None else "most selected", ratios=tuple(ratio_rows),
+        omnibus=_omni(omni, int(parsed.sum())), cochran=_omni(cq), friedman=fri, position=position,
+        pairs=tuple(pairs), notes=tuple(notes), correction=correction)
+
+
+@dataclass(frozen=True)
+class _Tables:
+    """One row per matched set: the k groups' (and slots') top picks and ranks, template and name set."""
+
+    sets: np.ndarray  # case_id per row
+    template: np.ndarray  # template code
+    nameset: np.ndarray  # code of the set's names (one variant per group)
+    top: np.ndarray  # (n_sets, k) by group, glist order; NaN rows unparsed
+    rank: np.ndarray  # (n_sets, k) by group; NaN rows without a complete ranking
+    slot_top: np.ndarray  # (n_sets, k) by slot (column j = slot j + 1)
+    slot_rank: np.ndarray
+    n_names: np.ndarray  # names per group (glist order)
+    parsed: np.ndarray  # bool per set: the answer gave a top pick
+
+
+def _tables(fr: _Frame, glist: list[str]) -> _Tables:
+    n, k = fr.n_sets, fr.k
+    gcode = {g: j for j, g in enumerate(sorted(set(fr.group)))}
+    ng = len(gcode)  # > k when each prompt holds k of the groups (``candidates: k``): absent groups are NaN
+    col = np.array([gcode[g] for g in fr.group], dtype=np.intp)
+    top = np.full((n, ng), np.nan)
+    rank = np.full((n, ng), np.nan)
+    name = np.full((n, ng), -1, dtype=np.intp)
+    top[fr.sets, col] = fr.top
+    rank[fr.sets, col] = fr.rank
+    name[fr.sets, col] = fr.variant
+    slot_top = np.full((n, k), np.nan)
+    slot_rank = np.full((n, k), np.nan)
+    slot_top[fr.sets, fr.slot - 1] = fr.top
+    slot_rank[fr.sets, fr.slot - 1] = fr.rank
+    template = np.zeros(n, dtype=np.intp)
+    template[fr.sets] = fr.template
+    _u, nameset = np.unique(name, axis=0, return_inverse=True)
+    cols = [gcode[g] for g in glist]
+    n_names = np.array([np.unique(name[:, c][name[:, c] >= 0]).size for c in cols])
+    parsed = np.zeros(n, dtype=bool)
+    parsed[fr.sets] = ~np.isnan(fr.top)
+    return _Tables(fr.set_labels, template, nameset.reshape(-1).astype(np.intp), top[:, cols], rank[:, cols],
+                   slot_top, slot_rank, n_names, parsed)
+
+
+def _design_reason(cm: Any, *, names: str, n_pairs: int, constant: bool, ga: str, gb: str,
+                   n_names: int) -> str | None:
+    """The `insufficient design` rule of :mod:`fairpair.analysis._design` for a per-set difference."""
+    if cm.n_values == 0:
+        return "no parsed answer holds both groups' candidates"
+    r = design_reason_counts(n_templates=cm.n_templates, n_names_a=n_names, n_names_b=n_names, names=names,
+                             n_pairs=n_pairs, group_a=ga, group_b=gb)
+    if r:
+        return r
+    if constant:
+        return "every parsed answer puts the two candidates the same way: no information about a difference"
+    if cm.se == 0 and math.isfinite(cm.estimate) and cm.estimate != 0:
+        return None
+    if not (math.isfinite(cm.se) and cm.se > 0 and math.isfinite(cm.df)):
+        return ("no variance between templates or names: the uncertainty cannot be estimated; use more templates "
+                "or repetitions")
+    return None
+
+
+def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str, *, names: str, alpha: float,
+                   level: float, secondary: bool) -> Any:
+    """One pair of groups on one measure: the per-set difference's crossed t, the verdict inputs, McNemar."""
+    from fairpair.analysis._paired import CI_METHOD, PairAnalysis, _secondary
+    from fairpair.stats._ranking import paired_difference
+
+    if measure == "top_pick":
+        x, y = tb.top[:, ja], tb.top[:, jb]
+        est_name = "risk difference of the top pick (A - B)"
+    else:
+        ra, rb = tb.rank[:, ja], tb.rank[:, jb]
+        ok = ~(np.isnan(ra) | np.isnan(rb))
+        x = np.where(ok, (ra < rb).astype(float), np.nan)
+        y = np.where(ok, 1.0 - x, np.nan)
+        est_name = "P(A ranked above B) - P(B ranked above A)"
+    keep = ~(np.isnan(x) | np.isnan(y))
+    n = int(keep.sum())
+    notes: list[str] = []
+    # No "sometimes pool" of the name component here (pool=None): with it, the family-wise false fail over the
+    # 6 pairs of 4 groups was 6-7% (the t's tail at alpha/6 held 1.1% instead of 0.83%); without, 3%
+    # (benchmarks/sim_ranking.py, benchmarks/README.md).
+    cm = paired_difference(x, y, tb.template, tb.nameset, names=names, pool=None)
+    n_names = int(np.unique(tb.nameset[keep]).size)
+    f: dict[str, Any] = {
+        "n_pairs": n, "n_dropped": int(keep.size - n), "scale": "binary", "value_kind": "rate",
+        "estimate_name": est_name, "confidence_level": level, "n_resamples": 0, "seed": 0,
+        "ci_method": CI_METHOD.replace("template x name cell means", "template x name-set means of the per-set "
+                                       "difference"),
+        "alpha": alpha, "names": names, "estimand": estimand_words(names), "n_clusters": cm.n_templates,
+        "n_names_a": n_names, "n_names_b": n_names, "df": num(cm.df), "se": num(cm.se),
+        "variance_components": {k: num(v) for k, v in cm.variance_components.items()},
+        "test": f"crossed t on the per-set difference (templates random, names {names}; Satterthwaite df)",
+        "statistic": num(cm.estimate / cm.se) if cm.se and math.isfinite(cm.se) and cm.se > 0 else None,
+    }
+    if f["n_dropped"]:
+        notes.append(f"{f['n_dropped']} matched sets without a parsed answer for both candidates are left out")
+    reason = _design_reason(cm, names=names, n_pairs=n, constant=bool(n) and bool(np.all(x[keep] == y[keep])),
+                            ga=ga, gb=gb, n_names=n_names)
+    f["design_reason"] = reason
+    if n == 0:
+        f.update(value_a=None, value_b=None, estimate=None, ci=None, equivalence_ci=None,
+                 note="; ".join(notes + ["no parsed answers"]))
+        return PairAnalysis(f, None, None, None)
+    va = crossed_mean_of(x, tb)
+    vb = crossed_mean_of(y, tb)
+    f["value_a"], f["value_b"] = num(va), num(vb)
+    f["estimate"] = num(cm.estimate)
+    bounds = (-1.0, 1.0)
+    ci_a = ci_eq = pvalue = None
+    f["ci"] = interval(cm.confidence_interval(level, bounds=bounds))
+    if reason is None and cm.se == 0:
+        pvalue = min(1.0, 2.0 ** (1 - cm.n_templates))
+        ci_a = (cm.estimate, cm.estimate)
+        f["test"] = "exact sign-flip test over templates (no variance)"
+        f["ci"] = interval(ci_a)
+        notes.append(f"every template shows the same difference: p-value from the exact sign-flip test over "
+                     f"{cm.n_templates} templates; never a pass")
+    elif reason is None:
+        from scipy import special
+
+        ci_a = tuple(cm.confidence_interval(1.0 - alpha, bounds=bounds))
+        ci_eq = tuple(cm.confidence_interval(1.0 - 2.0 * alpha, bounds=bounds))
+        pvalue = float(2.0 * special.stdtr(cm.df, -abs(cm.estimate / cm.se)))
+    f["equivalence_ci"] = interval(cm.confidence_interval(1.0 - 2.0 * alpha, bounds=bounds))
+    if cm.note:
+        notes.append(cm.note)
+    if secondary and n:
+        pdata = PairData(x=x, y=y, clusters=tb.template, variants=np.zeros(x.size, dtype=np.intp),
+                         sets=tb.sets.astype(object), case_a=tb.sets.astype(object), case_b=tb.sets.astype(object))
+        _secondary(f, pdata, keep, x[keep], y[keep], True, 25, level, notes)
+        if measure == "ranked_above" and f.get("binary") is not None:
+            notes.append("McNemar on 'A above B' vs 'B above A' is the sign test of the preference")
+    f["note"] = "; ".join(dict.fromkeys(notes)) or None
+    return PairAnalysis(f, ci_a, ci_eq, pvalue)
+
+
+def crossed_mean_of(v: np.ndarray, tb: _Tables) -> float:
+    """The crossed mean (mean over templates of name-set cell means) of a per-set value."""
+    from fairpair.stats._ranking import crossed_mean
+
+    return crossed_mean(v, tb.template, tb.nameset, names="fixed").estimate
+
+
+def _pairs(tb: _Tables, glist: list[str], *, names: str, alpha: float, level: float, margin: float | None,
+           correction: str, target: str, design: str, attribute: str, secondary: bool) -> list[ComparisonResult]:
+    out: list[ComparisonResult] = []
+    for measure in RANKING_MEASURES:
+        pending = []
+        for (ja, ga), (jb, gb) in combinations(list(enumerate(glist)), 2):
+            pa = _pair_analysis(tb, ja, jb, ga, gb, measure, names=names, alpha=alpha, level=level,
+                                secondary=secondary)
+            pending.append((pa, dict(id=f"{measure}:{ga}-vs-{gb}", target=target, measure=measure,
+                                     attribute=attribute, design=design, group_a=ga, group_b=gb, primary=True)))
+        raw = np.array([np.nan if p.pvalue is None else p.pvalue for p, _ in pending])
+        raw_m = np.array([np.nan if (q := p.pvalue_beyond(margin)) is None else q for p, _ in pending])
+        adj = adjust(raw, correction) if raw.size else raw
+        adj_m = adjust(raw_m, correction) if raw_m.size else raw_m
+        for (pa, ident), p_adj, pm_adj in zip(pending, adj, adj_m):
+            out.append(finish(pa, pvalue_adjusted=num(p_adj), margin=margin, alpha=alpha,
+                              pvalue_margin_adjusted=num(pm_adj),
+                              correction=f"{correction} (the pairs of {ident['measure']})",
+                              family_size=len(pending), **ident))
+    return out

@@ -1,0 +1,459 @@
+"""The report section of the ranking design (issue 17): selection rates, the four-fifths line, position, pairs.
+
+:func:`ranking_view` turns ``results.json``'s ``rankings`` (a list of
+:meth:`fairpair.analysis.RankingAnalysis.to_dict` sections, one per design,
+ranking measure and target) into the blocks that the HTML and Markdown
+partials (``templates/_ranking.html.j2``, ``_ranking.md.j2``) and the
+terminal (:func:`ranking_tables`) render: a headline sentence, the
+selection rates by group with the ratio to the most selected group and its
+four-fifths verdict, a figure of the rates with the four-fifths line
+(:func:`selection_plot`), the position effect (top-pick rate and mean rank
+by slot, :func:`position_plot`), the tests over the groups and the slots,
+and the table of pairwise comparisons with their verdicts. Texts come from
+:data:`MESSAGES` (Spanish and English, the style of
+:mod:`fairpair.report._catalog`).
+
+The four-fifths rule: a selection rate below four fifths (80%) of the
+highest group's rate "will generally be regarded by the Federal enforcement
+agencies as evidence of adverse impact" (EEOC et al. 1978, Uniform
+Guidelines on Employee Selection Procedures, 29 CFR 1607.4(D)).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Sequence
+
+from fairpair.report._catalog import fmt_num, fmt_p, fmt_pct, msg, verdict_word
+from fairpair.report._text import terminal
+
+__all__ = ["MESSAGES", "rmsg", "ranking_view", "selection_plot", "position_plot", "ranking_tables"]
+
+MESSAGES: dict[str, dict[str, str]] = {
+    "en": {
+        "section": "Ranking and selection",
+        "intro": ("Each answer ranks {k} equally qualified candidates, one per group, in one prompt; the groups' "
+                  "order is rotated over the matched sets (a Latin square). The selection rate is the share of "
+                  "answers whose first pick is the group's candidate (parity: {parity})."),
+        "block": "{measure} · {design} · target {target}",
+        "headline": ("The candidates of “{best}” were picked first in {best_rate} of the answers, those of "
+                     "“{worst}” in {worst_rate}: a ratio of {ratio} ({level}% CI {lo} to {hi}), {clause}."),
+        "clause.fail": "established below the four-fifths line",
+        "clause.pass": "established at or above the four-fifths line",
+        "clause.inconclusive": "not settled with respect to the four-fifths line",
+        "clause.insufficient design": "with no verdict: the design cannot support one",
+        "unparsed": ("{n} of {total} answers ({share}) could not be read as a ranking: they are left out of every "
+                     "rate and test below."),
+        "unparsed.none": "Every one of the {total} answers was read as a ranking.",
+        "selection": "Selection rate by group and the four-fifths rule",
+        "col.group": "Group",
+        "col.rate": "Picked first",
+        "col.ci": "CI",
+        "col.mean_rank": "Mean rank",
+        "col.ratio": "Ratio to {best}",
+        "col.ratio_ci": "CI of the ratio",
+        "col.verdict": "Four-fifths verdict",
+        "col.n": "Answers",
+        "reference.most": "the most selected group, chosen from the data (the interval allows for the choice)",
+        "reference.given": "the reference group fixed before the audit",
+        "ratio.rule": ("Four-fifths verdict: FAIL when the ratio to {best} ({reference}) is established below 0.8 "
+                       "({correction}-adjusted over the groups), PASS when it is established at or above 0.8, "
+                       "else INCONCLUSIVE (29 CFR 1607.4(D))."),
+        "position": "Position effect",
+        "position.intro": ("Top-pick rate and mean rank of the candidate in each slot of the prompt (1 = first); "
+                           "with no position effect every slot is picked first in {parity} of the answers."),
+        "col.slot": "Slot",
+        "col.top_rate": "Picked first",
+        "tests": "Tests",
+        "test.groups": "Equal selection rates across groups: {test}, p = {p}",
+        "test.cochran": "Cochran's Q over the answers (treats them as independent): Q = {stat}, p = {p}",
+        "test.friedman": "Friedman on the ranks (treats the answers as independent): χ² = {stat}, p = {p}",
+        "test.position": "Equal top-pick rates across slots: {test}, p = {p}",
+        "test.position_rank": "Equal mean ranks across slots: {test}, p = {p}",
+        "pairs": "Pairwise comparisons",
+        "pairs.intro": ("For every pair of groups, in the same answers: the difference in top-pick rate and the "
+                        "preference P(A ranked above B) − P(B ranked above A); the verdicts use the crossed "
+                        "random-effects t (templates and name sets random), {correction} over the pairs; McNemar's "
+                        "exact test (for the preference, the sign test) is shown beside it."),
+        "col.pair": "A vs B",
+        "col.measure": "Measure",
+        "col.estimate": "A − B",
+        "col.p": "p (adjusted)",
+        "col.mcnemar": "McNemar / sign test",
+        "measure.top_pick": "top pick (points)",
+        "measure.ranked_above": "ranked above (points)",
+        "figure.selection.title": "Picked first, by group: {measure}",
+        "figure.selection.x": "share of answers picking the group's candidate first (%)",
+        "figure.selection.parity": "parity (1/{k})",
+        "figure.selection.line": "four-fifths of the highest rate",
+        "figure.selection.alt": ("Bar chart of the share of answers that pick each group's candidate first, with "
+                                 "intervals; a line marks four fifths of the highest rate and another parity. "
+                                 "{rows}"),
+        "figure.selection.caption": ("A group left of the four-fifths line is selected at less than 80% of the most "
+                                     "selected group's rate (29 CFR 1607.4(D)); marker shape and colour give the "
+                                     "four-fifths verdict."),
+        "figure.position.title": "Picked first, by slot in the prompt: {measure}",
+        "figure.position.x": "slot (1 = first in the prompt)",
+        "figure.position.y": "share picked first (%)",
+        "figure.position.alt": "Top-pick rate by slot with intervals, and parity at {parity}: {rows}",
+        "none": "—",
+        "terminal.title": "Ranking: {block}",
+    },
+    "es": {
+        "section": "Ranking y selección",
+        "intro": ("Cada respuesta ordena {k} candidaturas igual de cualificadas, una por grupo, en un mismo "
+                  "mensaje; el orden de los grupos rota entre los conjuntos emparejados (un cuadrado latino). La "
+                  "tasa de selección es la proporción de respuestas que eligen primero a la candidatura del grupo "
+                  "(paridad: {parity})."),
+        "block": "{measure} · {design} · destino {target}",
+        "headline": ("Las candidaturas de «{best}» fueron elegidas primero en el {best_rate} de las respuestas, "
+                     "las de «{worst}» en el {worst_rate}: una razón de {ratio} (IC del {level} % de {lo} a {hi}), "
+                     "{clause}."),
+        "clause.fail": "por debajo de la regla de los cuatro quintos, de forma establecida",
+        "clause.pass": "en o por encima de la regla de los cuatro quintos, de forma establecida",
+        "clause.inconclusive": "sin que se pueda decidir respecto a la regla de los cuatro quintos",
+        "clause.insufficient design": "sin veredicto: el diseño no permite darlo",
+        "unparsed": ("{n} de {total} respuestas ({share}) no se pudieron leer como un ranking: quedan fuera de "
+                     "todas las tasas y pruebas que siguen."),
+        "unparsed.none": "Las {total} respuestas se leyeron como un ranking.",
+        "selection": "Tasa de selección por grupo y regla de los cuatro quintos",
+        "col.group": "Grupo",
+        "col.rate": "Elegido primero",
+        "col.ci": "IC",
+        "col.mean_rank": "Puesto medio",
+        "col.ratio": "Razón respecto a {best}",
+        "col.ratio_ci": "IC de la razón",
+        "col.verdict": "Veredicto cuatro quintos",
+        "col.n": "Respuestas",
+        "reference.most": "el grupo más seleccionado, elegido con los datos (el intervalo tiene en cuenta la elección)",
+        "reference.given": "el grupo de referencia fijado antes de la auditoría",
+        "ratio.rule": ("Veredicto de los cuatro quintos: SUSPENDE cuando la razón respecto a {best} ({reference}) "
+                       "queda establecida por debajo de 0,8 (ajuste de {correction} entre los grupos), APRUEBA "
+                       "cuando queda establecida en 0,8 o más, y si no, NO CONCLUYENTE (29 CFR 1607.4(D))."),
+        "position": "Efecto de la posición",
+        "position.intro": ("Tasa de primera elección y puesto medio de la candidatura de cada posición del mensaje "
+                           "(1 = primera); sin efecto de la posición cada una se elige primero en el {parity} de "
+                           "las respuestas."),
+        "col.slot": "Posición",
+        "col.top_rate": "Elegida primero",
+        "tests": "Pruebas",
+        "test.groups": "Igual tasa de selección entre grupos: {test}, p = {p}",
+        "test.cochran": "Q de Cochran sobre las respuestas (las trata como independientes): Q = {stat}, p = {p}",
+        "test.friedman": "Friedman sobre los puestos (trata las respuestas como independientes): χ² = {stat}, p = {p}",
+        "test.position": "Igual tasa de primera elección entre posiciones: {test}, p = {p}",
+        "test.position_rank": "Igual puesto medio entre posiciones: {test}, p = {p}",
+        "pairs": "Comparaciones por pares",
+        "pairs.intro": ("Para cada par de grupos, en las mismas respuestas: la diferencia en la tasa de primera "
+                        "elección y la preferencia P(A por delante de B) − P(B por delante de A); los veredictos "
+                        "usan la t de efectos aleatorios cruzados (plantillas y conjuntos de nombres aleatorios), "
+                        "con {correction} entre los pares; al lado, la prueba exacta de McNemar (para la "
+                        "preferencia, la prueba de los signos)."),
+        "col.pair": "A frente a B",
+        "col.measure": "Medida",
+        "col.estimate": "A − B",
+        "col.p": "p (ajustado)",
+        "col.mcnemar": "McNemar / signos",
+        "measure.top_pick": "primera elección (puntos)",
+        "measure.ranked_above": "por delante (puntos)",
+        "figure.selection.title": "Elegido primero, por grupo: {measure}",
+        "figure.selection.x": "proporción de respuestas que eligen primero al grupo (%)",
+        "figure.selection.parity": "paridad (1/{k})",
+        "figure.selection.line": "cuatro quintos de la tasa más alta",
+        "figure.selection.alt": ("Gráfico de barras de la proporción de respuestas que eligen primero a la "
+                                 "candidatura de cada grupo, con intervalos; una línea marca cuatro quintos de la "
+                                 "tasa más alta y otra la paridad. {rows}"),
+        "figure.selection.caption": ("Un grupo a la izquierda de la línea de los cuatro quintos se selecciona a "
+                                     "menos del 80 % de la tasa del grupo más seleccionado (29 CFR 1607.4(D)); la "
+                                     "forma y el color del marcador dan el veredicto de los cuatro quintos."),
+        "figure.position.title": "Elegida primero, por posición en el mensaje: {measure}",
+        "figure.position.x": "posición (1 = primera en el mensaje)",
+        "figure.position.y": "proporción elegida primero (%)",
+        "figure.position.alt": "Tasa de primera elección por posición con intervalos, y paridad en {parity}: {rows}",
+        "none": "—",
+        "terminal.title": "Ranking: {block}",
+    },
+}
+
+_CORR = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "—"}
+
+
+def rmsg(lang: str, key: str, **kw: Any) -> str:
+    """The ranking section's text for ``key`` in ``lang`` (English when missing), formatted with ``kw``."""
+    table = MESSAGES.get(lang, MESSAGES["en"])
+    text = table.get(key, MESSAGES["en"].get(key, key))
+    return text.format(**kw) if kw else text
+
+
+def _num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _ci(ci: Any, lang: str, *, pct: bool = False, digits: int = 2) -> str:
+    if not ci or not all(_num(v) for v in ci):
+        return "—"
+    if pct:
+        return f"{fmt_pct(ci[0], lang)} … {fmt_pct(ci[1], lang)}"
+    return f"{fmt_num(ci[0], lang, digits)} … {fmt_num(ci[1], lang, digits)}"
+
+
+def _label_fn(battery: Any, attribute: str):
+    def label(group: str) -> str:
+        if battery is None:
+            return str(group)
+        from fairpair.report._data import group_label
+
+        try:
+            return group_label(battery, attribute, group)
+        except Exception:  # noqa: BLE001 - a label is cosmetic; the id stands in
+            return str(group)
+
+    return label
+
+
+def _headline(sec: dict[str, Any], label, lang: str) -> str | None:
+    rows = [r for r in sec.get("ratios") or [] if _num(r.get("ratio")) and r.get("group") != sec.get("reference")]
+    if not rows or not sec.get("reference"):
+        return None
+    worst = min(rows, key=lambda r: r["ratio"])
+    rates = {s["group"]: s.get("rate") for s in sec.get("selection") or []}
+    verdict = worst.get("verdict") or "inconclusive"
+    ci = worst.get("ci") or [None, None]
+    return (rmsg(
+        lang, "headline", best=label(sec["reference"]), best_rate=fmt_pct(rates.get(sec["reference"]), lang),
+        worst=label(worst["group"]), worst_rate=fmt_pct(rates.get(worst["group"]), lang),
+        ratio=fmt_num(worst["ratio"], lang, 2), level=fmt_num(100 * float(sec.get("confidence_level") or 0.95), lang, 0),
+        lo=fmt_num(ci[0], lang, 2), hi=fmt_num(ci[1], lang, 2),
+        clause=rmsg(lang, f"clause.{verdict}")))
+
+
+_NOTES_ES = (
+    (re.compile(r"^(\d+) answers give a top pick but no complete ranking: left out of the rank statistics "
+                r"\(mean rank, Friedman, ranked-above\)$"),
+     "{0} respuestas dan una primera elección pero no un orden completo: quedan fuera de las estadísticas de "
+     "puestos (puesto medio, Friedman, por delante)"),
+    (re.compile(r"^each prompt holds (\d+) of the (\d+) groups: .*$"),
+     "cada mensaje contiene {0} de los {1} grupos: las tasas se calculan sobre las respuestas cuyo mensaje "
+     "contiene al grupo; las pruebas sobre conjuntos completos (Q de Cochran, Friedman, la prueba cruzada de "
+     "tasas iguales) necesitan todos los grupos en cada mensaje y no se calculan"),
+    (re.compile(r"^groups reported: (.*); the sets also hold (.*)$"),
+     "grupos mostrados: {0}; los conjuntos contienen también {1}"),
+)
+
+
+def _notes(sec: dict[str, Any], lang: str) -> list[str]:
+    """The section's notes in ``lang``; the unparsed count is left out (the block says it already)."""
+    out = []
+    for n in sec.get("notes") or []:
+        n = str(n)
+        if "could not be parsed" in n:
+            continue
+        if lang == "es":
+            for pat, es in _NOTES_ES:
+                m = pat.match(n)
+                if m:
+                    n = es.format(*m.groups())
+                    break
+        out.append(n)
+    return out
+
+
+def _pair_rows(sec: dict[str, Any], label, lang: str) -> list[dict[str, Any]]:
+    out = []
+    for c in sec.get("pairs") or []:
+        est = c.get("estimate")
+        b = c.get("binary") or {}
+        out.append({
+            "id": c.get("id"), "pair": f"{label(c.get('group_a', ''))} / {label(c.get('group_b', ''))}",
+            "measure": rmsg(lang, f"measure.{c.get('measure')}"),
+            "estimate": fmt_num(100 * est, lang) if _num(est) else "—",
+            "ci": _ci([100 * v if _num(v) else None for v in (c.get("ci") or [])], lang, digits=1),
+            "p": fmt_p(c.get("pvalue"), lang), "p_adjusted": fmt_p(c.get("pvalue_adjusted"), lang),
+            "mcnemar": (f"{b.get('b')}/{b.get('c')}, p = {fmt_p(b.get('exact_pvalue'), lang)}"
+                        if b.get("b") is not None else "—"),
+            "n": c.get("n_pairs"), "verdict": c.get("verdict") or "", "verdict_word": verdict_word(c.get("verdict"), lang),
+            "reason": c.get("design_reason") or "",
+        })
+    return out
+
+
+def ranking_view(results: dict[str, Any] | None, lang: str, battery: Any = None, *,
+                 with_figures: bool = True) -> list[dict[str, Any]]:
+    """One display block per ``results["rankings"]`` section (empty list when there is none).
+
+    Every number is formatted for ``lang`` (``es`` or ``en``); ``figures``
+    holds the :class:`~fairpair.report._plots.Figure` objects (none with
+    ``with_figures=False``, for the terminal).
+    """
+    out = []
+    for i, sec in enumerate((results or {}).get("rankings") or []):
+        label = _label_fn(battery, str(sec.get("attribute") or ""))
+        k = int(sec.get("k") or len(sec.get("groups") or []) or 2)
+        parity = fmt_pct(1.0 / k, lang)
+        ratios = {r["group"]: r for r in sec.get("ratios") or []}
+        best = sec.get("reference")
+        sel = []
+        for s in sec.get("selection") or []:
+            r = ratios.get(s["group"], {})
+            sel.append({"group": s["group"], "label": label(s["group"]), "rate": fmt_pct(s.get("rate"), lang),
+                        "rate_ci": _ci(s.get("rate_ci"), lang, pct=True),
+                        "mean_rank": fmt_num(s.get("mean_rank"), lang, 2),
+                        "mean_rank_ci": _ci(s.get("mean_rank_ci"), lang), "n": s.get("n_sets"),
+                        "ratio": fmt_num(r.get("ratio"), lang, 2), "ratio_ci": _ci(r.get("ci"), lang),
+                        "verdict": r.get("verdict") or "", "verdict_word": verdict_word(r.get("verdict"), lang)
+                        if r.get("verdict") else "—",
+                        "below": bool(r.get("below_four_fifths"))})
+        pos = sec.get("position") or {}
+        slots = [{"slot": s.get("slot"), "rate": fmt_pct(s.get("top_rate"), lang),
+                  "rate_ci": _ci(s.get("top_rate_ci"), lang, pct=True), "mean_rank": fmt_num(s.get("mean_rank"), lang, 2),
+                  "mean_rank_ci": _ci(s.get("mean_rank_ci"), lang), "n": s.get("n")} for s in pos.get("slots") or []]
+        tests = []
+        om = sec.get("omnibus") or {}
+        if om:
+            tests.append(rmsg(lang, "test.groups", test=om.get("test", ""), p=fmt_p(om.get("pvalue"), lang)))
+        for key, name in (("cochran", "test.cochran"), ("friedman", "test.friedman")):
+            t = sec.get(key)
+            if t:
+                tests.append(rmsg(lang, name, stat=fmt_num(t.get("statistic"), lang, 2), p=fmt_p(t.get("pvalue"), lang)))
+        for key, name in (("top_test", "test.position"), ("rank_test", "test.position_rank")):
+            t = pos.get(key)
+            if t:
+                tests.append(rmsg(lang, name, test=t.get("test", ""), p=fmt_p(t.get("pvalue"), lang)))
+        total = int(sec.get("n_sets") or 0)
+        n_bad = int(sec.get("n_unparsed") or 0)
+        unparsed = (rmsg(lang, "unparsed", n=n_bad, total=total, share=fmt_pct(sec.get("unparsed_share"), lang))
+                    if n_bad else rmsg(lang, "unparsed.none", total=total))
+        measure = str(sec.get("measure") or "ranking")
+        block = {
+            "id": f"ranking-{i}",
+            "title": rmsg(lang, "block", measure=measure, design=sec.get("design", ""), target=sec.get("target", "")),
+            "intro": rmsg(lang, "intro", k=k, parity=parity), "headline": _headline(sec, label, lang),
+            "unparsed": unparsed, "n_unparsed": n_bad, "selection": sel,
+            "best": label(best) if best else "—",
+            "ratio_rule": rmsg(lang, "ratio.rule", best=label(best) if best else "—",
+                               reference=rmsg(lang, "reference.given" if sec.get("reference_rule") == "given"
+                                              else "reference.most"),
+                               correction=_CORR.get(str(sec.get("correction") or "holm"), "Holm")),
+            "position_intro": rmsg(lang, "position.intro", parity=parity), "slots": slots, "tests": tests,
+            "pairs_intro": rmsg(lang, "pairs.intro", correction=_CORR.get(str(sec.get("correction") or "holm"), "Holm")), "pairs": _pair_rows(sec, label, lang),
+            "notes": _notes(sec, lang), "figures": [], "raw": sec,
+        }
+        if with_figures and sel:
+            block["figures"].append(selection_plot(f"ranking-{i}-selection", sec, lang=lang, label=label,
+                                                   measure=measure))
+            if pos.get("slots"):
+                block["figures"].append(position_plot(f"ranking-{i}-position", sec, lang=lang, measure=measure))
+        out.append(block)
+    return out
+
+
+def selection_plot(fid: str, sec: dict[str, Any], *, lang: str, label=str, measure: str = "ranking") -> Any:
+    """Selection rate (top pick, %) by group with its interval, the four-fifths line and parity.
+
+    Bars in Okabe-Ito sky blue; each group's marker gives its four-fifths
+    verdict by colour and shape (:data:`fairpair.report._plots.VERDICT_STYLE`),
+    so nothing rests on colour alone.
+    """
+    from fairpair.report._plots import _RC, OKABE_ITO, VERDICT_STYLE, Figure, _label, _plt, _render
+
+    matplotlib, plt = _plt()
+    ratios = {r["group"]: r for r in sec.get("ratios") or []}
+    rows = [(label(s["group"]), s.get("rate"), s.get("rate_ci"), (ratios.get(s["group"]) or {}).get("verdict"))
+            for s in sec.get("selection") or []]
+    k = int(sec.get("k") or len(rows) or 2)
+    rates = [r for _l, r, _c, _v in rows if _num(r)]
+    top = max(rates) if rates else None
+    with matplotlib.rc_context(_RC):
+        fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(rows) + 1.7))
+        ys = list(range(len(rows)))[::-1]
+        for y, (lab, rate, ci, verdict) in zip(ys, rows):
+            if not _num(rate):
+                continue
+            ax.barh(y, 100 * rate, color=OKABE_ITO["sky"], edgecolor=OKABE_ITO["blue"], height=0.6, zorder=1)
+            if ci and all(_num(v) for v in ci):
+                ax.hlines(y, 100 * ci[0], 100 * ci[1], color="#222222", lw=1.5, zorder=3)
+            colour, marker = VERDICT_STYLE.get(verdict or "", ("#777777", "D"))
+            ax.plot([100 * rate], [y], marker=marker, color=colour, markersize=8, ls="none", zorder=4)
+            ax.text(100 * rate, y + 0.36, f" {fmt_pct(rate, lang)}", va="center", fontsize=8, color="#222222")
+        ax.axvline(100.0 / k, color="#555555", lw=0.9, ls=":", zorder=2, label=rmsg(lang, "figure.selection.parity", k=k))
+        if top is not None:
+            ax.axvline(80.0 * top, color=OKABE_ITO["vermillion"], lw=1.4, ls="--", zorder=2,
+                       label=rmsg(lang, "figure.selection.line"))
+        for v in ("fail", "pass", "inconclusive", "insufficient design"):
+            if any(r[3] == v for r in rows):
+                colour, marker = VERDICT_STYLE[v]
+                ax.plot([], [], marker=marker, color=colour, ls="none", label=verdict_word(v, lang))
+        ax.set_yticks(ys, [_label(r[0], 40) for r in rows])
+        ax.set_xlim(0, 100)
+        ax.set_xlabel(rmsg(lang, "figure.selection.x"))
+        title = rmsg(lang, "figure.selection.title", measure=_label(measure))
+        ax.set_title(title, loc="left")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False, fontsize=9)
+        svg = _render(fig)
+    described = "; ".join(f"{_label(lab)} {fmt_pct(rate, lang)} [{_ci(ci, lang, pct=True)}] "
+                          f"{verdict_word(v, lang) if v else ''}".strip() for lab, rate, ci, v in rows)
+    return Figure(fid, title, rmsg(lang, "figure.selection.alt", rows=described),
+                  rmsg(lang, "figure.selection.caption"), svg)
+
+
+def position_plot(fid: str, sec: dict[str, Any], *, lang: str, measure: str = "ranking") -> Any:
+    """Top-pick rate (%) by slot of the prompt with its interval, parity (1/k) as a dotted line."""
+    from fairpair.report._plots import _RC, OKABE_ITO, Figure, _label, _plt, _render
+
+    matplotlib, plt = _plt()
+    pos = sec.get("position") or {}
+    slots = pos.get("slots") or []
+    k = int(sec.get("k") or len(slots) or 2)
+    with matplotlib.rc_context(_RC):
+        fig, ax = plt.subplots(figsize=(7.5, 3.2))
+        xs = [int(s.get("slot") or 0) for s in slots]
+        for x, s in zip(xs, slots):
+            rate, ci = s.get("top_rate"), s.get("top_rate_ci")
+            if ci and all(_num(v) for v in ci):
+                ax.vlines(x, 100 * ci[0], 100 * ci[1], color="#222222", lw=1.5, zorder=2)
+            if _num(rate):
+                ax.plot([x], [100 * rate], marker="o", color=OKABE_ITO["orange"], markersize=8, ls="none", zorder=3)
+        ax.axhline(100.0 / k, color="#555555", lw=0.9, ls=":", zorder=1, label=rmsg(lang, "figure.selection.parity", k=k))
+        ax.set_xticks(xs, [str(x) for x in xs])
+        ax.set_xlabel(rmsg(lang, "figure.position.x"))
+        ax.set_ylabel(rmsg(lang, "figure.position.y"))
+        ax.set_ylim(0, 100)
+        title = rmsg(lang, "figure.position.title", measure=_label(measure))
+        ax.set_title(title, loc="left")
+        ax.legend(loc="upper right", frameon=False, fontsize=9)
+        svg = _render(fig)
+    described = "; ".join(f"{s.get('slot')}: {fmt_pct(s.get('top_rate'), lang)} "
+                          f"[{_ci(s.get('top_rate_ci'), lang, pct=True)}]" for s in slots)
+    return Figure(fid, title, rmsg(lang, "figure.position.alt", parity=fmt_pct(1.0 / k, lang), rows=described),
+                  "", svg)
+
+
+def ranking_tables(blocks: Sequence[dict[str, Any]], lang: str) -> list[Any]:
+    """Rich tables for the terminal: per block, the selection rates with the four-fifths verdicts and the pairs."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from fairpair.report._terminal import _STYLE
+
+    out = []
+    for b in blocks:
+        t = Table(title=Text(terminal(rmsg(lang, "terminal.title", block=b["title"]))), title_justify="left")
+        for name, justify in ((rmsg(lang, "col.group"), "left"), (rmsg(lang, "col.rate"), "right"),
+                              (rmsg(lang, "col.ci"), "right"), (rmsg(lang, "col.ratio", best=b["best"]), "right"),
+                              (rmsg(lang, "col.ratio_ci"), "right"), (rmsg(lang, "col.verdict"), "left")):
+            t.add_column(Text(terminal(name)), justify=justify, overflow="fold")
+        for s in b["selection"]:
+            t.add_row(Text(terminal(s["label"], limit=40)), Text(terminal(s["rate"])),
+                      Text(terminal(s["rate_ci"])), Text(terminal(s["ratio"])), Text(terminal(s["ratio_ci"])),
+                      Text(terminal(s["verdict_word"]), style=_STYLE.get(s["verdict"], "")))
+        out.append(t)
+        p = Table(title=Text(terminal(rmsg(lang, "pairs"))), title_justify="left")
+        for name in (msg(lang, "col.verdict"), rmsg(lang, "col.pair"), rmsg(lang, "col.measure"),
+                     rmsg(lang, "col.estimate"), rmsg(lang, "col.ci"), rmsg(lang, "col.p")):
+            p.add_column(Text(terminal(name)), overflow="fold")
+        for r in b["pairs"]:
+            p.add_row(Text(terminal(r["verdict_word"]), style=_STYLE.get(r["verdict"], "")),
+                      Text(terminal(r["pair"], limit=50)), Text(terminal(r["measure"])), Text(terminal(r["estimate"])),
+                      Text(terminal(r["ci"].replace(" … ", ".."))), Text(terminal(r["p_adjusted"])))
+        out.append(p)
+    return out

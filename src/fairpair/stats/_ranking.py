@@ -1,0 +1,676 @@
+"""Statistics of the ranking design: k candidates (one per group) in one prompt, one answer per matched set.
+
+A hiring or lending audit puts k equally qualified candidates in one prompt,
+one per group, each with a name (variant) of its group, in an order rotated
+over the matched sets (a Latin square), and asks the model to rank them or
+pick one. One answer covers the whole matched set, so the functions here
+take a matched table: one row per set, one column per group (or per slot),
+holding the top pick (0/1) or the rank (1 = first), with the set's template
+and name set (the names of all its candidates) beside it.
+
+The answers are not independent: matched sets are nested in templates and
+the names are crossed with the templates. Every interval and cluster-aware
+test here therefore works on template x name-set cell means with the
+crossed random-effects machinery of :mod:`fairpair.stats._crossed` (Clark
+1973; Judd, Westfall & Kenny 2012), templates always random and names
+random (generalise to other names of the groups) or fixed (these names).
+The random factor for names is the *name set*: one answer depends on every
+candidate's name, and the ``ranking`` design pairs name position ``p`` of
+every group in one prompt, so the k names of a set repeat together over the
+templates. Treating each candidate's name as an independent factor (as
+:func:`~fairpair.stats.crossed_difference` does for separate conversations)
+understates the variance of a difference between two candidates of the
+same prompts (the ranked-above preference covered 90% instead of 95% in the
+simulation).
+
+* :func:`crossed_mean` -- the mean of a per-set value (a selection rate for
+  0/1 top picks, a mean rank) with the crossed standard error;
+* :func:`paired_difference` -- the mean of the per-set difference between
+  two candidates (top-pick risk difference, ranked-above preference);
+* :func:`selection_ratio` -- the ratio of two groups' selection rates with a
+  delta-method interval on the log scale (crossed standard error of the
+  linearised per-set values);
+* :func:`ratio_to_best` -- each group's selection rate over the highest
+  rate (the "four-fifths rule", EEOC Uniform Guidelines on Employee
+  Selection Procedures, 29 CFR 1607.4(D)) with intervals that stay valid
+  although the most selected group is picked from the data (multiple
+  comparisons with the best, Hsu 1984, in its Bonferroni form);
+* :func:`crossed_k_test` -- equal means over the k columns: F (names fixed)
+  or Clark's quasi-F with templates and name sets crossed;
+* :func:`position_effect` -- the top-pick rate and mean rank of each slot,
+  with intervals and :func:`crossed_k_test`, plus Cochran's Q and Friedman
+  over the sets (which treat the sets as independent, reported as
+  secondary).
+
+The simulation that checked these rules (level, coverage, power, with
+template and name random effects and nested repetitions drawn from a
+Plackett-Luce model) is ``benchmarks/sim_ranking.py``; its figures are in
+``benchmarks/README.md``.
+
+References
+----------
+Clark, H. H. (1973). The language-as-fixed-effect fallacy. *JVLVB*, 12, 335-359.
+Hsu, J. C. (1984). Constrained simultaneous confidence intervals for
+multiple comparisons with the best. *Annals of Statistics*, 12, 1136-1144.
+Judd, C. M., Westfall, J., & Kenny, D. A. (2012). *JPSP*, 103, 54-69.
+Plackett, R. L. (1975). The analysis of permutations. *Applied Statistics*,
+24, 193-202; Luce, R. D. (1959). *Individual Choice Behavior*. Wiley.
+U.S. EEOC et al. (1978). Uniform Guidelines on Employee Selection
+Procedures, 29 CFR 1607.4(D) (the four-fifths rule).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from fairpair.stats._common import ConfidenceInterval, as_labels, check_choice, check_level
+from fairpair.stats._crossed import NAMES, POOL, CrossedFResult, _group_stats, _pretest, _satterthwaite, cell_matrix
+from fairpair.stats._omnibus import CochranQResult, FriedmanResult, cochran_q, friedman
+
+__all__ = ["CrossedMeanResult", "crossed_mean", "paired_difference", "SelectionRatioResult", "selection_ratio",
+           "RatioToBest", "ratio_to_best", "crossed_k_test", "SlotEffect", "PositionEffectResult", "position_effect",
+           "FOUR_FIFTHS", "matched_table"]
+
+#: The four-fifths threshold of the EEOC Uniform Guidelines, 29 CFR 1607.4(D).
+FOUR_FIFTHS = 0.8
+
+
+@dataclass(frozen=True)
+class CrossedMeanResult:
+    """Result of :func:`crossed_mean`.
+
+    Attributes
+    ----------
+    estimate : float
+        Mean over templates of the name-averaged template x name cell means
+        (a selection rate in [0, 1] for 0/1 values).
+    se : float
+        Crossed standard error (see :func:`crossed_mean`).
+    df : float
+        Satterthwaite degrees of freedom (``T - 1`` with names fixed).
+    names : {"random", "fixed"}
+    n_templates, n_names, n_values : int
+        Templates and names with values; values used (non-NaN).
+    variance_components : dict of str to float
+        ``templates`` and ``names`` contributions to ``se**2``.
+    method : str
+    note : str or None
+    """
+
+    estimate: float
+    se: float
+    df: float
+    names: str
+    n_templates: int
+    n_names: int
+    n_values: int
+    variance_components: dict = field(repr=False, default_factory=dict)
+    method: str = ""
+    note: str | None = None
+
+    def confidence_interval(self, confidence_level: float = 0.95, *, bounds: tuple[float, float] | None = None
+                            ) -> ConfidenceInterval:
+        """``estimate +/- t_df((1 + level) / 2) * se``, clipped to ``bounds``; NaN limits when undefined."""
+        level = check_level(confidence_level)
+        if not (np.isfinite(self.se) and np.isfinite(self.df) and self.df > 0):
+            return ConfidenceInterval(np.nan, np.nan, level, self.method)
+        q = float(special.stdtrit(self.df, 0.5 + level / 2.0)) * self.se
+        lo, hi = self.estimate - q, self.estimate + q
+        if bounds is not None:
+            lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+        return ConfidenceInterval(float(lo), float(hi), level, self.method)
+
+
+def crossed_mean(values: Any, template: Any, name: Any = None, *, names: str = "random",
+                 pool: float | None = POOL) -> CrossedMeanResult:
+    """One group's mean with templates (and names) as random factors.
+
+    Parameters
+    ----------
+    values : array_like of float, shape (n,)
+        One value per answer (0/1 for a top pick: the result is a selection
+        rate); NaN is left out.
+    template : array_like, shape (n,)
+        Template of each value; random factor.
+    name : array_like, shape (n,), optional
+        Name (variant) of each value; ``None``: one name (only templates
+        count, as for a slot of the prompt).
+    names : {"random", "fixed"}, default "random"
+    pool : float or None, default 0.25
+        The "sometimes pool" level of :mod:`fairpair.stats._crossed`: the
+        name component is dropped when the F test of names against the
+        template x name interaction has ``p > pool``.
+
+    Returns
+    -------
+    CrossedMeanResult
+        With ``m[t, n]`` the cell means, the estimate is ``mean_t mean_n
+        m[t, n]`` and, under ``m[t, n] = mu + a_t + b_n + c_tn``, the
+        method-of-moments variance is ``S_T^2 / T + max(0, S_N^2 - MS_TN /
+        T) / n`` (names random) or ``S_T^2 / T`` (names fixed), with
+        ``S_T^2`` the variance of the template means, ``S_N^2`` that of the
+        name means and ``MS_TN`` the interaction mean square; Satterthwaite
+        df. The one-group case of :func:`~fairpair.stats.crossed_difference`
+        (empty cells filled the same way). Never raises on degenerate data:
+        undefined quantities are NaN with a ``note``.
+
+    Raises
+    ------
+    ValueError
+        Mismatched lengths or a bad ``names``.
+
+    References
+    ----------
+    Clark (1973); Satterthwaite (1946); Bancroft (1944) for pooling.
+    """
+    check_choice("names", names, NAMES)
+    v = np.asarray(values, dtype=float).ravel()
+    nm = np.zeros(v.size, dtype=np.intp) if name is None else name
+    means, _cnt, _tl, _nl = cell_matrix(v, template, nm)
+    return mean_from_cells(means, names=names, n_values=int((~np.isnan(v)).sum()), pool=pool)
+
+
+def mean_from_cells(cells: np.ndarray, *, names: str = "random", n_values: int | None = None,
+                    pool: float | None = POOL) -> CrossedMeanResult:
+    """:func:`crossed_mean` from a (T, n) matrix of cell means, NaN for empty cells."""
+    method = f"crossed random effects (templates, names {names}), method of moments, Satterthwaite df"
+    x = np.asarray(cells, dtype=float)
+    if x.size:
+        x = x[~np.isnan(x).all(axis=1)]
+        x = x[:, ~np.isnan(x).all(axis=0)]
+    t, n = (x.shape if x.ndim == 2 and x.size else (0, 0))
+    nan = float("nan")
+    if n_values is None:
+        n_values = int((~np.isnan(x)).sum())
+    if t == 0:
+        return CrossedMeanResult(nan, nan, nan, names, 0, 0, n_values, {}, method, "no values")
+    rows, g = _group_stats(x)
+    est = float(rows.mean())
+    notes: list[str] = []
+    s2t = float(rows.var(ddof=1)) if t > 1 else nan
+    comp = {"templates": s2t / t if t > 1 else nan, "names": 0.0}
+    terms = [(1.0 / t, s2t, t - 1.0)] if t > 1 else []
+    if t < 2:
+        notes.append("one template: the template variance cannot be estimated")
+    if names == "random":
+        if n < 2:
+            comp["names"] = nan
+            notes.append("one name: the name variance cannot be estimated")
+        else:
+            pre = _pretest([g], t) if (pool is not None and t > 1) else nan
+            if np.isfinite(pre) and pre > pool:
+                notes.append(f"no evidence of name effects (preliminary F test p = {pre:.2g} > {pool:g}): "
+                             "the name component is pooled into the template term")
+            else:
+                ms_res = g.ms_res if np.isfinite(g.ms_res) else 0.0
+                val = (g.s2_names - ms_res / t) / g.n
+                if val > 0:
+                    comp["names"] = float(val)
+                    terms.append((1.0 / g.n, g.s2_names, g.n - 1.0))
+                    if g.df_res > 0 and np.isfinite(g.ms_res):
+                        terms.append((-1.0 / (g.n * t), g.ms_res, float(g.df_res)))
+    var = sum(comp.values())
+    se = float(np.sqrt(var)) if np.isfinite(var) and var >= 0 else nan
+    df = _satterthwaite(terms) if np.isfinite(var) else nan
+    if np.isfinite(var) and var == 0:
+        notes.append("no variance between templates or names: the standard error is 0")
+        df = float(t - 1)
+    return CrossedMeanResult(est, se, float(df), names, t, n, n_values, comp, method, "; ".join(notes) or None)
+
+
+def _per_set(x: Any, name: str) -> np.ndarray:
+    to_numpy = getattr(x, "to_numpy", None)
+    return np.asarray(to_numpy() if to_numpy is not None else x)
+
+
+def _table(table: Any) -> np.ndarray:
+    arr = np.asarray(table.to_numpy(dtype=float) if hasattr(table, "to_numpy") else table, dtype=float)
+    if arr.ndim != 2 or arr.shape[1] < 2:
+        raise ValueError(f"table must be 2-D (n_sets x k candidates) with k >= 2; got shape {arr.shape}")
+    return arr
+
+
+def paired_difference(x: Any, y: Any, template: Any, name: Any = None, *, names: str = "random",
+                      pool: float | None = POOL) -> CrossedMeanResult:
+    """Mean of the per-set difference ``x - y`` of two candidates of the same matched sets, crossed SE.
+
+    Parameters
+    ----------
+    x, y : array_like of float, shape (n_sets,)
+        The two candidates' values in each set (e.g. top picks, or
+        ``1[A above B]`` and ``1[B above A]``); NaN drops the set.
+    template, name : array_like, shape (n_sets,)
+        Template and name set of each matched set (the names of all its
+        candidates: one answer depends on all of them, so the name set,
+        not one candidate's name, is the unit that repeats over templates).
+    names : {"random", "fixed"}
+
+    Returns
+    -------
+    CrossedMeanResult
+        :func:`crossed_mean` of ``x - y``: templates and name sets crossed
+        random factors. Treating the two candidates' names as independent
+        random factors (:func:`~fairpair.stats.crossed_difference`) would
+        miss that both sit in the same prompts and understate the variance.
+    """
+    xa = np.asarray(x, dtype=float).ravel()
+    ya = np.asarray(y, dtype=float).ravel()
+    if xa.shape != ya.shape:
+        raise ValueError(f"x and y must have one value per set; got {xa.size} and {ya.size}")
+    return crossed_mean(xa - ya, template, name, names=names, pool=pool)
+
+
+@dataclass(frozen=True)
+class SelectionRatioResult:
+    """Result of :func:`selection_ratio`: ``rate_a / rate_b`` with a log-scale interval.
+
+    Attributes
+    ----------
+    ratio : float
+        ``rate_a / rate_b`` (the crossed means of the two columns' 0/1 top picks).
+    rate_a, rate_b : float
+    log_se : float
+        Delta-method standard error of ``log(ratio)``.
+    df : float
+        Satterthwaite degrees of freedom of that standard error.
+    names : {"random", "fixed"}
+    method : str
+    note : str or None
+    """
+
+    ratio: float
+    rate_a: float
+    rate_b: float
+    log_se: float
+    df: float
+    names: str
+    method: str = ""
+    note: str | None = None
+
+    def confidence_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
+        """``exp(log(ratio) +/- t_df * log_se)``; NaN limits when undefined."""
+        level = check_level(confidence_level)
+        if not (self.ratio > 0 and np.isfinite(self.log_se) and np.isfinite(self.df) and self.df > 0):
+            return ConfidenceInterval(np.nan, np.nan, level, self.method)
+        q = float(special.stdtrit(self.df, 0.5 + level / 2.0)) * self.log_se
+        lr = float(np.log(self.ratio))
+        return ConfidenceInterval(float(np.exp(lr - q)), float(np.exp(lr + q)), level, self.method)
+
+    def pvalue_below(self, threshold: float = FOUR_FIFTHS) -> float:
+        """One-sided p-value of ``H0: ratio >= threshold`` (small: the ratio is below it); NaN when undefined."""
+        if not (self.ratio > 0 and np.isfinite(self.log_se) and np.isfinite(self.df)):
+            return float("nan")
+        if self.log_se == 0:
+            return 0.0 if self.ratio < threshold else 1.0
+        z = (np.log(self.ratio) - np.log(threshold)) / self.log_se
+        return float(special.stdtr(self.df, z))
+
+
+def selection_ratio(table: Any, template: Any, name: Any = None, *, columns: tuple[int, int] = (0, 1),
+                    names: str = "random") -> SelectionRatioResult:
+    """Ratio of two candidates' selection rates over matched sets, with a cluster-aware log interval.
+
+    Parameters
+    ----------
+    table : array_like of {0, 1, NaN}, shape (n_sets, k)
+        Top pick of each group's candidate in each matched set (one 1 per
+        parsed row); a row with NaN is left out.
+    template, name : array_like, shape (n_sets,)
+        Template and name set of each matched set (see :func:`paired_difference`).
+    columns : (a, b), default (0, 1)
+        Numerator and denominator columns.
+    names : {"random", "fixed"}
+
+    Returns
+    -------
+    SelectionRatioResult
+        Delta method: ``log r^_a - log r^_b`` is linearised as the mean over
+        sets of ``top_a / r^_a - top_b / r^_b``, whose crossed standard
+        error (:func:`crossed_mean`: templates and name sets random,
+        Satterthwaite df) counts the clusters and the negative dependence of
+        the candidates of one set. NaN (with a note) when a rate is 0.
+
+    Raises
+    ------
+    ValueError
+        A malformed table or a column out of range.
+
+    References
+    ----------
+    Katz, D., Baptista, J., Azen, S. P., & Pike, M. C. (1978). Obtaining
+    confidence intervals for the risk ratio in cohort studies.
+    *Biometrics*, 34, 469-474 (the log-ratio delta method); Clark (1973).
+    """
+    check_choice("names", names, NAMES)
+    arr = _table(table)
+    a, b = columns
+    if not (0 <= a < arr.shape[1] and 0 <= b < arr.shape[1]) or a == b:
+        raise ValueError(f"columns must be two distinct indices in 0..{arr.shape[1] - 1}; got {columns!r}")
+    tmpl = _per_set(template, "template")
+    nm = np.zeros(arr.shape[0], dtype=np.intp) if name is None else _per_set(name, "name")
+    method = "log ratio, delta method with the crossed standard error (templates, names " + names + ")"
+    ra = crossed_mean(arr[:, a], tmpl, nm, names=names).estimate
+    rb = crossed_mean(arr[:, b], tmpl, nm, names=names).estimate
+    nan = float("nan")
+    if not (np.isfinite(ra) and np.isfinite(rb)):
+        return SelectionRatioResult(nan, ra, rb, nan, nan, names, method, "no parsed sets")
+    if rb == 0:
+        return SelectionRatioResult(nan, ra, rb, nan, nan, names, method, "the denominator was never selected")
+    if ra == 0:
+        return SelectionRatioResult(0.0, ra, rb, nan, nan, names, method, "never selected: no log interval")
+    lin = arr[:, a] / ra - arr[:, b] / rb
+    cm = crossed_mean(lin, tmpl, nm, names=names)
+    return SelectionRatioResult(float(ra / rb), float(ra), float(rb), float(cm.se), float(cm.df), names, method,
+                                cm.note)
+
+
+@dataclass(frozen=True)
+class RatioToBest:
+    """One column's selection rate over the highest one (:func:`ratio_to_best`).
+
+    Attributes
+    ----------
+    group : label
+    rate : float
+    ratio : float
+        ``rate / max rate`` (1 for the most selected group).
+    reference : label
+        The group in the denominator (the most selected, or the one given).
+    ci : ConfidenceInterval
+        ``1 - alpha`` interval of ``rate / max over groups of the true rate``
+        (or of ``rate / rate_reference`` with a fixed reference).
+    lower_one_sided : float
+        Lower limit at one-sided level ``1 - alpha`` (the ``1 - 2 alpha``
+        interval's lower end), for the "at least four fifths" decision.
+    pvalue_below : float
+        p-value of ``H0: ratio >= threshold`` (Bonferroni over the
+        candidate references when the best is chosen from the data), in the
+        two-sided convention (twice the one-sided p): below ``alpha``
+        exactly when ``ci.high < threshold``.
+    pairwise : tuple of SelectionRatioResult
+        The ratios to each other group used.
+    note : str or None
+    """
+
+    group: Any
+    rate: float
+    ratio: float
+    reference: Any
+    ci: ConfidenceInterval
+    lower_one_sided: float
+    pvalue_below: float
+    pairwise: tuple = field(repr=False, default=())
+    note: str | None = None
+
+
+def ratio_to_best(table: Any, template: Any, name: Any = None, *, labels: Any = None, reference: Any = None,
+                  names: str = "random", confidence_level: float = 0.95,
+                  threshold: float = FOUR_FIFTHS) -> tuple[RatioToBest, ...]:
+    """Each group's selection rate over the most selected group's, with intervals (the four-fifths rule).
+
+    Parameters
+    ----------
+    table : array_like of {0, 1, NaN}, shape (n_sets, k)
+        Top pick of each group's candidate per matched set, k >= 2.
+    template, name : array_like, shape (n_sets,)
+        As in :func:`selection_ratio`.
+    labels : sequence, optional
+        The k column labels (default ``0..k-1``).
+    reference : label, optional
+        A group fixed before the audit as the denominator. Default: the
+        group with the highest estimated rate.
+    names : {"random", "fixed"}
+    confidence_level : float, default 0.95
+        ``1 - alpha``.
+    threshold : float, default 0.8
+        The four-fifths line (29 CFR 1607.4(D)).
+
+    Returns
+    -------
+    tuple of RatioToBest
+        One per column. With a fixed reference the intervals are those of
+        :func:`selection_ratio`. With the best chosen from the data the
+        target is ``theta_g = r_g / max_h r_h = min(1, min_{h != g} r_g /
+        r_h)`` and its interval is ``[min(1, min_h L_gh), min(1, min_h
+        U_gh)]``, ``L_gh`` the lower limit of the ``1 - alpha`` interval of
+        ``r_g / r_h`` and ``U_gh`` the upper limit at ``1 - alpha / (k -
+        1)`` (Bonferroni over the ``k - 1`` candidates for the best): when
+        the intervals of group g cover their ratios, this one covers
+        ``theta_g`` (multiple comparisons with the best, Hsu 1984), so
+        choosing the best from the same data does not shorten it.
+
+    Raises
+    ------
+    ValueError
+        A malformed table, wrong ``labels``, an unknown ``reference`` or a
+        bad level.
+
+    References
+    ----------
+    Hsu (1984); Katz et al. (1978); 29 CFR 1607.4(D).
+    """
+    level = check_level(confidence_level)
+    alpha = 1.0 - level
+    arr = _table(table)
+    k = arr.shape[1]
+    labs = list(range(k)) if labels is None else list(labels)
+    if len(labs) != k:
+        raise ValueError(f"labels must name the {k} columns; got {len(labs)}")
+    if reference is not None and reference not in labs:
+        raise ValueError(f"reference {reference!r} is not a group; groups: {labs}")
+    tmpl = _per_set(template, "template")
+    nm = np.zeros(arr.shape[0], dtype=np.intp) if name is None else _per_set(name, "name")
+    rates = [crossed_mean(arr[:, j], tmpl, nm, names=names).estimate for j in range(k)]
+    finite = [j for j in range(k) if np.isfinite(rates[j])]
+    best = labs.index(reference) if reference is not None else (max(finite, key=lambda j: rates[j]) if finite else 0)
+    cache: dict[tuple[int, int], SelectionRatioResult] = {}
+
+    def pair(a: int, b: int) -> SelectionRatioResult:
+        if (a, b) not in cache:
+            cache[(a, b)] = selection_ratio(arr, tmpl, nm, columns=(a, b), names=names)
+        return cache[(a, b)]
+
+    nan = float("nan")
+    out = []
+    for g in range(k):
+        rate, rb = rates[g], rates[best]
+        ratio = float(rate / rb) if (np.isfinite(rate) and np.isfinite(rb) and rb > 0) else nan
+        if reference is not None:
+            if g == best:
+                out.append(RatioToBest(labs[g], rate, 1.0, labs[best],
+                                       ConfidenceInterval(1.0, 1.0, level, "reference"), 1.0, nan, (),
+                                       "the reference group"))
+                continue
+            r = pair(g, best)
+            ci = r.confidence_interval(level)
+            pb = r.pvalue_below(threshold)
+            out.append(RatioToBest(labs[g], rate, ratio, labs[best], ci, r.confidence_interval(1.0 - 2.0 * alpha).low,
+                                   float(min(1.0, 2.0 * pb)) if np.isfinite(pb) else nan, (r,),
+                                   r.note if np.isnan(ci.low) else None))
+            continue
+        rs = [pair(g, h) for h in range(k) if h != g]
+        lows = [r.confidence_interval(level).low for r in rs]
+        highs = [r.confidence_interval(1.0 - alpha / (k - 1)).high for r in rs]
+        low1 = [r.confidence_interval(1.0 - 2.0 * alpha).low for r in rs]
+        pbs = [r.pvalue_below(threshold) for r in rs]
+        method = (f"ratio to the best (Hsu 1984; Bonferroni over {k - 1} candidates): the minimum over the other "
+                  "groups of the log-ratio intervals")
+        if any(np.isnan(x) for x in lows + highs):
+            ci = ConfidenceInterval(nan, nan, level, method)
+            lo1 = nan
+        else:
+            ci = ConfidenceInterval(float(min(1.0, min(lows))), float(min(1.0, min(highs))), level, method)
+            lo1 = float(min(1.0, min(low1)))
+        pb = float(min(1.0, 2.0 * (k - 1) * min(pbs))) if all(np.isfinite(pbs)) else nan
+        notes = "; ".join(dict.fromkeys(r.note for r in rs if r.note)) or None
+        out.append(RatioToBest(labs[g], rate, ratio, labs[best], ci, lo1, pb, tuple(rs),
+                               notes if np.isnan(ci.low) else None))
+    return tuple(out)
+
+
+def matched_table(values: Any, sets: Any, columns: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sets x columns table of ``values`` (NaN where a set lacks a column): ``(table, set_labels, column_labels)``.
+
+    Raises ValueError when a set has two entries in one column.
+    """
+    v = np.asarray(values, dtype=float).ravel()
+    sl, sc = as_labels(sets, "set", v.size)
+    cl, cc = as_labels(columns, "column", v.size)
+    flat = sc * len(cl) + cc
+    if np.unique(flat).size != flat.size:
+        raise ValueError("a matched set has two entries for the same group or slot")
+    table = np.full((len(sl), len(cl)), np.nan)
+    table[sc, cc] = v
+    return table, sl, cl
+
+
+def crossed_k_test(table: Any, template: Any, name: Any = None, *, names: str = "random") -> CrossedFResult:
+    """Test that the k columns (groups, or slots) of matched sets share one mean, templates and name sets random.
+
+    Parameters
+    ----------
+    table : array_like of float, shape (n_sets, k)
+        A value per set and column (top pick, rank); rows with NaN dropped.
+    template, name : array_like, shape (n_sets,)
+        Template and name set of each row.
+    names : {"random", "fixed"}
+
+    Returns
+    -------
+    CrossedFResult
+        On the template x name-set x column cell means (empty cells
+        filled from the additive template + name fit of the column), the
+        three-way ANOVA with columns fixed and templates (T) and name sets
+        (P) crossed random factors. Names fixed (or one name set): ``F =
+        MS_C / MS_CxT``, df ``(k - 1, (k - 1)(T - 1))``. Names random:
+        Clark's (1973) quasi-F ``(MS_C + MS_CxTxP) / (MS_CxT + MS_CxP)``
+        with Satterthwaite df for numerator and denominator.
+
+    References
+    ----------
+    Clark (1973); Winer, Brown & Michels (1991), ch. 5 (quasi-F ratios).
+    """
+    from fairpair.stats._crossed import _additive_fill, _f
+
+    check_choice("names", names, NAMES)
+    arr = _table(table)
+    keep = ~np.isnan(arr).any(axis=1)
+    arr = arr[keep]
+    tmpl = _per_set(template, "template")[keep]
+    nm = (np.zeros(arr.shape[0], dtype=np.intp) if name is None else _per_set(name, "name")[keep])
+    k = arr.shape[1]
+    method = ("quasi-F (Clark 1973), templates and name sets random" if names == "random"
+              else "F (column vs column x template), templates random")
+    if arr.shape[0] == 0:
+        return CrossedFResult(np.nan, np.nan, k - 1.0, np.nan, method, "no complete sets")
+    cells = []
+    for j in range(k):
+        m, _c, _t, _n = cell_matrix(arr[:, j], tmpl, nm)
+        cells.append(_additive_fill(m)[0])
+    y = np.stack(cells, axis=2)  # T x P x k
+    t, p, _ = y.shape
+    if t < 2:
+        return CrossedFResult(np.nan, np.nan, k - 1.0, np.nan, method, "too few templates")
+    gm = y.mean()
+    yc = y.mean(axis=(0, 1))
+    yt = y.mean(axis=1)  # T x k
+    ms_c = t * p * float(((yc - gm) ** 2).sum()) / (k - 1)
+    it = yt - yt.mean(axis=1, keepdims=True) - yc[None, :] + gm
+    df_ct = (k - 1) * (t - 1)
+    ms_ct = p * float((it ** 2).sum()) / df_ct
+    if names == "fixed" or p < 2:
+        note = "one name set: names are not a factor" if (names == "random" and p < 2) else None
+        return _f(ms_c, ms_ct, k - 1.0, float(df_ct), method, note)
+    yp = y.mean(axis=0)  # P x k
+    ip = yp - yp.mean(axis=1, keepdims=True) - yc[None, :] + gm
+    df_cp = (k - 1) * (p - 1)
+    ms_cp = t * float((ip ** 2).sum()) / df_cp
+    ytp = y.mean(axis=2)  # T x P
+    r = (y - yt[:, None, :] - yp[None, :, :] - ytp[:, :, None] + yc[None, None, :] + y.mean(axis=(1, 2))[:, None, None]
+         + y.mean(axis=(0, 2))[None, :, None] - gm)
+    df_r = (k - 1) * (t - 1) * (p - 1)
+    ms_r = float((r ** 2).sum()) / df_r
+    num_terms = [(1.0, ms_c, k - 1.0), (1.0, ms_r, float(df_r))]
+    den_terms = [(1.0, ms_ct, float(df_ct)), (1.0, ms_cp, float(df_cp))]
+    return _f(ms_c + ms_r, ms_ct + ms_cp, _satterthwaite(num_terms), _satterthwaite(den_terms), method)
+
+
+@dataclass(frozen=True)
+class SlotEffect:
+    """Top-pick rate and mean rank of one slot (1-based position in the prompt), with crossed intervals."""
+
+    slot: int
+    n: int
+    top_rate: CrossedMeanResult
+    mean_rank: CrossedMeanResult
+
+
+@dataclass(frozen=True)
+class PositionEffectResult:
+    """Result of :func:`position_effect`.
+
+    Attributes
+    ----------
+    slots : tuple of SlotEffect
+    top_test, rank_test : CrossedFResult
+        :func:`crossed_k_test` of equal top-pick rates (mean ranks) over the slots.
+    cochran : CochranQResult
+        Cochran's Q of the top pick across slots, sets as independent (secondary).
+    friedman : FriedmanResult or None
+        Friedman's test of the ranks across slots, sets as independent
+        (secondary); None for k = 2 or without complete rankings.
+    """
+
+    slots: tuple
+    top_test: CrossedFResult
+    rank_test: CrossedFResult
+    cochran: CochranQResult
+    friedman: FriedmanResult | None
+
+
+def position_effect(top: Any, rank: Any, template: Any, name: Any = None, *,
+                    names: str = "random") -> PositionEffectResult:
+    """Position effect of a ranking design: top-pick rate and mean rank by slot, with intervals and tests.
+
+    Parameters
+    ----------
+    top : array_like of {0, 1, NaN}, shape (n_sets, k)
+        Top pick of the candidate in each slot (column j = slot j + 1).
+    rank : array_like of float, shape (n_sets, k)
+        Rank (1 = first) of the candidate in each slot; NaN rows where the
+        ranking is incomplete.
+    template, name : array_like, shape (n_sets,)
+        Template and name set of each matched set.
+    names : {"random", "fixed"}
+
+    Returns
+    -------
+    PositionEffectResult
+        Each slot's rate and mean rank from :func:`crossed_mean` (templates
+        and name sets random); the tests from :func:`crossed_k_test`;
+        Cochran's Q and Friedman over the sets as secondary tests.
+
+    Raises
+    ------
+    ValueError
+        Tables of different shapes or fewer than two slots.
+    """
+    t = _table(top)
+    r = _table(rank)
+    if t.shape != r.shape:
+        raise ValueError(f"top and rank must have the same shape; got {t.shape} and {r.shape}")
+    tmpl = _per_set(template, "template")
+    nm = np.zeros(t.shape[0], dtype=np.intp) if name is None else _per_set(name, "name")
+    slots = []
+    for j in range(t.shape[1]):
+        slots.append(SlotEffect(j + 1, int((~np.isnan(t[:, j])).sum()),
+                                crossed_mean(t[:, j], tmpl, nm, names=names),
+                                crossed_mean(r[:, j], tmpl, nm, names=names)))
+    top_test = crossed_k_test(t, tmpl, nm, names=names)
+    rank_test = crossed_k_test(r, tmpl, nm, names=names)
+    fr = friedman(r) if t.shape[1] >= 3 and (~np.isnan(r).any(axis=1)).any() else None
+    return PositionEffectResult(tuple(slots), top_test, rank_test, cochran_q(t), fr)

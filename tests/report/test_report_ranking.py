@@ -1,0 +1,108 @@
+"""The ranking section of the report (results.json ``rankings``): HTML, Markdown, terminal, both languages."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import io
+import re
+
+import numpy as np
+import pytest
+
+from fairpair.analysis import analyze_ranking
+from fairpair.analysis._simranking import RankingScenario, simulate_ranking_frame
+from fairpair.report import load_report_data, write_report
+from fairpair.report._ranking import MESSAGES, ranking_view
+
+NBSP = "\u00a0"
+
+
+@pytest.fixture(scope="module")
+def section() -> dict:
+    sc = RankingScenario(group_worth=(1.5, 0.0, 0.0, 0.0), slot_worth=(0.6, 0.2, 0.0, 0.0), templates=12, names=8,
+                         unparsed=0.05, sd_name=0.2, sd_template_group=0.2, sd_template_name=0.2)
+    d = analyze_ranking(simulate_ranking_frame(sc, np.random.default_rng(3)), design="ranking-origen").to_dict()
+    d["measure"] = "order"
+    return d
+
+
+def test_catalogue_has_both_languages():
+    assert set(MESSAGES["en"]) == set(MESSAGES["es"])
+
+
+def test_view_numbers_and_headline(section):
+    en = ranking_view({"rankings": [section]}, "en", with_figures=False)[0]
+    es = ranking_view({"rankings": [section]}, "es", with_figures=False)[0]
+    rates = {s["group"]: s for s in section["selection"]}
+    g1 = next(s for s in en["selection"] if s["group"] == "g1")
+    assert g1["rate"] == f"{100 * rates['g1']['rate']:.1f}%"
+    assert next(s for s in es["selection"] if s["group"] == "g1")["rate"] == \
+        f"{100 * rates['g1']['rate']:.1f}".replace(".", ",") + f"{NBSP}%"
+    worst = min((r for r in section["ratios"] if r["group"] != "g1"), key=lambda r: r["ratio"])
+    assert en["headline"].startswith("The candidates of “g1” were picked first in") and f"{worst['ratio']:.2f}" in en["headline"]
+    assert "four-fifths" in en["headline"] and "cuatro quintos" in es["headline"]
+    assert len(en["pairs"]) == 12 and {p["verdict"] for p in en["pairs"]} <= {"fail", "pass", "inconclusive",
+                                                                              "insufficient design"}
+    assert en["unparsed"].startswith(f"{section['n_unparsed']} of {section['n_sets']} answers")
+    assert len(en["slots"]) == 4 and en["figures"] == []
+    assert any(t.startswith("Cochran's Q") for t in en["tests"])
+
+
+def test_figures_have_alt_text_and_the_four_fifths_line(section):
+    b = ranking_view({"rankings": [section]}, "en")[0]
+    sel, pos = b["figures"]
+    assert "four fifths of the highest rate" in sel.alt and "g1" in sel.alt
+    svg = sel.svg
+    assert svg.startswith("<?xml") and "<script" not in svg
+    assert base64.b64decode(sel.data_uri.split(",", 1)[1]).decode() == svg
+    assert "slot" in pos.alt.lower() and pos.id == "ranking-0-position"
+
+
+def test_report_renders_the_section(mock_run, section, tmp_path):
+    data = load_report_data(mock_run, language="en")
+    data = dataclasses.replace(data, results={**data.results, "rankings": [section]})
+    paths = write_report(mock_run, data=data, out=tmp_path / "en")
+    html = paths["html"].read_text(encoding="utf-8")
+    md = paths["md"].read_text(encoding="utf-8")
+    assert '<section id="rankings">' in html and 'href="#rankings"' in html
+    assert "Selection rate by group and the four-fifths rule" in html and "29 CFR 1607.4(D)" in html
+    assert html.count('id="ranking-0-selection"') == 1 and html.count('id="ranking-0-position"') == 1
+    assert "## Ranking and selection" in md and "#### Pairwise comparisons" in md
+    assert re.search(r"\| g1 / g2 \| top pick \(points\) \|", md)
+    es = write_report(mock_run, data=dataclasses.replace(data, language="es"), out=tmp_path / "es")
+    assert "Ranking y selección" in es["html"].read_text(encoding="utf-8")
+    assert "regla de los cuatro quintos" in es["md"].read_text(encoding="utf-8")
+
+
+def test_report_without_rankings_has_no_section(mock_run, tmp_path):
+    paths = write_report(mock_run, out=tmp_path)
+    assert 'id="rankings"' not in paths["html"].read_text(encoding="utf-8")
+    assert "Ranking and selection" not in paths["md"].read_text(encoding="utf-8")
+
+
+def test_terminal_prints_the_ranking_tables(mock_run, section):
+    from rich.console import Console
+
+    from fairpair.report._terminal import print_verdicts
+
+    data = load_report_data(mock_run, language="en")
+    data = dataclasses.replace(data, results={**data.results, "rankings": [section]})
+    buf = io.StringIO()
+    print_verdicts(Console(file=buf, width=200, color_system=None), data=data)
+    out = buf.getvalue()
+    assert "Ranking: order · ranking-origen · target sim" in out and "Four-fifths verdict" in out
+    assert "Pairwise comparisons" in out
+
+
+def test_notes_in_spanish_and_no_duplicate_unparsed_line():
+    sec = {"k": 3, "groups": ["a", "b", "c"], "n_sets": 10, "n_unparsed": 2, "unparsed_share": 0.2,
+           "notes": ["2 of 10 answers (20.0%) could not be parsed into a top pick: left out of every denominator",
+                     "3 answers give a top pick but no complete ranking: left out of the rank statistics (mean rank, "
+                     "Friedman, ranked-above)"]}
+    es = ranking_view({"rankings": [sec]}, "es", with_figures=False)[0]
+    assert es["notes"] == ["3 respuestas dan una primera elección pero no un orden completo: quedan fuera de las "
+                           "estadísticas de puestos (puesto medio, Friedman, por delante)"]
+    assert es["unparsed"].startswith("2 de 10 respuestas (20,0")
+    assert ranking_view({"rankings": [sec]}, "en", with_figures=False)[0]["notes"][0].startswith("3 answers")
+    assert ranking_view({}, "en") == [] and ranking_view(None, "es") == []

@@ -1,0 +1,214 @@
+"""Ranking-design statistics (fairpair.stats._ranking) against scipy, statsmodels and hand formulas."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.formula.api as smf
+from scipy import stats
+from statsmodels.stats.anova import AnovaRM, anova_lm
+from statsmodels.stats.contingency_tables import cochrans_q
+
+from fairpair.stats import (
+    FOUR_FIFTHS, crossed_mean, position_effect, ratio_to_best, selection_ratio,
+)
+from fairpair.stats._ranking import crossed_k_test, matched_table, paired_difference
+
+
+def _sets(seed=0, t=10, p=5, r=2, k=3, worth=(0.8, 0.0, -0.3), sd_t=0.4, sd_p=0.5):
+    """Matched sets of a ranking design (Plackett-Luce by Gumbel-max): top and rank tables by group and by slot."""
+    rng = np.random.default_rng(seed)
+    ti, ri, pi = (a.ravel() for a in np.meshgrid(np.arange(t), np.arange(r), np.arange(p), indexing="ij"))
+    m = ti.size
+    u = rng.normal(0, sd_t, (t, k))
+    b = rng.normal(0, sd_p, (p, k))
+    logw = np.asarray(worth)[None, :] + u[ti] + b[pi] + rng.gumbel(size=(m, k))
+    rank = np.argsort(np.argsort(-logw, axis=1), axis=1) + 1.0
+    top = (rank == 1).astype(float)
+    order = (ti + ri + pi) % k
+    slot = (np.arange(k)[None, :] + order[:, None]) % k
+    slot_top = np.zeros_like(top)
+    slot_rank = np.zeros_like(rank)
+    np.put_along_axis(slot_top, slot, top, axis=1)
+    np.put_along_axis(slot_rank, slot, rank, axis=1)
+    return dict(template=ti, name=pi, top=top, rank=rank, slot_top=slot_top, slot_rank=slot_rank)
+
+
+def _template_means(v, template):
+    return pd.Series(v).groupby(np.asarray(template)).mean().to_numpy()
+
+
+def test_crossed_mean_names_fixed_is_the_one_sample_t_on_template_means():
+    d = _sets()
+    v = d["top"][:, 0]
+    r = crossed_mean(v, d["template"], d["name"], names="fixed")
+    tm = _template_means(v, d["template"])  # balanced: the mean of name cells = the template mean
+    ref = stats.ttest_1samp(tm, 0.0)
+    assert r.estimate == pytest.approx(tm.mean())
+    assert r.se == pytest.approx(stats.sem(tm)) and r.df == pytest.approx(tm.size - 1)
+    assert tuple(r.confidence_interval(0.9)) == pytest.approx(tuple(ref.confidence_interval(0.9)))
+
+
+def test_crossed_mean_names_random_by_hand_anova():
+    d = _sets(seed=5, sd_p=1.2)
+    v = d["rank"][:, 1]
+    r = crossed_mean(v, d["template"], d["name"], names="random", pool=None)
+    cell = pd.DataFrame({"t": d["template"], "n": d["name"], "v": v}).groupby(["t", "n"]).v.mean().unstack()
+    m = cell.to_numpy()
+    t, n = m.shape
+    rows, cols, grand = m.mean(1), m.mean(0), m.mean()
+    s2t, s2n = rows.var(ddof=1), cols.var(ddof=1)
+    ms = ((m - rows[:, None] - cols[None, :] + grand) ** 2).sum() / ((t - 1) * (n - 1))
+    comp = (s2n - ms / t) / n
+    assert comp > 0
+    var = s2t / t + comp
+    terms = [(1 / t, s2t, t - 1), (1 / n, s2n, n - 1), (-1 / (n * t), ms, (t - 1) * (n - 1))]
+    df = var ** 2 / sum((c * x) ** 2 / f for c, x, f in terms)
+    assert r.estimate == pytest.approx(grand) and r.se ** 2 == pytest.approx(var) and r.df == pytest.approx(df)
+    lo, hi = r.confidence_interval(0.95)
+    q = stats.t.ppf(0.975, df) * np.sqrt(var)
+    assert (lo, hi) == pytest.approx((grand - q, grand + q))
+
+
+def test_crossed_mean_pools_names_when_the_f_pretest_is_not_significant():
+    for seed in range(4):
+        d = _sets(seed=seed, sd_p=0.0)
+        v = d["top"][:, 0]
+        r = crossed_mean(v, d["template"], d["name"], names="random")
+        m = pd.DataFrame({"t": d["template"], "n": d["name"], "v": v}).groupby(["t", "n"]).v.mean().unstack().to_numpy()
+        t, n = m.shape
+        rows, cols = m.mean(1), m.mean(0)
+        ms = ((m - rows[:, None] - cols[None, :] + m.mean()) ** 2).sum() / ((t - 1) * (n - 1))
+        p = stats.f.sf(t * cols.var(ddof=1) / ms, n - 1, (t - 1) * (n - 1))
+        if p > 0.25:
+            assert r.variance_components["names"] == 0 and "pooled" in r.note
+        else:
+            assert r.variance_components["names"] == pytest.approx(max(0.0, (cols.var(ddof=1) - ms / t) / n))
+
+
+def test_crossed_mean_flags_one_name_and_no_values():
+    d = _sets(seed=1)
+    one = crossed_mean(d["top"][:, 0], d["template"], None, names="random")
+    assert np.isnan(one.se) and "one name" in one.note
+    assert np.isnan(crossed_mean([np.nan, np.nan], [0, 1]).estimate)
+
+
+def test_paired_difference_is_the_crossed_mean_of_per_set_differences():
+    d = _sets(seed=2)
+    x, y = d["top"][:, 0], d["top"][:, 1]
+    r = paired_difference(x, y, d["template"], d["name"], names="fixed")
+    tm = _template_means(x - y, d["template"])
+    ref = stats.ttest_1samp(tm, 0.0)
+    assert r.estimate == pytest.approx(tm.mean()) and r.estimate / r.se == pytest.approx(ref.statistic)
+    with pytest.raises(ValueError, match="one value per set"):
+        paired_difference([1.0], [1.0, 0.0], [0, 1])
+
+
+def test_selection_ratio_delta_method_by_hand():
+    d = _sets(seed=3, t=12)
+    top = d["top"]
+    r = selection_ratio(top, d["template"], d["name"], columns=(1, 0), names="fixed")
+    ra, rb = top[:, 1].mean(), top[:, 0].mean()
+    lin = _template_means(top[:, 1] / ra - top[:, 0] / rb, d["template"])
+    se = stats.sem(lin)
+    assert r.ratio == pytest.approx(ra / rb) and r.log_se == pytest.approx(se) and r.df == pytest.approx(11)
+    q = stats.t.ppf(0.975, 11)
+    assert tuple(r.confidence_interval(0.95)) == pytest.approx((ra / rb * np.exp(-q * se), ra / rb * np.exp(q * se)))
+    z = (np.log(ra / rb) - np.log(0.8)) / se
+    assert r.pvalue_below(0.8) == pytest.approx(stats.t.cdf(z, 11))
+
+
+def test_selection_ratio_undefined_when_a_rate_is_zero():
+    top = np.array([[1.0, 0.0]] * 6)
+    r = selection_ratio(top, [0, 0, 1, 1, 2, 2], None, columns=(1, 0), names="fixed")
+    assert r.ratio == 0.0 and np.isnan(r.confidence_interval().low) and "never selected" in r.note
+    r = selection_ratio(top, [0, 0, 1, 1, 2, 2], None, columns=(0, 1), names="fixed")
+    assert np.isnan(r.ratio)
+    with pytest.raises(ValueError, match="distinct"):
+        selection_ratio(top, [0] * 6, None, columns=(0, 0))
+
+
+def _log_ci(top, template, a, b, level):
+    ra, rb = top[:, a].mean(), top[:, b].mean()
+    lin = _template_means(top[:, a] / ra - top[:, b] / rb, template)
+    q = stats.t.ppf(0.5 + level / 2, lin.size - 1) * stats.sem(lin)
+    return ra / rb * np.exp(-q), ra / rb * np.exp(q)
+
+
+def test_ratio_to_best_is_hsu_bonferroni_over_the_candidates():
+    d = _sets(seed=4, t=12, worth=(0.0, 0.6, 0.2))
+    top, tm = d["top"], d["template"]
+    res = ratio_to_best(top, tm, d["name"], labels=["a", "b", "c"], names="fixed", confidence_level=0.95)
+    assert [r.reference for r in res] == ["b"] * 3  # the most selected group, from the data
+    for j, r in enumerate(res):
+        others = [h for h in range(3) if h != j]
+        lows = [_log_ci(top, tm, j, h, 0.95)[0] for h in others]
+        highs = [_log_ci(top, tm, j, h, 1 - 0.05 / 2)[1] for h in others]
+        assert r.ci.low == pytest.approx(min(1.0, min(lows))) and r.ci.high == pytest.approx(min(1.0, min(highs)))
+        assert r.ratio == pytest.approx(top[:, j].mean() / top[:, 1].mean())
+    # a fixed reference: the plain log-ratio interval
+    fixed = ratio_to_best(top, tm, d["name"], labels=["a", "b", "c"], reference="c", names="fixed")
+    assert fixed[2].ratio == 1.0 and fixed[2].note == "the reference group"
+    assert tuple(fixed[0].ci) == pytest.approx(_log_ci(top, tm, 0, 2, 0.95))
+    with pytest.raises(ValueError, match="not a group"):
+        ratio_to_best(top, tm, labels=["a", "b", "c"], reference="z")
+    assert FOUR_FIFTHS == 0.8
+
+
+def test_ratio_below_four_fifths_p_value_matches_interval():
+    d = _sets(seed=6, t=20, r=4, worth=(1.2, 0.0, 0.0), sd_t=0.1, sd_p=0.1)
+    res = ratio_to_best(d["top"], d["template"], d["name"], names="fixed")
+    for r in res[1:]:
+        assert (r.pvalue_below < 0.05) == (r.ci.high < 0.8)
+    assert res[1].ci.high < 0.8  # a strong planted bias is established below the four-fifths line
+
+
+def test_crossed_k_test_names_fixed_equals_repeated_measures_anova():
+    d = _sets(seed=7)
+    res = crossed_k_test(d["rank"], d["template"], d["name"], names="fixed")
+    tg = pd.DataFrame([(t, g, v) for g in range(3) for t, v in enumerate(_template_means(d["rank"][:, g],
+                                                                                         d["template"]))],
+                      columns=["t", "g", "v"])
+    ref = AnovaRM(tg, "v", "t", within=["g"]).fit().anova_table
+    assert res.statistic == pytest.approx(ref["F Value"].iloc[0]) and res.pvalue == pytest.approx(ref["Pr > F"].iloc[0])
+    assert (res.df_num, res.df_den) == (2, 18)
+
+
+def test_crossed_k_test_quasi_f_from_statsmodels_mean_squares():
+    d = _sets(seed=8, r=1)
+    res = crossed_k_test(d["top"], d["template"], d["name"], names="random")
+    long = pd.DataFrame([(t, p, c, d["top"][i, c]) for i, (t, p) in enumerate(zip(d["template"], d["name"]))
+                         for c in range(3)], columns=["t", "p", "c", "v"])
+    fit = smf.ols("v ~ C(c) + C(t) + C(p) + C(c):C(t) + C(c):C(p) + C(t):C(p)", data=long).fit()
+    tab = anova_lm(fit, typ=1)
+    ms = tab["sum_sq"] / tab["df"]
+    dfs = tab["df"]
+    num = ms["C(c)"] + ms["Residual"]
+    den = ms["C(c):C(t)"] + ms["C(c):C(p)"]
+    d1 = num ** 2 / (ms["C(c)"] ** 2 / dfs["C(c)"] + ms["Residual"] ** 2 / dfs["Residual"])
+    d2 = den ** 2 / (ms["C(c):C(t)"] ** 2 / dfs["C(c):C(t)"] + ms["C(c):C(p)"] ** 2 / dfs["C(c):C(p)"])
+    assert res.statistic == pytest.approx(num / den)
+    assert (res.df_num, res.df_den) == pytest.approx((d1, d2))
+    assert res.pvalue == pytest.approx(stats.f.sf(num / den, d1, d2))
+
+
+def test_position_effect_against_scipy_and_statsmodels():
+    d = _sets(seed=9)
+    pe = position_effect(d["slot_top"], d["slot_rank"], d["template"], d["name"], names="fixed")
+    for j, s in enumerate(pe.slots):
+        assert s.slot == j + 1 and s.top_rate.estimate == pytest.approx(d["slot_top"][:, j].mean())
+        assert s.mean_rank.estimate == pytest.approx(d["slot_rank"][:, j].mean())
+    ref = cochrans_q(d["slot_top"])
+    assert pe.cochran.statistic == pytest.approx(ref.statistic) and pe.cochran.pvalue == pytest.approx(ref.pvalue)
+    fr = stats.friedmanchisquare(*d["slot_rank"].T)
+    assert pe.friedman.statistic == pytest.approx(fr.statistic) and pe.friedman.pvalue == pytest.approx(fr.pvalue)
+    with pytest.raises(ValueError, match="same shape"):
+        position_effect(d["slot_top"], d["slot_rank"][:, :2], d["template"])
+
+
+def test_matched_table_refuses_two_entries_per_cell():
+    table, sets, cols = matched_table([1, 0, 0, 1], ["s1", "s1", "s2", "s2"], ["a", "b", "a", "b"])
+    assert table.tolist() == [[1, 0], [0, 1]] and list(cols) == ["a", "b"]
+    with pytest.raises(ValueError, match="two entries"):
+        matched_table([1, 0], ["s1", "s1"], ["a", "a"])
