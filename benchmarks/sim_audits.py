@@ -27,7 +27,8 @@ Monte Carlo standard errors in parentheses. For names fixed with name
 effects, the truth is the difference between *these* names (not 0): false
 fail is then not defined and shown as ``-``.
 
-Usage: ``nice -n 10 python benchmarks/sim_audits.py [--audits 2000] [--only SUBSTRING]``
+Usage: ``nice -n 10 python benchmarks/sim_audits.py [--audits 2000] [--only SUBSTRING] [--rows FIRST-LAST]``
+(each row has its own seed, ``--seed + index``, so a run split with ``--rows`` gives the same figures).
 """
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ def main() -> None:
     ap.add_argument("--audits", type=int, default=2000, help="audits per row and truth (default 2000)")
     ap.add_argument("--only", default=None, help="only rows whose label contains this")
     ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--rows", default=None, help="only rows FIRST-LAST (0-based, inclusive), e.g. 0-16, to split a run")
     args = ap.parse_args()
     t0 = time.perf_counter()
     print(f"{args.audits} audits per row and truth; alpha {ALPHA}; load {os.getloadavg()[0]:.1f}")
@@ -109,6 +111,8 @@ def main() -> None:
     all_ok = True
     for i, row in enumerate(rows()):
         if args.only and args.only not in row.label:
+            continue
+        if args.rows and not int(args.rows.split("-")[0]) <= i <= int(args.rows.split("-")[-1]):
             continue
         out = run_row(row, args.audits, seed=args.seed + i)
         nul, mar, pw = out["null"], out["margin"], out["power"]

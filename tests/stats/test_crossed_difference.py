@@ -193,3 +193,54 @@ def test_names_heterogeneity_equals_pooled_two_way_anova():
 
 def test_significant_uses_the_verdicts_strict_rule():
     assert not significant(0.05) and significant(0.0499999) and not significant(float("nan"))
+
+
+def test_missing_cells_are_the_least_squares_additive_fit_of_statsmodels_ols():
+    # Yates's fill = the additive template + name OLS fit of the observed cells; h = the mean centred
+    # variance of the OLS name effects in units of sigma^2 (statsmodels' normalized_cov_params)
+    import statsmodels.api as sm
+
+    from fairpair.stats._crossed import _additive_fill
+
+    rng = np.random.default_rng(5)
+    t, n = 12, 5
+    obs = rng.random((t, n)) > 0.25
+    obs[:, 0] = obs[0, :] = True
+    x = rng.normal(size=(t, n)) + np.arange(n)
+    x[~obs] = np.nan
+    filled, n_obs, h = _additive_fill(x)
+    assert n_obs == int(obs.sum())
+
+    def design(tt, nn):
+        return np.column_stack([np.ones(tt.size)] + [(tt == i).astype(float) for i in range(1, t)]
+                               + [(nn == j).astype(float) for j in range(1, n)])
+
+    tt, nn = np.nonzero(obs)
+    res = sm.OLS(x[obs], design(tt, nn)).fit()
+    ta, na = np.meshgrid(np.arange(t), np.arange(n), indexing="ij")
+    pred = (design(ta.ravel(), na.ravel()) @ res.params).reshape(t, n)
+    np.testing.assert_allclose(filled[~obs], pred[~obs], atol=1e-10)
+    np.testing.assert_array_equal(filled[obs], x[obs])
+    cov = np.zeros((n, n))
+    cov[1:, 1:] = res.normalized_cov_params[t:, t:]
+    centre = np.eye(n) - 1.0 / n
+    assert h == pytest.approx(np.trace(centre @ cov @ centre) / (n - 1), rel=1e-10)
+    # complete table: h = 1 / T
+    assert _additive_fill(np.ones((t, n)))[2] == pytest.approx(1.0 / t)
+
+
+def test_name_component_with_empty_cells_subtracts_h_times_the_interaction():
+    df = _audit(seed=11, t=10, n=4, r=1, name_sd=1.0)
+    drop = np.random.default_rng(2).random(len(df)) < 0.2
+    df.loc[drop & (df.t > 0), "v"] = np.nan  # template 0 keeps every cell
+    r = crossed_difference(df.v, df.t, df.n, df.g, groups=("a", "b"), pool=None)
+    from fairpair.stats._crossed import _additive_fill
+
+    for g, key in (("a", "names_a"), ("b", "names_b")):
+        m = df[df.g == g].pivot_table(index="t", columns="n", values="v", aggfunc="mean", dropna=False).to_numpy()
+        filled, n_obs, h = _additive_fill(m)
+        cols = filled.mean(0)
+        res = filled - filled.mean(1)[:, None] - cols[None, :] + filled.mean()
+        ms = (res ** 2).sum() / (n_obs - 10 - 4 + 1)
+        assert h > 1 / 10  # empty cells make the name means noisier than 1/T
+        assert r.variance_components[key] == pytest.approx(max(0.0, cols.var(ddof=1) - h * ms) / 4)

@@ -125,22 +125,42 @@ def cell_matrix(values: Any, template: Any, name: Any) -> tuple[np.ndarray, np.n
     return means, cnt, np.asarray(tl, dtype=object), np.asarray(nl, dtype=object)
 
 
-def _additive_fill(x: np.ndarray, iters: int = 50) -> tuple[np.ndarray, int]:
-    """Fill NaN cells of ``x`` (T x n) from the additive row + column fit; returns (filled, observed cells)."""
+def _additive_fill(x: np.ndarray) -> tuple[np.ndarray, int, float]:
+    """Fill NaN cells of ``x`` (T x n) from the least-squares additive template + name fit of the observed cells.
+
+    Returns ``(filled, observed cells, h)``: the filled table, whose row
+    and column means are the least-squares template and name effects (plus
+    the grand mean), so the sums of squares of the filled table are those of
+    the unbalanced additive model (Yates's missing-cell method, solved
+    directly instead of by iteration); and ``h`` with ``E[S_N^2] = sigma_N^2
+    + h sigma_c^2`` for the sample variance ``S_N^2`` of its column means
+    (``1 / T`` when no cell is empty). The name effects solve the reduced
+    normal equations ``C c = q`` with ``C = diag(k) - N' diag(1/r) N``
+    (``N`` the 0/1 incidence of observed cells, ``r`` / ``k`` its row and
+    column counts) and have covariance ``sigma_c^2 C^+``, whose centred mean
+    variance is ``tr(C^+) / (n - 1)`` (Searle 1987, *Linear Models for
+    Unbalanced Data*, ch. 4). Rows without an observed cell are left NaN.
+    """
     obs = ~np.isnan(x)
     n_obs = int(obs.sum())
-    if obs.all():
-        return x, n_obs
-    filled = np.where(obs, x, np.nanmean(x))
-    for _ in range(iters):
-        grand = filled.mean()
-        fit = filled.mean(axis=1, keepdims=True) + filled.mean(axis=0, keepdims=True) - grand
-        new = np.where(obs, x, fit)
-        if np.allclose(new, filled, atol=1e-12, rtol=0):
-            filled = new
-            break
-        filled = new
-    return filled, n_obs
+    t, n = x.shape
+    if obs.all() or n_obs == 0:
+        return x, n_obs, (1.0 / t if t else np.nan)
+    inc = obs.astype(float)
+    r = inc.sum(axis=1)
+    k = inc.sum(axis=0)
+    xz = np.where(obs, x, 0.0)
+    row_tot, col_tot = xz.sum(axis=1), xz.sum(axis=0)
+    live = r > 0
+    w = inc[live] / r[live, None]
+    cmat = np.diag(k) - inc[live].T @ w
+    cinv = np.linalg.pinv(cmat, hermitian=True)
+    c = cinv @ (col_tot - w.T @ row_tot[live])
+    rows = np.full(t, np.nan)
+    rows[live] = (row_tot[live] - inc[live] @ c) / r[live]
+    filled = np.where(obs, x, rows[:, None] + c[None, :])
+    h = float(np.trace(cinv) / (n - 1)) if n > 1 else np.nan
+    return filled, n_obs, h
 
 
 @dataclass(frozen=True)
@@ -149,11 +169,12 @@ class _Group:
     s2_names: float  # sample variance of name means
     ms_res: float  # template x name interaction mean square
     df_res: int
+    h: float = float("nan")  # E[s2_names] = sigma^2_N + h * sigma^2_c (h = 1/T when no cell is empty)
 
 
 def _group_stats(x: np.ndarray) -> tuple[np.ndarray, _Group]:
     """Row means (per template) and the ANOVA pieces of one group's T x n cell means (NaN = empty)."""
-    filled, n_obs = _additive_fill(x)
+    filled, n_obs, h = _additive_fill(x)
     t, n = filled.shape
     rows = filled.mean(axis=1)
     cols = filled.mean(axis=0)
@@ -164,7 +185,8 @@ def _group_stats(x: np.ndarray) -> tuple[np.ndarray, _Group]:
         ms = float((r ** 2).sum() / df_res)
     else:
         ms = np.nan
-    return rows, _Group(n, s2, ms, max(df_res, 0))
+    h = h if n > 1 else np.nan
+    return rows, _Group(n, s2, ms, max(df_res, 0), h)
 
 
 @dataclass(frozen=True)
@@ -330,7 +352,7 @@ def _pretest(groups: list[_Group], t: int) -> float:
     df_r = sum(g.df_res for g in groups if np.isfinite(g.ms_res))
     if df_n <= 0 or df_r <= 0:
         return float("nan")
-    num = t * sum(g.s2_names * (g.n - 1) for g in groups) / df_n
+    num = sum(g.s2_names / g.h * (g.n - 1) for g in groups) / df_n
     den = sum(g.ms_res * g.df_res for g in groups if np.isfinite(g.ms_res)) / df_r
     if not den > 0:
         return float("nan")
@@ -388,12 +410,12 @@ def crossed_from_cells(cells_a: np.ndarray, cells_b: np.ndarray, *, names: str =
             if pooled or g.n < 2:
                 continue
             ms_res = g.ms_res if np.isfinite(g.ms_res) else 0.0
-            val = (g.s2_names - ms_res / t) / g.n
+            val = (g.s2_names - ms_res * g.h) / g.n
             if val > 0:
                 comp[f"names_{key}"] = float(val)
                 terms.append((1.0 / g.n, g.s2_names, g.n - 1.0))
                 if g.df_res > 0 and np.isfinite(g.ms_res):
-                    terms.append((-1.0 / (g.n * t), g.ms_res, float(g.df_res)))
+                    terms.append((-g.h / g.n, g.ms_res, float(g.df_res)))
             else:
                 notes.append(f"group {key.upper()}'s name variance estimate is negative: set to 0")
     var = sum(comp.values())
@@ -502,7 +524,7 @@ def crossed_omnibus(cells: list[np.ndarray], *, names: str = "random") -> Crosse
                               "a group has one name: the name variance cannot be estimated")
     # per-name mean squares pooled over groups (in units of a single cell mean)
     df_n = sum(p[1].n - 1 for p in parts)
-    ms_n = t * sum(p[1].s2_names * (p[1].n - 1) for p in parts) / df_n
+    ms_n = sum(p[1].s2_names / p[1].h * (p[1].n - 1) for p in parts) / df_n
     df_tn = sum(p[1].df_res for p in parts)
     ms_tn = (sum(p[1].ms_res * p[1].df_res for p in parts if p[1].df_res > 0) / df_tn) if df_tn > 0 else 0.0
     # group-level mean squares are in units of a mean over nh names: scale by nh
@@ -546,7 +568,7 @@ def names_heterogeneity(cells: list[np.ndarray]) -> CrossedFResult:
     if not parts:
         return CrossedFResult(np.nan, np.nan, 0.0, 0.0, method, "no group has two names in two templates")
     df_n = float(sum(g.n - 1 for g, _ in parts))
-    ms_n = sum(tt * g.s2_names * (g.n - 1) for g, tt in parts) / df_n
+    ms_n = sum(g.s2_names / g.h * (g.n - 1) for g, _tt in parts) / df_n
     df_tn = float(sum(g.df_res for g, _ in parts))
     ms_tn = sum(g.ms_res * g.df_res for g, _ in parts if g.df_res > 0) / df_tn if df_tn > 0 else np.nan
     return _f(ms_n, ms_tn, df_n, df_tn, method)
