@@ -256,3 +256,28 @@ def test_bad_values_are_user_errors(release_frame, tmp_path):
 def test_release_layout_is_the_documented_one():
     assert tuple(COLUMNS) == ra.RELEASE_COLUMNS
     assert set(ra.NEEDED_COLUMNS) <= set(ra.RELEASE_COLUMNS)
+
+
+def test_noise_corrected_dispersion_beside_the_raw_one_equals_two_way_anova(result, release_frame):
+    # reference: per axis, the scene x cell table's interaction mean square from statsmodels' two-way ANOVA
+    # without replication, then sqrt(max(0, var_between(cell means) - MS_int / S)), mean over axes
+    import statsmodels.formula.api as smf
+    from statsmodels.stats.anova import anova_lm
+
+    demo = release_frame[release_frame["demographic_dim"].notna()]
+    g = demo[(demo["model_abbrv"] == "gemma-2") & (demo["power_differential"] == 1)].copy()
+    g["cell"] = g["sub_persona_demog"].astype(str) + "|" + g["res_persona_demog"].astype(str)
+    g["scene"] = g["final_scenario_id"].astype(str) if "final_scenario_id" in g else g["scenario"].astype(str)
+    per = []
+    for _axis, a in g.groupby("demographic_dim"):
+        a = a.rename(columns={"cosine_dist_from_no_demog": "v"})
+        tab = a.groupby(["scene", "cell"]).v.mean().unstack()
+        tab = tab.dropna()  # complete scenes only
+        long = tab.stack().rename("v").reset_index()
+        ms_int = anova_lm(smf.ols("v ~ C(scene) + C(cell)", long).fit()).loc["Residual", "mean_sq"]
+        between = tab.mean(axis=0).var(ddof=1)
+        per.append(np.sqrt(max(0.0, between - ms_int / tab.shape[0])))
+    row = next(r for r in result.table6 if r.model == "gemma-2" and r.metric == "cosine_distance" and r.ddof == 1)
+    assert row.disparity.corrected == pytest.approx(np.mean(per), rel=1e-9)
+    assert row.disparity.corrected < row.disparity.statistic  # the raw SD carries the answer noise
+    assert set(row.disparity.corrected_per_axis) == set(row.disparity.per_axis)

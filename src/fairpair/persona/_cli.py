@@ -134,6 +134,17 @@ def _print_reanalysis(r) -> None:
                   _f(row.disparity.statistic), "-" if pub is None else f"{pub[0]:.4f} -> {pub[1]:.4f}",
                   "-" if row.matches_published is None else ("yes" if row.matches_published else "no"))
     console.print(t)
+    t = Table(title="the same dispersion with the answer noise removed (between-cell variance minus the scene x "
+                    "cell interaction mean square / scenes; the raw SD grows with noise alone)")
+    for col in ("model", "metric", "ddof (raw)", "no PD raw -> corrected", "PD raw -> corrected"):
+        t.add_column(col)
+    for row in r.table6:
+        if row.ddof != r.ddofs[-1]:
+            continue  # the corrected figure does not depend on ddof: once per model and metric
+        t.add_row(row.model, metric_name.get(row.metric, row.metric), str(row.ddof),
+                  f"{_f(row.equal.statistic)} -> {_f(row.equal.corrected)}",
+                  f"{_f(row.disparity.statistic)} -> {_f(row.disparity.corrected)}")
+    console.print(t)
     if r.n_resamples > 0:
         t = Table(title=f"{r.confidence_level:.0%} CIs of the dispersions (percentile, {r.n_resamples} resamples of "
                         "each condition's scenes)")
