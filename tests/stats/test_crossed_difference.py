@@ -244,3 +244,16 @@ def test_name_component_with_empty_cells_subtracts_h_times_the_interaction():
         ms = (res ** 2).sum() / (n_obs - 10 - 4 + 1)
         assert h > 1 / 10  # empty cells make the name means noisier than 1/T
         assert r.variance_components[key] == pytest.approx(max(0.0, cols.var(ddof=1) - h * ms) / 4)
+
+
+def test_names_confounded_with_templates_give_nan_with_a_note_not_an_error():
+    # every template shows one name of each group: no name contrast is estimable within templates
+    t = np.repeat(np.arange(6), 2)
+    name = np.array([f"a{i % 3}" if k == 0 else f"b{i % 3}" for i in range(6) for k in range(2)])
+    group = np.tile(["a", "b"], 6)
+    v = np.array([1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 1.0])
+    r = crossed_difference(v, t, name, group, groups=("a", "b"), names="random")
+    assert np.isnan(r.se) and np.isnan(r.pvalue) and "cannot be told apart" in r.note
+    rf = crossed_difference(v, t, name, group, groups=("a", "b"), names="fixed")
+    assert np.isfinite(rf.se) and rf.estimate == pytest.approx(np.mean(v[0::2] - v[1::2]))
+    assert np.isnan(names_heterogeneity([np.array([[1.0, np.nan], [np.nan, 0.0], [1.0, np.nan]])]).pvalue)

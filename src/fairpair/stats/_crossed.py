@@ -165,12 +165,15 @@ def _additive_fill(x: np.ndarray) -> tuple[np.ndarray, int, float]:
     live = r > 0
     w = inc[live] / r[live, None]
     cmat = np.diag(k) - inc[live].T @ w
-    cinv = np.linalg.pinv(cmat, hermitian=True)
+    ev, vec = np.linalg.eigh(cmat)  # Moore-Penrose inverse of the symmetric C, rounding-level eigenvalues as 0
+    keep = ev > 1e-9 * max(1.0, float(np.abs(ev).max()))
+    cinv = (vec[:, keep] / ev[keep]) @ vec[:, keep].T
     c = cinv @ (col_tot - w.T @ row_tot[live])
     rows = np.full(t, np.nan)
     rows[live] = (row_tot[live] - inc[live] @ c) / r[live]
     filled = np.where(obs, x, rows[:, None] + c[None, :])
-    h = float(np.trace(cinv) / (n - 1)) if n > 1 else np.nan
+    # no name contrast estimable (e.g. each template shows one name): the name variance is not identified
+    h = float(np.trace(cinv) / (n - 1)) if n > 1 and keep.any() else np.nan
     return filled, n_obs, h
 
 
@@ -419,6 +422,11 @@ def crossed_from_cells(cells_a: np.ndarray, cells_b: np.ndarray, *, names: str =
                              "the name component is pooled into the template term")
         for key, g in (("a", sa), ("b", sb)):
             if pooled or g.n < 2:
+                continue
+            if not np.isfinite(g.h):
+                comp[f"names_{key}"] = nan
+                notes.append(f"group {key.upper()}'s names cannot be told apart from the templates (no template "
+                             "shows two of its names): the name variance cannot be estimated")
                 continue
             ms_res = g.ms_res if np.isfinite(g.ms_res) else 0.0
             val = (g.s2_names - ms_res * g.h) / g.n
