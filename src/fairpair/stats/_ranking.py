@@ -207,12 +207,17 @@ def mean_from_cells(cells: np.ndarray, *, names: str = "random", n_values: int |
                              "the name component is pooled into the template term")
             else:
                 ms_res = g.ms_res if np.isfinite(g.ms_res) else 0.0
-                val = (g.s2_names - ms_res / t) / g.n
-                if val > 0:
+                # h = 1/T for a complete table; larger with empty cells (see fairpair.stats._crossed._additive_fill)
+                val = (g.s2_names - ms_res * g.h) / g.n if np.isfinite(g.h) else nan
+                if not np.isfinite(val):
+                    comp["names"] = nan
+                    notes.append("the names cannot be told apart from the templates: the name variance cannot be "
+                                 "estimated")
+                elif val > 0:
                     comp["names"] = float(val)
                     terms.append((1.0 / g.n, g.s2_names, g.n - 1.0))
                     if g.df_res > 0 and np.isfinite(g.ms_res):
-                        terms.append((-1.0 / (g.n * t), g.ms_res, float(g.df_res)))
+                        terms.append((-g.h / g.n, g.ms_res, float(g.df_res)))
     var = sum(comp.values())
     se = float(np.sqrt(var)) if np.isfinite(var) and var >= 0 else nan
     df = _satterthwaite(terms) if np.isfinite(var) else nan
