@@ -214,6 +214,26 @@ def test_cli_prints_table6_and_writes_json(release_files, tmp_path, capsys):
     assert data["checks"]["rows_per_model"]["qwen-2"]["baseline"] == 100
 
 
+def test_cli_json_is_a_flag_with_out_and_the_old_path_form_still_works(release_files, tmp_path, capsys):
+    args = ["reanalyze", *map(str, release_files), "--ddof", "0", "--resamples", "0"]
+    main([*args, "--json"])  # the flag alone: the JSON on standard output, no tables
+    printed = capsys.readouterr()
+    data = json.loads(printed.out)
+    assert data["ddofs"] == [0] and data["n_resamples"] == 0 and "deprecated" not in printed.err
+    main([*args, "--json", "--out", str(tmp_path / "new.json")])
+    printed = capsys.readouterr()
+    assert "Table 6" in printed.out and "deprecated" not in printed.err
+    assert json.loads((tmp_path / "new.json").read_text(encoding="utf-8")) == data
+    main([*args, "--json", str(tmp_path / "old.json")])  # the old spelling: --json PATH
+    printed = capsys.readouterr()
+    assert "Table 6" in printed.out
+    assert f"deprecated: --json {tmp_path / 'old.json'} is now --json --out" in " ".join(printed.err.split())
+    assert json.loads((tmp_path / "old.json").read_text(encoding="utf-8")) == data
+    with pytest.raises(SystemExit) as exc:
+        main([*args, "--out", str(tmp_path / "x.json")])
+    assert exc.value.code == 2 and "give --json with it" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv_extra, needle", [
     (["--format", "bbq"], "unknown --format 'bbq'"),
     (["--ddof", "2"], "--ddof must be 0, 1 or both"),

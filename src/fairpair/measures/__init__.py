@@ -4,10 +4,12 @@ Public face of the stage: :func:`measure_run` (``fairpair measure RUN``), the
 :class:`Measure` protocol and its typed :class:`MeasureResult`, the masker that
 blinds judges, :func:`position_bias` of the pairwise judge and
 :func:`measure_scales` (stored row -> binary/count/continuous/ordinal) for the
-analysis. The plugins live in :mod:`.rules`, :mod:`.judge` and :mod:`.embed`
+analysis, and the judge's calibration against human raters (:func:`export_labels`,
+:func:`score_label_files`). The plugins live in :mod:`.rules`, :mod:`.judge` and :mod:`.embed`
 and are imported only when a battery uses them.
 """
 
+from fairpair.measures._labels import ExportResult, export_labels, score_label_files
 from fairpair.measures._base import SCALES, Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
 from fairpair.measures._runner import (
     MeasureContext, MeasureCounts, MeasureRunResult, build_measures, measure_run, measure_scales, signal_values,
@@ -21,6 +23,6 @@ def position_bias(store, measure=None):
     return _pb(store, measure)
 
 
-__all__ = ["SCALES", "Measure", "MeasureContext", "MeasureCounts", "MeasureItem", "MeasureOptions",
+__all__ = ["SCALES", "ExportResult", "Measure", "MeasureContext", "MeasureCounts", "MeasureItem", "MeasureOptions",
            "MeasureResult", "MeasureRunResult", "Scale", "build_measures", "measure_run", "measure_scales",
-           "position_bias", "signal_values"]
+           "export_labels", "position_bias", "score_label_files", "signal_values"]

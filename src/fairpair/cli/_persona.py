@@ -7,13 +7,14 @@ import math
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from fairpair.cli import app, console, err_console
+from fairpair.cli._app import app, console, err_console
+from fairpair.cli._options import Ddof, JsonOpt, JsonPathCompat, OldOutputOpt, ReleaseFormat, choice, renamed
 from fairpair.errors import FairpairError
 
 
@@ -21,7 +22,8 @@ from fairpair.errors import FairpairError
 def import_scenes(
     file: Annotated[Path, typer.Argument(help="Scene table (.xlsx or .csv): scenario_id, contextual_dim, "
                                                "presence_of_power_differential, scenario.", show_default=False)],
-    output: Annotated[str, typer.Option("--output", "-o", help="Battery YAML to write ('-' = standard output).")] = "-",
+    out: Annotated[str, typer.Option("--out", "-o", help="Battery YAML to write ('-' = standard output).")] = "-",
+    output_old: OldOutputOpt = None,
     axes: Annotated[list[str] | None, typer.Option("--axes", help="Only these Table 2 axes (repeatable or "
                                                                      "comma-separated): race, gender, age, religion, "
                                                                      "political, disability, nationality, "
@@ -36,6 +38,7 @@ def import_scenes(
     from fairpair.battery import load_battery
     from fairpair.persona._scenes import battery_yaml, read_scenes, select
 
+    output = renamed(output_old, out, old="--output", new="--out", default="-")
     table = select(read_scenes(file), scenes)
     axis_list = [a.strip() for item in (axes or []) for a in item.split(",") if a.strip()] or None
     text = battery_yaml(table, axes=axis_list, name=name, source=file.name)
@@ -73,33 +76,37 @@ def import_scenes(
                      soft_wrap=True)
 
 
-@app.command()
+@app.command(cls=JsonPathCompat)
 def reanalyze(
     files: Annotated[list[Path], typer.Argument(help="Result CSV file(s) of the study's public release.",
                                                 show_default=False)],
-    fmt: Annotated[str, typer.Option("--format", help="Column layout of the files: tan-lee-2025.")] = "tan-lee-2025",
-    ddof: Annotated[str, typer.Option("--ddof", help="Standard deviation across cells: 0 (population), "
-                                                     "1 (sample, pandas' default) or both.")] = "both",
+    fmt: Annotated[ReleaseFormat, choice(ReleaseFormat, "--format", help="Column layout of the files.")]
+    = ReleaseFormat.tan_lee_2025,
+    ddof: Annotated[Ddof, choice(Ddof, "--ddof", help="Standard deviation across cells: 0 (population), "
+                                 "1 (sample, pandas' default) or both.")] = Ddof.both,
     resamples: Annotated[int, typer.Option("--resamples", min=0, help="Scene-bootstrap resamples and "
                                                                       "permutations (0: point estimates only).")]
     = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap and permutations.")] = 0,
-    json_out: Annotated[Path | None, typer.Option("--json", help="Write every result as JSON here.")] = None,
+    as_json: JsonOpt = False,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="With --json: write every result as JSON "
+                                                "to this file (the tables are printed too).")] = None,
 ) -> None:
     """Recompute Tan & Lee's (2025) Table 6 from their released results, with CIs and an unpaired power test."""
-    from fairpair.persona._reanalyze import FORMATS, reanalyze_files
+    from fairpair.persona._reanalyze import reanalyze_files
 
-    if fmt not in FORMATS:
-        raise FairpairError(f"unknown --format '{fmt}'; known formats: {', '.join(FORMATS)}", key="format")
-    if ddof not in ("0", "1", "both"):
-        raise FairpairError(f"--ddof must be 0, 1 or both; got '{ddof}'", key="ddof")
-    ddofs = (0, 1) if ddof == "both" else (int(ddof),)
+    if out is not None and not as_json:
+        raise FairpairError("--out writes the JSON results: give --json with it", key="out")
+    ddofs = (0, 1) if ddof is Ddof.both else (int(ddof.value),)
     result = reanalyze_files(files, ddofs=ddofs, n_resamples=resamples, seed=seed)
+    text = json.dumps(result.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    if as_json and out is None:
+        sys.stdout.write(text)
+        return
     _print_reanalysis(result)
-    if json_out is not None:
-        json_out.write_text(json.dumps(result.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
-                            encoding="utf-8")
-        console.print(f"[green]wrote[/green] {escape(str(json_out))}")
+    if out is not None:
+        out.write_text(text, encoding="utf-8")
+        console.print(f"[green]wrote[/green] {escape(str(out))}")
 
 
 def _f(x: float | None, digits: int = 4) -> str:

@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from fairpair.cli import RunArg, app, console
+from fairpair.cli._app import app, console
+from fairpair.cli._options import JsonOpt, RunArg
 
 
 @app.command()
@@ -59,7 +60,7 @@ def gate(run: RunArg,
 @app.command()
 def compare(run_a: Annotated[Path, typer.Argument(help="Run before the change.", show_default=False)],
             run_b: Annotated[Path, typer.Argument(help="Run after the change.", show_default=False)],
-            as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False) -> None:
+            as_json: JsonOpt = False) -> None:
     """Compare two runs of the same battery: the change in each gap, matched set by matched set."""
     from fairpair.analysis import compare_runs
 

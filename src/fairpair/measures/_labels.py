@@ -1,4 +1,4 @@
-"""CLI of the measure stage: ``fairpair measure`` and ``fairpair calibrate export|score``.
+"""Calibration samples and label files (``fairpair calibrate export|score``).
 
 Calibration (the first seed, step 4: "calibra el juez: puntúa a mano una
 muestra de 50 o 100 respuestas y comprueba que sus notas se parecen a las
@@ -17,41 +17,11 @@ import hashlib
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Any
 
-import typer
-from rich.markup import escape
-from rich.table import Table
-
-from fairpair.cli import RunArg, app, console
 from fairpair.errors import FairpairError
 
 __all__ = ["export_labels", "score_label_files", "ExportResult"]
-
-
-@app.command()
-def measure(
-    run: RunArg,
-    measure_names: Annotated[Optional[list[str]], typer.Option("--measure", "-m",
-                                                               help="Only this measure (repeatable).")] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Parallel judge calls.")] = 8,
-    timeout: Annotated[float, typer.Option(min=0.1, help="Seconds per judge call.")] = 120.0,
-    max_attempts: Annotated[int, typer.Option(min=1, help="Tries per judge call on retryable errors.")] = 5,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-) -> None:
-    """Measure every stored answer of a run (resumable: stored measurements are kept)."""
-    from fairpair._progress import progress_enabled
-    from fairpair.measures._runner import measure_run
-    from fairpair.run._engine import RunSettings
-
-    settings = RunSettings(concurrency=concurrency, timeout=timeout, max_attempts=max_attempts)
-    with progress_enabled(not quiet):
-        measure_run(run, console=console, measures=measure_names, settings=settings)
-
-
-calibrate_app = typer.Typer(help="Calibrate the tone judge against human raters.", no_args_is_help=True,
-                            rich_markup_mode=None)
-app.add_typer(calibrate_app, name="calibrate")
 
 
 # ---------------------------------------------------------------- export
@@ -162,22 +132,6 @@ def export_labels(run_dir: Path, out: Path, *, n: int = 100, measure: str | None
         finally:
             store.close()
     return ExportResult(out, key_path, len(chosen), len(keys), name, tuple(dims))
-
-
-@calibrate_app.command("export")
-def calibrate_export(
-    run: RunArg,
-    output: Annotated[Path, typer.Option("-o", "--output", help="Labels CSV to write.")] = Path("labels.csv"),
-    n: Annotated[int, typer.Option("--n", min=1, help="Answers to sample.")] = 100,
-    measure_name: Annotated[Optional[str], typer.Option("--measure", help="The judge measure (default: the first).")]
-    = None,
-    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
-) -> None:
-    """Write a stratified sample of masked answers for human raters (without the judge's scores)."""
-    res = export_labels(run, output, n=n, measure=measure_name, seed=seed)
-    console.print(f"wrote {res.n} masked answers from {res.strata} (group, template) cells to "
-                  f"{escape(str(res.labels))}; raters fill the columns {', '.join(res.dimensions)}")
-    console.print(f"key (sample -> case, group): {escape(str(res.key))}; do not give it to the raters")
 
 
 # ---------------------------------------------------------------- score
@@ -314,39 +268,3 @@ def score_label_files(run_dir: Path, files: list[Path], *, measure: str | None =
         raise FairpairError("no labelled sample has a judge score to compare with",
                             hint=f"run `fairpair measure {run_dir}` first, and fill in the rubric columns")
     return reports
-
-
-@calibrate_app.command("score")
-def calibrate_score(
-    run: RunArg,
-    labels: Annotated[list[Path], typer.Argument(help="Labels CSV(s), one per rater.", show_default=False)],
-    measure_name: Annotated[Optional[str], typer.Option("--measure", help="The judge measure (default: the first).")]
-    = None,
-    key: Annotated[Optional[Path], typer.Option("--key", help="Key CSV (default: the key stored in the run).")]
-    = None,
-) -> None:
-    """Agreement of the judge with human raters: Cohen's kappa, Fleiss, Krippendorff, confusion, by group."""
-    reports = score_label_files(run, labels, measure=measure_name, key=key)
-    for d, rep in reports.items():
-        t = Table("statistic", "value", "interpretation", title=f"{d}: {rep.n_items} items "
-                  f"(quadratic-weighted kappa; ordinal alpha)", title_justify="left")
-        for _, row in rep.summary().iterrows():
-            t.add_row(escape(row["measure"]), f"{row['value']:.3f}", escape(str(row["interpretation"])))
-        console.print(t)
-        cm = rep.confusion.to_frame()
-        ct = Table("human \\ judge", *map(str, cm.columns), title="confusion matrix (human consensus x judge)",
-                   title_justify="left")
-        for idx, row in cm.iterrows():
-            ct.add_row(str(idx), *map(str, row.tolist()))
-        console.print(ct)
-        if rep.disagreement is not None:
-            dt = Table("group", "n", "disagreement rate", "mean |error|", title="disagreement by group",
-                       title_justify="left")
-            for g, row in rep.disagreement.table.iterrows():
-                dt.add_row(escape(str(g)), str(int(row["n"])), f"{row['disagreement_rate']:.3f}",
-                           f"{row['mean_abs_error']:.3f}")
-            console.print(dt)
-            rt = rep.disagreement.rate_test
-            console.print(f"equal disagreement rates: {rt.name} statistic {rt.statistic:.3f}, p = {rt.pvalue:.3g}")
-        for note in rep.notes:
-            console.print(f"note: {escape(note)}")

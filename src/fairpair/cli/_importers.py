@@ -10,7 +10,10 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from fairpair.cli import app, console
+from fairpair.cli._app import app, console
+from fairpair.cli._options import (
+    AnalyzeStageOpt, GateOpt, ImportFormat, MeasureStageOpt, ReportStageOpt, choice, out_option,
+)
 
 
 @app.command("import-answers")
@@ -21,17 +24,17 @@ def import_answers_cmd(
     battery: Annotated[Path, typer.Option("--battery", "-b", help="Import battery YAML: attributes and groups, "
                                           "measures, analysis plan (and 'records' for chat-completion records).",
                                           show_default=False)],
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Run directory to create (default: "
-                                                "runs/<battery>-<time>/); it must not exist or be empty.")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="auto (by extension, or chat-completions when the battery "
-                                                      "has 'records'), jsonl, csv or chat-completions.")] = "auto",
+    out: Annotated[Optional[Path], out_option("Run directory to create (default: runs/<battery>-<time>/); it "
+                                              "must not exist or be empty.")] = None,
+    fmt: Annotated[ImportFormat, choice(ImportFormat, "--format", help="auto (by extension, or chat-completions "
+                                        "when the battery has 'records'), jsonl, csv or chat-completions.")]
+    = ImportFormat.auto,
     target: Annotated[str, typer.Option("--target", help="Name of the system that answered, for rows that "
                                                          "name none.")] = "imported",
-    measure_stage: Annotated[bool, typer.Option("--measure/--no-measure", help="Measure the answers after the "
-                                                "import (values that came with them are kept).")] = True,
-    analyze_stage: Annotated[bool, typer.Option("--analyze/--no-analyze", help="Run the analysis plan.")] = True,
-    report_stage: Annotated[bool, typer.Option("--report/--no-report", help="Write the report at the end.")] = True,
-    gate: Annotated[bool, typer.Option("--gate", help="Exit 1 when a pre-registered comparison fails.")] = False,
+    measure_stage: MeasureStageOpt = True,
+    analyze_stage: AnalyzeStageOpt = True,
+    report_stage: ReportStageOpt = True,
+    gate: GateOpt = False,
 ) -> None:
     """Import answers that already exist into a new run directory (one transaction), then measure, analyze, report."""
     from fairpair.importers import import_answers, load_import_battery
@@ -39,7 +42,7 @@ def import_answers_cmd(
     if out is None:
         name = load_import_battery(battery).battery.name
         out = Path("runs") / f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    res = import_answers(file, battery, out, fmt=fmt, target=target)
+    res = import_answers(file, battery, out, fmt=fmt.value, target=target)
     files = f"{len(res.sources)} file(s)" if len(res.sources) > 1 else escape(str(res.sources[0].path))
     sha = res.sources[0].sha256 if len(res.sources) == 1 else "per file in the manifest"
     console.print(f"imported {res.rows} rows ({res.format}) from {files} (sha256 {sha[:12]}) into "

@@ -1,0 +1,152 @@
+"""Commands of the battery: ``init``, ``validate``, ``plan``, ``lexicons``, ``schema``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from fairpair.cli._app import app, console
+from fairpair.cli._common import design_warnings, load, warn_ambiguous_names
+from fairpair.cli._options import AxesOpt, BatteryArg, JsonOpt, Lang, TemplatesOpt, choice, renamed
+from fairpair.errors import FairpairError
+
+
+@app.command()
+def validate(battery: BatteryArg) -> None:
+    """Check a battery file: schema, signals, slots, designs, targets, measures and plan."""
+    lb = load(battery)
+    b = lb.battery
+    console.print(f"[green]ok[/green] {escape(str(battery))}: battery '{escape(b.name)}' "
+                  f"(schema {b.schema_version}), {len(b.templates)} templates, "
+                  f"{len(b.attributes)} attributes, {len(b.designs)} designs, sha256 {lb.sha256[:12]}")
+    warn_ambiguous_names(b)
+    design_warnings(lb)
+
+
+@app.command()
+def plan(
+    battery: BatteryArg,
+    power: Annotated[bool, typer.Option("--power", help="Add power planning: smallest detectable differences.")] = False,
+    from_run: Annotated[Optional[Path], typer.Option("--from", help="With --power: take the variance components "
+                                                     "from this pilot or earlier run directory.")] = None,
+    as_json: JsonOpt = False,
+    templates: TemplatesOpt = None,
+    axes: AxesOpt = None,
+) -> None:
+    """Print the design size: templates, variants, repetitions, conversations, pairs, comparisons, tokens."""
+    from fairpair.analysis._design import plan_warnings
+    from fairpair.cases import plan as make_plan
+
+    lb = load(battery, templates, axes)
+    p = make_plan(lb)
+    data = p.as_dict()
+    if from_run is not None and not power:
+        raise FairpairError("--from RUN only works with --power (it gives the power planning its variance components)")
+    data["design_warnings"] = plan_warnings(lb, p)
+    if power:
+        from fairpair.analysis.power import components_from_run, power_plan
+
+        comps = components_from_run(from_run) if from_run is not None else None
+        data["power"] = power_plan(lb, p, components=comps)
+    if as_json:
+        console.print_json(json.dumps(data, ensure_ascii=False))
+        return
+    console.print(f"battery [bold]{escape(p.battery)}[/bold]: {p.templates} templates, "
+                  f"{p.repetitions} repetitions, {len(p.measures)} measures")
+    labels = [("kind", "kind"), ("attribute", "attribute"), ("templates", "templates"),
+              ("repetitions", "repetitions"), ("groups", "groups"), ("variants_per_group", "variants per group"),
+              ("cells", "cells"), ("cells_per_axis", "cells per axis"),
+              ("conditions_per_template", "conditions per template"), ("cases", "conversations"),
+              ("matched_sets", "matched sets"), ("pairs", "matched pairs per comparison"),
+              ("comparisons", "comparisons per measure")]
+    for did, s in p.designs.items():
+        t = Table(title=f"design {escape(did)}", show_header=False, title_justify="left")
+        for key, label in labels:
+            if key in s:
+                v = s[key]
+                t.add_row(label, escape(", ".join(f"{k}: {x}" for k, x in v.items()) if isinstance(v, dict) else str(v)))
+        console.print(t)
+    console.print(f"conversations: [bold]{p.conversations}[/bold] per target; targets: {p.targets}; "
+                  f"requests: {p.requests}; prompt tokens (estimate, chars/4): {p.prompt_tokens:,}")
+    for e in p.exclusions:
+        console.print(f"excluded in {escape(e['design'])}: {escape(e['reason'])} ({e['count']})")
+    design_warnings(lb, p)
+    if power:
+        for line in data["power"].get("lines", []):
+            console.print(escape(line))
+
+
+@app.command()
+def lexicons() -> None:
+    """List the built-in name lexicons and their sources."""
+    from fairpair.battery._lexicons import all_lexicons
+
+    t = Table("lexicon", "names", "source")
+    for name, spec in all_lexicons().items():
+        t.add_row(name, ", ".join(spec["names"][:4]) + ", ...", spec["source"][:80] + "...")
+    console.print(t)
+
+
+@app.command()
+def schema() -> None:
+    """Print the battery's JSON schema (generated from the code), every target and measure option included."""
+    from fairpair.battery._jsonschema import battery_json_schema
+
+    console.print_json(json.dumps(battery_json_schema(), ensure_ascii=False))
+
+
+@app.command()
+def init(
+    output: Annotated[Path, typer.Argument(help="Battery file to write (never overwritten).")] = Path("battery.yaml"),
+    lang: Annotated[Optional[Lang], choice(Lang, "--lang", what="language", help="Language of the audit: es or en.")]
+    = None,
+    language_old: Annotated[Optional[str], typer.Option("--language", hidden=True, help="Deprecated: use --lang.")]
+    = None,
+    groups: Annotated[Optional[str], typer.Option(help="Comma-separated lexicons to compare, the reference "
+                                                  "first (see `fairpair lexicons`).")] = None,
+    target: Annotated[Optional[str], typer.Option(help="mock, openai, ollama, vllm, lmstudio, http or local.")] = None,
+    url: Annotated[Optional[str], typer.Option(help="The target's base URL (openai kinds) or URL (http).")] = None,
+    model: Annotated[Optional[str], typer.Option(help="Model name for an OpenAI-compatible server.")] = None,
+    api_key_env: Annotated[Optional[str], typer.Option(help="Name of the environment variable holding the "
+                                                       "API key.")] = None,
+    name: Annotated[str, typer.Option(help="Battery name.")] = "my_audit",
+) -> None:
+    """Write a commented starter battery that validates and runs; asks what flags leave out on a terminal."""
+    from fairpair.battery import load_battery
+    from fairpair.battery._init import TARGET_PRESETS, InitChoices, default_groups, starter_battery
+
+    language = renamed(language_old, lang.value if lang else None, old="--language", new="--lang")
+    if output.exists():
+        raise FairpairError("already exists; fairpair init never overwrites a file", file=output,
+                            hint="give another file name")
+    if not output.parent.is_dir():
+        raise FairpairError("the folder does not exist", file=output.parent)
+    ask = sys.stdin.isatty() and sys.stdout.isatty()
+    if language is None:
+        language = typer.prompt("language of the audit (es/en)", default="es") if ask else "es"
+    if groups is None:
+        d = ",".join(default_groups(language))
+        groups = typer.prompt("groups to compare (lexicons, reference first)", default=d) if ask else d
+    if target is None:
+        target = typer.prompt(f"target ({'/'.join(TARGET_PRESETS)})", default="mock") if ask else "mock"
+    if url is None and ask and TARGET_PRESETS.get(target, {}).get("url"):
+        url = typer.prompt("target URL", default=TARGET_PRESETS[target]["url"])
+    choices = InitChoices(name=name, language=language, groups=tuple(g.strip() for g in groups.split(",") if g.strip()),
+                          target=target, url=url, model=model, api_key_env=api_key_env)
+    text = starter_battery(choices)
+    try:
+        with output.open("x", encoding="utf-8") as fh:  # "x": never overwrite, even in a race
+            fh.write(text)
+    except OSError as exc:
+        raise FairpairError(f"cannot write the battery: {exc.strerror}", file=output) from None
+    lb = load_battery(output)  # what init writes always validates
+    console.print(f"[green]wrote[/green] {escape(str(output))}: battery '{escape(lb.battery.name)}', "
+                  f"{len(lb.battery.templates)} templates, target {escape(target)}")
+    console.print(f"next: fairpair plan {escape(str(output))}; fairpair check {escape(str(output))}; "
+                  f"fairpair run {escape(str(output))}", soft_wrap=True)

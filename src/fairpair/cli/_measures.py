@@ -1,0 +1,102 @@
+"""Commands of the measure stage: ``measure`` and ``calibrate export|score`` (the judge against human raters).
+
+The calibration library (sampling, label files, agreement) is
+:mod:`fairpair.measures._labels` and :mod:`fairpair.measures._calibration`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from fairpair.cli._app import app, console
+from fairpair.cli._options import (
+    ConcurrencyOpt, MaxAttemptsOpt, OldOutputOpt, QuietOpt, RunArg, TimeoutOpt, out_option, renamed,
+)
+
+
+@app.command()
+def measure(
+    run: RunArg,
+    measure_names: Annotated[Optional[list[str]], typer.Option("--measure", "-m",
+                                                               help="Only this measure (repeatable).")] = None,
+    concurrency: ConcurrencyOpt = 8,
+    timeout: TimeoutOpt = 120.0,
+    max_attempts: MaxAttemptsOpt = 5,
+    quiet: QuietOpt = False,
+) -> None:
+    """Measure every stored answer of a run (resumable: stored measurements are kept)."""
+    from fairpair._progress import progress_enabled
+    from fairpair.measures import measure_run
+    from fairpair.run import RunSettings
+
+    settings = RunSettings(concurrency=concurrency, timeout=timeout, max_attempts=max_attempts)
+    with progress_enabled(not quiet):
+        measure_run(run, console=console, measures=measure_names, settings=settings)
+
+
+calibrate_app = typer.Typer(help="Calibrate the tone judge against human raters.", no_args_is_help=True,
+                            rich_markup_mode=None)
+app.add_typer(calibrate_app, name="calibrate")
+
+
+@calibrate_app.command("export")
+def calibrate_export(
+    run: RunArg,
+    out: Annotated[Path, out_option("Labels CSV to write.")] = Path("labels.csv"),
+    output_old: OldOutputOpt = None,
+    n: Annotated[int, typer.Option("--n", min=1, help="Answers to sample.")] = 100,
+    measure_name: Annotated[Optional[str], typer.Option("--measure", help="The judge measure (default: the first).")]
+    = None,
+    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+) -> None:
+    """Write a stratified sample of masked answers for human raters (without the judge's scores)."""
+    from fairpair.measures import export_labels
+
+    out = Path(renamed(output_old, out, old="--output", new="--out", default=Path("labels.csv")))
+    res = export_labels(run, out, n=n, measure=measure_name, seed=seed)
+    console.print(f"wrote {res.n} masked answers from {res.strata} (group, template) cells to "
+                  f"{escape(str(res.labels))}; raters fill the columns {', '.join(res.dimensions)}")
+    console.print(f"key (sample -> case, group): {escape(str(res.key))}; do not give it to the raters")
+
+
+@calibrate_app.command("score")
+def calibrate_score(
+    run: RunArg,
+    labels: Annotated[list[Path], typer.Argument(help="Labels CSV(s), one per rater.", show_default=False)],
+    measure_name: Annotated[Optional[str], typer.Option("--measure", help="The judge measure (default: the first).")]
+    = None,
+    key: Annotated[Optional[Path], typer.Option("--key", help="Key CSV (default: the key stored in the run).")]
+    = None,
+) -> None:
+    """Agreement of the judge with human raters: Cohen's kappa, Fleiss, Krippendorff, confusion, by group."""
+    from fairpair.measures import score_label_files
+
+    reports = score_label_files(run, labels, measure=measure_name, key=key)
+    for d, rep in reports.items():
+        t = Table("statistic", "value", "interpretation", title=f"{d}: {rep.n_items} items "
+                  f"(quadratic-weighted kappa; ordinal alpha)", title_justify="left")
+        for _, row in rep.summary().iterrows():
+            t.add_row(escape(row["measure"]), f"{row['value']:.3f}", escape(str(row["interpretation"])))
+        console.print(t)
+        cm = rep.confusion.to_frame()
+        ct = Table("human \\ judge", *map(str, cm.columns), title="confusion matrix (human consensus x judge)",
+                   title_justify="left")
+        for idx, row in cm.iterrows():
+            ct.add_row(str(idx), *map(str, row.tolist()))
+        console.print(ct)
+        if rep.disagreement is not None:
+            dt = Table("group", "n", "disagreement rate", "mean |error|", title="disagreement by group",
+                       title_justify="left")
+            for g, row in rep.disagreement.table.iterrows():
+                dt.add_row(escape(str(g)), str(int(row["n"])), f"{row['disagreement_rate']:.3f}",
+                           f"{row['mean_abs_error']:.3f}")
+            console.print(dt)
+            rt = rep.disagreement.rate_test
+            console.print(f"equal disagreement rates: {rt.name} statistic {rt.statistic:.3f}, p = {rt.pvalue:.3g}")
+        for note in rep.notes:
+            console.print(f"note: {escape(note)}")

@@ -1,0 +1,46 @@
+"""Commands of the report stage: ``report`` and ``export``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.text import Text
+
+from fairpair.cli._app import app, console
+from fairpair.cli._options import ExportFormat, LangOpt, RunArg, choice, out_option
+
+
+@app.command()
+def report(
+    run: RunArg,
+    lang: LangOpt = None,
+    out: Annotated[Optional[Path], out_option("Folder for report.html, report.md and report.json (default: "
+                                              "RUN/report/).")] = None,
+    evidence: Annotated[int, typer.Option("--evidence", min=0, help="Matched sets quoted per failing "
+                                          "comparison.")] = 3,
+) -> None:
+    """Write the HTML, Markdown and JSON report of a run and print its verdicts."""
+    from fairpair.report import load_report_data, write_report
+    from fairpair.report._terminal import print_verdicts
+
+    data = load_report_data(run, language=lang.value if lang else None, evidence=evidence)
+    paths = write_report(run, out=out, data=data)
+    print_verdicts(console, data=data)
+    for kind in ("html", "md", "json"):
+        console.print(Text(f"{kind}: {paths[kind]}"), soft_wrap=True)
+
+
+@app.command()
+def export(
+    run: RunArg,
+    fmt: Annotated[ExportFormat, choice(ExportFormat, "--format", "-f", what="export format",
+                                        help="Table format.")] = ExportFormat.csv,
+    out: Annotated[Optional[Path], out_option("Folder for the tables (default: RUN/export/).")] = None,
+) -> None:
+    """Write the run's answers, measurements and results as CSV or Parquet tables."""
+    from fairpair.report import export_run
+
+    for name, path in export_run(run, fmt=fmt.value, out=out).items():
+        console.print(Text(f"{name}: {path}"), soft_wrap=True)

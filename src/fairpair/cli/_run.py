@@ -1,0 +1,234 @@
+"""Commands of the run stage: ``run`` (then measure, analyze, report), ``check`` (the preflight alone), ``status``."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+
+from fairpair.cli._app import app, console, current_run
+from fairpair.cli._common import confirm_size, load
+from fairpair.cli._options import (
+    AnalyzeStageOpt, AxesOpt, BatteryArg, ConcurrencyOpt, GateOpt, MaxAttemptsOpt, MeasureStageOpt, QuietOpt,
+    ReportStageOpt, RunArg, TargetsOpt, TemplatesOpt, TimeoutOpt, YesOpt, out_option,
+)
+from fairpair.errors import FairpairError
+
+
+@app.command()
+def run(
+    battery: BatteryArg,
+    out: Annotated[Optional[Path], out_option("Run directory (default: runs/<battery>-<time>/). An existing one "
+                                              "is resumed.")] = None,
+    concurrency: ConcurrencyOpt = 8,
+    timeout: TimeoutOpt = 120.0,
+    max_attempts: MaxAttemptsOpt = 5,
+    rpm: Annotated[Optional[float], typer.Option(help="Requests per minute limit.")] = None,
+    tpm: Annotated[Optional[float], typer.Option(help="Prompt tokens per minute limit (estimated).")] = None,
+    target: TargetsOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the exact request (method, URL, headers with "
+                                          "secrets as ***, body) of one case per template; send nothing.")] = False,
+    measure_stage: MeasureStageOpt = True,
+    analyze_stage: AnalyzeStageOpt = True,
+    report_stage: ReportStageOpt = True,
+    gate: GateOpt = False,
+    quiet: QuietOpt = False,
+    preflight: Annotated[bool, typer.Option("--preflight/--no-preflight", help="Send one case first and stop "
+                                            "(exit 2) if it fails.")] = True,
+    max_consecutive_failures: Annotated[int, typer.Option(min=0, help="Stop (exit 2) after this many cases in a "
+                                                          "row fail with the same error; 0 = never.")] = 5,
+    batch: Annotated[bool, typer.Option("--batch", help="Send the cases through the provider's batch API "
+                                        "(OpenAI's Batch API and compatible ones; about half the price, answers "
+                                        "within 24 h) and stop; run the same command again later to fetch them.")]
+    = False,
+    templates: TemplatesOpt = None,
+    axes: AxesOpt = None,
+    yes: YesOpt = False,
+) -> None:
+    """Send every case to the battery's target(s) and store every answer; then measure, analyze, report."""
+    from fairpair.run import RunSettings, default_run_dir, execute_run
+
+    lb = load(battery, templates, axes)
+    if dry_run:
+        _dry_run(lb, target)
+        return
+    confirm_size(lb, yes, "sends")
+    run_dir = out or default_run_dir(lb)
+    settings = RunSettings(concurrency=concurrency, timeout=timeout, max_attempts=max_attempts, rpm=rpm, tpm=tpm,
+                           preflight=preflight, max_consecutive_failures=max_consecutive_failures)
+    from fairpair._progress import RunProgress
+
+    console.print(f"run directory: {escape(str(run_dir))}")
+    current_run[:] = [run_dir]
+    with RunProgress(console, enabled=not quiet and console.is_terminal) as prog:
+        outcome = execute_run(lb, run_dir, settings, only_targets=target, progress=prog, batch=batch)
+    if outcome.batch is not None:
+        for line in outcome.batch.lines():
+            console.print(escape(line), soft_wrap=True)
+        if outcome.batch.pending:
+            again = f"fairpair run {battery} --out {run_dir}"
+            console.print(f"the provider answers batches within 24 hours; come back later (any machine with this "
+                          f"run directory) and run `{escape(again)}` to fetch and store the answers", soft_wrap=True)
+            return
+        left = sum(c["failed"] for n, c in outcome.manifest.get("counts", {}).items()
+                   if n in {b["target"] for b in outcome.batch.ingested})
+        if left:
+            console.print(f"{left} case(s) have no answer (their errors are stored); `fairpair run {escape(str(battery))} "
+                          f"--out {escape(str(run_dir))} --batch` submits them again", soft_wrap=True)
+    for name, c in outcome.manifest.get("counts", {}).items():
+        console.print(f"target {escape(name)}: {c['answered']}/{c['cases']} answered, {c['failed']} failed, "
+                      f"{c['retried']} retried")
+    for warning in outcome.warnings:  # a fleet that mixed model versions...
+        console.print(f"[bold yellow]warning:[/bold yellow] {escape(warning)}", soft_wrap=True)
+    _print_answer_statuses(outcome.manifest.get("answer_statuses") or {})
+    if outcome.cases_added:
+        console.print(f"[yellow]warning:[/yellow] the battery changed since this run directory was started: "
+                      f"{outcome.cases_added} new cases were added beside the "
+                      f"{outcome.manifest['counts'][next(iter(outcome.manifest['counts']))]['cases'] - outcome.cases_added}"
+                      " stored before (recorded as battery_changed); use a new --out for a clean run",
+                      soft_wrap=True)
+    _print_failures(run_dir, list(outcome.manifest.get("counts", {})))
+    from fairpair import pipeline
+
+    from fairpair._progress import progress_enabled
+
+    with progress_enabled(not quiet):  # -q: no bars in the later stages either
+        code = pipeline.after_run(run_dir, lb, console, measure=measure_stage, analyze=analyze_stage,
+                                  report=report_stage, gate=gate)
+    if code:
+        raise typer.Exit(code)
+
+
+def _print_answer_statuses(statuses: dict) -> None:
+    """One line per target with its usable share and degenerate kinds; a warning with examples when
+    most answers are degenerate (see fairpair.measures.status)."""
+    from fairpair.measures.status import StatusSummary, degenerate_warning
+
+    for name, js in statuses.items():
+        sm = StatusSummary(js["counts"], js["n"], tuple(tuple(e) for e in js.get("examples", ())))
+        kinds = ", ".join(f"{n} {s}" for s, n in sm.counts.items() if s != "ok")
+        console.print(f"target {escape(name)}: {1 - sm.degenerate_share:.0%} usable answers"
+                      + (f" ({escape(kinds)})" if kinds else ""), soft_wrap=True)
+        warning = degenerate_warning(name, sm)
+        if warning:
+            console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
+            for cid, st, text in sm.examples:
+                console.print(f"  {escape(cid)} \\[{escape(st)}]: {escape(repr(text))}", soft_wrap=True)
+
+
+def _print_failures(run_dir: Path, targets: list[str]) -> None:
+    """The end-of-run summary: the top error kinds of each target with counts and one example."""
+    from fairpair.run import open_run
+    from fairpair.run._status import failure_lines
+
+    with open_run(run_dir, readonly=True) as store:
+        lines = failure_lines(store, targets)
+    for line in lines:
+        console.print(escape(line), soft_wrap=True)
+
+
+def _dry_run(lb, only_targets: list[str] | None = None) -> None:
+    """Print the exact request of the first case of each template for each target; send nothing."""
+    from fairpair.cases import expand as expand_cases
+    from fairpair.run._preview import preview_requests
+
+    for p in preview_requests(lb, only_targets=only_targets):
+        console.print(f"[bold]target {escape(p.target)} ({escape(p.kind)}) · template {escape(p.template)} · "
+                      f"case {p.case_id}[/bold]" + (f" · turn 1 of {p.turns}" if p.turns > 1 else ""))
+        for note in p.notes:
+            console.print(f"[yellow]note:[/yellow] {escape(note)}")
+        console.file.flush()
+        # the request itself goes out unformatted: exactly the bytes that would be sent
+        lines = [f"{p.method} {p.url}", *(f"{k}: {v}" for k, v in p.headers.items()), "",
+                 p.body.decode("utf-8", errors="backslashreplace"), ""]
+        if p.rendered is not None:
+            lines += ["--- the prompt as the model reads it (its chat template applied by llama.cpp):",
+                      p.rendered, "---", ""]
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+    n = sum(1 for _ in expand_cases(lb))
+    targets = ", ".join(f"{k} ({v.kind})" for k, v in lb.battery.target_specs().items()) or "(none)"
+    console.print(f"dry run: {n} cases would be sent to each target: {escape(targets)}; nothing was sent")
+
+
+@app.command()
+def check(
+    battery: BatteryArg,
+    target: TargetsOpt = None,
+    timeout: TimeoutOpt = 60.0,
+) -> None:
+    """Validate the battery and send its first case to each target: the run's preflight, alone.
+
+    Exit 0 when every target answered; 2 with the error when one is unreachable,
+    rejects the key or answers in a shape it cannot read. Nothing is stored.
+    """
+    from fairpair.cases import expand
+    from fairpair.run import RunSettings
+    from fairpair.run._preflight import preflight
+    from fairpair.run._runner import build_target, target_secrets
+
+    lb = load(battery)
+    b = lb.battery
+    specs = b.target_specs()
+    if not specs:
+        raise FairpairError("the battery declares no 'target'; add a target block", file=lb.path)
+    if target:
+        unknown = [t for t in target if t not in specs]
+        if unknown:
+            raise FairpairError(f"unknown target(s) {unknown}; the battery has {list(specs)}", file=lb.path)
+        specs = {k: v for k, v in specs.items() if k in target}
+    case = next(iter(expand(lb)), None)
+    if case is None:
+        raise FairpairError("the battery expands to no case", file=lb.path)
+    settings = RunSettings(concurrency=1, timeout=timeout)
+    for name, spec in specs.items():
+        t = build_target(name, spec, base_dir=lb.path.parent, language=b.language)
+        try:
+            if hasattr(t, "load"):
+                asyncio.run(t.load())
+            t0 = time.monotonic()
+            completion, _, _, _ = asyncio.run(preflight(
+                t, case, settings, tools=b.all_tools() or None, tool_map=b.all_tool_results() or None,
+                secrets=target_secrets(spec.options()), name=name))
+        finally:
+            try:
+                asyncio.run(t.aclose())
+            except Exception:  # noqa: BLE001
+                pass
+        text = " ".join(completion.text.split())
+        console.print(f"[green]ok[/green] target {escape(name)} ({escape(spec.kind)}) answered case "
+                      f"{escape(case.id[:12])} in {time.monotonic() - t0:.1f} s: "
+                      f"{escape(text[:160])}{'...' if len(text) > 160 else ''}", soft_wrap=True)
+
+
+@app.command()
+def status(run: RunArg) -> None:
+    """Say what a run directory holds: answers, failures by kind with an example, measures, and what is left."""
+    from fairpair.run._preflight import format_error_summary
+    from fairpair.run._status import run_status
+
+    st = run_status(run)
+    console.print(f"run {escape(str(st.run_dir))}: battery [bold]{escape(st.battery)}[/bold]")
+    for t in st.targets:
+        console.print(f"target {escape(t.name)}: {t.answered}/{t.cases} answered, {t.failed} failed, "
+                      f"{t.left} not sent yet")
+        for line in format_error_summary(t.errors, total_kinds=t.error_kinds):
+            console.print(escape(line), soft_wrap=True)
+    for m, c in st.measures.items():
+        console.print(f"measure {escape(m)}: {c.get('ok', 0)} measured, {c.get('missing', 0)} not applicable, "
+                      f"{c.get('failed', 0)} failed")
+    for k, n in st.events.items():
+        console.print(f"events: {escape(k)} x {n}")
+    console.print(f"analysis: {'results.json written' if st.analyzed else 'not run'}; "
+                  f"report: {'written' if st.reported else 'not written'}")
+    if st.todo:
+        console.print("left to do:")
+        for cmd in st.todo:
+            console.print(f"  {escape(cmd)}", soft_wrap=True)
+    else:
+        console.print("nothing left to do")
