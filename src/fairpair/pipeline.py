@@ -1,20 +1,284 @@
-"""The stages after a run: measure, analyze, report, gate (each skipped when not declared).
+"""The stages of an audit as functions of a run, and the pipeline as a loop over them.
 
-``fairpair run`` calls :func:`after_run`; each stage also has its own command
-(``fairpair measure``, ``analyze``, ``report``, ``gate``) that works on a run
-directory alone, since the battery is recorded in the run's store.
+Each stage is ``stage(run, settings) -> StageResult``: ``run`` is a run
+directory (a path, or an object with a ``path`` such as
+:class:`fairpair.store.Run`), ``settings`` one :class:`Settings` for every
+stage, and the :class:`StageResult` a small frozen record (stage name, counts,
+warnings, elapsed seconds, and the stage's own typed result)::
+
+    battery --expand--> cases.jsonl
+    battery --run--> RUN (cases, answers) --measure--> measurements --analyze--> results.json --report--> report/
+
+``fairpair run`` and ``fairpair import-answers`` call :func:`after_run`, the
+loop over ``measure``, ``analyze`` and ``report`` (each skipped when the
+battery does not declare what it needs), then the gate. Each stage also has
+its own command (``fairpair expand``, ``measure``, ``analyze``, ``report``)
+that works on a run directory alone, since the battery is recorded in the
+run's store.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fairpair.errors import FairpairError
+from fairpair.run import RunSettings
+
+__all__ = ["STAGES", "Settings", "StageResult", "after_run", "analyze", "expand", "measure", "report", "run",
+           "run_stages"]
 
 
-def after_run(run_dir: Path, loaded, console, *, measure: bool = True, analyze: bool = True,
+@dataclass(frozen=True)
+class Settings:
+    """What the stages need beside the run directory.
+
+    Attributes
+    ----------
+    battery : LoadedBattery or None
+        The battery (``expand`` and ``run`` need it; the later stages read the one recorded in the run).
+    calls : RunSettings
+        How ``run`` sends its requests (concurrency, timeout in seconds, attempts, rate limits, preflight).
+    judge_calls : RunSettings
+        How ``measure`` calls its judge.
+    targets : tuple of str or None
+        ``run``: only these targets of the battery.
+    measures : tuple of str or None
+        ``measure``: only these measures.
+    language : ``"es"``, ``"en"`` or None
+        ``report``: its language (default: the battery's).
+    evidence : int >= 0
+        ``report``: matched sets quoted per failing comparison.
+    report_out : Path or None
+        ``report``: the folder for its files (default: ``RUN/report/``).
+    console : rich Console or None
+        Where the stages print their summaries and progress (None: silent).
+    progress : object or None
+        ``run``: a progress display (:class:`fairpair._progress.RunProgress`).
+    batch : bool
+        ``run``: send the cases through the provider's batch API (:mod:`fairpair.run._batch`).
+    analysis_table : bool
+        ``analyze``: print the one-line summary of each comparison on ``console``.
+    verdicts : bool
+        ``report``: print the verdict table on ``console``.
+    """
+
+    battery: Any = None
+    calls: RunSettings = field(default_factory=RunSettings)
+    judge_calls: RunSettings = field(default_factory=RunSettings)
+    targets: tuple[str, ...] | None = None
+    measures: tuple[str, ...] | None = None
+    language: str | None = None
+    evidence: int = 3
+    report_out: Path | None = None
+    console: Any = None
+    progress: Any = None
+    batch: bool = False
+    analysis_table: bool = True
+    verdicts: bool = True
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """What one stage did.
+
+    Attributes
+    ----------
+    stage : str
+        ``expand``, ``run``, ``measure``, ``analyze`` or ``report``.
+    counts : Mapping[str, int]
+        The stage's counts (``cases``; ``answered``/``failed``/``retried``; ``ok``/``missing``/``failed``;
+        ``comparisons`` and one count per verdict; ``files``).
+    warnings : tuple of str
+        Warnings the stage raised (printed by the caller).
+    elapsed : float
+        Wall-clock seconds the stage took.
+    output : Any
+        The stage's own typed result: the :class:`~fairpair.cases.Expansion`, the run outcome, the
+        :class:`~fairpair.measures.MeasureRunResult`, the :class:`~fairpair.analysis.Results`, or the
+        report's ``{"html": Path, "md": Path, "json": Path}``.
+    """
+
+    stage: str
+    counts: Mapping[str, int]
+    warnings: tuple[str, ...] = ()
+    elapsed: float = 0.0
+    output: Any = None
+
+
+def _path(run_ref: Any) -> Path:
+    """The directory of a run given as a path or as an object with a ``path`` (a :class:`fairpair.store.Run`)."""
+    return Path(getattr(run_ref, "path", run_ref))
+
+
+def _battery(settings: Settings, stage: str):
+    if settings.battery is None:
+        raise FairpairError(f"the {stage} stage needs the battery (Settings.battery)")
+    return settings.battery
+
+
+# ---------------------------------------------------------------- the stages
+
+
+def expand(dest: str | os.PathLike, settings: Settings) -> StageResult:
+    """Write every case of ``settings.battery`` to ``dest`` (JSON lines) and the expansion manifest beside it
+    (``<dest stem>.manifest.json``).
+
+    Raises
+    ------
+    FairpairError
+        ``dest`` is a folder, its folder does not exist, or a file cannot be written.
+    """
+    from fairpair.cases import write_cases
+
+    t0 = time.monotonic()
+    lb = _battery(settings, "expand")
+    out = Path(dest)
+    if out.is_dir():
+        raise FairpairError("is a directory; give a file name such as cases.jsonl", file=out)
+    if not out.parent.is_dir():
+        raise FairpairError("the output folder does not exist; create it first or choose another -o",
+                            file=out.parent)
+    manifest = out.with_name(out.stem + ".manifest.json")
+    try:
+        exp = write_cases(lb, out)
+        manifest.write_text(json.dumps(exp.manifest(), indent=2, ensure_ascii=False, sort_keys=True) + "\n",
+                            encoding="utf-8")
+    except OSError as exc:
+        raise FairpairError(f"cannot write the cases: {exc.strerror}", file=exc.filename or out) from None
+    return StageResult("expand", {"cases": exp.total, "excluded": sum(e["count"] for e in exp.exclusions)},
+                       elapsed=time.monotonic() - t0, output=exp)
+
+
+def run(run_ref: Any, settings: Settings) -> StageResult:
+    """Send every case of ``settings.battery`` to its targets and store every answer in the run (resumable).
+
+    Counts are summed over the targets: ``cases`` (per target), ``answered``, ``failed``, ``retried``,
+    ``cases_added`` (cases a resumed run added because the battery changed, with a warning). With
+    ``settings.batch`` (or batches already recorded), the output's ``batch`` says what was submitted,
+    is pending or was ingested.
+
+    Raises
+    ------
+    FairpairError
+        See :func:`fairpair.run.execute_run` (no target, unknown target, a failing preflight, ...).
+    """
+    from fairpair.run import execute_run
+
+    t0 = time.monotonic()
+    lb = _battery(settings, "run")
+    outcome = execute_run(lb, _path(run_ref), settings.calls,
+                          only_targets=list(settings.targets) if settings.targets else None,
+                          progress=settings.progress, batch=settings.batch)
+    per = outcome.manifest.get("counts", {})
+    counts = {k: sum(c[k] for c in per.values()) for k in ("answered", "failed", "retried")}
+    counts["cases"] = next(iter(per.values()))["cases"] if per else 0
+    counts["cases_added"] = outcome.cases_added
+    warnings = list(outcome.warnings)  # a fleet that mixed model versions...
+    if outcome.cases_added:
+        warnings.append(f"the battery changed since this run directory was started: {outcome.cases_added} new "
+                        f"cases were added beside the {counts['cases'] - outcome.cases_added} stored before "
+                        "(recorded as battery_changed); use a new --out for a clean run")
+    return StageResult("run", counts, tuple(warnings), time.monotonic() - t0, outcome)
+
+
+def measure(run_ref: Any, settings: Settings) -> StageResult:
+    """Measure every stored answer of the run (resumable: stored measurements are kept).
+
+    Counts are summed over the measures: ``ok``, ``missing``, ``failed``, ``skipped``.
+
+    Raises
+    ------
+    FairpairError
+        See :func:`fairpair.measures.measure_run`.
+    """
+    from fairpair.measures import measure_run
+
+    t0 = time.monotonic()
+    res = measure_run(_path(run_ref), console=settings.console,
+                      measures=list(settings.measures) if settings.measures else None,
+                      settings=settings.judge_calls)
+    counts = {k: sum(getattr(c, k) for c in res.counts.values()) for k in ("ok", "missing", "failed", "skipped")}
+    return StageResult("measure", counts, tuple(res.warnings), time.monotonic() - t0, res)
+
+
+def analyze(run_ref: Any, settings: Settings) -> StageResult:
+    """Execute the run's pre-registered analysis plan and write ``RUN/results.json``.
+
+    Counts: ``comparisons`` and one count per verdict (``pass``, ``fail``, ``inconclusive``,
+    ``insufficient design``).
+
+    Raises
+    ------
+    FairpairError
+        See :func:`fairpair.analysis.analyze_run`.
+    """
+    from fairpair.analysis import analyze_run
+
+    t0 = time.monotonic()
+    res = analyze_run(_path(run_ref), console=settings.console if settings.analysis_table else None,
+                      progress_console=settings.console)
+    counts = {"comparisons": len(res.comparisons)}
+    for c in res.comparisons:
+        counts[c.verdict] = counts.get(c.verdict, 0) + 1
+    return StageResult("analyze", counts, tuple(res.notes), time.monotonic() - t0, res)
+
+
+def report(run_ref: Any, settings: Settings) -> StageResult:
+    """Write the HTML, Markdown and JSON report of the run (and print its verdicts if ``settings.verdicts``).
+
+    Raises
+    ------
+    FairpairError
+        See :func:`fairpair.report.load_report_data` (no run, an unknown language, ...).
+    """
+    from fairpair._progress import stage_status
+    from fairpair.report import load_report_data, write_report
+    from fairpair.report._terminal import print_verdicts
+
+    t0 = time.monotonic()
+    run_dir = _path(run_ref)
+    with stage_status(settings.console, "writing the report..."):
+        data = load_report_data(run_dir, language=settings.language, evidence=settings.evidence)
+        paths = write_report(run_dir, out=settings.report_out, data=data)
+    if settings.verdicts and settings.console is not None:
+        print_verdicts(settings.console, data=data)
+    return StageResult("report", {"files": len(paths)}, elapsed=time.monotonic() - t0, output=paths)
+
+
+#: The stages by name, in the order of the pipeline.
+STAGES: dict[str, Callable[[Any, Settings], StageResult]] = {
+    "expand": expand, "run": run, "measure": measure, "analyze": analyze, "report": report}
+
+
+def run_stages(run_ref: Any, names: Iterable[str], settings: Settings) -> list[StageResult]:
+    """Run the named stages on ``run_ref`` in turn; returns their results.
+
+    Raises
+    ------
+    FairpairError
+        An unknown stage name, or the first stage that fails.
+    """
+    names = list(names)
+    unknown = [n for n in names if n not in STAGES]
+    if unknown:
+        raise FairpairError(f"unknown stage(s) {unknown}; the stages are {list(STAGES)}")
+    return [STAGES[n](run_ref, settings) for n in names]
+
+
+def after_run(run_dir: Any, loaded, console, *, measure: bool = True, analyze: bool = True,
               report: bool = True, gate: bool = False) -> int:
     """Run the later stages on ``run_dir``; returns the exit code for ``--gate`` (0 = pass).
+
+    ``measure`` runs when the battery declares measures; ``analyze`` when it also has comparisons or a
+    two-party design (analysed without a plan: cells, dispersion, least-changing prompt); ``report``
+    always (when asked). With the report, the analysis prints no table: the report prints the verdicts
+    in plain words.
 
     Raises
     ------
@@ -22,37 +286,20 @@ def after_run(run_dir: Path, loaded, console, *, measure: bool = True, analyze: 
         ``gate`` was asked for a battery without an analysis plan.
     """
     b = loaded.battery
-    if measure and b.measures:
-        from fairpair.measures import measure_run
-
-        measure_run(run_dir, console=console)
-    # a two-party design is analysed without a plan (cells, dispersion, least-changing prompt)
     two_party = any(getattr(d, "kind", None) == "two_party" for d in b.designs)
     analyzed = analyze and bool(b.measures) and (bool(b.analysis.comparisons) or two_party)
-    if analyzed:
-        from fairpair.analysis import analyze_run
-
-        # the report prints the verdicts in plain words; without it, the analysis prints its table.
-        # A bar counts the comparisons (on a terminal, not under -q).
-        analyze_run(run_dir, console=None if report else console, progress_console=console)
-    if report:
-        from fairpair.report._data import load_report_data
-        from fairpair.report._render import write_report
-        from fairpair.report._terminal import print_verdicts
-
-        from fairpair._progress import stage_status
-
-        with stage_status(console, "writing the report..."):
-            data = load_report_data(Path(run_dir))
-            paths = write_report(run_dir, data=data)
-        if analyzed and b.analysis.comparisons:
-            print_verdicts(console, data=data)
-        console.print(f"report: {paths['html']}", soft_wrap=True)
+    names = [n for n, on in (("measure", measure and bool(b.measures)), ("analyze", analyzed), ("report", report))
+             if on]
+    settings = Settings(battery=loaded, console=console, analysis_table=not report,
+                        verdicts=analyzed and bool(b.analysis.comparisons))
+    for result in run_stages(run_dir, names, settings):
+        if result.stage == "report":
+            console.print(f"report: {result.output['html']}", soft_wrap=True)
     if gate:
         if not (analyzed and b.analysis.comparisons):
             raise FairpairError("--gate needs measures and an analysis plan with comparisons in the battery",
                                 file=loaded.path, key="analysis.comparisons")
         from fairpair.analysis import gate_exit_code
 
-        return gate_exit_code(run_dir)
+        return gate_exit_code(_path(run_dir))
     return 0

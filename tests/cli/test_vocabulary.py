@@ -85,7 +85,8 @@ def test_shared_options_are_declared_once():
         for p in cmd.params:
             for o in ("--concurrency", "--timeout", "--max-attempts", "--quiet"):
                 if o in p.opts:
-                    low = getattr(p, "min", getattr(getattr(p, "type", None), "min", None))  # typer's own core or click's
+                    # typer's own core has Option.min; over click it is the type's
+                    low = getattr(p, "min", getattr(getattr(p, "type", None), "min", None))
                     by_opt.setdefault(o, set()).add((tuple(p.opts), p.help, low))
     assert set(by_opt) == {"--concurrency", "--timeout", "--max-attempts", "--quiet"}
     assert all(len(v) == 1 for v in by_opt.values()), by_opt
@@ -104,7 +105,7 @@ def test_the_choices_are_the_library_lists():
 @pytest.mark.parametrize("argv, needle", [
     (["export", "{run}", "--format", "xlsx"], "unknown export format 'xlsx'; --format must be csv or parquet"),
     (["export", "{run}", "-f", "xlsx"], "unknown export format 'xlsx'; --format must be csv or parquet"),
-    (["report", "{run}", "--lang", "fr"], "unknown language 'fr'; --lang must be es or en"),
+    (["report", "{run}", "--lang", "fr"], "unknown report language 'fr'; --lang must be es or en"),
     (["import-answers", "a.jsonl", "-b", "b.yaml", "--format", "xml"],
      "unknown --format 'xml'; --format must be auto, jsonl, csv or chat-completions"),
     (["reanalyze", "a.csv", "--ddof", "2"], "unknown --ddof '2'; --ddof must be 0, 1 or both"),

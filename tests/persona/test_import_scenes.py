@@ -230,6 +230,15 @@ def test_cli_errors_exit_2_without_traceback(tmp_path, capsys):
     assert code == 2 and "file not found" in err
 
 
+def test_out_o_and_the_deprecated_output_write_the_same_battery(tmp_path, capsys):
+    good = _csv(tmp_path / "good.csv", [_row(1, text="SUB asks RES." + TRAILER)])
+    main(["import-scenes", str(good), "--out", str(tmp_path / "a.yaml")])
+    assert "deprecated" not in capsys.readouterr().err
+    main(["import-scenes", str(good), "--output", str(tmp_path / "b.yaml")])  # the old spelling
+    assert "deprecated: --output is now --out" in " ".join(capsys.readouterr().err.split())
+    assert (tmp_path / "a.yaml").read_text(encoding="utf-8") == (tmp_path / "b.yaml").read_text(encoding="utf-8")
+
+
 def test_battery_text_counts_follow_the_axes(tmp_path):
     path = _csv(tmp_path / "s.csv", [_row(1, text="SUB asks RES." + TRAILER),
                                      _row(1, p=0, text="SUB and RES talk." + TRAILER)])

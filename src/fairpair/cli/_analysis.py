@@ -18,11 +18,11 @@ def analyze(run: RunArg,
             as_json: Annotated[bool, typer.Option("--json", help="Print results.json instead of the summary.")] = False,
             ) -> None:
     """Execute the run's pre-registered analysis plan and write RUN/results.json."""
-    from fairpair.analysis import analyze_run
+    from fairpair import pipeline
 
-    res = analyze_run(run, console=None if as_json else console, progress_console=None if as_json else console)
+    res = pipeline.analyze(run, pipeline.Settings(console=None if as_json else console))
     if as_json:
-        print(res.to_json())
+        print(res.output.to_json())
     else:
         console.print(f"wrote {escape(str(Path(run) / 'results.json'))}")
 

@@ -30,13 +30,14 @@ def measure(
     quiet: QuietOpt = False,
 ) -> None:
     """Measure every stored answer of a run (resumable: stored measurements are kept)."""
+    from fairpair import pipeline
     from fairpair._progress import progress_enabled
-    from fairpair.measures import measure_run
     from fairpair.run import RunSettings
 
-    settings = RunSettings(concurrency=concurrency, timeout=timeout, max_attempts=max_attempts)
+    calls = RunSettings(concurrency=concurrency, timeout=timeout, max_attempts=max_attempts)
     with progress_enabled(not quiet):
-        measure_run(run, console=console, measures=measure_names, settings=settings)
+        pipeline.measure(run, pipeline.Settings(console=console, measures=tuple(measure_names or ()) or None,
+                                                judge_calls=calls))
 
 
 calibrate_app = typer.Typer(help="Calibrate the tone judge against human raters.", no_args_is_help=True,

@@ -140,8 +140,8 @@ GateOpt = Annotated[bool, typer.Option("--gate", help="Exit 1 when a pre-registe
 # ---------------------------------------------------------------- output
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of the summary.")]
-LangOpt = Annotated[Optional[Lang], choice(Lang, "--lang", what="language",
-                                           help="Language: es or en (default: the battery's).")]
+LangOpt = Annotated[Optional[Lang], choice(Lang, "--lang", what="report language",
+                                           help="Report language: es or en (default: the battery's).")]
 
 
 def out_option(help: str) -> Any:

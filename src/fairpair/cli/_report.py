@@ -22,12 +22,11 @@ def report(
                                           "comparison.")] = 3,
 ) -> None:
     """Write the HTML, Markdown and JSON report of a run and print its verdicts."""
-    from fairpair.report import load_report_data, write_report
-    from fairpair.report._terminal import print_verdicts
+    from fairpair import pipeline
 
-    data = load_report_data(run, language=lang.value if lang else None, evidence=evidence)
-    paths = write_report(run, out=out, data=data)
-    print_verdicts(console, data=data)
+    res = pipeline.report(run, pipeline.Settings(console=console, language=lang.value if lang else None,
+                                                 evidence=evidence, report_out=out))
+    paths = res.output
     for kind in ("html", "md", "json"):
         console.print(Text(f"{kind}: {paths[kind]}"), soft_wrap=True)
 

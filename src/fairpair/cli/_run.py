@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
-import time
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -17,7 +15,6 @@ from fairpair.cli._options import (
     AnalyzeStageOpt, AxesOpt, BatteryArg, ConcurrencyOpt, GateOpt, MaxAttemptsOpt, MeasureStageOpt, QuietOpt,
     ReportStageOpt, RunArg, TargetsOpt, TemplatesOpt, TimeoutOpt, YesOpt, out_option,
 )
-from fairpair.errors import FairpairError
 
 
 @app.command()
@@ -51,7 +48,9 @@ def run(
     yes: YesOpt = False,
 ) -> None:
     """Send every case to the battery's target(s) and store every answer; then measure, analyze, report."""
-    from fairpair.run import RunSettings, default_run_dir, execute_run
+    from fairpair import pipeline
+    from fairpair._progress import RunProgress, progress_enabled
+    from fairpair.run import RunSettings, default_run_dir
 
     lb = load(battery, templates, axes)
     if dry_run:
@@ -59,14 +58,15 @@ def run(
         return
     confirm_size(lb, yes, "sends")
     run_dir = out or default_run_dir(lb)
-    settings = RunSettings(concurrency=concurrency, timeout=timeout, max_attempts=max_attempts, rpm=rpm, tpm=tpm,
-                           preflight=preflight, max_consecutive_failures=max_consecutive_failures)
-    from fairpair._progress import RunProgress
-
+    calls = RunSettings(concurrency=concurrency, timeout=timeout, max_attempts=max_attempts, rpm=rpm, tpm=tpm,
+                        preflight=preflight, max_consecutive_failures=max_consecutive_failures)
     console.print(f"run directory: {escape(str(run_dir))}")
     current_run[:] = [run_dir]
     with RunProgress(console, enabled=not quiet and console.is_terminal) as prog:
-        outcome = execute_run(lb, run_dir, settings, only_targets=target, progress=prog, batch=batch)
+        res = pipeline.run(run_dir, pipeline.Settings(battery=lb, calls=calls, targets=tuple(target or ()) or None,
+                                                      progress=prog, batch=batch))
+    outcome = res.output
+    manifest = outcome.manifest
     if outcome.batch is not None:
         for line in outcome.batch.lines():
             console.print(escape(line), soft_wrap=True)
@@ -75,28 +75,18 @@ def run(
             console.print(f"the provider answers batches within 24 hours; come back later (any machine with this "
                           f"run directory) and run `{escape(again)}` to fetch and store the answers", soft_wrap=True)
             return
-        left = sum(c["failed"] for n, c in outcome.manifest.get("counts", {}).items()
+        left = sum(c["failed"] for n, c in manifest.get("counts", {}).items()
                    if n in {b["target"] for b in outcome.batch.ingested})
         if left:
             console.print(f"{left} case(s) have no answer (their errors are stored); `fairpair run {escape(str(battery))} "
                           f"--out {escape(str(run_dir))} --batch` submits them again", soft_wrap=True)
-    for name, c in outcome.manifest.get("counts", {}).items():
+    for name, c in manifest.get("counts", {}).items():
         console.print(f"target {escape(name)}: {c['answered']}/{c['cases']} answered, {c['failed']} failed, "
                       f"{c['retried']} retried")
-    for warning in outcome.warnings:  # a fleet that mixed model versions...
-        console.print(f"[bold yellow]warning:[/bold yellow] {escape(warning)}", soft_wrap=True)
-    _print_answer_statuses(outcome.manifest.get("answer_statuses") or {})
-    if outcome.cases_added:
-        console.print(f"[yellow]warning:[/yellow] the battery changed since this run directory was started: "
-                      f"{outcome.cases_added} new cases were added beside the "
-                      f"{outcome.manifest['counts'][next(iter(outcome.manifest['counts']))]['cases'] - outcome.cases_added}"
-                      " stored before (recorded as battery_changed); use a new --out for a clean run",
-                      soft_wrap=True)
-    _print_failures(run_dir, list(outcome.manifest.get("counts", {})))
-    from fairpair import pipeline
-
-    from fairpair._progress import progress_enabled
-
+    for w in res.warnings:  # a fleet that mixed model versions, a battery changed since the run began
+        console.print(f"[bold yellow]warning:[/bold yellow] {escape(w)}", soft_wrap=True)
+    _print_answer_statuses(manifest.get("answer_statuses") or {})
+    _print_failures(run_dir, list(manifest.get("counts", {})))
     with progress_enabled(not quiet):  # -q: no bars in the later stages either
         code = pipeline.after_run(run_dir, lb, console, measure=measure_stage, analyze=analyze_stage,
                                   report=report_stage, gate=gate)
@@ -167,42 +157,12 @@ def check(
     Exit 0 when every target answered; 2 with the error when one is unreachable,
     rejects the key or answers in a shape it cannot read. Nothing is stored.
     """
-    from fairpair.cases import expand
-    from fairpair.run import RunSettings
-    from fairpair.run._preflight import preflight
-    from fairpair.run._runner import build_target, target_secrets
+    from fairpair.run._preflight import check_targets
 
-    lb = load(battery)
-    b = lb.battery
-    specs = b.target_specs()
-    if not specs:
-        raise FairpairError("the battery declares no 'target'; add a target block", file=lb.path)
-    if target:
-        unknown = [t for t in target if t not in specs]
-        if unknown:
-            raise FairpairError(f"unknown target(s) {unknown}; the battery has {list(specs)}", file=lb.path)
-        specs = {k: v for k, v in specs.items() if k in target}
-    case = next(iter(expand(lb)), None)
-    if case is None:
-        raise FairpairError("the battery expands to no case", file=lb.path)
-    settings = RunSettings(concurrency=1, timeout=timeout)
-    for name, spec in specs.items():
-        t = build_target(name, spec, base_dir=lb.path.parent, language=b.language)
-        try:
-            if hasattr(t, "load"):
-                asyncio.run(t.load())
-            t0 = time.monotonic()
-            completion, _, _, _ = asyncio.run(preflight(
-                t, case, settings, tools=b.all_tools() or None, tool_map=b.all_tool_results() or None,
-                secrets=target_secrets(spec.options()), name=name))
-        finally:
-            try:
-                asyncio.run(t.aclose())
-            except Exception:  # noqa: BLE001
-                pass
-        text = " ".join(completion.text.split())
-        console.print(f"[green]ok[/green] target {escape(name)} ({escape(spec.kind)}) answered case "
-                      f"{escape(case.id[:12])} in {time.monotonic() - t0:.1f} s: "
+    for c in check_targets(load(battery), only_targets=target, timeout=timeout):
+        text = " ".join(c.text.split())
+        console.print(f"[green]ok[/green] target {escape(c.name)} ({escape(c.kind)}) answered case "
+                      f"{escape(c.case_id[:12])} in {c.seconds:.1f} s: "
                       f"{escape(text[:160])}{'...' if len(text) > 160 else ''}", soft_wrap=True)
 
 

@@ -31,7 +31,7 @@ from typing import Any
 from fairpair.errors import FairpairError
 
 __all__ = ["PREFLIGHT_ATTEMPTS", "PREFLIGHT_BACKOFF_MAX", "PreflightError", "CircuitOpen", "CircuitBreaker", "ErrorKind",
-           "error_kind", "summarize_errors", "preflight", "format_error_summary"]
+           "error_kind", "summarize_errors", "preflight", "format_error_summary", "TargetCheck", "check_targets"]
 
 #: The longest wait between two tries of the preflight request, in seconds (a Retry-After still wins).
 PREFLIGHT_BACKOFF_MAX = 1.0
@@ -220,3 +220,63 @@ def preflight_into_store(store: Any, name: str, target: Any, cases: Iterable[Any
         if found:
             store.event("fleet_probe", {"target": name, "endpoints": found})
     return True
+
+
+@dataclass(frozen=True)
+class TargetCheck:
+    """One target's answer to the first case (``fairpair check``): ``seconds`` of wall time, ``text`` the answer."""
+
+    name: str
+    kind: str
+    case_id: str
+    seconds: float
+    text: str
+
+
+def check_targets(loaded: Any, *, only_targets: Iterable[str] | None = None, timeout: float = 60.0):
+    """Send the battery's first case to each target, as the run's preflight does; store nothing.
+
+    Yields one :class:`TargetCheck` per target that answered, in the battery's order.
+
+    Raises
+    ------
+    FairpairError
+        The battery declares no target or expands to no case, an unknown target in ``only_targets``;
+        :class:`PreflightError` (exit 2) when a target is unreachable, rejects the key or answers in a
+        shape it cannot read.
+    """
+    import time
+
+    from fairpair.cases import expand
+    from fairpair.run._engine import RunSettings
+    from fairpair.run._runner import build_target, target_secrets
+
+    b = loaded.battery
+    specs = b.target_specs()
+    if not specs:
+        raise FairpairError("the battery declares no 'target'; add a target block", file=loaded.path)
+    only = list(only_targets or ())
+    if only:
+        unknown = [t for t in only if t not in specs]
+        if unknown:
+            raise FairpairError(f"unknown target(s) {unknown}; the battery has {list(specs)}", file=loaded.path)
+        specs = {k: v for k, v in specs.items() if k in only}
+    case = next(iter(expand(loaded)), None)
+    if case is None:
+        raise FairpairError("the battery expands to no case", file=loaded.path)
+    settings = RunSettings(concurrency=1, timeout=timeout)
+    for name, spec in specs.items():
+        t = build_target(name, spec, base_dir=loaded.path.parent, language=b.language)
+        try:
+            if hasattr(t, "load"):
+                asyncio.run(t.load())
+            t0 = time.monotonic()
+            completion, _, _, _ = asyncio.run(preflight(
+                t, case, settings, tools=b.all_tools() or None, tool_map=b.all_tool_results() or None,
+                secrets=target_secrets(spec.options()), name=name))
+        finally:
+            try:
+                asyncio.run(t.aclose())
+            except Exception:  # noqa: BLE001
+                pass
+        yield TargetCheck(name, spec.kind, case.id, time.monotonic() - t0, completion.text)
