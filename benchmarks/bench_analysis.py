@@ -57,7 +57,7 @@ def build_store(run_dir: Path) -> int:
     from fairpair.battery import load_battery
     from fairpair.cases import expand
     from fairpair.run._runner import plan_hash
-    from fairpair.run._store import Store
+    from fairpair.store import Store
 
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     bpath = run_dir.parent / "bench_analysis.yaml"

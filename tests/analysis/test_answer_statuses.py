@@ -150,7 +150,7 @@ def test_report_uses_one_set_of_pairs_and_says_why_pairs_were_dropped(tmp_path):
 
 
 def test_judge_preferences_between_degenerate_answers_are_not_results(tmp_path):
-    from fairpair.run._store import Store
+    from fairpair.store import Store
     from fairpair.targets._base import Completion
 
     class ScriptedJudge:

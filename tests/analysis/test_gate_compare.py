@@ -15,7 +15,7 @@ from fairpair.analysis import analyze_run, compare_runs, gate_exit_code
 from fairpair.errors import FairpairError
 from fairpair.battery import load_battery
 from fairpair.run import RunSettings, execute_run
-from fairpair.run._store import Store
+from fairpair.store import Store
 
 
 def test_gate_fails_on_planted_bias_and_passes_without(runs, tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from analysis_runs import battery_dict, make_run
 from fairpair.analysis import analyze_run
-from fairpair.run._store import Store
+from fairpair.store import Store
 
 
 def test_judge_block_and_counts(tmp_path):

@@ -12,7 +12,7 @@ import yaml
 from fairpair.analysis import analyze_run
 from fairpair.battery import load_battery
 from fairpair.run import RunSettings, execute_run
-from fairpair.run._store import Store
+from fairpair.store import Store
 
 GROUPS = {"race": ["Asian", "Black", "White"], "religion": ["atheist", "Muslim"]}
 

@@ -11,7 +11,7 @@ import yaml
 
 from fairpair.battery import load_battery
 from fairpair.run import RunSettings, execute_run
-from fairpair.run._store import Store
+from fairpair.store import Store
 
 NAMES = {"espana": ["Lucía", "María", "Carmen"], "magreb": ["Fátima", "Aicha", "Khadija"],
          "rumania": ["Ioana", "Elena", "Andreea"]}

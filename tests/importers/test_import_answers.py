@@ -13,7 +13,7 @@ from fairpair.analysis import analyze_run
 from fairpair.cli import main
 from fairpair.importers import AnswerRow, ImportBattery, import_answers
 from fairpair.measures import measure_run
-from fairpair.run._store import Store
+from fairpair.store import Store
 from import_helpers import (
     RECORDS_MAPPING, answer_rows, chat_records, import_battery, write_csv, write_jsonl, write_yaml,
 )

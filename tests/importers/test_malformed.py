@@ -167,7 +167,7 @@ def test_an_existing_run_is_never_added_to_or_overwritten(tmp_path, bat):
 
 
 def test_a_failure_while_writing_leaves_nothing(tmp_path, bat, monkeypatch):
-    from fairpair.run._store import Store
+    from fairpair.store import Store
 
     calls = []
     real = Store.add_response
@@ -355,7 +355,7 @@ def test_unicode_line_separators_and_crlf_are_not_line_breaks(tmp_path, bat):
     src = _lines(tmp_path, "\ufeff" + text)  # with a byte-order mark
     res = import_answers(src, bat, tmp_path / "run")
     assert res.answers == 6
-    from fairpair.run._store import Store
+    from fairpair.store import Store
 
     with Store.open(tmp_path / "run", create=False) as s:
         assert rows[0]["answer"] in {r.text for r in s.responses()}

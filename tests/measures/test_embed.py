@@ -17,7 +17,7 @@ from fairpair.errors import FairpairError
 from fairpair.measures._base import MeasureItem
 from fairpair.measures._runner import MeasureContext
 from fairpair.measures.embed import SemanticDistanceMeasure, assemble_mpnet, cosine_distance, get_embedder
-from fairpair.run._store import Response
+from fairpair.store import Response
 
 
 class FakeEmbedder:

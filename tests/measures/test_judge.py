@@ -18,7 +18,7 @@ from fairpair.measures.judge import (
     ExtractMeasure, PairwiseJudgeMeasure, ToneJudgeMeasure, pairwise_score, parse_judge_json, position_bias,
 )
 from fairpair.run._engine import RunSettings
-from fairpair.run._store import Response, Store
+from fairpair.store import Response, Store
 from fairpair.targets._base import Completion
 
 

@@ -12,7 +12,7 @@ from fairpair.measures._base import MeasureItem
 from fairpair.measures.judge import (
     PairwiseJudgeMeasure, length_bias, pairwise_score, parse_judge_json, parse_verdict,
 )
-from fairpair.run._store import Store
+from fairpair.store import Store
 
 from test_judge import ScriptedJudge, cases_of, ctx_for, load, resp
 

@@ -14,7 +14,7 @@ from fairpair.measures.rules import (
     KeywordsMeasure, OptionsCountMeasure, PythonMeasure, RegexMeasure, ToolCallMeasure, WordCountMeasure,
     count_options, count_words, fold_text,
 )
-from fairpair.run._store import Response
+from fairpair.store import Response
 
 
 def resp(text: str, tool_calls=()) -> Response:

@@ -10,7 +10,7 @@ import pytest
 from fairpair.measures._base import MeasureItem
 from fairpair.measures.rules import OptionsCountMeasure, WordCountMeasure, count_words
 from fairpair.measures.status import answer_status, is_blank, is_loop, is_refusal
-from fairpair.run._store import Response
+from fairpair.store import Response
 
 TEXT = ("Hola Lucía, lamentamos muchísimo lo ocurrido con su batidora. Según nuestra política, "
         "le devolveremos el importe íntegro en cinco días hábiles; además, recibirá un código.")

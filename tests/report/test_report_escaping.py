@@ -56,7 +56,7 @@ def hostile_report(hostile_run, tmp_path_factory):
     """The report of the hostile run, quoting one matched set per template (so every payload)."""
     import shutil
 
-    from fairpair.run._store import Store
+    from fairpair.store import Store
 
     run = tmp_path_factory.mktemp("hostile_copy") / "run"
     shutil.copytree(hostile_run, run)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -22,10 +20,10 @@ from fairpair.analysis._results import (
 from fairpair.errors import FairpairError
 from fairpair.stats._multitest import adjust
 from fairpair.stats._omnibus import cochran_q, friedman
+from fairpair.store import RESULTS_NAME, write_results
 
 __all__ = ["analyze_run", "analyze_loaded", "load_results", "comparison_names", "RESULTS_NAME"]
 
-RESULTS_NAME = "results.json"
 
 
 def _designs_for(battery, comparison, cases) -> list[str]:
@@ -443,20 +441,6 @@ def _answer_statuses(battery, data: RunData) -> dict[str, AnswerStatusBlock]:
     return out
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Write ``path`` atomically; an earlier, different file is kept under ``results.previous/``."""
-    if path.exists():
-        old = path.read_text(encoding="utf-8")
-        if old != text:
-            keep = path.parent / "results.previous"
-            keep.mkdir(exist_ok=True)
-            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-            shutil.copy2(path, keep / f"results-{stamp}.json")
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-
-
 def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
                 heterogeneity: bool = True, progress_console: Any = None) -> Results:
     """Execute the run's pre-registered analysis plan and write ``RUN/results.json``.
@@ -485,17 +469,17 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
     """
     from fairpair.analysis._two_party import analyze_two_party
     from fairpair.analysis._data import open_for_reading
-    from fairpair.run._runner import loaded_from_store
 
     run_dir = Path(run_dir)
-    with open_for_reading(run_dir) as store:
-        loaded = loaded_from_store(store)
+    with open_for_reading(run_dir) as run:
+        store = run.store
+        loaded = run.battery()
         battery = loaded.battery
-        data = load_run_data(store.conn, language=battery.language, statuses=True)
+        data = load_run_data(store, language=battery.language, statuses=True)
         from fairpair.measures._runner import measure_categories
 
         try:
-            add_category_values(store.conn, data, measure_categories(battery))
+            add_category_values(store, data, measure_categories(battery))
         except FairpairError:
             pass  # a measure that cannot be built here: its labels stay unread (its comparisons note it)
         plan = battery.analysis
@@ -537,10 +521,7 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
             notes=notes + aa.notes, answer_statuses=_answer_statuses(battery, data), aa_controls=aa.comparisons,
             aa_flag=aa.flag)
     if write:
-        try:
-            _write_atomic(run_dir / RESULTS_NAME, res.to_json() + "\n")
-        except OSError as exc:
-            raise FairpairError(f"cannot write results.json: {exc.strerror}", file=run_dir) from None
+        write_results(run_dir, res.to_json() + "\n")
     if console is not None:
         _print_summary(console, res)
     return res

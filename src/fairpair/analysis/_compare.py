@@ -91,10 +91,9 @@ class Comparison(BaseModel):
 
 def _load(run_dir: Path):
     from fairpair.analysis._data import open_for_reading
-    from fairpair.run._runner import loaded_from_store
 
-    with open_for_reading(Path(run_dir)) as store:
-        return loaded_from_store(store).battery, load_run_data(store.conn, keep_details=False)
+    with open_for_reading(Path(run_dir)) as run:
+        return run.battery().battery, load_run_data(run.store, keep_details=False)
 
 
 def _target_pairs(a: list[str], b: list[str]) -> list[tuple[str, str]]:

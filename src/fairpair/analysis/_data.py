@@ -1,7 +1,9 @@
 """Read a run's cases, answers and measurements into arrays, and form matched pairs.
 
-Reads the SQLite store directly (one query per table, JSON decoded with the
-standard library) so that a 56,000-answer study loads in about a second.
+Reads the store's columnar bulk reads (:meth:`fairpair.store.Store.case_rows`,
+:meth:`~fairpair.store.Store.measurement_columns`: one query per table, JSON
+decoded with the standard library) so that a 56,000-answer study loads in
+about a second.
 """
 
 from __future__ import annotations
@@ -27,22 +29,12 @@ SCALES = ("binary", "count", "continuous", "ordinal", "categorical")
 
 @contextmanager
 def open_for_reading(run_dir):
-    """Open a run's store read-only; a store from an older fairpair is migrated first (append-only)."""
-    from fairpair.errors import FairpairError
-    from fairpair.run._runner import open_run
+    """A run opened for the analysis (:class:`fairpair.store.Run`, read-only; a store from an older
+    fairpair is migrated first, append-only)."""
+    from fairpair.store import Run
 
-    try:
-        cm = open_run(run_dir, readonly=True)
-        store = cm.__enter__()
-    except FairpairError as exc:
-        if "needs migrating" not in exc.message:
-            raise
-        cm = open_run(run_dir, readonly=False)
-        store = cm.__enter__()
-    try:
-        yield store
-    finally:
-        cm.__exit__(None, None, None)
+    with Run.open(run_dir, "r", migrate=True) as run:
+        yield run
 
 
 def to_float(v: Any) -> float:
@@ -123,7 +115,7 @@ _CHUNK = 100_000
 STATUS_PREFIX = "answer."
 
 
-def load_answer_statuses(conn, index: dict[str, int], n: int, language: str | None,
+def load_answer_statuses(store, index: dict[str, int], n: int, language: str | None,
                          ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, list[tuple[str, str]]]]]:
     """Per target, each case's answer status (:func:`fairpair.measures.status.answer_status`).
 
@@ -135,9 +127,7 @@ def load_answer_statuses(conn, index: dict[str, int], n: int, language: str | No
 
     out: dict[str, np.ndarray] = {}
     examples: dict[str, dict[str, list[tuple[str, str]]]] = {}
-    q = ("SELECT target, case_id, status, CASE WHEN text_json IS NULL THEN text ELSE NULL END, text_json, "
-         "finish_reason, tool_calls FROM responses ORDER BY id")
-    for target, cid, st, text, text_json, fr, calls in conn.execute(q):
+    for target, cid, st, text, fr, calls in store.answer_status_rows():
         i = index.get(cid)
         if i is None:
             continue
@@ -148,9 +138,7 @@ def load_answer_statuses(conn, index: dict[str, int], n: int, language: str | No
             if arr[i] == "":
                 arr[i] = "failed"
             continue
-        if text_json is not None:
-            text = json.loads(text_json)
-        res = answer_status(text, finish_reason=fr, tool_calls=calls not in (None, "[]"), language=language)
+        res = answer_status(text, finish_reason=fr, tool_calls=calls, language=language)
         arr[i] = res.status
         if res.status != "ok":
             ex = examples.setdefault(target, {}).setdefault(res.status, [])
@@ -172,7 +160,7 @@ def add_status_values(data: "RunData") -> None:
             data.raw_kinds.setdefault(STATUS_PREFIX + st, set()).add("bool")
 
 
-def add_category_values(conn, data: "RunData", categories: dict[str, tuple[str, ...]]) -> None:
+def add_category_values(store, data: "RunData", categories: dict[str, tuple[str, ...]]) -> None:
     """Read the labels of the ``categorical`` measures (row -> declared outcomes) into ``data.labels``
     and add one yes/no measure per outcome, ``<measure>=<outcome>`` (1 where the case got that
     outcome, 0 where it got another, NaN where the label is missing), so each outcome is analysed
@@ -181,18 +169,13 @@ def add_category_values(conn, data: "RunData", categories: dict[str, tuple[str, 
         return
     n = len(data.cases)
     index = data.cases.index
-    names = list(categories)
-    marks = ",".join("?" * len(names))
-    for target, cid, measure, value in conn.execute(
-            f"SELECT target, case_id, measure, value FROM measurements WHERE status='ok' AND measure IN ({marks})",
-            names):
+    for target, cid, measure, v in store.ok_values(list(categories)):
         i = index.get(cid)
-        if i is None or value is None:
+        if i is None:
             continue
         arr = data.labels.get((target, measure))
         if arr is None:
             arr = data.labels[(target, measure)] = np.full(n, None, dtype=object)
-        v = json.loads(value)
         arr[i] = v if isinstance(v, str) else None
     data.categories.update(categories)
     for (target, measure), arr in data.labels.items():
@@ -203,9 +186,9 @@ def add_category_values(conn, data: "RunData", categories: dict[str, tuple[str, 
             data.raw_kinds.setdefault(f"{measure}={cat}", set()).add("bool")
 
 
-def load_run_data(conn, *, keep_details: bool = True, language: str | None = None,
+def load_run_data(store, *, keep_details: bool = True, language: str | None = None,
                   statuses: bool = False) -> RunData:
-    """Load cases, answers and measurements from an open store connection.
+    """Load cases, answers and measurements from an open :class:`~fairpair.store.Store`.
 
     With ``statuses``, also each answer's status (:func:`load_answer_statuses`, with the
     battery's ``language`` for the wrong-language check) and the ``answer.<status>`` measures.
@@ -219,7 +202,7 @@ def load_run_data(conn, *, keep_details: bool = True, language: str | None = Non
         key = (0, v) if isinstance(v, str) or v is None else (1, json.dumps(v, sort_keys=True))
         return shared.setdefault(key, v)
 
-    for cid, seq, data in conn.execute("SELECT case_id, seq, data FROM cases ORDER BY seq"):
+    for cid, seq, data in store.case_rows():
         c = json.loads(data)
         seqs.append(seq)
         ids.append(cid)
@@ -237,19 +220,15 @@ def load_run_data(conn, *, keep_details: bool = True, language: str | None = Non
     cases = CaseTable(ids, index, design, kind, template, mset, base, axis, groups, variants, meta)
     n = len(ids)
     answered: dict[str, np.ndarray] = {}
-    for target, cid in conn.execute("SELECT target, case_id FROM responses WHERE status='ok'"):
+    for target, cid in store.answered_keys():
         arr = answered.get(target)
         if arr is None:
             arr = answered[target] = np.zeros(n, dtype=bool)
         i = index.get(cid)
         if i is not None:
             arr[i] = True
-    failed: dict[str, int] = {}
-    for target, cnt in conn.execute(
-            "SELECT target, COUNT(DISTINCT case_id) FROM responses r WHERE status='failed' AND NOT EXISTS "
-            "(SELECT 1 FROM responses o WHERE o.target=r.target AND o.case_id=r.case_id AND o.status='ok') "
-            "GROUP BY target"):
-        failed[target] = cnt
+    failed = store.failed_case_counts()
+    for target in failed:
         answered.setdefault(target, np.zeros(n, dtype=bool))
     values: dict[tuple[str, str], np.ndarray] = {}
     kinds: dict[str, set[str]] = {}
@@ -259,34 +238,12 @@ def load_run_data(conn, *, keep_details: bool = True, language: str | None = Non
     missing: dict[str, int] = {}
     seq_to_i = np.full(int(max(seqs, default=-1)) + 1, -1, dtype=np.intp)
     seq_to_i[np.asarray(seqs, dtype=np.intp)] = np.arange(n)
-    # One scan of the table; SQLite converts the literals (JSON true/false/numbers), numpy places them.
-    cur = conn.execute(
-        "SELECT m.target || char(0) || m.measure, c.seq, CASE m.status WHEN 'ok' THEN 0 WHEN 'missing' THEN 1 "
-        "ELSE 2 END, CASE WHEN m.status != 'ok' OR m.value IS NULL THEN NULL WHEN m.value IN ('true', 'false') "
-        "THEN m.value = 'true' WHEN substr(m.value, 1, 1) IN ('{', '[', '\"', 'n') THEN NULL "
-        "ELSE CAST(m.value AS REAL) END, CASE WHEN m.value IN ('true', 'false') THEN 1 "
-        "WHEN substr(m.value, 1, 1) = '{' THEN 3 WHEN substr(m.value, 1, 1) IN ('[', '\"', 'n') THEN 0 ELSE 2 END, "
-        "CASE WHEN substr(m.value, 1, 1) = '{' OR m.detail IS NOT NULL THEN 1 ELSE 0 END, m.id "
-        "FROM measurements m JOIN cases c ON c.case_id = m.case_id")
-    # Read in chunks into numpy arrays (a million answers x 2 measures as Python rows would take GiBs).
-    key_code: dict[str, int] = {}
-    code_parts: list[np.ndarray] = []
-    num_parts: list[np.ndarray] = []
-    while chunk := cur.fetchmany(_CHUNK):
-        code_parts.append(np.fromiter((key_code.setdefault(r[0], len(key_code)) for r in chunk), dtype=np.intp,
-                                      count=len(chunk)))
-        num_parts.append(np.array([r[1:] for r in chunk], dtype=float))
-        del chunk
-    if key_code:
-        ukeys = sorted(key_code)  # the order np.unique gave: measures are visited in sorted key order
-        remap = np.empty(len(ukeys), dtype=np.intp)
-        remap[[key_code[k] for k in ukeys]] = np.arange(len(ukeys))
-        kcode = remap[np.concatenate(code_parts)]
-        num_part = np.concatenate(num_parts)
-        del code_parts, num_parts
-        seq, status, fv, kind_c, extra, rid = (num_part[:, j] for j in range(6))
+    cols = store.measurement_columns(chunk=_CHUNK)  # one scan, as numpy columns
+    if len(cols):
+        kcode, seq, status, fv, kind_c, extra, rid = (cols.key, cols.seq, cols.status, cols.value, cols.kind,
+                                                      cols.extra, cols.id)
         idx = seq_to_i[seq.astype(np.intp)]
-        split = [str(k).split("\x00", 1) for k in ukeys]
+        split = cols.keys
         kind_names = {0: "other", 1: "bool", 2: "number"}
         done_key = kcode.astype(np.int64) * (n + 1) + idx
         done = np.unique(done_key[status < 2])
@@ -308,28 +265,25 @@ def load_run_data(conn, *, keep_details: bool = True, language: str | None = Non
                 failed_m[measure] = failed_m.get(measure, 0) + int(fail.size)
         need = rid[extra == 1].astype(np.int64)
         if need.size:  # objects (multi-output measures stored whole) and details: the few rows parsed in Python
-            q = ("SELECT target, case_id, measure, status, value, detail FROM measurements WHERE id IN "
-                 "(SELECT value FROM json_each(?))")
-            for target, cid, measure, st, raw, detail in conn.execute(q, (json.dumps(need.tolist()),)):
+            for target, cid, measure, st, raw, d in store.measurement_rows(need.tolist()):
                 i = index.get(cid)
                 if i is None:
                     continue
-                if st == "ok" and raw and raw[:1] == "{":
-                    for fk, sub_v in json.loads(raw).items():  # expose name.field
+                if st == "ok" and isinstance(raw, dict):
+                    for fk, sub_v in raw.items():  # expose name.field
                         sub = values.setdefault((target, f"{measure}.{fk}"), np.full(n, np.nan))
                         sub[i] = to_float(sub_v)
                         kinds.setdefault(f"{measure}.{fk}", set()).add(
                             "bool" if isinstance(sub_v, bool) else "number" if isinstance(sub_v, (int, float))
                             else "other")
-                if keep_details and detail is not None:
-                    d = json.loads(detail)
+                if keep_details and d is not None:
                     if isinstance(d, dict) and d:
                         details.append((target, cid, measure, st, d))
     for t in {k[0] for k in values}:
         answered.setdefault(t, np.zeros(n, dtype=bool))
     data = RunData(cases, answered, failed, values, kinds, measured, missing, details, failed_m)
     if statuses:
-        data.statuses, data.status_examples = load_answer_statuses(conn, index, n, language)
+        data.statuses, data.status_examples = load_answer_statuses(store, index, n, language)
         add_status_values(data)
     return data
 

@@ -117,12 +117,11 @@ def components_from_run(run_dir: Path | str) -> dict[tuple[str, str], VarianceCo
     from fairpair.analysis._analyze import _design_groups, _designs_for
     from fairpair.analysis._data import group_pairs, load_run_data, open_for_reading, strata_for
     from fairpair.errors import FairpairError
-    from fairpair.run._runner import loaded_from_store
 
     run_dir = Path(run_dir)
-    with open_for_reading(run_dir) as store:
-        battery = loaded_from_store(store).battery
-        data = load_run_data(store.conn, keep_details=False)
+    with open_for_reading(run_dir) as run:
+        battery = run.battery().battery
+        data = load_run_data(run.store, keep_details=False)
     if not data.targets:
         raise FairpairError("the run has no answers to estimate variance components from", file=run_dir)
     target = data.targets[0]

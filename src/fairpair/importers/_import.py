@@ -671,8 +671,8 @@ def _imported_measures(battery: Battery) -> set[str]:
 def _write(li: LoadedImport, battery: Battery, builder: _Builder, source: Path, sources: list[Source], fmt: str,
            out: Path) -> ImportResult:
     from fairpair.cases._expand import Expansion
-    from fairpair.run._runner import package_versions, plan_hash, write_manifest
-    from fairpair.run._store import Store
+    from fairpair.run._runner import package_versions
+    from fairpair.store import Run, plan_hash
 
     sha = battery_hash(battery)
     loaded = LoadedBattery(battery, li.path, YamlLocated(data=battery.model_dump(mode="json")), sha)
@@ -716,17 +716,13 @@ def _write(li: LoadedImport, battery: Battery, builder: _Builder, source: Path, 
         shutil.rmtree(tmp)
     counts = {"answers": 0, "failed": 0, "measurements": 0}
     try:
-        store = Store.open(tmp)
-        try:
+        with Run.open(tmp, "w", create=True) as run:
+            store = run.store
             with store.transaction():
-                store.set_meta_once("battery", battery.model_dump(mode="json"))
-                store.set_meta_once("battery_path", str(li.path))
-                store.set_meta_once("battery_sha256", sha)
-                store.set_meta_once("plan_sha256", plan)
+                run.record_battery(loaded)
                 store.set_meta_once("import", provenance)
                 for t, ident in identities.items():
                     store.set_meta_once(f"target.{t}", ident)
-                store.event("plan_registered", {"plan_sha256": plan, "battery_sha256": sha})
                 store.add_cases(cases)
                 for loc, t, ckey in builder.rows:
                     _store_row(store, loc.row, t, builder.cases[ckey].case, imported, scales, counts)
@@ -734,13 +730,11 @@ def _write(li: LoadedImport, battery: Battery, builder: _Builder, source: Path, 
                                          "answers": counts["answers"], "failed": counts["failed"],
                                          "measurements": counts["measurements"], "warnings": warnings})
             finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
-            write_manifest(tmp, store, {
+            run.write_manifest({
                 "fairpair_version": __version__, "battery": battery.name, "battery_sha256": sha,
                 "battery_path": str(li.path), "selection": None, "plan_sha256": plan, "plan_sha256_now": plan,
                 "expansion": exp.manifest(), "targets": identities, "packages": package_versions(),
                 "import": provenance, "started_at": started, "finished_at": finished})
-        finally:
-            store.close()
         try:
             os.rename(tmp, out)
         except OSError as exc:

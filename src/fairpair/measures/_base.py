@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 if TYPE_CHECKING:  # pragma: no cover
     from fairpair.cases._case import Case
     from fairpair.measures._runner import MeasureContext
-    from fairpair.run._store import Response
+    from fairpair.store import Response
 
 __all__ = ["Scale", "SCALES", "MeasureItem", "MeasureResult", "Measure", "MeasureOptions"]
 

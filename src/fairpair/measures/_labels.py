@@ -72,8 +72,7 @@ def export_labels(run_dir: Path, out: Path, *, n: int = 100, measure: str | None
     (``<labels>.key.csv``: sample id -> target, case, group, template) is for
     the analyst, not the raters, and the same key is recorded in the store.
     """
-    from fairpair.run._runner import RunLock, loaded_from_store
-    from fairpair.run._store import Store
+    from fairpair.store import Run
 
     run_dir = Path(run_dir)
     if not run_dir.exists():
@@ -81,56 +80,53 @@ def export_labels(run_dir: Path, out: Path, *, n: int = 100, measure: str | None
     out = Path(out)
     if out.is_dir():
         raise FairpairError("is a directory; give a file name such as labels.csv", file=out)
-    with RunLock(run_dir):
-        store = Store.open(run_dir, create=False)
-        try:
-            b = loaded_from_store(store).battery
-            name, m, rubric, ctx = _judge_measure(b, measure)
-            cases = {c.id: c for c in store.iter_cases()}
-            strata: dict[tuple[str, str], list[tuple[str, str]]] = {}
-            for r in store.responses(status="ok"):
-                c = cases.get(r.case_id)
-                if c is None or not (r.text or "").strip():
-                    continue
-                strata.setdefault((c.group_label(), c.template), []).append((r.target, r.case_id))
-            if not strata:
-                raise FairpairError("the run has no answers to sample", file=run_dir)
-            rng = random.Random(seed)
-            keys = sorted(strata)
+    with Run.open(run_dir, "w") as run:
+        store = run.store
+        b = run.battery().battery
+        name, m, rubric, ctx = _judge_measure(b, measure)
+        cases = {c.id: c for c in store.iter_cases()}
+        strata: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        for r in store.responses(status="ok"):
+            c = cases.get(r.case_id)
+            if c is None or not (r.text or "").strip():
+                continue
+            strata.setdefault((c.group_label(), c.template), []).append((r.target, r.case_id))
+        if not strata:
+            raise FairpairError("the run has no answers to sample", file=run_dir)
+        rng = random.Random(seed)
+        keys = sorted(strata)
+        for k in keys:
+            strata[k].sort()
+            rng.shuffle(strata[k])
+        chosen: list[tuple[str, str, tuple[str, str]]] = []
+        depth = 0
+        while len(chosen) < n and any(depth < len(strata[k]) for k in keys):
             for k in keys:
-                strata[k].sort()
-                rng.shuffle(strata[k])
-            chosen: list[tuple[str, str, tuple[str, str]]] = []
-            depth = 0
-            while len(chosen) < n and any(depth < len(strata[k]) for k in keys):
-                for k in keys:
-                    if depth < len(strata[k]) and len(chosen) < n:
-                        chosen.append((*strata[k][depth], k))
-                depth += 1
-            rng.shuffle(chosen)
-            texts = {(r.target, r.case_id): r.text or "" for r in store.responses(status="ok")}
-            mk = ctx.masker
-            dims = list(rubric)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            key_path = out.with_name(out.stem + ".key.csv")
-            key_rows = []
-            with open(out, "w", newline="", encoding="utf-8") as fh:
-                w = csv.writer(fh)
-                w.writerow(["sample_id", "prompt", "answer", *dims, "comment"])
-                for target, case_id, (group, template) in chosen:
-                    c = cases[case_id]
-                    sid = _sample_id(target, case_id)
-                    w.writerow([sid, mk.mask(c.turns[-1] if c.turns else ""), mk.mask(texts[(target, case_id)]),
-                                *([""] * len(dims)), ""])
-                    key_rows.append([sid, target, case_id, group, template])
-            with open(key_path, "w", newline="", encoding="utf-8") as fh:
-                w = csv.writer(fh)
-                w.writerow(["sample_id", "target", "case_id", "group", "template"])
-                w.writerows(key_rows)
-            store.event("calibration_export", {"measure": name, "labels": str(out), "seed": seed,
-                                               "samples": {r[0]: [r[1], r[2]] for r in key_rows}})
-        finally:
-            store.close()
+                if depth < len(strata[k]) and len(chosen) < n:
+                    chosen.append((*strata[k][depth], k))
+            depth += 1
+        rng.shuffle(chosen)
+        texts = {(r.target, r.case_id): r.text or "" for r in store.responses(status="ok")}
+        mk = ctx.masker
+        dims = list(rubric)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        key_path = out.with_name(out.stem + ".key.csv")
+        key_rows = []
+        with open(out, "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(["sample_id", "prompt", "answer", *dims, "comment"])
+            for target, case_id, (group, template) in chosen:
+                c = cases[case_id]
+                sid = _sample_id(target, case_id)
+                w.writerow([sid, mk.mask(c.turns[-1] if c.turns else ""), mk.mask(texts[(target, case_id)]),
+                            *([""] * len(dims)), ""])
+                key_rows.append([sid, target, case_id, group, template])
+        with open(key_path, "w", newline="", encoding="utf-8") as fh:
+            w = csv.writer(fh)
+            w.writerow(["sample_id", "target", "case_id", "group", "template"])
+            w.writerows(key_rows)
+        store.event("calibration_export", {"measure": name, "labels": str(out), "seed": seed,
+                                           "samples": {r[0]: [r[1], r[2]] for r in key_rows}})
     return ExportResult(out, key_path, len(chosen), len(keys), name, tuple(dims))
 
 
@@ -219,12 +215,13 @@ def score_label_files(run_dir: Path, files: list[Path], *, measure: str | None =
     import pandas as pd
 
     from fairpair.measures._calibration import score_labels
-    from fairpair.run._runner import loaded_from_store, open_run
+    from fairpair.store import Run
 
     if not files:
         raise FairpairError("give at least one labels file")
-    with open_run(Path(run_dir), readonly=True) as store:
-        b = loaded_from_store(store).battery
+    with Run.open(Path(run_dir)) as run:
+        store = run.store
+        b = run.battery().battery
         name, m, rubric, _ = _judge_measure(b, measure)
         known = _read_key(store, key)
         if not known:

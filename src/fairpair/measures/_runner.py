@@ -470,22 +470,14 @@ def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | 
         judge identical to a target without ``allow_self_judging``, a missing
         embedder, a pairwise measure whose counterparts the run has none of.
     """
-    from fairpair.run._runner import RunLock, loaded_from_store
-    from fairpair.run._store import Store
+    from fairpair.store import Run
 
-    run_dir = Path(run_dir)
-    if not run_dir.exists():
-        raise FairpairError("run directory not found", file=run_dir)
-    with RunLock(run_dir):
-        store = Store.open(run_dir, create=False)
-        try:
-            loaded = loaded_from_store(store)
-            return asyncio.run(_measure(store, loaded, run_dir, console, measures, judge, settings))
-        finally:
-            store.close()
+    with Run.open(run_dir, "w") as run:
+        return asyncio.run(_measure(run, console, measures, judge, settings))
 
 
-async def _measure(store, loaded, run_dir, console, names, judge, settings) -> MeasureRunResult:
+async def _measure(run, console, names, judge, settings) -> MeasureRunResult:
+    store, loaded, run_dir = run.store, run.battery(), run.path
     b = loaded.battery
     ms = build_measures(b, names)
     bdir = Path(loaded.path).parent if loaded.path else None
@@ -526,7 +518,7 @@ async def _measure(store, loaded, run_dir, console, names, judge, settings) -> M
             except Exception:  # noqa: BLE001
                 pass
         store.event("measure_finished", {n: vars(c) for n, c in ctx.counts.items()})
-    _record_in_manifest(store, run_dir, ctx, list(ms), warnings)
+    _record_in_manifest(run, ctx, list(ms), warnings)
     if console is not None:
         _print_counts(console, ctx.counts, warnings)
     return MeasureRunResult(Path(run_dir), dict(ctx.counts), scales, ctx.judge_identity, dict(ctx.embedders),
@@ -557,14 +549,12 @@ async def _measure_progress(console, name: str, m: Measure, ctx: MeasureContext,
     await poll_progress(console, f"measure {name}", todo, done, extra)
 
 
-def _record_in_manifest(store, run_dir, ctx: MeasureContext, names: Iterable[str], warnings: list[str]) -> None:
+def _record_in_manifest(run, ctx: MeasureContext, names: Iterable[str], warnings: list[str]) -> None:
     """Add the judge, its prompts and the embedders to ``manifest.json`` (merged with earlier sessions)."""
-    from fairpair.run._runner import MANIFEST_NAME, write_manifest
-
-    path = Path(run_dir) / MANIFEST_NAME
+    store = run.store
     try:
-        old = json.loads(path.read_text(encoding="utf-8")).get("measurement") or {}
-    except (OSError, ValueError):
+        old = run.manifest().get("measurement") or {}
+    except (FairpairError, AttributeError):  # unreadable, not an object, or a block that is not one
         old = {}
     block = dict(old)
     if ctx.judge_identity is not None:
@@ -582,7 +572,7 @@ def _record_in_manifest(store, run_dir, ctx: MeasureContext, names: Iterable[str
     if embedders:
         block["embedders"] = embedders
     if block != old:
-        write_manifest(run_dir, store, {"measurement": block})
+        run.write_manifest({"measurement": block})
 
 
 #: answers read from the store at a time (and handed to ``Measure.prepare`` together)

@@ -136,7 +136,7 @@ def _fill_value(battery) -> str:
 def _anchor_item(battery, sid: str, tone: str, prompt: str, answer: str, k: int):
     from fairpair.cases._case import Case
     from fairpair.measures._base import MeasureItem
-    from fairpair.run._store import Response
+    from fairpair.store import Response
 
     cid = f"judge_self_test/{sid}/{tone}"
     case = Case(id=cid, battery=battery.name, design="judge_self_test", design_kind="baseline", template=sid,

@@ -1,8 +1,9 @@
 """Everything a report shows, read once from a run directory into frozen records.
 
-Sources: ``RUN/results.json`` (the analysis, schema ``fairpair.results/2``;
-optional), ``RUN/manifest.json`` (provenance) and ``RUN/store.sqlite``
-(battery, answers, measurements, failures). Nothing is written here.
+Sources, all through one :class:`fairpair.store.Run` opened read-only once:
+``RUN/results.json`` (the analysis, schema ``fairpair.results/2``; optional),
+``RUN/manifest.json`` (provenance) and ``RUN/store.sqlite`` (battery, answers,
+measurements, failures). Nothing is written here.
 """
 
 from __future__ import annotations
@@ -15,13 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from fairpair.errors import FairpairError
+from fairpair.store import MANIFEST_NAME, RESULTS_NAME, RESULTS_SCHEMA
 
-__all__ = ["ReportData", "TargetInfo", "GroupValue", "EvidencePair", "load_report_data", "RESULTS_SCHEMA",
-           "group_label", "measure_label", "comparison_key"]
+__all__ = ["ReportData", "TargetInfo", "GroupValue", "EvidencePair", "load_report_data", "read_report_data",
+           "RESULTS_SCHEMA", "MANIFEST_NAME", "RESULTS_NAME", "group_label", "measure_label", "comparison_key"]
 
-RESULTS_SCHEMA = "fairpair.results/2"
-RESULTS_NAME = "results.json"
-MANIFEST_NAME = "manifest.json"
 #: Matched sets quoted per failing comparison.
 EVIDENCE_PER_COMPARISON = 3
 
@@ -142,44 +141,6 @@ def measure_label(battery: Any, measure: str) -> str:
     return measure
 
 
-def _decode(b: bytes) -> str:
-    """SQLite text as str; bytes that are not UTF-8 (a store written by another tool) become U+FFFD."""
-    return b.decode("utf-8", errors="replace")
-
-
-def _read_json(path: Path, what: str) -> dict[str, Any] | None:
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise FairpairError(f"cannot read the {what}: {exc}", file=path) from None
-    if not isinstance(data, dict):
-        raise FairpairError(f"the {what} is not a JSON object", file=path)
-    return data
-
-
-def _load_results(run_dir: Path) -> dict[str, Any] | None:
-    path = run_dir / RESULTS_NAME
-    data = _read_json(path, "analysis results")
-    if data is None:
-        return None
-    schema = data.get("schema")
-    if schema != RESULTS_SCHEMA:
-        raise FairpairError(f"results.json has schema {schema!r}; this fairpair reads {RESULTS_SCHEMA!r}",
-                            file=path, key="schema",
-                            hint="rerun `fairpair analyze` with this version of fairpair")
-    from fairpair.analysis._results import Results
-    from fairpair.errors import validation_summary
-
-    try:  # the report reads it as data: a malformed file is refused here, with its problems
-        Results.model_validate(data)
-    except ValueError as exc:
-        raise FairpairError(f"results.json is malformed: {validation_summary(exc)}", file=path,
-                            hint="rerun `fairpair analyze RUN` to write it again") from None
-    return data
-
-
 def _signal_values(battery: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Every variant of every group (values) and every declared group reference (terms)."""
     from fairpair.measures._mask import _trim, fold
@@ -235,7 +196,7 @@ def _group_values(store: Any, battery: Any, results: dict[str, Any] | None,
 
     from fairpair.analysis._data import load_run_data, measure_scale, pairs_for, strata_for
 
-    data = load_run_data(store.conn, keep_details=False, language=battery.language, statuses=True)
+    data = load_run_data(store, keep_details=False, language=battery.language, statuses=True)
     used: dict[tuple[str, str, str, str], set[int]] = {}
     comparisons = (results or {}).get("comparisons") or []
     if comparisons:
@@ -313,17 +274,12 @@ def _targets(store: Any, manifest: dict[str, Any]) -> list[TargetInfo]:
     for name in names:
         served: Counter[str] = Counter()
         prints: Counter[str] = Counter()
-        for model, fp, cnt in store.conn.execute(
-                "SELECT model, system_fingerprint, COUNT(*) FROM responses WHERE target=? AND status='ok' "
-                "GROUP BY model, system_fingerprint", (name,)):
+        for model, fp, cnt in store.served_models(name):
             served[model or "?"] += cnt
             if fp:
                 prints[fp] += cnt
         reasons: Counter[str] = Counter()
-        for (err,) in store.conn.execute(
-                "SELECT error FROM responses r WHERE target=? AND status='failed' AND NOT EXISTS "
-                "(SELECT 1 FROM responses o WHERE o.target=r.target AND o.case_id=r.case_id AND o.status='ok')",
-                (name,)):
+        for err in store.unanswered_errors(name):
             reasons[_reason(err)] += 1
         c = store.counts(name)
         out.append(TargetInfo(name, (manifest.get("targets") or {}).get(name) or {}, dict(served), dict(prints),
@@ -337,24 +293,11 @@ def _reason(err: str | None) -> str:
     return first[:120]
 
 
-def _measurement_counts(store: Any) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    q = ("SELECT measure, status, COUNT(*) FROM measurements m WHERE status IN ('ok','missing') OR NOT EXISTS "
-         "(SELECT 1 FROM measurements o WHERE o.target=m.target AND o.case_id=m.case_id AND o.measure=m.measure "
-         "AND o.status IN ('ok','missing')) GROUP BY measure, status")
-    for measure, status, cnt in store.conn.execute(q):
-        out.setdefault(measure, {"ok": 0, "missing": 0, "failed": 0})[status] = cnt
-    return out
-
-
 def _measured_value(store: Any, target: str, case_id: str, measure: str) -> Any:
     base, _, fld = measure.partition(".")
     for m in (measure, base) if fld else (measure,):
-        row = store.conn.execute(
-            "SELECT value FROM measurements WHERE target=? AND case_id=? AND measure=? AND status='ok' "
-            "ORDER BY id DESC LIMIT 1", (target, case_id, m)).fetchone()
-        if row and row[0] is not None:
-            v = json.loads(row[0])
+        v = store.latest_value(target, case_id, m)
+        if v is not None:
             if m == base and fld and isinstance(v, dict):
                 return v.get(fld)
             return v
@@ -369,9 +312,8 @@ def _evidence(store: Any, results: dict[str, Any] | None, masker: Any,
         return out
 
     def answer(target: str, cid: str) -> str | None:
-        row = store.conn.execute("SELECT text FROM responses WHERE target=? AND case_id=? AND status='ok' "
-                                 "ORDER BY id LIMIT 1", (target, cid)).fetchone()
-        return None if row is None else masker(row[0] or "")
+        text = store.answer_text(target, cid)
+        return None if text is None else masker(text)
 
     for comp in results.get("comparisons") or []:
         if comp.get("verdict") != "fail":
@@ -409,7 +351,7 @@ def _evidence(store: Any, results: dict[str, Any] | None, masker: Any,
 def _case_signal_values(store: Any) -> set[str]:
     """Every variant the cases actually used (lexicon groups included)."""
     vals: set[str] = set()
-    for (data,) in store.conn.execute("SELECT data FROM cases"):
+    for _cid, _seq, data in store.case_rows(ordered=False):
         for v in (json.loads(data).get("variants") or {}).values():
             if isinstance(v, str):
                 vals.add(v)
@@ -420,7 +362,7 @@ def _collected(store: Any, battery: Any) -> list[dict[str, Any]]:
     """Cases and answers per design and cell: ``{design, cell, label, cases, answered: {target: n}}``."""
     answered: dict[str, set[str]] = {t: store.answered_ids(t) for t in store.targets()}
     cells: dict[tuple[str, str], dict[str, Any]] = {}
-    for (data,) in store.conn.execute("SELECT data FROM cases ORDER BY seq"):
+    for _cid, _seq, data in store.case_rows():
         c = json.loads(data)
         groups = c.get("groups") or {}
         cell = "baseline" if c.get("baseline") else ", ".join(f"{k}={v}" for k, v in groups.items())
@@ -473,36 +415,41 @@ def load_report_data(run_dir: Path, *, language: str | None = None,
         ``run_dir`` is not a run directory, or results.json/manifest.json are
         unreadable or of an unknown schema.
     """
+    from fairpair.store import Run
+
+    with Run.open(Path(run_dir), lenient_text=True) as run:
+        return read_report_data(run, language=language, evidence=evidence)
+
+
+def read_report_data(run: Any, *, language: str | None = None,
+                     evidence: int = EVIDENCE_PER_COMPARISON) -> ReportData:
+    """:func:`load_report_data` from a :class:`fairpair.store.Run` already open (the only read of the
+    run a report makes: every stage after this one renders the :class:`ReportData`)."""
     from fairpair.measures._mask import _trim, fold
-    from fairpair.run._runner import open_run
 
-    run_dir = Path(run_dir)
-    manifest = _read_json(run_dir / MANIFEST_NAME, "run manifest") or {}
-    results = _load_results(run_dir)
+    run_dir = run.path
+    manifest = run.manifest()
+    results = run.results_json()
     warnings: list[str] = []
-    with open_run(run_dir, readonly=True) as store:
-        store.conn.text_factory = _decode
-        battery = None
-        try:
-            from fairpair.run._runner import loaded_from_store
-
-            battery = loaded_from_store(store).battery
-        except FairpairError as exc:
-            warnings.append(exc.message)
-        lang = language or (battery.language if battery is not None else None) or "en"
-        if lang not in ("es", "en"):
-            raise FairpairError(f"unknown report language {lang!r}; use es or en", key="--lang")
-        values, terms = _signal_values(battery)
-        used = [v for v in _case_signal_values(store) if _trim(fold(v))]
-        values = tuple(dict.fromkeys([*values, *used]))
-        masker = _LazyMasker(battery, values, terms, warnings)  # compiled only if evidence is quoted
-        drops: dict[str, dict[str, int]] = {}
-        data = ReportData(
-            run_dir=run_dir, language=lang, battery=battery,
-            battery_name=(battery.name if battery is not None else manifest.get("battery", run_dir.name)),
-            manifest=manifest, results=results, targets=_targets(store, manifest),
-            measurement_counts=_measurement_counts(store),
-            group_values=_group_values(store, battery, results, drops),
-            evidence=_evidence(store, results, masker, evidence), mask_values=values, mask_terms=terms,
-            n_cases=store.n_cases(), collected=_collected(store, battery), warnings=warnings, drop_reasons=drops)
-    return data
+    store = run.store
+    battery = None
+    try:
+        battery = run.battery().battery
+    except FairpairError as exc:
+        warnings.append(exc.message)
+    lang = language or (battery.language if battery is not None else None) or "en"
+    if lang not in ("es", "en"):
+        raise FairpairError(f"unknown report language {lang!r}; use es or en", key="--lang")
+    values, terms = _signal_values(battery)
+    used = [v for v in _case_signal_values(store) if _trim(fold(v))]
+    values = tuple(dict.fromkeys([*values, *used]))
+    masker = _LazyMasker(battery, values, terms, warnings)  # compiled only if evidence is quoted
+    drops: dict[str, dict[str, int]] = {}
+    return ReportData(
+        run_dir=run_dir, language=lang, battery=battery,
+        battery_name=(battery.name if battery is not None else manifest.get("battery", run_dir.name)),
+        manifest=manifest, results=results, targets=_targets(store, manifest),
+        measurement_counts=store.measurement_row_counts(),
+        group_values=_group_values(store, battery, results, drops),
+        evidence=_evidence(store, results, masker, evidence), mask_values=values, mask_terms=terms,
+        n_cases=store.n_cases(), collected=_collected(store, battery), warnings=warnings, drop_reasons=drops)

@@ -67,14 +67,12 @@ def _js(v: Any) -> str | None:
 
 def export_tables(run_dir: Path) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
     """The export tables of a run: name -> (columns, rows). Text is :func:`clean`-ed."""
-    from fairpair.run._runner import open_run
+    from fairpair.store import Run
 
     run_dir = Path(run_dir)
     out: dict[str, tuple[list[str], list[dict[str, Any]]]] = {}
-    with open_run(run_dir, readonly=True) as store:
-        from fairpair.report._data import _decode
-
-        store.conn.text_factory = _decode
+    with Run.open(run_dir, lenient_text=True) as run:
+        store = run.store
         cases = {c.id: c for c in store.iter_cases()}
         keys: dict[str, None] = {}
         for c in cases.values():
@@ -104,12 +102,8 @@ def export_tables(run_dir: Path) -> dict[str, tuple[list[str], list[dict[str, An
                  for m in store.measurements(status=None)]
         out["measurements"] = (["target", "case_id", "measure", "status", "value", "value_num", "error", "detail"],
                                mrows)
-    res_path = run_dir / "results.json"
-    if res_path.exists():
-        try:
-            res = json.loads(res_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise FairpairError(f"cannot read the analysis results: {exc}", file=res_path) from None
+        res = run.results_json(validate=False)  # exported as it is, whatever fairpair wrote it
+    if res is not None:
         crow, cols = [], {}
         for comp in res.get("comparisons") or []:
             row = {k: v for k, v in comp.items() if v is None or isinstance(v, (str, int, float, bool))}

@@ -56,7 +56,7 @@ import aiohttp
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from fairpair.errors import FairpairError
-from fairpair.run._store import Store
+from fairpair.store import Store
 
 __all__ = ["BATCH_DIR", "COMPLETION_WINDOW", "MAX_BYTES", "MAX_REQUESTS", "BatchClient", "BatchSummary",
            "batch_session", "batch_target_names", "custom_id", "ingest_batch", "parse_custom_id"]

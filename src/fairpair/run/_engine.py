@@ -19,7 +19,7 @@ from typing import Any
 
 from fairpair._calls import CallOutcome, ModelCaller, RateLimiter, describe_error, worker_pool
 from fairpair.cases._case import Case
-from fairpair.run._store import Store
+from fairpair.store import Store
 from fairpair.targets._base import ChatRequest, Completion
 
 __all__ = ["RunSettings", "RateLimiter", "run_target", "redact", "request_for"]

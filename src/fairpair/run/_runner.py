@@ -9,8 +9,6 @@ second process from using the same directory at the same time.
 from __future__ import annotations
 
 import asyncio
-import fcntl
-import hashlib
 import json
 import os
 import platform
@@ -29,60 +27,16 @@ from fairpair.cases._expand import Expansion, expand
 from fairpair.errors import FairpairError
 from fairpair.run._engine import RunSettings, run_target
 from fairpair.run._preflight import CircuitBreaker, CircuitOpen, preflight_into_store
-from fairpair.run._store import Store
+from fairpair.store import Run, Store, plan_hash
+# moved to fairpair.store; importable from here as before
+from fairpair.store import LOCK_NAME, MANIFEST_NAME, RunLock, loaded_from_store, write_manifest  # noqa: F401
 
 __all__ = ["RunLock", "plan_hash", "default_run_dir", "execute_run", "write_manifest", "build_target",
            "target_secrets", "package_versions", "open_run"]
 
-LOCK_NAME = ".fairpair.lock"
-MANIFEST_NAME = "manifest.json"
-
-
-def plan_hash(loaded: LoadedBattery) -> str:
-    """sha256 of the pre-registered analysis plan and the measures it relies on."""
-    b = loaded.battery
-    blob = json.dumps({"analysis": b.analysis.model_dump(mode="json"),
-                       "measures": {k: v.model_dump(mode="json") for k, v in b.measures.items()}},
-                      sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-
 def default_run_dir(loaded: LoadedBattery) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path("runs") / f"{loaded.battery.name}-{stamp}"
-
-
-class RunLock:
-    """An exclusive, non-blocking lock on a run directory (``fcntl.flock``)."""
-
-    def __init__(self, run_dir: Path):
-        self.path = Path(run_dir) / LOCK_NAME
-        self.fh = None
-
-    def __enter__(self) -> "RunLock":
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.fh = open(self.path, "a+")
-        except OSError as exc:
-            raise FairpairError(f"cannot use the run directory: {exc.strerror}", file=self.path.parent) from None
-        try:
-            fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self.fh.seek(0)
-            holder = self.fh.read().strip() or "another process"
-            self.fh.close()
-            raise FairpairError(f"this run directory is in use by {holder}; wait for it to finish "
-                                "(two processes must not write one run)", file=self.path.parent) from None
-        self.fh.seek(0)
-        self.fh.truncate()
-        self.fh.write(f"fairpair pid {os.getpid()}")
-        self.fh.flush()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.fh:
-            fcntl.flock(self.fh.fileno(), fcntl.LOCK_UN)
-            self.fh.close()
 
 
 def package_versions() -> dict[str, str]:
@@ -156,28 +110,10 @@ def build_target(name: str, spec, *, base_dir: Path | None = None, language: str
 
 @contextmanager
 def open_run(run_dir: Path, *, readonly: bool = False) -> Iterator[Store]:
-    """Open an existing run directory's store (read-only by default for reporting)."""
-    run_dir = Path(run_dir)
-    if not run_dir.exists():
-        raise FairpairError("run directory not found", file=run_dir)
-    store = Store.open(run_dir, create=False, readonly=readonly)
-    try:
-        yield store
-    finally:
-        store.close()
-
-
-def loaded_from_store(store: Store) -> LoadedBattery:
-    """Rebuild the battery a run was made from (stored at the start of the run)."""
-    from fairpair.battery._schema import Battery
-    from fairpair.battery._yaml import Located
-
-    data = store.get_meta("battery")
-    if data is None:
-        raise FairpairError("this run directory has no battery recorded", file=store.path)
-    b = Battery.model_validate(data)
-    return LoadedBattery(b, Path(store.get_meta("battery_path", "battery.yaml")), Located(data=data),
-                         store.get_meta("battery_sha256", ""))
+    """An existing run directory's store: the tables of :meth:`fairpair.store.Run.open` for callers that
+    want only those (``readonly``, no lock; else writable, holding the directory's lock)."""
+    with Run.open(run_dir, "r" if readonly else "w") as run:
+        yield run.store
 
 
 @dataclass
@@ -187,59 +123,6 @@ class RunOutcome:
     cases_added: int = 0  # cases a resumed run added because the battery changed
     warnings: list[str] = field(default_factory=list)  # said loudly at the end of the run (a mixed fleet...)
     batch: Any = None  # fairpair.run._batch.BatchSummary when a target runs through a provider's batch API
-
-
-def _record_battery(store: Store, loaded: LoadedBattery) -> dict[str, Any]:
-    b = loaded.battery
-    existing = store.get_meta("battery")
-    notes: dict[str, Any] = {}
-    if existing is not None and existing.get("name") != b.name:
-        raise FairpairError(f"this run directory belongs to battery '{existing.get('name')}', not '{b.name}'; "
-                            "use another --out", file=store.path.parent)
-    new_plan = plan_hash(loaded)
-    if store.set_meta_once("battery", b.model_dump(mode="json")):
-        store.set_meta_once("battery_path", str(loaded.path))
-        store.set_meta_once("battery_sha256", loaded.sha256)
-        store.set_meta_once("plan_sha256", new_plan)
-        store.event("plan_registered", {"plan_sha256": new_plan, "battery_sha256": loaded.sha256})
-    else:
-        old_plan = store.get_meta("plan_sha256")
-        if old_plan != new_plan:
-            store.event("plan_changed", {"registered": old_plan, "now": new_plan})
-        if store.get_meta("battery_sha256") != loaded.sha256:
-            store.event("battery_changed", {"registered": store.get_meta("battery_sha256"), "now": loaded.sha256})
-    changes = store.events("plan_changed")
-    if changes:
-        notes["plan_changed_after_registration"] = True
-    return notes
-
-
-def write_manifest(run_dir: Path, store: Store, extra: dict[str, Any]) -> dict[str, Any]:
-    """Write ``manifest.json`` atomically (temp file + rename); never holds a secret."""
-    path = Path(run_dir) / MANIFEST_NAME
-    old: dict[str, Any] = {}
-    if path.exists():
-        try:
-            old = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            old = {}
-    m = {**old, **extra}
-    m["counts"] = {t: store.counts(t) | {"cases": store.n_cases()} for t in (m.get("targets") or {})}
-    m["plan_changed_after_registration"] = bool(store.events("plan_changed"))
-    changed = sorted({e["target"] for e in store.events("target_changed")})
-    if changed:  # answers of these targets were produced under other options than those recorded now
-        m["targets_changed_after_answers"] = changed
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        # a lone surrogate (e.g. from a model's answer quoted in a judge prompt) is written as a
-        # JSON \uXXXX escape, so the file stays valid UTF-8 and valid JSON
-        tmp.write_text(json.dumps(m, indent=2, ensure_ascii=False, sort_keys=True, default=str) + "\n",
-                       encoding="utf-8", errors="backslashreplace")
-        tmp.replace(path)
-    except OSError as exc:
-        raise FairpairError(f"cannot write the manifest: {exc.strerror}", file=path,
-                            hint="the answers stored so far are kept; fix the cause and run again") from None
-    return m
 
 
 def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, only_targets: list[str] | None = None,
@@ -259,81 +142,78 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
         if unknown:
             raise FairpairError(f"unknown target(s) {unknown}; the battery has {list(specs)}", file=loaded.path)
         specs = {k: v for k, v in specs.items() if k in only_targets}
-    with RunLock(run_dir):
-        store = Store.open(run_dir)
+    with Run.open(run_dir, "w", create=True) as run:
+        store = run.store
+        notes = run.record_battery(loaded)
+        exp = Expansion(b.name, loaded.sha256)
+        before = store.n_cases()
+        total = store.add_cases(expand(loaded, exp))
+        added = total - before if before else 0  # a resumed run whose battery now expands to more cases
+        if added:
+            store.event("cases_added", {"before": before, "added": added})
+        started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        targets = {name: build_target(name, spec, base_dir=loaded.path.parent, language=b.language)
+                   for name, spec in specs.items()}
+        for t in targets.values():  # fail once, before the run, if a backend cannot start
+            if hasattr(t, "load"):
+                asyncio.run(t.load())
+        identities = {name: t.identity() for name, t in targets.items()}
+        for name, ident in identities.items():  # a resumed run whose target changed says so
+            if not store.set_meta_once(f"target.{name}", ident) and store.get_meta(f"target.{name}") != \
+                    json.loads(json.dumps(ident, sort_keys=True, default=str)):
+                store.event("target_changed", {"target": name, "now": ident})
+        secrets = [s for spec in specs.values() for s in target_secrets(spec.options())]
+        base = {"fairpair_version": __version__, "battery": b.name, "battery_sha256": loaded.sha256,
+                "battery_path": str(loaded.path), "selection": loaded.selection,
+                "plan_sha256": store.get_meta("plan_sha256"),
+                "plan_sha256_now": plan_hash(loaded), "expansion": exp.manifest(), "targets": identities,
+                "settings": settings.__dict__, "packages": package_versions(),
+                "git_revision": {"battery": _git_rev(loaded.path.parent),
+                                 "fairpair": _git_rev(Path(__file__).parent)},
+                "started_at": started, "finished_at": None, **notes}
+        run.write_manifest(base)
+        store.event("run_started", {"targets": list(targets), "cases": total})
+        stats = {}
+        batch_summary = None
         try:
-            notes = _record_battery(store, loaded)
-            exp = Expansion(b.name, loaded.sha256)
-            before = store.n_cases()
-            total = store.add_cases(expand(loaded, exp))
-            added = total - before if before else 0  # a resumed run whose battery now expands to more cases
-            if added:
-                store.event("cases_added", {"before": before, "added": added})
-            started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-            targets = {name: build_target(name, spec, base_dir=loaded.path.parent, language=b.language)
-                       for name, spec in specs.items()}
-            for t in targets.values():  # fail once, before the run, if a backend cannot start
-                if hasattr(t, "load"):
-                    asyncio.run(t.load())
-            identities = {name: t.identity() for name, t in targets.items()}
-            for name, ident in identities.items():  # a resumed run whose target changed says so
-                if not store.set_meta_once(f"target.{name}", ident) and store.get_meta(f"target.{name}") != \
-                        json.loads(json.dumps(ident, sort_keys=True, default=str)):
-                    store.event("target_changed", {"target": name, "now": ident})
-            secrets = [s for spec in specs.values() for s in target_secrets(spec.options())]
-            base = {"fairpair_version": __version__, "battery": b.name, "battery_sha256": loaded.sha256,
-                    "battery_path": str(loaded.path), "selection": loaded.selection,
-                    "plan_sha256": store.get_meta("plan_sha256"),
-                    "plan_sha256_now": plan_hash(loaded), "expansion": exp.manifest(), "targets": identities,
-                    "settings": settings.__dict__, "packages": package_versions(),
-                    "git_revision": {"battery": _git_rev(loaded.path.parent),
-                                     "fairpair": _git_rev(Path(__file__).parent)},
-                    "started_at": started, "finished_at": None, **notes}
-            write_manifest(run_dir, store, base)
-            store.event("run_started", {"targets": list(targets), "cases": total})
-            stats = {}
-            batch_summary = None
-            try:
-                from fairpair.run._batch import batch_session, batch_target_names
+            from fairpair.run._batch import batch_session, batch_target_names
 
-                batch_names = batch_target_names(store, targets, requested=batch)
-                if batch_names:  # through the provider's batch API: submit and/or poll and ingest
-                    batch_summary = batch_session(store, run_dir, {n: targets[n] for n in batch_names},
-                                                  lambda: expand(loaded), submit=batch, secrets=secrets,
-                                                  tools=b.all_tools() or None, templates=b.templates)
-                    base["batches"] = _batch_manifest(store, batch_names)
-                for name, target in targets.items():
-                    if name in batch_names:
-                        continue
-                    if settings.preflight:  # one case first: a broken target stops here, exit 2
-                        preflight_into_store(store, name, target, expand(loaded), settings, tools=b.all_tools() or None,
-                                             tool_map=b.all_tool_results() or None, secrets=secrets)
-                    todo = total - len(store.answered_ids(name))
-                    if progress:
-                        progress.start_target(name, total=total, todo=todo)
-                    cb = progress.case_done if progress else None
-                    stats[name] = asyncio.run(_run_one(store, name, target, loaded, settings, secrets, cb))
-                    if progress:
-                        progress.end_target(name)
-            finally:
-                for t in targets.values():
-                    try:
-                        asyncio.run(t.aclose())
-                    except Exception:  # noqa: BLE001
-                        pass
-            finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
-            store.event("run_finished", {n: s.__dict__ for n, s in stats.items()})
-            fleets, warnings = _fleet_reports(store, targets)
-            if fleets:
-                base["fleets"] = fleets
-            from fairpair.measures.status import status_summary
-
-            statuses = {n: sm.to_json() for n, sm in status_summary(store, b.language).items()}
-            manifest = write_manifest(run_dir, store, {**base, "finished_at": finished,
-                                                       "last_session": {n: s.__dict__ for n, s in stats.items()},
-                                                       "answer_statuses": statuses})
+            batch_names = batch_target_names(store, targets, requested=batch)
+            if batch_names:  # through the provider's batch API: submit and/or poll and ingest
+                batch_summary = batch_session(store, run_dir, {n: targets[n] for n in batch_names},
+                                              lambda: expand(loaded), submit=batch, secrets=secrets,
+                                              tools=b.all_tools() or None, templates=b.templates)
+                base["batches"] = _batch_manifest(store, batch_names)
+            for name, target in targets.items():
+                if name in batch_names:
+                    continue
+                if settings.preflight:  # one case first: a broken target stops here, exit 2
+                    preflight_into_store(store, name, target, expand(loaded), settings, tools=b.all_tools() or None,
+                                         tool_map=b.all_tool_results() or None, secrets=secrets)
+                todo = total - len(store.answered_ids(name))
+                if progress:
+                    progress.start_target(name, total=total, todo=todo)
+                cb = progress.case_done if progress else None
+                stats[name] = asyncio.run(_run_one(store, name, target, loaded, settings, secrets, cb))
+                if progress:
+                    progress.end_target(name)
         finally:
-            store.close()
+            for t in targets.values():
+                try:
+                    asyncio.run(t.aclose())
+                except Exception:  # noqa: BLE001
+                    pass
+        finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        store.event("run_finished", {n: s.__dict__ for n, s in stats.items()})
+        fleets, warnings = _fleet_reports(store, targets)
+        if fleets:
+            base["fleets"] = fleets
+        from fairpair.measures.status import status_summary
+
+        statuses = {n: sm.to_json() for n, sm in status_summary(store, b.language).items()}
+        manifest = run.write_manifest({**base, "finished_at": finished,
+                                       "last_session": {n: s.__dict__ for n, s in stats.items()},
+                                       "answer_statuses": statuses})
     return RunOutcome(Path(run_dir), manifest, added, warnings, batch_summary)
 
 

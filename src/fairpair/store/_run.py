@@ -1,0 +1,428 @@
+"""The run directory as one object: :class:`Run`.
+
+A run directory holds ``store.sqlite`` (cases, answers, measurements, events,
+and the battery recorded at the start; see :mod:`fairpair.store._sqlite`),
+``manifest.json`` (provenance), ``results.json`` (the analysis, written by
+``fairpair analyze``) and ``.fairpair.lock`` (held by the one process that
+writes). Every stage opens it here, the way inspect_ai's ``log`` and
+simonw/llm's ``logs.db`` own their files::
+
+    with Run.open(run_dir, "w") as run:      # lock + store + recorded battery
+        loaded = run.battery()
+        run.store.add_measurement(...)
+        run.write_manifest({"measurement": ...})
+
+    with Run.open(run_dir) as run:           # read-only, no lock
+        res = run.results()                  # typed Results, or None
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+from fairpair.errors import FairpairError
+from fairpair.store._sqlite import Measurement, Response, Store
+
+__all__ = ["Run", "RunLock", "loaded_from_store", "plan_hash", "record_battery", "write_manifest",
+           "write_results", "LOCK_NAME", "MANIFEST_NAME", "RESULTS_NAME", "RESULTS_SCHEMA"]
+
+LOCK_NAME = ".fairpair.lock"
+MANIFEST_NAME = "manifest.json"
+RESULTS_NAME = "results.json"
+#: The schema of ``results.json`` this fairpair reads and writes.
+RESULTS_SCHEMA = "fairpair.results/2"
+
+
+class RunLock:
+    """An exclusive, non-blocking lock on a run directory (``fcntl.flock``).
+
+    Raises
+    ------
+    FairpairError
+        Another process holds the lock (its pid is named), or the directory cannot be used.
+    """
+
+    def __init__(self, run_dir: Path):
+        self.path = Path(run_dir) / LOCK_NAME
+        self.fh = None
+
+    def __enter__(self) -> "RunLock":
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.fh = open(self.path, "a+")
+        except OSError as exc:
+            raise FairpairError(f"cannot use the run directory: {exc.strerror}", file=self.path.parent) from None
+        try:
+            fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.fh.seek(0)
+            holder = self.fh.read().strip() or "another process"
+            self.fh.close()
+            raise FairpairError(f"this run directory is in use by {holder}; wait for it to finish "
+                                "(two processes must not write one run)", file=self.path.parent) from None
+        self.fh.seek(0)
+        self.fh.truncate()
+        self.fh.write(f"fairpair pid {os.getpid()}")
+        self.fh.flush()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.fh:
+            fcntl.flock(self.fh.fileno(), fcntl.LOCK_UN)
+            self.fh.close()
+
+
+def plan_hash(loaded: Any) -> str:
+    """sha256 (hex) of the pre-registered analysis plan and the measures it relies on
+    (``loaded``: a :class:`~fairpair.battery.LoadedBattery`)."""
+    b = loaded.battery
+    blob = json.dumps({"analysis": b.analysis.model_dump(mode="json"),
+                       "measures": {k: v.model_dump(mode="json") for k, v in b.measures.items()}},
+                      sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def loaded_from_store(store: Store) -> Any:
+    """The :class:`~fairpair.battery.LoadedBattery` a run was made from (recorded at its start).
+
+    Raises
+    ------
+    FairpairError
+        The store has no battery recorded.
+    """
+    from fairpair.battery._load import LoadedBattery
+    from fairpair.battery._schema import Battery
+    from fairpair.battery._yaml import Located
+
+    data = store.get_meta("battery")
+    if data is None:
+        raise FairpairError("this run directory has no battery recorded", file=store.path)
+    b = Battery.model_validate(data)
+    return LoadedBattery(b, Path(store.get_meta("battery_path", "battery.yaml")), Located(data=data),
+                         store.get_meta("battery_sha256", ""))
+
+
+def record_battery(store: Store, loaded: Any) -> dict[str, Any]:
+    """Record ``loaded`` (and its plan's hash, :func:`plan_hash`) in a new store, or note in an
+    existing one's events that the plan or the battery changed since (nothing is overwritten).
+
+    Returns the manifest notes (``plan_changed_after_registration``).
+
+    Raises
+    ------
+    FairpairError
+        The store belongs to a battery of another name.
+    """
+    b = loaded.battery
+    existing = store.get_meta("battery")
+    notes: dict[str, Any] = {}
+    if existing is not None and existing.get("name") != b.name:
+        raise FairpairError(f"this run directory belongs to battery '{existing.get('name')}', not '{b.name}'; "
+                            "use another --out", file=store.path.parent)
+    new_plan = plan_hash(loaded)
+    if store.set_meta_once("battery", b.model_dump(mode="json")):
+        store.set_meta_once("battery_path", str(loaded.path))
+        store.set_meta_once("battery_sha256", loaded.sha256)
+        store.set_meta_once("plan_sha256", new_plan)
+        store.event("plan_registered", {"plan_sha256": new_plan, "battery_sha256": loaded.sha256})
+    else:
+        old_plan = store.get_meta("plan_sha256")
+        if old_plan != new_plan:
+            store.event("plan_changed", {"registered": old_plan, "now": new_plan})
+        if store.get_meta("battery_sha256") != loaded.sha256:
+            store.event("battery_changed", {"registered": store.get_meta("battery_sha256"), "now": loaded.sha256})
+    if store.events("plan_changed"):
+        notes["plan_changed_after_registration"] = True
+    return notes
+
+
+def write_manifest(run_dir: Path, store: Store, extra: dict[str, Any]) -> dict[str, Any]:
+    """Write ``manifest.json`` atomically (temp file + rename), merged over the one there; never holds
+    a secret. Returns the manifest written.
+
+    Raises
+    ------
+    FairpairError
+        The file cannot be written (the answers stored so far are kept).
+    """
+    path = Path(run_dir) / MANIFEST_NAME
+    old: dict[str, Any] = {}
+    if path.exists():
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            old = {}
+    m = {**old, **extra}
+    m["counts"] = {t: store.counts(t) | {"cases": store.n_cases()} for t in (m.get("targets") or {})}
+    m["plan_changed_after_registration"] = bool(store.events("plan_changed"))
+    changed = sorted({e["target"] for e in store.events("target_changed")})
+    if changed:  # answers of these targets were produced under other options than those recorded now
+        m["targets_changed_after_answers"] = changed
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        # a lone surrogate (e.g. from a model's answer quoted in a judge prompt) is written as a
+        # JSON \uXXXX escape, so the file stays valid UTF-8 and valid JSON
+        tmp.write_text(json.dumps(m, indent=2, ensure_ascii=False, sort_keys=True, default=str) + "\n",
+                       encoding="utf-8", errors="backslashreplace")
+        tmp.replace(path)
+    except OSError as exc:
+        raise FairpairError(f"cannot write the manifest: {exc.strerror}", file=path,
+                            hint="the answers stored so far are kept; fix the cause and run again") from None
+    return m
+
+
+def write_results(run_dir: Path, text: str) -> None:
+    """Write ``RUN/results.json`` atomically; an earlier, different file is kept under
+    ``results.previous/`` (nothing stored is lost).
+
+    Raises
+    ------
+    FairpairError
+        The file cannot be written.
+    """
+    path = Path(run_dir) / RESULTS_NAME
+    try:
+        if path.exists():
+            old = path.read_text(encoding="utf-8")
+            if old != text:
+                keep = path.parent / "results.previous"
+                keep.mkdir(exist_ok=True)
+                stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+                shutil.copy2(path, keep / f"results-{stamp}.json")
+        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        raise FairpairError(f"cannot write results.json: {exc.strerror}", file=Path(run_dir)) from None
+
+
+def _read_json(path: Path, what: str) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise FairpairError(f"cannot read the {what}: {exc}", file=path) from None
+    if not isinstance(data, dict):
+        raise FairpairError(f"the {what} is not a JSON object", file=path)
+    return data
+
+
+class Run:
+    """A run directory, opened once for a stage: the store, the lock, the manifest, the recorded
+    battery and ``results.json``. Open with :meth:`open`; use as a context manager.
+
+    Attributes
+    ----------
+    path : Path
+        The run directory.
+    store : Store
+        Its SQLite tables (:class:`~fairpair.store.Store`: typed, append-only reads and writes).
+        With ``"r"`` the database is opened at the first use of ``store`` (a reader that finds
+        ``results.json`` unreadable stops before touching it); with ``"w"`` at :meth:`open`.
+    mode : ``"r"`` or ``"w"``
+        ``"w"`` holds the directory's :class:`RunLock` until :meth:`close`.
+    """
+
+    def __init__(self, path: Path, store: Store | None, mode: Literal["r", "w"], lock: RunLock | None = None,
+                 *, migrate: bool = False, lenient_text: bool = False):
+        self.path = Path(path)
+        self._store = store
+        self.mode = mode
+        self._lock = lock
+        self._migrate, self._lenient = migrate, lenient_text
+        self._loaded: Any = None
+        self._results: Any = None
+        self._scales: dict[str, str | None] | None = None
+
+    @classmethod
+    def open(cls, path: Path | str, mode: Literal["r", "w"] = "r", *, create: bool = False,
+             migrate: bool = False, lenient_text: bool = False) -> "Run":
+        """Open the run directory ``path``.
+
+        Parameters
+        ----------
+        mode : ``"r"`` (default) or ``"w"``
+            ``"r"``: the store read-only, no lock (several readers may share a run).
+            ``"w"``: the directory's lock first (a second writer is refused), then the store,
+            migrated to this fairpair's schema.
+        create : bool
+            With ``"w"``: create the directory and an empty store if absent (``fairpair run``,
+            ``import-answers``); else a missing directory is an error.
+        migrate : bool
+            With ``"r"``: a store written by an older fairpair is migrated first (append-only
+            schema steps; the one write a reader makes) instead of refused.
+        lenient_text : bool
+            Text that is not UTF-8 reads as U+FFFD (see :meth:`Store.open`).
+
+        Raises
+        ------
+        FairpairError
+            The directory is not found or not a run directory, is in use by another writer
+            (``"w"``), or its store cannot be read (damaged, newer schema, read-only directory).
+        """
+        path = Path(path)
+        if mode not in ("r", "w"):
+            raise ValueError(f"mode must be 'r' or 'w', not {mode!r}")
+        if not create and not path.exists():
+            raise FairpairError("run directory not found", file=path)
+        if mode == "r":
+            return cls(path, None, mode, migrate=migrate, lenient_text=lenient_text)
+        lock = RunLock(path)
+        lock.__enter__()
+        try:
+            store = Store.open(path, create=create, lenient_text=lenient_text)
+        except BaseException:
+            lock.__exit__(None, None, None)
+            raise
+        return cls(path, store, mode, lock)
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            try:
+                self._store = Store.open(self.path, create=False, readonly=True, lenient_text=self._lenient)
+            except FairpairError as exc:
+                if not self._migrate or "needs migrating" not in exc.message:
+                    raise
+                self._store = Store.open(self.path, create=False, lenient_text=self._lenient)
+        return self._store
+
+    def close(self) -> None:
+        """Close the store, then release the lock (``"w"``)."""
+        try:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+        finally:
+            if self._lock is not None:
+                self._lock.__exit__(None, None, None)
+                self._lock = None
+
+    def __enter__(self) -> "Run":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ the recorded battery
+    def battery(self) -> Any:
+        """The :class:`~fairpair.battery.LoadedBattery` recorded at the start of the run (read once).
+
+        Raises
+        ------
+        FairpairError
+            No battery is recorded (a store made by another tool, or emptied).
+        """
+        if self._loaded is None:
+            self._loaded = loaded_from_store(self.store)
+        return self._loaded
+
+    def record_battery(self, loaded: Any) -> dict[str, Any]:
+        """Record the battery (mode ``"w"``), see :func:`record_battery`; later calls of
+        :meth:`battery` return the one recorded first."""
+        return record_battery(self.store, loaded)
+
+    # ------------------------------------------------------------ manifest and results
+    def manifest(self) -> dict[str, Any]:
+        """``manifest.json`` as a dict; ``{}`` when absent.
+
+        Raises
+        ------
+        FairpairError
+            The file is unreadable or not a JSON object.
+        """
+        return _read_json(self.path / MANIFEST_NAME, "run manifest") or {}
+
+    def write_manifest(self, extra: dict[str, Any]) -> dict[str, Any]:
+        """Merge ``extra`` into ``manifest.json`` (see :func:`write_manifest`); returns the manifest."""
+        return write_manifest(self.path, self.store, extra)
+
+    def results_json(self, *, validate: bool = True) -> dict[str, Any] | None:
+        """``results.json`` as its JSON object, checked against :class:`~fairpair.analysis.Results`
+        (``validate``; else only read); None when the analysis has not run.
+
+        Raises
+        ------
+        FairpairError
+            The file is unreadable or not a JSON object; with ``validate``, of another schema than
+            ``fairpair.results/2`` or malformed (its problems listed).
+        """
+        path = self.path / RESULTS_NAME
+        data = _read_json(path, "analysis results")
+        if data is None or not validate:
+            return data
+        schema = data.get("schema")
+        if schema != RESULTS_SCHEMA:
+            raise FairpairError(f"results.json has schema {schema!r}; this fairpair reads {RESULTS_SCHEMA!r}",
+                                file=path, key="schema",
+                                hint="rerun `fairpair analyze` with this version of fairpair")
+        self._results = self._validate(data, path)
+        return data
+
+    def results(self) -> Any:
+        """``results.json`` as the typed :class:`~fairpair.analysis.Results` (its comparisons
+        :class:`~fairpair.analysis.ComparisonResult` records); None when the analysis has not run.
+
+        Raises
+        ------
+        FairpairError
+            As :meth:`results_json`.
+        """
+        if self.results_json() is None:
+            return None
+        return self._results
+
+    @staticmethod
+    def _validate(data: dict[str, Any], path: Path) -> Any:
+        from fairpair.analysis._results import Results
+        from fairpair.errors import validation_summary
+
+        try:  # read as data: a malformed file is refused here, with its problems
+            return Results.model_validate(data)
+        except ValueError as exc:
+            raise FairpairError(f"results.json is malformed: {validation_summary(exc)}", file=path,
+                                hint="rerun `fairpair analyze RUN` to write it again") from None
+
+    def write_results(self, results: Any) -> None:
+        """Write ``results.json`` from a :class:`~fairpair.analysis.Results` (see :func:`write_results`)."""
+        write_results(self.path, results.to_json() + "\n")
+
+    # ------------------------------------------------------------ typed reads
+    def cases(self) -> Iterator[Any]:
+        """Every stored :class:`~fairpair.cases.Case`, in the order of the expansion."""
+        return self.store.iter_cases()
+
+    def case(self, case_id: str) -> Any:
+        """The stored :class:`~fairpair.cases.Case` ``case_id``, or None."""
+        return self.store.case(case_id)
+
+    def responses(self, target: str | None = None, *, status: str | None = "ok") -> Iterator[Response]:
+        """Stored :class:`Response` rows (``status=None``: failures too), in the order stored."""
+        return self.store.responses(target, status=status)
+
+    def measurements(self, measure: str | None = None, *, status: str | None = "ok") -> Iterator[Measurement]:
+        """Stored :class:`Measurement` rows carrying their ``scale`` as the recorded battery declares
+        it (None for a store without a battery or a measure it does not declare)."""
+        for m in self.store.measurements(measure, status=status):
+            yield Measurement(m.target, m.case_id, m.measure, m.status, m.value, m.detail, m.error,
+                              self.scale(m.measure))
+
+    def scale(self, measure: str) -> str | None:
+        """The scale of a stored measure row name (``tone``, ``judge.warmth``) as the recorded
+        battery's measures declare it (:func:`fairpair.measures.measure_scales`); None if unknown."""
+        if self._scales is None:
+            try:
+                from fairpair.measures import measure_scales
+
+                self._scales = dict(measure_scales(self.battery().battery))
+            except Exception:  # noqa: BLE001 - no battery, or a measure that cannot be built here
+                self._scales = {}
+        return self._scales.get(measure)

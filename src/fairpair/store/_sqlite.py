@@ -1,0 +1,854 @@
+"""The run store: one SQLite database per run, append-only, resumable.
+
+Every answer is committed as soon as it arrives (WAL journal; with
+``synchronous=NORMAL`` a committed transaction survives a crash of the process,
+kill -9 included; SQLite docs, "Write-Ahead Logging", section 2.3). Rows are
+never updated or deleted: a case that failed and later succeeded has both rows,
+and a partial unique index allows at most one successful answer per
+(target, case) and one successful measurement per (target, case, measure), so a
+resumed run cannot duplicate one. Schema changes are numbered, append-only
+migrations (the ``simonw/llm`` pattern).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from fairpair.errors import FairpairError
+
+__all__ = ["Store", "Response", "Measurement", "MeasurementColumns", "AnswerToMeasure", "STORE_NAME", "STORE_FORMAT",
+           "damaged_store_error"]
+
+STORE_NAME = "store.sqlite"
+#: Identifies a fairpair run store; a store with another value is refused.
+STORE_FORMAT = "fairpair-run-store"
+#: The columns a :class:`Response` is read from, in order (see :func:`_response`).
+_RESPONSE_COLS = ("target, case_id, status, text, turns, tool_calls, prompt_tokens, completion_tokens, latency_s,"
+                  " finish_reason, model, system_fingerprint, error, attempts, created_at, text_json")
+
+_MIGRATIONS: list[str] = [
+    # 1: the initial schema
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE cases (case_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, data TEXT NOT NULL);
+    CREATE TABLE responses (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        target TEXT NOT NULL,
+        case_id TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+        text TEXT,
+        turns TEXT,
+        tool_calls TEXT,
+        prompt_tokens INTEGER,
+        completion_tokens INTEGER,
+        latency_s REAL,
+        finish_reason TEXT,
+        model TEXT,
+        system_fingerprint TEXT,
+        error TEXT,
+        attempts INTEGER NOT NULL DEFAULT 1,
+        created_at TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX responses_one_ok ON responses(target, case_id) WHERE status = 'ok';
+    CREATE INDEX responses_case ON responses(target, case_id);
+    CREATE TABLE measurements (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        target TEXT NOT NULL,
+        case_id TEXT NOT NULL,
+        measure TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'missing')),
+        value TEXT,
+        detail TEXT,
+        error TEXT,
+        created_at TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX measurements_one_done ON measurements(target, case_id, measure)
+        WHERE status IN ('ok', 'missing');
+    CREATE INDEX measurements_case ON measurements(target, case_id, measure);
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        data TEXT NOT NULL
+    );
+    """,
+    # 2: the exact text of an answer that is not valid Unicode (lone surrogates, which UTF-8
+    # cannot hold), as ASCII JSON; ``text`` then holds it with U+FFFD in their place
+    """
+    ALTER TABLE responses ADD COLUMN text_json TEXT;
+    """,
+    # 3: provider batch jobs (``fairpair run --batch``): the batches submitted, the cases each one
+    # carries, and every status seen, appended (the last row of a batch is its state)
+    """
+    CREATE TABLE batches (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        target TEXT NOT NULL,
+        batch_id TEXT NOT NULL UNIQUE,
+        input_file_id TEXT NOT NULL,
+        requests INTEGER NOT NULL,
+        base_url TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE batch_cases (batch_id TEXT NOT NULL, case_id TEXT NOT NULL);
+    CREATE INDEX batch_cases_batch ON batch_cases(batch_id);
+    CREATE TABLE batch_states (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        batch_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        data TEXT NOT NULL,
+        at TEXT NOT NULL
+    );
+    CREATE INDEX batch_states_batch ON batch_states(batch_id);
+    """,
+]
+
+
+#: The store file opened last in this process (names the file when SQLite reports damage later).
+_last_opened: list[Path] = []
+
+
+def damaged_store_error(exc: BaseException) -> FairpairError | None:
+    """A :class:`FairpairError` for SQLite's report of a damaged database file, else ``None``.
+
+    SQLite finds damage only when it reads the damaged page, which may be long
+    after :meth:`Store.open`; the message names the store opened last and how to
+    recover it. Nothing is changed or deleted.
+    """
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return None
+    text = str(exc)
+    if not any(k in text for k in ("malformed", "not a database", "corrupt")):
+        return None
+    path = _last_opened[-1] if _last_opened else None
+    rec = f"sqlite3 {path} .recover | sqlite3 recovered.sqlite" if path else "sqlite3 store.sqlite .recover"
+    return FairpairError(f"the run store is damaged ({text}); the file is left as it is (fairpair never repairs or deletes a store)", file=path,
+                         hint=f"recover what it holds with `{rec}` (SQLite's .recover), or start a new run "
+                              "with another --out")
+
+
+def _decode_lenient(b: bytes) -> str:
+    """SQLite text as str; bytes that are not UTF-8 become U+FFFD."""
+    return b.decode("utf-8", errors="replace")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _valid_text(s: str) -> bool:
+    """True when ``s`` can be stored as UTF-8 (no lone surrogates)."""
+    if s.isascii():
+        return True
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _text(s: str | None) -> str | None:
+    """``s`` as storable UTF-8 text: lone surrogates (invalid in UTF-8) become U+FFFD."""
+    if s is None or not isinstance(s, str) or _valid_text(s):
+        return s
+    return s.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def _json(obj: Any, **kw: Any) -> str:
+    """JSON for a TEXT column: UTF-8 where possible, ASCII escapes when a string holds a lone
+    surrogate (so it reads back exactly)."""
+    out = json.dumps(obj, ensure_ascii=False, **kw)
+    return out if _valid_text(out) else json.dumps(obj, ensure_ascii=True, **kw)
+
+
+@contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    """Turn SQLite's write failures (disk full, read-only file, I/O error, lock timeout) into a
+    :class:`FairpairError`: what was committed before stays in the store."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        raise _write_error(exc, path) from None
+
+
+def _write_error(exc: sqlite3.Error, path: Path) -> FairpairError:
+    msg = str(exc)
+    hint = "everything committed before this is kept; fix the cause and run the same command again to resume"
+    if "full" in msg:
+        return FairpairError(f"cannot write the run store: the disk is full ({msg})", file=path,
+                             hint="free some space; " + hint)
+    if "readonly" in msg or "read-only" in msg:
+        return FairpairError(f"cannot write the run store ({msg}); is the directory read-only?", file=path,
+                             hint=hint)
+    if "locked" in msg:
+        return FairpairError(f"cannot write the run store: it stays locked by another process ({msg})",
+                             file=path, hint=hint)
+    return FairpairError(f"cannot write the run store ({msg})", file=path, hint=hint)
+
+
+@dataclass(frozen=True)
+class Response:
+    """A stored answer (or failure) of one target to one case."""
+
+    target: str
+    case_id: str
+    status: str
+    text: str | None
+    turns: list[str]
+    tool_calls: list[dict[str, Any]]
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    latency_s: float | None
+    finish_reason: str | None
+    model: str | None
+    system_fingerprint: str | None
+    error: str | None
+    attempts: int
+    created_at: str
+
+
+def _response(r: Sequence[Any]) -> Response:
+    """A :class:`Response` from a row of :data:`_RESPONSE_COLS`."""
+    text = r[3] if r[15] is None else json.loads(r[15])
+    return Response(r[0], r[1], r[2], text, json.loads(r[4] or "[]"), json.loads(r[5] or "[]"), *r[6:15])
+
+
+@dataclass(frozen=True)
+class AnswerToMeasure:
+    """An ``ok`` answer as read by :meth:`Store.answers_to_measure`: its row ``id``, whether the
+    measures asked about are all stored for it (``done``), its case's stored JSON (None when
+    ``done`` or when the case is not stored) and the answer."""
+
+    id: int
+    done: bool
+    case_json: str | None
+    response: Response
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A stored measurement: ``value`` is JSON (bool, number, string, dict) or ``None`` if missing.
+
+    ``scale`` (``binary``, ``count``, ``continuous``, ``ordinal``, ``categorical``) is the
+    measure's scale as the recorded battery declares it when read through
+    :meth:`fairpair.store.Run.measurements`; ``None`` when read from a bare :class:`Store`
+    (the table does not hold it: a scale belongs to the measure, not to one row).
+    """
+
+    target: str
+    case_id: str
+    measure: str
+    status: str
+    value: Any
+    detail: dict[str, Any] | None
+    error: str | None
+    scale: str | None = None
+
+
+@dataclass(frozen=True)
+class MeasurementColumns:
+    """Every stored measurement row of the cases table, as numpy columns (one scan, see
+    :meth:`Store.measurement_columns`).
+
+    ``keys`` holds each distinct ``(target, measure)`` in sorted order; per row (all arrays
+    of one length ``n``): ``key`` (int index into ``keys``), ``seq`` (the case's ``seq``),
+    ``status`` (0 ``ok``, 1 ``missing``, 2 ``failed``), ``value`` (float: JSON numbers,
+    booleans as 0/1; NaN for strings, objects, null, or a row that is not ``ok``), ``kind``
+    (0 other, 1 boolean, 2 number, 3 object), ``extra`` (1 where the row holds an object
+    value or a detail: :meth:`Store.measurement_rows` reads those few whole) and ``id``
+    (the row id, as float).
+    """
+
+    keys: list[tuple[str, str]]
+    key: Any
+    seq: Any
+    status: Any
+    value: Any
+    kind: Any
+    extra: Any
+    id: Any
+
+    def __len__(self) -> int:
+        return len(self.key)
+
+
+class Store:
+    """A run's SQLite store. Open with :meth:`open`; use as a context manager.
+
+    Raises
+    ------
+    FairpairError
+        The file is not a fairpair store, was written by a newer fairpair, is
+        corrupt, or the directory is read-only.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, path: Path):
+        self.conn = conn
+        self.path = path
+
+    # ------------------------------------------------------------ opening
+    @classmethod
+    def open(cls, run_dir: Path, *, create: bool = True, readonly: bool = False,
+             lenient_text: bool = False) -> "Store":
+        """Open (``create``: or create) ``run_dir``'s store, migrating it unless ``readonly``.
+
+        ``lenient_text``: text that is not UTF-8 (a store written by another tool) reads as
+        U+FFFD instead of raising (the report and the export quote such text; the analysis
+        does not read it).
+        """
+        run_dir = Path(run_dir)
+        path = run_dir / STORE_NAME
+        if not path.exists():
+            if not create:
+                hint = None
+                if run_dir.is_dir():
+                    hint = "this directory has no store.sqlite; it is not a fairpair run directory"
+                raise FairpairError("not a fairpair run directory", file=run_dir, hint=hint)
+            try:
+                run_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise FairpairError(f"cannot create the run directory: {exc.strerror}", file=run_dir) from None
+        _last_opened[:] = [path]
+        try:
+            if readonly:
+                conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
+                                       check_same_thread=False)
+            else:
+                conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            if lenient_text:
+                conn.text_factory = _decode_lenient
+            store = cls(conn, path)
+            store._migrate(readonly=readonly)
+        except sqlite3.DatabaseError as exc:
+            msg = str(exc)
+            if "readonly" in msg or "unable to open" in msg:
+                raise FairpairError(f"cannot write the run store ({msg}); is the directory read-only?",
+                                    file=path) from None
+            raise FairpairError(f"not a readable fairpair store ({msg})", file=path) from None
+        return store
+
+    def _migrate(self, *, readonly: bool) -> None:
+        tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not tables:
+            if readonly:
+                raise FairpairError("empty store", file=self.path)
+            version = 0
+        else:
+            if "meta" not in tables:
+                raise FairpairError("not a fairpair run store (no meta table)", file=self.path)
+            row = self.conn.execute("SELECT value FROM meta WHERE key='format'").fetchone()
+            if row is None or row[0] != STORE_FORMAT:
+                raise FairpairError("not a fairpair run store", file=self.path)
+            row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            try:
+                version = int(row[0])
+            except (TypeError, ValueError):
+                raise FairpairError("not a fairpair run store (its schema_version is missing or unreadable: "
+                                    f"{None if row is None else row[0]!r})", file=self.path) from None
+        if version > len(_MIGRATIONS):
+            raise FairpairError(
+                f"this run store has schema version {version}, newer than this fairpair understands "
+                f"({len(_MIGRATIONS)}); upgrade fairpair", file=self.path)
+        if version < len(_MIGRATIONS) and readonly:
+            raise FairpairError(f"run store schema {version} needs migrating; open it writable once",
+                                file=self.path)
+        for i in range(version, len(_MIGRATIONS)):
+            with self.transaction():
+                for stmt in _split_sql(_MIGRATIONS[i]):
+                    self.conn.execute(stmt)
+                self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (STORE_FORMAT,))
+                self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(i + 1),))
+
+    def transaction(self):
+        return _Tx(self.conn, self.path)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ meta and events
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    def set_meta_once(self, key: str, value: Any) -> bool:
+        """Set ``key`` only if absent (append-only); returns True if it was set now."""
+        with _writing(self.path):
+            cur = self.conn.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)",
+                                    (key, _json(value, sort_keys=True)))
+        return cur.rowcount == 1
+
+    def event(self, kind: str, data: dict[str, Any]) -> None:
+        with _writing(self.path):
+            self.conn.execute("INSERT INTO events (at, kind, data) VALUES (?, ?, ?)",
+                              (_now(), kind, _json(data, sort_keys=True, default=str)))
+
+    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
+        q = "SELECT at, kind, data FROM events" + (" WHERE kind=?" if kind else "") + " ORDER BY id"
+        rows = self.conn.execute(q, (kind,) if kind else ())
+        return [{"at": a, "kind": k, **json.loads(d)} for a, k, d in rows]
+
+    # ------------------------------------------------------------ cases
+    def add_cases(self, cases: Iterable[Any], batch: int = 2000) -> int:
+        """Insert cases not yet stored (by id). Returns how many are stored in all."""
+        from fairpair.cases._expand import case_json
+
+        seq = self.conn.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM cases").fetchone()[0]
+        buf: list[tuple[str, int, str]] = []
+        for c in cases:
+            buf.append((c.id, seq, case_json(c)))
+            seq += 1
+            if len(buf) >= batch:
+                self._insert_cases(buf)
+                buf = []
+        if buf:
+            self._insert_cases(buf)
+        return self.conn.execute("SELECT COUNT(*) FROM cases").fetchone()[0]
+
+    def _insert_cases(self, rows: list[tuple[str, int, str]]) -> None:
+        with self.transaction():
+            self.conn.executemany("INSERT OR IGNORE INTO cases VALUES (?, ?, ?)", rows)
+
+    def iter_cases(self) -> Iterator[Any]:
+        from fairpair.cases._case import Case
+
+        for (data,) in self.conn.execute("SELECT data FROM cases ORDER BY seq"):
+            yield Case.model_validate_json(data)
+
+    def case(self, case_id: str) -> Any:
+        from fairpair.cases._case import Case
+
+        row = self.conn.execute("SELECT data FROM cases WHERE case_id=?", (case_id,)).fetchone()
+        return Case.model_validate_json(row[0]) if row else None
+
+    def n_cases(self) -> int:
+        return self.conn.execute("SELECT COUNT(*) FROM cases").fetchone()[0]
+
+    # ------------------------------------------------------------ responses
+    def has_answer(self, target: str, case_id: str) -> bool:
+        return self.conn.execute(
+            "SELECT 1 FROM responses WHERE target=? AND case_id=? AND status='ok'", (target, case_id)
+        ).fetchone() is not None
+
+    def answered_ids(self, target: str) -> set[str]:
+        return {r[0] for r in self.conn.execute(
+            "SELECT case_id FROM responses WHERE target=? AND status='ok'", (target,))}
+
+    def add_response(self, *, target: str, case_id: str, status: str, text: str | None = None,
+                     turns: list[str] | None = None, tool_calls: list[dict] | None = None,
+                     prompt_tokens: int | None = None, completion_tokens: int | None = None,
+                     latency_s: float | None = None, finish_reason: str | None = None,
+                     model: str | None = None, system_fingerprint: str | None = None,
+                     error: str | None = None, attempts: int = 1, created_at: str | None = None) -> bool:
+        """Append one answer or failure, committed at once. Returns False if an ok answer existed.
+
+        ``created_at`` (ISO 8601) is when the answer was produced, for answers
+        imported from elsewhere (``fairpair import-answers``); default: now.
+        ``text`` is kept exactly, NUL characters and lone surrogates included
+        (the latter in ``text_json``; see migration 2). Other strings from the
+        target (model, finish reason, error) are stored with lone surrogates
+        replaced by U+FFFD.
+        """
+        text_json = None
+        if isinstance(text, str) and not _valid_text(text):
+            text_json, text = json.dumps(text), _text(text)
+        try:
+            with self.transaction():
+                self.conn.execute(
+                    "INSERT INTO responses (target, case_id, status, text, turns, tool_calls, prompt_tokens,"
+                    " completion_tokens, latency_s, finish_reason, model, system_fingerprint, error, attempts,"
+                    " created_at, text_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (target, case_id, status, text, _json(turns or []), _json(tool_calls or [], default=str),
+                     prompt_tokens, completion_tokens, latency_s, _text(finish_reason), _text(model),
+                     _text(system_fingerprint), _text(error), attempts, created_at or _now(), text_json))
+        except sqlite3.IntegrityError:
+            return False
+        return True
+
+    def responses(self, target: str | None = None, *, status: str | None = "ok") -> Iterator[Response]:
+        where, args = _where(target=target, status=status)
+        for r in self.conn.execute(f"SELECT {_RESPONSE_COLS} FROM responses{where} ORDER BY id", args):
+            yield _response(r)
+
+    def answer(self, target: str, case_id: str) -> Response | None:
+        """The ``ok`` answer of ``target`` to ``case_id`` (index ``responses_one_ok``); None if absent."""
+        r = self.conn.execute(f"SELECT {_RESPONSE_COLS} FROM responses WHERE target=? AND case_id=?"
+                              " AND status='ok'", (target, case_id)).fetchone()
+        return None if r is None else _response(r)
+
+    def answers_to_measure(self, measures: Sequence[str], *, after: int = 0,
+                           limit: int = 2000) -> list[AnswerToMeasure]:
+        """One chunk of the ``ok`` answers, in the order they were stored, with their cases.
+
+        Returns at most ``limit`` answers whose row id is above ``after`` (pass
+        the last chunk's last ``id`` to read the next; an empty list ends), each
+        with its case's stored JSON (None when the case is not stored) and
+        ``done``: every row of ``measures`` is stored ``ok`` or ``missing`` for it
+        (then its text and case are not read). One complete query per chunk, so
+        the caller may write between chunks; memory is bounded by ``limit``.
+        """
+        names = list(measures)
+        marks = ",".join("?" * len(names))
+        done = (f"(SELECT COUNT(*) FROM measurements m WHERE m.target=r.target AND m.case_id=r.case_id"
+                f" AND m.measure IN ({marks}) AND m.status IN ('ok','missing')) >= {len(names)}") \
+            if names else "1"
+        cols = ", ".join(f"r.{c.strip()}" for c in _RESPONSE_COLS.split(","))
+        rows = self.conn.execute(
+            f"SELECT r.id, d.done, CASE WHEN d.done THEN NULL ELSE c.data END, {cols}"
+            f" FROM (SELECT id, {done} AS done FROM responses r WHERE r.status='ok' AND r.id > ?"
+            f"       ORDER BY r.id LIMIT ?) d"
+            f" JOIN responses r ON r.id = d.id LEFT JOIN cases c ON c.case_id = r.case_id ORDER BY r.id",
+            (*names, after, limit)).fetchall()
+        return [AnswerToMeasure(r[0], bool(r[1]), r[2], _response(r[3:])) for r in rows]
+
+    def case_fields(self, *paths: str, baseline_only: bool = False) -> Iterator[tuple[Any, ...]]:
+        """``(rowid, seq, value of each JSON path)`` for every stored case (``$.block``...), in rowid
+        order, read 20,000 at a time with SQLite's ``json_extract``; only baseline cases with
+        ``baseline_only``. Do not write to the store while iterating."""
+        sel = ", ".join(["rowid", "seq", *("json_extract(data, ?)" for _ in paths)])
+        where = " WHERE json_extract(data, '$.baseline') = 1" if baseline_only else ""
+        cur = self.conn.execute(f"SELECT {sel} FROM cases{where} ORDER BY rowid", paths)
+        while rows := cur.fetchmany(20_000):
+            yield from rows
+
+    def cases_at(self, rowids: Iterable[int]) -> dict[int, Any]:
+        """rowid -> :class:`~fairpair.cases.Case` for the given case row ids (those stored)."""
+        from fairpair.cases._case import Case
+
+        ids = sorted({int(i) for i in rowids})
+        out: dict[int, Any] = {}
+        for k in range(0, len(ids), 500):
+            part = ids[k:k + 500]
+            for rid, data in self.conn.execute(
+                    f"SELECT rowid, data FROM cases WHERE rowid IN ({','.join('?' * len(part))})", part):
+                out[rid] = Case.model_validate_json(data)
+        return out
+
+    def answer_versions(self, target: str) -> dict[tuple[str | None, str | None], int]:
+        """``(model, system_fingerprint)`` -> number of ``ok`` answers of ``target`` (a fleet's version check)."""
+        return {(m, fp): n for m, fp, n in self.conn.execute(
+            "SELECT model, system_fingerprint, COUNT(*) FROM responses WHERE target=? AND status='ok'"
+            " GROUP BY model, system_fingerprint ORDER BY COUNT(*) DESC", (target,))}
+
+    # ------------------------------------------------------------ provider batch jobs (migration 3)
+    def add_batch(self, *, target: str, batch_id: str, input_file_id: str, base_url: str,
+                  case_ids: Sequence[str], state: dict[str, Any]) -> None:
+        """Record a submitted batch, the cases it carries and its first state, in one transaction."""
+        with self.transaction():
+            self.conn.execute("INSERT INTO batches (target, batch_id, input_file_id, requests, base_url, created_at)"
+                              " VALUES (?,?,?,?,?,?)", (target, batch_id, input_file_id, len(case_ids), base_url,
+                                                        _now()))
+            self.conn.executemany("INSERT INTO batch_cases VALUES (?, ?)", ((batch_id, c) for c in case_ids))
+            self.add_batch_state(batch_id, str(state.get("status") or "submitted"), state)
+
+    def add_batch_state(self, batch_id: str, status: str, data: dict[str, Any]) -> None:
+        """Append a state of a batch (``validating``, ``in_progress``, ``completed``... ``ingested``)."""
+        with self.transaction():
+            self.conn.execute("INSERT INTO batch_states (batch_id, status, data, at) VALUES (?,?,?,?)",
+                              (batch_id, status, _json(data, sort_keys=True, default=str), _now()))
+
+    def batches(self, target: str | None = None) -> list[dict[str, Any]]:
+        """Every recorded batch (oldest first) with its last state: ``{target, batch_id, input_file_id,
+        requests, base_url, created_at, status, state}`` (``state``: the provider's last batch object)."""
+        where, args = _where(target=target)
+        rows = self.conn.execute(
+            "SELECT b.target, b.batch_id, b.input_file_id, b.requests, b.base_url, b.created_at, s.status, s.data"
+            f" FROM batches b JOIN batch_states s ON s.id = (SELECT MAX(id) FROM batch_states t"
+            f" WHERE t.batch_id = b.batch_id){where.replace('target', 'b.target')} ORDER BY b.id", args).fetchall()
+        return [{"target": r[0], "batch_id": r[1], "input_file_id": r[2], "requests": r[3], "base_url": r[4],
+                 "created_at": r[5], "status": r[6], "state": json.loads(r[7])} for r in rows]
+
+    def batch_case_ids(self, batch_id: str) -> Iterator[str]:
+        """The case ids a batch carries, in the order written."""
+        for (c,) in self.conn.execute("SELECT case_id FROM batch_cases WHERE batch_id=? ORDER BY rowid",
+                                      (batch_id,)):
+            yield c
+
+    def cases_in_open_batches(self, target: str) -> set[str]:
+        """Case ids of ``target`` carried by a batch not yet ingested (not to be sent again)."""
+        return {r[0] for r in self.conn.execute(
+            "SELECT c.case_id FROM batch_cases c JOIN batches b ON b.batch_id = c.batch_id WHERE b.target=?"
+            " AND NOT EXISTS (SELECT 1 FROM batch_states s WHERE s.batch_id = b.batch_id AND s.status='ingested')",
+            (target,))}
+
+    def targets(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT DISTINCT target FROM responses ORDER BY target")]
+
+    def counts(self, target: str | None = None) -> dict[str, int]:
+        """answered / failed (no answer, at least one failure) / pending, per the cases table."""
+        args: tuple = ()
+        tcond = ""
+        if target is not None:
+            tcond, args = " AND target=?", (target,)
+        answered = self.conn.execute(
+            f"SELECT COUNT(DISTINCT case_id) FROM responses WHERE status='ok'{tcond}", args).fetchone()[0]
+        failed = self.conn.execute(
+            f"SELECT COUNT(DISTINCT case_id) FROM responses r WHERE status='failed'{tcond} AND NOT EXISTS"
+            f" (SELECT 1 FROM responses o WHERE o.target=r.target AND o.case_id=r.case_id AND o.status='ok')",
+            args).fetchone()[0]
+        retried = self.conn.execute(
+            f"SELECT COUNT(*) FROM responses WHERE attempts > 1{tcond}", args).fetchone()[0]
+        return {"answered": answered, "failed": failed, "retried": retried}
+
+    def failure_messages(self, target: str) -> list[str]:
+        """The last stored error of each case of ``target`` that has failures and no ``ok`` answer,
+        in the order the cases failed."""
+        return [r[0] or "" for r in self.conn.execute(
+            "SELECT error FROM responses r WHERE target=? AND status='failed' AND id = (SELECT MAX(id) FROM"
+            " responses f WHERE f.target=r.target AND f.case_id=r.case_id AND f.status='failed') AND NOT EXISTS"
+            " (SELECT 1 FROM responses o WHERE o.target=r.target AND o.case_id=r.case_id AND o.status='ok')"
+            " ORDER BY id", (target,))]
+
+    # ------------------------------------------------------------ measurements
+    def has_measurement(self, target: str, case_id: str, measure: str) -> bool:
+        return self.conn.execute(
+            "SELECT 1 FROM measurements WHERE target=? AND case_id=? AND measure=? AND status IN ('ok','missing')",
+            (target, case_id, measure)).fetchone() is not None
+
+    def measured_keys(self, measure: str) -> set[tuple[str, str]]:
+        return {(t, c) for t, c in self.conn.execute(
+            "SELECT target, case_id FROM measurements WHERE measure=? AND status IN ('ok','missing')",
+            (measure,))}
+
+    def add_measurement(self, *, target: str, case_id: str, measure: str, status: str, value: Any = None,
+                        detail: dict[str, Any] | None = None, error: str | None = None) -> bool:
+        try:
+            with self.transaction():
+                self.conn.execute(
+                    "INSERT INTO measurements (target, case_id, measure, status, value, detail, error, created_at)"
+                    " VALUES (?,?,?,?,?,?,?,?)",
+                    (target, case_id, measure, status,
+                     None if value is None else _json(value),
+                     None if detail is None else _json(detail, default=str),
+                     _text(error), _now()))
+        except sqlite3.IntegrityError:
+            return False
+        return True
+
+    def measurements(self, measure: str | None = None, *, status: str | None = "ok") -> Iterator[Measurement]:
+        where, args = _where(measure=measure, status=status)
+        q = f"SELECT target, case_id, measure, status, value, detail, error FROM measurements{where} ORDER BY id"
+        for t, c, m, s, v, d, e in self.conn.execute(q, args):
+            yield Measurement(t, c, m, s, None if v is None else json.loads(v),
+                              None if d is None else json.loads(d), e)
+
+    def measurement_counts(self) -> dict[str, dict[str, int]]:
+        """measure -> status (``ok`` / ``missing`` / ``failed``) -> number of (target, case) keys, a key
+        counted once under its best status (``ok`` or ``missing`` over ``failed``)."""
+        out: dict[str, dict[str, int]] = {}
+        rows = self.conn.execute(
+            "SELECT measure, best, COUNT(*) FROM (SELECT measure, target, case_id, MIN(CASE status WHEN 'ok'"
+            " THEN 0 WHEN 'missing' THEN 1 ELSE 2 END) AS best FROM measurements GROUP BY measure, target,"
+            " case_id) GROUP BY measure, best")
+        for m, best, n in rows:
+            out.setdefault(m, {})[("ok", "missing", "failed")[best]] = n
+        return out
+
+
+    # ------------------------------------------------------------ bulk reads (analysis, report, export)
+    def case_rows(self, *, ordered: bool = True) -> Iterator[tuple[str, int, str]]:
+        """``(case_id, seq, stored JSON)`` of every case, in ``seq`` order (storage order when not
+        ``ordered``): the fast path for a million cases, parsed by the caller with ``json.loads``."""
+        yield from self.conn.execute("SELECT case_id, seq, data FROM cases" + (" ORDER BY seq" if ordered else ""))
+
+    def answered_keys(self) -> Iterator[tuple[str, str]]:
+        """``(target, case_id)`` of every ``ok`` answer, in storage order."""
+        yield from self.conn.execute("SELECT target, case_id FROM responses WHERE status='ok'")
+
+    def failed_case_counts(self) -> dict[str, int]:
+        """target -> cases with at least one failure and no ``ok`` answer (targets with none left out)."""
+        return dict(self.conn.execute(
+            "SELECT target, COUNT(DISTINCT case_id) FROM responses r WHERE status='failed' AND NOT EXISTS "
+            "(SELECT 1 FROM responses o WHERE o.target=r.target AND o.case_id=r.case_id AND o.status='ok') "
+            "GROUP BY target").fetchall())
+
+    def answer_status_rows(self) -> Iterator[tuple[str, str, str, str | None, str | None, int]]:
+        """``(target, case_id, status, text, finish_reason, has_tool_calls)`` of every response row,
+        failures included, in the order stored; ``text`` exactly as the target gave it (lone
+        surrogates included, read from ``text_json``), ``has_tool_calls`` 1 or 0."""
+        for row in self.conn.execute(
+                "SELECT target, case_id, status, text, finish_reason, tool_calls IS NOT NULL AND tool_calls != '[]',"
+                " text_json FROM responses ORDER BY id"):
+            if row[6] is None:
+                yield row[:6]
+            else:  # lone surrogates: the exact text is kept as JSON (migration 2)
+                yield (*row[:3], json.loads(row[6]), *row[4:6])
+
+    def ok_values(self, measures: Sequence[str]) -> Iterator[tuple[str, str, str, Any]]:
+        """``(target, case_id, measure, value)`` of every ``ok`` row of ``measures`` (value decoded
+        from JSON; rows with a null value left out)."""
+        names = list(measures)
+        if not names:
+            return
+        marks = ",".join("?" * len(names))
+        for target, cid, measure, value in self.conn.execute(
+                f"SELECT target, case_id, measure, value FROM measurements WHERE status='ok' AND measure IN ({marks})",
+                names):
+            if value is not None:
+                yield target, cid, measure, json.loads(value)
+
+    def measurement_columns(self, *, chunk: int = 100_000) -> MeasurementColumns:
+        """Every measurement row of a stored case as :class:`MeasurementColumns`, in one scan.
+
+        SQLite converts the JSON literals (``true``/``false``/numbers) and numpy places them, read
+        ``chunk`` rows at a time (a million answers x 2 measures as Python rows would take GiBs).
+        """
+        import numpy as np
+
+        cur = self.conn.execute(
+            "SELECT m.target || char(0) || m.measure, c.seq, CASE m.status WHEN 'ok' THEN 0 WHEN 'missing' THEN 1 "
+            "ELSE 2 END, CASE WHEN m.status != 'ok' OR m.value IS NULL THEN NULL WHEN m.value IN ('true', 'false') "
+            "THEN m.value = 'true' WHEN substr(m.value, 1, 1) IN ('{', '[', '\"', 'n') THEN NULL "
+            "ELSE CAST(m.value AS REAL) END, CASE WHEN m.value IN ('true', 'false') THEN 1 "
+            "WHEN substr(m.value, 1, 1) = '{' THEN 3 WHEN substr(m.value, 1, 1) IN ('[', '\"', 'n') THEN 0 ELSE 2 END, "
+            "CASE WHEN substr(m.value, 1, 1) = '{' OR m.detail IS NOT NULL THEN 1 ELSE 0 END, m.id "
+            "FROM measurements m JOIN cases c ON c.case_id = m.case_id")
+        key_code: dict[str, int] = {}
+        code_parts: list[Any] = []
+        num_parts: list[Any] = []
+        while rows := cur.fetchmany(chunk):
+            code_parts.append(np.fromiter((key_code.setdefault(r[0], len(key_code)) for r in rows), dtype=np.intp,
+                                          count=len(rows)))
+            num_parts.append(np.array([r[1:] for r in rows], dtype=float))
+            del rows
+        if not key_code:
+            empty = np.zeros(0)
+            return MeasurementColumns([], np.zeros(0, dtype=np.intp), empty, empty, empty, empty, empty, empty)
+        ukeys = sorted(key_code)
+        remap = np.empty(len(ukeys), dtype=np.intp)
+        remap[[key_code[k] for k in ukeys]] = np.arange(len(ukeys))
+        kcode = remap[np.concatenate(code_parts)]
+        num = np.concatenate(num_parts)
+        del code_parts, num_parts
+        keys = [tuple(str(k).split("\x00", 1)) for k in ukeys]
+        return MeasurementColumns(keys, kcode, *(num[:, j] for j in range(6)))  # type: ignore[arg-type]
+
+    def measurement_rows(self, ids: Iterable[int]) -> Iterator[tuple[str, str, str, str, Any, Any]]:
+        """``(target, case_id, measure, status, value, detail)`` of the rows with these ids (value and
+        detail decoded from JSON, None where null)."""
+        q = ("SELECT target, case_id, measure, status, value, detail FROM measurements WHERE id IN "
+             "(SELECT value FROM json_each(?))")
+        for target, cid, measure, st, raw, detail in self.conn.execute(q, (json.dumps([int(i) for i in ids]),)):
+            yield (target, cid, measure, st, None if raw is None else json.loads(raw),
+                   None if detail is None else json.loads(detail))
+
+    def served_models(self, target: str) -> list[tuple[str | None, str | None, int]]:
+        """``(model, system_fingerprint, answers)`` of ``target``'s ``ok`` answers, per pair the target reported."""
+        return self.conn.execute(
+            "SELECT model, system_fingerprint, COUNT(*) FROM responses WHERE target=? AND status='ok' "
+            "GROUP BY model, system_fingerprint", (target,)).fetchall()
+
+    def unanswered_errors(self, target: str) -> list[str | None]:
+        """The error of every failed row of ``target`` whose case has no ``ok`` answer (every attempt
+        that was stored, not one per case; see :meth:`failure_messages`)."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT error FROM responses r WHERE target=? AND status='failed' AND NOT EXISTS "
+            "(SELECT 1 FROM responses o WHERE o.target=r.target AND o.case_id=r.case_id AND o.status='ok')",
+            (target,))]
+
+    def measurement_row_counts(self) -> dict[str, dict[str, int]]:
+        """measure -> ``{"ok", "missing", "failed"}`` -> stored rows; a failed row counts only when
+        its (target, case, measure) has no ``ok`` or ``missing`` row (unlike :meth:`measurement_counts`,
+        every failed attempt of such a key counts)."""
+        out: dict[str, dict[str, int]] = {}
+        q = ("SELECT measure, status, COUNT(*) FROM measurements m WHERE status IN ('ok','missing') OR NOT EXISTS "
+             "(SELECT 1 FROM measurements o WHERE o.target=m.target AND o.case_id=m.case_id AND o.measure=m.measure "
+             "AND o.status IN ('ok','missing')) GROUP BY measure, status")
+        for measure, status, cnt in self.conn.execute(q):
+            out.setdefault(measure, {"ok": 0, "missing": 0, "failed": 0})[status] = cnt
+        return out
+
+    def latest_value(self, target: str, case_id: str, measure: str) -> Any:
+        """The value of the last ``ok`` row of ``measure`` for (``target``, ``case_id``), decoded; None
+        when there is none or it is null."""
+        row = self.conn.execute(
+            "SELECT value FROM measurements WHERE target=? AND case_id=? AND measure=? AND status='ok' "
+            "ORDER BY id DESC LIMIT 1", (target, case_id, measure)).fetchone()
+        return None if row is None or row[0] is None else json.loads(row[0])
+
+    def answer_text(self, target: str, case_id: str) -> str | None:
+        """The ``text`` column of ``target``'s ``ok`` answer to ``case_id`` (lone surrogates as U+FFFD,
+        see migration 2; ``""`` for an answer without text); None when there is no ``ok`` answer."""
+        row = self.conn.execute("SELECT text FROM responses WHERE target=? AND case_id=? AND status='ok' "
+                                "ORDER BY id LIMIT 1", (target, case_id)).fetchone()
+        return None if row is None else (row[0] or "")
+
+    def integrity_ok(self) -> bool:
+        return self.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+class _Tx:
+    """BEGIN IMMEDIATE ... COMMIT, retried briefly if another writer holds the lock.
+
+    A write that SQLite refuses (disk full, read-only, I/O error) raises
+    :class:`FairpairError` after the transaction is rolled back; earlier
+    commits are untouched. Opened inside a transaction already open on the
+    same connection, it joins it (commit or rollback is the outer one's): an
+    import writes a whole run in one transaction with the ordinary methods.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, path: Path):
+        self.conn = conn
+        self.path = path
+        self.nested = False
+
+    def __enter__(self):
+        if self.conn.in_transaction:
+            self.nested = True
+            return self
+        for attempt in range(50):
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return self
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == 49:
+                    raise _write_error(exc, self.path) from None
+                time.sleep(0.05)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if self.nested:
+            return False
+        if exc_type is None:
+            try:
+                self.conn.execute("COMMIT")
+            except sqlite3.OperationalError as err:
+                self._rollback()
+                raise _write_error(err, self.path) from None
+            return False
+        self._rollback()
+        if isinstance(exc, sqlite3.OperationalError):
+            raise _write_error(exc, self.path) from None
+        return False
+
+    def _rollback(self) -> None:
+        if self.conn.in_transaction:
+            try:
+                self.conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # SQLite may already have rolled back (e.g. after SQLITE_FULL)
+
+
+def _where(**filters: str | None) -> tuple[str, list[str]]:
+    """`` WHERE col=? AND ...`` for the filters that are not None (column names are ours, never input)."""
+    cols = [k for k, v in filters.items() if v is not None]
+    return (" WHERE " + " AND ".join(f"{k}=?" for k in cols) if cols else ""), [filters[k] for k in cols]
+
+
+def _split_sql(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
