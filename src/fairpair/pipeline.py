@@ -239,15 +239,17 @@ def report(run_ref: Any, settings: Settings) -> StageResult:
     """
     from fairpair._progress import stage_status
     from fairpair.report import load_report_data, write_report
+    from fairpair.report._render import build_model
     from fairpair.report._terminal import print_verdicts
 
     t0 = time.monotonic()
     run_dir = _path(run_ref)
-    with stage_status(settings.console, "writing the report..."):
+    with stage_status(settings.console, "writing the report..."):  # the run is read once, one model built
         data = load_report_data(run_dir, language=settings.language, evidence=settings.evidence)
-        paths = write_report(run_dir, out=settings.report_out, data=data)
+        model = build_model(data)
+        paths = write_report(run_dir, out=settings.report_out, model=model)
     if settings.verdicts and settings.console is not None:
-        print_verdicts(settings.console, data=data)
+        print_verdicts(settings.console, model=model)
     return StageResult("report", {"files": len(paths)}, elapsed=time.monotonic() - t0, output=paths)
 
 

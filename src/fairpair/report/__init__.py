@@ -55,8 +55,9 @@ and results as tables (:func:`export_run`).
 from fairpair.report._catalog import verdict_sentence
 from fairpair.report._data import ReportData, load_report_data
 from fairpair.report._export import export_run
-from fairpair.report._render import REPORT_SCHEMA, build_view, write_report
+from fairpair.report._render import REPORT_SCHEMA, ReportModel, build_model, build_view, report_model, write_report
 from fairpair.report._terminal import verdict_table
 
-__all__ = ["write_report", "load_report_data", "ReportData", "build_view", "verdict_sentence", "verdict_table",
+__all__ = ["write_report", "load_report_data", "ReportData", "ReportModel", "build_model", "report_model",
+           "build_view", "verdict_sentence", "verdict_table",
            "export_run", "REPORT_SCHEMA"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -19,13 +19,16 @@ from fairpair import __version__
 from fairpair.report._catalog import (
     fmt_num, fmt_p, fmt_pct, msg, test_name, verdict_sentence, verdict_word,
 )
-from fairpair.report._data import ReportData, comparison_key, group_label, load_report_data, measure_label
+from fairpair.report._data import (
+    ReportData, comparison_key, group_label, load_report_data, measure_label, read_report_data,
+)
 from fairpair.report._notes import translate_note
 from fairpair.report._ranking import ranking_view as _ranking_view
 from fairpair.report._ranking import rmsg as _ranking_msg
 from fairpair.report._text import MdSafe, clean, md_block, md_inline
 
-__all__ = ["write_report", "build_view", "REPORT_SCHEMA", "overall_verdict", "VerdictRow"]
+__all__ = ["write_report", "build_model", "build_view", "report_model", "ReportModel", "REPORT_SCHEMA",
+           "overall_verdict", "VerdictRow"]
 
 REPORT_SCHEMA = "fairpair.report/1"
 REPORT_DIR = "report"
@@ -328,8 +331,85 @@ def _aa_rows(res: dict[str, Any], lang: str) -> list[dict[str, Any]]:
     return out
 
 
-def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]:
-    """The view model every output renders (HTML, Markdown, JSON, terminal)."""
+@dataclass(frozen=True)
+class ReportModel:
+    """The report of a run, built once from its :class:`~fairpair.report.ReportData` by
+    :func:`build_model`: HTML, Markdown, the JSON summary and the terminal table all render this
+    record, and none of them reads the run again.
+
+    Numbers in ``rows`` are already formatted for ``lang``; ``figures`` holds the SVG figures
+    (empty lists when built without them, as for the terminal); ``generated`` is the sentence
+    with fairpair's version and the time the model was built (UTC).
+    """
+
+    data: ReportData
+    lang: str
+    title: str
+    battery: str
+    description: str
+    analysed: bool
+    run_dir: str
+    rows: list[VerdictRow]
+    primary_rows: list[VerdictRow]
+    secondary_rows: list[VerdictRow]
+    overall: str
+    overall_text: str
+    overall_word: str
+    warnings: list[str]
+    notes: list[str]
+    omnibus: list[dict[str, Any]]
+    aa_controls: list[dict[str, Any]]
+    figures: dict[str, list[Any]]
+    two_party_blocks: list[dict[str, Any]]
+    rankings: Any
+    prompt_templates: list[str]
+    judge_prompts: list[str]
+    evidence: list[dict[str, Any]]
+    has_fail: bool
+    commands: list[str]
+    provenance: list[tuple[str, str]]
+    targets: list[Any]
+    n_cases: int
+    collected: list[dict[str, Any]]
+    exclusions: list[Any]
+    dropped: list[tuple[VerdictRow, str]]
+    answer_statuses: list[str]
+    measurement_counts: dict[str, dict[str, int]]
+    judge: dict[str, Any]
+    self_test_rows: list[dict[str, str]]
+    two_party: list[dict[str, Any]]
+    minimum: list[Any]
+    dispersion_tests: list[Any]
+    generated: str
+
+    def context(self) -> dict[str, Any]:
+        """The model as the templates' context: its fields (but ``data``) and the formatting helpers
+        of its language (``t``, ``fmt_num``, ``fmt_p``, ``fmt_pct``, ``fmt_value``, ``fmt_pb``,
+        ``fmt_lb``, ``json``, ``csp``)."""
+        lang = self.lang
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "data"}
+        out.update({
+            "t": lambda key, **kw: msg(lang, key, **kw),
+            "rt": lambda key, **kw: _ranking_msg(lang, key, **kw),
+            "csp": Markup(CSP),
+            "fmt_num": lambda x, d=1: fmt_num(x, lang, d),
+            "fmt_p": lambda x: fmt_p(x, lang),
+            "fmt_pct": lambda x: fmt_pct(x, lang),
+            "fmt_value": lambda v: _fmt_value(v, lang),
+            "fmt_pb": lambda v: _fmt_position_bias(v, lang),
+            "fmt_lb": lambda v: msg(lang, "judge.lb", wa=fmt_num(v.get("mean_words_answer"), lang, 1),
+                                    wb=fmt_num(v.get("mean_words_counterpart"), lang, 1),
+                                    diff=fmt_num(v.get("mean_difference"), lang, 1),
+                                    share=fmt_pct(v.get("share_longer"), lang), p=fmt_p(v.get("pvalue"), lang),
+                                    n=v.get("n_items", "—")),
+            "json": lambda o: json.dumps(o, ensure_ascii=False, sort_keys=True, default=str),
+        })
+        return out
+
+
+def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
+    """The :class:`ReportModel` of a run read once (``with_figures=False``: no SVG figures, for the
+    terminal)."""
     lang = data.language
     rows = _verdict_rows(data, lang)
     overall = overall_verdict(rows) if data.analysed else "none"
@@ -342,8 +422,6 @@ def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]
         warnings.append(msg(lang, "judge.self"))
     warnings += [str(w) for w in judge.get("warnings") or []]
     warnings = _status_warnings(data, lang) + warnings
-
-
     if res.get("aa_flag"):
         warnings.append(msg(lang, "aa.flag", detail=str(res["aa_flag"])))
     failing = [r for r in rows if r.verdict == "fail"]
@@ -360,63 +438,61 @@ def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]
                                                                              run=shlex.quote(str(data.run_dir)))
     if data.analysed and not rows and two_party:
         overall_text = msg(lang, "two_party.no_plan")
-    view = {
-        "lang": lang,
-        "t": lambda key, **kw: msg(lang, key, **kw),
-        "title": msg(lang, "title", battery=data.battery_name),
-        "battery": data.battery_name,
-        "description": (data.battery.description if data.battery is not None else None) or "",
-        "analysed": data.analysed,
-        "run_dir": str(data.run_dir),
-        "rows": rows,
-        "primary_rows": [r for r in rows if r.primary] or rows,
-        "secondary_rows": [r for r in rows if not r.primary] if any(r.primary for r in rows) else [],
-        "overall": overall,
-        "overall_text": overall_text,
-        "overall_word": verdict_word(overall, lang),
-        "warnings": warnings,
-        "notes": [translate_note(str(n), lang) for n in res.get("notes") or []],
-        "omnibus": res.get("omnibus") or [],
-        "aa_controls": _aa_rows(res, lang),
-        "figures": figures,
-        "two_party_blocks": _two_party_blocks(data, figures["two_party_blocks"], lang),
-        "rankings": _ranking_view(res, lang, data.battery, with_figures=with_figures),
-        "rt": lambda key, **kw: _ranking_msg(lang, key, **kw),
-        "prompt_templates": prompt_templates,
-        "judge_prompts": judge_prompts,
-        "evidence": evidence,
-        "has_fail": bool(failing),
-        "commands": _commands(data),
-        "provenance": _provenance(data, lang),
-        "targets": data.targets,
-        "n_cases": data.n_cases,
-        "collected": data.collected,
-        "exclusions": exclusions,
-        "dropped": dropped,
-        "answer_statuses": _status_rows(data, lang),
-        "measurement_counts": data.measurement_counts,
-        "judge": judge,
-        "self_test_rows": _self_test_rows(judge, lang),
-        "two_party": two_party,
-        "minimum": [],  # filled below from the blocks (distance measures only)
-        "dispersion_tests": [t for b in two_party for t in (b.get("dispersion_tests") or [])],
-        "generated": msg(lang, "generated", version=__version__,
-                         at=datetime.now(timezone.utc).isoformat(timespec="seconds")),
-        "csp": Markup(CSP),
-        "fmt_num": lambda x, d=1: fmt_num(x, lang, d),
-        "fmt_p": lambda x: fmt_p(x, lang),
-        "fmt_pct": lambda x: fmt_pct(x, lang),
-        "fmt_value": lambda v: _fmt_value(v, lang),
-        "fmt_pb": lambda v: _fmt_position_bias(v, lang),
-        "fmt_lb": lambda v: msg(lang, "judge.lb", wa=fmt_num(v.get("mean_words_answer"), lang, 1),
-                                wb=fmt_num(v.get("mean_words_counterpart"), lang, 1),
-                                diff=fmt_num(v.get("mean_difference"), lang, 1),
-                                share=fmt_pct(v.get("share_longer"), lang), p=fmt_p(v.get("pvalue"), lang),
-                                n=v.get("n_items", "—")),
-        "json": lambda o: json.dumps(o, ensure_ascii=False, sort_keys=True, default=str),
-    }
-    view["minimum"] = [m for b in view["two_party_blocks"] for m in b["minimum"]]
-    return view
+    blocks = _two_party_blocks(data, figures["two_party_blocks"], lang)
+    return ReportModel(
+        data=data,
+        lang=lang,
+        title=msg(lang, "title", battery=data.battery_name),
+        battery=data.battery_name,
+        description=(data.battery.description if data.battery is not None else None) or "",
+        analysed=data.analysed,
+        run_dir=str(data.run_dir),
+        rows=rows,
+        primary_rows=[r for r in rows if r.primary] or rows,
+        secondary_rows=[r for r in rows if not r.primary] if any(r.primary for r in rows) else [],
+        overall=overall,
+        overall_text=overall_text,
+        overall_word=verdict_word(overall, lang),
+        warnings=warnings,
+        notes=[translate_note(str(n), lang) for n in res.get("notes") or []],
+        omnibus=res.get("omnibus") or [],
+        aa_controls=_aa_rows(res, lang),
+        figures=figures,
+        two_party_blocks=blocks,
+        rankings=_ranking_view(res, lang, data.battery, with_figures=with_figures),
+        prompt_templates=prompt_templates,
+        judge_prompts=judge_prompts,
+        evidence=evidence,
+        has_fail=bool(failing),
+        commands=_commands(data),
+        provenance=_provenance(data, lang),
+        targets=data.targets,
+        n_cases=data.n_cases,
+        collected=data.collected,
+        exclusions=exclusions,
+        dropped=dropped,
+        answer_statuses=_status_rows(data, lang),
+        measurement_counts=data.measurement_counts,
+        judge=judge,
+        self_test_rows=_self_test_rows(judge, lang),
+        two_party=two_party,
+        minimum=[m for b in blocks for m in b["minimum"]],
+        dispersion_tests=[t for b in two_party for t in (b.get("dispersion_tests") or [])],
+        generated=msg(lang, "generated", version=__version__,
+                      at=datetime.now(timezone.utc).isoformat(timespec="seconds")),
+    )
+
+
+def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]:
+    """The templates' context of the run's :class:`ReportModel` (:meth:`ReportModel.context`)."""
+    return build_model(data, with_figures=with_figures).context()
+
+
+def report_model(run: Any, *, language: str | None = None, evidence: int = 3,
+                 with_figures: bool = True) -> ReportModel:
+    """Run -> :class:`ReportModel`: read an open :class:`fairpair.store.Run` once
+    (:func:`~fairpair.report._data.read_report_data`) and build the model every output renders."""
+    return build_model(read_report_data(run, language=language, evidence=evidence), with_figures=with_figures)
 
 
 def _self_test_rows(judge: dict[str, Any], lang: str) -> list[dict[str, str]]:
@@ -502,8 +578,9 @@ def _atomic_write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-def summary_json(view: dict[str, Any], data: ReportData, files: dict[str, str]) -> dict[str, Any]:
-    """The JSON summary (schema ``fairpair.report/1``; see :mod:`fairpair.report`)."""
+def summary_json(model: ReportModel, files: dict[str, str]) -> dict[str, Any]:
+    """The JSON summary (schema ``fairpair.report/1``; see :mod:`fairpair.report`) of a :class:`ReportModel`."""
+    data = model.data
     plan, plan_now, changed = plan_info(data)
     return {
         "schema": REPORT_SCHEMA,
@@ -514,7 +591,7 @@ def summary_json(view: dict[str, Any], data: ReportData, files: dict[str, str]) 
         "analysed": data.analysed,
         "battery": {"name": data.battery_name, "sha256": data.manifest.get("battery_sha256"),
                     "plan_sha256": plan, "plan_sha256_now": plan_now, "plan_changed": changed},
-        "overall": view["overall"],
+        "overall": model.overall,
         "verdicts": [{
             "id": r.id, "target": r.target, "measure": r.measure, "attribute": r.attribute, "design": r.design,
             "group_a": r.group_a, "group_b": r.group_b, "label_a": clean(r.label_a), "label_b": clean(r.label_b),
@@ -522,18 +599,19 @@ def summary_json(view: dict[str, Any], data: ReportData, files: dict[str, str]) 
             "estimate": r.raw.get("estimate"), "ci": r.raw.get("ci"), "margin": r.raw.get("margin"),
             "test": r.raw.get("test"), "pvalue": r.raw.get("pvalue"), "pvalue_adjusted": r.raw.get("pvalue_adjusted"),
             "correction": r.raw.get("correction"), "n_pairs": r.n_pairs, "n_dropped": r.n_dropped,
-            "sentence": r.sentence} for r in view["rows"]],
+            "sentence": r.sentence} for r in model.rows],
         "targets": [{"name": t.name, "served_models": t.served_models, "system_fingerprints": t.fingerprints,
                      "cases": t.cases, "answered": t.answered, "failed": t.failed, "retried": t.retried,
                      "failure_reasons": {clean(k): v for k, v in t.failure_reasons.items()}} for t in data.targets],
         "self_judging": bool((data.results or {}).get("judge", {}).get("self_judging")),
-        "warnings": [clean(w) for w in view["warnings"]],
+        "warnings": [clean(w) for w in model.warnings],
         "files": files,
     }
 
 
 def write_report(run_dir: Path | str, *, language: str | None = None, out: Path | str | None = None,
-                 evidence: int = 3, data: ReportData | None = None) -> dict[str, Path]:
+                 evidence: int = 3, data: ReportData | None = None,
+                 model: ReportModel | None = None) -> dict[str, Path]:
     """Write ``report.html``, ``report.md`` and ``report.json`` for a run.
 
     Parameters
@@ -552,6 +630,8 @@ def write_report(run_dir: Path | str, *, language: str | None = None, out: Path 
         in results.json, those that go the way of the difference first).
     data:
         The run already read (:func:`~fairpair.report.load_report_data`).
+    model:
+        The report already built (:func:`build_model`); the run is not read again.
 
     Returns
     -------
@@ -567,8 +647,9 @@ def write_report(run_dir: Path | str, *, language: str | None = None, out: Path 
     from fairpair.errors import FairpairError
 
     run_dir = Path(run_dir)
-    data = data or load_report_data(run_dir, language=language, evidence=evidence)
-    view = build_view(data)
+    if model is None:
+        model = build_model(data or load_report_data(run_dir, language=language, evidence=evidence))
+    view = model.context()
     out_dir = Path(out) if out is not None else run_dir / REPORT_DIR
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -577,7 +658,7 @@ def write_report(run_dir: Path | str, *, language: str | None = None, out: Path 
     paths = {"html": out_dir / "report.html", "md": out_dir / "report.md", "json": out_dir / "report.json"}
     html = _env("html").get_template("report.html.j2").render(**view)
     md = _env("md").get_template("report.md.j2").render(**view)
-    summary = summary_json(view, data, {k: str(v) for k, v in paths.items()})
+    summary = summary_json(model, {k: str(v) for k, v in paths.items()})
     try:
         _atomic_write(paths["html"], html)
         _atomic_write(paths["md"], md)

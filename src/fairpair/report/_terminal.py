@@ -20,15 +20,18 @@ _STYLE = {"fail": "bold white on red3", "pass": "bold white on green4", "inconcl
           "insufficient design": "bold white on magenta", "none": "bold white on grey35"}
 
 
-def verdict_table(view: dict[str, Any]) -> Any:
-    """A rich ``Table`` of the comparisons of a report view (:func:`~fairpair.report.build_view`)."""
+def verdict_table(model: Any) -> Any:
+    """A rich ``Table`` of the comparisons of a :class:`~fairpair.report.ReportModel` (or of its
+    templates' context, :func:`~fairpair.report.build_view`)."""
     from rich.table import Table
     from rich.text import Text
 
-    lang = view["lang"]
-    rows = view["rows"]
+    if isinstance(model, dict):  # the templates' context of a model
+        lang, rows, battery = model["lang"], model["rows"], model["battery"]
+    else:
+        lang, rows, battery = model.lang, model.rows, model.battery
     several = len({r.target for r in rows}) > 1
-    t = Table(title=Text(terminal(msg(lang, "terminal.title", battery=view["battery"]))), title_justify="left")
+    t = Table(title=Text(terminal(msg(lang, "terminal.title", battery=battery))), title_justify="left")
     t.add_column(Text(msg(lang, "col.verdict")), no_wrap=True)
     t.add_column(Text(msg(lang, "col.comparison")), overflow="fold")
     if several:
@@ -49,34 +52,36 @@ def verdict_table(view: dict[str, Any]) -> Any:
 
 
 def print_verdicts(console: Any, run_dir: Path | None = None, *, language: str | None = None,
-                   sentences: bool = True, data: Any = None) -> str:
+                   sentences: bool = True, data: Any = None, model: Any = None) -> str:
     """Print the verdict table (and each sentence) of a run; returns the overall verdict.
 
-    Give ``run_dir`` (read now) or ``data`` (a :class:`~fairpair.report.ReportData` already read).
+    Give ``model`` (a :class:`~fairpair.report.ReportModel` already built), ``data`` (a
+    :class:`~fairpair.report.ReportData` already read) or ``run_dir`` (read now).
     """
     from rich.text import Text
 
     from fairpair.report._data import load_report_data
-    from fairpair.report._render import build_view
+    from fairpair.report._render import build_model
 
-    if data is None:
-        data = load_report_data(Path(run_dir), language=language)
-    view = build_view(data, with_figures=False)
-    for w in view["warnings"]:
+    if model is None:
+        if data is None:
+            data = load_report_data(Path(run_dir), language=language)
+        model = build_model(data, with_figures=False)
+    for w in model.warnings:
         console.print(Text("! " + terminal(w), style="bold red"))
-    if not view["analysed"]:
-        console.print(Text(terminal(view["overall_text"])))
+    if not model.analysed:
+        console.print(Text(terminal(model.overall_text)))
         return "none"
-    console.print(verdict_table(view))
-    if view.get("rankings"):
+    console.print(verdict_table(model))
+    if model.rankings:
         from fairpair.report._ranking import ranking_tables
 
-        for table in ranking_tables(view["rankings"], view["lang"]):
+        for table in ranking_tables(model.rankings, model.lang):
             console.print(table)
     if sentences:
-        for r in view["primary_rows"]:
+        for r in model.primary_rows:
             console.print(Text.assemble((terminal(r.verdict_word), _STYLE.get(r.verdict, "")), " ",
                                         terminal(r.sentence)))
-    console.print(Text.assemble((terminal(view["overall_word"]), _STYLE.get(view["overall"], "")), " ",
-                                terminal(view["overall_text"])))
-    return view["overall"]
+    console.print(Text.assemble((terminal(model.overall_word), _STYLE.get(model.overall, "")), " ",
+                                terminal(model.overall_text)))
+    return model.overall
