@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -551,13 +550,7 @@ def _print_summary(console, res: Results) -> None:
 
 
 def load_results(run_dir: Path | str) -> Results:
-    """Read ``RUN/results.json`` back into :class:`Results`."""
-    path = Path(run_dir) / RESULTS_NAME
-    try:
-        return Results.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except FileNotFoundError:
-        raise FairpairError("no results.json; run `fairpair analyze` first", file=run_dir) from None
-    except (ValueError, OSError) as exc:
-        from fairpair.errors import validation_summary
+    """Read ``RUN/results.json`` back into :class:`Results` (:func:`fairpair.store.read_results`)."""
+    from fairpair.store import read_results
 
-        raise FairpairError(f"unreadable results.json: {validation_summary(exc)}", file=path) from None
+    return read_results(Path(run_dir))

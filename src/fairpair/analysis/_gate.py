@@ -23,7 +23,7 @@ from pathlib import Path
 from fairpair.errors import FairpairError
 from xml.etree import ElementTree as ET
 
-from fairpair.analysis._analyze import RESULTS_NAME, analyze_run, load_results
+from fairpair.analysis._analyze import analyze_run, load_results
 from fairpair.analysis._results import ComparisonResult, Results
 
 __all__ = ["gate_exit_code", "gate_outcome", "GateOutcome", "gate_lines", "junit_xml", "failing",
@@ -32,10 +32,10 @@ __all__ = ["gate_exit_code", "gate_outcome", "GateOutcome", "gate_lines", "junit
 
 def current_results(run_dir: Path | str) -> Results:
     """``results.json`` if it is newer than the store, else a fresh analysis."""
+    from fairpair.store import results_current
+
     run_dir = Path(run_dir)
-    res_path = run_dir / RESULTS_NAME
-    store_files = [p for p in (run_dir / "store.sqlite", run_dir / "store.sqlite-wal") if p.exists()]
-    if res_path.exists() and all(res_path.stat().st_mtime >= p.stat().st_mtime for p in store_files):
+    if results_current(run_dir):
         return load_results(run_dir)
     return analyze_run(run_dir)
 

@@ -15,14 +15,15 @@ No module outside this package speaks SQL (``tests/store/test_no_sql_outside.py`
 
 from fairpair.cases._case import Case
 from fairpair.store._run import (LOCK_NAME, MANIFEST_NAME, RESULTS_NAME, RESULTS_SCHEMA, Run, RunLock,
-                                 loaded_from_store, plan_hash, record_battery, write_manifest, write_results)
+                                 loaded_from_store, plan_hash, read_results, record_battery, results_current,
+                                 write_manifest, write_results)
 from fairpair.store._sqlite import (STORE_FORMAT, STORE_NAME, AnswerToMeasure, Measurement, MeasurementColumns,
                                     Response, Store, damaged_store_error)
 
-__all__ = ["Run", "RunLock", "Store", "Case", "Response", "Measurement", "MeasurementColumns", "AnswerToMeasure",
-           "loaded_from_store", "plan_hash", "record_battery", "write_manifest", "write_results",
-           "damaged_store_error", "STORE_NAME", "STORE_FORMAT", "LOCK_NAME", "MANIFEST_NAME", "RESULTS_NAME",
-           "RESULTS_SCHEMA"]
+__all__ = ["Run", "RunLock", "Store", "Case", "Response", "Measurement", "Results", "MeasurementColumns",
+           "AnswerToMeasure", "loaded_from_store", "plan_hash", "read_results", "record_battery", "results_current",
+           "write_manifest", "write_results", "damaged_store_error", "STORE_NAME", "STORE_FORMAT", "LOCK_NAME",
+           "MANIFEST_NAME", "RESULTS_NAME", "RESULTS_SCHEMA"]
 
 
 def __getattr__(name: str):

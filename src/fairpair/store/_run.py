@@ -30,8 +30,8 @@ from typing import Any, Iterator, Literal
 from fairpair.errors import FairpairError
 from fairpair.store._sqlite import Measurement, Response, Store
 
-__all__ = ["Run", "RunLock", "loaded_from_store", "plan_hash", "record_battery", "write_manifest",
-           "write_results", "LOCK_NAME", "MANIFEST_NAME", "RESULTS_NAME", "RESULTS_SCHEMA"]
+__all__ = ["Run", "RunLock", "loaded_from_store", "plan_hash", "record_battery", "read_results", "results_current",
+           "write_manifest", "write_results", "LOCK_NAME", "MANIFEST_NAME", "RESULTS_NAME", "RESULTS_SCHEMA"]
 
 LOCK_NAME = ".fairpair.lock"
 MANIFEST_NAME = "manifest.json"
@@ -201,6 +201,39 @@ def write_results(run_dir: Path, text: str) -> None:
         tmp.replace(path)
     except OSError as exc:
         raise FairpairError(f"cannot write results.json: {exc.strerror}", file=Path(run_dir)) from None
+
+
+def read_results(run_dir: Path) -> Any:
+    """``RUN/results.json`` as the typed :class:`~fairpair.analysis.Results`.
+
+    Raises
+    ------
+    FairpairError
+        There is no results.json (run ``fairpair analyze`` first), or it is unreadable or does not
+        validate (its problems listed).
+    """
+    from fairpair.analysis._results import Results
+
+    path = Path(run_dir) / RESULTS_NAME
+    try:
+        return Results.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise FairpairError("no results.json; run `fairpair analyze` first", file=run_dir) from None
+    except (ValueError, OSError) as exc:
+        from fairpair.errors import validation_summary
+
+        raise FairpairError(f"unreadable results.json: {validation_summary(exc)}", file=path) from None
+
+
+def results_current(run_dir: Path) -> bool:
+    """True when ``RUN/results.json`` exists and is at least as new as the store (``store.sqlite``
+    and its WAL): no answer or measurement was stored after the analysis that wrote it."""
+    from fairpair.store._sqlite import STORE_NAME
+
+    run_dir = Path(run_dir)
+    res_path = run_dir / RESULTS_NAME
+    store_files = [p for p in (run_dir / STORE_NAME, run_dir / f"{STORE_NAME}-wal") if p.exists()]
+    return res_path.exists() and all(res_path.stat().st_mtime >= p.stat().st_mtime for p in store_files)
 
 
 def _read_json(path: Path, what: str) -> dict[str, Any] | None:
