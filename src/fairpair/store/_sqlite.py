@@ -541,9 +541,7 @@ class Store:
 
     def answer_versions(self, target: str) -> dict[tuple[str | None, str | None], int]:
         """``(model, system_fingerprint)`` -> number of ``ok`` answers of ``target`` (a fleet's version check)."""
-        return {(m, fp): n for m, fp, n in self.conn.execute(
-            "SELECT model, system_fingerprint, COUNT(*) FROM responses WHERE target=? AND status='ok'"
-            " GROUP BY model, system_fingerprint ORDER BY COUNT(*) DESC", (target,))}
+        return {(m, fp): n for m, fp, n in sorted(self.served_models(target), key=lambda r: -r[2])}
 
     # ------------------------------------------------------------ provider batch jobs (migration 3)
     def add_batch(self, *, target: str, batch_id: str, input_file_id: str, base_url: str,
@@ -748,7 +746,8 @@ class Store:
                    None if detail is None else json.loads(detail))
 
     def served_models(self, target: str) -> list[tuple[str | None, str | None, int]]:
-        """``(model, system_fingerprint, answers)`` of ``target``'s ``ok`` answers, per pair the target reported."""
+        """``(model, system_fingerprint, answers)`` of ``target``'s ``ok`` answers, per pair the target
+        reported, in the order of the pairs (see :meth:`answer_versions` for most answers first)."""
         return self.conn.execute(
             "SELECT model, system_fingerprint, COUNT(*) FROM responses WHERE target=? AND status='ok' "
             "GROUP BY model, system_fingerprint", (target,)).fetchall()
