@@ -88,6 +88,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from fairpair._text import fold, fold_text
 from fairpair.errors import FairpairError
 from fairpair.measures._base import Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
 
@@ -98,16 +99,6 @@ __all__ = [
 
 
 # ---------------------------------------------------------------- text helpers
-
-
-def fold_text(text: str) -> str:
-    """Accent-, case- and compatibility-insensitive form of ``text`` (NFKD, marks dropped, casefold).
-
-    Curly apostrophes become ``'``. Length may change (``ß`` -> ``ss``).
-    """
-    out = unicodedata.normalize("NFKD", text)
-    out = "".join(c for c in out if not unicodedata.combining(c))
-    return out.casefold().replace("\u2019", "'").replace("\u02bc", "'")
 
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?;])\s+|\n+")
@@ -422,7 +413,7 @@ def _arg_matches(want: Any, got: Any) -> bool:
     if isinstance(want, dict):
         return isinstance(got, dict) and all(k in got and _arg_matches(v, got[k]) for k, v in want.items())
     if isinstance(want, str) and isinstance(got, str):
-        return fold_text(want).strip() == fold_text(got).strip()
+        return fold(want) == fold(got)
     if isinstance(want, bool) or isinstance(got, bool):
         return want is got
     return want == got
@@ -538,7 +529,7 @@ class ToolArgumentMeasure(_CategoricalMeasure):
             got = got.get(part) if isinstance(got, dict) else None
         if isinstance(got, str):
             for cat in o.categories:
-                if fold_text(cat).strip() == fold_text(got).strip():
+                if fold(cat) == fold(got):
                     return MeasureResult.ok(cat, detail={"argument": got})
         return MeasureResult.missing(f"argument '{o.argument}' of '{o.name}' is {got!r}, not one of {o.categories}",
                                      detail={"argument": got})

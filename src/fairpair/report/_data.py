@@ -473,7 +473,8 @@ def load_report_data(run_dir: Path, *, language: str | None = None,
         ``run_dir`` is not a run directory, or results.json/manifest.json are
         unreadable or of an unknown schema.
     """
-    from fairpair.measures._mask import _trim, fold
+    from fairpair._text import fold
+    from fairpair.measures._mask import _trim
     from fairpair.run._runner import open_run
 
     run_dir = Path(run_dir)
