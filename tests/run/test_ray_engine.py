@@ -168,3 +168,19 @@ def test_killing_the_driver_mid_run_then_resuming_answers_each_case_once(tmp_pat
     assert len(ids) == len(set(ids)) == n_cases(run) == 64  # each case once, none lost
     assert all(r[1] == "ok" for r in rows)
     assert set(first) <= set(rows)  # what was stored before the kill is kept as it was
+
+
+@pytest.mark.slow
+def test_workers_that_cannot_build_the_target_stop_the_run(tmp_path, ray_local, monkeypatch):
+    from fairpair.errors import FairpairError
+
+    code = tmp_path / "driver_only"
+    code.mkdir()
+    (code / "fp_driver_only_bot.py").write_text("def answer(messages, context):\n    return 'hola'\n")
+    monkeypatch.syspath_prepend(str(code))  # importable here, not on the Ray workers
+    lb = load_battery(write_battery(tmp_path, {"kind": "python", "callable": "fp_driver_only_bot:answer"},
+                                    templates=1))
+    with pytest.raises(FairpairError, match="the Ray workers cannot start it: .*fp_driver_only_bot"):
+        execute_run(lb, tmp_path / "run", RunSettings(engine="ray", actors=1, preflight=False))
+    assert stored(tmp_path / "run", "python") == []  # nothing sent, nothing stored
+    sys.modules.pop("fp_driver_only_bot", None)

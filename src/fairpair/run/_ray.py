@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -149,6 +150,13 @@ class ray_session:  # noqa: N801 - used as a context manager, like open()
             ray.shutdown()
 
 
+def _cause(exc: Exception) -> str:
+    """The innermost ``SomeError: message`` line of a Ray error's remote traceback."""
+    lines = [ln.strip() for ln in str(exc).splitlines()]
+    found = [ln for ln in lines if re.match(r"[\w.]*(Error|Exception): ", ln)]
+    return re.sub(r"^[\w.]*\.", "", found[-1]) if found else (lines[0] if lines else repr(exc))
+
+
 def _pool_size(ray: Any, settings: RunSettings) -> int:
     if settings.actors:
         return settings.actors
@@ -176,7 +184,8 @@ def run_target_ray(store: Store, target_name: str, spec: Any, cases: Iterable[Ca
     Raises
     ------
     FairpairError
-        Ray is not installed.
+        Ray is not installed, or the workers cannot build the target (fairpair or
+        the target's extra missing on a node); nothing is sent then.
     fairpair.run._preflight.CircuitOpen
         ``breaker`` opened (the same error many times in a row); the pool is stopped.
     """
@@ -197,6 +206,14 @@ def run_target_ray(store: Store, target_name: str, spec: Any, cases: Iterable[Ca
                                                 num_cpus=settings.actor_cpus)
     pool = [worker_cls.remote(target_name, spec, str(base_dir) if base_dir else None, language, actor_settings,
                               tools, tool_map) for _ in range(n_actors)]
+    try:  # every actor up, its target built, before a case is sent
+        ray.get([a.pid.remote() for a in pool])
+    except ray.exceptions.RayError as exc:
+        for a in pool:
+            ray.kill(a)
+        raise FairpairError(f"target '{target_name}': the Ray workers cannot start it: {_cause(exc)[:300]}",
+                            key="--engine", hint="every node needs fairpair (the same version) and the "
+                            "target's extras installed; nothing was sent") from None
     if on_pool:
         on_pool(pool)
     answered = store.answered_ids(target_name)
