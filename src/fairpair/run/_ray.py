@@ -35,6 +35,7 @@ only when this engine is used. See https://docs.ray.io/en/latest/ray-core/patter
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import os
 import re
@@ -53,6 +54,8 @@ __all__ = ["RAY_INSTALL", "require_ray", "ray_session", "run_target_ray", "CaseW
 #: The line that installs the engine's dependency.
 RAY_INSTALL = "pip install 'fairpair[ray]'"
 WORKER_DIED = "worker died: the Ray actor answering this case was lost"
+#: Most cases per Ray task (see :func:`run_target_ray`).
+CHUNK = 8
 
 
 def require_ray() -> Any:
@@ -70,12 +73,15 @@ class CaseWorker:
 
     Built in the actor's process from the battery's target block, so nothing
     but the spec travels to the worker. ``answer(case)`` returns plain data:
-    ``(case_id, completion | None, error | None, attempts, replies, latency_s)``.
+    ``(case_id, completion | None, error | None, attempts, replies, latency_s)``;
+    ``answer_many(cases)`` a list of them, ``slots`` calls at a time.
     """
 
     def __init__(self, name: str, spec: Any, base_dir: str | None, language: str | None, settings: RunSettings,
-                 tools: list[dict] | None, tool_map: dict[str, str] | None) -> None:
+                 tools: list[dict] | None, tool_map: dict[str, str] | None, slots: int = 1) -> None:
         from fairpair.run._runner import build_target
+
+        self._slots = asyncio.Semaphore(max(1, slots))  # calls in flight in this actor
 
         self.target = build_target(name, spec, base_dir=Path(base_dir) if base_dir else None, language=language)
         self.settings, self.tools, self.tool_map = settings, tools, tool_map or {}
@@ -105,6 +111,16 @@ class CaseWorker:
         outcome, replies, latency = await answer_case(caller, case, self.tools, self.tool_map)
         error = None if outcome.completion is not None else describe_error(outcome.error)
         return case.id, outcome.completion, error, outcome.attempts, replies, latency
+
+    async def answer_many(self, cases: list[Case]) -> list[tuple[str, Any, str | None, int, list[str], float]]:
+        """:meth:`answer` for a chunk of cases, at most ``slots`` calls at once in this actor.
+
+        One Ray task per chunk instead of per case: Ray's cost per task is paid once per chunk."""
+        async def one(case: Case):
+            async with self._slots:
+                return await self.answer(case)
+
+        return list(await asyncio.gather(*(one(c) for c in cases)))
 
     def pid(self) -> int:
         """The worker's process id (the tests kill it)."""
@@ -175,7 +191,9 @@ def run_target_ray(store: Store, target_name: str, spec: Any, cases: Iterable[Ca
     ``settings.actors`` actors (default: the cluster's free CPUs, at most
     ``settings.concurrency``) share ``settings.concurrency`` calls in flight
     (``ceil(concurrency / actors)`` each; the target's ``max_concurrency``
-    holds for the pool as a whole) and the rate limits (``rpm``/``tpm``
+    holds for the pool as a whole). Cases go in chunks of up to
+    :data:`CHUNK` (at most half an actor's calls) per Ray task, twice an
+    actor's calls submitted, so the chunks' answers stream back chunk by chunk and the rate limits (``rpm``/``tpm``
     divided by the number of actors). Ray must be initialised (see
     :class:`ray_session`). ``on_pool`` receives the actor handles once they are
     created (the tests kill one). Returns the same :class:`TargetRunStats` as
@@ -199,13 +217,17 @@ def run_target_ray(store: Store, target_name: str, spec: Any, cases: Iterable[Ca
         per_actor = max(1, min(per_actor, max_concurrency // n_actors))
     actor_settings = replace(settings, rpm=settings.rpm / n_actors if settings.rpm else None,
                              tpm=settings.tpm / n_actors if settings.tpm else None)
-    # A dead worker is restarted, and the calls it had not answered are sent again (to the new worker)
+    # Cases travel in chunks (one Ray task per chunk; Ray's per-task cost is several times the engine's
+    # per-call cost), twice the actor's slots submitted so that a slot never waits for the driver.
+    chunk = max(1, min(CHUNK, per_actor // 2))
+    tasks_per_actor = math.ceil(2 * per_actor / chunk)
+    # A dead worker is restarted, and the chunks it had not answered are sent again (to the new worker)
     # up to max_attempts times; only the one result per case reaches the store.
-    worker_cls = ray.remote(CaseWorker).options(max_concurrency=per_actor, max_restarts=-1,
+    worker_cls = ray.remote(CaseWorker).options(max_concurrency=tasks_per_actor + 2, max_restarts=-1,
                                                 max_task_retries=settings.max_attempts,
                                                 num_cpus=settings.actor_cpus)
     pool = [worker_cls.remote(target_name, spec, str(base_dir) if base_dir else None, language, actor_settings,
-                              tools, tool_map) for _ in range(n_actors)]
+                              tools, tool_map, per_actor) for _ in range(n_actors)]
     try:  # every actor up, its target built, before a case is sent
         ray.get([a.pid.remote() for a in pool])
     except ray.exceptions.RayError as exc:
@@ -226,38 +248,41 @@ def run_target_ray(store: Store, target_name: str, spec: Any, cases: Iterable[Ca
                 yield case
 
     pending = todo()
-    in_flight: dict[Any, tuple[Case, int]] = {}
-    load = [0] * n_actors
-    capacity = n_actors * per_actor
+    in_flight: dict[Any, tuple[list[Case], int]] = {}
+    load = [0] * n_actors  # chunks in flight per actor
 
     def fill() -> None:
-        while len(in_flight) < capacity:
-            case = next(pending, None)
-            if case is None:
+        while len(in_flight) < n_actors * tasks_per_actor:
+            batch = list(itertools.islice(pending, chunk))
+            if not batch:
                 return
             i = min(range(n_actors), key=load.__getitem__)
-            in_flight[pool[i].answer.remote(case)] = (case, i)
+            in_flight[pool[i].answer_many.remote(batch)] = (batch, i)
             load[i] += 1
 
     try:
         fill()
         while in_flight:
-            ready, _ = ray.wait(list(in_flight), num_returns=1)
+            refs = list(in_flight)
+            ready, rest = ray.wait(refs, num_returns=1)
+            if rest:  # everything else already done, in the same pass
+                ready += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
             for ref in ready:
-                case, i = in_flight.pop(ref)
+                batch, i = in_flight.pop(ref)
                 load[i] -= 1
                 try:
-                    case_id, completion, error, attempts, replies, latency = ray.get(ref)
+                    results = ray.get(ref)
                 except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
                         ray.exceptions.ObjectLostError) as exc:
-                    # Ray re-sent the case max_attempts times, each time to a restarted worker
-                    case_id, completion, error, attempts, replies, latency = \
-                        case.id, None, f"{WORKER_DIED} ({type(exc).__name__})", settings.max_attempts + 1, [], 0.0
-                if case_id in answered:  # never twice in the store
-                    continue
-                answered.add(case_id)
-                record_outcome(store, target_name, case, completion, error, attempts, replies, latency, stats,
-                               secrets=secrets, on_done=on_done, breaker=breaker)
+                    # Ray re-sent the chunk max_attempts times, each time to a restarted worker
+                    results = [(c.id, None, f"{WORKER_DIED} ({type(exc).__name__})", settings.max_attempts + 1,
+                                [], 0.0) for c in batch]
+                for case, (case_id, completion, error, attempts, replies, latency) in zip(batch, results):
+                    if case_id in answered:  # never twice in the store
+                        continue
+                    answered.add(case_id)
+                    record_outcome(store, target_name, case, completion, error, attempts, replies, latency, stats,
+                                   secrets=secrets, on_done=on_done, breaker=breaker)
             fill()
     finally:
         for ref in in_flight:
