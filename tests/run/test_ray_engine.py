@@ -184,3 +184,12 @@ def test_workers_that_cannot_build_the_target_stop_the_run(tmp_path, ray_local, 
         execute_run(lb, tmp_path / "run", RunSettings(engine="ray", actors=1, preflight=False))
     assert stored(tmp_path / "run", "python") == []  # nothing sent, nothing stored
     sys.modules.pop("fp_driver_only_bot", None)
+
+
+def test_batch_and_engine_ray_together_are_an_error(tmp_path, capsys):
+    battery = write_battery(tmp_path, MOCK, templates=1)
+    with pytest.raises(SystemExit) as exc:
+        cli_main(["run", str(battery), "--out", str(tmp_path / "run"), "--engine", "ray", "--batch", "-q"])
+    out = capsys.readouterr()
+    assert exc.value.code == 2
+    assert "drop --engine ray" in out.out + out.err
