@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import re
+import sys
 from functools import cache
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 __all__ = ["PluginError", "check_options_model", "options_problem", "plugin_names", "load_plugin",
-           "validate_options"]
+           "validate_options", "ReferenceProblem", "check_reference", "load_reference"]
 
 _BUILTIN: dict[str, dict[str, str]] = {
     "fairpair.targets": {
@@ -109,16 +112,10 @@ def load_plugin(group: str, kind: str) -> type:
     ref = _registry(group).get(kind)
     if ref is None:
         raise PluginError(f"unknown kind '{kind}'", unknown_kind=True)
-    module, _, attr = ref.partition(":")
     try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        raise PluginError(f"plugin '{kind}' cannot be imported: {exc}") from None
-    try:
-        cls = getattr(mod, attr)
-    except AttributeError:
-        raise PluginError(f"plugin '{kind}': module {module} has no attribute '{attr}' (entry point {ref})") \
-            from None
+        cls = load_reference(ref, callable_only=False)
+    except ReferenceProblem as exc:
+        raise PluginError(f"plugin '{kind}' cannot be loaded: {exc.message} (entry point {ref})") from None
     check_options_model(cls, where=f"'{kind}' ({ref})")
     return cls
 
@@ -155,3 +152,68 @@ def validate_options(group: str, kind: str, options: dict[str, Any]) -> Any:
         return model.model_validate(options)
     except ValidationError as exc:
         raise options_problem(model, kind, exc) from None
+
+
+# ---------------------------------------------------------------- "module:function" references
+
+_REFERENCE = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+class ReferenceProblem(Exception):
+    """A ``module:attribute`` reference that cannot be loaded; ``hint`` is a "did you mean" or None."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+def check_reference(ref: str) -> str:
+    """Return ``ref`` if it looks like ``module:attribute`` (``pkg.mod:obj.method`` allowed).
+
+    Raises ValueError otherwise (for pydantic validators: the battery error names the key).
+    """
+    if not isinstance(ref, str) or not _REFERENCE.fullmatch(ref.strip()):
+        raise ValueError(f"must look like 'module:function' (got {ref!r})")
+    return ref
+
+
+def load_reference(ref: str, *, path: Path | str | None = None, callable_only: bool = True) -> Any:
+    """Import ``module`` and return ``attribute`` (dotted) of a ``module:attribute`` reference.
+
+    ``path`` (a directory) is put at the front of ``sys.path`` first and kept
+    there, so that the module's own later imports keep working. The one
+    loader of entry points, python targets and python measures.
+
+    Raises
+    ------
+    ReferenceProblem
+        the module is not found or raises while importing, the attribute is
+        missing (with a "did you mean"), or (``callable_only``) it is not callable.
+    """
+    module_name, _, attr_path = ref.partition(":")
+    if path is not None:
+        p = str(path)
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            raise ReferenceProblem(f"module '{module_name}' not found",
+                                   hint="set 'path' to the directory that holds it, or install its package"
+                                   ) from None
+        raise ReferenceProblem(f"importing '{module_name}' failed: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - the user's module failed while importing
+        raise ReferenceProblem(f"importing '{module_name}' raised {type(exc).__name__}: {exc}") from None
+    obj: Any = module
+    for part in attr_path.split("."):
+        if not hasattr(obj, part):
+            names = [n for n in dir(obj) if not n.startswith("_")]
+            close = difflib.get_close_matches(part, names, n=1)
+            raise ReferenceProblem(f"'{module_name}' has no attribute '{part}'",
+                                   hint=f"did you mean '{close[0]}'?" if close else None)
+        obj = getattr(obj, part)
+    if callable_only and not callable(obj):
+        raise ReferenceProblem(f"'{ref}' is a {type(obj).__name__}, not a function")
+    return obj

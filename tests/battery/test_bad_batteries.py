@@ -35,6 +35,7 @@ CASES = [
     ("design_unknown_template.yaml", 18, "designs[0].templates[0]", "unknown template 'pedido_rotto'", "did you mean 'pedido_roto'?"),
     ("duplicate_key.yaml", 9, "attributes.origen.neutral", "duplicate key 'neutral'", None),
     ("duplicate_name_accent.yaml", 11, "attributes.origen.groups.magreb.variants[1]", "'Lucia' appears in two groups of 'origen': 'espana' and 'magreb'", None),
+    ("duplicate_name_apostrophe.yaml", 11, "attributes.origen.groups.otro.variants[1]", "'O’Brien' appears in two groups of 'origen': 'irlanda' and 'otro'", None),
     ("duplicate_name_across_groups.yaml", 11, "attributes.origen.groups.magreb.variants[1]", "'Lucía' appears in two groups", None),
     ("duplicate_name_same_group.yaml", 10, "attributes.origen.groups.espana.variants[1]", "'LUCÍA' appears twice in group 'espana'", None),
     ("duplicate_template_id.yaml", 15, "templates[1].id", "template id 'pedido_roto' is used twice", None),

@@ -24,9 +24,6 @@ __all__ = ["CaseTable", "RunData", "Strata", "load_run_data", "load_answer_statu
            "STATUS_PREFIX", "measure_scale", "pairs_for", "strata_for", "to_float",
            "group_pairs"]
 
-SCALES = ("binary", "count", "continuous", "ordinal", "categorical")
-
-
 @contextmanager
 def open_for_reading(run_dir):
     """A run opened for the analysis (:class:`fairpair.store.Run`, read-only; a store from an older
@@ -297,7 +294,7 @@ def _declared_scales(battery) -> dict[str, str]:
     hit = _SCALES_CACHE.get(key)
     if hit is None or hit[0] is not battery:
         try:
-            from fairpair.measures import measure_scales
+            from fairpair.measures import SCALES, measure_scales
 
             scales = {k: v for k, v in measure_scales(battery).items() if v in SCALES}
         except Exception:  # noqa: BLE001 - a measure that cannot be built: fall back to the stored values
@@ -321,6 +318,7 @@ def measure_scale(battery, name: str, kinds: set[str] | None = None) -> str:
     if spec is not None:
         try:
             from fairpair._plugins import load_plugin
+            from fairpair.measures import SCALES
 
             cls = load_plugin("fairpair.measures", spec.kind)
             s = getattr(cls, "scale", None)

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from fairpair.analysis._results import (
     BinaryDetail, ComparisonResult, ContinuousDetail, Evidence, Heterogeneity, PairedTDetail, VariantRow,
@@ -69,9 +69,10 @@ def t_interval(theta: float, boot: np.ndarray, n_clusters: int, level: float) ->
     finite = boot[np.isfinite(boot)]
     if n_clusters < 2 or finite.size < 2 or not np.isfinite(theta):
         return (np.nan, np.nan)
+    from fairpair.stats import t_interval as _t
+
     se = float(finite.std(ddof=1)) * np.sqrt(n_clusters / (n_clusters - 1))
-    q = float(stats.t.ppf(0.5 + level / 2.0, n_clusters - 1))
-    return (theta - q * se, theta + q * se)
+    return _t(theta, se, n_clusters - 1, level)
 
 BINARY_SCALES = ("binary",)
 N_EVIDENCE = 3

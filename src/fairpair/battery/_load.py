@@ -16,7 +16,6 @@ import hashlib
 import json
 import re
 import typing
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from fairpair.battery._schema import (
     SLOT_RE, AAControlDesign, Attribute, Battery, CounterfactualDesign, CrossedDesign, TwoPartyDesign,
 )
 from fairpair.battery._yaml import Located, _dotted, load_yaml
+from fairpair._text import fold
 from fairpair.errors import BatteryError
 
 __all__ = ["LoadedBattery", "load_battery", "battery_hash"]
@@ -347,12 +347,6 @@ def _child_annotation(ann: Any, part: Any) -> Any:
 # ---------------------------------------------------------------- semantic checks
 
 
-def fold(s: str) -> str:
-    """Accent- and case-insensitive key for duplicate detection."""
-    s = unicodedata.normalize("NFKD", s)
-    return "".join(c for c in s if not unicodedata.combining(c)).casefold().strip()
-
-
 def _check(lb: LoadedBattery) -> None:
     b = lb.battery
     attrs = b.attributes
@@ -378,11 +372,12 @@ def _check(lb: LoadedBattery) -> None:
                 k = fold(v)
                 if k in seen and seen[k] != gn:
                     raise lb.fail(f"'{v}' appears in two groups of '{an}': '{seen[k]}' and '{gn}' "
-                                  f"(names are compared without accents or case)",
+                                  f"(names are compared folded: without accents or case, apostrophes, dashes "
+                                  f"and spaces unified)",
                                   (*gpath, "variants", i))
                 if k in seen:
-                    raise lb.fail(f"'{v}' appears twice in group '{gn}' (names are compared without "
-                                  f"accents or case)", (*gpath, "variants", i))
+                    raise lb.fail(f"'{v}' appears twice in group '{gn}' (names are compared folded: "
+                                  f"without accents or case, apostrophes, dashes and spaces unified)", (*gpath, "variants", i))
                 seen[k] = gn
             if g.transforms:
                 raise lb.fail("'transforms' belong to a writing_style attribute", (*gpath, "transforms"))

@@ -32,6 +32,13 @@ E = TypeVar("E", bound=enum.Enum)
 # ---------------------------------------------------------------- choices
 
 
+class Engine(str, enum.Enum):
+    """Where ``fairpair run`` sends cases from: this process (asyncio) or a Ray actor pool."""
+
+    inprocess = "inprocess"
+    ray = "ray"
+
+
 class Lang(str, enum.Enum):
     """Language of a battery or a report (the two that ship texts and lexicons)."""
 

@@ -12,7 +12,7 @@ from rich.markup import escape
 from fairpair.cli._app import app, console, current_run
 from fairpair.cli._common import confirm_size, load
 from fairpair.cli._options import (
-    AnalyzeStageOpt, AxesOpt, BatteryArg, ConcurrencyOpt, GateOpt, MaxAttemptsOpt, MeasureStageOpt, QuietOpt,
+    AnalyzeStageOpt, AxesOpt, BatteryArg, ConcurrencyOpt, Engine, GateOpt, MaxAttemptsOpt, MeasureStageOpt, QuietOpt,
     ReportStageOpt, RunArg, TargetsOpt, TemplatesOpt, TimeoutOpt, YesOpt, out_option,
 )
 
@@ -43,11 +43,32 @@ def run(
                                         "(OpenAI's Batch API and compatible ones; about half the price, answers "
                                         "within 24 h) and stop; run the same command again later to fetch them.")]
     = False,
+    engine: Annotated[Engine, typer.Option(help="inprocess: asyncio in this process; ray: shard the cases over "
+                                           "a Ray actor pool, each actor holding its target (pip install "
+                                           "'fairpair[ray]'); this process stays the store's only writer.")
+                      ] = Engine.inprocess,
+    address: Annotated[Optional[str], typer.Option(help="Ray cluster for --engine ray: 'auto' (the running "
+                                                   "cluster) or ray://HOST:10001; default: a local Ray.")] = None,
+    actors: Annotated[Optional[int], typer.Option(min=1, help="Actors of the Ray pool (default: the free CPUs, "
+                                                  "at most --concurrency); --concurrency is shared among them.")
+                      ] = None,
     templates: TemplatesOpt = None,
     axes: AxesOpt = None,
     yes: YesOpt = False,
 ) -> None:
     """Send every case to the battery's target(s) and store every answer; then measure, analyze, report."""
+    from fairpair.errors import FairpairError
+
+    if engine is not Engine.ray and (address is not None or actors is not None):
+        raise FairpairError("--address and --actors belong to --engine ray", key="--engine",
+                            hint="add --engine ray")
+    if engine is Engine.ray and batch:
+        raise FairpairError("--batch sends through the provider's batch API, not an engine; drop --engine ray",
+                            key="--engine")
+    if engine is Engine.ray:
+        from fairpair.run._ray import require_ray
+
+        require_ray()  # exit 2 with the install line before anything is loaded
     from fairpair import pipeline
     from fairpair._progress import RunProgress, progress_enabled
     from fairpair.run import RunSettings, default_run_dir
@@ -59,7 +80,8 @@ def run(
     confirm_size(lb, yes, "sends")
     run_dir = out or default_run_dir(lb)
     calls = RunSettings(concurrency=concurrency, timeout=timeout, max_attempts=max_attempts, rpm=rpm, tpm=tpm,
-                        preflight=preflight, max_consecutive_failures=max_consecutive_failures)
+                        preflight=preflight, max_consecutive_failures=max_consecutive_failures,
+                        engine=engine.value, address=address, actors=actors)
     console.print(f"run directory: {escape(str(run_dir))}")
     current_run[:] = [run_dir]
     with RunProgress(console, enabled=not quiet and console.is_terminal) as prog:

@@ -33,7 +33,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from fairpair import __version__
-from fairpair.battery._load import LoadedBattery, battery_hash, fold
+from fairpair._text import fold
+from fairpair.battery._load import LoadedBattery, battery_hash
 from fairpair.battery._load import _at as _value_at
 from fairpair.battery._schema import (
     Attribute, BaselineDesign, Battery, CounterfactualDesign, CrossedDesign, Group, Template,

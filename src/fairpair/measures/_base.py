@@ -21,6 +21,8 @@ exception that ends the stage.
 
 from __future__ import annotations
 
+import typing
+
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -41,7 +43,7 @@ __all__ = ["Scale", "SCALES", "MeasureItem", "MeasureResult", "Measure", "Measur
 #: Stuart-Maxwell and Bowker on the k x k table, and each outcome as a yes/no
 #: measure ``<name>=<outcome>`` with McNemar and its risk difference).
 Scale = Literal["binary", "count", "continuous", "ordinal", "categorical"]
-SCALES: tuple[str, ...] = ("binary", "count", "continuous", "ordinal", "categorical")
+SCALES: tuple[str, ...] = typing.get_args(Scale)
 
 
 class MeasureOptions(BaseModel):

@@ -16,7 +16,9 @@ empty.
 Matching rules
 --------------
 Matching is done on a *folded* form of text and values, so that spelling
-variants cannot slip past:
+variants cannot slip past. The fold is :func:`fairpair._text.fold`, the one
+every check of fairpair uses (the battery's "no value in two groups" check
+included); the matcher compiles it into its pattern:
 
 * Unicode compatibility normalisation (NFKD): fullwidth ``Ｌｕｃíａ``,
   ligatures (``ﬁ``), superscript digits, math alphanumerics fold to plain
@@ -75,10 +77,12 @@ import unicodedata
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from fairpair._text import APOSTROPHES as _APOSTROPHES
+from fairpair._text import fold
+from fairpair._text import fold_char as _fold_char
+
 __all__ = ["Masker", "mask", "fold", "name_forms", "common_words", "TITLES", "GREETINGS"]
 
-_STRIPPED_CATEGORIES = frozenset({"Mn", "Me", "Cf"})
-_APOSTROPHES = "'\u2019\u02bc\u2018`\u00b4\u2032"
 # Code points whose folding is compiled into the pattern: the BMP. Keeping every
 # character class inside the BMP lets the regex engine use its fast two-level
 # bitmap; a class with an astral range falls back to a linear scan of ranges,
@@ -146,44 +150,10 @@ def name_forms(name: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _fold_char(c: str) -> str:
-    """Fold one code point (see the module docstring); may return '' or 2+ chars."""
-    cat = unicodedata.category(c)
-    if cat in _STRIPPED_CATEGORIES:
-        return ""
-    if c.isspace():
-        return " "
-    if cat == "Pd":
-        return "-"
-    if c in _APOSTROPHES:
-        return "'"
-    out = []
-    # A non-space character never folds to a space (NFKD of "¨" is " \u0308").
-    for d in unicodedata.normalize("NFKD", c).replace(" ", ""):
-        if unicodedata.category(d) in _STRIPPED_CATEGORIES:
-            continue
-        for e in unicodedata.normalize("NFKD", d.casefold()):
-            if unicodedata.category(e) not in _STRIPPED_CATEGORIES:
-                out.append(e)
-    return "".join(out)
-
-
 def _trim(folded: str) -> str:
     """Drop leading/trailing characters that are not letters or digits."""
     m = re.search(r"[^\W_](?:.*[^\W_])?", folded, re.S)
     return m.group() if m else ""
-
-
-def fold(text: str) -> str:
-    """Return the folded form of ``text`` used for matching.
-
-    Compatibility-decomposed (NFKD), combining marks and format characters
-    removed, case-folded, whitespace runs collapsed to one space, dashes and
-    apostrophes unified, stripped of leading/trailing spaces. This is the
-    canonical definition the compiled matcher implements; it is slow (one
-    Python call per character) and meant for values, not for bulk text.
-    """
-    return re.sub(r" +", " ", "".join(_fold_char(c) for c in text)).strip()
 
 
 class _Tables(NamedTuple):

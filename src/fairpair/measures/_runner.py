@@ -195,22 +195,22 @@ def signal_values(battery) -> tuple[list[str], list[str]]:
 
 def masker_for(battery, *, marker: str = "[MASK]", extra_values=()):
     """The :class:`~fairpair.measures._mask.Masker` of a battery: the variants of ``name`` signals as
-    person names (all their surface forms), the other variants as values, the group references as
-    terms, and the battery's language (names that are common words are masked where used as names).
+    person names (all their surface forms), the other signal values (:func:`signal_values`: variants
+    and the text values groups write into the context) as values, the group references as terms, and the battery's language (names that are common words are masked where used as names).
 
     Raises ValueError as :class:`~fairpair.measures._mask.Masker`.
     """
-    from fairpair.measures._mask import Masker, _trim, fold
+    from fairpair._text import fold
+    from fairpair.measures._mask import Masker, _trim
 
-    names: list[str] = []
-    values: list[str] = []
-    terms: list[str] = []
-    for attr in battery.attributes.values():
-        for g in attr.groups.values():
-            vs = [v for v in g.variants if isinstance(v, str) and _trim(fold(v))]
-            (names if attr.signal == "name" else values).extend(vs)
-            terms.extend(r for r in g.references if isinstance(r, str) and _trim(fold(r)))
-    values.extend(v for v in extra_values if isinstance(v, str) and _trim(fold(v)) and v not in names)
+    def maskable(v) -> bool:
+        return isinstance(v, str) and bool(_trim(fold(v)))
+
+    names = [v for attr in battery.attributes.values() if attr.signal == "name"
+             for g in attr.groups.values() for v in g.variants if maskable(v)]
+    all_values, all_terms = signal_values(battery)
+    values = [v for v in (*all_values, *extra_values) if maskable(v) and v not in names]
+    terms = [t for t in all_terms if maskable(t)]
     return Masker(list(dict.fromkeys(values)), names=list(dict.fromkeys(names)),
                   group_terms=list(dict.fromkeys(terms)), marker=marker, language=getattr(battery, "language", None))
 

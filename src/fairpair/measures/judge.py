@@ -251,7 +251,7 @@ class ExtractOptions(_JudgeOptions):
 
     schema_: dict[str, Any] = Field(alias="schema")
     instructions: str
-    scales: dict[str, Literal["binary", "count", "continuous", "ordinal", "categorical"]] = Field(default_factory=dict)
+    scales: dict[str, Scale] = Field(default_factory=dict)
 
     @field_validator("schema_")
     @classmethod

@@ -77,10 +77,8 @@ For decisions where these matter, use ``llm_extract`` and calibrate it.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import re
-import sys
 import unicodedata
 from functools import lru_cache
 from pathlib import Path
@@ -88,6 +86,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from fairpair._text import fold, fold_text
 from fairpair.errors import FairpairError
 from fairpair.measures._base import Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
 
@@ -98,16 +97,6 @@ __all__ = [
 
 
 # ---------------------------------------------------------------- text helpers
-
-
-def fold_text(text: str) -> str:
-    """Accent-, case- and compatibility-insensitive form of ``text`` (NFKD, marks dropped, casefold).
-
-    Curly apostrophes become ``'``. Length may change (``ß`` -> ``ss``).
-    """
-    out = unicodedata.normalize("NFKD", text)
-    out = "".join(c for c in out if not unicodedata.combining(c))
-    return out.casefold().replace("\u2019", "'").replace("\u02bc", "'")
 
 
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?;])\s+|\n+")
@@ -422,7 +411,7 @@ def _arg_matches(want: Any, got: Any) -> bool:
     if isinstance(want, dict):
         return isinstance(got, dict) and all(k in got and _arg_matches(v, got[k]) for k, v in want.items())
     if isinstance(want, str) and isinstance(got, str):
-        return fold_text(want).strip() == fold_text(got).strip()
+        return fold(want) == fold(got)
     if isinstance(want, bool) or isinstance(got, bool):
         return want is got
     return want == got
@@ -538,7 +527,7 @@ class ToolArgumentMeasure(_CategoricalMeasure):
             got = got.get(part) if isinstance(got, dict) else None
         if isinstance(got, str):
             for cat in o.categories:
-                if fold_text(cat).strip() == fold_text(got).strip():
+                if fold(cat) == fold(got):
                     return MeasureResult.ok(cat, detail={"argument": got})
         return MeasureResult.missing(f"argument '{o.argument}' of '{o.name}' is {got!r}, not one of {o.categories}",
                                      detail={"argument": got})
@@ -553,16 +542,19 @@ class PythonOptions(MeasureOptions):
     ``<measure>.<field>``); ``args``: extra keyword arguments passed to it."""
 
     function: str
-    scale: Literal["binary", "count", "continuous", "ordinal", "categorical"] = "continuous"
+    scale: Scale = "continuous"
     fields: list[str] | None = None
     args: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("function")
     @classmethod
     def _ref(cls, v: str) -> str:
-        if not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", v):
-            raise ValueError(f"'function' must be 'module:function' (got {v!r})")
-        return v
+        from fairpair._plugins import check_reference
+
+        try:
+            return check_reference(v)
+        except ValueError as exc:
+            raise ValueError(f"'function' {exc}") from None
 
 
 class PythonMeasure(Measure):
@@ -592,23 +584,13 @@ class PythonMeasure(Measure):
     def load(self, base_dir: Path | None = None):
         if self._fn is not None:
             return self._fn
-        module, _, attr = self.options.function.partition(":")
-        added = False
-        if base_dir is not None and str(base_dir) not in sys.path:
-            sys.path.insert(0, str(base_dir))
-            added = True
+        from fairpair._plugins import ReferenceProblem, load_reference
+
         try:
-            mod = importlib.import_module(module)
-        except ImportError as exc:
-            raise FairpairError(f"measure '{self.name}': cannot import {module!r}: {exc}",
-                                key=f"measures.{self.name}.function") from None
-        finally:
-            if added:
-                sys.path.remove(str(base_dir))
-        fn = getattr(mod, attr, None)
-        if not callable(fn):
-            raise FairpairError(f"measure '{self.name}': {self.options.function!r} is not a function",
-                                key=f"measures.{self.name}.function")
+            fn = load_reference(self.options.function, path=base_dir)
+        except ReferenceProblem as exc:
+            raise FairpairError(f"measure '{self.name}': {exc.message}", key=f"measures.{self.name}.function",
+                                hint=exc.hint) from None
         self._fn = fn
         return fn
 

@@ -68,6 +68,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from fairpair._text import fold_text
+
 __all__ = ["STATUSES", "DEGENERATE", "REFUSAL_FORMS", "AnswerStatus", "answer_status", "is_blank", "is_refusal",
            "is_loop", "detect_language", "nfc"]
 
@@ -133,12 +135,6 @@ def nfc(text: str | None) -> str:
     return unicodedata.normalize("NFC", text or "")
 
 
-def _fold(text: str) -> str:
-    out = unicodedata.normalize("NFKD", text)
-    out = "".join(c for c in out if not unicodedata.combining(c) and unicodedata.category(c) != "Cf")
-    return out.casefold().replace("\u2019", "'").replace("\u02bc", "'")
-
-
 def is_blank(text: str | None) -> bool:
     """True when ``text`` shows nothing: None, or only whitespace and format characters (zero-width
     space/joiner, word joiner, BOM, soft hyphen; Unicode category Cf)."""
@@ -157,7 +153,7 @@ def _sentences(folded: str) -> list[str]:
 
 def is_refusal(text: str) -> bool:
     """True when the answer starts with (or, if at most 40 words, contains) a refusal form."""
-    folded = _fold(nfc(text))
+    folded = fold_text(nfc(text))
     words = _WORDS.findall(folded)
     scope = folded if len(words) <= 40 else " ".join(_sentences(folded)[:2])
     return _refusal_pattern().search(scope) is not None
@@ -165,7 +161,7 @@ def is_refusal(text: str) -> bool:
 
 def is_loop(text: str) -> bool:
     """True when the answer repeats itself (see the module docstring for the two rules)."""
-    folded = _fold(nfc(text))
+    folded = fold_text(nfc(text))
     sents = [" ".join(_WORDS.findall(s)) for s in _sentences(folded)]
     sents = [s for s in sents if s]
     if len(sents) >= 3:
@@ -267,7 +263,7 @@ def answer_status(text: str | None, *, finish_reason: str | None = None, failed:
         return AnswerStatus("loop", "repeats itself")
     if fr in _LENGTH_REASONS:
         return AnswerStatus("truncated", f"finish_reason {finish_reason}")
-    if language and not _mostly_in(_WORDS.findall(_fold(nfc(body))), language):
+    if language and not _mostly_in(_WORDS.findall(fold_text(nfc(body))), language):
         probs = detect_language(body)
         if probs:
             best = max(probs, key=probs.get)

@@ -142,42 +142,32 @@ def measure_label(battery: Any, measure: str) -> str:
 
 
 def _signal_values(battery: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Every variant of every group (values) and every declared group reference (terms)."""
-    from fairpair.measures._mask import _trim, fold
-
-    values: list[str] = []
-    terms: list[str] = []
+    """The battery's signal values and group references (:func:`fairpair.measures.signal_values`)."""
     if battery is None:
         return (), ()
-    for a in battery.attributes.values():
-        for g in a.groups.values():
-            values += [v for v in g.variants if isinstance(v, str) and _trim(fold(v))]
-            terms += [t for t in g.references if isinstance(t, str) and _trim(fold(t))]
-    return tuple(dict.fromkeys(values)), tuple(dict.fromkeys(terms))
+    from fairpair.measures import signal_values
+
+    values, terms = signal_values(battery)
+    return tuple(values), tuple(terms)
 
 
 def _wilson(k: float, n: int) -> tuple[float, float]:
-    if n < 2:
-        return (math.nan, math.nan)
-    from statsmodels.stats.proportion import proportion_confint
+    """95% Wilson interval of a group's share; NaN below two cases."""
+    from fairpair.stats import wilson_interval
 
-    lo, hi = proportion_confint(k, n, alpha=0.05, method="wilson")
-    return float(lo), float(hi)
+    return wilson_interval(k, n, 0.95) if n >= 2 else (math.nan, math.nan)
 
 
 def _t_interval(vals: list[float]) -> tuple[float, float]:
-    import numpy as np
-    from scipy import stats
+    """95% t interval of a group's mean; NaN below two cases."""
+    from fairpair.stats import t_interval
 
     n = len(vals)
     if n < 2:
         return (math.nan, math.nan)
-    arr = np.asarray(vals, dtype=float)
-    m, se = float(arr.mean()), float(arr.std(ddof=1) / math.sqrt(n))
-    if se == 0:
-        return (m, m)
-    h = float(stats.t.ppf(0.975, n - 1)) * se
-    return (m - h, m + h)
+    m = math.fsum(vals) / n
+    sd = math.sqrt(math.fsum((v - m) ** 2 for v in vals) / (n - 1))
+    return t_interval(m, sd / math.sqrt(n), n - 1, 0.95)
 
 
 def _group_values(store: Any, battery: Any, results: dict[str, Any] | None,
@@ -425,7 +415,8 @@ def read_report_data(run: Any, *, language: str | None = None,
                      evidence: int = EVIDENCE_PER_COMPARISON) -> ReportData:
     """:func:`load_report_data` from a :class:`fairpair.store.Run` already open (the only read of the
     run a report makes: every stage after this one renders the :class:`ReportData`)."""
-    from fairpair.measures._mask import _trim, fold
+    from fairpair._text import fold
+    from fairpair.measures._mask import _trim
 
     run_dir = run.path
     manifest = run.manifest()

@@ -31,7 +31,10 @@ class RunSettings:
     ``max_attempts`` tries per case, backoff ``backoff_initial``..``backoff_max`` seconds,
     ``rpm``/``tpm`` requests/tokens per minute (None = unlimited); ``preflight``: send one case
     first and stop on its failure; ``max_consecutive_failures``: stop after that many cases in a row
-    fail with the same kind of error (0 = never; see :mod:`fairpair.run._preflight`)."""
+    fail with the same kind of error (0 = never; see :mod:`fairpair.run._preflight`); ``engine``:
+    ``inprocess`` (asyncio in this process) or ``ray`` (an actor pool, :mod:`fairpair.run._ray`) with
+    ``address`` (None: a local Ray; ``auto``; ``ray://host:10001``), ``actors`` (default: the free
+    CPUs) and ``actor_cpus`` (CPUs each actor reserves; below 1 for targets that mostly wait)."""
 
     concurrency: int = 8
     timeout: float = 120.0
@@ -42,6 +45,10 @@ class RunSettings:
     tpm: float | None = None
     preflight: bool = True
     max_consecutive_failures: int = 5
+    engine: str = "inprocess"
+    address: str | None = None
+    actors: int | None = None
+    actor_cpus: float = 1.0
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
@@ -140,36 +147,49 @@ async def run_target(store: Store, target_name: str, target, cases: Iterable[Cas
                 yield case
 
     async def answer(case: Case) -> None:
-        try:
-            outcome, replies, latency = await _converse(caller, case, tools, tool_map or {})
-        except Exception as exc:  # noqa: BLE001 - every failure becomes data, even one of ours
-            outcome, replies, latency = CallOutcome(None, 1, exc), [], 0.0
-        completion = outcome.completion
-        if completion is None:
-            assert outcome.error is not None
-            err = redact(describe_error(outcome.error), secrets)
-            store.add_response(target=target_name, case_id=case.id, status="failed", error=err,
-                               attempts=outcome.attempts)
-            stats.failed += 1
-            key = err.split(":")[0][:60]
-            stats.errors[key] = stats.errors.get(key, 0) + 1
-            if on_done:
-                on_done(case.id, None, err)
-            if breaker is not None:
-                breaker.failure(err)
-            return
-        store_answer(store, target_name, case, completion, replies, outcome.attempts, latency)
-        stats.answered += 1
-        stats.retried += outcome.attempts > 1
-        stats.prompt_tokens += completion.usage.prompt_tokens or 0
-        stats.completion_tokens += completion.usage.completion_tokens or 0
-        if on_done:
-            on_done(case.id, completion, None)
-        if breaker is not None:
-            breaker.success()
+        outcome, replies, latency = await answer_case(caller, case, tools, tool_map or {})
+        error = None if outcome.completion is not None else describe_error(outcome.error)
+        record_outcome(store, target_name, case, outcome.completion, error, outcome.attempts, replies, latency,
+                       stats, secrets=secrets, on_done=on_done, breaker=breaker)
 
     await worker_pool(todo(), answer, workers=n_workers, buffer=n_workers * 4)
     return stats
+
+
+async def answer_case(caller: ModelCaller, case: Case, tools, tool_map) -> tuple[CallOutcome, list[str], float]:
+    """:func:`_converse`, with any exception of ours turned into a failed outcome (every failure is data)."""
+    try:
+        return await _converse(caller, case, tools, tool_map)
+    except Exception as exc:  # noqa: BLE001 - every failure becomes data, even one of ours
+        return CallOutcome(None, 1, exc), [], 0.0
+
+
+def record_outcome(store: Store, target_name: str, case: Case, completion: Completion | None, error: str | None,
+                   attempts: int, replies: list[str], latency: float, stats: TargetRunStats, *,
+                   secrets: Iterable[str] = (), on_done: Callable[[str, Completion | None, str | None], None]
+                   | None = None, breaker: Any = None) -> None:
+    """Commit one case's final outcome to ``store`` (an answer, or a failure with ``error``), count it in
+    ``stats``, tell ``on_done`` and ``breaker``. The one writer of answers, for every engine."""
+    if completion is None:
+        err = redact(error or "unknown error", secrets)
+        store.add_response(target=target_name, case_id=case.id, status="failed", error=err, attempts=attempts)
+        stats.failed += 1
+        key = err.split(":")[0][:60]
+        stats.errors[key] = stats.errors.get(key, 0) + 1
+        if on_done:
+            on_done(case.id, None, err)
+        if breaker is not None:
+            breaker.failure(err)
+        return
+    store_answer(store, target_name, case, completion, replies, attempts, latency)
+    stats.answered += 1
+    stats.retried += attempts > 1
+    stats.prompt_tokens += completion.usage.prompt_tokens or 0
+    stats.completion_tokens += completion.usage.completion_tokens or 0
+    if on_done:
+        on_done(case.id, completion, None)
+    if breaker is not None:
+        breaker.success()
 
 
 def store_answer(store: Store, target_name: str, case: Case, completion: Completion, replies: list[str],

@@ -13,7 +13,6 @@ import json
 import os
 import platform
 import subprocess
-import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -33,6 +32,10 @@ from fairpair.store import LOCK_NAME, MANIFEST_NAME, RunLock, loaded_from_store,
 
 __all__ = ["RunLock", "plan_hash", "default_run_dir", "execute_run", "write_manifest", "build_target",
            "target_secrets", "package_versions", "open_run"]
+
+#: The engines ``fairpair run --engine`` accepts.
+ENGINES = ("inprocess", "ray")
+
 
 def default_run_dir(loaded: LoadedBattery) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -126,12 +129,20 @@ class RunOutcome:
 
 
 def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, only_targets: list[str] | None = None,
-                progress: Any = None, retry_failed: bool = True, batch: bool = False) -> RunOutcome:
+                progress: Any = None, retry_failed: bool = True, batch: bool = False,
+                ray_pool: Any = None) -> RunOutcome:
     """Expand, store the cases, send them to each target, write the manifest.
 
     ``batch``: send the cases through the provider's batch API instead
     (:mod:`fairpair.run._batch`); a target with batches recorded in the store
     is polled and ingested, never sent to directly, with or without it.
+    ``settings.engine`` ``"ray"`` answers on a Ray actor pool (:mod:`fairpair.run._ray`; ``ray_pool``,
+    a callable given the actor handles, is for tests); the store is written here either way.
+
+    Raises
+    ------
+    FairpairError
+        no or unknown target, unknown engine, Ray missing or unreachable, a target that cannot start.
     """
     b = loaded.battery
     specs = b.target_specs()
@@ -142,6 +153,24 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
         if unknown:
             raise FairpairError(f"unknown target(s) {unknown}; the battery has {list(specs)}", file=loaded.path)
         specs = {k: v for k, v in specs.items() if k in only_targets}
+    if settings.engine not in ENGINES:
+        raise FairpairError(f"unknown engine {settings.engine!r}; use one of {', '.join(ENGINES)}", key="--engine")
+    ray_session = None
+    if settings.engine == "ray":
+        from fairpair.run._ray import ray_session as _session
+
+        ray_session = _session(settings.address)
+        ray_session.__enter__()  # fails here, exit 2, when Ray is missing or the cluster unreachable
+    try:
+        return _execute(loaded, run_dir, settings, specs, progress, batch, ray_pool)
+    finally:
+        if ray_session is not None:
+            ray_session.__exit__(None, None, None)
+
+
+def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs: dict[str, Any], progress: Any,
+             batch: bool, ray_pool: Any) -> RunOutcome:
+    b = loaded.battery
     with Run.open(run_dir, "w", create=True) as run:
         store = run.store
         notes = run.record_battery(loaded)
@@ -194,7 +223,11 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
                 if progress:
                     progress.start_target(name, total=total, todo=todo)
                 cb = progress.case_done if progress else None
-                stats[name] = asyncio.run(_run_one(store, name, target, loaded, settings, secrets, cb))
+                if settings.engine == "ray":
+                    stats[name] = _run_one_ray(store, name, target, specs[name], loaded, settings, secrets, cb,
+                                               ray_pool=ray_pool)
+                else:
+                    stats[name] = asyncio.run(_run_one(store, name, target, loaded, settings, secrets, cb))
                 if progress:
                     progress.end_target(name)
         finally:
@@ -267,6 +300,23 @@ async def _run_one(store, name, target, loaded, settings, secrets, cb):
     try:
         return await run_target(store, name, target, expand(loaded), settings, tools=b.all_tools() or None,
                                 tool_map=b.all_tool_results() or None, secrets=secrets, on_done=cb, breaker=breaker)
+    except CircuitOpen as exc:
+        store.event("circuit_open", {"target": name, "kind": breaker.kind, "count": breaker.count,
+                                     "error": exc.message})
+        raise
+
+
+def _run_one_ray(store, name, target, spec, loaded, settings, secrets, cb, *, ray_pool=None):
+    from fairpair.run._ray import run_target_ray
+
+    b = loaded.battery
+    breaker = CircuitBreaker(settings.max_consecutive_failures, target=name) \
+        if settings.max_consecutive_failures > 0 else None
+    try:
+        return run_target_ray(store, name, spec, expand(loaded), settings, base_dir=loaded.path.parent,
+                              language=b.language, tools=b.all_tools() or None,
+                              tool_map=b.all_tool_results() or None, secrets=secrets, on_done=cb, breaker=breaker,
+                              max_concurrency=getattr(target, "max_concurrency", None), on_pool=ray_pool)
     except CircuitOpen as exc:
         store.event("circuit_open", {"target": name, "kind": breaker.kind, "count": breaker.count,
                                      "error": exc.message})

@@ -28,6 +28,10 @@ Variant heterogeneity                     :func:`variant_heterogeneity`
 Ranking design (k candidates, one prompt) :func:`crossed_mean`, :func:`paired_difference`, :func:`selection_ratio`,
                                           :func:`ratio_to_best` (four-fifths rule), :func:`crossed_k_test`,
                                           :func:`position_effect`
+Intervals                                 :func:`wilson_interval`, :func:`t_interval`
+Inter-rater agreement                     :func:`cohen_kappa` (weighted too), :func:`fleiss_kappa`,
+                                          :func:`krippendorff_alpha`, :func:`confusion_matrix`,
+                                          :func:`landis_koch`
 ========================================  ===========================================
 
 Depends on numpy and scipy only (pandas objects are accepted, never imported).
@@ -41,11 +45,13 @@ from typing import TYPE_CHECKING, Any
 # Public name -> private module. Submodules (and scipy.stats, ~1 s) load on
 # first use, so ``import fairpair.stats`` stays instant for the CLI.
 _LAZY = {
+    "_agreement": ("CohenKappaResult", "ConfusionMatrixResult", "FleissKappaResult", "KrippendorffAlphaResult",
+                   "cohen_kappa", "confusion_matrix", "fleiss_kappa", "krippendorff_alpha", "landis_koch"),
     "_bootstrap": ("BootstrapResult", "cluster_bootstrap", "cluster_bootstrap_mean_difference",
                    "cluster_bootstrap_risk_difference", "FewClustersWarning", "MIN_CLUSTERS_FOR_INTERVAL"),
     "_categorical": ("CategoryTest", "SquareTableResult", "bowker", "category_tests", "square_table",
                      "stuart_maxwell"),
-    "_common": ("ConfidenceInterval",),
+    "_common": ("ConfidenceInterval", "t_interval", "wilson_interval"),
     "_crossed": ("CrossedDifferenceResult", "CrossedFResult", "crossed_difference", "crossed_omnibus",
                  "names_heterogeneity"),
     "_dispersion": ("CorrectedDispersionResult", "corrected_dispersion", "CellMeansResult", "DispersionResult", "LeastChangeResult", "PermutationTestResult", "cell_means",
@@ -67,6 +73,17 @@ _LAZY = {
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from fairpair.stats._agreement import (  # noqa: F401
+        CohenKappaResult,
+        ConfusionMatrixResult,
+        FleissKappaResult,
+        KrippendorffAlphaResult,
+        cohen_kappa,
+        confusion_matrix,
+        fleiss_kappa,
+        krippendorff_alpha,
+        landis_koch,
+    )
     from fairpair.stats._bootstrap import (  # noqa: F401
         MIN_CLUSTERS_FOR_INTERVAL,
         BootstrapResult,
@@ -83,7 +100,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         square_table,
         stuart_maxwell,
     )
-    from fairpair.stats._common import ConfidenceInterval  # noqa: F401
+    from fairpair.stats._common import ConfidenceInterval, t_interval, wilson_interval  # noqa: F401
     from fairpair.stats._crossed import (  # noqa: F401
         CrossedDifferenceResult,
         CrossedFResult,
@@ -247,4 +264,16 @@ __all__ = [
     "FOUR_FIFTHS",
     # shared
     "ConfidenceInterval",
+    # inter-rater agreement
+    "cohen_kappa",
+    "CohenKappaResult",
+    "fleiss_kappa",
+    "FleissKappaResult",
+    "krippendorff_alpha",
+    "KrippendorffAlphaResult",
+    "confusion_matrix",
+    "ConfusionMatrixResult",
+    "landis_koch",
+    "wilson_interval",
+    "t_interval",
 ]

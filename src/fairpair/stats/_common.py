@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ConfidenceInterval"]
+__all__ = ["ConfidenceInterval", "wilson_interval", "t_interval"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,49 @@ class ConfidenceInterval:
     def width(self) -> float:
         """``high - low``."""
         return float(self.high - self.low)
+
+
+# --------------------------------------------------------------------- intervals (defined once)
+
+
+def wilson_interval(count: float, n: int, confidence_level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a proportion ``count / n``; limits in [0, 1], ``(nan, nan)`` when ``n < 1``.
+
+    Source: Wilson, E. B. (1927), "Probable inference, the law of succession, and statistical
+    inference", JASA 22, 209-212. Matches ``statsmodels.stats.proportion.proportion_confint(...,
+    method="wilson")``.
+    """
+    if n < 1:
+        return (float("nan"), float("nan"))
+    from scipy import special
+
+    z = float(special.ndtri(1.0 - (1.0 - confidence_level) / 2.0))
+    p = count / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2.0 * n)) / denom
+    half = z * np.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n)) / denom
+    return float(centre - half), float(centre + half)
+
+
+def t_interval(estimate: float, standard_error: float, df: float, confidence_level: float = 0.95,
+               alternative: str = "two-sided") -> tuple[float, float]:
+    """Student t interval ``estimate +/- t_df(quantile) * standard_error``.
+
+    ``alternative`` ``"less"`` gives ``(-inf, estimate + t_df(level) * se)``, ``"greater"``
+    ``(estimate - t_df(level) * se, inf)``, as ``scipy.stats.ttest_rel(...).confidence_interval()``.
+    ``(nan, nan)`` when ``df`` is below 1 or any input is not finite.
+    """
+    if not (np.isfinite(estimate) and np.isfinite(standard_error) and np.isfinite(df)) or df < 1:
+        return (float("nan"), float("nan"))
+    from scipy import stats
+
+    if alternative == "two-sided":
+        h = float(stats.t.ppf(0.5 + confidence_level / 2.0, df)) * standard_error
+        return (float(estimate - h), float(estimate + h))
+    h = float(stats.t.ppf(confidence_level, df)) * standard_error
+    if alternative == "less":
+        return (-np.inf, float(estimate + h))
+    return (float(estimate - h), np.inf)
 
 
 # --------------------------------------------------------------------- checks

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from fairpair.stats._common import ConfidenceInterval, check_level, paired_arrays
+from fairpair.stats._common import ConfidenceInterval, check_level, paired_arrays, t_interval
 
 __all__ = ["Verdict", "TostResult", "verdict", "equivalence_verdict", "tost_paired", "significant"]
 
@@ -241,9 +241,8 @@ class TostResult:
         level = 1.0 - 2.0 * self.alpha if confidence_level is None else check_level(confidence_level)
         if not np.isfinite(self.standard_error) or self.n < 2:
             return ConfidenceInterval(np.nan, np.nan, level, "t")
-        q = stats.t.ppf(0.5 + level / 2.0, self.df)
-        se = self.standard_error
-        return ConfidenceInterval(self.mean_difference - q * se, self.mean_difference + q * se, level, "t")
+        low, high = t_interval(self.mean_difference, self.standard_error, self.df, level)
+        return ConfidenceInterval(low, high, level, "t")
 
 
 def tost_paired(x: Any, y: Any, margin: float | tuple[float, float], *, alpha: float = 0.05) -> TostResult:

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from fairpair.stats._common import ConfidenceInterval, as_labels, check_choice, check_level, paired_arrays
+from fairpair.stats._common import ConfidenceInterval, as_labels, check_choice, check_level, paired_arrays, t_interval
 from fairpair.stats._mcnemar import paired_risk_difference_ci
 
 __all__ = ["VariantEffect", "HeterogeneityResult", "variant_heterogeneity"]
@@ -165,11 +165,8 @@ def variant_heterogeneity(
         else:
             d = xs - ys
             mean = float(d.mean())
-            if n > 1:
-                q = stats.t.ppf(0.5 + level / 2.0, n - 1) * d.std(ddof=1) / np.sqrt(n)
-                ci = ConfidenceInterval(float(mean - q), float(mean + q), level, "t")
-            else:
-                ci = ConfidenceInterval(np.nan, np.nan, level, "t")
+            se = float(d.std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan
+            ci = ConfidenceInterval(*t_interval(mean, se, n - 1, level), level, "t")
             effects.append(VariantEffect(labels[v], n, mean, ci))
     n_total = int(codes.size)
     if kind == "binary":

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
-from fairpair.stats._common import ConfidenceInterval, check_choice, check_level, paired_arrays
+from fairpair.stats._common import ConfidenceInterval, check_choice, check_level, paired_arrays, wilson_interval
 
 __all__ = ["McNemarResult", "mcnemar", "mcnemar_table"]
 
@@ -153,14 +153,6 @@ class McNemarResult:
         return ConfidenceInterval(float(low), float(high), level, method)
 
 
-def _wilson(count: int, n: int, z: float) -> tuple[float, float]:
-    p = count / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2.0 * n)) / denom
-    half = z * np.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n)) / denom
-    return centre - half, centre + half
-
-
 def paired_risk_difference_ci(a: int, b: int, c: int, d: int, level: float, method: str) -> tuple[float, float]:
     """CI for ``(b - c) / n`` from the paired 2x2 table (see ``McNemarResult.confidence_interval``)."""
     n = a + b + c + d
@@ -172,8 +164,8 @@ def paired_risk_difference_ci(a: int, b: int, c: int, d: int, level: float, meth
         se = np.sqrt(max(b + c - (b - c) ** 2 / n, 0.0)) / n
         return float(max(diff - z * se, -1.0)), float(min(diff + z * se, 1.0))
     p1, p2 = (a + b) / n, (a + c) / n
-    l1, u1 = _wilson(a + b, n, z)
-    l2, u2 = _wilson(a + c, n, z)
+    l1, u1 = wilson_interval(a + b, n, level)
+    l2, u2 = wilson_interval(a + c, n, level)
     margins = float(a + b) * float(c + d) * float(a + c) * float(b + d)
     # Newcombe's (1998) method 10 uses a continuity-corrected correlation: with
     # A = ad - bc, phi = (A - n/2) / sqrt(margins) if A > n/2, 0 if 0 <= A <= n/2,

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
-from fairpair.stats._common import ConfidenceInterval, check_choice, check_level, paired_arrays
+from fairpair.stats._common import ConfidenceInterval, check_choice, check_level, paired_arrays, t_interval
 from fairpair.stats._walsh import signed_rank_cdf, walsh_order_statistics
 
 __all__ = ["WilcoxonResult", "PairedTResult", "wilcoxon", "paired_t"]
@@ -301,14 +301,8 @@ class PairedTResult:
         level = check_level(confidence_level)
         if self.n < 2:
             return ConfidenceInterval(np.nan, np.nan, level, "t")
-        m, se, df = self.mean_difference, self.standard_error, self.df
-        if self.alternative == "two-sided":
-            q = stats.t.ppf(0.5 + level / 2.0, df)
-            return ConfidenceInterval(float(m - q * se), float(m + q * se), level, "t")
-        q = stats.t.ppf(level, df)
-        if self.alternative == "less":
-            return ConfidenceInterval(-np.inf, float(m + q * se), level, "t")
-        return ConfidenceInterval(float(m - q * se), np.inf, level, "t")
+        low, high = t_interval(self.mean_difference, self.standard_error, self.df, level, self.alternative)
+        return ConfidenceInterval(low, high, level, "t")
 
 
 def paired_t(x: Any, y: Any, *, alternative: str = "two-sided") -> PairedTResult:

@@ -25,11 +25,8 @@ stored with its type and message, and the run goes on.
 from __future__ import annotations
 
 import asyncio
-import difflib
-import importlib
 import inspect
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -64,46 +61,29 @@ class PythonOptions(BaseModel):
     @field_validator("callable")
     @classmethod
     def _ref(cls, v: str) -> str:
-        module, sep, attr = v.partition(":")
-        if not sep or not module.strip() or not attr.strip():
-            raise ValueError(f"callable must look like 'module:function' (got {v!r})")
-        return v
+        from fairpair._plugins import check_reference
+
+        try:
+            return check_reference(v)
+        except ValueError as exc:
+            raise ValueError(f"callable {exc}") from None
 
 
 def _resolve(ref: str, path: str | None, base_dir: Path | None, target: str):
-    module_name, _, attr_path = ref.partition(":")
+    from fairpair._plugins import ReferenceProblem, load_reference
+
+    directory = None
     if path is not None:
         p = Path(path).expanduser()
         if not p.is_absolute():
             p = (base_dir or Path.cwd()) / p
-        p = p.resolve()
-        if not p.is_dir():
-            raise FairpairError(f"target '{target}': path {p} is not a directory", key="path")
-        if str(p) not in sys.path:
-            sys.path.insert(0, str(p))
+        directory = p.resolve()
+        if not directory.is_dir():
+            raise FairpairError(f"target '{target}': path {directory} is not a directory", key="path")
     try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and module_name.startswith(exc.name):
-            raise FairpairError(f"target '{target}': module '{module_name}' not found", key="callable",
-                                hint="set 'path' to the directory that holds it, or install its package"
-                                ) from None
-        raise FairpairError(f"target '{target}': importing '{module_name}' failed: {exc}", key="callable") from None
-    except Exception as exc:  # noqa: BLE001 - the user's module failed while importing
-        raise FairpairError(f"target '{target}': importing '{module_name}' raised "
-                            f"{type(exc).__name__}: {exc}", key="callable") from None
-    obj: Any = module
-    for part in attr_path.split("."):
-        if not hasattr(obj, part):
-            names = [n for n in dir(obj) if not n.startswith("_")]
-            close = difflib.get_close_matches(part, names, n=1)
-            raise FairpairError(f"target '{target}': '{module_name}' has no attribute '{part}'", key="callable",
-                                hint=f"did you mean '{close[0]}'?" if close else None)
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise FairpairError(f"target '{target}': '{ref}' is a {type(obj).__name__}, not a function",
-                            key="callable")
-    return obj
+        return load_reference(ref, path=directory)
+    except ReferenceProblem as exc:
+        raise FairpairError(f"target '{target}': {exc.message}", key="callable", hint=exc.hint) from None
 
 
 def _completion(value: Any, ref: str) -> Completion:

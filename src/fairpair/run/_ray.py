@@ -1,0 +1,300 @@
+"""The Ray engine: ``fairpair run BATTERY --engine ray [--address auto|ray://host:10001]``.
+
+Cases are sharded over a pool of Ray actors. Each actor builds and holds its
+own target from the battery's target block (:func:`fairpair.run._runner.build_target`,
+as the in-process engine does; the embedded model is loaded once per actor,
+an HTTP target keeps its own connection pool) and answers cases through the
+same model-call service as the in-process engine
+(:class:`fairpair._calls.ModelCaller`: retries, timeout, rate limits), several
+at a time (an async actor with ``max_concurrency``). The driver keeps a
+bounded number of calls in flight, Ray's documented pattern for limiting
+pending tasks with :func:`ray.wait`, and is the store's single writer: each
+answer is committed as it arrives through the in-process engine's own
+:func:`~fairpair.run._engine.record_outcome`.
+
+Failures
+--------
+* A target error (timeout, 5xx, refusal of the key) is retried inside the
+  actor and, when it persists, stored as a failure, as in-process.
+* A worker that dies (its process killed, its node lost): Ray restarts the
+  actor (``max_restarts=-1``) and sends again every case that actor had not
+  answered (``max_task_retries=max_attempts``: Ray's at-least-once actor
+  tasks). Each case has one pending result in the driver, and the driver
+  stores a case id once, so no case is stored twice. A case whose worker
+  dies more than ``max_attempts`` times (a case that crashes it) is stored as
+  a failure (``worker died``).
+* The driver killed: every answer committed so far is kept; ``fairpair run``
+  again on the same ``--out`` resumes by case key (only unanswered cases are
+  sent). The actors are owned by the driver's job and end with it.
+
+Ray is an optional dependency (``pip install 'fairpair[ray]'``), imported
+only when this engine is used. See https://docs.ray.io/en/latest/ray-core/patterns/limit-pending-tasks.html
+(limiting pending tasks) and .../fault-tolerance/actors.html (actor restarts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from fairpair.cases._case import Case
+from fairpair.errors import FairpairError
+from fairpair.run._engine import RunSettings, TargetRunStats, record_outcome
+from fairpair.run._store import Store
+
+__all__ = ["RAY_INSTALL", "require_ray", "ray_session", "run_target_ray", "CaseWorker"]
+
+#: The line that installs the engine's dependency.
+RAY_INSTALL = "pip install 'fairpair[ray]'"
+WORKER_DIED = "worker died: the Ray actor answering this case was lost"
+#: Most cases per Ray task (see :func:`run_target_ray`).
+CHUNK = 8
+
+
+def require_ray() -> Any:
+    """Import and return :mod:`ray`; a :class:`FairpairError` (exit 2) naming the install line if it is missing."""
+    try:
+        import ray
+    except ImportError:
+        raise FairpairError("the Ray engine (--engine ray) needs Ray, which is not installed",
+                            key="--engine", hint=f"install it: {RAY_INSTALL}") from None
+    return ray
+
+
+class CaseWorker:
+    """One actor of the pool: holds a target and answers cases, ``max_concurrency`` at a time.
+
+    Built in the actor's process from the battery's target block, so nothing
+    but the spec travels to the worker. ``answer(case)`` returns plain data:
+    ``(case_id, completion | None, error | None, attempts, replies, latency_s)``;
+    ``answer_many(cases)`` a list of them, ``slots`` calls at a time.
+    """
+
+    def __init__(self, name: str, spec: Any, base_dir: str | None, language: str | None, settings: RunSettings,
+                 tools: list[dict] | None, tool_map: dict[str, str] | None, slots: int = 1) -> None:
+        from fairpair.run._runner import build_target
+
+        self._slots = asyncio.Semaphore(max(1, slots))  # calls in flight in this actor
+
+        self.target = build_target(name, spec, base_dir=Path(base_dir) if base_dir else None, language=language)
+        self.settings, self.tools, self.tool_map = settings, tools, tool_map or {}
+        self._caller: Any = None
+        self._ready: asyncio.Lock | None = None
+
+    async def _caller_ready(self) -> Any:
+        if self._ready is None:
+            self._ready = asyncio.Lock()
+        async with self._ready:  # load the target once, however many calls arrive together
+            if self._caller is None:
+                from fairpair._calls import ModelCaller
+
+                if hasattr(self.target, "load"):
+                    await self.target.load()
+                self._caller = ModelCaller.from_settings(self.target, self.settings)
+        return self._caller
+
+    async def answer(self, case: Case) -> tuple[str, Any, str | None, int, list[str], float]:
+        from fairpair._calls import describe_error
+        from fairpair.run._engine import answer_case
+
+        try:
+            caller = await self._caller_ready()
+        except Exception as exc:  # noqa: BLE001 - a target that cannot start: the case fails as data
+            return case.id, None, describe_error(exc), 1, [], 0.0
+        outcome, replies, latency = await answer_case(caller, case, self.tools, self.tool_map)
+        error = None if outcome.completion is not None else describe_error(outcome.error)
+        return case.id, outcome.completion, error, outcome.attempts, replies, latency
+
+    async def answer_many(self, cases: list[Case]) -> list[tuple[str, Any, str | None, int, list[str], float]]:
+        """:meth:`answer` for a chunk of cases, at most ``slots`` calls at once in this actor.
+
+        One Ray task per chunk instead of per case: Ray's cost per task is paid once per chunk."""
+        async def one(case: Case):
+            async with self._slots:
+                return await self.answer(case)
+
+        return list(await asyncio.gather(*(one(c) for c in cases)))
+
+    def pid(self) -> int:
+        """The worker's process id (the tests kill it)."""
+        return os.getpid()
+
+    async def close(self) -> None:
+        try:
+            await self.target.aclose()
+        except Exception:  # noqa: BLE001 - closing is best effort
+            pass
+
+
+class ray_session:  # noqa: N801 - used as a context manager, like open()
+    """Connect to Ray for one run: ``address`` None starts a local instance (this machine's CPUs),
+    ``"auto"`` joins the running cluster, ``"ray://host:10001"`` goes through Ray Client.
+
+    An already initialised Ray (a test's ``ray.init(num_cpus=2)``) is used as it is and left running.
+    """
+
+    def __init__(self, address: str | None = None) -> None:
+        self.address = address
+        self._started = False
+
+    def __enter__(self) -> Any:
+        ray = require_ray()
+        if not ray.is_initialized():
+            src = str(Path(__file__).resolve().parents[2])  # the tree that holds this fairpair
+            env = {"env_vars": {"PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH"))
+                                                              if p)}} if self.address is None else None
+            try:
+                ray.init(address=self.address, runtime_env=env, include_dashboard=False, log_to_driver=False,
+                         configure_logging=False)
+            except Exception as exc:  # noqa: BLE001 - an unreachable cluster is the user's to fix
+                raise FairpairError(f"cannot connect to Ray at {self.address or 'a new local instance'}: "
+                                    f"{type(exc).__name__}: {exc}", key="--address") from None
+            self._started = True
+        return ray
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._started:
+            import ray
+
+            ray.shutdown()
+
+
+def _cause(exc: Exception) -> str:
+    """The innermost ``SomeError: message`` line of a Ray error's remote traceback."""
+    lines = [ln.strip() for ln in str(exc).splitlines()]
+    found = [ln for ln in lines if re.match(r"[\w.]*(Error|Exception): ", ln)]
+    return re.sub(r"^[\w.]*\.", "", found[-1]) if found else (lines[0] if lines else repr(exc))
+
+
+def _pool_size(ray: Any, settings: RunSettings) -> int:
+    if settings.actors:
+        return settings.actors
+    cpus = int(ray.available_resources().get("CPU", 1)) or 1
+    return max(1, min(cpus, settings.concurrency))
+
+
+def run_target_ray(store: Store, target_name: str, spec: Any, cases: Iterable[Case], settings: RunSettings, *,
+                   base_dir: Path | None = None, language: str | None = None, tools: list[dict] | None = None,
+                   tool_map: dict[str, str] | None = None, secrets: Iterable[str] = (),
+                   on_done: Callable[[str, Any, str | None], None] | None = None, breaker: Any = None,
+                   max_concurrency: int | None = None,
+                   on_pool: Callable[[list[Any]], None] | None = None) -> TargetRunStats:
+    """Answer every case of ``cases`` without a stored answer for ``target_name`` on a Ray actor pool.
+
+    ``settings.actors`` actors (default: the cluster's free CPUs, at most
+    ``settings.concurrency``) share ``settings.concurrency`` calls in flight
+    (``ceil(concurrency / actors)`` each; the target's ``max_concurrency``
+    holds for the pool as a whole). Cases go in chunks of up to
+    :data:`CHUNK` (at most half an actor's calls) per Ray task, twice an
+    actor's calls submitted, so the chunks' answers stream back chunk by chunk and the rate limits (``rpm``/``tpm``
+    divided by the number of actors). Ray must be initialised (see
+    :class:`ray_session`). ``on_pool`` receives the actor handles once they are
+    created (the tests kill one). Returns the same :class:`TargetRunStats` as
+    the in-process engine.
+
+    Raises
+    ------
+    FairpairError
+        Ray is not installed, or the workers cannot build the target (fairpair or
+        the target's extra missing on a node); nothing is sent then.
+    fairpair.run._preflight.CircuitOpen
+        ``breaker`` opened (the same error many times in a row); the pool is stopped.
+    """
+    ray = require_ray()
+    secrets = [s for s in secrets if s]
+    stats = TargetRunStats()
+    n_actors = _pool_size(ray, settings)
+    per_actor = max(1, math.ceil(settings.concurrency / n_actors))
+    if max_concurrency:  # the target's own limit holds for the whole pool
+        n_actors = min(n_actors, max_concurrency)
+        per_actor = max(1, min(per_actor, max_concurrency // n_actors))
+    actor_settings = replace(settings, rpm=settings.rpm / n_actors if settings.rpm else None,
+                             tpm=settings.tpm / n_actors if settings.tpm else None)
+    # Cases travel in chunks (one Ray task per chunk; Ray's per-task cost is several times the engine's
+    # per-call cost), twice the actor's slots submitted so that a slot never waits for the driver.
+    chunk = max(1, min(CHUNK, per_actor // 2))
+    tasks_per_actor = math.ceil(2 * per_actor / chunk)
+    # A dead worker is restarted, and the chunks it had not answered are sent again (to the new worker)
+    # up to max_attempts times; only the one result per case reaches the store.
+    worker_cls = ray.remote(CaseWorker).options(max_concurrency=tasks_per_actor + 2, max_restarts=-1,
+                                                max_task_retries=settings.max_attempts,
+                                                num_cpus=settings.actor_cpus)
+    pool = [worker_cls.remote(target_name, spec, str(base_dir) if base_dir else None, language, actor_settings,
+                              tools, tool_map, per_actor) for _ in range(n_actors)]
+    try:  # every actor up, its target built, before a case is sent
+        ray.get([a.pid.remote() for a in pool])
+    except ray.exceptions.RayError as exc:
+        for a in pool:
+            ray.kill(a)
+        raise FairpairError(f"target '{target_name}': the Ray workers cannot start it: {_cause(exc)[:300]}",
+                            key="--engine", hint="every node needs fairpair (the same version) and the "
+                            "target's extras installed; nothing was sent") from None
+    if on_pool:
+        on_pool(pool)
+    answered = store.answered_ids(target_name)
+
+    def todo() -> Iterator[Case]:
+        for case in cases:
+            if case.id in answered:
+                stats.skipped += 1
+            else:
+                yield case
+
+    pending = todo()
+    in_flight: dict[Any, tuple[list[Case], int]] = {}
+    load = [0] * n_actors  # chunks in flight per actor
+
+    def fill() -> None:
+        while len(in_flight) < n_actors * tasks_per_actor:
+            batch = list(itertools.islice(pending, chunk))
+            if not batch:
+                return
+            i = min(range(n_actors), key=load.__getitem__)
+            in_flight[pool[i].answer_many.remote(batch)] = (batch, i)
+            load[i] += 1
+
+    try:
+        fill()
+        while in_flight:
+            refs = list(in_flight)
+            ready, rest = ray.wait(refs, num_returns=1)
+            if rest:  # everything else already done, in the same pass
+                ready += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+            for ref in ready:
+                batch, i = in_flight.pop(ref)
+                load[i] -= 1
+                try:
+                    results = ray.get(ref)
+                except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
+                        ray.exceptions.ObjectLostError) as exc:
+                    # Ray re-sent the chunk max_attempts times, each time to a restarted worker
+                    results = [(c.id, None, f"{WORKER_DIED} ({type(exc).__name__})", settings.max_attempts + 1,
+                                [], 0.0) for c in batch]
+                for case, (case_id, completion, error, attempts, replies, latency) in zip(batch, results):
+                    if case_id in answered:  # never twice in the store
+                        continue
+                    answered.add(case_id)
+                    record_outcome(store, target_name, case, completion, error, attempts, replies, latency, stats,
+                                   secrets=secrets, on_done=on_done, breaker=breaker)
+            fill()
+    finally:
+        for ref in in_flight:
+            try:
+                ray.cancel(ref)
+            except Exception:  # noqa: BLE001 - the actor is killed below anyway
+                pass
+        closing = [a.close.remote() for a in pool]
+        try:
+            ray.wait(closing, num_returns=len(closing), timeout=10)
+        except Exception:  # noqa: BLE001 - closing is best effort
+            pass
+        for a in pool:
+            ray.kill(a)
+    return stats
