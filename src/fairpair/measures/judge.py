@@ -356,9 +356,14 @@ class Dimension(MeasureOptions):
 class ToneOptions(_JudgeOptions):
     """``rubric``: dimension -> {description, levels: {1: "...", ..., 5: "..."}}; default: courtesy,
     condescension and distrust, 1-5, in the battery's language. ``include_prompt``: show the
-    (masked) user message; ``max_attempts``: tries before ``missing``."""
+    (masked) user message; ``max_attempts``: tries before ``missing``. ``mode``: ``joint`` (one
+    judge call scores every dimension, JSON ``{dim: level, ..., "reason": "..."}``) or
+    ``per_dimension`` (one call per dimension, each showing only that dimension's description and
+    levels and asking for ``{"score": level}``: a judge cannot copy one number across dimensions it
+    never sees together; k dimensions cost k calls)."""
 
     rubric: dict[str, Dimension] | None = None
+    mode: Literal["joint", "per_dimension"] = "joint"
 
     @field_validator("rubric", mode="before")
     @classmethod
@@ -402,6 +407,8 @@ class ToneJudgeMeasure(Measure):
         return {"type": "object", "properties": props, "required": list(r), "additionalProperties": False}
 
     async def measure(self, item: MeasureItem, ctx: MeasureContext) -> MeasureResult:
+        if self.options.mode == "per_dimension":
+            return await self._measure_per_dimension(item, ctx)
         o = self.options
         lang = o.language or ctx.language
         system_t, user_t = _prompt("tone", lang)
@@ -432,6 +439,52 @@ class ToneJudgeMeasure(Measure):
         if invalid:
             detail["invalid_outputs"] = invalid
         return MeasureResult.ok(outputs={k: out.value[k] for k in rubric}, detail=detail)
+
+    def dimension_messages(self, item: MeasureItem, ctx: MeasureContext, dimension: str) -> list[dict[str, str]]:
+        """The masked messages of one ``per_dimension`` judge call (system: the dimension's
+        description and levels only; user: the prompt, the answer and the question)."""
+        o = self.options
+        lang = o.language or ctx.language
+        system_t, user_t = _prompt("tone_dimension", lang)
+        d = self.rubric(ctx)[dimension]
+        lo, hi = min(d["levels"]), max(d["levels"])
+        description = (d.get("description") or dimension).strip()
+        fields = {"description": description, "levels": "\n".join(f"{lvl}: {t}" for lvl, t in d["levels"].items()),
+                  "example": '{"score": <' + f"{lo}-{hi}" + '>}', "low": lo, "high": hi}
+        mk = ctx.masker
+        return [{"role": "system", "content": system_t.substitute(fields)},
+                {"role": "user", "content": user_t.substitute(
+                    fields, prompt=mk.mask(_user_prompt(item.case)) if o.include_prompt else "-",
+                    answer=mk.mask(item.text))}]
+
+    async def _measure_per_dimension(self, item: MeasureItem, ctx: MeasureContext) -> MeasureResult:
+        o = self.options
+        lang = o.language or ctx.language
+        rubric = self.rubric(ctx)
+        per_dim = {k: self.dimension_messages(item, ctx, k) for k in rubric}
+        leaks = list(dict.fromkeys(v for m in per_dim.values() for v in _leaks(ctx, m)))
+        if leaks:
+            return _leak_result(ctx, self.name, leaks)
+        outputs: dict[str, Any] = {}
+        raws: dict[str, str] = {}
+        invalid_total = 0
+        for k, messages in per_dim.items():
+            schema = {"type": "object", "properties": {"score": {"type": "integer", "enum": sorted(rubric[k]["levels"])},
+                                                       "reason": {"type": "string"}},
+                      "required": ["score"], "additionalProperties": False}
+            out, raw, invalid = await _ask(ctx, self.name, messages, schema, case_id=item.case.id,
+                                           seed=item.case.seed, max_attempts=o.max_attempts, language=lang)
+            invalid_total += invalid
+            raws[k] = raw
+            if not out.valid:
+                return MeasureResult.missing(
+                    f"dimension '{k}': invalid judge output after {o.max_attempts} attempt(s): {out.error}",
+                    raw=raw, detail={"invalid_outputs": invalid_total, "mode": "per_dimension"})
+            outputs[k] = out.value["score"]
+        detail: dict[str, Any] = {"mode": "per_dimension", "raw": raws}
+        if invalid_total:
+            detail["invalid_outputs"] = invalid_total
+        return MeasureResult.ok(outputs=outputs, detail=detail)
 
 
 # ---------------------------------------------------------------- pairwise (HHH, both orders)
