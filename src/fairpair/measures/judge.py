@@ -465,16 +465,22 @@ class ToneJudgeMeasure(Measure):
         leaks = list(dict.fromkeys(v for m in per_dim.values() for v in _leaks(ctx, m)))
         if leaks:
             return _leak_result(ctx, self.name, leaks)
+        import asyncio
+
+        def schema(k: str) -> dict[str, Any]:
+            return {"type": "object", "properties": {"score": {"type": "integer", "enum": sorted(rubric[k]["levels"])},
+                                                     "reason": {"type": "string"}},
+                    "required": ["score"], "additionalProperties": False}
+
+        # the dimensions are asked at once (a batching judge decodes them together); each call is
+        # independent of the others, so the order they finish in changes nothing
+        answers = await asyncio.gather(*(
+            _ask(ctx, self.name, messages, schema(k), case_id=item.case.id, seed=item.case.seed,
+                 max_attempts=o.max_attempts, language=lang) for k, messages in per_dim.items()))
         outputs: dict[str, Any] = {}
         raws: dict[str, str] = {}
-        invalid_total = 0
-        for k, messages in per_dim.items():
-            schema = {"type": "object", "properties": {"score": {"type": "integer", "enum": sorted(rubric[k]["levels"])},
-                                                       "reason": {"type": "string"}},
-                      "required": ["score"], "additionalProperties": False}
-            out, raw, invalid = await _ask(ctx, self.name, messages, schema, case_id=item.case.id,
-                                           seed=item.case.seed, max_attempts=o.max_attempts, language=lang)
-            invalid_total += invalid
+        invalid_total = sum(a[2] for a in answers)
+        for k, (out, raw, _invalid) in zip(per_dim, answers):
             raws[k] = raw
             if not out.valid:
                 return MeasureResult.missing(

@@ -14,13 +14,26 @@ battery can be tried end to end on a laptop::
 Backend: `xllamacpp <https://github.com/xorbitsai/xllamacpp>`_, a prebuilt
 llama.cpp binding. One model is loaded per process (lazily, on the first
 ``generate``) and shared by every :class:`LocalTarget` that asks for the same
-file, context size and thread count, e.g. the target under test and a judge.
-Generation runs in a worker thread (the binding releases the GIL), one
-sequence at a time (``max_concurrency = 1``), so the event loop stays free.
+file, context size, thread count and ``parallel``, e.g. the target under test
+and a judge. Generation runs in worker threads (the binding releases the GIL),
+so the event loop stays free.
+
+Batching: ``parallel: N`` opens N llama.cpp slots in one context with
+continuous batching (``n_parallel``), and the target admits N cases at once
+(``max_concurrency = N``): their tokens are decoded in one batch, which on a
+CPU costs little more per step than one sequence. ``parallel: 1`` (the
+default) is one sequence at a time. ``cache_prompt: true`` also reuses a
+slot's key/value cache for the prefix its next prompt shares (the battery's
+system prompt).
 
 Reproducibility: every request carries an explicit seed (see
-:meth:`LocalTarget.seed_for`) and the server's prompt cache is switched off,
-so the same seed and messages give the same text whatever ran before. The
+:meth:`LocalTarget.seed_for`) and, by default, the prompt cache is off and one
+sequence runs at a time, so the same seed and messages give the same text
+whatever ran before. With ``parallel`` above 1, or ``cache_prompt``, the
+floating-point sums of a step depend on the batch the sequence shares
+(llama.cpp's matrix kernels group rows by batch size), so a case's text can
+change with what else is decoded with it; the manifest records ``parallel``
+and ``cache_prompt`` with the other parameters. The
 samplers that fairpair does not expose are pinned to llama.cpp's defaults
 (``top_k=40``, ``min_p=0.05``) so that a new binding cannot change them
 silently; :meth:`LocalTarget.identity` records them all.
