@@ -96,8 +96,23 @@ def default_rubric(language: str) -> dict[str, dict[str, Any]]:
     lang = language if language in ("es", "en") else "en"
     text = resources.files("fairpair.measures").joinpath("prompts", f"rubric.{lang}.yaml").read_text("utf-8")
     data = yaml.safe_load(text)
-    return {k: {"description": v.get("description"), "levels": {int(l): d for l, d in v["levels"].items()}}
+    examples = tone_examples(lang)
+    return {k: {"description": v.get("description"), "levels": {int(l): d for l, d in v["levels"].items()},
+                "examples": examples.get(k)}
             for k, v in data.items()}
+
+
+@cache
+def tone_examples(language: str) -> dict[str, list[dict[str, Any]]]:
+    """The default rubric's scored examples per dimension (``[{level, answer}]``), shown by the
+    ``per_dimension`` judge: hand-written answers to a conversation that is none of the self-test's
+    anchors (``prompts/tone_examples.<lang>.yaml``, es/en)."""
+    import yaml
+
+    lang = language if language in ("es", "en") else "en"
+    text = resources.files("fairpair.measures").joinpath("prompts", f"tone_examples.{lang}.yaml").read_text("utf-8")
+    return {k: [{"level": int(e["level"]), "answer": str(e["answer"])} for e in v]
+            for k, v in yaml.safe_load(text).items()}
 
 
 _FENCE = re.compile(r"\A```(?:json|JSON)?[ \t]*\n(.*)\n```\Z", re.S)
@@ -342,6 +357,7 @@ class Dimension(MeasureOptions):
 
     description: str | None = None
     levels: dict[int, str]
+    examples: list[dict[Literal["level", "answer"], int | str]] | None = None
 
     @field_validator("levels")
     @classmethod
@@ -449,8 +465,13 @@ class ToneJudgeMeasure(Measure):
         d = self.rubric(ctx)[dimension]
         lo, hi = min(d["levels"]), max(d["levels"])
         description = (d.get("description") or dimension).strip()
+        examples = d.get("examples") or []
+        head = ("Ejemplos de respuestas a otro cliente, con su nivel en esta dimensión:" if lang == "es" else
+                "Examples of answers to another customer, with their level on this dimension:")
+        word = "nivel" if lang == "es" else "level"
+        shown = "\n".join([head, *(f"- {word} {e['level']}: «{e['answer']}»" for e in examples)]) if examples else ""
         fields = {"description": description, "levels": "\n".join(f"{lvl}: {t}" for lvl, t in d["levels"].items()),
-                  "example": '{"score": <' + f"{lo}-{hi}" + '>}', "low": lo, "high": hi}
+                  "example": '{"score": <' + f"{lo}-{hi}" + '>}', "low": lo, "high": hi, "examples": shown}
         mk = ctx.masker
         return [{"role": "system", "content": system_t.substitute(fields)},
                 {"role": "user", "content": user_t.substitute(
