@@ -456,3 +456,22 @@ def test_an_unreachable_judge_fails_the_self_test_as_data_and_is_retried_next_ti
     assert res.counts["tone"].ok == 20 and len(ok.calls) == 24 + 20
     _, events = stored(run_dir, "tone.courtesy")
     assert [e["status"] for e in events] == ["failed", "passed"]
+
+
+@pytest.mark.parametrize("lang", ["es", "en"])
+def test_per_dimension_examples_are_shown_and_are_no_anchor(lang):
+    from fairpair.measures.judge import default_rubric, tone_examples
+
+    ex = tone_examples(lang)
+    assert set(ex) == set(default_rubric(lang)) == set(DIMS)
+    anchors = load_anchors(lang)
+    anchor_text = " ".join(t for s in anchors.scenarios for t in s["answers"].values())
+    for dim, items in ex.items():
+        levels = sorted(e["level"] for e in items)
+        assert levels[0] == 1 and levels[-1] == 5, dim  # both ends of the scale are shown
+        for e in items:
+            # no sentence of an example occurs in an anchor (the self-test is not taught its answers)
+            for sentence in e["answer"].replace("[MASK]", "").split(". "):
+                if len(sentence) > 25:
+                    assert sentence.strip(" .") not in anchor_text, sentence
+    assert default_rubric(lang)["distrust"]["examples"] == ex["distrust"]

@@ -43,6 +43,18 @@ Battery syntax
       kind: judge
       rubric:
         warmth: {description: "...", levels: {1: "frío", 2: "...", 3: "...", 4: "...", 5: "muy cálido"}}
+    tone: {kind: judge, mode: per_dimension} # one judge call per dimension, {"score": n}
+
+``mode: per_dimension`` asks each dimension in a call of its own: the prompt
+shows that dimension's description, its levels and scored example answers
+(the default rubric's are hand-written answers to a conversation that is none
+of the self-test's anchors, ``prompts/tone_examples.<lang>.yaml``; a custom
+dimension may give ``examples: [{level: 1, answer: "..."}]``), so a judge
+cannot copy one number across dimensions it never sees together. Scored
+examples in the prompt follow the "analytic rubric with exemplars" practice
+of human rating (Jonsson & Svingby 2007, "The use of scoring rubrics",
+Educational Research Review 2(2)) and one-aspect-per-call LLM evaluation
+(Liu et al. 2023, "G-Eval", EMNLP, one criterion per prompt).
 
 ``pairwise`` (Helpful-Honest-Harmless preference, both orders; ordinal 0-1)::
 
