@@ -440,3 +440,23 @@ def test_parallel_slots_decode_together_and_are_recorded(fake_backend):
         with pytest.raises(FairpairError) as ei:
             LocalTarget({"model_path": str(fake_backend), **bad})
         assert "parallel" in str(ei.value)
+
+
+def test_a_timed_out_generation_is_awaited_by_the_retry_not_started_again(fake_backend):
+    """llama.cpp cannot be interrupted: the retry of a timed-out request joins the running generation."""
+    async def scenario():
+        target = LocalTarget({"model_path": str(fake_backend), "parallel": 2})
+        req = ChatRequest(messages=({"role": "user", "content": "hola"},), seed=9)
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.05):  # the run engine's per-request timeout
+                await target.generate(req)
+        again = await target.generate(req)  # the retry: same body
+        other = await target.generate(ChatRequest(messages=({"role": "user", "content": "hola"},), seed=10))
+        third = await target.generate(req)  # after it was answered, the same body is generated anew
+        server = FakeServer.instances[-1]
+        await target.aclose()
+        return again, other, third, [b["seed"] for b in server.bodies]
+
+    again, other, third, seeds = asyncio.run(scenario())
+    assert again.text == "eco 9" and other.text == "eco 10" and third.text == "eco 9"
+    assert seeds == [9, 10, 9]

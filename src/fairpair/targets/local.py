@@ -410,6 +410,7 @@ class LocalTarget(TargetBase):
             self.model = self._spec.name
         self._sha256: str | None = self._spec.sha256 if self._spec else None
         self.max_concurrency = self.options.parallel
+        self._inflight: dict[str, asyncio.Task] = {}  # body -> its generation, kept for a timed-out caller's retry
         self._loaded: _Loaded | None = None
         self._load_lock = threading.Lock()
 
@@ -601,7 +602,20 @@ class LocalTarget(TargetBase):
         """
         if request.tools:
             return await self._generate_with_tools(request)
-        return await asyncio.to_thread(self.generate_sync, request)
+        body = self.payload(request)
+        key = json.dumps(body, sort_keys=True, ensure_ascii=False)
+        loop = asyncio.get_running_loop()
+        task = self._inflight.get(key)
+        if task is None or task.get_loop() is not loop or (task.done() and task.exception() is not None):
+            # llama.cpp cannot be interrupted: a generation whose caller timed out runs on in its
+            # worker thread. The retry of the same body (same messages and seed: the same text)
+            # waits for that generation instead of starting another behind it.
+            task = self._inflight[key] = loop.create_task(asyncio.to_thread(self._call, body))
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved, never logged
+        result = await asyncio.shield(task)  # a cancelled caller leaves the generation running
+        if self._inflight.get(key) is task:
+            del self._inflight[key]
+        return self._completion(result)
 
     def _completion(self, result: Any) -> Completion:
         if not isinstance(result, dict):
