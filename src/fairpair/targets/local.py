@@ -32,8 +32,10 @@ sequence runs at a time, so the same seed and messages give the same text
 whatever ran before. With ``parallel`` above 1, or ``cache_prompt``, the
 floating-point sums of a step depend on the batch the sequence shares
 (llama.cpp's matrix kernels group rows by batch size), so a case's text can
-change with what else is decoded with it; the manifest records ``parallel``
-and ``cache_prompt`` with the other parameters. The
+change with what else is decoded with it (measured: 0 of 8 answers at
+temperature 0.7 were the same text with ``parallel: 4`` as alone, see
+``benchmarks/bench_local_batch.py``); the manifest records ``parallel`` and
+``cache_prompt`` with the other parameters. The
 samplers that fairpair does not expose are pinned to llama.cpp's defaults
 (``top_k=40``, ``min_p=0.05``) so that a new binding cannot change them
 silently; :meth:`LocalTarget.identity` records them all.
