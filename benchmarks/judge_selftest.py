@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/judge_selftest.py BATTERY.yaml [--measure tono] [--judge '{"kind": "local", ...}']
-        [--scenarios N] [--scripted KIND]
+        [--scenarios N] [--scripted KIND] [--options '{"mode": "per_dimension"}'] [--no-shuffled]
 
 Prints the self-test table (per dimension Spearman/Kendall, cross-dimension rho, identical share,
 pass/fail under the default thresholds) and the wall time. ``--scripted`` runs one of the scripted
