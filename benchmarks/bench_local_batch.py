@@ -69,7 +69,8 @@ def main() -> None:
 
     lb, requests = load_requests(Path(args.battery), args.n)
     spec = lb.battery.target
-    base = {**spec.model_dump(exclude_unset=True), "model": args.model, "max_tokens": args.max_tokens, "cache_prompt": args.cache_prompt}
+    base = {**spec.model_dump(exclude_unset=True), "model": args.model, "max_tokens": args.max_tokens,
+            "cache_prompt": args.cache_prompt}
     base = {k: v for k, v in base.items() if k in LocalTarget.Options.model_fields}
     print(f"{len(requests)} prompts from {args.battery}; options {base}; load {os.getloadavg()}")
     results = {}

@@ -529,7 +529,8 @@ async def run_self_tests(measures: dict[str, Any], ctx, store, mode: str, consol
         raise FairpairError(
             "the judge failed its self-test on anchors with known scores, so its scores cannot be trusted; "
             "no answer was judged\n" + "\n".join(lines), key="judge",
-            hint="use a more capable judge (e.g. judge: {kind: local, model: qwen2.5-coder-1.5b, temperature: 0}), "
+            hint="use a more capable judge (e.g. judge: {kind: openai, model: gpt-4o-mini, "
+                 "api_key_env: OPENAI_API_KEY}; neither embedded model passed when measured, see the README), "
                  "or set 'judge_self_test: warn' to judge anyway (judge-based verdicts are then never 'pass')")
     return warnings
 
