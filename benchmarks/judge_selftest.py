@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/judge_selftest.py BATTERY.yaml [--measure tono] [--judge '{"kind": "local", ...}']
-        [--scenarios N] [--scripted KIND]
+        [--scenarios N] [--scripted KIND] [--options '{"mode": "per_dimension"}'] [--no-shuffled]
 
 Prints the self-test table (per dimension Spearman/Kendall, cross-dimension rho, identical share,
 pass/fail under the default thresholds) and the wall time. ``--scripted`` runs one of the scripted
@@ -78,10 +78,17 @@ def main() -> int:
     ap.add_argument("--judge", help="a judge block as JSON (default: the battery's)")
     ap.add_argument("--scenarios", type=int)
     ap.add_argument("--scripted")
+    ap.add_argument("--options", help="measure options to override, as JSON (e.g. '{\"mode\": \"per_dimension\"}')")
+    ap.add_argument("--no-shuffled", action="store_true", help="skip the word-shuffled copies")
     args = ap.parse_args()
     lb = load_battery(Path(args.battery))
     b = lb.battery
     ms = build_measures(b, [args.measure] if args.measure else None)
+    if args.options:
+        for m in ms.values():
+            if m.uses_judge:
+                m.options = type(m.options).model_validate(
+                    {**m.options.model_dump(by_alias=True, exclude_unset=True), **json.loads(args.options)})
     if args.scripted:
         judge = Scripted(args.scripted, b.language)
     else:
@@ -94,7 +101,7 @@ def main() -> int:
         if not m.uses_judge:
             continue
         t = time.perf_counter()
-        res = asyncio.run(self_test(m, ctx, scenarios=args.scenarios))
+        res = asyncio.run(self_test(m, ctx, scenarios=args.scenarios, shuffled=not args.no_shuffled))
         res["wall_s"] = round(time.perf_counter() - t, 1)
         out[name] = res
         print(summary_line(res), f"[{res['wall_s']} s]")

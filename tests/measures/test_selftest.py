@@ -43,6 +43,7 @@ class AnchorJudge:
         self.by_tail = {s["answers"][t].strip()[-40:]: t for s in a.scenarios for t in s["answers"]}
         self.rng = random.Random(0)
         self.calls = []
+        self.dimensions_asked = []
 
     def tone(self, text: str) -> str | None:
         return next((t for tail, t in self.by_tail.items() if tail in text), None)
@@ -63,6 +64,8 @@ class AnchorJudge:
             return Completion(text='{"winner": "tie"}')
         tone = self.tone(user)
         known = self.tones.get(tone) if tone else None
+        if '"score"' in request.messages[0]["content"]:  # per_dimension: one dimension per call
+            return Completion(text=json.dumps({"score": self.one_dimension(request.messages[0]["content"], known)}))
         if self.mode == "rubric":
             sc = known or {"courtesy": 3, "condescension": 2, "distrust": 2}
         elif self.mode == "one_number":
@@ -73,6 +76,22 @@ class AnchorJudge:
         else:
             sc = {d: self.rng.randint(1, 5) for d in DIMS}
         return Completion(text=json.dumps({**sc, "reason": "scripted"}))
+
+    def one_dimension(self, system: str, known):
+        """A per-dimension call: find the one dimension the system prompt describes (by the default
+        rubric's description), score it as ``mode`` says."""
+        from fairpair.measures.judge import default_rubric
+
+        asked = [d for d, spec in default_rubric("es").items() if spec["description"] in system]
+        assert len(asked) == 1, f"a per-dimension prompt shows one dimension, not {asked}"
+        self.dimensions_asked.append(asked[0])
+        if self.mode == "rubric":
+            return (known or {"courtesy": 3, "condescension": 2, "distrust": 2})[asked[0]]
+        if self.mode == "one_number":  # the same number whichever dimension is asked
+            return (known or {"courtesy": 3})["courtesy"]
+        if self.mode == "constant":
+            return 3
+        return self.rng.randint(1, 5)
 
     def identity(self):
         return {"kind": "scripted", "model": f"anchor-judge-{self.mode}-{self.pairwise}"}
@@ -224,6 +243,55 @@ def test_incapable_judges_fail(tmp_path, mode):
     if mode == "constant":
         assert res["constant"] == DIMS
         assert any("shuffled" in f for f in res["flags"])
+
+
+def test_per_dimension_rubric_judge_passes_with_one_dimension_per_call(tmp_path):
+    judge = AnchorJudge("rubric")
+    lb, ctx = _ctx(tmp_path, judge, {"tone": {"kind": "judge", "mode": "per_dimension"}})
+    m = build_measures(lb.battery, ["tone"])["tone"]
+    res = asyncio.run(self_test(m, ctx))
+    assert res["status"] == "passed", res["failures"]
+    assert all(v["spearman"] == pytest.approx(1.0) for v in res["dimensions"].values())
+    # 24 items (20 anchors + 4 shuffled) x 3 dimensions, each dimension asked once per item
+    assert len(judge.calls) == 72
+    assert {d: judge.dimensions_asked.count(d) for d in DIMS} == dict.fromkeys(DIMS, 24)
+    for call in judge.calls:
+        system, user = call.messages[0]["content"], call.messages[-1]["content"]
+        assert "Lucía" not in system + user and '"reason"' not in system
+        assert sum(d in system for d in DIMS) == 0  # dimension keys are never shown, only the description
+    # the scores a per-dimension judge gives are read from {"score": n}
+    courteous = next(o for o in res["outputs"] if o["tone"] == "courteous")
+    assert courteous["judge"] == {"courtesy": 5, "condescension": 1, "distrust": 1}
+
+
+@pytest.mark.parametrize("mode", ["one_number", "constant", "random"])
+def test_per_dimension_incapable_judges_fail(tmp_path, mode):
+    lb, ctx = _ctx(tmp_path, AnchorJudge(mode), {"tone": {"kind": "judge", "mode": "per_dimension"}})
+    m = build_measures(lb.battery, ["tone"])["tone"]
+    res = asyncio.run(self_test(m, ctx))
+    assert res["status"] == "failed" and res["failures"]
+    if mode == "one_number":
+        assert res["identical_share"] == 1.0
+
+
+def test_per_dimension_mode_measures_real_answers_through_the_same_path(tmp_path):
+    run_dir = make_run(tmp_path, measures={"tone": {"kind": "judge", "mode": "per_dimension"}})
+    judge = AnchorJudge("rubric")
+    res = measure_run(run_dir, judge=judge)
+    assert res.counts["tone"].ok == 20
+    rows, events = stored(run_dir, "tone.condescension")
+    assert events[-1]["status"] == "passed"
+    ok = [r for r in rows if r.status == "ok"]
+    # the mock's answers are no anchors: the scripted judge's fallback levels, one per dimension
+    assert len(ok) == 20 and {r.value for r in ok} == {2}
+    assert len(judge.calls) == 3 * (24 + 20)
+    assert all(r.detail["mode"] == "per_dimension" for r in ok)
+
+
+def test_unknown_tone_mode_is_a_battery_error(tmp_path):
+    with pytest.raises(BatteryError) as ei:
+        load_battery(battery(tmp_path, measures={"tone": {"kind": "judge", "mode": "separately"}}))
+    assert "mode" in str(ei.value)
 
 
 def test_pairwise_self_test_catches_first_position_judge(tmp_path):
@@ -388,3 +456,22 @@ def test_an_unreachable_judge_fails_the_self_test_as_data_and_is_retried_next_ti
     assert res.counts["tone"].ok == 20 and len(ok.calls) == 24 + 20
     _, events = stored(run_dir, "tone.courtesy")
     assert [e["status"] for e in events] == ["failed", "passed"]
+
+
+@pytest.mark.parametrize("lang", ["es", "en"])
+def test_per_dimension_examples_are_shown_and_are_no_anchor(lang):
+    from fairpair.measures.judge import default_rubric, tone_examples
+
+    ex = tone_examples(lang)
+    assert set(ex) == set(default_rubric(lang)) == set(DIMS)
+    anchors = load_anchors(lang)
+    anchor_text = " ".join(t for s in anchors.scenarios for t in s["answers"].values())
+    for dim, items in ex.items():
+        levels = sorted(e["level"] for e in items)
+        assert levels[0] == 1 and levels[-1] == 5, dim  # both ends of the scale are shown
+        for e in items:
+            # no sentence of an example occurs in an anchor (the self-test is not taught its answers)
+            for sentence in e["answer"].replace("[MASK]", "").split(". "):
+                if len(sentence) > 25:
+                    assert sentence.strip(" .") not in anchor_text, sentence
+    assert default_rubric(lang)["distrust"]["examples"] == ex["distrust"]

@@ -391,3 +391,72 @@ def test_decoding_penalties_are_sent_and_recorded(fake_backend):
         with pytest.raises(FairpairError) as ei:
             LocalTarget({"model_path": str(fake_backend), **bad})
         assert next(iter(bad)) in str(ei.value)
+
+
+def test_parallel_slots_decode_together_and_are_recorded(fake_backend):
+    """parallel: N opens N llama.cpp slots (continuous batching, n_ctx per slot) and admits N cases at once."""
+    import threading
+
+    target = LocalTarget({"model_path": str(fake_backend), "parallel": 3, "n_ctx": 1024, "cache_prompt": True})
+    assert target.max_concurrency == 3
+    params = target.identity()["parameters"]
+    assert params["parallel"] == 3 and params["cache_prompt"] is True
+    in_flight = peak = 0
+    guard = threading.Lock()
+    real = FakeServer.handle_chat_completions
+
+    def counting(self, body):
+        nonlocal in_flight, peak
+        with guard:
+            in_flight += 1
+            peak = max(peak, in_flight)
+        try:
+            return real(self, body)
+        finally:
+            with guard:
+                in_flight -= 1
+
+    async def scenario():
+        reqs = [ChatRequest(messages=({"role": "user", "content": "hola"},), seed=s) for s in range(7)]
+        outs = await asyncio.gather(*(target.generate(r) for r in reqs))
+        await target.aclose()
+        return outs
+
+    FakeServer.handle_chat_completions = counting
+    try:
+        start = time.perf_counter()
+        outs = asyncio.run(scenario())
+        wall = time.perf_counter() - start
+    finally:
+        FakeServer.handle_chat_completions = real
+    assert [o.text for o in outs] == [f"eco {s}" for s in range(7)]
+    assert peak == 3  # never more than the slots, and all of them used
+    assert wall < 7 * 0.2  # 3 rounds of 0.2 s, not 7
+    server = FakeServer.instances[-1]
+    assert server.params.n_parallel == 3 and server.params.n_ctx == 3 * 1024 and server.params.cont_batching
+    assert all(b["cache_prompt"] is True for b in server.bodies)
+    # a sequential target of the same file is another server (the registry keys on parallel)
+    for bad in ({"parallel": 0}, {"parallel": 65}):
+        with pytest.raises(FairpairError) as ei:
+            LocalTarget({"model_path": str(fake_backend), **bad})
+        assert "parallel" in str(ei.value)
+
+
+def test_a_timed_out_generation_is_awaited_by_the_retry_not_started_again(fake_backend):
+    """llama.cpp cannot be interrupted: the retry of a timed-out request joins the running generation."""
+    async def scenario():
+        target = LocalTarget({"model_path": str(fake_backend), "parallel": 2})
+        req = ChatRequest(messages=({"role": "user", "content": "hola"},), seed=9)
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.05):  # the run engine's per-request timeout
+                await target.generate(req)
+        again = await target.generate(req)  # the retry: same body
+        other = await target.generate(ChatRequest(messages=({"role": "user", "content": "hola"},), seed=10))
+        third = await target.generate(req)  # after it was answered, the same body is generated anew
+        server = FakeServer.instances[-1]
+        await target.aclose()
+        return again, other, third, [b["seed"] for b in server.bodies]
+
+    again, other, third, seeds = asyncio.run(scenario())
+    assert again.text == "eco 9" and other.text == "eco 10" and third.text == "eco 9"
+    assert seeds == [9, 10, 9]

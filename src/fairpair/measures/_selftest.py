@@ -364,19 +364,26 @@ async def self_test(measure, ctx, *, thresholds: Thresholds = Thresholds(),
         if not dims:
             return {**base, "status": "not_tested", "passed": None, "failures": [],
                     "reason": f"the rubric's dimensions ({', '.join(untested)}) have no built-in anchors"}
+        import asyncio
+
         expected, judged, outputs = [], [], []
+        todo = []
         for s in scen:
             for tone, text in s["answers"].items():
                 k += 1
                 case, resp, MeasureItem = _anchor_item(ctx.battery, s["id"], tone, s["prompt"].replace(
                     "{nombre}", fill), text.replace("{nombre}", fill), k)
-                res = await _measure_one(measure, MeasureItem("judge_self_test", case, resp), ctx)
-                exp = {d: anchors.tones[tone][d] for d in dims}
-                got = {d: (res.outputs or {}).get(d) for d in dims} if res.status == "ok" else None
-                expected.append(exp)
-                judged.append(got)
-                outputs.append({"scenario": s["id"], "tone": tone, "expected": exp, "judge": got,
-                                "status": res.status, "error": res.error})
+                todo.append((s, tone, MeasureItem("judge_self_test", case, resp)))
+        # all anchors at once, as the measure stage sends answers (a batching judge decodes them
+        # together; the results are read in the anchors' order)
+        results = await asyncio.gather(*(_measure_one(measure, item, ctx) for _, _, item in todo))
+        for (s, tone, _), res in zip(todo, results):
+            exp = {d: anchors.tones[tone][d] for d in dims}
+            got = {d: (res.outputs or {}).get(d) for d in dims} if res.status == "ok" else None
+            expected.append(exp)
+            judged.append(got)
+            outputs.append({"scenario": s["id"], "tone": tone, "expected": exp, "judge": got,
+                            "status": res.status, "error": res.error})
         score = score_tone(expected, judged, dims, thresholds)
         same = n_shuffled = 0
         if shuffled:
@@ -522,7 +529,8 @@ async def run_self_tests(measures: dict[str, Any], ctx, store, mode: str, consol
         raise FairpairError(
             "the judge failed its self-test on anchors with known scores, so its scores cannot be trusted; "
             "no answer was judged\n" + "\n".join(lines), key="judge",
-            hint="use a more capable judge (e.g. judge: {kind: local, model: qwen2.5-coder-1.5b, temperature: 0}), "
+            hint="use a more capable judge (e.g. judge: {kind: openai, model: gpt-4o-mini, "
+                 "api_key_env: OPENAI_API_KEY}; neither embedded model passed when measured, see the README), "
                  "or set 'judge_self_test: warn' to judge anyway (judge-based verdicts are then never 'pass')")
     return warnings
 

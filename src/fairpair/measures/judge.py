@@ -43,6 +43,18 @@ Battery syntax
       kind: judge
       rubric:
         warmth: {description: "...", levels: {1: "frío", 2: "...", 3: "...", 4: "...", 5: "muy cálido"}}
+    tone: {kind: judge, mode: per_dimension} # one judge call per dimension, {"score": n}
+
+``mode: per_dimension`` asks each dimension in a call of its own: the prompt
+shows that dimension's description, its levels and scored example answers
+(the default rubric's are hand-written answers to a conversation that is none
+of the self-test's anchors, ``prompts/tone_examples.<lang>.yaml``; a custom
+dimension may give ``examples: [{level: 1, answer: "..."}]``), so a judge
+cannot copy one number across dimensions it never sees together. Scored
+examples in the prompt follow the "analytic rubric with exemplars" practice
+of human rating (Jonsson & Svingby 2007, "The use of scoring rubrics",
+Educational Research Review 2(2)) and one-aspect-per-call LLM evaluation
+(Liu et al. 2023, "G-Eval", EMNLP, one criterion per prompt).
 
 ``pairwise`` (Helpful-Honest-Harmless preference, both orders; ordinal 0-1)::
 
@@ -96,8 +108,23 @@ def default_rubric(language: str) -> dict[str, dict[str, Any]]:
     lang = language if language in ("es", "en") else "en"
     text = resources.files("fairpair.measures").joinpath("prompts", f"rubric.{lang}.yaml").read_text("utf-8")
     data = yaml.safe_load(text)
-    return {k: {"description": v.get("description"), "levels": {int(l): d for l, d in v["levels"].items()}}
+    examples = tone_examples(lang)
+    return {k: {"description": v.get("description"), "levels": {int(l): d for l, d in v["levels"].items()},
+                "examples": examples.get(k)}
             for k, v in data.items()}
+
+
+@cache
+def tone_examples(language: str) -> dict[str, list[dict[str, Any]]]:
+    """The default rubric's scored examples per dimension (``[{level, answer}]``), shown by the
+    ``per_dimension`` judge: hand-written answers to a conversation that is none of the self-test's
+    anchors (``prompts/tone_examples.<lang>.yaml``, es/en)."""
+    import yaml
+
+    lang = language if language in ("es", "en") else "en"
+    text = resources.files("fairpair.measures").joinpath("prompts", f"tone_examples.{lang}.yaml").read_text("utf-8")
+    return {k: [{"level": int(e["level"]), "answer": str(e["answer"])} for e in v]
+            for k, v in yaml.safe_load(text).items()}
 
 
 _FENCE = re.compile(r"\A```(?:json|JSON)?[ \t]*\n(.*)\n```\Z", re.S)
@@ -342,6 +369,7 @@ class Dimension(MeasureOptions):
 
     description: str | None = None
     levels: dict[int, str]
+    examples: list[dict[Literal["level", "answer"], int | str]] | None = None
 
     @field_validator("levels")
     @classmethod
@@ -356,9 +384,14 @@ class Dimension(MeasureOptions):
 class ToneOptions(_JudgeOptions):
     """``rubric``: dimension -> {description, levels: {1: "...", ..., 5: "..."}}; default: courtesy,
     condescension and distrust, 1-5, in the battery's language. ``include_prompt``: show the
-    (masked) user message; ``max_attempts``: tries before ``missing``."""
+    (masked) user message; ``max_attempts``: tries before ``missing``. ``mode``: ``joint`` (one
+    judge call scores every dimension, JSON ``{dim: level, ..., "reason": "..."}``) or
+    ``per_dimension`` (one call per dimension, each showing only that dimension's description and
+    levels and asking for ``{"score": level}``: a judge cannot copy one number across dimensions it
+    never sees together; k dimensions cost k calls)."""
 
     rubric: dict[str, Dimension] | None = None
+    mode: Literal["joint", "per_dimension"] = "joint"
 
     @field_validator("rubric", mode="before")
     @classmethod
@@ -402,6 +435,8 @@ class ToneJudgeMeasure(Measure):
         return {"type": "object", "properties": props, "required": list(r), "additionalProperties": False}
 
     async def measure(self, item: MeasureItem, ctx: MeasureContext) -> MeasureResult:
+        if self.options.mode == "per_dimension":
+            return await self._measure_per_dimension(item, ctx)
         o = self.options
         lang = o.language or ctx.language
         system_t, user_t = _prompt("tone", lang)
@@ -432,6 +467,63 @@ class ToneJudgeMeasure(Measure):
         if invalid:
             detail["invalid_outputs"] = invalid
         return MeasureResult.ok(outputs={k: out.value[k] for k in rubric}, detail=detail)
+
+    def dimension_messages(self, item: MeasureItem, ctx: MeasureContext, dimension: str) -> list[dict[str, str]]:
+        """The masked messages of one ``per_dimension`` judge call (system: the dimension's
+        description and levels only; user: the prompt, the answer and the question)."""
+        o = self.options
+        lang = o.language or ctx.language
+        system_t, user_t = _prompt("tone_dimension", lang)
+        d = self.rubric(ctx)[dimension]
+        lo, hi = min(d["levels"]), max(d["levels"])
+        description = (d.get("description") or dimension).strip()
+        examples = d.get("examples") or []
+        head = ("Ejemplos de respuestas a otro cliente, con su nivel en esta dimensión:" if lang == "es" else
+                "Examples of answers to another customer, with their level on this dimension:")
+        word = "nivel" if lang == "es" else "level"
+        shown = "\n".join([head, *(f"- {word} {e['level']}: «{e['answer']}»" for e in examples)]) if examples else ""
+        fields = {"description": description, "levels": "\n".join(f"{lvl}: {t}" for lvl, t in d["levels"].items()),
+                  "example": '{"score": <' + f"{lo}-{hi}" + '>}', "low": lo, "high": hi, "examples": shown}
+        mk = ctx.masker
+        return [{"role": "system", "content": system_t.substitute(fields)},
+                {"role": "user", "content": user_t.substitute(
+                    fields, prompt=mk.mask(_user_prompt(item.case)) if o.include_prompt else "-",
+                    answer=mk.mask(item.text))}]
+
+    async def _measure_per_dimension(self, item: MeasureItem, ctx: MeasureContext) -> MeasureResult:
+        o = self.options
+        lang = o.language or ctx.language
+        rubric = self.rubric(ctx)
+        per_dim = {k: self.dimension_messages(item, ctx, k) for k in rubric}
+        leaks = list(dict.fromkeys(v for m in per_dim.values() for v in _leaks(ctx, m)))
+        if leaks:
+            return _leak_result(ctx, self.name, leaks)
+        import asyncio
+
+        def schema(k: str) -> dict[str, Any]:
+            return {"type": "object", "properties": {"score": {"type": "integer", "enum": sorted(rubric[k]["levels"])},
+                                                     "reason": {"type": "string"}},
+                    "required": ["score"], "additionalProperties": False}
+
+        # the dimensions are asked at once (a batching judge decodes them together); each call is
+        # independent of the others, so the order they finish in changes nothing
+        answers = await asyncio.gather(*(
+            _ask(ctx, self.name, messages, schema(k), case_id=item.case.id, seed=item.case.seed,
+                 max_attempts=o.max_attempts, language=lang) for k, messages in per_dim.items()))
+        outputs: dict[str, Any] = {}
+        raws: dict[str, str] = {}
+        invalid_total = sum(a[2] for a in answers)
+        for k, (out, raw, _invalid) in zip(per_dim, answers):
+            raws[k] = raw
+            if not out.valid:
+                return MeasureResult.missing(
+                    f"dimension '{k}': invalid judge output after {o.max_attempts} attempt(s): {out.error}",
+                    raw=raw, detail={"invalid_outputs": invalid_total, "mode": "per_dimension"})
+            outputs[k] = out.value["score"]
+        detail: dict[str, Any] = {"mode": "per_dimension", "raw": raws}
+        if invalid_total:
+            detail["invalid_outputs"] = invalid_total
+        return MeasureResult.ok(outputs=outputs, detail=detail)
 
 
 # ---------------------------------------------------------------- pairwise (HHH, both orders)

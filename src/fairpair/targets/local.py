@@ -14,13 +14,28 @@ battery can be tried end to end on a laptop::
 Backend: `xllamacpp <https://github.com/xorbitsai/xllamacpp>`_, a prebuilt
 llama.cpp binding. One model is loaded per process (lazily, on the first
 ``generate``) and shared by every :class:`LocalTarget` that asks for the same
-file, context size and thread count, e.g. the target under test and a judge.
-Generation runs in a worker thread (the binding releases the GIL), one
-sequence at a time (``max_concurrency = 1``), so the event loop stays free.
+file, context size, thread count and ``parallel``, e.g. the target under test
+and a judge. Generation runs in worker threads (the binding releases the GIL),
+so the event loop stays free.
+
+Batching: ``parallel: N`` opens N llama.cpp slots in one context with
+continuous batching (``n_parallel``), and the target admits N cases at once
+(``max_concurrency = N``): their tokens are decoded in one batch, which on a
+CPU costs little more per step than one sequence. ``parallel: 1`` (the
+default) is one sequence at a time. ``cache_prompt: true`` also reuses a
+slot's key/value cache for the prefix its next prompt shares (the battery's
+system prompt).
 
 Reproducibility: every request carries an explicit seed (see
-:meth:`LocalTarget.seed_for`) and the server's prompt cache is switched off,
-so the same seed and messages give the same text whatever ran before. The
+:meth:`LocalTarget.seed_for`) and, by default, the prompt cache is off and one
+sequence runs at a time, so the same seed and messages give the same text
+whatever ran before. With ``parallel`` above 1, or ``cache_prompt``, the
+floating-point sums of a step depend on the batch the sequence shares
+(llama.cpp's matrix kernels group rows by batch size), so a case's text can
+change with what else is decoded with it (measured: 0 of 8 answers at
+temperature 0.7 were the same text with ``parallel: 4`` as alone, see
+``benchmarks/bench_local_batch.py``); the manifest records ``parallel`` and
+``cache_prompt`` with the other parameters. The
 samplers that fairpair does not expose are pinned to llama.cpp's defaults
 (``top_k=40``, ``min_p=0.05``) so that a new binding cannot change them
 silently; :meth:`LocalTarget.identity` records them all.
@@ -141,6 +156,18 @@ class LocalOptions(BaseModel):
         OpenAI-style additive penalties, -2 to 2 (0, the default, is off):
         a token already generated loses ``presence_penalty`` once and
         ``frequency_penalty`` per occurrence.
+    parallel:
+        Sequences decoded together, 1 to 64 (llama.cpp's ``n_parallel``
+        slots with continuous batching in one context; each slot keeps the
+        full ``n_ctx``). 1 (default) is one sequence at a time. With more
+        than one, up to ``parallel`` cases are answered at once; the text of
+        a case may then depend on what else is in the batch (see the module
+        docstring), and the manifest records ``parallel``.
+    cache_prompt:
+        Reuse the key/value cache of a slot's previous prompt for the common
+        prefix (llama.cpp's ``cache_prompt``; the shared system prompt of a
+        battery is then processed once per slot). Off by default: the reused
+        prefix was computed in another batch shape, so the text may change.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -159,6 +186,8 @@ class LocalOptions(BaseModel):
     repeat_last_n: int = Field(64, ge=-1)
     presence_penalty: float = Field(0.0, ge=-2.0, le=2.0)
     frequency_penalty: float = Field(0.0, ge=-2.0, le=2.0)
+    parallel: int = Field(1, ge=1, le=64)
+    cache_prompt: bool = False
 
     @field_validator("model")
     @classmethod
@@ -225,15 +254,27 @@ def _bare_tool_call(result: dict[str, Any], offered: set[str]) -> dict[str, Any]
 
 @dataclass
 class _Loaded:
-    """One llama.cpp server in this process, shared by reference count."""
+    """One llama.cpp server in this process, shared by reference count.
+
+    ``slots`` admits at most ``parallel`` generations at once (the server's
+    ``n_parallel``); ``lock`` guards ``server`` (closing waits for the
+    generations still running)."""
 
     server: Any
+    parallel: int = 1
     lock: threading.Lock = field(default_factory=threading.Lock)
+    slots: threading.BoundedSemaphore = field(default_factory=lambda: threading.BoundedSemaphore(1))
+    running: int = 0
+    idle: threading.Condition | None = None
     users: int = 0
     api_key: str | None = field(default=None, repr=False)  # of the binding's loopback endpoint; memory only
 
+    def __post_init__(self) -> None:
+        self.slots = threading.BoundedSemaphore(self.parallel)
+        self.idle = threading.Condition(self.lock)
 
-_REGISTRY: dict[tuple[str, int, int], _Loaded] = {}
+
+_REGISTRY: dict[tuple[str, int, int, int], _Loaded] = {}
 _REGISTRY_LOCK = threading.Lock()
 
 
@@ -263,18 +304,23 @@ def _backend_version() -> str | None:
         return None
 
 
-def backend_params(path: Path, *, n_ctx: int, n_threads: int) -> Any:
-    """xllamacpp ``CommonParams`` for one quiet, single-sequence, offline server.
+def backend_params(path: Path, *, n_ctx: int, n_threads: int, parallel: int = 1) -> Any:
+    """xllamacpp ``CommonParams`` for one quiet, offline server with ``parallel`` slots.
 
-    Public so that the benchmark can drive the backend directly with the very
-    same settings.
+    Each slot gets ``n_ctx`` tokens (llama.cpp splits its context among the
+    slots, so the context is ``n_ctx * parallel``); continuous batching is on
+    (llama.cpp's default), so the running slots decode in one batch. Public so
+    that the benchmark can drive the backend directly with the very same
+    settings.
     """
     xl = _import_backend()
     params = xl.CommonParams()
     params.model.path = str(path)
     params.offline = True  # never reach for a model hub
-    params.n_ctx = n_ctx
-    params.n_parallel = 1
+    params.n_ctx = n_ctx * parallel
+    params.n_parallel = parallel
+    params.cont_batching = True
+    params.kv_unified = False
     params.cpuparams.n_threads = n_threads
     params.cpuparams_batch.n_threads = n_threads
     params.verbosity = -1  # silence llama.cpp's own logging
@@ -290,13 +336,13 @@ def backend_params(path: Path, *, n_ctx: int, n_threads: int) -> Any:
     return params
 
 
-def _acquire(path: Path, n_ctx: int, n_threads: int) -> _Loaded:
-    key = (str(path), n_ctx, n_threads)
+def _acquire(path: Path, n_ctx: int, n_threads: int, parallel: int = 1) -> _Loaded:
+    key = (str(path), n_ctx, n_threads, parallel)
     with _REGISTRY_LOCK:
         loaded = _REGISTRY.get(key)
         if loaded is None:
             xl = _import_backend()
-            params = backend_params(path, n_ctx=n_ctx, n_threads=n_threads)
+            params = backend_params(path, n_ctx=n_ctx, n_threads=n_threads, parallel=parallel)
             try:
                 server = xl.Server(params)
             except RuntimeError as exc:
@@ -304,13 +350,13 @@ def _acquire(path: Path, n_ctx: int, n_threads: int) -> _Loaded:
                     f"llama.cpp could not load {path} ({exc})",
                     hint="check that the file is a GGUF model and that n_ctx fits in memory",
                 ) from None
-            loaded = _REGISTRY[key] = _Loaded(server, api_key=list(params.api_keys)[0])
+            loaded = _REGISTRY[key] = _Loaded(server, parallel=parallel, api_key=list(params.api_keys)[0])
         loaded.users += 1
         return loaded
 
 
-def _release(path: Path, n_ctx: int, n_threads: int) -> None:
-    key = (str(path), n_ctx, n_threads)
+def _release(path: Path, n_ctx: int, n_threads: int, parallel: int = 1) -> None:
+    key = (str(path), n_ctx, n_threads, parallel)
     with _REGISTRY_LOCK:
         loaded = _REGISTRY.get(key)
         if loaded is None:
@@ -318,7 +364,9 @@ def _release(path: Path, n_ctx: int, n_threads: int) -> None:
         loaded.users -= 1
         if loaded.users <= 0:
             del _REGISTRY[key]
-            with loaded.lock:  # wait for a generation still running in a worker thread
+            with loaded.lock:  # wait for the generations still running in worker threads
+                assert loaded.idle is not None
+                loaded.idle.wait_for(lambda: loaded.running == 0)
                 loaded.server = None
 
 
@@ -363,6 +411,8 @@ class LocalTarget(TargetBase):
             self._path = None
             self.model = self._spec.name
         self._sha256: str | None = self._spec.sha256 if self._spec else None
+        self.max_concurrency = self.options.parallel
+        self._inflight: dict[str, asyncio.Task] = {}  # body -> its generation, kept for a timed-out caller's retry
         self._loaded: _Loaded | None = None
         self._load_lock = threading.Lock()
 
@@ -391,7 +441,8 @@ class LocalTarget(TargetBase):
                 "seed": opts.seed,
                 "n_ctx": opts.n_ctx,
                 "n_threads": opts.n_threads,
-                "cache_prompt": False,
+                "cache_prompt": opts.cache_prompt,
+                "parallel": opts.parallel,
             },
             "tools": ("offered through the chat template" if local_tools_supported(opts.model_dump()) is None
                       else "refused: the chat template does not render tools"),
@@ -410,7 +461,8 @@ class LocalTarget(TargetBase):
     def _ensure_loaded(self) -> _Loaded:
         with self._load_lock:
             if self._loaded is None:
-                self._loaded = _acquire(self.model_path(), self.options.n_ctx, self.options.n_threads)
+                self._loaded = _acquire(self.model_path(), self.options.n_ctx, self.options.n_threads,
+                                        self.options.parallel)
             return self._loaded
 
     async def load(self) -> None:
@@ -459,7 +511,7 @@ class LocalTarget(TargetBase):
             **_PINNED_SAMPLING,
             **self._penalties(),
             "seed": self.seed_for(request),
-            "cache_prompt": False,
+            "cache_prompt": opts.cache_prompt,
             "stream": False,
         }
         if request.tools:
@@ -498,13 +550,21 @@ class LocalTarget(TargetBase):
 
     def _call(self, body: dict[str, Any]) -> Any:
         loaded = self._ensure_loaded()
-        with loaded.lock:
-            if loaded.server is None:
-                raise TargetError(f"local target {self.name!r} is closed")
+        with loaded.slots:  # at most `parallel` generations in the server at once
+            with loaded.lock:
+                server = loaded.server
+                if server is None:
+                    raise TargetError(f"local target {self.name!r} is closed")
+                loaded.running += 1
             try:
-                return loaded.server.handle_chat_completions(body)
+                return server.handle_chat_completions(body)
             except Exception as exc:  # the binding raises plain exceptions on bad input
                 raise TargetError(f"llama.cpp failed: {exc}") from exc
+            finally:
+                with loaded.lock:
+                    loaded.running -= 1
+                    assert loaded.idle is not None
+                    loaded.idle.notify_all()
 
     def generate_sync(self, request: ChatRequest) -> Completion:
         """Blocking :meth:`generate`, for callers without an event loop."""
@@ -544,7 +604,20 @@ class LocalTarget(TargetBase):
         """
         if request.tools:
             return await self._generate_with_tools(request)
-        return await asyncio.to_thread(self.generate_sync, request)
+        body = self.payload(request)
+        key = json.dumps(body, sort_keys=True, ensure_ascii=False)
+        loop = asyncio.get_running_loop()
+        task = self._inflight.get(key)
+        if task is None or task.get_loop() is not loop or (task.done() and task.exception() is not None):
+            # llama.cpp cannot be interrupted: a generation whose caller timed out runs on in its
+            # worker thread. The retry of the same body (same messages and seed: the same text)
+            # waits for that generation instead of starting another behind it.
+            task = self._inflight[key] = loop.create_task(asyncio.to_thread(self._call, body))
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved, never logged
+        result = await asyncio.shield(task)  # a cancelled caller leaves the generation running
+        if self._inflight.get(key) is task:
+            del self._inflight[key]
+        return self._completion(result)
 
     def _completion(self, result: Any) -> Completion:
         if not isinstance(result, dict):
@@ -577,7 +650,7 @@ class LocalTarget(TargetBase):
         with self._load_lock:
             if self._loaded is not None and self._path is not None:
                 self._loaded = None
-                _release(self._path, self.options.n_ctx, self.options.n_threads)
+                _release(self._path, self.options.n_ctx, self.options.n_threads, self.options.parallel)
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
