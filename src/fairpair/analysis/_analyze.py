@@ -27,33 +27,20 @@ __all__ = ["analyze_run", "analyze_loaded", "load_results", "comparison_names", 
 
 def _designs_for(battery, comparison, cases) -> list[str]:
     """Design ids whose cases vary the comparison's attribute (or the one the plan names)."""
-    from fairpair.battery._schema import AAControlDesign, CounterfactualDesign, CrossedDesign
-
     out = []
     for i, d in enumerate(battery.designs):
         did = battery.design_id(i)
         if comparison.design and comparison.design != did:
             continue
-        if isinstance(d, AAControlDesign):  # A/A controls only when named (fairpair.analysis._aa does)
-            if comparison.design == did and d.attribute == comparison.attribute:
-                out.append(did)
-            continue
-        if isinstance(d, CounterfactualDesign) and d.attribute == comparison.attribute:
-            out.append(did)
-        elif isinstance(d, CrossedDesign) and comparison.attribute in d.attributes:
+        if d.compares(comparison, did):
             out.append(did)
     return out
 
 
 def _design_groups(battery, did: str, attribute: str) -> list[str]:
-    from fairpair.battery._schema import AAControlDesign, CounterfactualDesign
-    from fairpair.cases._expand import aa_groups
-
     for i, d in enumerate(battery.designs):
-        if battery.design_id(i) == did and isinstance(d, CounterfactualDesign) and d.groups:
-            return list(d.groups)
-        if battery.design_id(i) == did and isinstance(d, AAControlDesign):
-            return list(aa_groups(d))
+        if battery.design_id(i) == did:
+            return d.comparison_groups(battery, attribute)
     return list(battery.attributes[attribute].groups)
 
 
