@@ -487,6 +487,10 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
         from fairpair.analysis._aa import analyze_aa
 
         aa = analyze_aa(battery, data)
+        from fairpair.analysis._rankrun import analyze_rankings
+
+        rankings, rank_notes = analyze_rankings(battery, data)
+        notes += rank_notes
         two_party = analyze_two_party(battery, data, n_resamples=plan.bootstrap_resamples, seed=plan.seed,
                                       confidence_level=plan.confidence_level)
         judge = _judge_block(battery, store, data)
@@ -505,7 +509,7 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
             names=plan.generalize.names, targets=data.targets, measures=scales,
             comparisons=comparisons, omnibus=omnibus, two_party=two_party, judge=judge, counts=_counts(data),
             notes=notes + aa.notes, answer_statuses=_answer_statuses(battery, data), aa_controls=aa.comparisons,
-            aa_flag=aa.flag)
+            aa_flag=aa.flag, rankings=rankings)
     if write:
         write_results(run_dir, res.to_json() + "\n")
     if console is not None:

@@ -3,11 +3,12 @@
 from fairpair.battery._lexicons import lexicon_names, lexicon_source, load_lexicon
 from fairpair.battery._load import LoadedBattery, battery_hash, load_battery
 from fairpair.battery._designs import (
-    DESIGN_KINDS, AAControlDesign, BaselineDesign, CounterfactualDesign, CrossedDesign, TwoPartyDesign,
+    DESIGN_KINDS, AAControlDesign, BaselineDesign, CounterfactualDesign, CrossedDesign, RankingDesign,
+    TwoPartyDesign,
 )
 from fairpair.battery._schema import SCHEMA_VERSION, Battery
 from fairpair.battery._select import select
 
-__all__ = ["AAControlDesign", "BaselineDesign", "CounterfactualDesign", "CrossedDesign", "DESIGN_KINDS",
+__all__ = ["AAControlDesign", "BaselineDesign", "CounterfactualDesign", "CrossedDesign", "DESIGN_KINDS", "RankingDesign",
            "TwoPartyDesign", "Battery", "LoadedBattery", "SCHEMA_VERSION", "battery_hash", "lexicon_names",
            "lexicon_source", "load_battery", "load_lexicon", "select"]

@@ -12,7 +12,7 @@ here (and to :data:`Design`):
 ``fills(attribute)``
     Whether every case of the design fills that attribute's slot with a
     group's value (so the attribute needs no neutral value for it).
-``own_slots()``
+``own_slots(battery)``
     Template slots the design itself fills (two-party personas, ranking candidates).
 ``slot_attributes()``
     Attributes whose slot every template of the design must use.
@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from fairpair.cases._expand import ExpandContext
 
 __all__ = ["CounterfactualDesign", "CrossedDesign", "TwoPartyDesign", "AAControlDesign", "BaselineDesign",
-           "Design", "DESIGN_KINDS"]
+           "RankingDesign", "Design", "DESIGN_KINDS", "williams_rows"]
 
 
 class _DesignBase(_Strict):
@@ -76,7 +76,7 @@ class _DesignBase(_Strict):
     def fills(self, attribute: str) -> bool:
         return False
 
-    def own_slots(self) -> set[str]:
+    def own_slots(self, battery: "Battery") -> set[str]:
         return set()
 
     def slot_attributes(self) -> list[str]:
@@ -258,7 +258,7 @@ class TwoPartyDesign(_DesignBase):
     def attribute_keys(self) -> list[tuple[str, tuple]]:
         return [(a, ("axes", k)) for k, a in enumerate(self.axes)]
 
-    def own_slots(self) -> set[str]:
+    def own_slots(self, battery: "Battery") -> set[str]:
         return {self.sub_slot, self.res_slot}
 
     def check(self, ck: "DesignCheck") -> None:
@@ -408,13 +408,201 @@ class BaselineDesign(_DesignBase):
                 yield ex.render(t, rep, chosen={}, matched_set=f"{ex.did}/{t.id}/r{rep}", baseline=True)
 
 
+def williams_rows(n: int) -> list[list[int]]:
+    """The rows of a balanced Latin square for ``n`` treatments (Williams 1949).
+
+    Row ``i`` is the first row ``0, 1, n-1, 2, n-2, ...`` shifted by ``i``
+    (mod ``n``): every treatment takes every position once, and every
+    ordered pair of treatments is adjacent once (``n`` even). For odd ``n``
+    the mirrored rows are added (``2n`` rows), which restores the balance of
+    adjacent pairs.
+
+    Williams, E. J. (1949). Experimental designs balanced for the
+    estimation of residual effects of treatments. *Australian Journal of
+    Scientific Research A* 2(2), 149-168.
+    """
+    first, lo, hi = [0], 1, n - 1
+    while len(first) < n:
+        first.append(lo)
+        lo += 1
+        if len(first) < n:
+            first.append(hi)
+            hi -= 1
+    rows = [[(x + i) % n for x in first] for i in range(n)]
+    if n % 2:
+        rows += [row[::-1] for row in rows]
+    return rows
+
+
+class RankingDesign(_DesignBase):
+    """The ranking (selection) design of hiring audits: k candidates in one prompt, one per group.
+
+    Every template has one slot per candidate, ``{<slot>_1}`` ... ``{<slot>_k}``
+    (``slot: candidate`` gives ``{candidate_1}``...), each filled with one
+    variant (a name) of a different group of ``attribute``; the answer is
+    parsed into an order of the candidates by a ``ranking`` measure.
+
+    ``groups``: the groups that take part (default all, at least 2);
+    ``candidates``: k, the slots per prompt (default the number of groups;
+    fewer takes the first k columns of each order, so every group still
+    takes every slot equally often). ``order``: how the groups are placed
+    in the slots across repetitions: ``latin_square`` (the balanced Latin
+    square of Williams 1949, :func:`williams_rows`: every group in every
+    slot once and, for an even number of groups, every ordered pair of
+    groups adjacent once; 2n orders for odd n) or ``rotations`` (the n
+    cyclic shifts: every group in every slot once). The order of template
+    number ``t`` (0-based), repetition ``r`` and name position ``p`` is
+    ``orders[(t + r + p) % len(orders)]``, so over the repetitions every
+    template and name position goes through the orders in turn. Names are
+    crossed with templates as in the counterfactual design: name position
+    ``p`` uses variant ``p`` of every group (the groups must offer the same
+    number of variants). Each case records the group and variant of every
+    slot in ``meta.ranking``; its ``groups``/``variants`` are keyed by slot
+    (``candidate_1: espana``).
+
+    Source of the design: the resume-ranking audits of LLMs, e.g. Bloomberg
+    (Yin, Alba & Nicoletti 2024) and Armstrong et al. (2024), "The Silicon
+    Ceiling", which rotate equally qualified candidates through the
+    positions of one prompt.
+    """
+
+    kind: Literal["ranking"]
+    attribute: str
+    groups: list[str] | None = None
+    candidates: int | None = Field(None, ge=2, strict=True)
+    slot: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] = "candidate"
+    order: Literal["latin_square", "rotations"] = "latin_square"
+
+    def default_id(self) -> str:
+        return f"ranking-{self.attribute}"
+
+    def attribute_keys(self) -> list[tuple[str, tuple]]:
+        return [(self.attribute, ("attribute",))]
+
+    def fills(self, attribute: str) -> bool:
+        # its cases never use the attribute's own slot (check() forbids it): no neutral value needed
+        return self.attribute == attribute
+
+    def chosen_groups(self, battery: "Battery") -> list[str]:
+        return list(self.groups) if self.groups else list(battery.attributes[self.attribute].groups)
+
+    def k(self, battery: "Battery") -> int:
+        """The number of candidates per prompt."""
+        return self.candidates or len(self.chosen_groups(battery))
+
+    def slot_names(self, battery: "Battery") -> list[str]:
+        return [f"{self.slot}_{i}" for i in range(1, self.k(battery) + 1)]
+
+    def own_slots(self, battery: "Battery") -> set[str]:
+        if self.attribute not in battery.attributes:
+            return set()
+        return set(self.slot_names(battery))
+
+    def orders(self, battery: "Battery") -> list[tuple[str, ...]]:
+        """The orders of groups over the slots (each a tuple of k groups), in the order they are used."""
+        groups = self.chosen_groups(battery)
+        n, k = len(groups), self.k(battery)
+        if self.order == "rotations":
+            rows = [[(i + j) % n for j in range(n)] for i in range(n)]
+        else:
+            rows = williams_rows(n)
+        return [tuple(groups[x] for x in row[:k]) for row in rows]
+
+    def check(self, ck: "DesignCheck") -> None:
+        attr = ck.attrs[self.attribute]
+        for j, g in enumerate(self.groups or []):
+            ck.need(g, list(attr.groups), ("groups", j), f"group of '{self.attribute}'")
+        chosen = self.chosen_groups(ck.battery)
+        if len(set(chosen)) != len(chosen):
+            raise ck.fail("a group is listed twice", ("groups",))
+        if len(chosen) < 2:
+            raise ck.fail("a ranking design needs at least two groups", ("groups",) if self.groups else ())
+        if self.candidates is not None and self.candidates > len(chosen):
+            raise ck.fail(f"candidates: {self.candidates} is more than the {len(chosen)} groups of the design (one "
+                          f"candidate per group in each prompt)", ("candidates",),
+                          hint=f"use at most candidates: {len(chosen)}, or add groups")
+        if attr.signal in ("writing_style", "identity"):
+            raise ck.fail(f"a ranking design fills its candidate slots with the variants of '{self.attribute}'; a "
+                          f"'{attr.signal}' attribute has no variants to put in a slot", ("attribute",))
+        with_slots = [g for g in chosen if attr.groups[g].slots]
+        if with_slots:
+            raise ck.fail(f"group '{with_slots[0]}' of '{self.attribute}' declares 'slots' (one grammatical form "
+                          f"per group): a ranking prompt holds several groups at once, so no form agrees with all",
+                          ("attribute",))
+        ck.equal_variants(attr, chosen, self.attribute)
+        if not any(m.kind == "ranking" for m in ck.battery.measures.values()):
+            raise ck.fail("a ranking design needs a measure of kind 'ranking' to read its answers as orders of the "
+                          "candidates", ("kind",), hint="add to measures: {order: {kind: ranking}}")
+        wanted = self.slot_names(ck.battery)
+        for i, t in enumerate(ck.battery.templates):
+            if self.templates and t.id not in self.templates:
+                continue
+            from fairpair.battery._schema import SLOT_RE
+
+            texts = (*t.turns, t.system or "", *(h.content for h in t.history))
+            used = {m.group(1) for s in texts for m in SLOT_RE.finditer(s) if m.group(1)}
+            lacking = [s for s in wanted if s not in used]
+            if lacking:
+                raise ck.fail_at(f"template '{t.id}' lacks slot(s) {', '.join('{' + s + '}' for s in lacking)} of "
+                                 f"ranking design '{ck.battery.design_id(ck.index)}' ({len(wanted)} candidates: "
+                                 f"one slot each)", ("templates", i, "turns"),
+                                 hint=f"write {', '.join('{' + s + '}' for s in wanted)} into a turn, or list the "
+                                      f"design's templates under designs[{ck.index}].templates")
+            if attr.slot and attr.slot in used:
+                raise ck.fail_at(f"template '{t.id}' uses '{{{attr.slot}}}', the slot of '{self.attribute}', but "
+                                 f"ranking design '{ck.battery.design_id(ck.index)}' names its candidates through "
+                                 f"{{{wanted[0]}}}..{{{wanted[-1]}}}", ("templates", i, "turns"),
+                                 hint="use the candidate slots, or keep this template out of the design's templates")
+
+    def select(self, axes: set[str]) -> "_DesignBase | None":
+        return self if self.attribute in axes else None
+
+    def expand(self, ex: "ExpandContext") -> Iterator["Case"]:
+        b = ex.battery
+        attr = b.attributes[self.attribute]
+        groups = self.chosen_groups(b)
+        left_out = [g for g in attr.groups if g not in groups]
+        if left_out:
+            ex.exclude(f"groups not in the design: {', '.join(left_out)}", len(left_out))
+        orders = self.orders(b)
+        names = self.slot_names(b)
+        npos = ex.positions(attr, groups)
+        for ti, t in enumerate(ex.templates):
+            for rep in range(ex.reps):
+                for p in range(npos):
+                    oi = (ti + rep + p) % len(orders)
+                    order = orders[oi]
+                    variants = [attr.groups[g].variants[p] for g in order]
+                    slots = [{"slot": j + 1, "name": names[j], "group": g, "variant": v}
+                             for j, (g, v) in enumerate(zip(order, variants))]
+                    case = ex.render(t, rep, chosen={}, matched_set=f"{ex.did}/{t.id}/r{rep}/p{p}", position=p,
+                                     attribute=self.attribute, groups=dict(zip(names, order)),
+                                     variants=dict(zip(names, variants)), extra_slots=dict(zip(names, variants)))
+                    meta = {**case.meta, "ranking": {"attribute": self.attribute, "order": self.order,
+                                                     "order_index": oi, "repetition": rep, "slots": slots}}
+                    yield case.model_copy(update={"meta": meta})
+
+    def plan(self, battery, stats, comparisons):
+        attr = battery.attributes[self.attribute]
+        groups = self.chosen_groups(battery)
+        n_orders = len(self.orders(battery))
+        sets = stats.get("matched_sets") or 0
+        per_template = sets // max(stats.get("templates") or 1, 1)
+        return {"attribute": self.attribute, "groups": len(groups), "candidates": self.k(battery),
+                "order": self.order, "orders": n_orders,
+                "variants_per_group": min(len(attr.groups[g].variants) for g in groups),
+                # every template goes through the orders equally often when its sets are a multiple of them
+                "orders_balanced": per_template % n_orders == 0,
+                "pairs": sets, "comparisons": comb(len(groups), 2)}
+
+
 #: Every design class, keyed by its ``kind``.
 DESIGN_KINDS: dict[str, type[_DesignBase]] = {
     "counterfactual": CounterfactualDesign, "crossed": CrossedDesign, "two_party": TwoPartyDesign,
-    "aa_control": AAControlDesign, "baseline": BaselineDesign,
+    "aa_control": AAControlDesign, "baseline": BaselineDesign, "ranking": RankingDesign,
 }
 
 Design = Annotated[
-    Union[CounterfactualDesign, CrossedDesign, TwoPartyDesign, AAControlDesign, BaselineDesign],
+    Union[CounterfactualDesign, CrossedDesign, TwoPartyDesign, AAControlDesign, BaselineDesign, RankingDesign],
     Field(discriminator="kind"),
 ]

@@ -408,7 +408,7 @@ def _check(lb: LoadedBattery) -> None:
             slot_owner[attr.slot] = an
     two_party_slots: set[str] = set()  # slots the designs fill themselves (personas, candidates)
     for d in b.designs:
-        two_party_slots |= d.own_slots()
+        two_party_slots |= d.own_slots(b)
     template_ids = [t.id for t in b.templates]
     dup = {t for t in template_ids if template_ids.count(t) > 1}
     if dup:

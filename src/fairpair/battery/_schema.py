@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "SCHEMA_VERSION", "Battery", "Attribute", "Group", "Transform", "Template", "Message",
-    "CounterfactualDesign", "CrossedDesign", "TwoPartyDesign", "AAControlDesign", "BaselineDesign", "Design",
+    "CounterfactualDesign", "CrossedDesign", "TwoPartyDesign", "AAControlDesign", "BaselineDesign", "RankingDesign",
+    "Design",
     "DESIGN_KINDS",
     "TargetSpec", "MeasureSpec", "AnalysisPlan", "Comparison", "SLOT_RE", "ContextChannels",
     "ContextMessage", "ContextTool",
@@ -225,7 +226,8 @@ class ContextChannels(_Strict):
 
 
 from fairpair.battery._designs import (  # noqa: E402 - the designs need _Strict above
-    DESIGN_KINDS, AAControlDesign, BaselineDesign, CounterfactualDesign, CrossedDesign, Design, TwoPartyDesign,
+    DESIGN_KINDS, AAControlDesign, BaselineDesign, CounterfactualDesign, CrossedDesign, Design, RankingDesign,
+    TwoPartyDesign,
 )
 
 
