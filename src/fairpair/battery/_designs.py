@@ -29,6 +29,8 @@ here (and to :data:`Design`):
     Whether a pre-registered comparison reads its cases, and over which groups.
 ``control_comparisons(battery, design_id)``
     Comparisons the design adds on its own (the A/A control's halves).
+``analysed_without_plan``
+    Class flag: the analysis runs for it even without planned comparisons.
 
 The stages receive helpers as arguments (no import of ``cases`` or
 ``analysis`` here), so this module is imported by the schema without cycles.
@@ -39,7 +41,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator
 from math import comb
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import Field
 
@@ -59,6 +61,9 @@ class _DesignBase(_Strict):
     id: Annotated[str, Field(pattern=_ID)] | None = None
     templates: list[str] | None = None
     repetitions: int | None = Field(None, ge=1, strict=True)  # strict: `true` is not 1
+
+    #: analysed without a pre-registered comparison (the two-party cells, the ranking statistics)
+    analysed_without_plan: ClassVar[bool] = False
 
     # -- the verbs (defaults: a design that varies nothing, like the baseline) --
 
@@ -245,6 +250,7 @@ class TwoPartyDesign(_DesignBase):
     """
 
     kind: Literal["two_party"]
+    analysed_without_plan: ClassVar[bool] = True
     axes: list[str] = Field(min_length=1)
     sub_slot: str = "sub_persona"
     res_slot: str = "res_persona"
@@ -467,6 +473,7 @@ class RankingDesign(_DesignBase):
     """
 
     kind: Literal["ranking"]
+    analysed_without_plan: ClassVar[bool] = True
     attribute: str
     groups: list[str] | None = None
     candidates: int | None = Field(None, ge=2, strict=True)

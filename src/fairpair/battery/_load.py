@@ -205,8 +205,9 @@ def _to_battery_error(exc: ValidationError, data: Any, located: Located) -> Batt
         message = f"unknown design kind {ctx.get('tag')!r}"
         hint = f"allowed: {ctx.get('expected_tags')}"
         tag = str(ctx.get("tag", "")).strip("'")
-        close = difflib.get_close_matches(tag, ["counterfactual", "crossed", "two_party", "aa_control", "baseline"],
-                                          n=1)
+        from fairpair.battery._designs import DESIGN_KINDS
+
+        close = difflib.get_close_matches(tag, list(DESIGN_KINDS), n=1)
         if close:
             hint = f"did you mean '{close[0]}'? ({hint})"
         path = (*path, "kind")

@@ -63,6 +63,8 @@ def plan(
               ("repetitions", "repetitions"), ("groups", "groups"), ("variants_per_group", "variants per group"),
               ("cells", "cells"), ("cells_per_axis", "cells per axis"),
               ("conditions_per_template", "conditions per template"), ("cases", "conversations"),
+              ("candidates", "candidates per prompt"), ("order", "order of the groups"),
+              ("orders", "orders (rows of the square)"), ("orders_balanced", "orders balanced in every template"),
               ("matched_sets", "matched sets"), ("pairs", "matched pairs per comparison"),
               ("comparisons", "comparisons per measure")]
     for did, s in p.designs.items():
