@@ -501,8 +501,15 @@ class RankingDesign(_DesignBase):
         return [f"{self.slot}_{i}" for i in range(1, self.k(battery) + 1)]
 
     def own_slots(self, battery: "Battery") -> set[str]:
-        if self.attribute not in battery.attributes:
+        attr = battery.attributes.get(self.attribute)
+        if attr is None:
             return set()
+        chosen = self.chosen_groups(battery)
+        if len(chosen) < 2 or any(g not in attr.groups for g in chosen) or \
+                (self.candidates or 0) > len(chosen):
+            # a design that check() will reject: every slot the attribute could fill, so that the
+            # design's own error (unknown group, too few groups, k too large) is the one reported
+            return {f"{self.slot}_{i}" for i in range(1, max(len(attr.groups), self.candidates or 0) + 1)}
         return set(self.slot_names(battery))
 
     def orders(self, battery: "Battery") -> list[tuple[str, ...]]:
