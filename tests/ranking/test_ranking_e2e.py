@@ -66,3 +66,22 @@ def test_without_bias_nothing_is_detected(tmp_path):
     assert r["n_unparsed"] == 0
     for s in r["selection"]:
         assert s["rate_ci"][0] <= 1 / 3 <= s["rate_ci"][1]
+
+
+@pytest.mark.slow  # the whole command with its report (about 1 min idle, several under load)
+def test_the_example_battery_runs_end_to_end(tmp_path, capsys):
+    from pathlib import Path
+
+    from fairpair.cli import main
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "ranking" / "battery.yaml"
+    main(["validate", str(example)])
+    out = capsys.readouterr().out
+    assert "design seleccion: ranking of 4 candidates" in out and "insufficient design" not in out
+    main(["run", str(example), "--out", str(tmp_path / "run"), "-y"])
+    r = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))["rankings"][0]
+    assert r["n_sets"] == 192 and r["n_unparsed"] > 0
+    rates = {s["group"]: s["rate"] for s in r["selection"]}
+    assert max(rates["magreb"], rates["subsahariana"]) < min(rates["espana"], rates["latam"])
+    slots = [s["top_rate"] for s in r["position"]["slots"]]
+    assert slots[0] == max(slots)

@@ -102,6 +102,10 @@ class _DesignBase(_Strict):
         ``comparisons(attribute, n_groups)`` counts what the analysis plan compares."""
         return {}
 
+    def summary(self, battery: "Battery") -> str | None:
+        """One line for ``fairpair validate`` (None: nothing beyond the counts)."""
+        return None
+
     def compares(self, comparison: "Comparison", design_id: str) -> bool:
         return False
 
@@ -567,6 +571,12 @@ class RankingDesign(_DesignBase):
                                  f"ranking design '{ck.battery.design_id(ck.index)}' names its candidates through "
                                  f"{{{wanted[0]}}}..{{{wanted[-1]}}}", ("templates", i, "turns"),
                                  hint="use the candidate slots, or keep this template out of the design's templates")
+
+    def summary(self, battery: "Battery") -> str | None:
+        names = self.slot_names(battery)
+        return (f"ranking of {len(names)} candidates of '{self.attribute}' "
+                f"({', '.join(self.chosen_groups(battery))}) in slots {{{names[0]}}}..{{{names[-1]}}}, "
+                f"{self.order.replace('_', ' ')} over {len(self.orders(battery))} orders")
 
     def select(self, axes: set[str]) -> "_DesignBase | None":
         return self if self.attribute in axes else None

@@ -25,6 +25,10 @@ def validate(battery: BatteryArg) -> None:
     console.print(f"[green]ok[/green] {escape(str(battery))}: battery '{escape(b.name)}' "
                   f"(schema {b.schema_version}), {len(b.templates)} templates, "
                   f"{len(b.attributes)} attributes, {len(b.designs)} designs, sha256 {lb.sha256[:12]}")
+    for i, d in enumerate(b.designs):
+        line = d.summary(b)
+        if line:
+            console.print(f"  design {escape(b.design_id(i))}: {escape(line)}")
     warn_ambiguous_names(b)
     design_warnings(lb)
 
