@@ -4,11 +4,11 @@ from fairpair.battery._lexicons import lexicon_names, lexicon_source, load_lexic
 from fairpair.battery._load import LoadedBattery, battery_hash, load_battery
 from fairpair.battery._designs import (
     DESIGN_KINDS, AAControlDesign, BaselineDesign, CounterfactualDesign, CrossedDesign, RankingDesign,
-    TwoPartyDesign,
+    TwoPartyDesign, williams_rows,
 )
 from fairpair.battery._schema import SCHEMA_VERSION, Battery
 from fairpair.battery._select import select
 
-__all__ = ["AAControlDesign", "BaselineDesign", "CounterfactualDesign", "CrossedDesign", "DESIGN_KINDS", "RankingDesign",
-           "TwoPartyDesign", "Battery", "LoadedBattery", "SCHEMA_VERSION", "battery_hash", "lexicon_names",
-           "lexicon_source", "load_battery", "load_lexicon", "select"]
+__all__ = ["AAControlDesign", "BaselineDesign", "Battery", "CounterfactualDesign", "CrossedDesign", "DESIGN_KINDS",
+           "LoadedBattery", "RankingDesign", "SCHEMA_VERSION", "TwoPartyDesign", "battery_hash", "lexicon_names",
+           "lexicon_source", "load_battery", "load_lexicon", "select", "williams_rows"]

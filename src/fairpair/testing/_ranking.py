@@ -65,7 +65,7 @@ def ranking_battery(*, k: int = 4, templates: int = 8, names: int = 6, repetitio
 
 def true_rates(battery: Mapping[str, Any]) -> tuple[dict[str, float], list[float]]:
     """The exact selection rate of each group and top-pick rate of each slot under the battery's design."""
-    from fairpair.battery._designs import williams_rows
+    from fairpair.battery import williams_rows
 
     d = battery["designs"][0]
     groups = list(battery["attributes"][d["attribute"]]["groups"])
