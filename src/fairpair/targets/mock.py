@@ -188,7 +188,7 @@ def mock_ranking(options: MockOptions, request: ChatRequest) -> str | None:
     if style == "numbered":
         return T["intro"] + "\n" + "\n".join(f"{i + 1}. {n}" for i, n in enumerate(names))
     if style == "arrows":
-        return " > ".join(names)
+        return T["intro"] + " " + " > ".join(names)
     if style == "commas":
         return T["intro"] + " " + ", ".join(names) + "."
     parts = [T["prose_first"].format(names[0])] + [T["then"].format(n) for n in names[1:-1]]
