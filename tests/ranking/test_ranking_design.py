@@ -107,6 +107,8 @@ def _bad(tmp_path, mutate):
      "templates[0].turns", "uses '{nombre}', the slot of 'origen'"),
     (lambda b: b["templates"][0].update(turns=["{candidato_1} {candidato_2} {candidato_3} {candidato_4}"]),
      "templates[0].turns[0]", "slot '{candidato_4}' is not filled"),
+    (lambda b: b["analysis"].update(comparisons=[{"measure": "orden", "attribute": "origen"}]),
+     "analysis.comparisons[0].measure", "'orden' is a ranking measure"),
     (lambda b: b["attributes"]["origen"]["groups"]["g2"].update(variants=["Fátima El Amrani"]),
      "attributes.origen.groups", "different numbers of variants"),
 ])

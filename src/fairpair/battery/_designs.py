@@ -551,6 +551,14 @@ class RankingDesign(_DesignBase):
         if not any(m.kind == "ranking" for m in ck.battery.measures.values()):
             raise ck.fail("a ranking design needs a measure of kind 'ranking' to read its answers as orders of the "
                           "candidates", ("kind",), hint="add to measures: {order: {kind: ranking}}")
+        ranking_measures = {n for n, m in ck.battery.measures.items() if m.kind == "ranking"}
+        for ci, c in enumerate(ck.battery.analysis.comparisons):
+            if c.measure.split("=", 1)[0].split(".", 1)[0] in ranking_measures:
+                raise ck.fail_at(f"'{c.measure}' is a ranking measure: ranking designs are analysed by the ranking "
+                                 f"statistics (selection rates, four-fifths ratios, position effect; results.json "
+                                 f"'rankings'), not by pre-registered comparisons",
+                                 ("analysis", "comparisons", ci, "measure"),
+                                 hint="remove this comparison; the ranking analysis runs without one")
         wanted = self.slot_names(ck.battery)
         for i, t in enumerate(ck.battery.templates):
             if self.templates and t.id not in self.templates:
