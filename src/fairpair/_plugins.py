@@ -48,6 +48,7 @@ _BUILTIN: dict[str, dict[str, str]] = {
         "judge": "fairpair.measures.judge:ToneJudgeMeasure",
         "pairwise": "fairpair.measures.judge:PairwiseJudgeMeasure",
         "semantic_distance": "fairpair.measures.embed:SemanticDistanceMeasure",
+        "ranking": "fairpair.measures.ranking:RankingMeasure",
         "imported": "fairpair.importers._measure:ImportedMeasure",
     },
 }

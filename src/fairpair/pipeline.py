@@ -288,12 +288,15 @@ def after_run(run_dir: Any, loaded, console, *, measure: bool = True, analyze: b
         ``gate`` was asked for a battery without an analysis plan.
     """
     b = loaded.battery
-    two_party = any(getattr(d, "kind", None) == "two_party" for d in b.designs)
-    analyzed = analyze and bool(b.measures) and (bool(b.analysis.comparisons) or two_party)
+    # a two-party design (cells, dispersion, least-changing prompt) and a ranking design (selection
+    # rates, position effect) are analysed without a plan
+    unplanned = any(getattr(d, "analysed_without_plan", False) for d in b.designs)
+    analyzed = analyze and bool(b.measures) and (bool(b.analysis.comparisons) or unplanned)
+    ranked = any(getattr(d, "kind", None) == "ranking" for d in b.designs)
     names = [n for n, on in (("measure", measure and bool(b.measures)), ("analyze", analyzed), ("report", report))
              if on]
     settings = Settings(battery=loaded, console=console, analysis_table=not report,
-                        verdicts=analyzed and bool(b.analysis.comparisons))
+                        verdicts=analyzed and (bool(b.analysis.comparisons) or ranked))  # verdicts and ranking tables
     for result in run_stages(run_dir, names, settings):
         if result.stage == "report":
             console.print(f"report: {result.output['html']}", soft_wrap=True)

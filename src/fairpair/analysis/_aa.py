@@ -3,7 +3,7 @@
 For every ``aa_control`` design (``{kind: aa_control, attribute: origen,
 group: espana}``) and every measure the plan compares on that attribute,
 the two halves of the group's variants (``espana~1`` vs ``espana~2``,
-:func:`fairpair.cases._expand.aa_groups`) are compared through
+:meth:`fairpair.battery.AAControlDesign.pseudo_groups`) are compared through
 :func:`fairpair.analysis._analyze.analyze_loaded`, i.e. the very inference,
 verdict rule and multiplicity correction of the real comparisons (Holm, or
 the plan's correction, within the A/A family; no margin, so the verdict is
@@ -37,22 +37,11 @@ class AAOutcome:
 def analyze_aa(battery, data: RunData) -> AAOutcome:
     """Run the A/A controls of a battery on loaded data (empty outcome when it has none)."""
     from fairpair.analysis._analyze import analyze_loaded
-    from fairpair.battery._schema import AAControlDesign, Comparison
-    from fairpair.cases._expand import aa_groups
+    from fairpair.analysis._analyze import analyze_loaded
 
     comps = []
-    for i, d in enumerate(battery.designs):
-        if not isinstance(d, AAControlDesign):
-            continue
-        did = battery.design_id(i)
-        measures = list(dict.fromkeys(c.measure for c in battery.analysis.comparisons if c.attribute == d.attribute))
-        # the halves' names are compared as these names (names fixed, where the plan can say so): a
-        # name the system treats differently is exactly what an A/A control should catch
-        fixed = {"generalize": {"names": "fixed"}} if "generalize" in Comparison.model_fields else {}
-        for m in measures:
-            comps.append(Comparison.model_validate(dict(id=f"aa-{m}-{d.group}", measure=m, attribute=d.attribute,
-                                                        groups=list(aa_groups(d)), design=did, primary=True,
-                                                        **fixed)))
+    for i, d in enumerate(battery.designs):  # only A/A controls add comparisons of their own
+        comps += d.control_comparisons(battery, battery.design_id(i))
     if not comps:
         return AAOutcome()
     plan = battery.analysis.model_copy(update={"comparisons": comps})

@@ -27,33 +27,20 @@ __all__ = ["analyze_run", "analyze_loaded", "load_results", "comparison_names", 
 
 def _designs_for(battery, comparison, cases) -> list[str]:
     """Design ids whose cases vary the comparison's attribute (or the one the plan names)."""
-    from fairpair.battery._schema import AAControlDesign, CounterfactualDesign, CrossedDesign
-
     out = []
     for i, d in enumerate(battery.designs):
         did = battery.design_id(i)
         if comparison.design and comparison.design != did:
             continue
-        if isinstance(d, AAControlDesign):  # A/A controls only when named (fairpair.analysis._aa does)
-            if comparison.design == did and d.attribute == comparison.attribute:
-                out.append(did)
-            continue
-        if isinstance(d, CounterfactualDesign) and d.attribute == comparison.attribute:
-            out.append(did)
-        elif isinstance(d, CrossedDesign) and comparison.attribute in d.attributes:
+        if d.compares(comparison, did):
             out.append(did)
     return out
 
 
 def _design_groups(battery, did: str, attribute: str) -> list[str]:
-    from fairpair.battery._schema import AAControlDesign, CounterfactualDesign
-    from fairpair.cases._expand import aa_groups
-
     for i, d in enumerate(battery.designs):
-        if battery.design_id(i) == did and isinstance(d, CounterfactualDesign) and d.groups:
-            return list(d.groups)
-        if battery.design_id(i) == did and isinstance(d, AAControlDesign):
-            return list(aa_groups(d))
+        if battery.design_id(i) == did:
+            return d.comparison_groups(battery, attribute)
     return list(battery.attributes[attribute].groups)
 
 
@@ -500,6 +487,10 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
         from fairpair.analysis._aa import analyze_aa
 
         aa = analyze_aa(battery, data)
+        from fairpair.analysis._rankrun import analyze_rankings
+
+        rankings, rank_notes = analyze_rankings(battery, data)
+        notes += rank_notes
         two_party = analyze_two_party(battery, data, n_resamples=plan.bootstrap_resamples, seed=plan.seed,
                                       confidence_level=plan.confidence_level)
         judge = _judge_block(battery, store, data)
@@ -518,7 +509,7 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
             names=plan.generalize.names, targets=data.targets, measures=scales,
             comparisons=comparisons, omnibus=omnibus, two_party=two_party, judge=judge, counts=_counts(data),
             notes=notes + aa.notes, answer_statuses=_answer_statuses(battery, data), aa_controls=aa.comparisons,
-            aa_flag=aa.flag)
+            aa_flag=aa.flag, rankings=rankings)
     if write:
         write_results(run_dir, res.to_json() + "\n")
     if console is not None:

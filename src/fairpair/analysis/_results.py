@@ -486,6 +486,9 @@ class Results(_Rec):
     aa_controls: list[ComparisonResult] = Field(default_factory=list)
     #: Set when an A/A control fails: the system's answers or the analysis do not behave as the test assumes.
     aa_flag: str | None = None
+    #: Ranking designs (issue 17): per design, ranking measure and target, the ranking statistics
+    #: (:meth:`fairpair.analysis._ranking.RankingAnalysis.to_dict`, with ``measure`` added).
+    rankings: list[dict[str, Any]] = Field(default_factory=list)
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 

@@ -23,14 +23,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from fairpair.battery._lexicons import lexicon_names, load_lexicon
-from fairpair.battery._schema import (
-    SLOT_RE, AAControlDesign, Attribute, Battery, CounterfactualDesign, CrossedDesign, TwoPartyDesign,
-)
+from fairpair.battery._schema import SLOT_RE, Attribute, Battery
 from fairpair.battery._yaml import Located, _dotted, load_yaml
 from fairpair._text import fold
 from fairpair.errors import BatteryError
 
-__all__ = ["LoadedBattery", "load_battery", "battery_hash"]
+__all__ = ["LoadedBattery", "load_battery", "battery_hash", "DesignCheck"]
 
 
 @dataclass(frozen=True)
@@ -207,8 +205,9 @@ def _to_battery_error(exc: ValidationError, data: Any, located: Located) -> Batt
         message = f"unknown design kind {ctx.get('tag')!r}"
         hint = f"allowed: {ctx.get('expected_tags')}"
         tag = str(ctx.get("tag", "")).strip("'")
-        close = difflib.get_close_matches(tag, ["counterfactual", "crossed", "two_party", "aa_control", "baseline"],
-                                          n=1)
+        from fairpair.battery._designs import DESIGN_KINDS
+
+        close = difflib.get_close_matches(tag, list(DESIGN_KINDS), n=1)
         if close:
             hint = f"did you mean '{close[0]}'? ({hint})"
         path = (*path, "kind")
@@ -392,9 +391,7 @@ def _check(lb: LoadedBattery) -> None:
                 raise lb.fail(f"group '{gn}' of '{an}' does not give slot(s) {', '.join(missing)}: every group "
                               f"must give the same slots (one form per group)", ("attributes", an, "groups", gn),
                               hint=f"add slots: {{{missing[0]}: ...}} to group '{gn}'")
-        varied_everywhere = all(
-            isinstance(d, CounterfactualDesign) and d.attribute == an
-            or isinstance(d, CrossedDesign) and an in d.attributes for d in b.designs)
+        varied_everywhere = all(d.fills(an) for d in b.designs)
         for s_name in sorted(every):
             if not varied_everywhere and s_name not in b.slots:
                 raise lb.fail(f"slot '{{{s_name}}}' is given by the groups of '{an}' but has no default for the "
@@ -410,10 +407,9 @@ def _check(lb: LoadedBattery) -> None:
                 raise lb.fail(f"slot '{attr.slot}' is filled by both '{slot_owner[attr.slot]}' and '{an}'",
                               ("attributes", an, "slot"))
             slot_owner[attr.slot] = an
-    two_party_slots = set()
+    two_party_slots: set[str] = set()  # slots the designs fill themselves (personas, candidates)
     for d in b.designs:
-        if isinstance(d, TwoPartyDesign):
-            two_party_slots |= {d.sub_slot, d.res_slot}
+        two_party_slots |= d.own_slots(b)
     template_ids = [t.id for t in b.templates]
     dup = {t for t in template_ids if template_ids.count(t) > 1}
     if dup:
@@ -456,53 +452,15 @@ def _check(lb: LoadedBattery) -> None:
     # designs
     for di, d in enumerate(b.designs):
         dpath = ("designs", di)
-        names: list[tuple[str, tuple]] = []
-        if isinstance(d, (CounterfactualDesign, AAControlDesign)):
-            names = [(d.attribute, (*dpath, "attribute"))]
-        elif isinstance(d, CrossedDesign):
-            names = [(a, (*dpath, "attributes", k)) for k, a in enumerate(d.attributes)]
-        elif isinstance(d, TwoPartyDesign):
-            names = [(a, (*dpath, "axes", k)) for k, a in enumerate(d.axes)]
-        for a, p in names:
-            _need(lb, a, list(attrs), p, "attribute")
+        for a, sub in d.attribute_keys():
+            _need(lb, a, list(attrs), (*dpath, *sub), "attribute")
         for k, tid in enumerate(d.templates or []):
             _need(lb, tid, template_ids, (*dpath, "templates", k), "template")
-        if isinstance(d, CounterfactualDesign):
-            attr = attrs[d.attribute]
-            for k, g in enumerate(d.groups or []):
-                _need(lb, g, list(attr.groups), (*dpath, "groups", k), f"group of '{d.attribute}'")
-            chosen = d.groups or list(attr.groups)
-            if len(chosen) < 2:
-                raise lb.fail("a counterfactual design needs at least two groups", dpath)
-            _equal_variants(lb, attr, chosen, d.attribute, dpath)
-        if isinstance(d, AAControlDesign):
-            attr = attrs[d.attribute]
-            _need(lb, d.group, list(attr.groups), (*dpath, "group"), f"group of '{d.attribute}'")
-            if attr.signal == "writing_style":
-                raise lb.fail(f"an A/A control splits a group's variants; '{d.attribute}' is a writing style "
-                              f"(no variants to split)", (*dpath, "attribute"))
-            nv = len(attr.groups[d.group].variants)
-            if nv < 2:
-                raise lb.fail(f"group '{d.group}' of '{d.attribute}' has {nv} variant(s): an A/A control needs at "
-                              f"least 2 to split into two pseudo-groups (4 or more to generalise over names)",
-                              (*dpath, "group"))
-        if isinstance(d, CrossedDesign):
-            slots = [attrs[a].slot for a in d.attributes if attrs[a].slot]
-            if len(set(slots)) != len(slots):
-                raise lb.fail("crossed attributes must fill different slots (to cross origin and gender "
-                              "through one name, declare one attribute with groups per combination)",
-                              (*dpath, "attributes"))
-            for a in d.attributes:
-                _equal_variants(lb, attrs[a], list(attrs[a].groups), a, dpath)
-        if isinstance(d, TwoPartyDesign):
-            for a in d.axes:
-                if attrs[a].signal != "identity":
-                    raise lb.fail(f"two_party axes must be 'identity' attributes; '{a}' is "
-                                  f"'{attrs[a].signal}'", (*dpath, "axes"))
+        d.check(DesignCheck(lb, di))
     # templates must use the varied slot of counterfactual designs
     for di, d in enumerate(b.designs):
-        if isinstance(d, (CounterfactualDesign, CrossedDesign, AAControlDesign)):
-            for a in ([d.attribute] if isinstance(d, (CounterfactualDesign, AAControlDesign)) else d.attributes):
+        if d.slot_attributes():
+            for a in d.slot_attributes():
                 attr = attrs[a]
                 if attr.signal != "writing_style" and not attr.slot and not attr.context_field:
                     raise lb.fail(f"attribute '{a}' has no 'slot' or 'context_field', so design "
@@ -523,10 +481,7 @@ def _check(lb: LoadedBattery) -> None:
     # the neutral value is needed wherever an attribute's slot appears but it is not varied
     for an, attr in attrs.items():
         if attr.slot and attr.neutral is None and attr.signal not in ("identity", "writing_style"):
-            varied_everywhere = all(
-                isinstance(d, CounterfactualDesign) and d.attribute == an
-                or isinstance(d, CrossedDesign) and an in d.attributes
-                for d in b.designs)
+            varied_everywhere = all(d.fills(an) for d in b.designs)
             if not varied_everywhere:
                 raise lb.fail(f"attribute '{an}' needs a 'neutral' value for the designs that do not vary "
                               f"it (e.g. the baseline)", ("attributes", an))
@@ -703,6 +658,46 @@ def _need(lb: LoadedBattery, name: str, allowed: list[str], path: tuple, what: s
     hint = f"did you mean '{close[0]}'?" if close else f"known: {', '.join(allowed) or '(none)'}"
     kind, _, owner = what.partition(" of ")  # "group of 'origen'" -> "unknown group 'x' of 'origen'"
     raise lb.fail(f"unknown {kind} '{name}'" + (f" of {owner}" if owner else ""), path, hint=hint)
+
+
+@dataclass(frozen=True)
+class DesignCheck:
+    """What a design's ``check`` receives: the battery and error helpers anchored at ``designs[index]``.
+
+    Every helper raises (or returns, for ``raise ck.fail(...)``) a
+    :class:`~fairpair.errors.BatteryError` naming file, line and key.
+    """
+
+    lb: LoadedBattery
+    index: int
+
+    @property
+    def battery(self) -> Battery:
+        return self.lb.battery
+
+    @property
+    def attrs(self) -> dict[str, Attribute]:
+        return self.lb.battery.attributes
+
+    @property
+    def path(self) -> tuple:
+        return ("designs", self.index)
+
+    def fail(self, message: str, sub: tuple = (), hint: str | None = None) -> BatteryError:
+        """An error at ``designs[index].<sub>``."""
+        return self.lb.fail(message, (*self.path, *sub), hint=hint)
+
+    def fail_at(self, message: str, path: tuple, hint: str | None = None) -> BatteryError:
+        """An error at an absolute key path of the battery (e.g. a template's turns)."""
+        return self.lb.fail(message, path, hint=hint)
+
+    def need(self, name: str, allowed: list[str], sub: tuple, what: str) -> None:
+        """``name`` must be one of ``allowed`` (an "unknown ..." error with a "did you mean")."""
+        _need(self.lb, name, allowed, (*self.path, *sub), what)
+
+    def equal_variants(self, attr: Attribute, groups: list[str], name: str) -> None:
+        """The groups must offer the same number of variants (pairs are formed by position)."""
+        _equal_variants(self.lb, attr, groups, name, self.path)
 
 
 def _check_plugin(lb: LoadedBattery, group: str, spec: Any, path: tuple) -> None:

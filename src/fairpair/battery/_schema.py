@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "SCHEMA_VERSION", "Battery", "Attribute", "Group", "Transform", "Template", "Message",
-    "CounterfactualDesign", "CrossedDesign", "TwoPartyDesign", "AAControlDesign", "BaselineDesign", "Design",
+    "CounterfactualDesign", "CrossedDesign", "TwoPartyDesign", "AAControlDesign", "BaselineDesign", "RankingDesign",
+    "Design",
+    "DESIGN_KINDS",
     "TargetSpec", "MeasureSpec", "AnalysisPlan", "Comparison", "SLOT_RE", "ContextChannels",
     "ContextMessage", "ContextTool",
 ]
@@ -25,13 +27,9 @@ SCHEMA_VERSION = 1
 #: A slot in a template: ``{name}``, or a context path ``{crm}`` / ``{crm.nombre}``.
 #: ``{{`` and ``}}`` are literal braces.
 SLOT_RE = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)\}")
-_ID = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
 
 
-class _Strict(BaseModel):
-    # numbers written where the schema expects text (a variant 45, a slot 28001) are that text;
-    # the loader keeps a number only when it writes back to the same text (battery._yaml)
-    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
+from fairpair.battery._strict import _ID, _Strict  # noqa: E402,F401 - shared with the designs
 
 
 class Transform(_Strict):
@@ -227,81 +225,10 @@ class ContextChannels(_Strict):
     tool: ContextTool | None = None
 
 
-class _DesignBase(_Strict):
-    id: Annotated[str, Field(pattern=_ID)] | None = None
-    templates: list[str] | None = None
-    repetitions: int | None = Field(None, ge=1, strict=True)  # strict: `true` is not 1
-
-
-class CounterfactualDesign(_DesignBase):
-    """One attribute varies; everything else is fixed.
-
-    Pairs for a two-group comparison are formed by position: variant *k* of
-    group A is paired with variant *k* of group B in the same template and
-    repetition, so every group must offer the same number of variants.
-    """
-
-    kind: Literal["counterfactual"]
-    attribute: str
-    groups: list[str] | None = None
-
-
-class CrossedDesign(_DesignBase):
-    """An explicit intersection (e.g. gender x age x origin): all group combinations."""
-
-    kind: Literal["crossed"]
-    attributes: list[str] = Field(min_length=2)
-
-
-class TwoPartyDesign(_DesignBase):
-    """The SUB x RES persona design (Tan & Lee 2025).
-
-    For each template and axis, every (SUB identity, RES identity) pair of the
-    axis's groups, plus one baseline without demographics per template. The
-    identity is written with its indefinite article ("an Asian") into
-    ``sub_slot`` / ``res_slot``; the baseline uses ``baseline_turns`` of the
-    template (or fills the slots with ``baseline_value``).
-    """
-
-    kind: Literal["two_party"]
-    axes: list[str] = Field(min_length=1)
-    sub_slot: str = "sub_persona"
-    res_slot: str = "res_persona"
-    baseline_value: str = "a person"
-    article: bool = True
-    include_baseline: bool = True
-
-
-class AAControlDesign(_DesignBase):
-    """An A/A control: one group's variants split into two pseudo-groups that should not differ.
-
-    The variants of ``group`` (of ``attribute``) are split in order into a
-    first half (pseudo-group ``<group>~1``) and a second half (``<group>~2``);
-    variant *k* of the first half is paired with variant *k* of the second
-    in the same template and repetition (an odd last variant is left out).
-    Every measure of the plan's comparisons on ``attribute`` is then compared
-    between the pseudo-groups, through the same analysis as the real
-    comparisons. Both halves belong to the same group, so a ``fail`` says
-    that the system's answers or the analysis do not behave as the test
-    assumes (the empirical noise floor; e.g. a name-specific quirk, or
-    nondeterminism the test does not expect).
-    """
-
-    kind: Literal["aa_control"]
-    attribute: str
-    group: str
-
-
-class BaselineDesign(_DesignBase):
-    """No signal at all: every attribute slot gets its ``neutral`` value."""
-
-    kind: Literal["baseline"]
-
-
-Design = Annotated[
-    Union[CounterfactualDesign, CrossedDesign, TwoPartyDesign, AAControlDesign, BaselineDesign],
-    Field(discriminator="kind"),
-]
+from fairpair.battery._designs import (  # noqa: E402 - the designs need _Strict above
+    DESIGN_KINDS, AAControlDesign, BaselineDesign, CounterfactualDesign, CrossedDesign, Design, RankingDesign,
+    TwoPartyDesign,
+)
 
 
 class TargetSpec(BaseModel):
@@ -439,15 +366,6 @@ class Battery(_Strict):
         return dict(self.targets)
 
     def design_id(self, index: int) -> str:
+        """The id of ``designs[index]``: its ``id``, else its kind's default (``counterfactual-origen``)."""
         d = self.designs[index]
-        if d.id:
-            return d.id
-        if isinstance(d, CounterfactualDesign):
-            return f"counterfactual-{d.attribute}"
-        if isinstance(d, CrossedDesign):
-            return "crossed-" + "-x-".join(d.attributes)
-        if isinstance(d, TwoPartyDesign):
-            return "two_party"
-        if isinstance(d, AAControlDesign):
-            return f"aa_control-{d.attribute}-{d.group}"
-        return "baseline"
+        return d.id or d.default_id()

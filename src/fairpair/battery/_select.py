@@ -13,7 +13,6 @@ import fnmatch
 from collections.abc import Sequence
 
 from fairpair.battery._load import LoadedBattery, battery_hash
-from fairpair.battery._schema import CounterfactualDesign, CrossedDesign, TwoPartyDesign
 from fairpair.errors import BatteryError
 
 __all__ = ["select"]
@@ -54,21 +53,8 @@ def select(loaded: LoadedBattery, *, templates: Sequence[str] | None = None,
         if unknown:
             raise BatteryError(f"--axes: unknown attribute(s) {', '.join(unknown)}; the battery has "
                                f"{', '.join(b.attributes)}", file=loaded.path, key="attributes")
-        new = []
-        for d in designs:
-            if isinstance(d, TwoPartyDesign):
-                keep = [a for a in d.axes if a in axes]
-                if keep:
-                    new.append(d.model_copy(update={"axes": keep}))
-            elif isinstance(d, CounterfactualDesign):
-                if d.attribute in axes:
-                    new.append(d)
-            elif isinstance(d, CrossedDesign):
-                if set(d.attributes) <= set(axes):
-                    new.append(d)
-            else:
-                new.append(d)
-        designs = new
+        narrowed_designs = (d.select(set(axes)) for d in designs)  # each design narrows itself (or drops out)
+        designs = [d for d in narrowed_designs if d is not None]
     ids = {t.id for t in kept}
     designs = [d.model_copy(update={"templates": [t for t in d.templates if t in ids]}) if d.templates else d
                for d in designs]

@@ -26,13 +26,19 @@ class Case(BaseModel):
         ``template/r<rep>``: links a case to the baseline of the same
         template and repetition across designs.
     groups:
-        Attribute (or ``sub``/``res`` in the two-party design) -> group.
+        Attribute (or ``sub``/``res`` in the two-party design, the candidate
+        slot ``candidate_1``... in the ranking design) -> group.
     variants:
-        Attribute (or ``sub``/``res``) -> the literal value the model saw.
+        Attribute (or ``sub``/``res``, or the candidate slot) -> the literal value the model saw.
     messages:
         System prompt and earlier turns, OpenAI-style.
     turns:
         User messages sent one after another; the reply to the last is measured.
+    meta:
+        The template's ``meta`` labels; a ranking case adds ``ranking``:
+        ``attribute``, ``order`` (``latin_square``/``rotations``),
+        ``order_index``, ``repetition`` and ``slots`` (per slot, 1-based:
+        ``slot``, ``name``, ``group``, ``variant``).
     seed:
         Depends on template and repetition only (common random numbers: both
         members of a pair are sampled with the same seed, so the only

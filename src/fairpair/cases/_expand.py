@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import itertools
 import json
 from collections import Counter
 from collections.abc import Iterator
@@ -23,14 +22,11 @@ import yaml
 from fairpair import __version__
 from fairpair.battery._load import LoadedBattery
 from fairpair.battery._yaml import plain_scalar
-from fairpair.battery._schema import (
-    SLOT_RE, AAControlDesign, Attribute, BaselineDesign, Battery, CounterfactualDesign, CrossedDesign, Template,
-    TwoPartyDesign,
-)
+from fairpair.battery._schema import SLOT_RE, AAControlDesign, Attribute, Battery, Template
 from fairpair.cases._case import Case
 from fairpair.cases._style import apply_transforms
 
-__all__ = ["Expansion", "expand", "fill_slots", "context_text", "context_lookup", "indefinite_article",
+__all__ = ["Expansion", "ExpandContext", "expand", "fill_slots", "context_text", "context_lookup", "indefinite_article",
            "write_cases"]
 
 _MISSING = object()
@@ -278,7 +274,7 @@ class _Renderer:
 
 def aa_groups(d: AAControlDesign) -> tuple[str, str]:
     """The two pseudo-group labels of an A/A control design."""
-    return f"{d.group}~1", f"{d.group}~2"
+    return d.pseudo_groups()
 
 
 def _positions(attr: Attribute, groups: list[str]) -> int:
@@ -287,11 +283,40 @@ def _positions(attr: Attribute, groups: list[str]) -> int:
     return min(len(attr.groups[g].variants) for g in groups)
 
 
+@dataclass
+class ExpandContext:
+    """What a design's ``expand`` receives: the battery, its templates and repetitions, the renderer.
+
+    ``render(template, rep, **how)`` renders one case of this design
+    (see ``_Renderer.render``); ``exclude(reason, count)`` records an exclusion in
+    the expansion manifest; ``positions(attr, groups)`` is the number of variant
+    positions the groups share (1 for a writing style).
+    """
+
+    battery: Battery
+    renderer: "_Renderer"
+    did: str
+    kind: str
+    templates: list[Template]
+    reps: int
+    expansion: Expansion
+
+    positions = staticmethod(_positions)
+    indefinite_article = staticmethod(indefinite_article)
+
+    def render(self, t: Template, rep: int, **how: Any) -> Case:
+        return self.renderer.render(t, self.did, self.kind, rep, **how)
+
+    def exclude(self, reason: str, count: int) -> None:
+        self.expansion.exclude(self.did, reason, count)
+
+
 def expand(loaded: LoadedBattery, expansion: Expansion | None = None) -> Iterator[Case]:
     """Yield every case of the battery, in a fixed order.
 
     Order: designs as declared, then templates, repetitions, positions and
-    groups. Pass an :class:`Expansion` to collect counts and exclusions.
+    groups (each design's ``expand``). Pass an :class:`Expansion` to collect
+    counts and exclusions.
     """
     b = loaded.battery
     exp = expansion if expansion is not None else Expansion(b.name, loaded.sha256)
@@ -307,100 +332,13 @@ def expand(loaded: LoadedBattery, expansion: Expansion | None = None) -> Iterato
         stats = {"kind": d.kind, "templates": len(templates), "repetitions": reps, "cases": 0,
                  "matched_sets": 0}
         sets: set[str] = set()
-        gen = _design_cases(b, r, d, did, templates, reps, exp)
-        for case in gen:
+        for case in d.expand(ExpandContext(b, r, did, d.kind, templates, reps, exp)):
             stats["cases"] += 1
             sets.add(case.matched_set)
             exp.total += 1
             yield case
         stats["matched_sets"] = len(sets)
         exp.designs[did] = stats
-
-
-def _design_cases(b: Battery, r: _Renderer, d, did: str, templates: list[Template], reps: int,
-                  exp: Expansion) -> Iterator[Case]:
-    if isinstance(d, CounterfactualDesign):
-        attr = b.attributes[d.attribute]
-        groups = d.groups or list(attr.groups)
-        left_out = [g for g in attr.groups if g not in groups]
-        if left_out:
-            exp.exclude(did, f"groups not in the design: {', '.join(left_out)}", len(left_out))
-        npos = _positions(attr, groups)
-        for t in templates:
-            for rep in range(reps):
-                for k in range(npos):
-                    ms = f"{did}/{t.id}/r{rep}/p{k}"
-                    for g in groups:
-                        yield r.render(t, did, d.kind, rep, chosen={d.attribute: (attr, g, k)},
-                                       matched_set=ms, position=k, attribute=d.attribute)
-    elif isinstance(d, CrossedDesign):
-        attrs = [b.attributes[a] for a in d.attributes]
-        # a writing style has no variants: it is applied at every position of the others
-        with_values = [a for a in attrs if a.signal != "writing_style"]
-        npos = min((_positions(a, list(a.groups)) for a in with_values), default=1)
-        for a_name, a in zip(d.attributes, attrs):
-            if a.signal == "writing_style":
-                continue
-            extra = _positions(a, list(a.groups)) - npos
-            if extra > 0:
-                exp.exclude(did, f"variants of '{a_name}' beyond position {npos} (the shortest "
-                                 f"crossed attribute has {npos})", extra * len(a.groups))
-        cells = list(itertools.product(*(list(a.groups) for a in attrs)))
-        for t in templates:
-            for rep in range(reps):
-                for k in range(npos):
-                    ms = f"{did}/{t.id}/r{rep}/p{k}"
-                    for cell in cells:
-                        chosen = {an: (a, g, k) for an, a, g in zip(d.attributes, attrs, cell)}
-                        yield r.render(t, did, d.kind, rep, chosen=chosen, matched_set=ms, position=k)
-    elif isinstance(d, TwoPartyDesign):
-        for t in templates:
-            for rep in range(reps):
-                ms = f"{did}/{t.id}/r{rep}"
-                if d.include_baseline:
-                    if t.baseline_turns is not None:
-                        yield r.render(t, did, d.kind, rep, chosen={}, matched_set=ms, baseline=True,
-                                       turns_override=t.baseline_turns)
-                    else:
-                        yield r.render(t, did, d.kind, rep, chosen={}, matched_set=ms, baseline=True,
-                                       extra_slots={d.sub_slot: d.baseline_value,
-                                                    d.res_slot: d.baseline_value})
-                for axis in d.axes:
-                    attr = b.attributes[axis]
-                    for sub, res in itertools.product(list(attr.groups), repeat=2):
-                        sv = attr.groups[sub].variants[0]
-                        rv = attr.groups[res].variants[0]
-                        if d.article:
-                            sv, rv = indefinite_article(sv), indefinite_article(rv)
-                        yield r.render(t, did, d.kind, rep, chosen={}, matched_set=ms, axis=axis,
-                                       groups={"sub": sub, "res": res},
-                                       variants={"sub": sv, "res": rv},
-                                       extra_slots={d.sub_slot: sv, d.res_slot: rv})
-                    extra = sum(len(g.variants) - 1 for g in attr.groups.values())
-                    if extra and rep == 0 and t is templates[0]:
-                        exp.exclude(did, f"axis '{axis}': only the first variant of each identity is "
-                                         f"used in the two-party design", extra)
-    elif isinstance(d, AAControlDesign):
-        # one group's variants split in two halves: pseudo-groups "<group>~1" and "<group>~2",
-        # paired by position within the halves (variant k with variant half + k)
-        attr = b.attributes[d.attribute]
-        half = len(attr.groups[d.group].variants) // 2
-        if len(attr.groups[d.group].variants) % 2:
-            exp.exclude(did, f"last variant of '{d.group}' (an odd count cannot be split in two halves)", 1)
-        pseudo = aa_groups(d)
-        for t in templates:
-            for rep in range(reps):
-                for k in range(half):
-                    ms = f"{did}/{t.id}/r{rep}/p{k}"
-                    for j, g in enumerate(pseudo):
-                        case = r.render(t, did, d.kind, rep, chosen={d.attribute: (attr, d.group, k + j * half)},
-                                        matched_set=ms, position=k, attribute=d.attribute)
-                        yield case.model_copy(update={"groups": {**case.groups, d.attribute: g}})
-    elif isinstance(d, BaselineDesign):
-        for t in templates:
-            for rep in range(reps):
-                yield r.render(t, did, d.kind, rep, chosen={}, matched_set=f"{did}/{t.id}/r{rep}",
-                               baseline=True)
 
 
 def case_json(case: Case) -> str:

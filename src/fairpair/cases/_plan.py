@@ -8,7 +8,6 @@ from math import comb
 from typing import Any
 
 from fairpair.battery._load import LoadedBattery
-from fairpair.battery._schema import AAControlDesign, CounterfactualDesign, CrossedDesign, TwoPartyDesign
 from fairpair.cases._expand import Expansion, expand
 
 __all__ = ["Plan", "plan", "CHARS_PER_TOKEN"]
@@ -106,35 +105,7 @@ def plan(loaded: LoadedBattery) -> Plan:
     for di, d in enumerate(b.designs):
         did = b.design_id(di)
         s = dict(exp.designs.get(did, {}))
-        if isinstance(d, CounterfactualDesign):
-            attr = b.attributes[d.attribute]
-            groups = d.groups or list(attr.groups)
-            s["attribute"] = d.attribute
-            s["groups"] = len(groups)
-            s["variants_per_group"] = 1 if attr.signal == "writing_style" else \
-                min(len(attr.groups[g].variants) for g in groups)
-            s["pairs"] = s["matched_sets"]
-            s["comparisons"] = _comparisons(loaded, d.attribute, did, len(groups))
-        elif isinstance(d, AAControlDesign):
-            s["attribute"] = d.attribute
-            s["groups"] = 2
-            s["variants_per_group"] = len(b.attributes[d.attribute].groups[d.group].variants) // 2
-            s["pairs"] = s["matched_sets"]
-            s["comparisons"] = 1
-        elif isinstance(d, CrossedDesign):
-            cells = 1
-            for a in d.attributes:
-                cells *= len(b.attributes[a].groups)
-            s["cells"] = cells
-            s["pairs"] = s["matched_sets"]
-            s["comparisons"] = comb(cells, 2)
-        elif isinstance(d, TwoPartyDesign):
-            cells = {a: len(b.attributes[a].groups) ** 2 for a in d.axes}
-            s["cells_per_axis"] = cells
-            s["cells"] = sum(cells.values())
-            s["conditions_per_template"] = s["cells"] + (1 if d.include_baseline else 0)
-            s["pairs"] = s["matched_sets"] if d.include_baseline else 0  # per cell, against the baseline
-            s["comparisons"] = s["cells"]
+        s.update(d.plan(b, s, lambda attribute, n, did=did: _comparisons(loaded, attribute, did, n)))
         designs[did] = s
     reps = sorted({(d.repetitions or b.repetitions) for d in b.designs})
     return Plan(battery=b.name, templates=len(b.templates), repetitions=reps[0] if len(reps) == 1 else max(reps),

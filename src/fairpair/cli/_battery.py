@@ -25,6 +25,10 @@ def validate(battery: BatteryArg) -> None:
     console.print(f"[green]ok[/green] {escape(str(battery))}: battery '{escape(b.name)}' "
                   f"(schema {b.schema_version}), {len(b.templates)} templates, "
                   f"{len(b.attributes)} attributes, {len(b.designs)} designs, sha256 {lb.sha256[:12]}")
+    for i, d in enumerate(b.designs):
+        line = d.summary(b)
+        if line:
+            console.print(f"  design {escape(b.design_id(i))}: {escape(line)}")
     warn_ambiguous_names(b)
     design_warnings(lb)
 
@@ -63,6 +67,8 @@ def plan(
               ("repetitions", "repetitions"), ("groups", "groups"), ("variants_per_group", "variants per group"),
               ("cells", "cells"), ("cells_per_axis", "cells per axis"),
               ("conditions_per_template", "conditions per template"), ("cases", "conversations"),
+              ("candidates", "candidates per prompt"), ("order", "order of the groups"),
+              ("orders", "orders (rows of the square)"), ("orders_balanced", "orders balanced in every template"),
               ("matched_sets", "matched sets"), ("pairs", "matched pairs per comparison"),
               ("comparisons", "comparisons per measure")]
     for did, s in p.designs.items():

@@ -123,6 +123,11 @@ def preview_requests(loaded, *, only_targets: list[str] | None = None) -> Iterat
                         p = {"method": "CALL", "url": f"{spec.kind} target {name} (Python)", "headers": {},
                              "body": json.dumps(body, ensure_ascii=False, indent=1, default=str).encode("utf-8")}
                         extra = [f"a '{spec.kind}' target has no wire format: this is the request object it receives"]
+                    rk = (case.meta or {}).get("ranking")
+                    if isinstance(rk, dict) and rk.get("slots"):  # a ranking case: who sits in which slot
+                        extra.append(f"ranking design {case.design} ({rk.get('order')}, order "
+                                     f"{int(rk.get('order_index', 0)) + 1}): " + ", ".join(
+                                         f"slot {s['slot']} = {s['group']} ({s['variant']})" for s in rk["slots"]))
                     yield RequestPreview(name, spec.kind, template, case.id, len(case.turns), p["method"], p["url"],
                                          dict(p["headers"]), p["body"], notes + extra, rendered)
             finally:

@@ -13,13 +13,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import random
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from fairpair.targets._base import ChatRequest, Completion, TargetBase, TargetError, ToolCall, Usage
 
-__all__ = ["MockTarget", "MockOptions", "mock_reply"]
+__all__ = ["MockTarget", "MockOptions", "RankingEffects", "mock_reply", "mock_ranking"]
 
 
 class Effects(BaseModel):
@@ -28,6 +28,36 @@ class Effects(BaseModel):
     escalate: float | None = Field(None, ge=0, le=1)
     words_factor: float = Field(1.0, gt=0)
     options: int | None = Field(None, ge=0)
+
+
+class RankingEffects(BaseModel):
+    """The mock's ranking mode: a Plackett-Luce draw of the candidates named in the prompt.
+
+    ``selection``: weight per group (or per variant, overriding its group;
+    default 1); ``position``: weight per slot, first slot first (default 1
+    each; a list shorter than k leaves the rest at 1). A candidate's weight
+    is its selection weight times its slot's; the ranking is drawn by
+    Plackett-Luce (Luce 1959; Plackett 1975): the first place with
+    probability proportional to the weights, the second among the rest, and
+    so on. ``style``: how the ranked list is written (``numbered``
+    ``1. Name`` lines, ``arrows`` ``A > B > C``, ``commas``, ``prose``, or
+    ``mixed``: one of them per case); ``unparsed``: share of answers that
+    refuse to rank (no candidate named), 0-1.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    selection: dict[str, float] = Field(default_factory=dict)
+    position: list[float] = Field(default_factory=list)
+    style: Literal["numbered", "arrows", "commas", "prose", "mixed"] = "numbered"
+    unparsed: float = Field(0.0, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _positive(self) -> "RankingEffects":
+        bad = [k for k, w in self.selection.items() if not w > 0] + [str(i + 1) for i, w in enumerate(self.position)
+                                                                      if not w > 0]
+        if bad:
+            raise ValueError(f"ranking weights must be > 0 (got a weight <= 0 for {', '.join(bad)})")
+        return self
 
 
 class MockOptions(BaseModel):
@@ -41,6 +71,15 @@ class MockOptions(BaseModel):
     ``latency``: seconds per call; ``fail_rate``: share of calls that raise a
     retryable error; ``correlation``: 0-1, how often the members of a matched
     set share their random draw; ``language``: ``es`` or ``en``.
+
+    ``ranking`` (:class:`RankingEffects`) switches on the ranking mode: a
+    request whose prompt names two or more of its case's variants (the
+    candidates of a ``ranking`` design, in ``meta.variants``) is answered
+    with a ranked list of those names, drawn by Plackett-Luce from per-group
+    weights (a planted **selection bias**) times per-slot weights (a planted
+    **position bias**; the slot is the order in which the names first appear
+    in the last user turn), with the request's seed and case id. Other
+    requests get the customer-service answer.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -54,6 +93,7 @@ class MockOptions(BaseModel):
     correlation: float = Field(0.6, ge=0, le=1)
     language: str = "es"
     model: str = "mock-1"
+    ranking: RankingEffects | None = None
 
 
 _FILLER = {
@@ -86,8 +126,83 @@ def _uniform(seed: int | None, case_id: str, salt: str, correlation: float) -> f
     return u_shared if pick < correlation else u_own
 
 
+_RANK_TEXT = {
+    "es": {"intro": "Tras revisar los perfiles, este es mi orden de preferencia:", "prose_first":
+           "Mi primera opción es {0}", "then": "seguido de {0}", "last": "y en último lugar {0}",
+           "refuse": "No puedo ordenar a personas candidatas con esta información; recomiendo una "
+                     "evaluación estructurada."},
+    "en": {"intro": "After reviewing the profiles, this is my ranking:", "prose_first": "My first choice is {0}",
+           "then": "followed by {0}", "last": "and last {0}",
+           "refuse": "I cannot rank candidates with this information; I recommend a structured assessment."},
+}
+
+
+def _candidates(request: ChatRequest) -> list[tuple[str, str]]:
+    """(group, variant) of the case's variants named in the last user turn, in order of first mention."""
+    groups = request.meta.get("groups") or {}
+    variants = request.meta.get("variants") or {}
+    users = [m for m in request.messages if m.get("role") == "user"]
+    text = str(users[-1].get("content", "")) if users else ""
+    found = []
+    for key, v in variants.items():
+        at = text.find(v) if v else -1
+        if at >= 0:
+            found.append((at, str(groups.get(key, key)), v))
+    return [(g, v) for _, g, v in sorted(found)]
+
+
+def mock_ranking(options: MockOptions, request: ChatRequest) -> str | None:
+    """The ranking mode's answer (see :class:`RankingEffects`), or None when the request is no ranking."""
+    rk = options.ranking
+    if rk is None:
+        return None
+    cands = _candidates(request)
+    if len(cands) < 2:
+        return None
+    lang = options.language if options.language in _RANK_TEXT else "es"
+    T = _RANK_TEXT[lang]
+    rng = random.Random(f"{request.seed}|{request.case_id}|ranking")
+    if rng.random() < rk.unparsed:
+        return T["refuse"]
+    weights = []
+    for slot, (g, v) in enumerate(cands):
+        w = rk.selection.get(v, rk.selection.get(g, 1.0))
+        weights.append(w * (rk.position[slot] if slot < len(rk.position) else 1.0))
+    left = list(range(len(cands)))
+    order = []
+    while left:  # Plackett-Luce: each place drawn among the remaining, proportional to the weights
+        total = sum(weights[i] for i in left)
+        u, acc = rng.random() * total, 0.0
+        pick = left[-1]
+        for i in left:
+            acc += weights[i]
+            if u < acc:
+                pick = i
+                break
+        order.append(pick)
+        left.remove(pick)
+    names = [cands[i][1] for i in order]
+    style = rk.style
+    if style == "mixed":
+        style = ("numbered", "arrows", "commas", "prose")[rng.randrange(4)]
+    if style == "numbered":
+        return T["intro"] + "\n" + "\n".join(f"{i + 1}. {n}" for i, n in enumerate(names))
+    if style == "arrows":
+        return T["intro"] + " " + " > ".join(names)
+    if style == "commas":
+        return T["intro"] + " " + ", ".join(names) + "."
+    parts = [T["prose_first"].format(names[0])] + [T["then"].format(n) for n in names[1:-1]]
+    return ", ".join(parts) + ", " + T["last"].format(names[-1]) + "."
+
+
 def mock_reply(options: MockOptions, request: ChatRequest) -> Completion:
     """The deterministic answer of the mock for ``request`` (no latency, no faults)."""
+    ranked = mock_ranking(options, request)
+    if ranked is not None:
+        prompt_chars = sum(len(str(m.get("content", ""))) for m in request.messages)
+        return Completion(text=ranked, tool_calls=(),
+                          usage=Usage(prompt_tokens=prompt_chars // 4, completion_tokens=len(ranked) // 4),
+                          finish_reason="stop", model=options.model, system_fingerprint="mock")
     groups = list((request.meta.get("groups") or {}).values())
     variants = list((request.meta.get("variants") or {}).values())
     eff = Effects()
