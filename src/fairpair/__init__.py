@@ -12,7 +12,7 @@ __all__ = ["__version__", "mask"]
 
 def __getattr__(name: str):  # lazy public helpers, so `import fairpair` stays light
     if name == "mask":
-        from fairpair.measures._mask import mask
+        from fairpair.measures import mask
 
         return mask
     raise AttributeError(name)

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from fairpair.targets._base import ChatRequest, Completion, TargetError
+from fairpair.targets import ChatRequest, Completion, TargetError
 
 __all__ = ["CallOutcome", "ModelCaller", "RateLimiter", "describe_error", "is_retryable", "worker_pool"]
 

@@ -19,6 +19,34 @@
   differences for a battery's design (``fairpair plan --power``).
 """
 
+
+# Names fairpair's other packages use, imported from their module on first use (so that
+# importing them through the package adds no import cycle and no start-up cost).
+_LAZY_EXPORTS = {
+    "RESULTS_NAME": "fairpair.analysis._analyze",
+    "design_reason_counts": "fairpair.analysis._design",
+    "gate_lines": "fairpair.analysis._gate",
+    "gate_outcome": "fairpair.analysis._gate",
+    "load_run_data": "fairpair.analysis._data",
+    "measure_scale": "fairpair.analysis._data",
+    "no_data_clause": "fairpair.analysis._nodata",
+    "pairs_for": "fairpair.analysis._data",
+    "plan_warnings": "fairpair.analysis._design",
+    "strata_for": "fairpair.analysis._data",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY_EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 from fairpair.analysis._analyze import analyze_run, load_results
 from fairpair.analysis._compare import compare_runs
 from fairpair.analysis._gate import gate_exit_code, junit_xml

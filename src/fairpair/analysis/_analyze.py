@@ -17,8 +17,8 @@ from fairpair.analysis._results import (
     AnswerStatusBlock, ComparisonResult, Counts, JudgeBlock, LengthBias, OmnibusResult, PositionBias, Results, num,
 )
 from fairpair.errors import FairpairError
-from fairpair.stats._multitest import adjust
-from fairpair.stats._omnibus import cochran_q, friedman
+from fairpair.stats import adjust
+from fairpair.stats import cochran_q, friedman
 from fairpair.store import RESULTS_NAME, write_results
 
 __all__ = ["analyze_run", "analyze_loaded", "load_results", "comparison_names", "RESULTS_NAME"]
@@ -164,7 +164,7 @@ def _square_table_tests(data: RunData, strata, answered, ident: dict[str, Any]) 
     outcomes (:func:`fairpair.stats.stuart_maxwell`, :func:`fairpair.stats.bowker`), reported beside
     the per-outcome comparisons. Pair-level chi-square tests: they do not model the clustering of
     pairs in templates (the per-outcome comparisons, which carry the verdict, do)."""
-    from fairpair.stats._categorical import bowker, stuart_maxwell
+    from fairpair.stats import bowker, stuart_maxwell
 
     labels = data.labels.get((ident["target"], ident["measure"]))
     ca, cb = strata.column(ident["group_a"]), strata.column(ident["group_b"])
@@ -255,7 +255,7 @@ def _group_cells(cases, strata, group: str, vals, answered) -> np.ndarray:
 
 def _omnibus(cid, target, measure, did, attribute, groups, strata, vals, answered, scale, names="random",
              cases=None) -> OmnibusResult:
-    from fairpair.stats._crossed import crossed_omnibus
+    from fairpair.stats import crossed_omnibus
 
     cols = np.column_stack([strata.column(g) for g in groups]) if groups else np.empty((0, 0), dtype=np.intp)
     idx = cols[(cols >= 0).all(axis=1)]
@@ -462,7 +462,7 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
         loaded = run.battery()
         battery = loaded.battery
         data = load_run_data(store, language=battery.language, statuses=True)
-        from fairpair.measures._runner import measure_categories
+        from fairpair.measures import measure_categories
 
         try:
             add_category_values(store, data, measure_categories(battery))

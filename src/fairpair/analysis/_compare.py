@@ -31,7 +31,7 @@ from fairpair.analysis._paired import t_interval
 from fairpair.analysis._results import interval, num
 from fairpair.errors import FairpairError
 from fairpair.stats._bootstrap import _paired_difference_bootstrap  # silent engine: the t interval below is used
-from fairpair.stats._signed_rank import wilcoxon
+from fairpair.stats import wilcoxon
 
 __all__ = ["CompareRow", "Comparison", "compare_runs"]
 

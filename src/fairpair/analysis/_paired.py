@@ -54,9 +54,9 @@ from fairpair.analysis._results import (
     interval, num,
 )
 from fairpair.analysis._verdict import decide
-from fairpair.stats._heterogeneity import variant_heterogeneity
-from fairpair.stats._mcnemar import mcnemar
-from fairpair.stats._signed_rank import paired_t, wilcoxon
+from fairpair.stats import variant_heterogeneity
+from fairpair.stats import mcnemar
+from fairpair.stats import paired_t, wilcoxon
 
 __all__ = ["PairData", "PairAnalysis", "analyze_pairs", "finish", "pair_cells", "BINARY_SCALES", "CI_METHOD", "t_interval"]
 
@@ -195,7 +195,7 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
     a verdict carry ``design_reason`` (see :mod:`fairpair.analysis._design`).
     """
     from fairpair.analysis._design import design_reason, estimand_words
-    from fairpair.stats._crossed import crossed_from_cells, names_heterogeneity
+    from fairpair.stats import crossed_from_cells, names_heterogeneity
 
     binary = scale in BINARY_SCALES
     keep = ~(np.isnan(pd.x) | np.isnan(pd.y))

@@ -57,7 +57,7 @@ from fairpair.analysis._design import design_reason_counts, estimand_words
 from fairpair.analysis._paired import PairData, finish
 from fairpair.analysis._results import ComparisonResult, interval, num
 from fairpair.stats._common import check_choice, check_level
-from fairpair.stats._multitest import adjust
+from fairpair.stats import adjust
 
 __all__ = ["analyze_ranking", "RankingAnalysis", "GroupSelection", "RatioRow", "SlotRow", "PositionEffect",
            "OmnibusTest", "REQUIRED_COLUMNS", "RANKING_MEASURES", "FOUR_FIFTHS"]
@@ -433,8 +433,8 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
         raise ValueError(f"a ranking analysis needs at least two groups; got {glist}")
     if reference is not None and reference not in glist:
         raise ValueError(f"reference {reference!r} is not one of the groups {glist}")
-    from fairpair.stats._omnibus import cochran_q, friedman
-    from fairpair.stats._ranking import crossed_k_test, crossed_mean, position_effect, ratio_to_best
+    from fairpair.stats import cochran_q, friedman
+    from fairpair.stats import crossed_k_test, crossed_mean, position_effect, ratio_to_best
 
     notes: list[str] = []
     n_unparsed = fr.n_sets - fr.n_parsed
@@ -584,7 +584,7 @@ def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str
                    level: float, secondary: bool) -> Any:
     """One pair of groups on one measure: the per-set difference's crossed t, the verdict inputs, McNemar."""
     from fairpair.analysis._paired import CI_METHOD, PairAnalysis, _secondary
-    from fairpair.stats._ranking import paired_difference
+    from fairpair.stats import paired_difference
 
     if measure == "top_pick":
         x, y = tb.top[:, ja], tb.top[:, jb]
@@ -658,7 +658,7 @@ def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str
 
 def crossed_mean_of(v: np.ndarray, tb: _Tables) -> float:
     """The crossed mean (mean over templates of name-set cell means) of a per-set value."""
-    from fairpair.stats._ranking import crossed_mean
+    from fairpair.stats import crossed_mean
 
     return crossed_mean(v, tb.template, tb.nameset, names="fixed").estimate
 

@@ -36,7 +36,7 @@ from functools import lru_cache
 from scipy import optimize, special, stats
 
 from fairpair.analysis._paired import PairData, analyze_pairs, finish
-from fairpair.stats._multitest import adjust
+from fairpair.stats import adjust
 
 __all__ = ["Gen", "Row", "true_mean", "run_row", "MARGINS"]
 

@@ -49,7 +49,7 @@ from fairpair.analysis._data import RunData
 from fairpair.analysis._results import (
     CellMean, DispersionRow, DispersionTest, MinimumIdentity, TwoPartyBlock, interval, num,
 )
-from fairpair.stats._dispersion import (
+from fairpair.stats import (
     cell_means as _cell_means, cell_means_bootstrap, corrected_dispersion, dispersion, dispersion_bootstrap,
     dispersion_permutation_test, least_change_identity, unpaired_dispersion_permutation_test,
 )

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 
-from fairpair.stats._equivalence import verdict as _ci_verdict
+from fairpair.stats import verdict as _ci_verdict
 
 __all__ = ["decide", "RULE_MARGIN", "RULE_NO_MARGIN", "RULE_DESIGN", "VERDICTS"]
 

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from fairpair.stats._power import VarianceComponents, crossed_power, estimate_variance_components
+from fairpair.stats import VarianceComponents, crossed_power, estimate_variance_components
 
 __all__ = ["power_plan", "components_from_run", "DEFAULTS"]
 

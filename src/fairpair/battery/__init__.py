@@ -1,5 +1,41 @@
 """The battery: what a user declares (attributes, signals, templates, designs, plan)."""
 
+
+# Names fairpair's other packages use, imported from their module on first use (so that
+# importing them through the package adds no import cycle and no start-up cost).
+_LAZY_EXPORTS = {
+    "AnalysisPlan": "fairpair.battery._schema",
+    "Attribute": "fairpair.battery._schema",
+    "Group": "fairpair.battery._schema",
+    "InitChoices": "fairpair.battery._init",
+    "Located": "fairpair.battery._yaml",
+    "MeasureSpec": "fairpair.battery._schema",
+    "SLOT_RE": "fairpair.battery._schema",
+    "TARGET_PRESETS": "fairpair.battery._init",
+    "TargetSpec": "fairpair.battery._schema",
+    "Template": "fairpair.battery._schema",
+    "Transform": "fairpair.battery._schema",
+    "all_lexicons": "fairpair.battery._lexicons",
+    "battery_json_schema": "fairpair.battery._jsonschema",
+    "check_silent_paths": "fairpair.battery._silent",
+    "default_groups": "fairpair.battery._init",
+    "load_yaml": "fairpair.battery._yaml",
+    "plain_scalar": "fairpair.battery._yaml",
+    "starter_battery": "fairpair.battery._init",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY_EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 from fairpair.battery._lexicons import lexicon_names, lexicon_source, load_lexicon
 from fairpair.battery._load import LoadedBattery, battery_hash, load_battery
 from fairpair.battery._designs import (

@@ -50,8 +50,8 @@ from fairpair.battery._strict import _ID, _Strict
 if TYPE_CHECKING:  # pragma: no cover
     from fairpair.battery._load import DesignCheck
     from fairpair.battery._schema import Battery, Comparison
-    from fairpair.cases._case import Case
-    from fairpair.cases._expand import ExpandContext
+    from fairpair.cases import Case
+    from fairpair.cases import ExpandContext
 
 __all__ = ["CounterfactualDesign", "CrossedDesign", "TwoPartyDesign", "AAControlDesign", "BaselineDesign",
            "RankingDesign", "Design", "DESIGN_KINDS", "williams_rows"]

@@ -58,7 +58,7 @@ def _check_mock_targets(lb: Any) -> None:
 
 def _measure_rows(b: Any) -> tuple[dict[str, str], dict[str, tuple[float, float]]]:
     """Stored row name -> scale, and row name -> (lowest, highest) level of ordinal judge rows."""
-    from fairpair.measures._runner import measure_scales
+    from fairpair.measures import measure_scales
 
     try:
         scales = measure_scales(b)
@@ -66,7 +66,7 @@ def _measure_rows(b: Any) -> tuple[dict[str, str], dict[str, tuple[float, float]
         return {}, {}
     ranges: dict[str, tuple[float, float]] = {}
     try:
-        from fairpair.measures._runner import MeasureContext, build_measures
+        from fairpair.measures import MeasureContext, build_measures
 
         ctx = MeasureContext(battery=b)
         for name, m in build_measures(b).items():

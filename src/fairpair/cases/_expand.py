@@ -20,9 +20,9 @@ from typing import Any
 import yaml
 
 from fairpair import __version__
-from fairpair.battery._load import LoadedBattery
-from fairpair.battery._yaml import plain_scalar
-from fairpair.battery._schema import SLOT_RE, AAControlDesign, Attribute, Battery, Template
+from fairpair.battery import LoadedBattery
+from fairpair.battery import plain_scalar
+from fairpair.battery import SLOT_RE, AAControlDesign, Attribute, Battery, Template
 from fairpair.cases._case import Case
 from fairpair.cases._style import apply_transforms
 

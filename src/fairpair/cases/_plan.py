@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from math import comb
 from typing import Any
 
-from fairpair.battery._load import LoadedBattery
+from fairpair.battery import LoadedBattery
 from fairpair.cases._expand import Expansion, expand
 
 __all__ = ["Plan", "plan", "CHARS_PER_TOKEN"]

@@ -15,7 +15,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 
-from fairpair.battery._schema import Transform
+from fairpair.battery import Transform
 
 __all__ = ["apply_transforms", "strip_accents"]
 

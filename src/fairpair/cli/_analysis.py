@@ -42,7 +42,7 @@ def gate(run: RunArg,
     A comparison with an insufficient design is not a pass: its reason is
     printed; when no primary comparison has a verdict the gate exits 2.
     """
-    from fairpair.analysis._gate import gate_lines, gate_outcome
+    from fairpair.analysis import gate_lines, gate_outcome
 
     outcome = gate_outcome(run, on_inconclusive=on_inconclusive, baseline=baseline, junit=junit,
                            on_insufficient=on_insufficient)

@@ -44,7 +44,7 @@ def plan(
     axes: AxesOpt = None,
 ) -> None:
     """Print the design size: templates, variants, repetitions, conversations, pairs, comparisons, tokens."""
-    from fairpair.analysis._design import plan_warnings
+    from fairpair.analysis import plan_warnings
     from fairpair.cases import plan as make_plan
 
     lb = load(battery, templates, axes)
@@ -91,7 +91,7 @@ def plan(
 @app.command()
 def lexicons() -> None:
     """List the built-in name lexicons and their sources."""
-    from fairpair.battery._lexicons import all_lexicons
+    from fairpair.battery import all_lexicons
 
     t = Table("lexicon", "names", "source")
     for name, spec in all_lexicons().items():
@@ -102,7 +102,7 @@ def lexicons() -> None:
 @app.command()
 def schema() -> None:
     """Print the battery's JSON schema (generated from the code), every target and measure option included."""
-    from fairpair.battery._jsonschema import battery_json_schema
+    from fairpair.battery import battery_json_schema
 
     console.print_json(json.dumps(battery_json_schema(), ensure_ascii=False))
 
@@ -125,7 +125,7 @@ def init(
 ) -> None:
     """Write a commented starter battery that validates and runs; asks what flags leave out on a terminal."""
     from fairpair.battery import load_battery
-    from fairpair.battery._init import TARGET_PRESETS, InitChoices, default_groups, starter_battery
+    from fairpair.battery import TARGET_PRESETS, InitChoices, default_groups, starter_battery
 
     language = renamed(language_old, lang.value if lang else None, old="--language", new="--lang")
     if output.exists():

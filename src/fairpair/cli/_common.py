@@ -54,7 +54,7 @@ def confirm_size(lb, yes: bool, what: str) -> None:
 
 def design_warnings(lb, p=None) -> None:
     """Print, before anything is sent, the comparisons whose design cannot support a verdict."""
-    from fairpair.analysis._design import plan_warnings
+    from fairpair.analysis import plan_warnings
     from fairpair.cases import plan as make_plan
 
     for w in plan_warnings(lb, p if p is not None else make_plan(lb)):
@@ -64,7 +64,7 @@ def design_warnings(lb, p=None) -> None:
 def warn_ambiguous_names(b) -> None:
     """Warn about variants (or parts of names) that are common words of the battery's language: the
     masker blinds them only where they are used as names, so the judge may see them elsewhere."""
-    from fairpair.measures._runner import masker_for
+    from fairpair.measures import masker_for
 
     try:
         ambiguous = masker_for(b).ambiguous

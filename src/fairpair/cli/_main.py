@@ -65,7 +65,7 @@ def _interrupted() -> None:
 
 def _understood(exc: BaseException) -> FairpairError | None:
     """An unexpected exception that fairpair nevertheless understands, as a FairpairError."""
-    from fairpair.run._store import damaged_store_error
+    from fairpair.run import damaged_store_error
 
     return damaged_store_error(exc)
 

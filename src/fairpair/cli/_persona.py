@@ -36,7 +36,7 @@ def import_scenes(
 ) -> None:
     """Import a Tan & Lee (2025) scene table into a two_party battery (112 conditions per scene)."""
     from fairpair.battery import load_battery
-    from fairpair.persona._scenes import battery_yaml, read_scenes, select
+    from fairpair.persona import battery_yaml, read_scenes, select
 
     output = renamed(output_old, out, old="--output", new="--out", default="-")
     table = select(read_scenes(file), scenes)
@@ -93,7 +93,7 @@ def reanalyze(
                                                 "to this file (the tables are printed too).")] = None,
 ) -> None:
     """Recompute Tan & Lee's (2025) Table 6 from their released results, with CIs and an unpaired power test."""
-    from fairpair.persona._reanalyze import reanalyze_files
+    from fairpair.persona import reanalyze_files
 
     if out is not None and not as_json:
         raise FairpairError("--out writes the JSON results: give --json with it", key="out")

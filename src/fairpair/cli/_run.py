@@ -66,7 +66,7 @@ def run(
         raise FairpairError("--batch sends through the provider's batch API, not an engine; drop --engine ray",
                             key="--engine")
     if engine is Engine.ray:
-        from fairpair.run._ray import require_ray
+        from fairpair.run import require_ray
 
         require_ray()  # exit 2 with the install line before anything is loaded
     from fairpair import pipeline
@@ -136,7 +136,7 @@ def _print_answer_statuses(statuses: dict) -> None:
 def _print_failures(run_dir: Path, targets: list[str]) -> None:
     """The end-of-run summary: the top error kinds of each target with counts and one example."""
     from fairpair.run import open_run
-    from fairpair.run._status import failure_lines
+    from fairpair.run import failure_lines
 
     with open_run(run_dir, readonly=True) as store:
         lines = failure_lines(store, targets)
@@ -147,7 +147,7 @@ def _print_failures(run_dir: Path, targets: list[str]) -> None:
 def _dry_run(lb, only_targets: list[str] | None = None) -> None:
     """Print the exact request of the first case of each template for each target; send nothing."""
     from fairpair.cases import expand as expand_cases
-    from fairpair.run._preview import preview_requests
+    from fairpair.run import preview_requests
 
     for p in preview_requests(lb, only_targets=only_targets):
         console.print(f"[bold]target {escape(p.target)} ({escape(p.kind)}) · template {escape(p.template)} · "
@@ -179,7 +179,7 @@ def check(
     Exit 0 when every target answered; 2 with the error when one is unreachable,
     rejects the key or answers in a shape it cannot read. Nothing is stored.
     """
-    from fairpair.run._preflight import check_targets
+    from fairpair.run import check_targets
 
     for c in check_targets(load(battery), only_targets=target, timeout=timeout):
         text = " ".join(c.text.split())
@@ -191,8 +191,8 @@ def check(
 @app.command()
 def status(run: RunArg) -> None:
     """Say what a run directory holds: answers, failures by kind with an example, measures, and what is left."""
-    from fairpair.run._preflight import format_error_summary
-    from fairpair.run._status import run_status
+    from fairpair.run import format_error_summary
+    from fairpair.run import run_status
 
     st = run_status(run)
     console.print(f"run {escape(str(st.run_dir))}: battery [bold]{escape(st.battery)}[/bold]")

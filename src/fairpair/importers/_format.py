@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator, \
     model_validator
 
-from fairpair.battery._schema import AnalysisPlan, MeasureSpec, TargetSpec
+from fairpair.battery import AnalysisPlan, MeasureSpec, TargetSpec
 
 __all__ = ["AnswerRow", "RowMessage", "RowToolCall", "ImportBattery", "ImportAttribute", "ImportGroup",
            "RecordsMapping", "FieldRef", "CSV_COLUMNS", "CSV_PREFIXES", "ID_PATTERN", "answers_schema"]

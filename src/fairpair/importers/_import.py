@@ -34,14 +34,14 @@ from pydantic import BaseModel, ValidationError
 
 from fairpair import __version__
 from fairpair._text import fold
-from fairpair.battery._load import LoadedBattery, battery_hash
+from fairpair.battery import LoadedBattery, battery_hash
 from fairpair.battery._load import _at as _value_at
-from fairpair.battery._schema import (
+from fairpair.battery import (
     Attribute, BaselineDesign, Battery, CounterfactualDesign, CrossedDesign, Group, Template,
 )
-from fairpair.battery._yaml import Located as YamlLocated
-from fairpair.battery._yaml import load_yaml
-from fairpair.cases._case import Case
+from fairpair.battery import Located as YamlLocated
+from fairpair.battery import load_yaml
+from fairpair.cases import Case
 from fairpair.errors import BatteryError, FairpairError
 from fairpair.importers._format import AnswerRow, ImportBattery
 from fairpair.importers._read import FORMATS, Located, RowProblem, Source, read_rows
@@ -556,7 +556,7 @@ def _check_plan(li: LoadedImport, battery: Battery) -> None:
     # the checks a run's battery gets (measure rows, duplicate comparisons, margins against the scale, a
     # pairwise-vs-reference measure compared with its own reference), pointing into the import battery
     from fairpair.battery._load import _pairwise_reference
-    from fairpair.battery._silent import check_silent_paths
+    from fairpair.battery import check_silent_paths
 
     probe = _Probe(battery, li.fail)
     for ci, c in enumerate(b.analysis.comparisons):
@@ -671,8 +671,8 @@ def _imported_measures(battery: Battery) -> set[str]:
 
 def _write(li: LoadedImport, battery: Battery, builder: _Builder, source: Path, sources: list[Source], fmt: str,
            out: Path) -> ImportResult:
-    from fairpair.cases._expand import Expansion
-    from fairpair.run._runner import package_versions
+    from fairpair.cases import Expansion
+    from fairpair.run import package_versions
     from fairpair.store import Run, plan_hash
 
     sha = battery_hash(battery)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fairpair.measures._base import Measure, MeasureOptions, MeasureResult, Scale
+from fairpair.measures import Measure, MeasureOptions, MeasureResult, Scale
 
 __all__ = ["ImportedMeasure", "ImportedOptions"]
 

@@ -9,6 +9,28 @@ analysis, and the judge's calibration against human raters (:func:`export_labels
 and are imported only when a battery uses them.
 """
 
+
+# Names fairpair's other packages use, imported from their module on first use (so that
+# importing them through the package adds no import cycle and no start-up cost).
+_LAZY_EXPORTS = {
+    "Masker": "fairpair.measures._mask",
+    "mask": "fairpair.measures._mask",
+    "masker_for": "fairpair.measures._runner",
+    "measure_categories": "fairpair.measures._runner",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY_EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 from fairpair.measures._labels import ExportResult, export_labels, score_label_files
 from fairpair.measures._base import SCALES, Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
 from fairpair.measures._runner import (

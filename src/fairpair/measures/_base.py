@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:  # pragma: no cover
-    from fairpair.cases._case import Case
+    from fairpair.cases import Case
     from fairpair.measures._runner import MeasureContext
     from fairpair.store import Response
 

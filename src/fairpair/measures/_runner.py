@@ -262,8 +262,8 @@ def measure_categories(battery) -> dict[str, tuple[str, ...]]:
 
 def _build_judge(loaded, store, ctx: MeasureContext, judge) -> list[str]:
     """Build the judge target, refuse self-judging unless allowed; returns warnings."""
-    from fairpair.battery._schema import TargetSpec
-    from fairpair.run._runner import build_target
+    from fairpair.battery import TargetSpec
+    from fairpair.run import build_target
 
     b = loaded.battery
     if judge is None:
@@ -316,7 +316,7 @@ def _target_identities(loaded, store) -> dict[str, dict[str, Any]]:
             return ids
     except (OSError, ValueError):
         pass
-    from fairpair.run._runner import build_target
+    from fairpair.run import build_target
 
     return {n: build_target(n, s, language=loaded.battery.language).identity()
             for n, s in loaded.battery.target_specs().items()}
@@ -632,7 +632,7 @@ def _chunk_items(name: str, m: Measure, answers, rows: tuple[str, ...], store, c
                  counterparts: _Counterparts, ref_attr: str | None) -> list[MeasureItem]:
     """The items of one chunk of answers: those already measured counted as ``skipped``; for a
     pairwise measure, an answer whose counterpart is missing stored as ``failed`` (retried later)."""
-    from fairpair.cases._case import Case
+    from fairpair.cases import Case
 
     todo = []
     for a in answers:

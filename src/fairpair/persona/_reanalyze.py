@@ -55,7 +55,7 @@ from fairpair.errors import FairpairError
 from fairpair.persona._axes import TAN_LEE_AXES, axis_for_label, identity_for_label
 
 # Re-exported: the unpaired test lives in fairpair.stats, where fairpair analyze uses it too.
-from fairpair.stats._dispersion import unpaired_dispersion_permutation_test
+from fairpair.stats import unpaired_dispersion_permutation_test
 
 __all__ = [
     "FORMATS",

@@ -704,7 +704,7 @@ _DATA_REASONS_ES = {
 
 def design_reason_text(comp: Mapping[str, Any], lang: str) -> str:
     """Why a comparison has an insufficient design, in ``lang`` (rebuilt from its counts; else as stored)."""
-    from fairpair.analysis._design import design_reason_counts
+    from fairpair.analysis import design_reason_counts
 
     stored = str(comp.get("design_reason") or "")
     if stored and not stored[:1].isdigit():  # a data reason (nothing measured, constant, no variance)
@@ -783,7 +783,7 @@ def verdict_sentence(comp: Mapping[str, Any], *, lang: str, label_a: str, label_
         parts.append(tp)
     margin = comp.get("margin")
     verdict = comp.get("verdict")
-    from fairpair.analysis._nodata import no_data_clause
+    from fairpair.analysis import no_data_clause
 
     nodata = no_data_clause(comp, lang) if verdict not in ("fail", "insufficient design") else None
     if verdict == "insufficient design":

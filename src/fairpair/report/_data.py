@@ -184,7 +184,7 @@ def _group_values(store: Any, battery: Any, results: dict[str, Any] | None,
         return []
     import numpy as np
 
-    from fairpair.analysis._data import load_run_data, measure_scale, pairs_for, strata_for
+    from fairpair.analysis import load_run_data, measure_scale, pairs_for, strata_for
 
     data = load_run_data(store, keep_details=False, language=battery.language, statuses=True)
     used: dict[tuple[str, str, str, str], set[int]] = {}
@@ -368,11 +368,11 @@ def _collected(store: Any, battery: Any) -> list[dict[str, Any]]:
 def _masker(battery: Any, values: tuple[str, ...], terms: tuple[str, ...], marker: str) -> Any:
     """The battery's masker (names in all their forms, see ``masker_for``), plus the values the cases
     used; without a battery, every value as given."""
-    from fairpair.measures._mask import Masker
+    from fairpair.measures import Masker
 
     if battery is None:
         return Masker(values, group_terms=terms, marker=marker)
-    from fairpair.measures._runner import masker_for
+    from fairpair.measures import masker_for
 
     return masker_for(battery, marker=marker, extra_values=values)
 

@@ -1,5 +1,32 @@
 """Run: send cases to targets and keep every answer in an append-only store."""
 
+
+# Names fairpair's other packages use, imported from their module on first use (so that
+# importing them through the package adds no import cycle and no start-up cost).
+_LAZY_EXPORTS = {
+    "build_target": "fairpair.run._runner",
+    "check_targets": "fairpair.run._preflight",
+    "damaged_store_error": "fairpair.run._store",
+    "failure_lines": "fairpair.run._status",
+    "format_error_summary": "fairpair.run._preflight",
+    "package_versions": "fairpair.run._runner",
+    "preview_requests": "fairpair.run._preview",
+    "require_ray": "fairpair.run._ray",
+    "run_status": "fairpair.run._status",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY_EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 from fairpair.run._engine import RunSettings, redact, run_target
 from fairpair.run._runner import RunLock, default_run_dir, execute_run, loaded_from_store, open_run, plan_hash
 from fairpair.store import Measurement, Response, Store

@@ -229,7 +229,7 @@ class BatchClient:
 
 
 def _user_agent() -> str:
-    from fairpair.targets._client import USER_AGENT
+    from fairpair.targets import USER_AGENT
 
     return USER_AGENT
 
@@ -350,7 +350,7 @@ def ingest_batch(store: Store, record: dict[str, Any], state: dict[str, Any], fi
     failures stored, lines whose case already had an answer (``skipped``), lines that are not this
     batch's (``unknown``: recorded as an event ``batch_unknown_lines``).
     """
-    from fairpair.targets._base import TargetError
+    from fairpair.targets import TargetError
     from fairpair.targets.openai import completion_of
 
     name, bid = record["target"], record["batch_id"]

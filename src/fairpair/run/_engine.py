@@ -18,9 +18,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fairpair._calls import CallOutcome, ModelCaller, RateLimiter, describe_error, worker_pool
-from fairpair.cases._case import Case
+from fairpair.cases import Case
 from fairpair.store import Store
-from fairpair.targets._base import ChatRequest, Completion
+from fairpair.targets import ChatRequest, Completion
 
 __all__ = ["RunSettings", "RateLimiter", "run_target", "redact", "request_for"]
 

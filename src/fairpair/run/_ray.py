@@ -44,7 +44,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from fairpair.cases._case import Case
+from fairpair.cases import Case
 from fairpair.errors import FairpairError
 from fairpair.run._engine import RunSettings, TargetRunStats, record_outcome
 from fairpair.run._store import Store

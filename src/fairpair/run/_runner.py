@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from fairpair import __version__
-from fairpair.battery._load import LoadedBattery
-from fairpair.cases._expand import Expansion, expand
+from fairpair.battery import LoadedBattery
+from fairpair.cases import Expansion, expand
 from fairpair.errors import FairpairError
 from fairpair.run._engine import RunSettings, run_target
 from fairpair.run._preflight import CircuitBreaker, CircuitOpen, preflight_into_store
@@ -269,7 +269,7 @@ def _fleet_reports(store: Store, targets: dict[str, Any]) -> tuple[dict[str, Any
     stored with each answer), so a version change between two sessions of a
     resumed run is caught too. A mixed fleet is also an event ``fleet_mixed``.
     """
-    from fairpair.targets._fleet import Fleet
+    from fairpair.targets import Fleet
 
     fleets: dict[str, Any] = {}
     warnings: list[str] = []

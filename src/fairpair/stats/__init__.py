@@ -52,7 +52,7 @@ _LAZY = {
     "_categorical": ("CategoryTest", "SquareTableResult", "bowker", "category_tests", "square_table",
                      "stuart_maxwell"),
     "_common": ("ConfidenceInterval", "t_interval", "wilson_interval"),
-    "_crossed": ("CrossedDifferenceResult", "CrossedFResult", "crossed_difference", "crossed_omnibus",
+    "_crossed": ("CrossedDifferenceResult", "CrossedFResult", "crossed_difference", "crossed_from_cells", "crossed_omnibus",
                  "names_heterogeneity"),
     "_dispersion": ("CorrectedDispersionResult", "corrected_dispersion", "CellMeansResult", "DispersionResult", "LeastChangeResult", "PermutationTestResult", "cell_means",
                     "cell_means_bootstrap", "dispersion", "dispersion_bootstrap", "dispersion_permutation_test",

@@ -13,7 +13,7 @@ simonw/llm's ``logs.db``).
 No module outside this package speaks SQL (``tests/store/test_no_sql_outside.py``).
 """
 
-from fairpair.cases._case import Case
+from fairpair.cases import Case
 from fairpair.store._run import (LOCK_NAME, MANIFEST_NAME, RESULTS_NAME, RESULTS_SCHEMA, Run, RunLock,
                                  loaded_from_store, plan_hash, read_results, record_battery, results_current,
                                  write_manifest, write_results)
@@ -28,7 +28,7 @@ __all__ = ["Run", "RunLock", "Store", "Case", "Response", "Measurement", "Result
 
 def __getattr__(name: str):
     if name == "Results":  # the typed results.json record, defined by the analysis stage that writes it
-        from fairpair.analysis._results import Results
+        from fairpair.analysis import Results
 
         return Results
     raise AttributeError(f"module 'fairpair.store' has no attribute {name!r}")

@@ -97,9 +97,9 @@ def loaded_from_store(store: Store) -> Any:
     FairpairError
         The store has no battery recorded.
     """
-    from fairpair.battery._load import LoadedBattery
-    from fairpair.battery._schema import Battery
-    from fairpair.battery._yaml import Located
+    from fairpair.battery import LoadedBattery
+    from fairpair.battery import Battery
+    from fairpair.battery import Located
 
     data = store.get_meta("battery")
     if data is None:
@@ -212,7 +212,7 @@ def read_results(run_dir: Path) -> Any:
         There is no results.json (run ``fairpair analyze`` first), or it is unreadable or does not
         validate (its problems listed).
     """
-    from fairpair.analysis._results import Results
+    from fairpair.analysis import Results
 
     path = Path(run_dir) / RESULTS_NAME
     try:
@@ -415,7 +415,7 @@ class Run:
 
     @staticmethod
     def _validate(data: dict[str, Any], path: Path) -> Any:
-        from fairpair.analysis._results import Results
+        from fairpair.analysis import Results
         from fairpair.errors import validation_summary
 
         try:  # read as data: a malformed file is refused here, with its problems

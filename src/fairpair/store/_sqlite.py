@@ -406,7 +406,7 @@ class Store:
     # ------------------------------------------------------------ cases
     def add_cases(self, cases: Iterable[Any], batch: int = 2000) -> int:
         """Insert cases not yet stored (by id). Returns how many are stored in all."""
-        from fairpair.cases._expand import case_json
+        from fairpair.cases import case_json
 
         seq = self.conn.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM cases").fetchone()[0]
         buf: list[tuple[str, int, str]] = []
@@ -425,13 +425,13 @@ class Store:
             self.conn.executemany("INSERT OR IGNORE INTO cases VALUES (?, ?, ?)", rows)
 
     def iter_cases(self) -> Iterator[Any]:
-        from fairpair.cases._case import Case
+        from fairpair.cases import Case
 
         for (data,) in self.conn.execute("SELECT data FROM cases ORDER BY seq"):
             yield Case.model_validate_json(data)
 
     def case(self, case_id: str) -> Any:
-        from fairpair.cases._case import Case
+        from fairpair.cases import Case
 
         row = self.conn.execute("SELECT data FROM cases WHERE case_id=?", (case_id,)).fetchone()
         return Case.model_validate_json(row[0]) if row else None
@@ -528,7 +528,7 @@ class Store:
 
     def cases_at(self, rowids: Iterable[int]) -> dict[int, Any]:
         """rowid -> :class:`~fairpair.cases.Case` for the given case row ids (those stored)."""
-        from fairpair.cases._case import Case
+        from fairpair.cases import Case
 
         ids = sorted({int(i) for i in rowids})
         out: dict[int, Any] = {}

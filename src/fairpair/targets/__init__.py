@@ -19,6 +19,27 @@ The built-in targets (``mock``, ``openai``, ``http``, ``python``, ``local``,
 when a battery uses them.
 """
 
+
+# Names fairpair's other packages use, imported from their module on first use (so that
+# importing them through the package adds no import cycle and no start-up cost).
+_LAZY_EXPORTS = {
+    "Fleet": "fairpair.targets._fleet",
+    "USER_AGENT": "fairpair.targets._client",
+    "cache_dir": "fairpair.targets._gguf",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY_EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 from fairpair.targets._base import ChatRequest, Completion, Target, TargetBase, TargetError, ToolCall, Usage
 
 __all__ = ["ChatRequest", "Completion", "Target", "TargetBase", "TargetError", "ToolCall", "Usage"]

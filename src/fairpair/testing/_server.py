@@ -392,7 +392,7 @@ class OpenAIMock:
 
     def request_of(self, body: dict[str, Any]):
         """The :class:`ChatRequest` the mock sees: prompt, tools, seed and the groups named in the prompt."""
-        from fairpair.targets._base import ChatRequest
+        from fairpair.targets import ChatRequest
 
         messages = body.get("messages") or []
         last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=len(messages) - 1)
@@ -419,7 +419,7 @@ class OpenAIMock:
         answered_tools = bool(messages) and messages[-1].get("role") == "tool"
         calls = list(c.tool_calls)
         if self.always_call_tools and request.tools and not calls:
-            from fairpair.targets._base import ToolCall
+            from fairpair.targets import ToolCall
 
             calls = [ToolCall(request.tools[0]["function"]["name"], {}, id="call_0")]
         if calls and (self.always_call_tools or not answered_tools):
