@@ -168,7 +168,10 @@ class _FakeServer:
 
 def _local(monkeypatch, server: _FakeServer, **options) -> LocalTarget:
     t = LocalTarget(options)
-    monkeypatch.setattr(t, "_ensure_loaded", lambda: SimpleNamespace(server=server, lock=threading.Lock()))
+    lock = threading.Lock()
+    loaded = SimpleNamespace(server=server, lock=lock, slots=threading.BoundedSemaphore(1), running=0,
+                             idle=threading.Condition(lock))
+    monkeypatch.setattr(t, "_ensure_loaded", lambda: loaded)
     return t
 
 
