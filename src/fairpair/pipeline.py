@@ -197,7 +197,7 @@ def measure(run_ref: Any, settings: Settings) -> StageResult:
     FairpairError
         See :func:`fairpair.measures.measure_run`.
     """
-    from fairpair.measures import measure_run  # its home, looked up at each call (tests swap it there)
+    from fairpair.measures import measure_run  # looked up in the package at each call (tests swap it there)
 
     t0 = time.monotonic()
     res = measure_run(_path(run_ref), console=settings.console,
@@ -238,9 +238,7 @@ def report(run_ref: Any, settings: Settings) -> StageResult:
         See :func:`fairpair.report.load_report_data` (no run, an unknown language, ...).
     """
     from fairpair._progress import stage_status
-    from fairpair.report import load_report_data, write_report
-    from fairpair.report import build_model
-    from fairpair.report import print_verdicts
+    from fairpair.report import build_model, load_report_data, print_verdicts, write_report
 
     t0 = time.monotonic()
     run_dir = _path(run_ref)

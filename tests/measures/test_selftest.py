@@ -336,11 +336,13 @@ def test_one_number_judge_stops_measure_and_stores_no_tone_verdict(tmp_path):
 
 def test_one_number_judge_fails_from_the_cli_with_exit_2(tmp_path, monkeypatch, capsys):
     from fairpair.cli import main
-    from fairpair.measures import _runner
+    import fairpair.measures
 
     run_dir = make_run(tmp_path)
-    real = _runner.measure_run
-    monkeypatch.setattr(_runner, "measure_run", lambda *a, **k: real(*a, judge=AnchorJudge("one_number"), **k))
+    real = fairpair.measures.measure_run
+    # the measure stage looks measure_run up in the package at each call
+    monkeypatch.setattr(fairpair.measures, "measure_run",
+                        lambda *a, **k: real(*a, judge=AnchorJudge("one_number"), **k))
     with pytest.raises(SystemExit) as ei:
         main(["measure", str(run_dir)])
     assert ei.value.code == 2
