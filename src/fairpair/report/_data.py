@@ -19,7 +19,8 @@ from fairpair.errors import FairpairError
 from fairpair.store import MANIFEST_NAME, RESULTS_NAME, RESULTS_SCHEMA
 
 __all__ = ["ReportData", "TargetInfo", "GroupValue", "EvidencePair", "load_report_data", "read_report_data",
-           "RESULTS_SCHEMA", "MANIFEST_NAME", "RESULTS_NAME", "group_label", "measure_label", "comparison_key"]
+           "RESULTS_SCHEMA", "MANIFEST_NAME", "RESULTS_NAME", "group_label", "measure_label", "comparison_key",
+           "RankingEvidence", "ranking_key"]
 
 #: Matched sets quoted per failing comparison.
 EVIDENCE_PER_COMPARISON = 3
@@ -77,6 +78,28 @@ class EvidencePair:
 
 
 @dataclass(frozen=True)
+class RankingEvidence:
+    """One matched set of a ranking design, masked: the prompt's order and the answer's ranking.
+
+    ``slots``: ``(slot, group, label, placeholder)`` in prompt order (slot 1 first), the candidate's
+    name replaced by ``placeholder`` (``[label]``); ``ranking``: ``(rank, slot, group, label)`` as the
+    ranking measure parsed the answer (rank 1 first; only the top pick when the answer gave no
+    complete order); ``answer``: the answer text with each candidate's name replaced by its group's
+    placeholder and every other signal value by the report's marker.
+    """
+
+    key: str
+    case_id: str
+    matched_set: str
+    template: str
+    repetition: int | None
+    slots: tuple[tuple[int, str, str, str], ...]
+    ranking: tuple[tuple[int, int, str, str], ...]
+    parse: str
+    answer: str
+
+
+@dataclass(frozen=True)
 class ReportData:
     """A run directory, read for reporting (see the module docstring)."""
 
@@ -97,6 +120,8 @@ class ReportData:
     warnings: list[str] = field(default_factory=list)
     #: comparison key -> why its dropped pairs were dropped -> count
     drop_reasons: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: ranking section key (:func:`ranking_key`) -> masked matched sets quoted for it
+    ranking_evidence: dict[str, list[RankingEvidence]] = field(default_factory=dict)
 
     @property
     def analysed(self) -> bool:
@@ -115,6 +140,11 @@ def comparison_key(c: dict[str, Any]) -> str:
     """A comparison's unique key in results.json: one plan comparison yields one row per target,
     design and pair of groups."""
     return "|".join(str(c.get(k, "")) for k in ("id", "target", "design", "group_a", "group_b"))
+
+
+def ranking_key(sec: dict[str, Any]) -> str:
+    """A ranking section's key in results.json ``rankings``: one per design, ranking measure and target."""
+    return "|".join(str(sec.get(k, "")) for k in ("design", "measure", "target"))
 
 
 def group_label(battery: Any, attribute: str, group: str) -> str:
@@ -338,6 +368,102 @@ def _evidence(store: Any, results: dict[str, Any] | None, masker: Any,
     return out
 
 
+#: Parsed cases of a design looked at, at most, when choosing a ranking section's evidence.
+RANKING_EVIDENCE_SCAN = 400
+
+
+def _placeholder_mask(text: str, slots: list[tuple[str, str]], language: str | None, masker: Any) -> str:
+    """``text`` with each candidate's name (``slots``: ``(variant, placeholder)``), in all its forms
+    (:func:`fairpair.measures._mask.name_forms`), replaced by its placeholder, then ``masker`` over the
+    rest; the placeholders are kept out of ``masker``'s reach (a label may hold a group term)."""
+    from fairpair.measures import Masker
+
+    keep = {}
+    for i, (variant, placeholder) in enumerate(slots):
+        token = chr(0xE000 + i)  # a private-use character: no letter, digit or value
+        keep[token] = placeholder
+        try:
+            m = Masker((), names=[variant], marker=token, language=language)
+        except (TypeError, ValueError):
+            continue
+        text = m.mask(text)
+    text = masker(text)
+    for token, placeholder in keep.items():
+        text = text.replace(token, placeholder)
+    return text
+
+
+def _ranking_evidence(store: Any, battery: Any, results: dict[str, Any] | None, masker: Any,
+                      limit: int = EVIDENCE_PER_COMPARISON) -> dict[str, list[RankingEvidence]]:
+    """Up to ``limit`` masked matched sets per ranking section (results.json ``rankings``).
+
+    Chosen deterministically, in case order, among the first :data:`RANKING_EVIDENCE_SCAN` parsed
+    answers of the design: first the sets whose top pick is the most selected group's candidate
+    (the section's ``reference``) placed in a slot other than 1 (the group effect, not the first
+    slot's), one per template; then the first parsed sets of the other templates; then any.
+    """
+    out: dict[str, list[RankingEvidence]] = {}
+    sections = [s for s in (results or {}).get("rankings") or [] if isinstance(s, dict)]
+    if not sections or limit <= 0:
+        return out
+    by_design: dict[str, list[dict[str, Any]]] = {}
+    for sec in sections:
+        by_design.setdefault(str(sec.get("design", "")), []).append(sec)
+    cases: dict[str, list[dict[str, Any]]] = {d: [] for d in by_design}
+    for _cid, _seq, raw in store.case_rows():
+        if '"ranking"' not in raw:
+            continue
+        c = json.loads(raw)
+        if c.get("design") in cases and ((c.get("meta") or {}).get("ranking") or {}).get("slots"):
+            cases[c["design"]].append(c)
+    language = getattr(battery, "language", None)
+    for design, secs in by_design.items():
+        for sec in secs:
+            attribute, target, measure = str(sec.get("attribute") or ""), str(sec.get("target", "")), \
+                str(sec.get("measure", ""))
+            reference = sec.get("reference")
+            seen: list[tuple[dict[str, Any], dict[str, Any], bool]] = []
+            for c in cases[design]:
+                if len(seen) >= RANKING_EVIDENCE_SCAN:
+                    break
+                d = store.latest_detail(target, c["id"], measure)
+                if not isinstance(d, dict) or d.get("parse") in (None, "unparsed") or not d.get("order"):
+                    continue
+                slot_of = {str(s["group"]): int(s["slot"]) for s in c["meta"]["ranking"]["slots"]}
+                seen.append((c, d, d.get("top") == reference and slot_of.get(str(d.get("top"))) != 1))
+            chosen: list[tuple[dict[str, Any], dict[str, Any]]] = []
+            templates: set[str] = set()
+            for want_telling, new_template in ((True, True), (False, True), (False, False)):
+                for c, d, telling in seen:
+                    if len(chosen) >= limit:
+                        break
+                    if (want_telling and not telling) or (new_template and c.get("template") in templates) \
+                            or any(c is x for x, _ in chosen):
+                        continue
+                    chosen.append((c, d))
+                    templates.add(c.get("template"))
+            chosen.sort(key=lambda cd: cases[design].index(cd[0]))
+            quoted = []
+            for c, d in chosen:
+                rk = c["meta"]["ranking"]
+                slots = sorted(rk["slots"], key=lambda s: int(s["slot"]))
+                label = {str(s["group"]): group_label(battery, attribute, str(s["group"])) for s in slots}
+                group_at = {int(s["slot"]): str(s["group"]) for s in slots}
+                rows = tuple((int(s["slot"]), str(s["group"]), label[str(s["group"])], f"[{label[str(s['group'])]}]")
+                             for s in slots)
+                ranking = tuple((r + 1, int(sl), group_at.get(int(sl), "?"), label.get(group_at.get(int(sl), ""), "?"))
+                                for r, sl in enumerate(d.get("order") or []))
+                text = store.answer_text(target, c["id"])
+                answer = "" if text is None else _placeholder_mask(
+                    text, [(str(s["variant"]), f"[{label[str(s['group'])]}]") for s in slots], language, masker)
+                quoted.append(RankingEvidence(
+                    key=ranking_key(sec), case_id=c["id"], matched_set=str(c.get("matched_set") or c["id"]),
+                    template=str(c.get("template", "")), repetition=rk.get("repetition", c.get("repetition")),
+                    slots=rows, ranking=ranking, parse=str(d.get("parse", "")), answer=answer))
+            out[ranking_key(sec)] = quoted
+    return out
+
+
 def _case_signal_values(store: Any) -> set[str]:
     """Every variant the cases actually used (lexicon groups included)."""
     vals: set[str] = set()
@@ -443,4 +569,5 @@ def read_report_data(run: Any, *, language: str | None = None,
         measurement_counts=store.measurement_row_counts(),
         group_values=_group_values(store, battery, results, drops),
         evidence=_evidence(store, results, masker, evidence), mask_values=values, mask_terms=terms,
-        n_cases=store.n_cases(), collected=_collected(store, battery), warnings=warnings, drop_reasons=drops)
+        n_cases=store.n_cases(), collected=_collected(store, battery), warnings=warnings, drop_reasons=drops,
+        ranking_evidence=_ranking_evidence(store, battery, results, masker, evidence))

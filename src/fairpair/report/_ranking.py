@@ -26,6 +26,7 @@ import re
 from typing import Any, Sequence
 
 from fairpair.report._catalog import fmt_num, fmt_p, fmt_pct, msg, verdict_word
+from fairpair.report._data import ranking_key
 from fairpair.report._text import terminal
 
 __all__ = ["MESSAGES", "rmsg", "ranking_view", "selection_plot", "position_plot", "ranking_tables"]
@@ -99,6 +100,20 @@ MESSAGES: dict[str, dict[str, str]] = {
         "figure.position.alt": "Top-pick rate by slot with intervals, and parity at {parity}: {rows}",
         "none": "—",
         "terminal.title": "Ranking: {block}",
+        "evidence": "Masked evidence: the ranked lists side by side",
+        "evidence.intro": ("A few matched sets, chosen by a fixed rule (first those whose top pick is the most "
+                           "selected group's candidate placed in a slot other than 1, one per template; then the "
+                           "first sets of other templates): the order of the candidates in the prompt and the "
+                           "order in the answer. Each candidate's name is replaced by its group's placeholder, "
+                           "every other signal value by the marker."),
+        "evidence.set": "Matched set {set} · template {template} · repetition {rep}",
+        "evidence.position": "Position",
+        "evidence.prompt": "In the prompt (slot)",
+        "evidence.answer_order": "In the answer (rank)",
+        "evidence.from_slot": "slot {slot}",
+        "evidence.partial": "The answer gives only its top pick, not a complete order.",
+        "evidence.answer": "Answer (masked)",
+        "evidence.none": "No parsed answer to quote.",
     },
     "es": {
         "section": "Ranking y selección",
@@ -172,6 +187,21 @@ MESSAGES: dict[str, dict[str, str]] = {
         "figure.position.alt": "Tasa de primera elección por posición con intervalos, y paridad en {parity}: {rows}",
         "none": "—",
         "terminal.title": "Ranking: {block}",
+        "evidence": "Evidencia enmascarada: las listas ordenadas, una junto a otra",
+        "evidence.intro": ("Algunos conjuntos emparejados, elegidos con una regla fija (primero aquellos cuya "
+                           "primera elección es la candidatura del grupo más seleccionado situada en una posición "
+                           "distinta de la 1, uno por plantilla; después los primeros conjuntos de otras "
+                           "plantillas): el orden de las candidaturas en el mensaje y el orden en la respuesta. El "
+                           "nombre de cada candidatura se sustituye por la etiqueta de su grupo, y cualquier otro "
+                           "valor de la señal por la marca."),
+        "evidence.set": "Conjunto emparejado {set} · plantilla {template} · repetición {rep}",
+        "evidence.position": "Posición",
+        "evidence.prompt": "En el mensaje (posición)",
+        "evidence.answer_order": "En la respuesta (puesto)",
+        "evidence.from_slot": "posición {slot}",
+        "evidence.partial": "La respuesta solo da su primera elección, no un orden completo.",
+        "evidence.answer": "Respuesta (enmascarada)",
+        "evidence.none": "No hay ninguna respuesta leída que citar.",
     },
 }
 
@@ -277,9 +307,34 @@ def _pair_rows(sec: dict[str, Any], label, lang: str) -> list[dict[str, Any]]:
     return out
 
 
+def _evidence_rows(quoted: Sequence[Any], lang: str) -> list[dict[str, Any]]:
+    """The display of a section's :class:`~fairpair.report._data.RankingEvidence`: per matched set a
+    header, the rows ``position | prompt's group at that slot | answer's group at that rank (its slot)``
+    and the masked answer."""
+    out = []
+    for e in quoted:
+        n = max(len(e.slots), len(e.ranking))
+        rows = []
+        for i in range(n):
+            p = e.slots[i] if i < len(e.slots) else None
+            r = e.ranking[i] if i < len(e.ranking) else None
+            rows.append({"position": i + 1, "prompt": p[3] if p else "—", "prompt_group": p[1] if p else "",
+                         "answer": f"[{r[3]}]" if r else "—", "answer_group": r[2] if r else "",
+                         "from_slot": rmsg(lang, "evidence.from_slot", slot=r[1]) if r else ""})
+        out.append({"header": rmsg(lang, "evidence.set", set=e.matched_set, template=e.template,
+                                   rep=e.repetition if e.repetition is not None else "—"),
+                    "case_id": e.case_id, "rows": rows, "answer": e.answer,
+                    "partial": rmsg(lang, "evidence.partial") if len(e.ranking) < len(e.slots) else "",
+                    "ranks": {g: rank for rank, _slot, g, _lab in e.ranking}})
+    return out
+
+
 def ranking_view(results: dict[str, Any] | None, lang: str, battery: Any = None, *,
-                 with_figures: bool = True) -> list[dict[str, Any]]:
+                 with_figures: bool = True, evidence: dict[str, Sequence[Any]] | None = None) -> list[dict[str, Any]]:
     """One display block per ``results["rankings"]`` section (empty list when there is none).
+
+    ``evidence``: section key (:func:`fairpair.report._data.ranking_key`) -> the masked matched sets
+    read with the run (:class:`~fairpair.report._data.RankingEvidence`), shown as ``evidence``.
 
     Every number is formatted for ``lang`` (``es`` or ``en``); ``figures``
     holds the :class:`~fairpair.report._plots.Figure` objects (none with
@@ -337,6 +392,8 @@ def ranking_view(results: dict[str, Any] | None, lang: str, battery: Any = None,
             "position_intro": rmsg(lang, "position.intro", parity=parity), "slots": slots, "tests": tests,
             "pairs_intro": rmsg(lang, "pairs.intro", correction=_CORR.get(str(sec.get("correction") or "holm"), "Holm")), "pairs": _pair_rows(sec, label, lang),
             "notes": _notes(sec, lang), "figures": [], "raw": sec,
+            "evidence": _evidence_rows((evidence or {}).get(ranking_key(sec), ()), lang),
+            "has_evidence": evidence is not None,
         }
         if with_figures and sel:
             block["figures"].append(selection_plot(f"ranking-{i}-selection", sec, lang=lang, label=label,

@@ -780,6 +780,14 @@ class Store:
             "ORDER BY id DESC LIMIT 1", (target, case_id, measure)).fetchone()
         return None if row is None or row[0] is None else json.loads(row[0])
 
+    def latest_detail(self, target: str, case_id: str, measure: str) -> Any:
+        """The ``detail`` of the last ``ok`` row of ``measure`` for (``target``, ``case_id``), decoded;
+        None when there is none or it is null (a ranking's parsed order: ``order``, ``ranks``, ``top``)."""
+        row = self.conn.execute(
+            "SELECT detail FROM measurements WHERE target=? AND case_id=? AND measure=? AND status='ok' "
+            "ORDER BY id DESC LIMIT 1", (target, case_id, measure)).fetchone()
+        return None if row is None or row[0] is None else json.loads(row[0])
+
     def answer_text(self, target: str, case_id: str) -> str | None:
         """The ``text`` column of ``target``'s ``ok`` answer to ``case_id`` (lone surrogates as U+FFFD,
         see migration 2; ``""`` for an answer without text); None when there is no ``ok`` answer."""
