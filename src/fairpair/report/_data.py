@@ -398,7 +398,7 @@ def _ranking_evidence(store: Any, battery: Any, results: dict[str, Any] | None, 
     """Up to ``limit`` masked matched sets per ranking section (results.json ``rankings``).
 
     Chosen deterministically, in case order, among the first :data:`RANKING_EVIDENCE_SCAN` parsed
-    answers of the design: first the sets whose top pick is the most selected group's candidate
+    answers of the design (in its first 4 x that many cases): first the sets whose top pick is the most selected group's candidate
     (the section's ``reference``) placed in a slot other than 1 (the group effect, not the first
     slot's), one per template; then the first parsed sets of the other templates; then any.
     """
@@ -423,9 +423,9 @@ def _ranking_evidence(store: Any, battery: Any, results: dict[str, Any] | None, 
                 str(sec.get("measure", ""))
             reference = sec.get("reference")
             seen: list[tuple[dict[str, Any], dict[str, Any], bool]] = []
-            for c in cases[design]:
-                if len(seen) >= RANKING_EVIDENCE_SCAN:
-                    break
+            for looked, c in enumerate(cases[design]):
+                if len(seen) >= RANKING_EVIDENCE_SCAN or looked >= 4 * RANKING_EVIDENCE_SCAN:
+                    break  # bounded: a run of mostly unparsed answers does not cost a query per case
                 d = store.latest_detail(target, c["id"], measure)
                 if not isinstance(d, dict) or d.get("parse") in (None, "unparsed") or not d.get("order"):
                     continue
