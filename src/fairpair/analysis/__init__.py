@@ -19,6 +19,7 @@
   differences for a battery's design (``fairpair plan --power``).
 """
 
+from fairpair._lazy import lazy_getattr
 
 # Names fairpair's other packages use, imported from their module on first use (so that
 # importing them through the package adds no import cycle and no start-up cost).
@@ -35,17 +36,7 @@ _LAZY_EXPORTS = {
     "strata_for": "fairpair.analysis._data",
 }
 
-
-def __getattr__(name: str):
-    module = _LAZY_EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
 
 from fairpair.analysis._analyze import analyze_run, load_results
 from fairpair.analysis._compare import compare_runs

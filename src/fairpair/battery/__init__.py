@@ -1,5 +1,6 @@
 """The battery: what a user declares (attributes, signals, templates, designs, plan)."""
 
+from fairpair._lazy import lazy_getattr
 
 # Names fairpair's other packages use, imported from their module on first use (so that
 # importing them through the package adds no import cycle and no start-up cost).
@@ -24,17 +25,7 @@ _LAZY_EXPORTS = {
     "starter_battery": "fairpair.battery._init",
 }
 
-
-def __getattr__(name: str):
-    module = _LAZY_EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
 
 from fairpair.battery._lexicons import lexicon_names, lexicon_source, load_lexicon
 from fairpair.battery._load import LoadedBattery, battery_hash, load_battery

@@ -1,5 +1,6 @@
 """Cases: a battery expanded into matched, rendered conversations."""
 
+from fairpair._lazy import lazy_getattr
 
 # Names fairpair's other packages use, imported from their module on first use (so that
 # importing them through the package adds no import cycle and no start-up cost).
@@ -7,17 +8,7 @@ _LAZY_EXPORTS = {
     "ExpandContext": "fairpair.cases._expand",
 }
 
-
-def __getattr__(name: str):
-    module = _LAZY_EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
 
 from fairpair.cases._case import Case
 from fairpair.cases._expand import Expansion, case_json, expand, fill_slots, indefinite_article, write_cases

@@ -9,6 +9,7 @@ analysis, and the judge's calibration against human raters (:func:`export_labels
 and are imported only when a battery uses them.
 """
 
+from fairpair._lazy import lazy_getattr
 
 # Names fairpair's other packages use, imported from their module on first use (so that
 # importing them through the package adds no import cycle and no start-up cost).
@@ -19,17 +20,7 @@ _LAZY_EXPORTS = {
     "measure_categories": "fairpair.measures._runner",
 }
 
-
-def __getattr__(name: str):
-    module = _LAZY_EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
 
 from fairpair.measures._labels import ExportResult, export_labels, score_label_files
 from fairpair.measures._base import SCALES, Measure, MeasureItem, MeasureOptions, MeasureResult, Scale

@@ -52,6 +52,7 @@ exclusions; provenance; what the test does not show.
 and results as tables (:func:`export_run`).
 """
 
+from fairpair._lazy import lazy_getattr
 
 # Names fairpair's other packages use, imported from their module on first use (so that
 # importing them through the package adds no import cycle and no start-up cost).
@@ -59,17 +60,7 @@ _LAZY_EXPORTS = {
     "print_verdicts": "fairpair.report._terminal",
 }
 
-
-def __getattr__(name: str):
-    module = _LAZY_EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
 
 from fairpair.report._catalog import verdict_sentence
 from fairpair.report._data import ReportData, load_report_data

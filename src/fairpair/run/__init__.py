@@ -1,5 +1,6 @@
 """Run: send cases to targets and keep every answer in an append-only store."""
 
+from fairpair._lazy import lazy_getattr
 
 # Names fairpair's other packages use, imported from their module on first use (so that
 # importing them through the package adds no import cycle and no start-up cost).
@@ -15,17 +16,7 @@ _LAZY_EXPORTS = {
     "run_status": "fairpair.run._status",
 }
 
-
-def __getattr__(name: str):
-    module = _LAZY_EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
 
 from fairpair.run._engine import RunSettings, redact, run_target
 from fairpair.run._runner import RunLock, default_run_dir, execute_run, loaded_from_store, open_run, plan_hash

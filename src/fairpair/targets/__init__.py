@@ -19,6 +19,7 @@ The built-in targets (``mock``, ``openai``, ``http``, ``python``, ``local``,
 when a battery uses them.
 """
 
+from fairpair._lazy import lazy_getattr
 
 # Names fairpair's other packages use, imported from their module on first use (so that
 # importing them through the package adds no import cycle and no start-up cost).
@@ -28,17 +29,7 @@ _LAZY_EXPORTS = {
     "cache_dir": "fairpair.targets._gguf",
 }
 
-
-def __getattr__(name: str):
-    module = _LAZY_EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
-
+__getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
 
 from fairpair.targets._base import ChatRequest, Completion, Target, TargetBase, TargetError, ToolCall, Usage
 
