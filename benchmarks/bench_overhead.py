@@ -2,7 +2,7 @@
 
 The mock target is served over HTTP on loopback (:func:`fairpair.testing.serve_openai`)
 with a fixed latency of 200 ms per answer; fairpair's engine sends N cases
-(default 640) with the ``openai`` target at concurrency 64 and stores every
+(default 3,200) with the ``openai`` target at concurrency 64 and stores every
 answer in a fresh run store. With no overhead at all the run would take
 ``N * latency / concurrency`` seconds (64 / 0.2 s = 320 cases/s); the script
 prints cases/s, that ideal, and their ratio (goal: >= 0.95), and the engine's
@@ -70,7 +70,7 @@ async def _bare_aiohttp(url: str, bodies: list[dict], concurrency: int) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, default=640)
+    ap.add_argument("--n", type=int, default=3200)
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--same-process", action="store_true")

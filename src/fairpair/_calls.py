@@ -109,7 +109,7 @@ class _Wait:
 @dataclass(frozen=True)
 class CallOutcome:
     """What one call came to: the ``completion`` (``None`` on failure) or the last ``error``,
-    and ``attempts``, the tries made (>= 1; 0 only when the limiter was never passed)."""
+    and ``attempts``, the tries made (>= 1)."""
 
     completion: Completion | None
     attempts: int
@@ -180,18 +180,33 @@ class ModelCaller:
         async with self._slots:
             return await self._call(request)
 
+    async def _attempt(self, request: ChatRequest, tokens: int) -> Completion:
+        await self.limiter.acquire(tokens)
+        async with asyncio.timeout(self.timeout):
+            return await self.target.generate(request)
+
     async def _call(self, request: ChatRequest) -> CallOutcome:
         tokens = estimate_tokens(request) if self.limiter.tpm else 0
-        attempts = 0
+        # The first attempt runs outside tenacity: most calls succeed at once, and building
+        # tenacity's retry state for each of them costs more CPU than the rest of the call's
+        # bookkeeping. A retryable failure enters the tenacity loop as its first attempt.
+        try:
+            return CallOutcome(await self._attempt(request, tokens), 1)
+        except Exception as exc:  # noqa: BLE001 - a failed call is an outcome, not an exception
+            if self.max_attempts == 1 or not is_retryable(exc):
+                return CallOutcome(None, 1, exc)
+            first: Exception | None = exc
+        attempts = 1
         try:
             async for attempt in AsyncRetrying(retry=retry_if_exception(is_retryable),
                                                stop=stop_after_attempt(self.max_attempts), wait=self._wait,
                                                reraise=True):
                 with attempt:
+                    if first is not None:  # tenacity sees the first attempt's failure and waits
+                        exc, first = first, None
+                        raise exc
                     attempts += 1
-                    await self.limiter.acquire(tokens)
-                    async with asyncio.timeout(self.timeout):
-                        completion = await self.target.generate(request)
+                    completion = await self._attempt(request, tokens)
         except Exception as exc:  # noqa: BLE001 - a failed call is an outcome, not an exception
             return CallOutcome(None, attempts, exc)
         return CallOutcome(completion, attempts)

@@ -303,3 +303,19 @@ def test_case_ids_follow_the_template_not_unrelated_fields(tmp_path):
     changed = _ids(tmp_path, BASE.replace("TEXT", "Mi pedido llegó roto."), "c.yaml")
     for k, v in base.items():
         assert (changed[k] == v) == (k[0] == "u"), k  # only template t's cases change
+
+
+def test_context_text_is_written_once_per_distinct_value():
+    """The YAML of a record is cached by value: equal records give the same text, and values that
+    differ only in type (1 and "1", True and 1) are never confused."""
+    from fairpair.cases._expand import context_text
+
+    rec = {"cliente_desde": "2021-03-14", "pedidos": 7, "ultimo": {"id": 48213, "importe_eur": "89.00"}}
+    first = context_text(rec)
+    assert first == 'cliente_desde: 2021-03-14\npedidos: 7\nultimo:\n  id: 48213\n  importe_eur: 89.00'
+    assert context_text(dict(rec)) == first
+    assert context_text({"a": 1}) == "a: 1"
+    assert context_text({"a": "1"}) == "a: '1'"
+    assert context_text({"a": True}) == "a: true"
+    assert context_text({"a": "true"}) == "a: 'true'"
+    assert context_text({"a": 1}, "json") == '{\n  "a": 1\n}'

@@ -82,10 +82,24 @@ def context_text(value: Any, fmt: str = "yaml") -> str:
         return "null"
     if isinstance(value, (str, int, float)):
         return str(value)
-    if fmt == "json":
-        return json.dumps(value, ensure_ascii=False, indent=2)
-    return yaml.dump(value, Dumper=_AsWrittenDumper, allow_unicode=True, sort_keys=False,
-                     default_flow_style=False, width=1_000_000).rstrip("\n")
+    # A record is written once per distinct value: every case of a template carries the same
+    # CRM record, and PyYAML's pure-Python emitter costs about a millisecond per record.
+    key = (fmt, repr(value))  # exact for what a battery holds: str/int/float/bool/None/date, lists, dicts
+    text = _CONTEXT_TEXT.get(key)
+    if text is None:
+        if fmt == "json":
+            text = json.dumps(value, ensure_ascii=False, indent=2)
+        else:
+            text = yaml.dump(value, Dumper=_AsWrittenDumper, allow_unicode=True, sort_keys=False,
+                             default_flow_style=False, width=1_000_000).rstrip("\n")
+        if len(_CONTEXT_TEXT) >= 4096:
+            _CONTEXT_TEXT.clear()
+        _CONTEXT_TEXT[key] = text
+    return text
+
+
+#: (format, repr of the value) -> its text; bounded (cleared when full).
+_CONTEXT_TEXT: dict[tuple[str, str], str] = {}
 
 
 def fill_slots(text: str, values: dict[str, str], context: dict[str, Any] | None = None,

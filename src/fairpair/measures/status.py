@@ -153,7 +153,10 @@ def _sentences(folded: str) -> list[str]:
 
 def is_refusal(text: str) -> bool:
     """True when the answer starts with (or, if at most 40 words, contains) a refusal form."""
-    folded = fold_text(nfc(text))
+    return _is_refusal(fold_text(nfc(text)))
+
+
+def _is_refusal(folded: str) -> bool:
     words = _WORDS.findall(folded)
     scope = folded if len(words) <= 40 else " ".join(_sentences(folded)[:2])
     return _refusal_pattern().search(scope) is not None
@@ -161,7 +164,10 @@ def is_refusal(text: str) -> bool:
 
 def is_loop(text: str) -> bool:
     """True when the answer repeats itself (see the module docstring for the two rules)."""
-    folded = fold_text(nfc(text))
+    return _is_loop(fold_text(nfc(text)))
+
+
+def _is_loop(folded: str) -> bool:
     sents = [" ".join(_WORDS.findall(s)) for s in _sentences(folded)]
     sents = [s for s in sents if s]
     if len(sents) >= 3:
@@ -257,13 +263,14 @@ def answer_status(text: str | None, *, finish_reason: str | None = None, failed:
     if is_blank(text) and not tool_calls:
         return AnswerStatus("empty", "no visible text")
     body = text or ""
-    if is_refusal(body):
+    folded = fold_text(nfc(body))  # once, for the three checks below
+    if _is_refusal(folded):
         return AnswerStatus("refused", "refusal form")
-    if is_loop(body):
+    if _is_loop(folded):
         return AnswerStatus("loop", "repeats itself")
     if fr in _LENGTH_REASONS:
         return AnswerStatus("truncated", f"finish_reason {finish_reason}")
-    if language and not _mostly_in(_WORDS.findall(fold_text(nfc(body))), language):
+    if language and not _mostly_in(_WORDS.findall(folded), language):
         probs = detect_language(body)
         if probs:
             best = max(probs, key=probs.get)

@@ -372,6 +372,21 @@ class Store:
     def transaction(self):
         return _Tx(self.conn, self.path)
 
+    def _write_one(self, sql: str, args: Sequence[Any]) -> None:
+        """Run one writing statement, committed on its own (SQLite's autocommit: the statement is
+        its own transaction, waiting up to the connection's busy timeout for the lock), or as
+        part of the transaction already open on this connection. A refused write raises
+        :class:`FairpairError` (see :class:`_Tx`); constraint errors propagate."""
+        if self.conn.in_transaction:
+            self.conn.execute(sql, args)
+            return
+        try:
+            self.conn.execute(sql, args)
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.OperationalError as exc:
+            raise _write_error(exc, self.path) from None
+
     def close(self) -> None:
         self.conn.close()
 
@@ -455,7 +470,8 @@ class Store:
                      latency_s: float | None = None, finish_reason: str | None = None,
                      model: str | None = None, system_fingerprint: str | None = None,
                      error: str | None = None, attempts: int = 1, created_at: str | None = None) -> bool:
-        """Append one answer or failure, committed at once. Returns False if an ok answer existed.
+        """Append one answer or failure, committed at once (or with the transaction open on this connection).
+        Returns False if an ok answer existed.
 
         ``created_at`` (ISO 8601) is when the answer was produced, for answers
         imported from elsewhere (``fairpair import-answers``); default: now.
@@ -468,8 +484,7 @@ class Store:
         if isinstance(text, str) and not _valid_text(text):
             text_json, text = json.dumps(text), _text(text)
         try:
-            with self.transaction():
-                self.conn.execute(
+            self._write_one(
                     "INSERT INTO responses (target, case_id, status, text, turns, tool_calls, prompt_tokens,"
                     " completion_tokens, latency_s, finish_reason, model, system_fingerprint, error, attempts,"
                     " created_at, text_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",

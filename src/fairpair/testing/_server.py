@@ -124,6 +124,9 @@ class LoopbackServer:
     Use :meth:`start` / :meth:`stop` or the ``serve_*`` context managers.
     ``received`` lists every request (in arrival order); ``count_by_body``
     counts requests per distinct body, to check that nothing was sent twice.
+    ``first_at`` / ``last_reply_at`` (``time.monotonic()``, None before the
+    first request) are when the first request arrived and the last reply was
+    written: the sending window as the server saw it (benchmarks reset them).
     """
 
     def __init__(self, handler: Handler, *, slow_s: float = 2.0, record: bool = True):
@@ -134,6 +137,8 @@ class LoopbackServer:
         self.count_by_body: Counter[str] = Counter()
         self.connections = 0
         self.max_in_flight = 0
+        self.first_at: float | None = None
+        self.last_reply_at: float | None = None
         self._in_flight = 0
         self.port: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -237,6 +242,8 @@ class LoopbackServer:
                 except (asyncio.IncompleteReadError, ConnectionError):
                     return
                 req = Received(method, target, headers, body, time.monotonic())
+                if self.first_at is None:
+                    self.first_at = req.at
                 if self.record:
                     self.received.append(req)
                 self.count_by_body[hashlib.sha256(body).hexdigest()] += 1
@@ -249,6 +256,7 @@ class LoopbackServer:
                 finally:
                     self._in_flight -= 1
                 keep = await self._send(writer, reply)
+                self.last_reply_at = time.monotonic()
                 if not keep or headers.get("connection", "").lower() == "close":
                     return
         except asyncio.CancelledError:
@@ -354,8 +362,18 @@ class OpenAIMock:
         self.always_call_tools = always_call_tools
 
     async def __call__(self, req: Received) -> Reply:
+        """The reply to ``req``, sent ``latency`` seconds after the request arrived.
+
+        The mock's own work (matching names, drawing the answer, encoding it)
+        happens inside that time, as a remote endpoint's does, so the client
+        sees a round trip of ``latency`` plus the network, not plus the mock.
+        """
+        reply = self._answer(req)
         if self.latency:
-            await asyncio.sleep(self.latency)
+            await asyncio.sleep(max(0.0, req.at + self.latency - time.monotonic()))
+        return reply
+
+    def _answer(self, req: Received) -> Reply:
         if req.method != "POST" or not req.path.rstrip("/").endswith("/chat/completions"):
             return Reply.of_json(404, {"error": {"message": f"no route {req.method} {req.path}"}})
         if self.api_key is not None:
