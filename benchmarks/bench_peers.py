@@ -14,6 +14,10 @@ at most 160 tokens). Each tool runs in its own process:
   conversations (from the expansion), solver ``generate()``, no scorer,
   model ``openai-api/loopback/mock-1`` (its OpenAI-compatible provider) with
   ``max_connections`` = the concurrency; it writes its usual ``.eval`` log.
+* **fp-engine**: fairpair's engine alone in the peers' scope: the battery
+  expanded and its cases stored before the clock starts, then ``run_target``
+  (the engine ``run`` uses) with the ``openai`` target, every answer committed,
+  no preflight case.
 * **aiohttp** (bare): the same rendered conversations posted with one
   ``aiohttp.ClientSession`` by ``concurrency`` workers, each answer decoded,
   nothing stored: the ceiling of a Python client on this machine at this
@@ -96,6 +100,32 @@ t2, c2 = time.perf_counter(), time.process_time()
 with Store.open(run_dir, create=False) as s:
     c = s.counts()
 print(json.dumps({"core_s": t2 - t1, "core_cpu_s": c2 - c1, "answered": c["answered"], "failed": c["failed"]}))
+"""
+
+_FAIRPAIR_ENGINE = """
+import asyncio, json, sys, time
+t0 = time.perf_counter()
+from pathlib import Path
+from fairpair.battery import load_battery
+from fairpair.cases import expand
+from fairpair.run import RunSettings, Store, run_target
+from fairpair.targets.openai import OpenAITarget
+battery, run_dir, conc = sys.argv[1], sys.argv[2], int(sys.argv[3])
+lb = load_battery(battery)
+cases = list(expand(lb))  # the same scope as the peers: the conversations are rendered before the clock
+store = Store.open(Path(run_dir))
+store.add_cases(cases)
+target = OpenAITarget(lb.battery.target.options(), name="openai")
+async def go():
+    try:
+        return await run_target(store, "openai", target, cases, RunSettings(concurrency=conc, timeout=60),
+                                tools=lb.battery.all_tools() or None, tool_map=lb.battery.all_tool_results() or None)
+    finally:
+        await target.aclose()
+t1, c1 = time.perf_counter(), time.process_time()
+stats = asyncio.run(go())
+t2, c2 = time.perf_counter(), time.process_time()
+print(json.dumps({"core_s": t2 - t1, "core_cpu_s": c2 - c1, "answered": stats.answered, "failed": stats.failed}))
 """
 
 _AIOHTTP = """
@@ -235,7 +265,7 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--inspect-python", help="python of a virtual environment with inspect-ai installed")
     ap.add_argument("--langfair-python", help="python of a virtual environment with langfair, langchain-openai")
-    ap.add_argument("--only", choices=["fairpair", "aiohttp", "inspect_ai", "langfair"], action="append",
+    ap.add_argument("--only", choices=["fairpair", "fp-engine", "aiohttp", "inspect_ai", "langfair"], action="append",
                     help="run only these tools (repeatable)")
     ap.add_argument("--repeat", type=int, default=1, help="run the tools this many times, interleaved")
     args = ap.parse_args()
@@ -254,6 +284,8 @@ def main() -> None:
         tools: list[tuple[str, list[str] | None]] = [
             ("fairpair", [sys.executable, "-c", _FAIRPAIR, str(bpath), str(work / "run"), str(args.concurrency),
                           str(n)]),
+            ("fp-engine", [sys.executable, "-c", _FAIRPAIR_ENGINE, str(bpath), str(work / "run-engine"),
+                           str(args.concurrency)]),
             ("aiohttp", [sys.executable, "-c", _AIOHTTP, str(ppath), base_url, str(args.concurrency), params]),
             ("inspect_ai", [args.inspect_python, "-c", _INSPECT, str(ppath), base_url, str(args.concurrency),
                             str(work / "inspect-logs"), params] if args.inspect_python else None),
@@ -275,8 +307,9 @@ def main() -> None:
                     if rep == 0:
                         notes.append(f"{name}: skipped ({cmd[0]} does not exist)")
                     continue
-                if name == "fairpair":
-                    shutil.rmtree(work / "run", ignore_errors=True)  # a fresh run each time, never a resume
+                if name in ("fairpair", "fp-engine"):  # a fresh run each time, never a resume
+                    shutil.rmtree(work / "run", ignore_errors=True)
+                    shutil.rmtree(work / "run-engine", ignore_errors=True)
                 parent.send("count")
                 before, *_ = parent.recv()
                 wall, cpu, out = run_child(cmd, env)
@@ -317,11 +350,16 @@ def main() -> None:
               f"whole call {n / fo['core_s'] / ideal:.3f} (expanding and storing the cases, the manifest and "
               f"the answer statuses included), {fo['core_cpu_s'] * 1000 / n:.2f} ms CPU per request on the "
               f"whole call (goal <= 1.0)")
+        if "fp-engine" in results:
+            _ew, eo = best("fp-engine")
+            print(f"fairpair's engine (run_target on the expanded, stored cases, no preflight: the peers' scope): "
+                  f"{n / eo['core_s'] / ideal:.3f} of the ideal rate (goal >= 0.95), "
+                  f"{eo['core_cpu_s'] * 1000 / n:.2f} ms CPU per request (goal <= 1.0)")
         if "aiohttp" in results:
             for (_fw, fo_i), (_aw, ao) in zip(results["fairpair"], results["aiohttp"]):
                 print(f"fairpair / bare aiohttp, run by run: {ao['core_s'] / fo_i['core_s']:.3f} of its rate, "
                       f"{fo_i['core_cpu_s'] / ao['core_cpu_s']:.2f}x its CPU per request")
-        peers = [k for k in results if k not in ("fairpair", "aiohttp")]
+        peers = [k for k in results if k not in ("fairpair", "fp-engine", "aiohttp")]
         for name in peers:
             wall, out = best(name)
             print(f"fairpair / {name}: {out['core_s'] / fo['core_s']:.2f}x on the sending call, "

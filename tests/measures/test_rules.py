@@ -149,3 +149,18 @@ def test_python_measure(tmp_path, monkeypatch):
     with pytest.raises(PluginError, match="module:function"):
         validate_options("fairpair.measures", "python", {"function": "not a ref"})
     sys.modules.pop("my_measures", None)
+
+
+@pytest.mark.parametrize("pattern, text, expected", [
+    (r"^\S+$", "Reembolso", True),           # \S stays "not a space" (casefolded it would be \s)
+    (r"^\S+$", "dos palabras", False),
+    (r"\Wok\W", " ok.", True),                # \W stays "not a word character"
+    (r"pedido \D", "pedido 48213", False),    # \D stays "not a digit"
+    (r"pedido \D", "pedido nuevo", True),
+    (r"\AREEMBOLSO", "Reembolso tramitado", True),   # \A anchors; the literal is folded like the text
+    (r"DEVOLUCIÓN", "la devolucion del importe", True),
+    (r"\N{LATIN CAPITAL LETTER E WITH ACUTE}xito", "Éxito total", True),  # a named character is folded
+])
+def test_regex_escapes_keep_their_meaning_while_literals_are_folded(pattern, text, expected):
+    m = RegexMeasure({"pattern": pattern, "scope": "text"}, name="r")
+    assert run(m, text).value is expected

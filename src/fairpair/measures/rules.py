@@ -204,10 +204,32 @@ class RegexOptions(_DecisionOptions):
         return v
 
 
+_ESCAPE = re.compile(r"\\(?:N\{[^}]*\}|.)", re.DOTALL)
+
+
+def fold_pattern(pattern: str) -> str:
+    """A regular expression folded like the text it is matched against (:func:`fairpair._text.fold_text`),
+    its escapes kept as written: ``\\S``, ``\\W``, ``\\D``, ``\\B``, ``\\A``, ``\\Z`` and ``\\N{...}`` mean
+    what they say (folding ``\\S`` would make it ``\\s``, the opposite class), ``É`` matches ``é`` and ``e``."""
+    out, at = [], 0
+    for m in _ESCAPE.finditer(pattern):
+        out.append(fold_text(pattern[at:m.start()]))
+        esc = m.group(0)
+        if esc.startswith("\\N{"):  # a named character: folded like any other literal
+            try:
+                esc = re.escape(fold_text(unicodedata.lookup(esc[3:-1])))
+            except KeyError:
+                pass  # re.compile reports the unknown name
+        out.append(esc)
+        at = m.end()
+    out.append(fold_text(pattern[at:]))
+    return "".join(out)
+
+
 @lru_cache(maxsize=1024)
 def _compile_folded(pattern: str) -> re.Pattern[str]:
     try:
-        return re.compile(fold_text(pattern))
+        return re.compile(fold_pattern(pattern))
     except re.error as exc:
         raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
 
