@@ -137,7 +137,7 @@ def test_report_uses_one_set_of_pairs_and_says_why_pairs_were_dropped(tmp_path):
     filt = {g.group: g for g in data.group_values if g.measure == "answer.filtered"}
     assert (filt["magreb"].value, filt["espana"].value) == (0.5, 0.0)
     view = build_view(data, with_figures=False)
-    texts = [t for r, t in view["dropped"] if r.id == "length"]
+    texts = [d.text for d in view["dropped"] if d.row.id == "length"]
     assert texts == ["length: se descartaron 24 de 48 pares (24 answer filtered); la prueba, el intervalo y "
                      "los gráficos usan los mismos 24 pares"]
     assert view["answer_statuses"] == ["python: 75\u00a0% utilizables (24 filtered); por grupo: "

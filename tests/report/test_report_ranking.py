@@ -61,7 +61,7 @@ def test_figures_have_alt_text_and_the_four_fifths_line(section):
 
 def test_report_renders_the_section(mock_run, section, tmp_path):
     data = load_report_data(mock_run, language="en")
-    data = dataclasses.replace(data, results={**data.results, "rankings": [section]})
+    data = dataclasses.replace(data, results=data.results.model_copy(update={"rankings": [section]}))
     paths = write_report(mock_run, data=data, out=tmp_path / "en")
     html = paths["html"].read_text(encoding="utf-8")
     md = paths["md"].read_text(encoding="utf-8")
@@ -87,7 +87,7 @@ def test_terminal_prints_the_ranking_tables(mock_run, section):
     from fairpair.report._terminal import print_verdicts
 
     data = load_report_data(mock_run, language="en")
-    data = dataclasses.replace(data, results={**data.results, "rankings": [section]})
+    data = dataclasses.replace(data, results=data.results.model_copy(update={"rankings": [section]}))
     buf = io.StringIO()
     print_verdicts(Console(file=buf, width=200, color_system=None), data=data)
     out = buf.getvalue()

@@ -42,7 +42,13 @@ from fairpair.analysis._analyze import analyze_run, load_results
 from fairpair.analysis._compare import compare_runs
 from fairpair.analysis._gate import gate_exit_code, junit_xml
 from fairpair.analysis._ranking import RankingAnalysis, analyze_ranking
-from fairpair.analysis._results import RESULTS_SCHEMA, ComparisonResult, Results, results_schema
+from fairpair.analysis._results import (
+    RESULTS_SCHEMA, AnswerStatusBlock, CellMean, ComparisonResult, DispersionRow, DispersionTest, JudgeBlock,
+    LengthBias, MinimumIdentity, OmnibusResult, PositionBias, Results, TwoPartyBlock, results_schema,
+)
 
 __all__ = ["analyze_run", "load_results", "compare_runs", "gate_exit_code", "junit_xml", "Results",
-           "ComparisonResult", "results_schema", "RESULTS_SCHEMA", "analyze_ranking", "RankingAnalysis"]
+           "ComparisonResult", "results_schema", "RESULTS_SCHEMA", "analyze_ranking", "RankingAnalysis",
+           # the records of Results, as the report renders them
+           "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow", "DispersionTest", "MinimumIdentity",
+           "JudgeBlock", "PositionBias", "LengthBias", "AnswerStatusBlock"]

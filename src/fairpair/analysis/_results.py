@@ -28,7 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "RESULTS_SCHEMA", "Results", "ComparisonResult", "BinaryDetail", "ContinuousDetail", "PairedTDetail",
     "VariantRow", "Heterogeneity", "Evidence", "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow",
-    "DispersionTest", "MinimumIdentity", "PositionBias", "JudgeBlock", "Counts", "results_schema", "num",
+    "DispersionTest", "MinimumIdentity", "PositionBias", "LengthBias", "JudgeBlock", "Counts", "AnswerStatusBlock",
+    "results_schema", "num",
 ]
 
 RESULTS_SCHEMA = "fairpair.results/2"

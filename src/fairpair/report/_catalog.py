@@ -668,15 +668,15 @@ def _cap(s: str) -> str:
     return s[:1].upper() + s[1:]
 
 
-def difference(comp: Mapping[str, Any]) -> tuple[float | None, tuple[float, float] | None]:
-    """The comparison's estimate and CI as ``group_a - group_b`` (the ``results.json`` convention).
+def difference(comp: Any) -> tuple[float | None, tuple[float, float] | None]:
+    """The comparison's (a :class:`~fairpair.analysis.ComparisonResult`, or its JSON object) estimate
+    and CI as ``group_a - group_b`` (the ``results.json`` convention).
 
     ``group_b`` is the reference group when the plan names one, so group A is
     the subject of the sentence. Returns ``(None, None)`` without an estimate
     and a ``None`` interval when either limit is undefined.
     """
-    est = comp.get("estimate")
-    ci = comp.get("ci")
+    est, ci = (comp.get("estimate"), comp.get("ci")) if isinstance(comp, Mapping) else (comp.estimate, comp.ci)
     if not _finite(est):
         return None, None
     lo_hi = None
@@ -719,7 +719,7 @@ def design_reason_text(comp: Mapping[str, Any], lang: str) -> str:
     return r or stored
 
 
-def verdict_sentence(comp: Mapping[str, Any], *, lang: str, label_a: str, label_b: str,
+def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
                      measure_label: str, signal: str | None = None, confidence_level: float = 0.95,
                      phrase: bool = True) -> str:
     """One comparison in plain words, with its numbers, in ``lang`` (``es`` or ``en``).
@@ -727,7 +727,8 @@ def verdict_sentence(comp: Mapping[str, Any], *, lang: str, label_a: str, label_
     Parameters
     ----------
     comp:
-        A comparison of ``results.json`` (``scale``, ``estimate``, ``ci``,
+        A comparison of ``results.json``: a :class:`~fairpair.analysis.ComparisonResult`, or its
+        JSON object, possibly partial (``scale``, ``estimate``, ``ci``,
         ``value_a``/``value_b``, ``test``, ``pvalue``, ``pvalue_adjusted``,
         ``correction``, ``margin``, ``verdict``). ``estimate`` is
         ``group_a - group_b``; binary differences are proportions (-0.052 =
@@ -742,6 +743,8 @@ def verdict_sentence(comp: Mapping[str, Any], *, lang: str, label_a: str, label_
     phrase:
         Use a recognised measure's own sentence frame (:data:`PHRASES`).
     """
+    if not isinstance(comp, Mapping):  # the typed record: the sentence reads its fields by name
+        comp = comp.model_dump()
     binary = comp.get("scale") == "binary"
     level = fmt_margin_value(100 * float(comp.get("confidence_level") or confidence_level), lang)
     scale_f = 100.0 if binary else 1.0

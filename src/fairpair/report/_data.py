@@ -13,10 +13,13 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairpair.errors import FairpairError
 from fairpair.store import MANIFEST_NAME, RESULTS_NAME, RESULTS_SCHEMA
+
+if TYPE_CHECKING:
+    from fairpair.analysis import ComparisonResult, Results
 
 __all__ = ["ReportData", "TargetInfo", "GroupValue", "EvidencePair", "load_report_data", "read_report_data",
            "RESULTS_SCHEMA", "MANIFEST_NAME", "RESULTS_NAME", "group_label", "measure_label", "comparison_key",
@@ -108,7 +111,9 @@ class ReportData:
     battery: Any  # fairpair.battery.Battery, or None for a store without one
     battery_name: str
     manifest: dict[str, Any]
-    results: dict[str, Any] | None
+    #: ``results.json`` as the typed :class:`~fairpair.analysis.Results` (None before the analysis);
+    #: a dict given here is validated into one
+    results: Results | None
     targets: list[TargetInfo]
     measurement_counts: dict[str, dict[str, int]]
     group_values: list[GroupValue]
@@ -123,23 +128,30 @@ class ReportData:
     #: ranking section key (:func:`ranking_key`) -> masked matched sets quoted for it
     ranking_evidence: dict[str, list[RankingEvidence]] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if isinstance(self.results, dict):  # a results.json object: the typed record every stage reads
+            from fairpair.analysis import Results
+
+            object.__setattr__(self, "results", Results.model_validate(self.results))
+
     @property
     def analysed(self) -> bool:
         return self.results is not None
 
     @property
-    def comparisons(self) -> list[dict[str, Any]]:
-        return list((self.results or {}).get("comparisons") or [])
+    def comparisons(self) -> list[ComparisonResult]:
+        """The analysis's :class:`~fairpair.analysis.ComparisonResult` records (none before it ran)."""
+        return list(self.results.comparisons) if self.results is not None else []
 
     def attribute_signal(self, attribute: str) -> str | None:
         a = self.battery.attributes.get(attribute) if self.battery is not None else None
         return a.signal if a is not None else None
 
 
-def comparison_key(c: dict[str, Any]) -> str:
-    """A comparison's unique key in results.json: one plan comparison yields one row per target,
-    design and pair of groups."""
-    return "|".join(str(c.get(k, "")) for k in ("id", "target", "design", "group_a", "group_b"))
+def comparison_key(c: ComparisonResult) -> str:
+    """A comparison's (:class:`~fairpair.analysis.ComparisonResult`) unique key in results.json: one
+    plan comparison yields one row per target, design and pair of groups."""
+    return "|".join(str(getattr(c, k)) for k in ("id", "target", "design", "group_a", "group_b"))
 
 
 def ranking_key(sec: dict[str, Any]) -> str:
@@ -200,7 +212,7 @@ def _t_interval(vals: list[float]) -> tuple[float, float]:
     return t_interval(m, sd / math.sqrt(n), n - 1, 0.95)
 
 
-def _group_values(store: Any, battery: Any, results: dict[str, Any] | None,
+def _group_values(store: Any, battery: Any, results: Any,
                   drop_reasons: dict[str, dict[str, int]] | None = None) -> list[GroupValue]:
     """Descriptive per-group shares/means for each measure the plan compares (or every measure).
 
@@ -218,30 +230,30 @@ def _group_values(store: Any, battery: Any, results: dict[str, Any] | None,
 
     data = load_run_data(store, keep_details=False, language=battery.language, statuses=True)
     used: dict[tuple[str, str, str, str], set[int]] = {}
-    comparisons = (results or {}).get("comparisons") or []
+    comparisons = list(results.comparisons) if results is not None else []
     if comparisons:
-        wanted = list(dict.fromkeys((c["measure"], c["attribute"]) for c in comparisons))
+        wanted = list(dict.fromkeys((c.measure, c.attribute) for c in comparisons))
         strata_cache: dict[tuple[str, str], Any] = {}
         data.values.update(data.status_values)  # the answer-status comparisons' measures
         for c in comparisons:
-            vals = data.values.get((c["target"], c["measure"]))
-            if vals is None or c.get("attribute") not in battery.attributes:
+            vals = data.values.get((c.target, c.measure))
+            if vals is None or c.attribute not in battery.attributes:
                 continue
-            key = (c["design"], c["attribute"])
+            key = (c.design, c.attribute)
             if key not in strata_cache:
                 strata_cache[key] = strata_for(data.cases, *key)
             st = strata_cache[key]
-            answered = data.answered.get(c["target"], np.zeros(len(data.cases), dtype=bool))
-            if c["measure"].startswith("answer."):
-                answered = data.statuses.get(c["target"], np.full(len(data.cases), "", dtype=object)) != ""
-            pd = pairs_for(data.cases, st, c["attribute"], c["group_a"], c["group_b"], vals, answered)
+            answered = data.answered.get(c.target, np.zeros(len(data.cases), dtype=bool))
+            if c.measure.startswith("answer."):
+                answered = data.statuses.get(c.target, np.full(len(data.cases), "", dtype=object)) != ""
+            pd = pairs_for(data.cases, st, c.attribute, c.group_a, c.group_b, vals, answered)
             kept = ~(np.isnan(pd.x) | np.isnan(pd.y))
             ia = np.array([data.cases.index[i] for i in pd.case_a], dtype=np.intp)
             ib = np.array([data.cases.index[i] for i in pd.case_b], dtype=np.intp)
-            for grp, idx in ((c["group_a"], ia), (c["group_b"], ib)):
-                used.setdefault((c["target"], c["measure"], c["attribute"], grp), set()).update(idx[kept].tolist())
+            for grp, idx in ((c.group_a, ia), (c.group_b, ib)):
+                used.setdefault((c.target, c.measure, c.attribute, grp), set()).update(idx[kept].tolist())
             if drop_reasons is not None and (~kept).any():
-                stat = data.statuses.get(c["target"])
+                stat = data.statuses.get(c.target)
                 why: dict[str, int] = {}
                 for a, b in zip(ia[~kept], ib[~kept]):
                     reasons = []
@@ -260,7 +272,7 @@ def _group_values(store: Any, battery: Any, results: dict[str, Any] | None,
         attrs = sorted({a for g in data.cases.groups for a in g if a in battery.attributes})
         measures = sorted({m for (t, m) in data.values if not m.startswith("answer.")})
         wanted = [(m, a) for m in measures for a in attrs]
-    scales = (results or {}).get("measures") or {}
+    scales = results.measures if results is not None else {}
     out: list[GroupValue] = []
     for target in data.targets:
         for measure, attribute in wanted:
@@ -324,40 +336,40 @@ def _measured_value(store: Any, target: str, case_id: str, measure: str) -> Any:
     return None
 
 
-def _evidence(store: Any, results: dict[str, Any] | None, masker: Any,
+def _evidence(store: Any, results: Any, masker: Any,
               limit: int = EVIDENCE_PER_COMPARISON) -> dict[str, list[EvidencePair]]:
     """Masked answer pairs for every failing comparison (``evidence`` of results.json)."""
     out: dict[str, list[EvidencePair]] = {}
-    if not results:
+    if results is None:
         return out
 
     def answer(target: str, cid: str) -> str | None:
         text = store.answer_text(target, cid)
         return None if text is None else masker(text)
 
-    for comp in results.get("comparisons") or []:
-        if comp.get("verdict") != "fail":
+    for comp in results.comparisons:
+        if comp.verdict != "fail":
             continue
         key = comparison_key(comp)
         pairs = []
-        est = comp.get("estimate") or 0.0
+        est = comp.estimate or 0.0
 
-        def along(ev: dict[str, Any], est: float = est) -> int:  # pairs going the way of the difference first
-            va, vb = ev.get("value_a"), ev.get("value_b")
+        def along(ev: Any, est: float = est) -> int:  # pairs going the way of the difference first
+            va, vb = ev.value_a, ev.value_b
             if isinstance(va, (int, float)) and isinstance(vb, (int, float)):
                 return 0 if (va - vb) * est > 0 else 1
             return 1
 
-        for ev in sorted(comp.get("evidence") or [], key=along)[:limit]:
-            ca, cb = store.case(ev.get("case_a", "")), store.case(ev.get("case_b", ""))
-            tgt = comp.get("target", "")
-            va, vb = ev.get("value_a"), ev.get("value_b")
+        for ev in sorted(comp.evidence, key=along)[:limit]:
+            ca, cb = store.case(ev.case_a), store.case(ev.case_b)
+            tgt = comp.target
+            va, vb = ev.value_a, ev.value_b
             if va is None and ca is not None:
-                va = _measured_value(store, tgt, ca.id, comp.get("measure", ""))
+                va = _measured_value(store, tgt, ca.id, comp.measure)
             if vb is None and cb is not None:
-                vb = _measured_value(store, tgt, cb.id, comp.get("measure", ""))
+                vb = _measured_value(store, tgt, cb.id, comp.measure)
             pairs.append(EvidencePair(
-                comparison=key, matched_set=str(ev.get("matched_set", "")),
+                comparison=key, matched_set=ev.matched_set,
                 template=ca.template if ca else (cb.template if cb else ""),
                 repetition=ca.repetition if ca else (cb.repetition if cb else None),
                 prompt_a=masker(ca.turns[-1]) if ca and ca.turns else "",
@@ -393,7 +405,7 @@ def _placeholder_mask(text: str, slots: list[tuple[str, str]], language: str | N
     return text
 
 
-def _ranking_evidence(store: Any, battery: Any, results: dict[str, Any] | None, masker: Any,
+def _ranking_evidence(store: Any, battery: Any, results: Any, masker: Any,
                       limit: int = EVIDENCE_PER_COMPARISON) -> dict[str, list[RankingEvidence]]:
     """Up to ``limit`` masked matched sets per ranking section (results.json ``rankings``).
 
@@ -403,7 +415,7 @@ def _ranking_evidence(store: Any, battery: Any, results: dict[str, Any] | None, 
     slot's), one per template; then the first parsed sets of the other templates; then any.
     """
     out: dict[str, list[RankingEvidence]] = {}
-    sections = [s for s in (results or {}).get("rankings") or [] if isinstance(s, dict)]
+    sections = [s for s in (results.rankings if results is not None else []) if isinstance(s, dict)]
     if not sections or limit <= 0:
         return out
     by_design: dict[str, list[dict[str, Any]]] = {}
@@ -546,7 +558,7 @@ def read_report_data(run: Any, *, language: str | None = None,
 
     run_dir = run.path
     manifest = run.manifest()
-    results = run.results_json()
+    results = run.results()  # the typed Results (validated once), or None before the analysis
     warnings: list[str] = []
     store = run.store
     battery = None

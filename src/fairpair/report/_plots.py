@@ -20,10 +20,13 @@ import io
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from fairpair.report._catalog import difference, fmt_num, fmt_pct, msg, verdict_word
 from fairpair.report._text import terminal
+
+if TYPE_CHECKING:
+    from fairpair.analysis import CellMean, ComparisonResult, TwoPartyBlock
 
 __all__ = ["Figure", "forest_plot", "group_plot", "discordant_plot", "heatmap_plots", "dispersion_plot",
            "OKABE_ITO", "VERDICT_STYLE"]
@@ -77,20 +80,21 @@ def _plt():
     return matplotlib, plt
 
 
-def forest_plot(fid: str, comps: Sequence[dict[str, Any]], *, measure: str, lang: str,
+def forest_plot(fid: str, comps: Sequence[ComparisonResult], *, measure: str, lang: str,
                 labels: dict[str, str]) -> Figure:
     """Each comparison's difference (A − B) with its CI, the margin shaded, the verdict as colour + shape.
 
-    ``labels`` maps a comparison key (``id|target``) to its row label.
-    Binary differences are shown in percentage points.
+    ``comps``: :class:`~fairpair.analysis.ComparisonResult` records; ``labels`` maps a comparison key
+    (:func:`~fairpair.report._data.comparison_key`) to its row label. Binary differences are shown in
+    percentage points.
     """
     matplotlib, plt = _plt()
-    binary = all(c.get("scale") == "binary" for c in comps)
+    binary = all(c.scale == "binary" for c in comps)
     f = 100.0 if binary else 1.0
     rows = []
     for c in comps:
         d, ci = difference(c)
-        rows.append((labels.get(_key(c), _key(c)), d, ci, c.get("margin"), c.get("verdict")))
+        rows.append((labels.get(_key(c), _key(c)), d, ci, c.margin, c.verdict))
     with matplotlib.rc_context(_RC):
         fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(rows) + 1.6))
         margins = [m for *_, m, _ in rows if isinstance(m, (int, float)) and m > 0]
@@ -121,7 +125,7 @@ def forest_plot(fid: str, comps: Sequence[dict[str, Any]], *, measure: str, lang
     return Figure(fid, title, msg(lang, "forest.alt", measure=_label(measure), rows=described), "", svg)
 
 
-def _key(c: dict[str, Any]) -> str:
+def _key(c: ComparisonResult) -> str:
     from fairpair.report._data import comparison_key
 
     return comparison_key(c)
@@ -158,16 +162,15 @@ def group_plot(fid: str, rows: Sequence[Any], *, measure: str, attribute: str, l
                                   rows=described), msg(lang, "rates.note"), svg)
 
 
-def discordant_plot(fid: str, comps: Sequence[dict[str, Any]], *, measure: str, lang: str,
+def discordant_plot(fid: str, comps: Sequence[ComparisonResult], *, measure: str, lang: str,
                     labels: dict[str, str], group_labels: dict[str, tuple[str, str]]) -> Figure:
-    """b (yes only for A) against c (yes only for B) for each binary comparison."""
+    """b (yes only for A) against c (yes only for B) for each binary comparison (its ``binary`` detail)."""
     matplotlib, plt = _plt()
     rows = []
     for c in comps:
-        det = c.get("binary") or {}
-        b, cc = det.get("b", c.get("b")), det.get("c", c.get("c"))
+        b, cc = (c.binary.b, c.binary.c) if c.binary is not None else (None, None)
         if isinstance(b, int) and isinstance(cc, int):
-            la, lb = group_labels.get(_key(c), (c.get("group_a", "A"), c.get("group_b", "B")))
+            la, lb = group_labels.get(_key(c), (c.group_a, c.group_b))
             rows.append((labels.get(_key(c), _key(c)), b, cc, la, lb))
     with matplotlib.rc_context(_RC):
         fig, ax = plt.subplots(figsize=(7.5, 0.8 * len(rows) + 1.5))
@@ -192,7 +195,7 @@ def discordant_plot(fid: str, comps: Sequence[dict[str, Any]], *, measure: str, 
                   msg(lang, "discordant.note"), svg)
 
 
-def heatmap_plots(fid: str, block: dict[str, Any], *, lang: str, show_target: bool = False,
+def heatmap_plots(fid: str, block: TwoPartyBlock, *, lang: str, show_target: bool = False,
                   level: float | None = None) -> list[Figure]:
     """One SUB × RES heat map per axis (and power condition) of a two-party block, on one colour scale.
 
@@ -202,24 +205,24 @@ def heatmap_plots(fid: str, block: dict[str, Any], *, lang: str, show_target: bo
     matplotlib, plt = _plt()
     import numpy as np
 
-    measure = str(block.get("measure", ""))
-    by: dict[tuple[str, Any], list[dict[str, Any]]] = {}
-    for cell in block.get("cells") or []:
-        by.setdefault((str(cell.get("axis")), cell.get("condition")), []).append(cell)
-    means = [c.get("mean") for c in block.get("cells") or [] if isinstance(c.get("mean"), (int, float))]
+    measure = block.measure
+    by: dict[tuple[str, Any], list[CellMean]] = {}
+    for cell in block.cells:
+        by.setdefault((cell.axis, cell.condition), []).append(cell)
+    means = [c.mean for c in block.cells if isinstance(c.mean, (int, float))]
     vmin, vmax = (min(means), max(means)) if means else (0.0, 1.0)  # one colour scale for the whole block
     figs = []
     for k, ((axis, cond), cells) in enumerate(sorted(by.items(), key=lambda kv: (kv[0][0], str(kv[0][1])))):
-        subs = list(dict.fromkeys(str(c.get("sub")) for c in cells))
-        ress = list(dict.fromkeys(str(c.get("res")) for c in cells))
+        subs = list(dict.fromkeys(c.sub for c in cells))
+        ress = list(dict.fromkeys(c.res for c in cells))
         grid = np.full((len(subs), len(ress)), np.nan)
         cis: dict[tuple[int, int], list[float]] = {}
         for c in cells:
-            m = c.get("mean")
-            ij = subs.index(str(c.get("sub"))), ress.index(str(c.get("res")))
+            m = c.mean
+            ij = subs.index(c.sub), ress.index(c.res)
             if isinstance(m, (int, float)):
                 grid[ij] = m
-            ci = c.get("ci")
+            ci = c.ci
             if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(isinstance(v, (int, float)) for v in ci):
                 cis[ij] = list(ci)
         with matplotlib.rc_context(_RC):
@@ -244,15 +247,15 @@ def heatmap_plots(fid: str, block: dict[str, Any], *, lang: str, show_target: bo
             if cond is not None:
                 title += f" · {_label(cond, 30)}"
             if show_target:
-                title += f" · {_label(block.get('target'), 30)}"
+                title += f" · {_label(block.target, 30)}"
             ax.set_title(title, loc="left")
             fig.colorbar(im, ax=ax, shrink=0.8)
             svg = _render(fig)
-        def _cell(c: dict[str, Any]) -> str:
-            ci = c.get("ci")
+        def _cell(c: CellMean) -> str:
+            ci = c.ci
             tail = (f" [{fmt_num(ci[0], lang, 2)}, {fmt_num(ci[1], lang, 2)}]"
                     if isinstance(ci, (list, tuple)) and len(ci) == 2 and None not in ci else "")
-            return f"{_label(c.get('sub'))} × {_label(c.get('res'))} = {fmt_num(c.get('mean'), lang, 2)}{tail}"
+            return f"{_label(c.sub)} × {_label(c.res)} = {fmt_num(c.mean, lang, 2)}{tail}"
 
         described = "; ".join(_cell(c) for c in cells)
         note = msg(lang, "two_party.heat_note", level=fmt_pct(level if level is not None else 0.95, lang, 0))
@@ -261,37 +264,39 @@ def heatmap_plots(fid: str, block: dict[str, Any], *, lang: str, show_target: bo
     return figs
 
 
-def dispersion_plot(fid: str, block: dict[str, Any], *, lang: str, show_target: bool = False) -> Figure | None:
+def dispersion_plot(fid: str, block: TwoPartyBlock, *, lang: str, show_target: bool = False) -> Figure | None:
     """Dispersion (SD of cell means) by power condition with its interval: the noise-corrected one when recorded."""
-    rows = [r for r in block.get("dispersion") or [] if isinstance(r.get("statistic"), (int, float))]
-    if not rows:
+    kept = [r for r in block.dispersion if isinstance(r.statistic, (int, float))]
+    if not kept:
         return None
-    if all(isinstance(r.get("corrected"), (int, float)) for r in rows):  # lead with the noise-corrected figure
-        rows = [{**r, "statistic": r["corrected"], "ci": r.get("corrected_ci")} for r in rows]
+    # (condition, statistic, ci): lead with the noise-corrected figure when every condition has one
+    corrected = all(isinstance(r.corrected, (int, float)) for r in kept)
+    rows = [(r.condition, r.corrected, r.corrected_ci) if corrected else (r.condition, r.statistic, r.ci)
+            for r in kept]
     matplotlib, plt = _plt()
-    measure = str(block.get("measure", ""))
+    measure = block.measure
     with matplotlib.rc_context(_RC):
         fig, ax = plt.subplots(figsize=(7.5, 0.6 * len(rows) + 1.5))
         colours = [OKABE_ITO["vermillion"], OKABE_ITO["blue"], OKABE_ITO["green"], OKABE_ITO["purple"]]
         markers = ["o", "s", "D", "^"]
-        for y, r in enumerate(reversed(rows)):
-            ci = r.get("ci") or [None, None]
+        for y, (_cond, stat, ci) in enumerate(reversed(rows)):
+            ci = ci or [None, None]
             colour, marker = colours[y % 4], markers[y % 4]
             if all(isinstance(v, (int, float)) for v in ci):
                 ax.hlines(y, ci[0], ci[1], color=colour, lw=2.2)
-            ax.plot([r["statistic"]], [y], marker=marker, color=colour, markersize=9, ls="none")
-        ax.set_yticks(range(len(rows)), [_label(r.get("condition") or "—", 30) for r in reversed(rows)])
+            ax.plot([stat], [y], marker=marker, color=colour, markersize=9, ls="none")
+        ax.set_yticks(range(len(rows)), [_label(r[0] or "—", 30) for r in reversed(rows)])
         ax.set_ylim(-0.7, len(rows) - 0.3)
         ax.set_xlabel(msg(lang, "dispersion.x"))
         title = msg(lang, "dispersion.title", measure=_label(measure))
         if show_target:
-            title += f" · {_label(block.get('target'), 30)}"
+            title += f" · {_label(block.target, 30)}"
         ax.set_title(title, loc="left")
         svg = _render(fig)
     described = "; ".join(
-        f"{_label(r.get('condition') or '—')}: {fmt_num(r['statistic'], lang, 3)} "
-        f"[{fmt_num((r.get('ci') or [None, None])[0], lang, 3)}, {fmt_num((r.get('ci') or [None, None])[1], lang, 3)}]"
-        for r in rows)
+        f"{_label(cond or '—')}: {fmt_num(stat, lang, 3)} "
+        f"[{fmt_num((ci or [None, None])[0], lang, 3)}, {fmt_num((ci or [None, None])[1], lang, 3)}]"
+        for cond, stat, ci in rows)
     return Figure(fid, title, msg(lang, "dispersion.alt", measure=_label(measure), rows=described), "", svg)
 
 

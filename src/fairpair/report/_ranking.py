@@ -329,9 +329,10 @@ def _evidence_rows(quoted: Sequence[Any], lang: str) -> list[dict[str, Any]]:
     return out
 
 
-def ranking_view(results: dict[str, Any] | None, lang: str, battery: Any = None, *,
+def ranking_view(results: Any, lang: str, battery: Any = None, *,
                  with_figures: bool = True, evidence: dict[str, Sequence[Any]] | None = None) -> list[dict[str, Any]]:
-    """One display block per ``results["rankings"]`` section (empty list when there is none).
+    """One display block per ``rankings`` section of ``results`` (the typed
+    :class:`~fairpair.analysis.Results`, or a results.json object; empty list when there is none).
 
     ``evidence``: section key (:func:`fairpair.report._data.ranking_key`) -> the masked matched sets
     read with the run (:class:`~fairpair.report._data.RankingEvidence`), shown as ``evidence``.
@@ -341,7 +342,8 @@ def ranking_view(results: dict[str, Any] | None, lang: str, battery: Any = None,
     ``with_figures=False``, for the terminal).
     """
     out = []
-    for i, sec in enumerate((results or {}).get("rankings") or []):
+    sections = (results or {}).get("rankings") if isinstance(results, dict) or results is None else results.rankings
+    for i, sec in enumerate(sections or []):
         label = _label_fn(battery, str(sec.get("attribute") or ""))
         k = int(sec.get("k") or len(sec.get("groups") or []) or 2)
         parity = fmt_pct(1.0 / k, lang)

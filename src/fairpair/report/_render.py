@@ -11,7 +11,7 @@ import shlex
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
@@ -26,6 +26,10 @@ from fairpair.report._notes import translate_note
 from fairpair.report._ranking import ranking_view as _ranking_view
 from fairpair.report._ranking import rmsg as _ranking_msg
 from fairpair.report._text import MdSafe, clean, md_block, md_inline
+from fairpair.report._view import AAControlRow, DroppedRow, EvidenceBlock, SelfTestRow, TwoPartyView, VerdictRow
+
+if TYPE_CHECKING:
+    from fairpair.analysis import DispersionTest, JudgeBlock, MinimumIdentity, OmnibusResult, Results, TwoPartyBlock
 
 __all__ = ["write_report", "build_model", "build_view", "report_model", "ReportModel", "REPORT_SCHEMA",
            "overall_verdict", "VerdictRow"]
@@ -34,37 +38,6 @@ REPORT_SCHEMA = "fairpair.report/1"
 REPORT_DIR = "report"
 #: The Content-Security-Policy of the HTML report: nothing may be fetched or run.
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
-
-
-@dataclass(frozen=True)
-class VerdictRow:
-    """One comparison as every output shows it (numbers already formatted for ``lang``)."""
-
-    key: str
-    id: str
-    target: str
-    measure: str
-    measure_label: str
-    attribute: str
-    design: str
-    group_a: str
-    group_b: str
-    label_a: str
-    label_b: str
-    scale: str
-    primary: bool
-    verdict: str
-    verdict_word: str
-    sentence: str
-    estimate: str
-    ci: str
-    p: str
-    p_adjusted: str
-    test: str
-    n_pairs: int | None
-    n_dropped: int | None
-    note: str
-    raw: dict[str, Any]
 
 
 def overall_verdict(rows: list[VerdictRow]) -> str:
@@ -84,31 +57,31 @@ def overall_verdict(rows: list[VerdictRow]) -> str:
 
 
 def _verdict_rows(data: ReportData, lang: str) -> list[VerdictRow]:
+    """One :class:`VerdictRow` per comparison of the run's :class:`~fairpair.analysis.Results`."""
     rows = []
-    level = float((data.results or {}).get("confidence_level") or 0.95)
+    level = float(data.results.confidence_level or 0.95) if data.results is not None else 0.95
     for c in data.comparisons:
-        binary = c.get("scale") == "binary"
+        binary = c.scale == "binary"
         f = 100.0 if binary else 1.0
-        la = group_label(data.battery, c.get("attribute", ""), c.get("group_a", ""))
-        lb = group_label(data.battery, c.get("attribute", ""), c.get("group_b", ""))
-        mlab = measure_label(data.battery, c.get("measure", ""))
+        la = group_label(data.battery, c.attribute, c.group_a)
+        lb = group_label(data.battery, c.attribute, c.group_b)
+        mlab = measure_label(data.battery, c.measure)
         sentence = verdict_sentence(c, lang=lang, label_a=clean(la), label_b=clean(lb), measure_label=clean(mlab),
-                                    signal=data.attribute_signal(c.get("attribute", "")), confidence_level=level)
-        ci = c.get("ci") or [None, None]
+                                    signal=data.attribute_signal(c.attribute), confidence_level=level)
+        ci = c.ci or [None, None]
         unit = (" pp" if lang == "en" else " p.\u00a0p.") if binary else ""
-        est = c.get("estimate")
+        est = c.estimate
         rows.append(VerdictRow(
-            key=comparison_key(c), id=str(c.get("id", "")), target=str(c.get("target", "")),
-            measure=str(c.get("measure", "")), measure_label=mlab, attribute=str(c.get("attribute", "")),
-            design=str(c.get("design", "")), group_a=str(c.get("group_a", "")), group_b=str(c.get("group_b", "")),
-            label_a=la, label_b=lb, scale=str(c.get("scale", "")), primary=bool(c.get("primary", True)),
-            verdict=str(c.get("verdict", "")), verdict_word=verdict_word(c.get("verdict"), lang), sentence=sentence,
+            key=comparison_key(c), id=c.id, target=c.target, measure=c.measure, measure_label=mlab,
+            attribute=c.attribute, design=c.design, group_a=c.group_a, group_b=c.group_b,
+            label_a=la, label_b=lb, scale=c.scale, primary=c.primary,
+            verdict=c.verdict, verdict_word=verdict_word(c.verdict, lang), sentence=sentence,
             estimate=(fmt_num(est * f, lang) + unit) if isinstance(est, (int, float)) else "—",
             ci=(f"{fmt_num(ci[0] * f, lang)} … {fmt_num(ci[1] * f, lang)}"
                 if all(isinstance(v, (int, float)) for v in ci) else "—"),
-            p=fmt_p(c.get("pvalue"), lang), p_adjusted=fmt_p(c.get("pvalue_adjusted"), lang),
-            test=test_name(c.get("test"), lang), n_pairs=c.get("n_pairs"), n_dropped=c.get("n_dropped"),
-            note=translate_note(str(c.get("note") or ""), lang), raw=c))
+            p=fmt_p(c.pvalue, lang), p_adjusted=fmt_p(c.pvalue_adjusted, lang),
+            test=test_name(c.test, lang), n_pairs=c.n_pairs, n_dropped=c.n_dropped,
+            note=translate_note(c.note or "", lang), result=c))
     return rows
 
 
@@ -124,10 +97,11 @@ def _figures(data: ReportData, rows: list[VerdictRow], lang: str) -> dict[str, l
         by_measure.setdefault(r.measure, []).append(r)
     for i, rs in enumerate(by_measure.values()):
         mlab = rs[0].measure_label
-        with_est = [r.raw for r in rs if isinstance(r.raw.get("estimate"), (int, float))]
+        with_est = [r.result for r in rs if isinstance(r.result.estimate, (int, float))]
         if with_est:
             out["forest"].append(_plots.forest_plot(f"forest-{i}", with_est, measure=mlab, lang=lang, labels=labels))
-        binary = [r.raw for r in rs if r.scale == "binary" and (r.raw.get("binary") or {}).get("b") is not None]
+        binary = [r.result for r in rs
+                  if r.scale == "binary" and r.result.binary is not None and r.result.binary.b is not None]
         if binary:
             out["discordant"].append(_plots.discordant_plot(
                 f"discordant-{i}", binary, measure=mlab, lang=lang, labels=labels,
@@ -138,9 +112,9 @@ def _figures(data: ReportData, rows: list[VerdictRow], lang: str) -> dict[str, l
     for i, ((m, a), gs) in enumerate(by_ma.items()):
         out["groups"].append(_plots.group_plot(f"groups-{i}", gs, measure=measure_label(data.battery, m),
                                                attribute=a, lang=lang))
-    blocks = (data.results or {}).get("two_party") or []
-    several = len({b.get("target") for b in blocks}) > 1
-    level = (data.results or {}).get("confidence_level")
+    blocks = data.results.two_party if data.results is not None else []
+    several = len({b.target for b in blocks}) > 1
+    level = data.results.confidence_level if data.results is not None else None
     for i, block in enumerate(blocks):
         figs = _plots.heatmap_plots(f"heatmap-{i}", block, lang=lang, show_target=several, level=level)
         d = _plots.dispersion_plot(f"dispersion-{i}", block, lang=lang, show_target=several)
@@ -166,30 +140,31 @@ def _commands(data: ReportData) -> list[str]:
 
 def plan_info(data: ReportData) -> tuple[str | None, str | None, bool]:
     """``(registered plan sha256, latest plan sha256, changed after registration)``."""
-    m, r = data.manifest, data.results or {}
-    plan = r.get("plan_sha256") or m.get("plan_sha256")
-    plan_now = r.get("plan_sha256_now") or m.get("plan_sha256_now")
-    changed = bool(r.get("plan_changed") or m.get("plan_changed_after_registration")
+    m, r = data.manifest, data.results
+    plan = (r.plan_sha256 if r is not None else None) or m.get("plan_sha256")
+    plan_now = (r.plan_sha256_now if r is not None else None) or m.get("plan_sha256_now")
+    changed = bool((r is not None and r.plan_changed) or m.get("plan_changed_after_registration")
                    or (plan and plan_now and plan != plan_now))
     return plan, plan_now, changed
 
 
 def _provenance(data: ReportData, lang: str) -> list[tuple[str, str]]:
-    m, r = data.manifest, data.results or {}
+    m, r = data.manifest, data.results
     plan, plan_now, changed = plan_info(data)
     rows = [
         (msg(lang, "prov.battery"), f"{data.battery_name} ({m.get('battery_path', '—')})"),
-        (msg(lang, "prov.battery_sha"), str(m.get("battery_sha256") or r.get("battery_sha256") or "—")),
+        (msg(lang, "prov.battery_sha"), str(m.get("battery_sha256") or (r.battery_sha256 if r is not None else None)
+                                             or "—")),
         (msg(lang, "prov.plan_sha"), str(plan or "—")),
         (msg(lang, "prov.plan_now"), str(plan_now or "—")),
         (msg(lang, "prov.plan_changed"), msg(lang, "prov.plan_changed.yes" if changed else "prov.plan_changed.no")),
         (msg(lang, "prov.started"), f"{m.get('started_at', '—')} / {m.get('finished_at', '—')}"),
     ]
-    if r:
+    if r is not None:
         rows.append((msg(lang, "prov.analysis"), msg(
-            lang, "prov.analysis.value", alpha=fmt_num(r.get("alpha"), lang, 3),
-            correction=r.get("correction", "—"), level=fmt_pct(r.get("confidence_level"), lang, 0))
-            + f"; bootstrap {r.get('n_resamples', '—')}, seed {r.get('seed', '—')}"))
+            lang, "prov.analysis.value", alpha=fmt_num(r.alpha, lang, 3),
+            correction=r.correction, level=fmt_pct(r.confidence_level, lang, 0))
+            + f"; bootstrap {r.n_resamples}, seed {r.seed}"))
     imp = m.get("import")
     if isinstance(imp, dict):
         rows.append((msg(lang, "prov.import"), f"{imp.get('format', '—')}: {imp.get('source', '—')} "
@@ -203,7 +178,7 @@ def _provenance(data: ReportData, lang: str) -> list[tuple[str, str]]:
     if m.get("selection"):
         rows.append((msg(lang, "prov.selection"), json.dumps(m["selection"], ensure_ascii=False, sort_keys=True)))
     meas = m.get("measurement") or {}
-    judge = meas.get("judge") or (r.get("judge") or {}).get("judge")
+    judge = meas.get("judge") or (r.judge.judge if r is not None else None)
     if judge:
         rows.append((msg(lang, "prov.judge"), json.dumps(judge, ensure_ascii=False, sort_keys=True, default=str)))
     if meas.get("embedders"):
@@ -241,23 +216,20 @@ def _measure_kind(data: ReportData, measure: str) -> str | None:
     return spec.kind if spec is not None else None
 
 
-def _two_party_blocks(data: ReportData, figures: list[list[Any]], lang: str) -> list[dict[str, Any]]:
+def _two_party_blocks(data: ReportData, figures: list[list[Any]], lang: str) -> list[TwoPartyView]:
     """Per (target, measure) block of results.json's ``two_party``: figures, tables, the least-changing prompt."""
     out = []
-    for i, b in enumerate((data.results or {}).get("two_party") or []):
-        measure = str(b.get("measure", ""))
-        label = measure_label(data.battery, measure)
-        kind = _measure_kind(data, measure)
+    for i, b in enumerate(data.results.two_party if data.results is not None else []):
+        label = measure_label(data.battery, b.measure)
+        kind = _measure_kind(data, b.measure)
         show_min = kind is None or kind == "semantic_distance"
-        out.append({
-            "title": msg(lang, "two_party.block", measure=label, target=b.get("target", "—")),
-            "target": b.get("target"), "measure": label, "kind": kind,
-            "figures": figures[i] if i < len(figures) else [],
-            "dispersion": b.get("dispersion") or [], "tests": b.get("dispersion_tests") or [],
-            "minimum": (b.get("minimum") or []) if show_min else [],
-            "min_note": None if show_min else msg(lang, "two_party.min_skipped", measure=label),
-            "cells": b.get("cells") or [], "note": b.get("note"),
-        })
+        out.append(TwoPartyView(
+            title=msg(lang, "two_party.block", measure=label, target=b.target), target=b.target, measure=label,
+            kind=kind, figures=figures[i] if i < len(figures) else [],
+            dispersion=list(b.dispersion), tests=list(b.dispersion_tests),
+            minimum=list(b.minimum) if show_min else [],
+            min_note=None if show_min else msg(lang, "two_party.min_skipped", measure=label),
+            cells=list(b.cells), note=b.note, block=b))
     return out
 
 
@@ -266,15 +238,15 @@ def _status_rows(data: ReportData, lang: str) -> list[str]:
     from fairpair.report._catalog import fmt_pct
 
     out = []
-    for target, st in ((data.results or {}).get("answer_statuses") or {}).items():
-        counts = st.get("counts") or {}
+    for target, st in (data.results.answer_statuses if data.results is not None else {}).items():
+        counts = st.counts
         kinds = ", ".join(f"{n} {k}" for k, n in counts.items() if k != "ok") or "—"
         groups = []
-        for attr, by in (st.get("by_group") or {}).items():
+        for attr, by in st.by_group.items():
             for g, rates in by.items():
                 bad = ", ".join(f"{fmt_pct(r, lang, 0)} {k}" for k, r in rates.items() if k != "ok" and r)
                 groups.append(f"{group_label(data.battery, attr, g)} {bad or fmt_pct(0, lang, 0)}")
-        out.append(msg(lang, "counts.status_row", target=target, usable=fmt_pct(st.get("usable_share"), lang, 0),
+        out.append(msg(lang, "counts.status_row", target=target, usable=fmt_pct(st.usable_share, lang, 0),
                        kinds=kinds, groups="; ".join(groups) or "—"))
     return out
 
@@ -294,40 +266,39 @@ def _status_warnings(data: ReportData, lang: str) -> list[str]:
     degenerate, then every answer-status rate that differs between groups (a ``fail``)."""
     from fairpair.report._catalog import fmt_p, fmt_pct
 
-    res = data.results or {}
+    res = data.results
     out = []
-    for target, st in (res.get("answer_statuses") or {}).items():
-        if st.get("mostly_degenerate"):
-            n = max(int(st.get("n") or 0), 1)
-            counts = st.get("counts") or {}
+    for target, st in (res.answer_statuses if res is not None else {}).items():
+        if st.mostly_degenerate:
+            n = max(int(st.n or 0), 1)
+            counts = st.counts
             kinds = ", ".join(f"{v} {k}" for k, v in counts.items() if k != "ok")
-            ex = "; ".join(f"{e[0]} [{e[1]}]: \u201c{e[2][:80]}\u201d" for e in (st.get("examples") or [])[:2])
+            ex = "; ".join(f"{e[0]} [{e[1]}]: \u201c{e[2][:80]}\u201d" for e in st.examples[:2])
             out.append(msg(lang, "status.degenerate", target=target,
                            share=fmt_pct(1 - counts.get("ok", 0) / n, lang, 0), kinds=kinds, examples=ex or "—"))
-    for c in res.get("comparisons") or []:
-        m = str(c.get("measure", ""))
-        if not m.startswith("answer.") or c.get("verdict") != "fail":
+    for c in data.comparisons:
+        if not c.measure.startswith("answer.") or c.verdict != "fail":
             continue
-        status = m.partition(".")[2]
+        status = c.measure.partition(".")[2]
         out.append(msg(lang, "status.gap", verb=msg(lang, f"status.verb.{status}"), status=status,
-                       group_a=group_label(data.battery, c["attribute"], c["group_a"]),
-                       group_b=group_label(data.battery, c["attribute"], c["group_b"]),
-                       rate_a=fmt_pct(c.get("value_a"), lang, 0), rate_b=fmt_pct(c.get("value_b"), lang, 0),
-                       test=c.get("test", ""), p=fmt_p(c.get("pvalue_adjusted"), lang)))
+                       group_a=group_label(data.battery, c.attribute, c.group_a),
+                       group_b=group_label(data.battery, c.attribute, c.group_b),
+                       rate_a=fmt_pct(c.value_a, lang, 0), rate_b=fmt_pct(c.value_b, lang, 0),
+                       test=c.test, p=fmt_p(c.pvalue_adjusted, lang)))
     return out
 
 
-def _aa_rows(res: dict[str, Any], lang: str) -> list[dict[str, Any]]:
+def _aa_rows(res: Results | None, lang: str) -> list[AAControlRow]:
     """The A/A controls (the audit's empirical noise floor), formatted for the outputs."""
     out = []
-    for c in res.get("aa_controls") or []:
-        ci = c.get("ci")
-        out.append({"measure": c.get("measure"), "target": c.get("target"),
-                    "groups": f"{c.get('group_a')} / {c.get('group_b')}",
-                    "estimate": fmt_num(c.get("estimate"), lang, 3),
-                    "ci": "—" if not ci or None in ci else f"[{fmt_num(ci[0], lang, 3)}, {fmt_num(ci[1], lang, 3)}]",
-                    "p": fmt_p(c.get("pvalue_adjusted"), lang), "n_pairs": c.get("n_pairs"),
-                    "verdict": c.get("verdict"), "verdict_word": verdict_word(c.get("verdict") or "", lang)})
+    for c in res.aa_controls if res is not None else []:
+        ci = c.ci
+        out.append(AAControlRow(
+            measure=c.measure, target=c.target, groups=f"{c.group_a} / {c.group_b}",
+            estimate=fmt_num(c.estimate, lang, 3),
+            ci="—" if not ci or None in ci else f"[{fmt_num(ci[0], lang, 3)}, {fmt_num(ci[1], lang, 3)}]",
+            p=fmt_p(c.pvalue_adjusted, lang), n_pairs=c.n_pairs, verdict=c.verdict,
+            verdict_word=verdict_word(c.verdict, lang), result=c))
     return out
 
 
@@ -357,14 +328,14 @@ class ReportModel:
     overall_word: str
     warnings: list[str]
     notes: list[str]
-    omnibus: list[dict[str, Any]]
-    aa_controls: list[dict[str, Any]]
+    omnibus: list[OmnibusResult]
+    aa_controls: list[AAControlRow]
     figures: dict[str, list[Any]]
-    two_party_blocks: list[dict[str, Any]]
-    rankings: Any
+    two_party_blocks: list[TwoPartyView]
+    rankings: list[dict[str, Any]]
     prompt_templates: list[str]
     judge_prompts: list[str]
-    evidence: list[dict[str, Any]]
+    evidence: list[EvidenceBlock]
     has_fail: bool
     commands: list[str]
     provenance: list[tuple[str, str]]
@@ -372,14 +343,14 @@ class ReportModel:
     n_cases: int
     collected: list[dict[str, Any]]
     exclusions: list[Any]
-    dropped: list[tuple[VerdictRow, str]]
+    dropped: list[DroppedRow]
     answer_statuses: list[str]
     measurement_counts: dict[str, dict[str, int]]
-    judge: dict[str, Any]
-    self_test_rows: list[dict[str, str]]
-    two_party: list[dict[str, Any]]
-    minimum: list[Any]
-    dispersion_tests: list[Any]
+    judge: JudgeBlock | None
+    self_test_rows: list[SelfTestRow]
+    two_party: list[TwoPartyBlock]
+    minimum: list[MinimumIdentity]
+    dispersion_tests: list[DispersionTest]
     generated: str
 
     def context(self) -> dict[str, Any]:
@@ -397,11 +368,10 @@ class ReportModel:
             "fmt_pct": lambda x: fmt_pct(x, lang),
             "fmt_value": lambda v: _fmt_value(v, lang),
             "fmt_pb": lambda v: _fmt_position_bias(v, lang),
-            "fmt_lb": lambda v: msg(lang, "judge.lb", wa=fmt_num(v.get("mean_words_answer"), lang, 1),
-                                    wb=fmt_num(v.get("mean_words_counterpart"), lang, 1),
-                                    diff=fmt_num(v.get("mean_difference"), lang, 1),
-                                    share=fmt_pct(v.get("share_longer"), lang), p=fmt_p(v.get("pvalue"), lang),
-                                    n=v.get("n_items", "—")),
+            "fmt_lb": lambda v: msg(lang, "judge.lb", wa=fmt_num(v.mean_words_answer, lang, 1),
+                                    wb=fmt_num(v.mean_words_counterpart, lang, 1),
+                                    diff=fmt_num(v.mean_difference, lang, 1),
+                                    share=fmt_pct(v.share_longer, lang), p=fmt_p(v.pvalue, lang), n=v.n_items),
             "json": lambda o: json.dumps(o, ensure_ascii=False, sort_keys=True, default=str),
         })
         return out
@@ -413,24 +383,22 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
     lang = data.language
     rows = _verdict_rows(data, lang)
     overall = overall_verdict(rows) if data.analysed else "none"
-    res = data.results or {}
-    judge = res.get("judge") or {}
+    res = data.results
+    judge = res.judge if res is not None else None
     warnings = list(data.warnings)
     if plan_info(data)[2]:
         warnings.append(msg(lang, "prov.plan_changed.yes"))
-    if judge.get("self_judging"):
+    if judge is not None and judge.self_judging:
         warnings.append(msg(lang, "judge.self"))
-    warnings += [str(w) for w in judge.get("warnings") or []]
+    warnings += [str(w) for w in (judge.warnings if judge is not None else [])]
     warnings = _status_warnings(data, lang) + warnings
-    if res.get("aa_flag"):
-        warnings.append(msg(lang, "aa.flag", detail=str(res["aa_flag"])))
+    if res is not None and res.aa_flag:
+        warnings.append(msg(lang, "aa.flag", detail=str(res.aa_flag)))
     failing = [r for r in rows if r.verdict == "fail"]
-    evidence = []
-    for r in failing:
-        evidence.append({"row": r, "pairs": data.evidence.get(r.key, [])})
+    evidence = [EvidenceBlock(row=r, pairs=data.evidence.get(r.key, [])) for r in failing]
     exclusions = list((data.manifest.get("expansion") or {}).get("exclusions") or [])
-    dropped = [(r, _drop_text(r, data, lang)) for r in rows if r.n_dropped]
-    two_party = res.get("two_party") or []
+    dropped = [DroppedRow(row=r, text=_drop_text(r, data, lang)) for r in rows if r.n_dropped]
+    two_party = list(res.two_party) if res is not None else []
     figures = _figures(data, rows, lang) if with_figures else {"forest": [], "groups": [], "discordant": [],
                                                                 "two_party": [], "two_party_blocks": []}
     prompt_templates, judge_prompts = _prompt_texts(data)
@@ -454,8 +422,8 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
         overall_text=overall_text,
         overall_word=verdict_word(overall, lang),
         warnings=warnings,
-        notes=[translate_note(str(n), lang) for n in res.get("notes") or []],
-        omnibus=res.get("omnibus") or [],
+        notes=[translate_note(str(n), lang) for n in (res.notes if res is not None else [])],
+        omnibus=list(res.omnibus) if res is not None else [],
         aa_controls=_aa_rows(res, lang),
         figures=figures,
         two_party_blocks=blocks,
@@ -477,8 +445,8 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
         judge=judge,
         self_test_rows=_self_test_rows(judge, lang),
         two_party=two_party,
-        minimum=[m for b in blocks for m in b["minimum"]],
-        dispersion_tests=[t for b in two_party for t in (b.get("dispersion_tests") or [])],
+        minimum=[m for b in blocks for m in b.minimum],
+        dispersion_tests=[t for b in two_party for t in b.dispersion_tests],
         generated=msg(lang, "generated", version=__version__,
                       at=datetime.now(timezone.utc).isoformat(timespec="seconds")),
     )
@@ -496,17 +464,18 @@ def report_model(run: Any, *, language: str | None = None, evidence: int = 3,
     return build_model(read_report_data(run, language=language, evidence=evidence), with_figures=with_figures)
 
 
-def _self_test_rows(judge: dict[str, Any], lang: str) -> list[dict[str, str]]:
+def _self_test_rows(judge: JudgeBlock | None, lang: str) -> list[SelfTestRow]:
     """The judge self-test table (results.json ``judge.self_test``): one row per check."""
-    rows: list[dict[str, str]] = []
-    for t in judge.get("self_test") or []:
+    rows: list[SelfTestRow] = []
+    for t in judge.self_test if judge is not None else []:
         m, st = str(t.get("measure")), str(t.get("status"))
         status = msg(lang, f"judge.st.{st}") if st in ("passed", "failed", "not_tested", "off") else st
         th = t.get("thresholds") or {}
 
         def row(check: str, value: Any, threshold: str, ok: bool | None) -> None:
-            rows.append({"measure": m, "check": check, "value": value, "threshold": threshold,
-                         "status": status if ok is None else msg(lang, "judge.st.passed" if ok else "judge.st.failed")})
+            rows.append(SelfTestRow(measure=m, check=check, value=value, threshold=threshold,
+                                    status=status if ok is None
+                                    else msg(lang, "judge.st.passed" if ok else "judge.st.failed")))
 
         if st in ("off", "not_tested"):
             row(str(t.get("reason") or "—"), "—", "—", None)
@@ -535,10 +504,10 @@ def _self_test_rows(judge: dict[str, Any], lang: str) -> list[dict[str, str]]:
 
 
 def _fmt_position_bias(v: Any, lang: str) -> str:
-    """A judge's position bias (``PositionBias`` of results.json) in words."""
-    if isinstance(v, dict):
-        return msg(lang, "judge.pb", first=fmt_pct(v.get("share_first"), lang), p=fmt_p(v.get("pvalue"), lang),
-                   cons=fmt_pct(v.get("consistency"), lang), n=v.get("n_items", "—"))
+    """A judge's position bias (a :class:`~fairpair.analysis.PositionBias`, or a bare share) in words."""
+    if hasattr(v, "share_first"):
+        return msg(lang, "judge.pb", first=fmt_pct(v.share_first, lang), p=fmt_p(v.pvalue, lang),
+                   cons=fmt_pct(v.consistency, lang), n=v.n_items)
     return fmt_pct(v, lang)
 
 
@@ -597,14 +566,14 @@ def summary_json(model: ReportModel, files: dict[str, str]) -> dict[str, Any]:
             "id": r.id, "target": r.target, "measure": r.measure, "attribute": r.attribute, "design": r.design,
             "group_a": r.group_a, "group_b": r.group_b, "label_a": clean(r.label_a), "label_b": clean(r.label_b),
             "scale": r.scale, "primary": r.primary, "verdict": r.verdict,
-            "estimate": r.raw.get("estimate"), "ci": r.raw.get("ci"), "margin": r.raw.get("margin"),
-            "test": r.raw.get("test"), "pvalue": r.raw.get("pvalue"), "pvalue_adjusted": r.raw.get("pvalue_adjusted"),
-            "correction": r.raw.get("correction"), "n_pairs": r.n_pairs, "n_dropped": r.n_dropped,
+            "estimate": r.result.estimate, "ci": r.result.ci, "margin": r.result.margin,
+            "test": r.result.test, "pvalue": r.result.pvalue, "pvalue_adjusted": r.result.pvalue_adjusted,
+            "correction": r.result.correction, "n_pairs": r.n_pairs, "n_dropped": r.n_dropped,
             "sentence": r.sentence} for r in model.rows],
         "targets": [{"name": t.name, "served_models": t.served_models, "system_fingerprints": t.fingerprints,
                      "cases": t.cases, "answered": t.answered, "failed": t.failed, "retried": t.retried,
                      "failure_reasons": {clean(k): v for k, v in t.failure_reasons.items()}} for t in data.targets],
-        "self_judging": bool((data.results or {}).get("judge", {}).get("self_judging")),
+        "self_judging": model.judge is not None and model.judge.self_judging,
         "warnings": [clean(w) for w in model.warnings],
         "files": files,
     }

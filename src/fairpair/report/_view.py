@@ -1,0 +1,130 @@
+"""The typed records of the report's view model (:class:`~fairpair.report.ReportModel`).
+
+Each record is built once from the run's typed :class:`~fairpair.analysis.Results` (and the
+store's data read with it, :class:`~fairpair.report.ReportData`), with its numbers already
+formatted for the report's language; the HTML and Markdown templates, the JSON summary and the
+terminal table read their attributes. Each record keeps the analysis record it shows
+(``result``, ``block``), so a field the analysis adds reaches every output through it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fairpair.analysis import CellMean, ComparisonResult, DispersionRow, DispersionTest, MinimumIdentity
+    from fairpair.analysis import TwoPartyBlock
+    from fairpair.report._data import EvidencePair
+
+__all__ = ["VerdictRow", "AAControlRow", "SelfTestRow", "EvidenceBlock", "TwoPartyView", "DroppedRow"]
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    """One comparison as every output shows it (numbers already formatted for ``lang``).
+
+    ``key`` is :func:`~fairpair.report._data.comparison_key`; ``label_a`` / ``label_b`` and
+    ``measure_label`` the battery's words; ``estimate`` (percentage points for a binary measure),
+    ``ci``, ``p`` and ``p_adjusted`` formatted text ("—" when undefined); ``result`` the
+    comparison of ``results.json`` it shows.
+    """
+
+    key: str
+    id: str
+    target: str
+    measure: str
+    measure_label: str
+    attribute: str
+    design: str
+    group_a: str
+    group_b: str
+    label_a: str
+    label_b: str
+    scale: str
+    primary: bool
+    verdict: str
+    verdict_word: str
+    sentence: str
+    estimate: str
+    ci: str
+    p: str
+    p_adjusted: str
+    test: str
+    n_pairs: int | None
+    n_dropped: int | None
+    note: str
+    result: ComparisonResult
+
+
+@dataclass(frozen=True)
+class AAControlRow:
+    """One A/A control (two halves of one group's variants: the audit's empirical noise floor).
+
+    ``groups`` is ``"half_a / half_b"``; ``estimate`` and ``ci`` (``[low, high]``) formatted with
+    three decimals, ``p`` the adjusted p-value (Holm within the controls); ``result`` the control's
+    :class:`~fairpair.analysis.ComparisonResult`.
+    """
+
+    measure: str
+    target: str
+    groups: str
+    estimate: str
+    ci: str
+    p: str
+    n_pairs: int
+    verdict: str
+    verdict_word: str
+    result: ComparisonResult
+
+
+@dataclass(frozen=True)
+class SelfTestRow:
+    """One check of a judge's self-test (results.json ``judge.self_test``): the measure, what was
+    checked, its value and threshold (formatted) and its status in the report's language."""
+
+    measure: str
+    check: str
+    value: str
+    threshold: str
+    status: str
+
+
+@dataclass(frozen=True)
+class EvidenceBlock:
+    """A failing comparison (``row``) and the masked answer pairs quoted for it (``pairs``)."""
+
+    row: VerdictRow
+    pairs: list[EvidencePair]
+
+
+@dataclass(frozen=True)
+class DroppedRow:
+    """A comparison that dropped pairs, and the sentence saying how many, of how many, and why."""
+
+    row: VerdictRow
+    text: str
+
+
+@dataclass(frozen=True)
+class TwoPartyView:
+    """One SUB x RES block (one target and measure) of results.json ``two_party``, for display.
+
+    ``title`` and ``measure`` (the battery's label) in the report's language; ``kind`` the
+    measure's kind; ``figures`` its heat maps and dispersion figure; ``dispersion``, ``tests``,
+    ``cells`` and ``minimum`` the analysis's records (``minimum`` empty and ``min_note`` saying
+    why when the measure is not a distance from the baseline); ``block`` the whole record.
+    """
+
+    title: str
+    target: str
+    measure: str
+    kind: str | None
+    figures: list[Any]
+    dispersion: list[DispersionRow]
+    tests: list[DispersionTest]
+    minimum: list[MinimumIdentity]
+    min_note: str | None
+    cells: list[CellMean]
+    note: str | None
+    block: TwoPartyBlock = field(repr=False)
