@@ -232,19 +232,27 @@ def analyze(run_ref: Any, settings: Settings) -> StageResult:
 def report(run_ref: Any, settings: Settings) -> StageResult:
     """Write the HTML, Markdown and JSON report of the run (and print its verdicts if ``settings.verdicts``).
 
+    The run is read once (through ``run_ref`` when it is an open :class:`fairpair.store.Run`, else
+    opened read-only here) into one :class:`~fairpair.report.ReportModel`; the files and the
+    terminal table are rendered from that model, and none of them opens the run again.
+
     Raises
     ------
     FairpairError
         See :func:`fairpair.report.load_report_data` (no run, an unknown language, ...).
     """
     from fairpair._progress import stage_status
-    from fairpair.report import build_model, load_report_data, print_verdicts, write_report
+    from fairpair.report import print_verdicts, report_model, write_report
+    from fairpair.store import Run
 
     t0 = time.monotonic()
     run_dir = _path(run_ref)
     with stage_status(settings.console, "writing the report..."):  # the run is read once, one model built
-        data = load_report_data(run_dir, language=settings.language, evidence=settings.evidence)
-        model = build_model(data)
+        if isinstance(run_ref, Run):
+            model = report_model(run_ref, language=settings.language, evidence=settings.evidence)
+        else:
+            with Run.open(run_dir, lenient_text=True) as run:
+                model = report_model(run, language=settings.language, evidence=settings.evidence)
         paths = write_report(run_dir, out=settings.report_out, model=model)
     if settings.verdicts and settings.console is not None:
         print_verdicts(settings.console, model=model)

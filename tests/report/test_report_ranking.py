@@ -35,23 +35,23 @@ def test_view_numbers_and_headline(section):
     en = ranking_view({"rankings": [section]}, "en", with_figures=False)[0]
     es = ranking_view({"rankings": [section]}, "es", with_figures=False)[0]
     rates = {s["group"]: s for s in section["selection"]}
-    g1 = next(s for s in en["selection"] if s["group"] == "g1")
-    assert g1["rate"] == f"{100 * rates['g1']['rate']:.1f}%"
-    assert next(s for s in es["selection"] if s["group"] == "g1")["rate"] == \
+    g1 = next(s for s in en.selection if s.group == "g1")
+    assert g1.rate == f"{100 * rates['g1']['rate']:.1f}%"
+    assert next(s for s in es.selection if s.group == "g1").rate == \
         f"{100 * rates['g1']['rate']:.1f}".replace(".", ",") + f"{NBSP}%"
     worst = min((r for r in section["ratios"] if r["group"] != "g1"), key=lambda r: r["ratio"])
-    assert en["headline"].startswith("The candidates of “g1” were picked first in") and f"{worst['ratio']:.2f}" in en["headline"]
-    assert "four-fifths" in en["headline"] and "cuatro quintos" in es["headline"]
-    assert len(en["pairs"]) == 12 and {p["verdict"] for p in en["pairs"]} <= {"fail", "pass", "inconclusive",
-                                                                              "insufficient design"}
-    assert en["unparsed"].startswith(f"{section['n_unparsed']} of {section['n_sets']} answers")
-    assert len(en["slots"]) == 4 and en["figures"] == []
-    assert any(t.startswith("Cochran's Q") for t in en["tests"])
+    assert en.headline.startswith("The candidates of “g1” were picked first in") and f"{worst['ratio']:.2f}" in en.headline
+    assert "four-fifths" in en.headline and "cuatro quintos" in es.headline
+    assert len(en.pairs) == 12 and {p.verdict for p in en.pairs} <= {"fail", "pass", "inconclusive",
+                                                                     "insufficient design"}
+    assert en.unparsed.startswith(f"{section['n_unparsed']} of {section['n_sets']} answers")
+    assert len(en.slots) == 4 and en.figures == []
+    assert any(t.startswith("Cochran's Q") for t in en.tests)
 
 
 def test_figures_have_alt_text_and_the_four_fifths_line(section):
     b = ranking_view({"rankings": [section]}, "en")[0]
-    sel, pos = b["figures"]
+    sel, pos = b.figures
     assert "four fifths of the highest rate" in sel.alt and "g1" in sel.alt
     svg = sel.svg
     assert svg.startswith("<?xml") and "<script" not in svg
@@ -101,8 +101,8 @@ def test_notes_in_spanish_and_no_duplicate_unparsed_line():
                      "3 answers give a top pick but no complete ranking: left out of the rank statistics (mean rank, "
                      "Friedman, ranked-above)"]}
     es = ranking_view({"rankings": [sec]}, "es", with_figures=False)[0]
-    assert es["notes"] == ["3 respuestas dan una primera elección pero no un orden completo: quedan fuera de las "
+    assert es.notes == ["3 respuestas dan una primera elección pero no un orden completo: quedan fuera de las "
                            "estadísticas de puestos (puesto medio, Friedman, por delante)"]
-    assert es["unparsed"].startswith("2 de 10 respuestas (20,0")
-    assert ranking_view({"rankings": [sec]}, "en", with_figures=False)[0]["notes"][0].startswith("3 answers")
+    assert es.unparsed.startswith("2 de 10 respuestas (20,0")
+    assert ranking_view({"rankings": [sec]}, "en", with_figures=False)[0].notes[0].startswith("3 answers")
     assert ranking_view({}, "en") == [] and ranking_view(None, "es") == []

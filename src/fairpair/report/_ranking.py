@@ -28,6 +28,9 @@ from typing import Any, Sequence
 from fairpair.report._catalog import fmt_num, fmt_p, fmt_pct, msg, verdict_word
 from fairpair.report._data import ranking_key
 from fairpair.report._text import terminal
+from fairpair.report._view import (
+    RankingEvidenceLine, RankingEvidenceView, RankingPairRow, RankingSelectionRow, RankingSlotRow, RankingView,
+)
 
 __all__ = ["MESSAGES", "rmsg", "ranking_view", "selection_plot", "position_plot", "ranking_tables"]
 
@@ -288,26 +291,25 @@ def _notes(sec: dict[str, Any], lang: str) -> list[str]:
     return out
 
 
-def _pair_rows(sec: dict[str, Any], label, lang: str) -> list[dict[str, Any]]:
+def _pair_rows(sec: dict[str, Any], label, lang: str) -> list[RankingPairRow]:
     out = []
     for c in sec.get("pairs") or []:
         est = c.get("estimate")
         b = c.get("binary") or {}
-        out.append({
-            "id": c.get("id"), "pair": f"{label(c.get('group_a', ''))} / {label(c.get('group_b', ''))}",
-            "measure": rmsg(lang, f"measure.{c.get('measure')}"),
-            "estimate": fmt_num(100 * est, lang) if _num(est) else "—",
-            "ci": _ci([100 * v if _num(v) else None for v in (c.get("ci") or [])], lang, digits=1),
-            "p": fmt_p(c.get("pvalue"), lang), "p_adjusted": fmt_p(c.get("pvalue_adjusted"), lang),
-            "mcnemar": (f"{b.get('b')}/{b.get('c')}, p = {fmt_p(b.get('exact_pvalue'), lang)}"
-                        if b.get("b") is not None else "—"),
-            "n": c.get("n_pairs"), "verdict": c.get("verdict") or "", "verdict_word": verdict_word(c.get("verdict"), lang),
-            "reason": c.get("design_reason") or "",
-        })
+        out.append(RankingPairRow(
+            id=c.get("id"), pair=f"{label(c.get('group_a', ''))} / {label(c.get('group_b', ''))}",
+            measure=rmsg(lang, f"measure.{c.get('measure')}"),
+            estimate=fmt_num(100 * est, lang) if _num(est) else "—",
+            ci=_ci([100 * v if _num(v) else None for v in (c.get("ci") or [])], lang, digits=1),
+            p=fmt_p(c.get("pvalue"), lang), p_adjusted=fmt_p(c.get("pvalue_adjusted"), lang),
+            mcnemar=(f"{b.get('b')}/{b.get('c')}, p = {fmt_p(b.get('exact_pvalue'), lang)}"
+                     if b.get("b") is not None else "—"),
+            n=c.get("n_pairs"), verdict=c.get("verdict") or "", verdict_word=verdict_word(c.get("verdict"), lang),
+            reason=c.get("design_reason") or ""))
     return out
 
 
-def _evidence_rows(quoted: Sequence[Any], lang: str) -> list[dict[str, Any]]:
+def _evidence_rows(quoted: Sequence[Any], lang: str) -> list[RankingEvidenceView]:
     """The display of a section's :class:`~fairpair.report._data.RankingEvidence`: per matched set a
     header, the rows ``position | prompt's group at that slot | answer's group at that rank (its slot)``
     and the masked answer."""
@@ -318,19 +320,21 @@ def _evidence_rows(quoted: Sequence[Any], lang: str) -> list[dict[str, Any]]:
         for i in range(n):
             p = e.slots[i] if i < len(e.slots) else None
             r = e.ranking[i] if i < len(e.ranking) else None
-            rows.append({"position": i + 1, "prompt": p[3] if p else "—", "prompt_group": p[1] if p else "",
-                         "answer": f"[{r[3]}]" if r else "—", "answer_group": r[2] if r else "",
-                         "from_slot": rmsg(lang, "evidence.from_slot", slot=r[1]) if r else ""})
-        out.append({"header": rmsg(lang, "evidence.set", set=e.matched_set, template=e.template,
-                                   rep=e.repetition if e.repetition is not None else "—"),
-                    "case_id": e.case_id, "rows": rows, "answer": e.answer,
-                    "partial": rmsg(lang, "evidence.partial") if len(e.ranking) < len(e.slots) else "",
-                    "ranks": {g: rank for rank, _slot, g, _lab in e.ranking}})
+            rows.append(RankingEvidenceLine(
+                position=i + 1, prompt=p[3] if p else "—", prompt_group=p[1] if p else "",
+                answer=f"[{r[3]}]" if r else "—", answer_group=r[2] if r else "",
+                from_slot=rmsg(lang, "evidence.from_slot", slot=r[1]) if r else ""))
+        out.append(RankingEvidenceView(
+            header=rmsg(lang, "evidence.set", set=e.matched_set, template=e.template,
+                        rep=e.repetition if e.repetition is not None else "—"),
+            case_id=e.case_id, rows=rows, answer=e.answer,
+            partial=rmsg(lang, "evidence.partial") if len(e.ranking) < len(e.slots) else "",
+            ranks={g: rank for rank, _slot, g, _lab in e.ranking}))
     return out
 
 
 def ranking_view(results: Any, lang: str, battery: Any = None, *,
-                 with_figures: bool = True, evidence: dict[str, Sequence[Any]] | None = None) -> list[dict[str, Any]]:
+                 with_figures: bool = True, evidence: dict[str, Sequence[Any]] | None = None) -> list[RankingView]:
     """One display block per ``rankings`` section of ``results`` (the typed
     :class:`~fairpair.analysis.Results`, or a results.json object; empty list when there is none).
 
@@ -352,18 +356,20 @@ def ranking_view(results: Any, lang: str, battery: Any = None, *,
         sel = []
         for s in sec.get("selection") or []:
             r = ratios.get(s["group"], {})
-            sel.append({"group": s["group"], "label": label(s["group"]), "rate": fmt_pct(s.get("rate"), lang),
-                        "rate_ci": _ci(s.get("rate_ci"), lang, pct=True),
-                        "mean_rank": fmt_num(s.get("mean_rank"), lang, 2),
-                        "mean_rank_ci": _ci(s.get("mean_rank_ci"), lang), "n": s.get("n_sets"),
-                        "ratio": fmt_num(r.get("ratio"), lang, 2), "ratio_ci": _ci(r.get("ci"), lang),
-                        "verdict": r.get("verdict") or "", "verdict_word": verdict_word(r.get("verdict"), lang)
-                        if r.get("verdict") else "—",
-                        "below": bool(r.get("below_four_fifths"))})
+            sel.append(RankingSelectionRow(
+                group=s["group"], label=label(s["group"]), rate=fmt_pct(s.get("rate"), lang),
+                rate_ci=_ci(s.get("rate_ci"), lang, pct=True), mean_rank=fmt_num(s.get("mean_rank"), lang, 2),
+                mean_rank_ci=_ci(s.get("mean_rank_ci"), lang), n=s.get("n_sets"),
+                ratio=fmt_num(r.get("ratio"), lang, 2), ratio_ci=_ci(r.get("ci"), lang),
+                verdict=r.get("verdict") or "",
+                verdict_word=verdict_word(r.get("verdict"), lang) if r.get("verdict") else "—",
+                below=bool(r.get("below_four_fifths"))))
         pos = sec.get("position") or {}
-        slots = [{"slot": s.get("slot"), "rate": fmt_pct(s.get("top_rate"), lang),
-                  "rate_ci": _ci(s.get("top_rate_ci"), lang, pct=True), "mean_rank": fmt_num(s.get("mean_rank"), lang, 2),
-                  "mean_rank_ci": _ci(s.get("mean_rank_ci"), lang), "n": s.get("n")} for s in pos.get("slots") or []]
+        slots = [RankingSlotRow(slot=s.get("slot"), rate=fmt_pct(s.get("top_rate"), lang),
+                                rate_ci=_ci(s.get("top_rate_ci"), lang, pct=True),
+                                mean_rank=fmt_num(s.get("mean_rank"), lang, 2),
+                                mean_rank_ci=_ci(s.get("mean_rank_ci"), lang), n=s.get("n"))
+                 for s in pos.get("slots") or []]
         tests = []
         om = sec.get("omnibus") or {}
         if om:
@@ -381,28 +387,26 @@ def ranking_view(results: Any, lang: str, battery: Any = None, *,
         unparsed = (rmsg(lang, "unparsed", n=n_bad, total=total, share=fmt_pct(sec.get("unparsed_share"), lang))
                     if n_bad else rmsg(lang, "unparsed.none", total=total))
         measure = str(sec.get("measure") or "ranking")
-        block = {
-            "id": f"ranking-{i}",
-            "title": rmsg(lang, "block", measure=measure, design=sec.get("design", ""), target=sec.get("target", "")),
-            "intro": rmsg(lang, "intro", k=k, parity=parity), "headline": _headline(sec, label, lang),
-            "unparsed": unparsed, "n_unparsed": n_bad, "selection": sel,
-            "best": label(best) if best else "—",
-            "ratio_rule": rmsg(lang, "ratio.rule", best=label(best) if best else "—",
-                               reference=rmsg(lang, "reference.given" if sec.get("reference_rule") == "given"
-                                              else "reference.most"),
-                               correction=_CORR.get(str(sec.get("correction") or "holm"), "Holm")),
-            "position_intro": rmsg(lang, "position.intro", parity=parity), "slots": slots, "tests": tests,
-            "pairs_intro": rmsg(lang, "pairs.intro", correction=_CORR.get(str(sec.get("correction") or "holm"), "Holm")), "pairs": _pair_rows(sec, label, lang),
-            "notes": _notes(sec, lang), "figures": [], "raw": sec,
-            "evidence": _evidence_rows((evidence or {}).get(ranking_key(sec), ()), lang),
-            "has_evidence": evidence is not None,
-        }
+        figures = []
         if with_figures and sel:
-            block["figures"].append(selection_plot(f"ranking-{i}-selection", sec, lang=lang, label=label,
-                                                   measure=measure))
+            figures.append(selection_plot(f"ranking-{i}-selection", sec, lang=lang, label=label, measure=measure))
             if pos.get("slots"):
-                block["figures"].append(position_plot(f"ranking-{i}-position", sec, lang=lang, measure=measure))
-        out.append(block)
+                figures.append(position_plot(f"ranking-{i}-position", sec, lang=lang, measure=measure))
+        correction = _CORR.get(str(sec.get("correction") or "holm"), "Holm")
+        out.append(RankingView(
+            id=f"ranking-{i}",
+            title=rmsg(lang, "block", measure=measure, design=sec.get("design", ""), target=sec.get("target", "")),
+            intro=rmsg(lang, "intro", k=k, parity=parity), headline=_headline(sec, label, lang),
+            unparsed=unparsed, n_unparsed=n_bad, selection=sel, best=label(best) if best else "—",
+            ratio_rule=rmsg(lang, "ratio.rule", best=label(best) if best else "—",
+                            reference=rmsg(lang, "reference.given" if sec.get("reference_rule") == "given"
+                                           else "reference.most"),
+                            correction=correction),
+            position_intro=rmsg(lang, "position.intro", parity=parity), slots=slots, tests=tests,
+            pairs_intro=rmsg(lang, "pairs.intro", correction=correction), pairs=_pair_rows(sec, label, lang),
+            notes=_notes(sec, lang), figures=figures,
+            evidence=_evidence_rows((evidence or {}).get(ranking_key(sec), ()), lang),
+            has_evidence=evidence is not None, section=sec))
     return out
 
 
@@ -487,7 +491,7 @@ def position_plot(fid: str, sec: dict[str, Any], *, lang: str, measure: str = "r
                   "", svg)
 
 
-def ranking_tables(blocks: Sequence[dict[str, Any]], lang: str) -> list[Any]:
+def ranking_tables(blocks: Sequence[RankingView], lang: str) -> list[Any]:
     """Rich tables for the terminal: per block, the selection rates with the four-fifths verdicts and the pairs."""
     from rich.table import Table
     from rich.text import Text
@@ -496,23 +500,23 @@ def ranking_tables(blocks: Sequence[dict[str, Any]], lang: str) -> list[Any]:
 
     out = []
     for b in blocks:
-        t = Table(title=Text(terminal(rmsg(lang, "terminal.title", block=b["title"]))), title_justify="left")
+        t = Table(title=Text(terminal(rmsg(lang, "terminal.title", block=b.title))), title_justify="left")
         for name, justify in ((rmsg(lang, "col.group"), "left"), (rmsg(lang, "col.rate"), "right"),
-                              (rmsg(lang, "col.ci"), "right"), (rmsg(lang, "col.ratio", best=b["best"]), "right"),
+                              (rmsg(lang, "col.ci"), "right"), (rmsg(lang, "col.ratio", best=b.best), "right"),
                               (rmsg(lang, "col.ratio_ci"), "right"), (rmsg(lang, "col.verdict"), "left")):
             t.add_column(Text(terminal(name)), justify=justify, overflow="fold")
-        for s in b["selection"]:
-            t.add_row(Text(terminal(s["label"], limit=40)), Text(terminal(s["rate"])),
-                      Text(terminal(s["rate_ci"])), Text(terminal(s["ratio"])), Text(terminal(s["ratio_ci"])),
-                      Text(terminal(s["verdict_word"]), style=_STYLE.get(s["verdict"], "")))
+        for s in b.selection:
+            t.add_row(Text(terminal(s.label, limit=40)), Text(terminal(s.rate)),
+                      Text(terminal(s.rate_ci)), Text(terminal(s.ratio)), Text(terminal(s.ratio_ci)),
+                      Text(terminal(s.verdict_word), style=_STYLE.get(s.verdict, "")))
         out.append(t)
         p = Table(title=Text(terminal(rmsg(lang, "pairs"))), title_justify="left")
         for name in (msg(lang, "col.verdict"), rmsg(lang, "col.pair"), rmsg(lang, "col.measure"),
                      rmsg(lang, "col.estimate"), rmsg(lang, "col.ci"), rmsg(lang, "col.p")):
             p.add_column(Text(terminal(name)), overflow="fold")
-        for r in b["pairs"]:
-            p.add_row(Text(terminal(r["verdict_word"]), style=_STYLE.get(r["verdict"], "")),
-                      Text(terminal(r["pair"], limit=50)), Text(terminal(r["measure"])), Text(terminal(r["estimate"])),
-                      Text(terminal(r["ci"].replace(" … ", ".."))), Text(terminal(r["p_adjusted"])))
+        for r in b.pairs:
+            p.add_row(Text(terminal(r.verdict_word), style=_STYLE.get(r.verdict, "")),
+                      Text(terminal(r.pair, limit=50)), Text(terminal(r.measure)), Text(terminal(r.estimate)),
+                      Text(terminal(r.ci.replace(" … ", ".."))), Text(terminal(r.p_adjusted)))
         out.append(p)
     return out

@@ -26,7 +26,9 @@ from fairpair.report._notes import translate_note
 from fairpair.report._ranking import ranking_view as _ranking_view
 from fairpair.report._ranking import rmsg as _ranking_msg
 from fairpair.report._text import MdSafe, clean, md_block, md_inline
-from fairpair.report._view import AAControlRow, DroppedRow, EvidenceBlock, SelfTestRow, TwoPartyView, VerdictRow
+from fairpair.report._view import (
+    AAControlRow, DroppedRow, EvidenceBlock, RankingView, SelfTestRow, TwoPartyView, VerdictRow,
+)
 
 if TYPE_CHECKING:
     from fairpair.analysis import DispersionTest, JudgeBlock, MinimumIdentity, OmnibusResult, Results, TwoPartyBlock
@@ -332,7 +334,7 @@ class ReportModel:
     aa_controls: list[AAControlRow]
     figures: dict[str, list[Any]]
     two_party_blocks: list[TwoPartyView]
-    rankings: list[dict[str, Any]]
+    rankings: list[RankingView]
     prompt_templates: list[str]
     judge_prompts: list[str]
     evidence: list[EvidenceBlock]

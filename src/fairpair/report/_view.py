@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     from fairpair.analysis import TwoPartyBlock
     from fairpair.report._data import EvidencePair
 
-__all__ = ["VerdictRow", "AAControlRow", "SelfTestRow", "EvidenceBlock", "TwoPartyView", "DroppedRow"]
+__all__ = ["VerdictRow", "AAControlRow", "SelfTestRow", "EvidenceBlock", "TwoPartyView", "DroppedRow",
+           "RankingView", "RankingSelectionRow", "RankingSlotRow", "RankingPairRow", "RankingEvidenceView",
+           "RankingEvidenceLine"]
 
 
 @dataclass(frozen=True)
@@ -128,3 +130,108 @@ class TwoPartyView:
     cells: list[CellMean]
     note: str | None
     block: TwoPartyBlock = field(repr=False)
+
+
+# ---------------------------------------------------------------- the ranking design (issue 17)
+
+
+@dataclass(frozen=True)
+class RankingSelectionRow:
+    """One group of a ranking section: its selection (top-pick) rate, mean rank and ratio to the
+    most selected group with the four-fifths verdict (``below``: the ratio is under 0.8)."""
+
+    group: str
+    label: str
+    rate: str
+    rate_ci: str
+    mean_rank: str
+    mean_rank_ci: str
+    n: int | None
+    ratio: str
+    ratio_ci: str
+    verdict: str
+    verdict_word: str
+    below: bool
+
+
+@dataclass(frozen=True)
+class RankingSlotRow:
+    """One slot (position in the prompt) of a ranking section: its top-pick rate and mean rank."""
+
+    slot: int | None
+    rate: str
+    rate_ci: str
+    mean_rank: str
+    mean_rank_ci: str
+    n: int | None
+
+
+@dataclass(frozen=True)
+class RankingPairRow:
+    """One pairwise comparison of a ranking section (estimate and ``ci`` in percentage points)."""
+
+    id: str | None
+    pair: str
+    measure: str
+    estimate: str
+    ci: str
+    p: str
+    p_adjusted: str
+    mcnemar: str
+    n: int | None
+    verdict: str
+    verdict_word: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class RankingEvidenceLine:
+    """One position of a quoted matched set: the prompt's group at that slot, the answer's at that rank."""
+
+    position: int
+    prompt: str
+    prompt_group: str
+    answer: str
+    answer_group: str
+    from_slot: str
+
+
+@dataclass(frozen=True)
+class RankingEvidenceView:
+    """A quoted matched set of a ranking section (masked), for display; ``ranks``: group -> rank."""
+
+    header: str
+    case_id: str
+    rows: list[RankingEvidenceLine]
+    answer: str
+    partial: str
+    ranks: dict[str, int]
+
+
+@dataclass(frozen=True)
+class RankingView:
+    """One ranking section (design, ranking measure, target) of results.json ``rankings``, for display.
+
+    Texts and numbers formatted for the report's language; ``figures`` the selection and position
+    figures (none for the terminal); ``section`` the section as results.json holds it.
+    """
+
+    id: str
+    title: str
+    intro: str
+    headline: str | None
+    unparsed: str
+    n_unparsed: int
+    selection: list[RankingSelectionRow]
+    best: str
+    ratio_rule: str
+    position_intro: str
+    slots: list[RankingSlotRow]
+    tests: list[str]
+    pairs_intro: str
+    pairs: list[RankingPairRow]
+    notes: list[str]
+    figures: list[Any]
+    evidence: list[RankingEvidenceView]
+    has_evidence: bool
+    section: dict[str, Any] = field(repr=False)
