@@ -18,7 +18,7 @@ import yaml
 from fairpair.analysis import ComparisonResult, JudgeBlock, OmnibusResult
 from fairpair.cli import main
 from fairpair.report import ReportModel, load_report_data, report_model, write_report
-from fairpair.report._view import AAControlRow, DroppedRow, EvidenceBlock, VerdictRow
+from fairpair.report._view import AAControlRow, CollectedRow, DroppedRow, EvidenceBlock, Figures, VerdictRow
 from fairpair.store import Run, Store
 
 from .conftest import COMPARISONS, LABELS, MEASURES, _battery
@@ -96,6 +96,9 @@ def test_the_view_model_is_typed_and_frozen(mock_run):
     assert model.evidence and all(isinstance(e, EvidenceBlock) and e.row.verdict == "fail" for e in model.evidence)
     assert all(isinstance(d, DroppedRow) for d in model.dropped)
     assert all(isinstance(a, AAControlRow) for a in model.aa_controls)
+    assert model.figures == Figures()  # built without figures (the terminal's model)
+    assert model.collected and all(isinstance(c, CollectedRow) for c in model.collected)
+    assert sum(c.cases for c in model.collected) == model.n_cases
     with pytest.raises(dataclasses.FrozenInstanceError):
         model.rows[0].verdict = "pass"  # type: ignore[misc]
     with pytest.raises(ValueError):  # pydantic: frozen

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fairpair.errors import FairpairError
+from fairpair.report._view import CollectedRow
 from fairpair.store import MANIFEST_NAME, RESULTS_NAME, RESULTS_SCHEMA
 
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ class ReportData:
     mask_values: tuple[str, ...]
     mask_terms: tuple[str, ...]
     n_cases: int
-    collected: list[dict[str, Any]] = field(default_factory=list)
+    collected: list[CollectedRow] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     #: comparison key -> why its dropped pairs were dropped -> count
     drop_reasons: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -486,8 +487,8 @@ def _case_signal_values(store: Any) -> set[str]:
     return vals
 
 
-def _collected(store: Any, battery: Any) -> list[dict[str, Any]]:
-    """Cases and answers per design and cell: ``{design, cell, label, cases, answered: {target: n}}``."""
+def _collected(store: Any, battery: Any) -> list[CollectedRow]:
+    """Cases and answers per design and cell (:class:`~fairpair.report._view.CollectedRow`)."""
     answered: dict[str, set[str]] = {t: store.answered_ids(t) for t in store.targets()}
     cells: dict[tuple[str, str], dict[str, Any]] = {}
     for _cid, _seq, data in store.case_rows():
@@ -500,7 +501,7 @@ def _collected(store: Any, battery: Any) -> list[dict[str, Any]]:
         row["cases"] += 1
         for t, ids in answered.items():
             row["answered"][t] += c["id"] in ids
-    return list(cells.values())
+    return [CollectedRow(**row) for row in cells.values()]
 
 
 def _masker(battery: Any, values: tuple[str, ...], terms: tuple[str, ...], marker: str) -> Any:

@@ -27,7 +27,7 @@ from fairpair.report._ranking import ranking_view as _ranking_view
 from fairpair.report._ranking import rmsg as _ranking_msg
 from fairpair.report._text import MdSafe, clean, md_block, md_inline
 from fairpair.report._view import (
-    AAControlRow, DroppedRow, EvidenceBlock, RankingView, SelfTestRow, TwoPartyView, VerdictRow,
+    AAControlRow, CollectedRow, DroppedRow, EvidenceBlock, Figures, RankingView, SelfTestRow, TwoPartyView, VerdictRow,
 )
 
 if TYPE_CHECKING:
@@ -87,11 +87,10 @@ def _verdict_rows(data: ReportData, lang: str) -> list[VerdictRow]:
     return rows
 
 
-def _figures(data: ReportData, rows: list[VerdictRow], lang: str) -> dict[str, list[Any]]:
+def _figures(data: ReportData, rows: list[VerdictRow], lang: str) -> Figures:
     from fairpair.report import _plots
 
-    out: dict[str, list[Any]] = {"forest": [], "groups": [], "discordant": [], "two_party": [],
-                                 "two_party_blocks": []}
+    out = Figures()
     labels = {r.key: (f"{r.label_a} vs {r.label_b}" if lang == "en" else f"{r.label_a} frente a {r.label_b}")
               + (f" · {r.target}" if len({x.target for x in rows}) > 1 else "") for r in rows}
     by_measure: dict[str, list[VerdictRow]] = {}
@@ -101,18 +100,18 @@ def _figures(data: ReportData, rows: list[VerdictRow], lang: str) -> dict[str, l
         mlab = rs[0].measure_label
         with_est = [r.result for r in rs if isinstance(r.result.estimate, (int, float))]
         if with_est:
-            out["forest"].append(_plots.forest_plot(f"forest-{i}", with_est, measure=mlab, lang=lang, labels=labels))
+            out.forest.append(_plots.forest_plot(f"forest-{i}", with_est, measure=mlab, lang=lang, labels=labels))
         binary = [r.result for r in rs
                   if r.scale == "binary" and r.result.binary is not None and r.result.binary.b is not None]
         if binary:
-            out["discordant"].append(_plots.discordant_plot(
+            out.discordant.append(_plots.discordant_plot(
                 f"discordant-{i}", binary, measure=mlab, lang=lang, labels=labels,
                 group_labels={r.key: (r.label_a, r.label_b) for r in rs}))
     by_ma: dict[tuple[str, str], list[Any]] = {}
     for g in data.group_values:
         by_ma.setdefault((g.measure, g.attribute), []).append(g)
     for i, ((m, a), gs) in enumerate(by_ma.items()):
-        out["groups"].append(_plots.group_plot(f"groups-{i}", gs, measure=measure_label(data.battery, m),
+        out.groups.append(_plots.group_plot(f"groups-{i}", gs, measure=measure_label(data.battery, m),
                                                attribute=a, lang=lang))
     blocks = data.results.two_party if data.results is not None else []
     several = len({b.target for b in blocks}) > 1
@@ -122,8 +121,8 @@ def _figures(data: ReportData, rows: list[VerdictRow], lang: str) -> dict[str, l
         d = _plots.dispersion_plot(f"dispersion-{i}", block, lang=lang, show_target=several)
         if d is not None:
             figs.append(d)
-        out["two_party"] += figs
-        out["two_party_blocks"].append(figs)
+        out.two_party.extend(figs)
+        out.two_party_blocks.append(figs)
     return out
 
 
@@ -332,7 +331,7 @@ class ReportModel:
     notes: list[str]
     omnibus: list[OmnibusResult]
     aa_controls: list[AAControlRow]
-    figures: dict[str, list[Any]]
+    figures: Figures
     two_party_blocks: list[TwoPartyView]
     rankings: list[RankingView]
     prompt_templates: list[str]
@@ -343,7 +342,7 @@ class ReportModel:
     provenance: list[tuple[str, str]]
     targets: list[Any]
     n_cases: int
-    collected: list[dict[str, Any]]
+    collected: list[CollectedRow]
     exclusions: list[Any]
     dropped: list[DroppedRow]
     answer_statuses: list[str]
@@ -401,14 +400,13 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
     exclusions = list((data.manifest.get("expansion") or {}).get("exclusions") or [])
     dropped = [DroppedRow(row=r, text=_drop_text(r, data, lang)) for r in rows if r.n_dropped]
     two_party = list(res.two_party) if res is not None else []
-    figures = _figures(data, rows, lang) if with_figures else {"forest": [], "groups": [], "discordant": [],
-                                                                "two_party": [], "two_party_blocks": []}
+    figures = _figures(data, rows, lang) if with_figures else Figures()
     prompt_templates, judge_prompts = _prompt_texts(data)
     overall_text = msg(lang, f"overall.{overall}") if data.analysed else msg(lang, "not_analysed",
                                                                              run=shlex.quote(str(data.run_dir)))
     if data.analysed and not rows and two_party:
         overall_text = msg(lang, "two_party.no_plan")
-    blocks = _two_party_blocks(data, figures["two_party_blocks"], lang)
+    blocks = _two_party_blocks(data, figures.two_party_blocks, lang)
     return ReportModel(
         data=data,
         lang=lang,

@@ -17,9 +17,35 @@ if TYPE_CHECKING:
     from fairpair.analysis import TwoPartyBlock
     from fairpair.report._data import EvidencePair
 
-__all__ = ["VerdictRow", "AAControlRow", "SelfTestRow", "EvidenceBlock", "TwoPartyView", "DroppedRow",
+__all__ = ["Figures", "CollectedRow", "VerdictRow", "AAControlRow", "SelfTestRow", "EvidenceBlock", "TwoPartyView", "DroppedRow",
            "RankingView", "RankingSelectionRow", "RankingSlotRow", "RankingPairRow", "RankingEvidenceView",
            "RankingEvidenceLine"]
+
+
+@dataclass(frozen=True)
+class Figures:
+    """The report's SVG figures (:class:`~fairpair.report._plots.Figure`), by kind: a forest plot and a
+    discordant-pairs plot per measure, rates/means by group per measure and attribute, the two-party
+    heat maps and dispersion figures (all of them in ``two_party``, per block in ``two_party_blocks``).
+    All empty for a model built without figures (the terminal)."""
+
+    forest: list[Any] = field(default_factory=list)
+    groups: list[Any] = field(default_factory=list)
+    discordant: list[Any] = field(default_factory=list)
+    two_party: list[Any] = field(default_factory=list)
+    two_party_blocks: list[list[Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CollectedRow:
+    """Cases and answers of one design and cell (``baseline`` or ``attribute=group, ...``; ``label``
+    with the battery's group labels); ``answered``: target -> cases answered."""
+
+    design: str
+    cell: str
+    label: str
+    cases: int
+    answered: dict[str, int]
 
 
 @dataclass(frozen=True)
