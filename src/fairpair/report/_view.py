@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from fairpair.analysis import TwoPartyBlock
     from fairpair.report._data import EvidencePair
 
-__all__ = ["Figures", "CollectedRow", "VerdictRow", "AAControlRow", "SelfTestRow", "EvidenceBlock", "TwoPartyView", "DroppedRow",
-           "RankingView", "RankingSelectionRow", "RankingSlotRow", "RankingPairRow", "RankingEvidenceView",
+__all__ = ["Figures", "CollectedRow", "VerdictRow", "AAControlRow", "SelfTestRow", "EvidenceBlock", "TwoPartyView",
+           "DroppedRow", "RankingView", "RankingSelectionRow", "RankingSlotRow", "RankingPairRow", "RankingEvidenceView",
            "RankingEvidenceLine"]
 
 
