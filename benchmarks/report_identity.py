@@ -15,7 +15,10 @@ same stored answers are rendered by every version):
 ``ranking``
     a ranking design with a planted selection and position bias;
 ``hostile``
-    answers and a group label carrying HTML, Markdown and ANSI payloads (escaping).
+    answers and a group label carrying HTML, Markdown and ANSI payloads (escaping);
+``judge``
+    the ``bias`` run with a hand-written ``judge`` block in its results.json (self-judging, the
+    judge's self-test, position and length bias, leaks, invalid outputs), validated as any.
 
 For each run and language (``es``, ``en``) it writes ``OUT/<run>-<lang>/report.{html,md,json}``
 and the terminal verdicts ``terminal.txt``, with the only parts that change from one rendering
@@ -107,7 +110,28 @@ def batteries() -> dict[str, tuple[dict, str | None]]:
     }
 
 
+JUDGE = {
+    "judge": {"model": "judge-model", "kind": "openai"}, "invalid_outputs": {"tono": 2}, "leaks": {"tono": 1},
+    "position_bias": {"pref": {"share_first": 0.61, "pvalue": 0.012, "consistency": 0.7, "n_items": 40}},
+    "length_bias": {"pref": {"share_longer": 0.58, "pvalue": 0.2, "n_items": 30, "mean_words_answer": 41.5,
+                             "mean_words_counterpart": 38.25, "mean_difference": 3.25}},
+    "self_judging": True, "warnings": ["the judge <b>is</b> also a target"], "events": [],
+    "self_test": [
+        {"measure": "tono", "status": "failed", "thresholds": {"min_rank": 0.5, "max_cross": 0.9, "max_identical": 0.5},
+         "dimensions": {"condescension": {"spearman": 0.82, "kendall": 0.7}, "distrust": {"spearman": 0.31,
+                                                                                           "kendall": 0.2}},
+         "cross": [{"a": "condescension", "b": "distrust", "anchors": 0.1, "judge": 0.95}], "identical_share": 0.25},
+        {"measure": "pref", "status": "passed", "thresholds": {"min_accuracy": 0.7, "min_both_orders": 0.6},
+         "accuracy": 0.9, "both_orders": 0.8, "first_share": 0.52},
+        {"measure": "otro", "status": "not_tested", "reason": "no anchors for this measure"},
+    ],
+}
+
+
 def build_runs(runs: Path) -> dict[str, Path]:
+    import json
+    import shutil
+
     from fairpair.cli import main
 
     out = {}
@@ -126,6 +150,13 @@ def build_runs(runs: Path) -> dict[str, Path]:
         except SystemExit as exc:
             if exc.code:
                 raise
+    out["judge"] = runs / "judge" / "run"
+    if not out["judge"].exists():
+        shutil.copytree(out["bias"], out["judge"], ignore=shutil.ignore_patterns("report", ".fairpair.lock"))
+        path = out["judge"] / "results.json"
+        res = json.loads(path.read_text(encoding="utf-8"))
+        res["judge"] = JUDGE
+        path.write_text(json.dumps(res, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return out
 
 
