@@ -20,7 +20,7 @@ from fairpair.report._catalog import (
     fmt_num, fmt_p, fmt_pct, msg, test_name, verdict_sentence, verdict_word,
 )
 from fairpair.report._data import (
-    ReportData, comparison_key, group_label, load_report_data, measure_label, read_report_data,
+    ReportData, TargetInfo, comparison_key, group_label, load_report_data, measure_label, read_report_data,
 )
 from fairpair.report._notes import translate_note
 from fairpair.report._ranking import ranking_view as _ranking_view
@@ -340,7 +340,7 @@ class ReportModel:
     has_fail: bool
     commands: list[str]
     provenance: list[tuple[str, str]]
-    targets: list[Any]
+    targets: list[TargetInfo]
     n_cases: int
     collected: list[CollectedRow]
     exclusions: list[Any]
