@@ -280,13 +280,14 @@ def run_stages(run_ref: Any, names: Iterable[str], settings: Settings) -> list[S
 
 
 def after_run(run_dir: Any, loaded, console, *, measure: bool = True, analyze: bool = True,
-              report: bool = True, gate: bool = False) -> int:
+              report: bool = True, gate: bool = False, judge_calls: RunSettings | None = None) -> int:
     """Run the later stages on ``run_dir``; returns the exit code for ``--gate`` (0 = pass).
 
     ``measure`` runs when the battery declares measures; ``analyze`` when it also has comparisons or a
     two-party design (analysed without a plan: cells, dispersion, least-changing prompt); ``report``
     always (when asked). With the report, the analysis prints no table: the report prints the verdicts
-    in plain words.
+    in plain words. ``judge_calls``: how ``measure`` calls its judge (``fairpair run --engine ray`` passes
+    its engine, so the judge's calls and the embeddings run on Ray too); default :class:`RunSettings()`.
 
     Raises
     ------
@@ -302,6 +303,7 @@ def after_run(run_dir: Any, loaded, console, *, measure: bool = True, analyze: b
     names = [n for n, on in (("measure", measure and bool(b.measures)), ("analyze", analyzed), ("report", report))
              if on]
     settings = Settings(battery=loaded, console=console, analysis_table=not report,
+                        judge_calls=judge_calls or RunSettings(),
                         verdicts=analyzed and (bool(b.analysis.comparisons) or ranked))  # verdicts and ranking tables
     for result in run_stages(run_dir, names, settings):
         if result.stage == "report":

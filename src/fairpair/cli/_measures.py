@@ -15,7 +15,7 @@ from rich.table import Table
 
 from fairpair.cli._app import app, console
 from fairpair.cli._options import (
-    ConcurrencyOpt, MaxAttemptsOpt, OldOutputOpt, QuietOpt, RunArg, TimeoutOpt, out_option, renamed,
+    ConcurrencyOpt, Engine, MaxAttemptsOpt, OldOutputOpt, QuietOpt, RunArg, TimeoutOpt, out_option, renamed,
 )
 
 
@@ -28,13 +28,30 @@ def measure(
     timeout: TimeoutOpt = 120.0,
     max_attempts: MaxAttemptsOpt = 5,
     quiet: QuietOpt = False,
+    engine: Annotated[Engine, typer.Option(help="inprocess: the judge's calls and the embeddings in this "
+                                           "process; ray: on a Ray actor pool, each actor holding the judge "
+                                           "(or the embedder) (pip install 'fairpair[ray]'); this process stays "
+                                           "the store's only writer.")] = Engine.inprocess,
+    address: Annotated[Optional[str], typer.Option(help="Ray cluster for --engine ray: 'auto' (the running "
+                                                   "cluster) or ray://HOST:10001; default: a local Ray.")] = None,
+    actors: Annotated[Optional[int], typer.Option(min=1, help="Actors of each Ray pool (default: the free CPUs, "
+                                                  "at most --concurrency).")] = None,
 ) -> None:
     """Measure every stored answer of a run (resumable: stored measurements are kept)."""
     from fairpair import pipeline
     from fairpair._progress import progress_enabled
+    from fairpair.errors import FairpairError
     from fairpair.run import RunSettings
 
-    calls = RunSettings(concurrency=concurrency, timeout=timeout, max_attempts=max_attempts)
+    if engine is not Engine.ray and (address is not None or actors is not None):
+        raise FairpairError("--address and --actors belong to --engine ray", key="--engine",
+                            hint="add --engine ray")
+    if engine is Engine.ray:
+        from fairpair.run import require_ray
+
+        require_ray()  # exit 2 with the install line before anything is opened
+    calls = RunSettings(concurrency=concurrency, timeout=timeout, max_attempts=max_attempts, engine=engine.value,
+                        address=address, actors=actors)
     with progress_enabled(not quiet):
         pipeline.measure(run, pipeline.Settings(console=console, measures=tuple(measure_names or ()) or None,
                                                 judge_calls=calls))

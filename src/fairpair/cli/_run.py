@@ -111,7 +111,8 @@ def run(
     _print_failures(run_dir, list(manifest.get("counts", {})))
     with progress_enabled(not quiet):  # -q: no bars in the later stages either
         code = pipeline.after_run(run_dir, lb, console, measure=measure_stage, analyze=analyze_stage,
-                                  report=report_stage, gate=gate)
+                                  report=report_stage, gate=gate,
+                                  judge_calls=RunSettings(engine=engine.value, address=address, actors=actors))
     if code:
         raise typer.Exit(code)
 

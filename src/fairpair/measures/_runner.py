@@ -441,7 +441,7 @@ class _Counterparts:
 
 
 def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | None = None, judge: Any = None,
-                settings: Any = None) -> MeasureRunResult:
+                settings: Any = None, ray_pool: Any = None) -> MeasureRunResult:
     """Measure every stored answer of a run; resumable.
 
     Parameters
@@ -457,7 +457,12 @@ def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | 
         block (default: the embedded ``local`` model). Tests pass a scripted one.
     settings:
         :class:`~fairpair.run.RunSettings` for judge calls (concurrency,
-        timeout, retries).
+        timeout, retries; ``engine="ray"`` with ``address`` and ``actors``:
+        the judge's calls and the embeddings on Ray actor pools, see
+        :mod:`fairpair.run._ray`).
+    ray_pool:
+        With ``engine="ray"``: a callable given the judge pool's actor
+        handles (the tests kill one).
 
     Returns
     -------
@@ -472,11 +477,18 @@ def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | 
     """
     from fairpair.store import Run
 
+    if getattr(settings, "engine", "inprocess") not in ("inprocess", "ray"):
+        raise FairpairError(f"unknown engine {settings.engine!r}; use one of inprocess, ray", key="--engine")
     with Run.open(run_dir, "w") as run:
-        return asyncio.run(_measure(run, console, measures, judge, settings))
+        if getattr(settings, "engine", "inprocess") != "ray":
+            return asyncio.run(_measure(run, console, measures, judge, settings))
+        from fairpair.run import ray_session
+
+        with ray_session(settings.address):  # exit 2 when Ray is missing or the cluster unreachable
+            return asyncio.run(_measure(run, console, measures, judge, settings, ray_pool))
 
 
-async def _measure(run, console, names, judge, settings) -> MeasureRunResult:
+async def _measure(run, console, names, judge, settings, ray_pool=None) -> MeasureRunResult:
     store, loaded, run_dir = run.store, run.battery(), run.path
     b = loaded.battery
     ms = build_measures(b, names)
@@ -489,8 +501,12 @@ async def _measure(run, console, names, judge, settings) -> MeasureRunResult:
         warnings += _build_judge(loaded, store, ctx, judge)
     counterparts = _Counterparts(store)
     scales: dict[str, Scale] = {}
+    on_ray = getattr(settings, "engine", "inprocess") == "ray"
+    remote: list[Any] = []  # the Ray pools to close
     store.event("measure_started", {"measures": list(ms)})
     try:
+        if on_ray:
+            remote += _on_ray(loaded, ms, ctx, judge, settings, ray_pool)
         if any(m.uses_judge for m in ms.values()):
             from fairpair.measures._selftest import run_self_tests
 
@@ -512,7 +528,15 @@ async def _measure(run, console, names, judge, settings) -> MeasureRunResult:
 
                 warnings += flag_degenerate(name, m, ctx, store)
     finally:
-        if owns_judge and ctx.judge is not None:
+        for pool in remote:
+            try:
+                if hasattr(pool, "aclose"):
+                    await pool.aclose()
+                else:
+                    pool.close()
+            except Exception:  # noqa: BLE001
+                pass
+        if owns_judge and ctx.judge is not None and not on_ray:
             try:
                 await ctx.judge.aclose()
             except Exception:  # noqa: BLE001
@@ -523,6 +547,34 @@ async def _measure(run, console, names, judge, settings) -> MeasureRunResult:
         _print_counts(console, ctx.counts, warnings)
     return MeasureRunResult(Path(run_dir), dict(ctx.counts), scales, ctx.judge_identity, dict(ctx.embedders),
                             tuple(warnings))
+
+
+def _on_ray(loaded, ms: dict[str, Measure], ctx: MeasureContext, judge: Any, settings: Any,
+            ray_pool: Any = None) -> list[Any]:
+    """Move the judge's calls and the embeddings to Ray actor pools (``--engine ray``); returns the pools.
+
+    The judge: a :class:`fairpair.run.RayTarget` over actors that build it from the battery's
+    ``judge:`` block (or the embedded default), or that receive ``judge`` as it is when one was passed
+    (a test's scripted judge); the driver keeps only its identity. Each ``semantic_distance`` measure
+    without an embedder of its own: a :class:`fairpair.run.RayEmbedder` whose actors load the embedder.
+    """
+    from fairpair.battery import TargetSpec
+    from fairpair.measures import embed as embed_mod
+    from fairpair.run import RayEmbedder, RayTarget
+
+    pools: list[Any] = []
+    b = loaded.battery
+    if ctx.judge is not None:
+        spec = b.judge or TargetSpec.model_validate(DEFAULT_JUDGE)
+        ctx.judge = RayTarget("judge", spec, ctx.judge_identity or {}, settings, base_dir=ctx.battery_dir,
+                              target=judge, on_pool=ray_pool)
+        pools.append(ctx.judge)
+    for m in ms.values():
+        if isinstance(m, embed_mod.SemanticDistanceMeasure) and m.embedder is None:
+            m.embedder = RayEmbedder(embed_mod.get_embedder, m.options.embedder or getattr(b, "embedder", None),
+                                     ctx.language, settings)
+            pools.append(m.embedder)
+    return pools
 
 
 async def _measure_progress(console, name: str, m: Measure, ctx: MeasureContext, store) -> None:

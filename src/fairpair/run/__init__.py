@@ -12,6 +12,9 @@ _LAZY_EXPORTS = {
     "format_error_summary": "fairpair.run._preflight",
     "package_versions": "fairpair.run._runner",
     "preview_requests": "fairpair.run._preview",
+    "RayEmbedder": "fairpair.run._ray",
+    "RayTarget": "fairpair.run._ray",
+    "ray_session": "fairpair.run._ray",
     "require_ray": "fairpair.run._ray",
     "run_status": "fairpair.run._status",
 }

@@ -27,6 +27,20 @@ Failures
   again on the same ``--out`` resumes by case key (only unanswered cases are
   sent). The actors are owned by the driver's job and end with it.
 
+Measures
+--------
+``fairpair measure --engine ray`` (and the measure stage of ``fairpair run
+--engine ray``) sends the judge's calls and the embeddings to the same kind of
+pool: :class:`RayTarget` stands in for the judge on the driver, where the
+measure stage keeps everything else (reading answers, masking, prompts,
+parsing, the leak check, retries, and the store, written by the driver
+alone; resume by measurement key as in-process), and ships the calls to
+:class:`TargetWorker` actors in chunks; :class:`RayEmbedder` ships the texts
+of a chunk to :class:`EmbedWorker` actors. A worker that dies is restarted
+and its chunk sent again (``max_task_retries``); a call whose worker died
+every time fails (stored as a failed measurement, tried again by the next
+``fairpair measure``).
+
 Ray is an optional dependency (``pip install 'fairpair[ray]'``), imported
 only when this engine is used. See https://docs.ray.io/en/latest/ray-core/patterns/limit-pending-tasks.html
 (limiting pending tasks) and .../fault-tolerance/actors.html (actor restarts).
@@ -49,7 +63,8 @@ from fairpair.errors import FairpairError
 from fairpair.run._engine import RunSettings, TargetRunStats, record_outcome
 from fairpair.run._store import Store
 
-__all__ = ["RAY_INSTALL", "require_ray", "ray_session", "run_target_ray", "CaseWorker"]
+__all__ = ["RAY_INSTALL", "require_ray", "ray_session", "run_target_ray", "CaseWorker", "TargetWorker",
+           "RayTarget", "EmbedWorker", "RayEmbedder"]
 
 #: The line that installs the engine's dependency.
 RAY_INSTALL = "pip install 'fairpair[ray]'"
@@ -298,3 +313,262 @@ def run_target_ray(store: Store, target_name: str, spec: Any, cases: Iterable[Ca
         for a in pool:
             ray.kill(a)
     return stats
+
+
+# ---------------------------------------------------------------- measures: the judge and the embedder
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """``exc`` if Ray can send it back to the driver, else a RuntimeError with its text."""
+    from fairpair._calls import describe_error
+
+    try:
+        import ray.cloudpickle as cp
+
+        cp.loads(cp.dumps(exc))
+        return exc
+    except Exception:  # noqa: BLE001 - an exception that does not travel becomes its text
+        return RuntimeError(describe_error(exc))
+
+
+class TargetWorker:
+    """One actor of a judge pool: holds a target and answers :class:`~fairpair.targets.ChatRequest` chunks.
+
+    The target is built in the actor from its battery block (``spec``, with
+    ``base_dir`` and ``language``) or, when ``target`` is given (a target
+    instance, e.g. a test's scripted judge), shipped as it is. ``generate_many``
+    returns one ``(completion, None)`` or ``(None, exception)`` per request,
+    in order; retries, timeouts and rate limits are the driver's
+    (:class:`fairpair._calls.ModelCaller`).
+    """
+
+    def __init__(self, name: str, spec: Any, base_dir: str | None, language: str | None, target: Any = None) -> None:
+        if target is None:
+            from fairpair.run._runner import build_target
+
+            target = build_target(name, spec, base_dir=Path(base_dir) if base_dir else None, language=language)
+        self.target = target
+        self._loaded = False
+
+    async def ready(self) -> dict[str, Any]:
+        """Load the target (the embedded model: once per actor); its pid and ``max_concurrency``."""
+        if not self._loaded:
+            if hasattr(self.target, "load"):
+                await self.target.load()
+            self._loaded = True
+        return {"pid": os.getpid(), "max_concurrency": getattr(self.target, "max_concurrency", None)}
+
+    async def generate_many(self, requests: list[Any]) -> list[tuple[Any, BaseException | None]]:
+        async def one(request: Any) -> tuple[Any, BaseException | None]:
+            try:
+                return await self.target.generate(request), None
+            except Exception as exc:  # noqa: BLE001 - the driver's caller decides (retry or fail)
+                return None, _portable(exc)
+
+        return list(await asyncio.gather(*(one(r) for r in requests)))
+
+    def pid(self) -> int:
+        """The worker's process id (the tests kill it)."""
+        return os.getpid()
+
+    async def close(self) -> None:
+        try:
+            await self.target.aclose()
+        except Exception:  # noqa: BLE001 - closing is best effort
+            pass
+
+
+def _actor_count(ray: Any, settings: RunSettings) -> int:
+    return settings.actors or max(1, min(int(ray.available_resources().get("CPU", 1)) or 1, settings.concurrency))
+
+
+def _start_pool(ray: Any, cls: type, what: str, n: int, args: tuple, options: dict[str, Any]) -> tuple[list, list]:
+    """``n`` actors of ``cls``, each up (its ``ready()`` answered) before anything is sent.
+
+    Raises FairpairError naming the cause when the workers cannot start ``what``."""
+    remote = ray.remote(cls).options(max_restarts=-1, **options)
+    pool = [remote.remote(*args) for _ in range(n)]
+    try:
+        infos = ray.get([a.ready.remote() for a in pool])
+    except ray.exceptions.RayError as exc:
+        for a in pool:
+            ray.kill(a)
+        raise FairpairError(f"{what}: the Ray workers cannot start it: {_cause(exc)[:300]}", key="--engine",
+                            hint="every node needs fairpair (the same version) and the extras installed; "
+                                 "nothing was sent") from None
+    return pool, infos
+
+
+class RayTarget:
+    """The driver's stand-in for a target whose calls run on a pool of :class:`TargetWorker` actors.
+
+    Implements the target protocol (``generate``, ``identity``, ``aclose``,
+    ``max_concurrency``), so the measure stage's
+    :class:`~fairpair._calls.ModelCaller` uses it as it uses the judge
+    in-process. Calls made in the same turn of the event loop are sent
+    together, up to :data:`CHUNK` per Ray task, to the actor with the fewest
+    calls in flight (within the inner target's ``max_concurrency`` per
+    actor): under load every task carries a chunk, with no added wait.
+
+    ``identity``: the inner target's, computed on the driver (no model is
+    loaded for it). ``settings``: ``actors`` (default: the free CPUs, at most
+    ``concurrency``), ``actor_cpus``, ``max_attempts`` (times Ray re-sends a
+    chunk whose worker died). ``on_pool`` receives the actor handles (the
+    tests kill one).
+
+    Raises
+    ------
+    FairpairError
+        The workers cannot build or load the target (nothing is sent).
+    """
+
+    def __init__(self, name: str, spec: Any, identity: dict[str, Any], settings: RunSettings, *,
+                 base_dir: Path | None = None, language: str | None = None, target: Any = None,
+                 on_pool: Callable[[list[Any]], None] | None = None) -> None:
+        self.ray = ray = require_ray()
+        self.name = name
+        self._identity = identity
+        n = _actor_count(ray, settings)
+        self.pool, infos = _start_pool(
+            ray, TargetWorker, f"judge '{name}'" if name == "judge" else f"target '{name}'", n,
+            (name, spec, str(base_dir) if base_dir else None, language, target),
+            {"max_concurrency": max(2, settings.concurrency) + 2, "max_task_retries": settings.max_attempts,
+             "num_cpus": settings.actor_cpus})
+        self.pids = [i["pid"] for i in infos]
+        self._cap = infos[0]["max_concurrency"]  # per actor; None: unlimited
+        self.max_concurrency = self._cap * n if self._cap else None
+        self._load = [0] * n
+        self._pending: list[tuple[Any, asyncio.Future]] = []
+        self._scheduled = False
+        self._tasks: set[asyncio.Task] = set()
+        self.chunks = 0  # Ray tasks sent (the benchmark prints calls per task)
+        if on_pool:
+            on_pool(self.pool)
+
+    def identity(self) -> dict[str, Any]:
+        return self._identity
+
+    async def generate(self, request: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        self._pending.append((request, fut))
+        if not self._scheduled:  # once per turn of the loop: the calls made in this turn go together
+            self._scheduled = True
+            loop.call_soon(self._dispatch)
+        return await fut
+
+    def _dispatch(self) -> None:
+        self._scheduled = False
+        self._pending = [(r, f) for r, f in self._pending if not f.done()]  # timed out or cancelled meanwhile
+        while self._pending:
+            i = min(range(len(self.pool)), key=self._load.__getitem__)
+            room = CHUNK if not self._cap else min(CHUNK, self._cap - self._load[i])
+            if room <= 0:  # every actor full (the caller's cap makes this rare): again when one returns
+                return
+            batch, self._pending = self._pending[:room], self._pending[room:]
+            self._load[i] += len(batch)
+            self.chunks += 1
+            ref = self.pool[i].generate_many.remote([r for r, _ in batch])
+            task = asyncio.ensure_future(self._collect(ref, batch, i))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _collect(self, ref: Any, batch: list[tuple[Any, asyncio.Future]], i: int) -> None:
+        from fairpair.targets import TargetError
+
+        ray = self.ray
+        try:
+            results = await ref
+        except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
+                ray.exceptions.ObjectLostError) as exc:  # re-sent max_attempts times already
+            err = TargetError(f"{WORKER_DIED} ({type(exc).__name__})", retryable=False)
+            results = [(None, err)] * len(batch)
+        except Exception as exc:  # noqa: BLE001 - anything else Ray raised: the calls fail, the run goes on
+            results = [(None, RuntimeError(_cause(exc)))] * len(batch)
+        finally:
+            self._load[i] -= len(batch)
+        for (_, fut), (completion, error) in zip(batch, results):
+            if fut.done():
+                continue
+            if error is not None:
+                fut.set_exception(error)
+            else:
+                fut.set_result(completion)
+        if self._pending and not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._dispatch)
+
+    async def aclose(self) -> None:
+        ray = self.ray
+        for t in list(self._tasks):
+            t.cancel()
+        closing = [a.close.remote() for a in self.pool]
+        try:
+            await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True), 10)
+        except Exception:  # noqa: BLE001 - closing is best effort
+            pass
+        for a in self.pool:
+            ray.kill(a)
+        self.pool = []
+
+
+class EmbedWorker:
+    """One actor of an embedding pool: ``factory(name, language=...)`` builds its embedder (in the actor)."""
+
+    def __init__(self, factory: Callable[..., Any], name: str | None, language: str) -> None:
+        self.embedder = factory(name, language=language)
+
+    def ready(self) -> dict[str, Any]:
+        return {"pid": os.getpid(), "identity": self.embedder.identity(), "name": self.embedder.name}
+
+    def embed(self, texts: list[str]) -> Any:
+        return self.embedder.embed(texts)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+class RayEmbedder:
+    """The driver's stand-in for an embedder whose work runs on a pool of :class:`EmbedWorker` actors.
+
+    ``embed(texts)`` splits the texts into one slice per actor and returns the
+    vectors in order (``ndarray (n, dim) float32``, as the embedder's).
+    ``factory`` is :func:`fairpair.measures.embed.get_embedder` (shipped by
+    reference: each node loads the embedder from its own install). A slice
+    whose worker died is sent again by Ray (``max_task_retries``).
+
+    Raises
+    ------
+    FairpairError
+        The workers cannot build the embedder (its package missing on a node).
+    """
+
+    def __init__(self, factory: Callable[..., Any], embedder: str | None, language: str, settings: RunSettings, *,
+                 on_pool: Callable[[list[Any]], None] | None = None) -> None:
+        self.ray = ray = require_ray()
+        n = _actor_count(ray, settings)
+        self.pool, infos = _start_pool(ray, EmbedWorker, f"embedder '{embedder or language}'", n,
+                                       (factory, embedder, language),
+                                       {"max_task_retries": settings.max_attempts, "num_cpus": settings.actor_cpus})
+        self.name = infos[0]["name"]
+        self._identity = infos[0]["identity"]
+        if on_pool:
+            on_pool(self.pool)
+
+    def identity(self) -> dict[str, Any]:
+        return self._identity
+
+    def embed(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        texts = list(texts)
+        n = len(self.pool)
+        size = max(1, math.ceil(len(texts) / n))
+        parts = [texts[i:i + size] for i in range(0, len(texts), size)] or [[]]
+        refs = [self.pool[k % n].embed.remote(p) for k, p in enumerate(parts)]
+        return np.concatenate([np.asarray(v, dtype=np.float32) for v in self.ray.get(refs)], axis=0)
+
+    def close(self) -> None:
+        for a in self.pool:
+            self.ray.kill(a)
+        self.pool = []
