@@ -159,3 +159,69 @@ def test_killing_a_judge_worker_mid_stage_loses_and_duplicates_nothing(tmp_path,
     assert {s for *_, s, _ in rows} == {"ok"}
     assert res.counts["tone"].ok == 80 and res.counts["tone"].failed == 0
     assert res.judge == {"kind": "scripted", "model": "judge-1", "latency": 0.2}
+
+
+# ------------------------------------------------------------------ the driver holds no model
+
+
+def _stored_answers(run_dir: Path) -> list[tuple[str, str]]:
+    con = sqlite3.connect(run_dir / "store.sqlite")
+    try:
+        return sorted(con.execute("SELECT case_id, status FROM responses").fetchall())
+    finally:
+        con.close()
+
+
+@pytest.mark.slow
+def test_the_driver_neither_loads_nor_calls_a_target_or_judge_the_actors_hold(tmp_path, ray_local, monkeypatch):
+    from fairpair.targets.mock import MockTarget
+    from fairpair.targets.python import PythonTarget
+
+    loads: list[str] = []
+
+    async def load(self) -> None:  # the driver's copy only: the Ray workers import the real classes
+        loads.append(self.name)
+
+    monkeypatch.setattr(MockTarget, "load", load, raising=False)  # a target with a model to load
+    lb = load_battery(battery(tmp_path, measures={"tone": {"kind": "judge"}}))
+    execute_run(lb, tmp_path / "inprocess", RunSettings(concurrency=4))
+    assert loads == ["mock"]  # in-process, the driver loads it (the patch is seen)
+    loads.clear()
+    calls: list[str] = []
+
+    async def no_generate(self, request):
+        calls.append(self.name)
+        raise AssertionError("the driver called its own target")
+
+    monkeypatch.setattr(MockTarget, "generate", no_generate)
+    monkeypatch.setattr(PythonTarget, "generate", no_generate)
+    monkeypatch.setattr(PythonTarget, "load", load, raising=False)
+    settings = RunSettings(concurrency=4, timeout=20, max_attempts=2, engine="ray", actors=2)
+    out = execute_run(lb, tmp_path / "ray", settings)
+    res = measure_run(tmp_path / "ray", settings=settings)
+    assert loads == [] and calls == []
+    assert _stored_answers(tmp_path / "ray") == _stored_answers(tmp_path / "inprocess")
+    assert {s for _, s in _stored_answers(tmp_path / "ray")} == {"ok"}
+    session = out.manifest["last_session"]["mock"]
+    assert (session["answered"], session["skipped"]) == (19, 1)  # the first case: the preflight, on the pool
+    assert res.counts["tone"].ok == 20 and res.counts["tone"].failed == 0
+
+
+@pytest.mark.slow
+def test_a_target_whose_first_case_fails_on_the_pool_stops_the_run(tmp_path, ray_local, monkeypatch):
+    from fairpair.run._preflight import PreflightError
+    from fairpair.targets.mock import MockTarget
+
+    async def load(self) -> None:
+        raise AssertionError("the driver loaded the target")
+
+    monkeypatch.setattr(MockTarget, "load", load, raising=False)
+    path = battery(tmp_path, measures={"words": {"kind": "word_count"}})
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["target"] = {"kind": "mock", "fail_rate": 1.0}
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(PreflightError, match="the first case failed, so nothing else was sent"):
+        execute_run(load_battery(path), tmp_path / "run", RunSettings(concurrency=4, engine="ray", actors=1,
+                                                                      backoff_initial=0.01, backoff_max=0.02))
+    rows = _stored_answers(tmp_path / "run")
+    assert len(rows) == 1 and rows[0][1] == "failed"  # the one case sent, stored as a failure

@@ -173,13 +173,21 @@ async def preflight(target: Any, case: Any, settings: Any, *, tools=None, tool_m
     if error is None:
         assert outcome is not None and outcome.completion is not None
         return outcome.completion, replies, attempts, latency
-    err = redact(describe_error(error), [s for s in secrets if s])
+    raise preflight_error(name, describe_error(error), attempts, secrets)
+
+
+def preflight_error(name: str, error: str, attempts: int, secrets: Iterable[str] = ()) -> PreflightError:
+    """The :class:`PreflightError` of target ``name`` whose first case failed with ``error`` (the stored
+    text, redacted here) after ``attempts`` tries: what it most likely means, and how to skip the check."""
+    from fairpair.run._engine import redact
+
+    err = redact(error, [s for s in secrets if s])
     pe = PreflightError(f"target '{name}': the first case failed, so nothing else was sent: {err}",
                         hint=f"{_classify(err)}; `fairpair check BATTERY` tries one case; "
                              "--no-preflight skips this check")
     pe.error = err
     pe.attempts = attempts
-    raise pe
+    return pe
 
 
 def preflight_into_store(store: Any, name: str, target: Any, cases: Iterable[Any], settings: Any, *,

@@ -137,6 +137,23 @@ class CaseWorker:
 
         return list(await asyncio.gather(*(one(c) for c in cases)))
 
+    async def preflight(self, case: Case) -> tuple[str, Any, str | None, int, list[str], float]:
+        """:func:`fairpair.run._preflight.preflight` of ``case`` in this actor (few tries, short backoff):
+        the same tuple as :meth:`answer`; the error unredacted (the driver redacts it)."""
+        from fairpair._calls import describe_error
+        from fairpair.run._preflight import PreflightError, preflight
+
+        try:
+            await self._caller_ready()
+        except Exception as exc:  # noqa: BLE001 - a target that cannot start fails its first case
+            return case.id, None, describe_error(exc), 1, [], 0.0
+        try:
+            completion, replies, attempts, latency = await preflight(
+                self.target, case, self.settings, tools=self.tools, tool_map=self.tool_map)
+        except PreflightError as exc:
+            return case.id, None, exc.error, exc.attempts, [], 0.0
+        return case.id, completion, None, attempts, replies, latency
+
     def pid(self) -> int:
         """The worker's process id (the tests kill it)."""
         return os.getpid()
@@ -195,12 +212,44 @@ def _pool_size(ray: Any, settings: RunSettings) -> int:
     return max(1, min(cpus, settings.concurrency))
 
 
+def _preflight_on_pool(ray: Any, pool: list[Any], store: Store, name: str, cases: Iterable[Case],
+                       answered: set[str], secrets: list[str]) -> Iterable[Case]:
+    """Send the first case without an answer alone to the first actor; store its answer (it is not sent
+    again) or its failure, then raise :class:`~fairpair.run._preflight.PreflightError`. Returns the cases
+    to go on with (the same stream, the first case put back in front)."""
+    from fairpair.run._engine import store_answer
+    from fairpair.run._preflight import preflight_error
+
+    it = iter(cases)
+    skipped: list[Case] = []
+    first = None
+    for case in it:
+        skipped.append(case)
+        if case.id not in answered:
+            first = case
+            break
+    if first is None:
+        return skipped
+    try:
+        _, completion, error, attempts, replies, latency = ray.get(pool[0].preflight.remote(first))
+    except ray.exceptions.RayError as exc:
+        completion, error, attempts, replies, latency = None, f"{WORKER_DIED} ({_cause(exc)[:200]})", 1, [], 0.0
+    if completion is None:
+        pe = preflight_error(name, error or "unknown error", attempts, secrets)
+        store.add_response(target=name, case_id=first.id, status="failed", error=pe.error, attempts=attempts)
+        store.event("preflight_failed", {"target": name, "case": first.id, "error": pe.error})
+        raise pe
+    store_answer(store, name, first, completion, replies, attempts, latency)
+    answered.add(first.id)
+    return itertools.chain(skipped, it)
+
+
 def run_target_ray(store: Store, target_name: str, spec: Any, cases: Iterable[Case], settings: RunSettings, *,
                    base_dir: Path | None = None, language: str | None = None, tools: list[dict] | None = None,
                    tool_map: dict[str, str] | None = None, secrets: Iterable[str] = (),
                    on_done: Callable[[str, Any, str | None], None] | None = None, breaker: Any = None,
                    max_concurrency: int | None = None,
-                   on_pool: Callable[[list[Any]], None] | None = None) -> TargetRunStats:
+                   on_pool: Callable[[list[Any]], None] | None = None, preflight: bool = False) -> TargetRunStats:
     """Answer every case of ``cases`` without a stored answer for ``target_name`` on a Ray actor pool.
 
     ``settings.actors`` actors (default: the cluster's free CPUs, at most
@@ -211,8 +260,10 @@ def run_target_ray(store: Store, target_name: str, spec: Any, cases: Iterable[Ca
     actor's calls submitted, so the chunks' answers stream back chunk by chunk and the rate limits (``rpm``/``tpm``
     divided by the number of actors). Ray must be initialised (see
     :class:`ray_session`). ``on_pool`` receives the actor handles once they are
-    created (the tests kill one). Returns the same :class:`TargetRunStats` as
-    the in-process engine.
+    created (the tests kill one). ``preflight``: send the first unanswered
+    case alone, on the pool, and stop on its failure (as the in-process
+    preflight; for targets the driver does not load, such as the embedded
+    model). Returns the same :class:`TargetRunStats` as the in-process engine.
 
     Raises
     ------
@@ -221,6 +272,8 @@ def run_target_ray(store: Store, target_name: str, spec: Any, cases: Iterable[Ca
         the target's extra missing on a node); nothing is sent then.
     fairpair.run._preflight.CircuitOpen
         ``breaker`` opened (the same error many times in a row); the pool is stopped.
+    fairpair.run._preflight.PreflightError
+        ``preflight`` and the first case failed (stored as a failure); nothing else was sent.
     """
     ray = require_ray()
     secrets = [s for s in secrets if s]
@@ -254,6 +307,8 @@ def run_target_ray(store: Store, target_name: str, spec: Any, cases: Iterable[Ca
     if on_pool:
         on_pool(pool)
     answered = store.answered_ids(target_name)
+    if preflight:
+        cases = _preflight_on_pool(ray, pool, store, target_name, cases, answered, secrets)
 
     def todo() -> Iterator[Case]:
         for case in cases:

@@ -183,8 +183,9 @@ def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs:
         started = datetime.now(timezone.utc).isoformat(timespec="seconds")
         targets = {name: build_target(name, spec, base_dir=loaded.path.parent, language=b.language)
                    for name, spec in specs.items()}
+        on_ray = settings.engine == "ray"
         for t in targets.values():  # fail once, before the run, if a backend cannot start
-            if hasattr(t, "load"):
+            if hasattr(t, "load") and not on_ray:  # on Ray the actors load it (preflight on the pool)
                 asyncio.run(t.load())
         identities = {name: t.identity() for name, t in targets.items()}
         for name, ident in identities.items():  # a resumed run whose target changed says so
@@ -216,7 +217,9 @@ def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs:
             for name, target in targets.items():
                 if name in batch_names:
                     continue
-                if settings.preflight:  # one case first: a broken target stops here, exit 2
+                # one case first: a broken target stops here, exit 2; a target the driver does not load (the
+                # embedded model on Ray) is tried on the actors' pool instead, by run_target_ray
+                if settings.preflight and not (on_ray and hasattr(target, "load")):
                     preflight_into_store(store, name, target, expand(loaded), settings, tools=b.all_tools() or None,
                                          tool_map=b.all_tool_results() or None, secrets=secrets)
                 todo = total - len(store.answered_ids(name))
@@ -316,7 +319,8 @@ def _run_one_ray(store, name, target, spec, loaded, settings, secrets, cb, *, ra
         return run_target_ray(store, name, spec, expand(loaded), settings, base_dir=loaded.path.parent,
                               language=b.language, tools=b.all_tools() or None,
                               tool_map=b.all_tool_results() or None, secrets=secrets, on_done=cb, breaker=breaker,
-                              max_concurrency=getattr(target, "max_concurrency", None), on_pool=ray_pool)
+                              max_concurrency=getattr(target, "max_concurrency", None), on_pool=ray_pool,
+                              preflight=settings.preflight and hasattr(target, "load"))
     except CircuitOpen as exc:
         store.event("circuit_open", {"target": name, "kind": breaker.kind, "count": breaker.count,
                                      "error": exc.message})
