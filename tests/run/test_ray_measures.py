@@ -125,6 +125,8 @@ def test_measures_on_ray_store_what_the_inprocess_stage_stores(tmp_path, ray_loc
     assert measured(other) == measured(run_dir)  # the same rows, values included
     assert b.judge == a.judge and b.judge["kind"] == "python"  # the driver's identity of the same judge
     assert b.embedders["drift"] == {"name": "hash", "dim": 16}
+    manifest = json.loads((other / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["measurement"]["engine"] == {"engine": "ray", "address": None, "actors": 2}
     # resume: everything stored is kept, nothing is measured twice
     again = measure_run(other, settings=RunSettings(**{**base.__dict__, "engine": "ray", "actors": 2}))
     assert again.counts["tone"].skipped == 20 and again.counts["tone"].ok == 0

@@ -623,6 +623,11 @@ def _record_in_manifest(run, ctx: MeasureContext, names: Iterable[str], warnings
             embedders.setdefault(name, ident)
     if embedders:
         block["embedders"] = embedders
+    settings = ctx.settings
+    if getattr(settings, "engine", "inprocess") == "ray":  # where this session's judge calls and embeddings ran
+        block["engine"] = {"engine": "ray", "address": settings.address, "actors": settings.actors}
+    else:
+        block.pop("engine", None)
     if block != old:
         run.write_manifest({"measurement": block})
 

@@ -461,9 +461,10 @@ class RayTarget:
     ``max_concurrency``), so the measure stage's
     :class:`~fairpair._calls.ModelCaller` uses it as it uses the judge
     in-process. Calls made in the same turn of the event loop are sent
-    together, up to :data:`CHUNK` per Ray task, to the actor with the fewest
-    calls in flight (within the inner target's ``max_concurrency`` per
-    actor): under load every task carries a chunk, with no added wait.
+    together, spread over the actors (up to :data:`CHUNK` per Ray task, each
+    to the actor with the fewest calls in flight, within the inner target's
+    ``max_concurrency`` per actor): under load every task carries a chunk,
+    with no added wait.
 
     ``identity``: the inner target's, computed on the driver (no model is
     loaded for it). ``settings``: ``actors`` (default: the free CPUs, at most
@@ -515,9 +516,10 @@ class RayTarget:
     def _dispatch(self) -> None:
         self._scheduled = False
         self._pending = [(r, f) for r, f in self._pending if not f.done()]  # timed out or cancelled meanwhile
+        size = min(CHUNK, math.ceil(len(self._pending) / len(self.pool)))  # spread over the actors
         while self._pending:
             i = min(range(len(self.pool)), key=self._load.__getitem__)
-            room = CHUNK if not self._cap else min(CHUNK, self._cap - self._load[i])
+            room = size if not self._cap else min(size, self._cap - self._load[i])
             if room <= 0:  # every actor full (the caller's cap makes this rare): again when one returns
                 return
             batch, self._pending = self._pending[:room], self._pending[room:]
