@@ -502,13 +502,14 @@ async def _measure(run, console, names, judge, settings, ray_pool=None) -> Measu
     counterparts = _Counterparts(store)
     scales: dict[str, Scale] = {}
     on_ray = getattr(settings, "engine", "inprocess") == "ray"
-    remote: list[Any] = []  # the Ray pools to close
+    pools = _RayPools(loaded, ms, ctx, judge, settings, ray_pool) if on_ray else None
     store.event("measure_started", {"measures": list(ms)})
     try:
-        if on_ray:
-            remote += _on_ray(loaded, ms, ctx, judge, settings, ray_pool)
         if any(m.uses_judge for m in ms.values()):
             from fairpair.measures._selftest import run_self_tests
+
+            if pools is not None:
+                pools.judge_on()
 
             warnings += await run_self_tests(ms, ctx, store, getattr(b, "judge_self_test", "stop"), console)
         for name, m in ms.items():
@@ -517,6 +518,8 @@ async def _measure(run, console, names, judge, settings, ray_pool=None) -> Measu
             if console is not None:  # judge measures can take minutes: say what is going on
                 who = " (judge calls: one or more per answer)" if m.uses_judge else ""
                 console.print(f"measuring {escape(name)}{who}...", soft_wrap=True)
+            if pools is not None:
+                await pools.before(name, m)
             bar = asyncio.ensure_future(_measure_progress(console, name, m, ctx, store))
             try:
                 await _measure_stream(name, m, ctx, store, counterparts)
@@ -527,14 +530,13 @@ async def _measure(run, console, names, judge, settings, ray_pool=None) -> Measu
                 from fairpair.measures._selftest import flag_degenerate
 
                 warnings += flag_degenerate(name, m, ctx, store)
+            if pools is not None:
+                await pools.after(name, m)
     finally:
-        for pool in remote:
+        if pools is not None:
             try:
-                if hasattr(pool, "aclose"):
-                    await pool.aclose()
-                else:
-                    pool.close()
-            except Exception:  # noqa: BLE001
+                await pools.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
                 pass
         if owns_judge and ctx.judge is not None and not on_ray:
             try:
@@ -549,32 +551,70 @@ async def _measure(run, console, names, judge, settings, ray_pool=None) -> Measu
                             tuple(warnings))
 
 
-def _on_ray(loaded, ms: dict[str, Measure], ctx: MeasureContext, judge: Any, settings: Any,
-            ray_pool: Any = None) -> list[Any]:
-    """Move the judge's calls and the embeddings to Ray actor pools (``--engine ray``); returns the pools.
+class _RayPools:
+    """The Ray actor pools of one measure session (``--engine ray``), each started when a measure needs it.
 
     The judge: a :class:`fairpair.run.RayTarget` over actors that build it from the battery's
     ``judge:`` block (or the embedded default), or that receive ``judge`` as it is when one was passed
-    (a test's scripted judge); the driver keeps only its identity. Each ``semantic_distance`` measure
-    without an embedder of its own: a :class:`fairpair.run.RayEmbedder` whose actors load the embedder.
+    (a test's scripted judge); the driver keeps only its identity. It is kept while later measures use
+    the judge. A ``semantic_distance`` measure without an embedder of its own gets a
+    :class:`fairpair.run.RayEmbedder` (actors loading the embedder) for its own run. Every actor
+    reserves ``settings.actor_cpus``, so the judge's pool is stopped before an embedding pool that would
+    not fit beside it (and started again if a later measure needs the judge).
     """
-    from fairpair.battery import TargetSpec
-    from fairpair.measures import embed as embed_mod
-    from fairpair.run import RayEmbedder, RayTarget
 
-    pools: list[Any] = []
-    b = loaded.battery
-    if ctx.judge is not None:
-        spec = b.judge or TargetSpec.model_validate(DEFAULT_JUDGE)
-        ctx.judge = RayTarget("judge", spec, ctx.judge_identity or {}, settings, base_dir=ctx.battery_dir,
-                              target=judge, on_pool=ray_pool)
-        pools.append(ctx.judge)
-    for m in ms.values():
+    def __init__(self, loaded, ms: dict[str, Measure], ctx: MeasureContext, judge: Any, settings: Any,
+                 on_pool: Any = None) -> None:
+        self.b, self.ms, self.ctx, self.judge, self.settings, self.on_pool = \
+            loaded.battery, ms, ctx, judge, settings, on_pool
+        self.driver_judge = ctx.judge  # identity only: never called, never loaded here
+        self.judge_pool: Any = None
+        self.embed_pool: Any = None
+
+    def judge_on(self) -> None:
+        from fairpair.battery import TargetSpec
+        from fairpair.run import RayTarget
+
+        if self.judge_pool is None and self.driver_judge is not None:
+            spec = self.b.judge or TargetSpec.model_validate(DEFAULT_JUDGE)
+            self.judge_pool = RayTarget("judge", spec, self.ctx.judge_identity or {}, self.settings,
+                                        base_dir=self.ctx.battery_dir, target=self.judge, on_pool=self.on_pool)
+        if self.judge_pool is not None:
+            self.ctx.judge = self.judge_pool
+
+    async def judge_off(self) -> None:
+        if self.judge_pool is not None:
+            await self.judge_pool.aclose()
+            self.judge_pool = None
+            self.ctx.judge = self.driver_judge
+
+    async def before(self, name: str, m: Measure) -> None:
+        from fairpair.measures import embed as embed_mod
+        from fairpair.run import RayEmbedder, require_ray
+
+        if m.uses_judge:
+            self.judge_on()
         if isinstance(m, embed_mod.SemanticDistanceMeasure) and m.embedder is None:
-            m.embedder = RayEmbedder(embed_mod.get_embedder, m.options.embedder or getattr(b, "embedder", None),
-                                     ctx.language, settings)
-            pools.append(m.embedder)
-    return pools
+            need = (self.settings.actors or 1) * self.settings.actor_cpus
+            if self.judge_pool is not None and require_ray().available_resources().get("CPU", 0) < need:
+                await self.judge_off()
+            self.embed_pool = m.embedder = RayEmbedder(
+                embed_mod.get_embedder, m.options.embedder or getattr(self.b, "embedder", None), self.ctx.language,
+                self.settings)
+
+    async def after(self, name: str, m: Measure) -> None:
+        if self.embed_pool is not None:
+            self.embed_pool.close()
+            self.embed_pool = None
+            m.embedder = None
+        names = list(self.ms)
+        if not any(self.ms[n].uses_judge for n in names[names.index(name) + 1:]):
+            await self.judge_off()
+
+    async def close(self) -> None:
+        if self.embed_pool is not None:
+            self.embed_pool.close()
+        await self.judge_off()
 
 
 async def _measure_progress(console, name: str, m: Measure, ctx: MeasureContext, store) -> None:

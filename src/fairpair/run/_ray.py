@@ -71,6 +71,8 @@ RAY_INSTALL = "pip install 'fairpair[ray]'"
 WORKER_DIED = "worker died: the Ray actor answering this case was lost"
 #: Most cases per Ray task (see :func:`run_target_ray`).
 CHUNK = 8
+#: Seconds a measure pool's actors may take to start (and load their judge or embedder).
+START_TIMEOUT = 600.0
 
 
 def require_ray() -> Any:
@@ -444,10 +446,15 @@ def _start_pool(ray: Any, cls: type, what: str, n: int, args: tuple, options: di
     remote = ray.remote(cls).options(max_restarts=-1, **options)
     pool = [remote.remote(*args) for _ in range(n)]
     try:
-        infos = ray.get([a.ready.remote() for a in pool])
+        infos = ray.get([a.ready.remote() for a in pool], timeout=START_TIMEOUT)
     except ray.exceptions.RayError as exc:
         for a in pool:
             ray.kill(a)
+        if isinstance(exc, ray.exceptions.GetTimeoutError):
+            raise FairpairError(f"{what}: {n} Ray worker(s) of {options.get('num_cpus', 1)} CPU(s) each did not "
+                                f"start within {START_TIMEOUT:.0f} s", key="--actors",
+                                hint="the cluster may lack the free CPUs: fewer --actors, or a larger cluster; "
+                                     "nothing was sent") from None
         raise FairpairError(f"{what}: the Ray workers cannot start it: {_cause(exc)[:300]}", key="--engine",
                             hint="every node needs fairpair (the same version) and the extras installed; "
                                  "nothing was sent") from None
