@@ -15,10 +15,13 @@ Inputs (flags; defaults in brackets):
 * measured here, by ``benchmarks/bench_ray.py`` / ``bench_overhead.py`` /
   ``bench_store.py`` / ``bench_ray_measures.py`` (see ``benchmarks/README.md``):
   the driver's CPU per answer (``--driver-ms-answer`` [0.50 ms]: bench_ray,
-  chunks of 8) and per judge call (``--driver-ms-judge`` [from
-  bench_ray_measures]), the store's commit costs (``--commit-ms-answer``
-  [0.33 ms], ``--commit-ms-row`` [0.43 ms], bench_store), and the measurement
-  rows per answer (``--rows`` [2: the HHH score and the distance]);
+  chunks of 8) and per judge call (``--driver-ms-judge`` [3.9 ms:
+  bench_ray_measures, 4 actors, at load 9 on 2 cores; it includes masking,
+  prompts, parsing and the commits of that call's rows, counted again below,
+  so the figure errs long]), the store's commit costs, wall time per commit
+  (``--commit-ms-answer`` [0.70 ms], ``--commit-ms-row`` [0.67 ms]:
+  bench_store at load 9.8), and the measurement rows per judged answer
+  (``--rows`` [2: the HHH score and the distance]);
 * assumptions, not measured here: vLLM's output throughput per GPU
   (``--gpu-out-tok-s`` [5,103 tokens/s: Red Hat's MLPerf Inference v5.1
   submission, Llama 3.1 8B FP8 on one H100 with vLLM 0.10.0, Server
@@ -76,8 +79,8 @@ def simulate(n_gpus: int, a: argparse.Namespace, seed: int = 0) -> float:
 
     Each GPU runs ``--slots`` requests at once, each at ``1 / slots`` of the GPU's rate (continuous
     batching as processor sharing, approximated by fixed slots); request lengths are exponential
-    around the means (the tokens' spread); the driver sends every request and commits every result
-    through one queue (its CPU per request plus the commits). The measure stage starts when the
+    around the means (the tokens' spread); the driver, one process, spends its CPU per request plus
+    the commits on each request before the next can start. The measure stage starts when the
     last answer is stored, as ``fairpair measure`` after ``fairpair run``.
     """
     rng = random.Random(seed)
@@ -91,16 +94,14 @@ def simulate(n_gpus: int, a: argparse.Namespace, seed: int = 0) -> float:
         finish: list[float] = []
         for _ in range(n_req):
             free, s = heapq.heappop(slots)
-            start = max(free, driver_free)  # the driver hands it out when a slot is free and it is
-            driver_free = start + driver_s / 2  # half the driver's work on sending
+            # the driver (one process) spends driver_s on each request: sending it, collecting and
+            # committing its result; a slot's next request waits for the slot and for the driver
+            start = max(free, driver_free)
+            driver_free = start + driver_s
             done = start + rng.expovariate(1 / (t_mean * a.slots))
             heapq.heappush(slots, (done, s))
             finish.append(done)
-        finish.sort()
-        t = t_start
-        for f in finish:  # the other half (collecting, committing) in order of arrival
-            t = max(t, f) + driver_s / 2
-        return max(t, driver_free)
+        return max(max(finish), driver_free)
 
     t_answer = a.answer_out / a.gpu_out_tok_s + a.answer_in / a.gpu_prefill_tok_s
     t_judge = a.judge_out / a.gpu_out_tok_s + a.judge_in / a.gpu_prefill_tok_s
@@ -125,9 +126,9 @@ def main() -> None:
     ap.add_argument("--judge-out", type=float, default=60)
     ap.add_argument("--embed-s", type=float, default=2800.0)
     ap.add_argument("--driver-ms-answer", type=float, default=0.50)
-    ap.add_argument("--driver-ms-judge", type=float, default=1.0)
-    ap.add_argument("--commit-ms-answer", type=float, default=0.33)
-    ap.add_argument("--commit-ms-row", type=float, default=0.43)
+    ap.add_argument("--driver-ms-judge", type=float, default=3.9)
+    ap.add_argument("--commit-ms-answer", type=float, default=0.70)
+    ap.add_argument("--commit-ms-row", type=float, default=0.67)
     ap.add_argument("--rows", type=int, default=2, help="measurement rows per judged answer")
     ap.add_argument("--simulate", action="store_true")
     ap.add_argument("--slots", type=int, default=64, help="--simulate: requests in flight per GPU")
