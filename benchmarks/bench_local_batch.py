@@ -2,20 +2,27 @@
 
 On the same prompts and seeds, times
 
-* ``sequential``: a :class:`LocalTarget` with ``parallel: 1``, cases awaited one after another;
-* ``batched``: a :class:`LocalTarget` with ``parallel: N``, N cases in flight at once (the run
+* ``fast-sequential``: a :class:`LocalTarget` with ``parallel: 1`` and ``batch_invariant: false``
+  (llama.cpp's fastest CPU kernels: repacked weights, flash attention), cases one after another:
+  one sequence at a time as fast as llama.cpp goes;
+* ``sequential``: ``parallel: 1`` with the default ``batch_invariant: true``, one after another;
+* ``batched``: ``parallel: N`` (``batch_invariant: true``), N cases in flight at once (the run
   engine's ``max_concurrency``), decoded together in one llama.cpp context;
+* ``batched+cache`` (``--cache-prompt``): the same with ``cache_prompt: true`` (a slot reuses the
+  key/value cache of the prefix its next prompt shares: the battery's system prompt);
 
 and prints the throughput of each (completion tokens per wall-clock second, prompt processing
-included), their ratio (goal on 2 cores: >= 2.0), how many answers are identical between the two
-(same seed and messages), and the projection for ``--project`` answers (default 1,200, the
-answers of ``examples/tienda_online/battery.yaml``) from the batched sample's seconds per answer.
-The prompts are the shop battery's own (``--battery``): its cases' system prompts and first turns.
+included), the ratios of the batched runs to both sequential ones (goal on 2 cores: >= 2.0), how
+many answers are the same text as the ``sequential`` one (same seed and messages: batch
+invariance), and the projection for ``--project`` answers (default 1,200, the answers of
+``examples/tienda_online/battery.yaml``) from each sample's seconds per answer. The prompts are
+the shop battery's own (``--battery``): its cases' system prompts and first turns. The load
+average is printed before and after each mode: the ratios are read under the same load.
 
 Usage::
 
-    python benchmarks/bench_local_batch.py [--battery examples/tienda_online/battery.yaml] [--n 24]
-        [--parallel 4] [--max-tokens 160] [--cache-prompt] [--skip-sequential]
+    nice -n 10 python benchmarks/bench_local_batch.py [--battery examples/tienda_online/battery.yaml]
+        [--n 60] [--parallel 4] [--max-tokens 160] [--cache-prompt] [--skip-fast] [--skip-sequential]
 """
 
 from __future__ import annotations
@@ -60,7 +67,9 @@ def main() -> None:
     ap.add_argument("--parallel", type=int, default=4)
     ap.add_argument("--max-tokens", type=int, default=160)
     ap.add_argument("--model", default="qwen2.5-coder-0.5b")
-    ap.add_argument("--cache-prompt", action="store_true")
+    ap.add_argument("--threads", type=int, default=None, help="n_threads (default: the cores this process may use)")
+    ap.add_argument("--cache-prompt", action="store_true", help="also time batched+cache")
+    ap.add_argument("--skip-fast", action="store_true")
     ap.add_argument("--skip-sequential", action="store_true")
     ap.add_argument("--project", type=int, default=1200)
     args = ap.parse_args()
@@ -69,31 +78,46 @@ def main() -> None:
 
     lb, requests = load_requests(Path(args.battery), args.n)
     spec = lb.battery.target
-    base = {**spec.model_dump(exclude_unset=True), "model": args.model, "max_tokens": args.max_tokens,
-            "cache_prompt": args.cache_prompt}
+    base = {**spec.model_dump(exclude_unset=True), "model": args.model, "max_tokens": args.max_tokens}
+    if args.threads:
+        base["n_threads"] = args.threads
     base = {k: v for k, v in base.items() if k in LocalTarget.Options.model_fields}
-    print(f"{len(requests)} prompts from {args.battery}; options {base}; load {os.getloadavg()}")
+    print(f"{len(requests)} prompts from {args.battery}; options {base}; load {os.getloadavg()}", flush=True)
+    modes = []
+    if not args.skip_fast:
+        modes.append(("fast-sequential", {"parallel": 1, "batch_invariant": False}))
+    if not args.skip_sequential:
+        modes.append(("sequential", {"parallel": 1, "batch_invariant": True}))
+    modes.append(("batched", {"parallel": args.parallel, "batch_invariant": True}))
+    if args.cache_prompt:
+        modes.append(("batched+cache", {"parallel": args.parallel, "batch_invariant": True, "cache_prompt": True}))
     results = {}
-    for label, parallel in ((("sequential", 1),) if not args.skip_sequential else ()) + (("batched", args.parallel),):
-        target = LocalTarget({**base, "parallel": parallel}, name=label)
+    for label, over in modes:
+        target = LocalTarget({**base, **over}, name=label)
         asyncio.run(target.load())
-        asyncio.run(target.generate(requests[0]))  # warm-up
+        asyncio.run(target.generate(requests[-1]))  # warm-up (the last prompt: the cache, if any, starts cold)
         load0 = os.getloadavg()[0]
-        outs, wall = asyncio.run(run_all(target, requests, parallel))
+        outs, wall = asyncio.run(run_all(target, requests, over["parallel"]))
         toks = sum(o.usage.completion_tokens or 0 for o in outs)
         results[label] = (outs, wall, toks)
-        print(f"{label:10s} parallel={parallel}: {toks} tokens in {wall:.1f} s = {toks / wall:.2f} tokens/s, "
-              f"{wall / len(outs):.2f} s/answer (load {load0:.1f} -> {os.getloadavg()[0]:.1f})")
+        print(f"{label:15s} {over}: {toks} tokens in {wall:.1f} s = {toks / wall:.2f} tokens/s, "
+              f"{wall / len(outs):.2f} s/answer, projection for {args.project} answers "
+              f"{wall / len(outs) * args.project / 60:.1f} min (load {load0:.1f} -> {os.getloadavg()[0]:.1f})",
+              flush=True)
         target.close()
-    b_outs, b_wall, b_toks = results["batched"]
-    if "sequential" in results:
-        s_outs, s_wall, s_toks = results["sequential"]
-        same = sum(a.text == b.text for a, b in zip(s_outs, b_outs))
-        print(f"ratio batched/sequential (tokens/s): {(b_toks / b_wall) / (s_toks / s_wall):.2f} (goal >= 2.0); "
-              f"answers/s ratio {(len(b_outs) / b_wall) / (len(s_outs) / s_wall):.2f}")
-        print(f"identical texts (same seed and messages, batched vs alone): {same}/{len(b_outs)}")
-    print(f"projection for {args.project} answers at the batched rate: "
-          f"{b_wall / len(b_outs) * args.project / 60:.1f} min (load {os.getloadavg()})")
+    rate = {label: toks / wall for label, (_, wall, toks) in results.items()}
+    for label in ("batched", "batched+cache"):
+        for ref in ("fast-sequential", "sequential"):
+            if label in rate and ref in rate:
+                print(f"ratio {label}/{ref} (tokens/s): {rate[label] / rate[ref]:.2f} (goal >= 2.0)")
+    ref = "sequential" if "sequential" in results else "fast-sequential" if "fast-sequential" in results else None
+    if ref:
+        ref_texts = [o.text for o in results[ref][0]]
+        for label, (outs, _, _) in results.items():
+            if label != ref:
+                same = sum(a == o.text for a, o in zip(ref_texts, outs))
+                print(f"identical texts {label} vs {ref} (same seed and messages): {same}/{len(outs)}")
+    print(f"load at the end {os.getloadavg()}")
 
 
 if __name__ == "__main__":
