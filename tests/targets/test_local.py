@@ -230,9 +230,8 @@ def _ns(**kw):
 @pytest.fixture
 def fake_backend(monkeypatch, tmp_path):
     FakeServer.instances.clear()
-    fake = _ns(CommonParams=lambda: _ns(model=_ns(), cpuparams=_ns(), cpuparams_batch=_ns(),
-                                        no_extra_bufts=False, flash_attn_type="fa-auto"),
-               llama_flash_attn_type=_ns(LLAMA_FLASH_ATTN_TYPE_DISABLED="fa-off"), Server=FakeServer)
+    fake = _ns(CommonParams=lambda: _ns(model=_ns(), cpuparams=_ns(), cpuparams_batch=_ns()),
+               Server=FakeServer)
     monkeypatch.setattr(local_mod, "_import_backend", lambda: fake)
     gguf = tmp_path / "tiny.gguf"
     gguf.write_bytes(b"GGUF fake")
@@ -441,44 +440,6 @@ def test_parallel_slots_decode_together_and_are_recorded(fake_backend):
         with pytest.raises(FairpairError) as ei:
             LocalTarget({"model_path": str(fake_backend), **bad})
         assert "parallel" in str(ei.value)
-
-
-def test_batch_invariant_kernels_by_default_and_recorded(fake_backend):
-    """batch_invariant (default true) loads llama.cpp without repacked weights and flash attention;
-    false keeps llama.cpp's own choice; either way the manifest says which, and the two are two servers."""
-    assert LocalOptions().batch_invariant is True
-    inv = LocalTarget({"model_path": str(fake_backend), "parallel": 2})
-    fast = LocalTarget({"model_path": str(fake_backend), "parallel": 2, "batch_invariant": False})
-    assert inv.identity()["parameters"]["batch_invariant"] is True
-    assert fast.identity()["parameters"]["batch_invariant"] is False
-    req = ChatRequest(messages=({"role": "user", "content": "hola"},), seed=3)
-    assert inv.generate_sync(req).text == fast.generate_sync(req).text == "eco 3"
-    by_kernels = {s.params.no_extra_bufts: s.params for s in FakeServer.instances}
-    assert len(FakeServer.instances) == 2 and set(by_kernels) == {True, False}
-    assert by_kernels[True].flash_attn_type == "fa-off"  # -fa off, --no-repack
-    assert by_kernels[False].flash_attn_type == "fa-auto"  # untouched: llama.cpp's default
-    assert all(s.params.n_parallel == 2 for s in FakeServer.instances)
-    inv.close()
-    fast.close()
-
-
-def test_batch_invariant_typo_and_type_are_battery_errors(tmp_path):
-    """A misspelt or mistyped option is an error naming the file, line and key (exit 2 in the CLI)."""
-    from fairpair.battery import load_battery
-    from fairpair.errors import BatteryError
-
-    src = Path(__file__).parents[2] / "examples" / "tienda_online" / "demo.yaml"
-    text = src.read_text(encoding="utf-8")
-    for bad, key in (("batch_invariants: true", "batch_invariants"), ("batch_invariant: maybe", "batch_invariant")):
-        path = tmp_path / "demo.yaml"
-        path.write_text(text.replace("  kind: local\n", f"  kind: local\n  {bad}\n", 1), encoding="utf-8")
-        (tmp_path / "system_prompt.md").write_text("x {crm}", encoding="utf-8")
-        with pytest.raises(BatteryError) as ei:
-            load_battery(path)
-        message = str(ei.value)
-        assert "demo.yaml" in message and key in message
-        line = text[:text.index("  kind: local\n")].count("\n") + 2  # the inserted line
-        assert f":{line}" in message, message
 
 
 def test_a_timed_out_generation_is_awaited_by_the_retry_not_started_again(fake_backend):

@@ -14,7 +14,7 @@ battery can be tried end to end on a laptop::
 Backend: `xllamacpp <https://github.com/xorbitsai/xllamacpp>`_, a prebuilt
 llama.cpp binding. One model is loaded per process (lazily, on the first
 ``generate``) and shared by every :class:`LocalTarget` that asks for the same
-file, context size, thread count, ``parallel`` and ``batch_invariant``, e.g. the target under test
+file, context size, thread count and ``parallel``, e.g. the target under test
 and a judge. Generation runs in worker threads (the binding releases the GIL),
 so the event loop stays free.
 
@@ -27,28 +27,15 @@ slot's key/value cache for the prefix its next prompt shares (the battery's
 system prompt).
 
 Reproducibility: every request carries an explicit seed (see
-:meth:`LocalTarget.seed_for`; each slot re-seeds its sampler per request), and
-with ``batch_invariant: true`` (the default) llama.cpp runs without the two CPU
-paths whose floating-point sums depend on the batch a sequence is decoded in:
-repacked weights (llama.cpp's ``--no-repack``: on x86 the repacked Q4_K/Q4_0
-kernels multiply groups of 4 rows with one routine and the rest with
-another) and flash attention (``-fa off``: tiled for many query rows, its key
-range split across threads for few). Every element of the remaining matrix
-products is summed in one fixed order whatever the other rows of the batch,
-so a case's text depends on its messages, seed and sampling parameters, not
-on ``parallel`` nor on the cases decoded beside it. Measured on the shop
-battery's prompts at temperature 0.7 (``benchmarks/bench_local_batch.py``,
-``benchmarks/README.md``): batch-invariant, 4 of 4 answers were the same text
-decoded 4 at a time as alone, and alone on a 4-slot server as on a 1-slot
-one; with repacked weights and flash attention 0 of 4 (0 of 8 in an earlier
-run), and with either one alone still 0 of 4. ``batch_invariant: false`` takes
-llama.cpp's fastest kernels; texts then change with ``parallel`` and the
-batch, and ``cache_prompt`` (a prefix computed in another batch) can change
-them too. What the guarantee does not cover: another build of llama.cpp,
-another CPU family (other SIMD kernels) or another ``n_threads`` may give
-other texts, as anywhere in llama.cpp. The manifest records
-``batch_invariant``, ``parallel`` and ``cache_prompt`` with the other
-parameters. The
+:meth:`LocalTarget.seed_for`) and, by default, the prompt cache is off and one
+sequence runs at a time, so the same seed and messages give the same text
+whatever ran before. With ``parallel`` above 1, or ``cache_prompt``, the
+floating-point sums of a step depend on the batch the sequence shares
+(llama.cpp's matrix kernels group rows by batch size), so a case's text can
+change with what else is decoded with it (measured: 0 of 8 answers at
+temperature 0.7 were the same text with ``parallel: 4`` as alone, see
+``benchmarks/bench_local_batch.py``); the manifest records ``parallel`` and
+``cache_prompt`` with the other parameters. The
 samplers that fairpair does not expose are pinned to llama.cpp's defaults
 (``top_k=40``, ``min_p=0.05``) so that a new binding cannot change them
 silently; :meth:`LocalTarget.identity` records them all.
@@ -173,19 +160,14 @@ class LocalOptions(BaseModel):
         Sequences decoded together, 1 to 64 (llama.cpp's ``n_parallel``
         slots with continuous batching in one context; each slot keeps the
         full ``n_ctx``). 1 (default) is one sequence at a time. With more
-        than one, up to ``parallel`` cases are answered at once; with
-        ``batch_invariant`` their texts are the ones they get alone (see
-        the module docstring). Recorded in the manifest.
+        than one, up to ``parallel`` cases are answered at once; the text of
+        a case may then depend on what else is in the batch (see the module
+        docstring), and the manifest records ``parallel``.
     cache_prompt:
         Reuse the key/value cache of a slot's previous prompt for the common
         prefix (llama.cpp's ``cache_prompt``; the shared system prompt of a
-        battery is then processed once per slot). Off by default.
-    batch_invariant:
-        Run llama.cpp without repacked weights and flash attention, the two
-        CPU paths whose sums depend on the batch (default ``true``), so that
-        ``parallel`` and the other cases of a batch never change a case's
-        text. ``false``: llama.cpp's fastest kernels, and texts that depend
-        on the batch. Recorded in the manifest.
+        battery is then processed once per slot). Off by default: the reused
+        prefix was computed in another batch shape, so the text may change.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -206,7 +188,6 @@ class LocalOptions(BaseModel):
     frequency_penalty: float = Field(0.0, ge=-2.0, le=2.0)
     parallel: int = Field(1, ge=1, le=64)
     cache_prompt: bool = False
-    batch_invariant: bool = True
 
     @field_validator("model")
     @classmethod
@@ -293,7 +274,7 @@ class _Loaded:
         self.idle = threading.Condition(self.lock)
 
 
-_REGISTRY: dict[tuple[str, int, int, int, bool], _Loaded] = {}
+_REGISTRY: dict[tuple[str, int, int, int], _Loaded] = {}
 _REGISTRY_LOCK = threading.Lock()
 
 
@@ -323,18 +304,14 @@ def _backend_version() -> str | None:
         return None
 
 
-def backend_params(path: Path, *, n_ctx: int, n_threads: int, parallel: int = 1,
-                   batch_invariant: bool = True) -> Any:
+def backend_params(path: Path, *, n_ctx: int, n_threads: int, parallel: int = 1) -> Any:
     """xllamacpp ``CommonParams`` for one quiet, offline server with ``parallel`` slots.
 
     Each slot gets ``n_ctx`` tokens (llama.cpp splits its context among the
     slots, so the context is ``n_ctx * parallel``); continuous batching is on
-    (llama.cpp's default), so the running slots decode in one batch. With
-    ``batch_invariant`` the two CPU paths whose sums depend on the batch are
-    off: repacked weights (``no_extra_bufts``, llama.cpp's ``--no-repack``)
-    and flash attention (``flash_attn_type`` disabled, ``-fa off``); see the
-    module docstring. Public so that the benchmark can drive the backend
-    directly with the very same settings.
+    (llama.cpp's default), so the running slots decode in one batch. Public so
+    that the benchmark can drive the backend directly with the very same
+    settings.
     """
     xl = _import_backend()
     params = xl.CommonParams()
@@ -344,9 +321,6 @@ def backend_params(path: Path, *, n_ctx: int, n_threads: int, parallel: int = 1,
     params.n_parallel = parallel
     params.cont_batching = True
     params.kv_unified = False
-    if batch_invariant:
-        params.no_extra_bufts = True
-        params.flash_attn_type = xl.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED
     params.cpuparams.n_threads = n_threads
     params.cpuparams_batch.n_threads = n_threads
     params.verbosity = -1  # silence llama.cpp's own logging
@@ -362,14 +336,13 @@ def backend_params(path: Path, *, n_ctx: int, n_threads: int, parallel: int = 1,
     return params
 
 
-def _acquire(path: Path, n_ctx: int, n_threads: int, parallel: int = 1, batch_invariant: bool = True) -> _Loaded:
-    key = (str(path), n_ctx, n_threads, parallel, batch_invariant)
+def _acquire(path: Path, n_ctx: int, n_threads: int, parallel: int = 1) -> _Loaded:
+    key = (str(path), n_ctx, n_threads, parallel)
     with _REGISTRY_LOCK:
         loaded = _REGISTRY.get(key)
         if loaded is None:
             xl = _import_backend()
-            params = backend_params(path, n_ctx=n_ctx, n_threads=n_threads, parallel=parallel,
-                                    batch_invariant=batch_invariant)
+            params = backend_params(path, n_ctx=n_ctx, n_threads=n_threads, parallel=parallel)
             try:
                 server = xl.Server(params)
             except RuntimeError as exc:
@@ -382,8 +355,8 @@ def _acquire(path: Path, n_ctx: int, n_threads: int, parallel: int = 1, batch_in
         return loaded
 
 
-def _release(path: Path, n_ctx: int, n_threads: int, parallel: int = 1, batch_invariant: bool = True) -> None:
-    key = (str(path), n_ctx, n_threads, parallel, batch_invariant)
+def _release(path: Path, n_ctx: int, n_threads: int, parallel: int = 1) -> None:
+    key = (str(path), n_ctx, n_threads, parallel)
     with _REGISTRY_LOCK:
         loaded = _REGISTRY.get(key)
         if loaded is None:
@@ -470,7 +443,6 @@ class LocalTarget(TargetBase):
                 "n_threads": opts.n_threads,
                 "cache_prompt": opts.cache_prompt,
                 "parallel": opts.parallel,
-                "batch_invariant": opts.batch_invariant,
             },
             "tools": ("offered through the chat template" if local_tools_supported(opts.model_dump()) is None
                       else "refused: the chat template does not render tools"),
@@ -490,7 +462,7 @@ class LocalTarget(TargetBase):
         with self._load_lock:
             if self._loaded is None:
                 self._loaded = _acquire(self.model_path(), self.options.n_ctx, self.options.n_threads,
-                                        self.options.parallel, self.options.batch_invariant)
+                                        self.options.parallel)
             return self._loaded
 
     async def load(self) -> None:
@@ -678,8 +650,7 @@ class LocalTarget(TargetBase):
         with self._load_lock:
             if self._loaded is not None and self._path is not None:
                 self._loaded = None
-                _release(self._path, self.options.n_ctx, self.options.n_threads, self.options.parallel,
-                         self.options.batch_invariant)
+                _release(self._path, self.options.n_ctx, self.options.n_threads, self.options.parallel)
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
