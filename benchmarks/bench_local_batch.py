@@ -2,17 +2,14 @@
 
 On the same prompts and seeds, times
 
-* ``fast-sequential``: a :class:`LocalTarget` with ``parallel: 1`` and ``batch_invariant: false``
-  (llama.cpp's fastest CPU kernels: repacked weights, flash attention), cases one after another:
-  one sequence at a time as fast as llama.cpp goes;
-* ``sequential``: ``parallel: 1`` with the default ``batch_invariant: true``, one after another;
-* ``batched``: ``parallel: N`` (``batch_invariant: true``), N cases in flight at once (the run
-  engine's ``max_concurrency``), decoded together in one llama.cpp context;
+* ``sequential``: a :class:`LocalTarget` with ``parallel: 1``, cases one after another;
+* ``batched``: ``parallel: N``, N cases in flight at once (the run engine's ``max_concurrency``),
+  decoded together in one llama.cpp context;
 * ``batched+cache`` (``--cache-prompt``): the same with ``cache_prompt: true`` (a slot reuses the
   key/value cache of the prefix its next prompt shares: the battery's system prompt);
 
 and prints the throughput of each (completion tokens per wall-clock second, prompt processing
-included), the ratios of the batched runs to both sequential ones (goal on 2 cores: >= 2.0), how
+included), the ratios of the batched runs to the sequential one (goal on 2 cores: >= 2.0), how
 many answers are the same text as the ``sequential`` one (same seed and messages: batch
 invariance), and the projection for ``--project`` answers (default 1,200, the answers of
 ``examples/tienda_online/battery.yaml``) from each sample's seconds per answer. The prompts are
@@ -22,7 +19,7 @@ average is printed before and after each mode: the ratios are read under the sam
 Usage::
 
     nice -n 10 python benchmarks/bench_local_batch.py [--battery examples/tienda_online/battery.yaml]
-        [--n 60] [--parallel 4] [--max-tokens 160] [--cache-prompt] [--skip-fast] [--skip-sequential]
+        [--n 60] [--parallel 4] [--max-tokens 160] [--cache-prompt] [--skip-sequential]
 """
 
 from __future__ import annotations
@@ -69,7 +66,6 @@ def main() -> None:
     ap.add_argument("--model", default="qwen2.5-coder-0.5b")
     ap.add_argument("--threads", type=int, default=None, help="n_threads (default: the cores this process may use)")
     ap.add_argument("--cache-prompt", action="store_true", help="also time batched+cache")
-    ap.add_argument("--skip-fast", action="store_true")
     ap.add_argument("--skip-sequential", action="store_true")
     ap.add_argument("--project", type=int, default=1200)
     args = ap.parse_args()
@@ -84,13 +80,11 @@ def main() -> None:
     base = {k: v for k, v in base.items() if k in LocalTarget.Options.model_fields}
     print(f"{len(requests)} prompts from {args.battery}; options {base}; load {os.getloadavg()}", flush=True)
     modes = []
-    if not args.skip_fast:
-        modes.append(("fast-sequential", {"parallel": 1, "batch_invariant": False}))
     if not args.skip_sequential:
-        modes.append(("sequential", {"parallel": 1, "batch_invariant": True}))
-    modes.append(("batched", {"parallel": args.parallel, "batch_invariant": True}))
+        modes.append(("sequential", {"parallel": 1}))
+    modes.append(("batched", {"parallel": args.parallel}))
     if args.cache_prompt:
-        modes.append(("batched+cache", {"parallel": args.parallel, "batch_invariant": True, "cache_prompt": True}))
+        modes.append(("batched+cache", {"parallel": args.parallel, "cache_prompt": True}))
     results = {}
     for label, over in modes:
         target = LocalTarget({**base, **over}, name=label)
@@ -107,16 +101,18 @@ def main() -> None:
         target.close()
     rate = {label: toks / wall for label, (_, wall, toks) in results.items()}
     for label in ("batched", "batched+cache"):
-        for ref in ("fast-sequential", "sequential"):
-            if label in rate and ref in rate:
-                print(f"ratio {label}/{ref} (tokens/s): {rate[label] / rate[ref]:.2f} (goal >= 2.0)")
-    ref = "sequential" if "sequential" in results else "fast-sequential" if "fast-sequential" in results else None
-    if ref:
-        ref_texts = [o.text for o in results[ref][0]]
+        if label in rate and "sequential" in rate:
+            print(f"ratio {label}/sequential (tokens/s): {rate[label] / rate['sequential']:.2f} (goal >= 2.0); "
+                  f"answers/s {results['sequential'][1] / results[label][1]:.2f}")
+    if "sequential" in results:
+        ref = [o.text for o in results["sequential"][0]]
         for label, (outs, _, _) in results.items():
-            if label != ref:
-                same = sum(a == o.text for a, o in zip(ref_texts, outs))
-                print(f"identical texts {label} vs {ref} (same seed and messages): {same}/{len(outs)}")
+            if label != "sequential":
+                same = sum(a == o.text for a, o in zip(ref, outs))
+                first = [next((j for j in range(min(len(a), len(o.text))) if a[j] != o.text[j]),
+                              min(len(a), len(o.text))) for a, o in zip(ref, outs) if a != o.text]
+                print(f"identical texts {label} vs sequential (same seed and messages): {same}/{len(outs)}; "
+                      f"the others first differ at character {first}")
     print(f"load at the end {os.getloadavg()}")
 
 
