@@ -29,13 +29,21 @@ system prompt).
 Reproducibility: every request carries an explicit seed (see
 :meth:`LocalTarget.seed_for`) and, by default, the prompt cache is off and one
 sequence runs at a time, so the same seed and messages give the same text
-whatever ran before. With ``parallel`` above 1, or ``cache_prompt``, the
-floating-point sums of a step depend on the batch the sequence shares
-(llama.cpp's matrix kernels group rows by batch size), so a case's text can
-change with what else is decoded with it (measured: 0 of 8 answers at
-temperature 0.7 were the same text with ``parallel: 4`` as alone, see
-``benchmarks/bench_local_batch.py``); the manifest records ``parallel`` and
-``cache_prompt`` with the other parameters. The
+whatever ran before (measured: 8 of 8 answers the same text twice). With
+``parallel`` above 1, or ``cache_prompt``, the floating-point sums of a step
+depend on the batch the sequence shares, so a case's text can change with
+what else is decoded with it, and that depends on timing: two runs of one
+battery can differ. Measured on the shop battery's prompts at temperature 0.7
+(``benchmarks/bench_local_batch.py``, ``benchmarks/README.md``): 0 of 8
+answers were the same text with ``parallel: 4`` (with or without
+``cache_prompt``) as one at a time, the first difference between character 1
+and 150. Two CPU paths of llama.cpp are batch-dependent, repacked weights
+(off: ``--no-repack``) and flash attention (off: ``-fa off``): with only one
+of them off 4 of 4 texts changed, and with both off 4 of 8 still did (64
+tokens), so no
+setting of this build gives batch-invariant texts; fairpair keeps llama.cpp's
+defaults. The manifest records ``parallel`` and ``cache_prompt`` with the
+other parameters, for the target and for a ``local`` judge. The
 samplers that fairpair does not expose are pinned to llama.cpp's defaults
 (``top_k=40``, ``min_p=0.05``) so that a new binding cannot change them
 silently; :meth:`LocalTarget.identity` records them all.
