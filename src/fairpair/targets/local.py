@@ -37,7 +37,7 @@ battery can differ. Measured on the shop battery's prompts at temperature 0.7
 (``benchmarks/bench_local_batch.py``, ``benchmarks/README.md``): 0 of 8
 answers were the same text with ``parallel: 4`` (with or without
 ``cache_prompt``) as one at a time, the first difference between character 1
-and 150. Two CPU paths of llama.cpp are batch-dependent, repacked weights
+and 150; at temperature 0 (greedy, as the judges run), 1 of 4. Two CPU paths of llama.cpp are batch-dependent, repacked weights
 (off: ``--no-repack``) and flash attention (off: ``-fa off``): with only one
 of them off 4 of 4 texts changed, and with both off 4 of 8 still did (64
 tokens), so no
