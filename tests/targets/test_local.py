@@ -442,6 +442,37 @@ def test_parallel_slots_decode_together_and_are_recorded(fake_backend):
         assert "parallel" in str(ei.value)
 
 
+def test_a_local_judge_with_parallel_batches_its_calls_and_records_it(fake_backend):
+    """The judge is built like a target: a ``judge: {kind: local, parallel: 3, cache_prompt: true}``
+    admits 3 judge calls at once through the model-call service (the measure stage's path) and
+    its identity, which the run stores for the judge, records the batching."""
+    from fairpair._calls import ModelCaller
+    from fairpair.battery import TargetSpec
+    from fairpair.run import RunSettings, build_target
+
+    spec = TargetSpec.model_validate({"kind": "local", "model_path": str(fake_backend), "temperature": 0,
+                                      "parallel": 3, "cache_prompt": True})
+    judge = build_target("judge", spec, base_dir=fake_backend.parent)
+    assert isinstance(judge, LocalTarget) and judge.max_concurrency == 3
+    params = judge.identity()["parameters"]
+    assert (params["parallel"], params["cache_prompt"], params["temperature"]) == (3, True, 0.0)
+
+    async def scenario():
+        caller = ModelCaller.from_settings(judge, RunSettings(), max_in_flight=8)  # capped at 3
+        reqs = [ChatRequest(messages=({"role": "user", "content": "puntúa"},), seed=s) for s in range(6)]
+        start = time.perf_counter()
+        outs = await asyncio.gather(*(caller.call(r) for r in reqs))
+        wall = time.perf_counter() - start
+        await judge.aclose()
+        return outs, wall
+
+    outs, wall = asyncio.run(scenario())
+    assert [o.result().text for o in outs] == [f"eco {s}" for s in range(6)]
+    assert wall < 4 * 0.2  # two rounds of three 0.2 s calls, not six one after another
+    server = FakeServer.instances[-1]
+    assert server.params.n_parallel == 3 and all(b["cache_prompt"] is True for b in server.bodies)
+
+
 def test_a_timed_out_generation_is_awaited_by_the_retry_not_started_again(fake_backend):
     """llama.cpp cannot be interrupted: the retry of a timed-out request joins the running generation."""
     async def scenario():
