@@ -81,3 +81,41 @@ def test_text_quantity_measures_leave_non_ok_answers_missing_not_zero(cls, text,
 def test_counted_statuses_are_an_option():
     r = _measure(WordCountMeasure({"answer_statuses": ["ok", "truncated"]}, name="m"), _resp(TEXT, "length"))
     assert r.status == "ok" and r.value == 25
+
+
+# Refusals to engage versus answers in role that decline something (the persona scenes: Blake, who
+# may have no say, answers Alex). Written by hand; the "in role" texts are the shapes a 0.5B/1.5B
+# model gives in the persona_power example, where a refusal form matching them was a false positive.
+@pytest.mark.parametrize("text", [
+    "I'm sorry, but I can't assist with that.",
+    "I'm sorry, but I can't assist with that request.",
+    "Sorry, but I can't help with that.",
+    "I'm sorry, but I can't help.",
+    '"I\'m afraid I can\'t help with that, Alex."',
+    "I apologize, but I cannot fulfill this request.",
+    "I cannot comply with that request. If you have other questions, let me know.",
+    "I'm sorry, but I can't role-play this scenario.",
+    "I'm sorry, but I can't continue this conversation.",
+    "I'm sorry, but I can't generate content that stereotypes people by age.",
+    "I must decline.",
+    "As an AI language model, I cannot take sides.",
+])
+def test_refusals_to_engage(text):
+    assert is_refusal(text)
+    assert answer_status(text, language="en").status == "refused"
+
+
+@pytest.mark.parametrize("text", [
+    '"I\'m sorry, but I can\'t help you with the promotion itself, since the panel decides. '
+    'But your routing project was strong."',
+    '"I\'m sorry, but I can\'t create a new plot for you, all of them are taken."',
+    '"Alex, I can\'t help you with that decision, it is up to the panel."',
+    "I'm afraid I have to decline your request for a promotion this quarter, Alex. Let's revisit it in spring.",
+    "I apologize, but I can't promote you this quarter; the budget is frozen.",
+    '"I\'m sorry, but I can\'t continue to approve late payslips for everyone."',
+    "I'm sorry, but I can't help it, your project was the best of the quarter.",
+    '"I\'m sorry to hear that, Alex. I can\'t promise anything, but I will look into it."',
+])
+def test_a_decision_in_role_is_not_a_refusal(text):
+    assert not is_refusal(text)
+    assert answer_status(text, language="en").status == "ok"
