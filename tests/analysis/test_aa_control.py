@@ -98,3 +98,92 @@ def test_report_shows_the_noise_floor_and_the_flag(tmp_path):
     text = open(md, encoding="utf-8").read().replace("\\", "")  # Markdown escapes
     assert "A/A control: the audit's noise floor" in text and "espana~1 / espana~2" in text
     assert "A/A control failed" in text
+
+
+# -- split: seeds (issue 11 item 5: the same variants repeated with fresh repetition seeds) --
+
+SEEDS = {"kind": "aa_control", "attribute": "origen", "group": "espana", "split": "seeds"}
+
+
+def test_seeds_split_repeats_the_same_variants_with_fresh_seeds(tmp_path):
+    lb = load_battery(_write(tmp_path, _battery(aa=SEEDS, templates=2)))
+    all_cases = list(expand(lb))
+    cases = [c for c in all_cases if c.design_kind == "aa_control"]
+    assert len(cases) == 2 * 2 * 4 * 2  # templates x repetitions x all 4 variants x two copies
+    by_group = {}
+    for c in cases:
+        by_group.setdefault(c.groups["origen"], []).append(c)
+    assert set(by_group) == {"espana~seed1", "espana~seed2"}
+    assert {c.variants["origen"] for c in by_group["espana~seed1"]} == set(FOUR["espana"])
+    assert {c.variants["origen"] for c in by_group["espana~seed2"]} == set(FOUR["espana"])
+    sets = {}
+    for c in cases:
+        sets.setdefault(c.matched_set, []).append(c)
+    assert len(sets) == 2 * 2 * 4
+    cf_seeds = {(c.template, c.repetition): c.seed for c in all_cases if c.design_kind == "counterfactual"}
+    for pair in sets.values():
+        one, two = sorted(pair, key=lambda c: c.groups["origen"])
+        # paired by template x repetition x variant: same text, same variant, different seed
+        assert (one.template, one.repetition, one.variants, one.turns) == (two.template, two.repetition,
+                                                                             two.variants, two.turns)
+        assert one.seed == cf_seeds[(one.template, one.repetition)]  # the usual common random numbers
+        assert two.seed != one.seed and two.seed not in cf_seeds.values()
+        assert one.id != two.id
+    assert len({c.id for c in all_cases}) == len(all_cases)
+    # fresh seeds differ between templates and repetitions too
+    assert len({c.seed for c in by_group["espana~seed2"]}) == 2 * 2
+
+
+def test_seeds_split_default_is_names_and_other_case_ids_unchanged(tmp_path):
+    names = load_battery(_write(tmp_path, _battery(templates=2), "n.yaml"))
+    explicit = load_battery(_write(tmp_path, _battery(aa={**SEEDS, "split": "names"}, templates=2), "e.yaml"))
+    assert [c.id for c in expand(names)] == [c.id for c in expand(explicit)]
+    seeds = load_battery(_write(tmp_path, _battery(aa=SEEDS, templates=2), "s.yaml"))
+    cf = lambda lb: [c.id for c in expand(lb) if c.design_kind == "counterfactual"]
+    assert cf(seeds) == cf(names)
+
+
+def test_seeds_split_needs_no_second_variant(tmp_path):
+    b = _battery(aa=SEEDS, templates=2)
+    b["attributes"]["origen"]["groups"]["espana"]["variants"] = ["Lucía"]
+    b["designs"][0]["groups"] = ["magreb", "rumania", "china"]
+    cases = [c for c in expand(load_battery(_write(tmp_path, b))) if c.design_kind == "aa_control"]
+    assert len(cases) == 2 * 2 * 1 * 2 and {c.variants["origen"] for c in cases} == {"Lucía"}
+
+
+def test_bad_split_names_file_line_and_key(tmp_path):
+    p = _write(tmp_path, _battery(aa={**SEEDS, "split": "halves"}, templates=2))
+    with pytest.raises(FairpairError) as exc:
+        load_battery(p)
+    text = exc.value.format()
+    lines = p.read_text(encoding="utf-8").splitlines()
+    line = next(i for i, s in enumerate(lines, 1) if s.strip().startswith("split:"))
+    assert "aa.yaml" in text and "split" in text and f":{line}" in text and "halves" in text
+
+
+def test_seeds_split_in_results_and_report_beside_the_real_comparisons(tmp_path):
+    import json
+
+    from fairpair.report import write_report
+
+    # Carmen's quirk is a name effect: the names split catches it, the seeds split (same names) must not
+    b = _battery(bias={"Carmen": {"refund": 0.05}}, templates=20)
+    b["designs"].append(SEEDS)
+    run = make_run(tmp_path, "aa_seeds", b)
+    res = analyze_run(run)
+    stored = json.loads((run / "results.json").read_text(encoding="utf-8"))
+    by_id = {c["id"]: c for c in stored["aa_controls"]}
+    assert {"aa-refund-espana", "aa-refund-espana-seeds", "aa-words-espana-seeds"} <= set(by_id)
+    seeds = by_id["aa-refund-espana-seeds"]
+    assert (seeds["group_a"], seeds["group_b"]) == ("espana~seed1", "espana~seed2")
+    assert seeds["n_pairs"] == 20 * 2 * 4 and seeds["verdict"] != "fail"
+    assert seeds["design"] == "aa_control-origen-espana-seeds" and seeds["names"] == "fixed"
+    assert by_id["aa-refund-espana"]["verdict"] == "fail"
+    assert [c.id for c in res.aa_controls] == [c["id"] for c in stored["aa_controls"]]
+    assert all("~" not in c.group_a for c in res.comparisons)
+    paths = write_report(run, language="en", out=tmp_path / "report")
+    md = next(p for p in (paths.values() if isinstance(paths, dict) else paths) if str(p).endswith(".md"))
+    text = open(md, encoding="utf-8").read().replace("\\", "")
+    assert "espana~seed1 / espana~seed2" in text and "espana~1 / espana~2" in text
+    # beside the real comparisons: the same report lists the plan's comparisons of origen
+    assert "magreb" in text

@@ -318,30 +318,44 @@ class TwoPartyDesign(_DesignBase):
 
 
 class AAControlDesign(_DesignBase):
-    """An A/A control: one group's variants split into two pseudo-groups that should not differ.
+    """An A/A control: two pseudo-groups of one group that should not differ.
 
-    The variants of ``group`` (of ``attribute``) are split in order into a
-    first half (pseudo-group ``<group>~1``) and a second half (``<group>~2``);
-    variant *k* of the first half is paired with variant *k* of the second
-    in the same template and repetition (an odd last variant is left out).
+    ``split: names`` (the default): the variants of ``group`` (of
+    ``attribute``) are split in order into a first half (pseudo-group
+    ``<group>~1``) and a second half (``<group>~2``); variant *k* of the
+    first half is paired with variant *k* of the second in the same template
+    and repetition (an odd last variant is left out). A ``fail`` then says
+    that the halves' names are treated differently, or that the answers or
+    the analysis do not behave as the test assumes.
+
+    ``split: seeds``: every variant of ``group`` is sent twice in each
+    template and repetition, once with the repetition's usual seed
+    (pseudo-group ``<group>~seed1``) and once with a fresh seed of its own
+    (``<group>~seed2``, SHA-256 of the battery seed, template, repetition
+    and design id); the two copies are paired. The names are the same, so
+    the only difference is the system's sampling: a ``fail`` says that its
+    nondeterminism (e.g. a hosted model giving different outputs for one
+    seed) is larger than the analysis assumes.
+
     Every measure of the plan's comparisons on ``attribute`` is then compared
-    between the pseudo-groups, through the same analysis as the real
-    comparisons. Both halves belong to the same group, so a ``fail`` says
-    that the system's answers or the analysis do not behave as the test
-    assumes (the empirical noise floor; e.g. a name-specific quirk, or
-    nondeterminism the test does not expect).
+    between the pseudo-groups through the same analysis as the real
+    comparisons (the empirical noise floor; Kohavi, Tang & Xu 2020, ch. 19,
+    the A/A test).
     """
 
     kind: Literal["aa_control"]
     attribute: str
     group: str
+    split: Literal["names", "seeds"] = "names"
 
     def pseudo_groups(self) -> tuple[str, str]:
-        """The two pseudo-group labels, ``<group>~1`` and ``<group>~2``."""
+        """The two pseudo-group labels: ``<group>~1`` / ``<group>~2`` (names), ``<group>~seed1`` / ``~seed2``."""
+        if self.split == "seeds":
+            return f"{self.group}~seed1", f"{self.group}~seed2"
         return f"{self.group}~1", f"{self.group}~2"
 
     def default_id(self) -> str:
-        return f"aa_control-{self.attribute}-{self.group}"
+        return f"aa_control-{self.attribute}-{self.group}" + ("-seeds" if self.split == "seeds" else "")
 
     def attribute_keys(self) -> list[tuple[str, tuple]]:
         return [(self.attribute, ("attribute",))]
@@ -353,23 +367,35 @@ class AAControlDesign(_DesignBase):
         attr = ck.attrs[self.attribute]
         ck.need(self.group, list(attr.groups), ("group",), f"group of '{self.attribute}'")
         if attr.signal == "writing_style":
-            raise ck.fail(f"an A/A control splits a group's variants; '{self.attribute}' is a writing style "
-                          f"(no variants to split)", ("attribute",))
+            raise ck.fail(f"an A/A control pairs a group's variants; '{self.attribute}' is a writing style "
+                          f"(no variants to pair)", ("attribute",))
         nv = len(attr.groups[self.group].variants)
-        if nv < 2:
+        if self.split == "names" and nv < 2:
             raise ck.fail(f"group '{self.group}' of '{self.attribute}' has {nv} variant(s): an A/A control needs "
-                          f"at least 2 to split into two pseudo-groups (4 or more to generalise over names)",
-                          ("group",))
+                          f"at least 2 to split into two pseudo-groups (4 or more to generalise over names), "
+                          f"or `split: seeds` (the same variants with fresh seeds)", ("group",))
 
     def expand(self, ex: "ExpandContext") -> Iterator["Case"]:
-        # one group's variants split in two halves, paired by position within the halves
-        # (variant k with variant half + k)
         attr = ex.battery.attributes[self.attribute]
         nv = len(attr.groups[self.group].variants)
+        pseudo = self.pseudo_groups()
+        if self.split == "seeds":
+            # every variant twice: the repetition's seed, then a fresh one (paired by template x repetition x variant)
+            for t in ex.templates:
+                for rep in range(ex.reps):
+                    for k in range(nv):
+                        ms = f"{ex.did}/{t.id}/r{rep}/p{k}"
+                        for j, g in enumerate(pseudo):
+                            case = ex.render(t, rep, chosen={self.attribute: (attr, self.group, k)},
+                                             matched_set=ms, position=k, attribute=self.attribute,
+                                             seed_stream=f"aa:{ex.did}" if j else None)
+                            yield case.model_copy(update={"groups": {**case.groups, self.attribute: g}})
+            return
+        # one group's variants split in two halves, paired by position within the halves
+        # (variant k with variant half + k)
         half = nv // 2
         if nv % 2:
             ex.exclude(f"last variant of '{self.group}' (an odd count cannot be split in two halves)", 1)
-        pseudo = self.pseudo_groups()
         for t in ex.templates:
             for rep in range(ex.reps):
                 for k in range(half):
@@ -380,8 +406,9 @@ class AAControlDesign(_DesignBase):
                         yield case.model_copy(update={"groups": {**case.groups, self.attribute: g}})
 
     def plan(self, battery, stats, comparisons):
-        return {"attribute": self.attribute, "groups": 2,
-                "variants_per_group": len(battery.attributes[self.attribute].groups[self.group].variants) // 2,
+        nv = len(battery.attributes[self.attribute].groups[self.group].variants)
+        return {"attribute": self.attribute, "groups": 2, "split": self.split,
+                "variants_per_group": nv if self.split == "seeds" else nv // 2,
                 "pairs": stats.get("matched_sets"), "comparisons": 1}
 
     def compares(self, comparison, design_id: str) -> bool:
@@ -396,9 +423,10 @@ class AAControlDesign(_DesignBase):
 
         measures = list(dict.fromkeys(c.measure for c in battery.analysis.comparisons
                                       if c.attribute == self.attribute))
+        tail = "-seeds" if self.split == "seeds" else ""
         # the halves' names are compared as these names (names fixed): a name the system treats
         # differently is exactly what an A/A control should catch
-        return [Comparison(id=f"aa-{m}-{self.group}", measure=m, attribute=self.attribute,
+        return [Comparison(id=f"aa-{m}-{self.group}{tail}", measure=m, attribute=self.attribute,
                            groups=list(self.pseudo_groups()), design=design_id, primary=True,
                            generalize={"names": "fixed"})
                 for m in measures]

@@ -42,7 +42,10 @@ class Case(BaseModel):
     seed:
         Depends on template and repetition only (common random numbers: both
         members of a pair are sampled with the same seed, so the only
-        difference is the signal), never on the group.
+        difference is the signal), never on the group; the one exception is
+        the second pseudo-group of an ``aa_control`` design with ``split:
+        seeds``, which repeats the first one's cases with a fresh stream of
+        seeds (SHA-256 of battery seed, template, repetition and design id).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")

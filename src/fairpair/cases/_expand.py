@@ -180,8 +180,9 @@ class Expansion:
                 "designs": self.designs, "exclusions": self.exclusions, "prompt_templates": self.prompts}
 
 
-def _seed(battery: Battery, template: str, rep: int) -> int:
-    h = hashlib.sha256(f"{battery.seed}|{template}|{rep}".encode()).hexdigest()
+def _seed(battery: Battery, template: str, rep: int, stream: str | None = None) -> int:
+    key = f"{battery.seed}|{template}|{rep}" + (f"|{stream}" if stream is not None else "")
+    h = hashlib.sha256(key.encode()).hexdigest()
     return int(h[:8], 16)
 
 
@@ -222,7 +223,7 @@ class _Renderer:
                extra_slots: dict[str, str] | None = None, groups: dict[str, str] | None = None,
                variants: dict[str, str] | None = None, position: int | None = None,
                attribute: str | None = None, axis: str | None = None, baseline: bool = False,
-               turns_override: list[str] | None = None) -> Case:
+               turns_override: list[str] | None = None, seed_stream: str | None = None) -> Case:
         values = dict(self.neutral)
         values.update(self.b.slots)
         values.update(t.slots)
@@ -258,7 +259,9 @@ class _Renderer:
         context = _fill_any(context, values)
         for field_path, value in literal:  # after filling: a variant is never read as a template
             _set_dotted(context, field_path, value)
-        seed = _seed(self.b, t.id, rep)
+        # seed_stream: a fresh stream of repetition seeds (the seeds split of an A/A control); None: the
+        # common random numbers of (template, repetition) that every design shares
+        seed = _seed(self.b, t.id, rep, seed_stream)
         raw_turns = turns_override if turns_override is not None else t.turns
         fmt = self.b.context_channels.format
         turns = [fill_slots(s, values, context, fmt) for s in raw_turns]
@@ -279,6 +282,8 @@ class _Renderer:
         payload = {"battery": self.b.name, "design": design_id, "template": t.id, "rep": rep,
                    "groups": g_out, "variants": v_out, "messages": messages, "turns": turns,
                    "context": context, "axis": axis, "baseline": baseline}
+        if seed_stream is not None:  # only then, so that every other case keeps its id
+            payload["seed_stream"] = seed_stream
         return Case(id=_case_id(payload), battery=self.b.name, design=design_id, design_kind=design_kind,
                     template=t.id, repetition=rep, matched_set=matched_set, block=f"{t.id}/r{rep}",
                     position=position, attribute=attribute, axis=axis, baseline=baseline,
