@@ -9,7 +9,7 @@ import statsmodels.formula.api as smf
 from scipy import stats
 from statsmodels.stats.anova import AnovaRM, anova_lm
 
-from fairpair.stats import crossed_difference, crossed_omnibus, names_heterogeneity, significant
+from fairpair.stats import crossed_difference, crossed_from_cells, crossed_omnibus, names_heterogeneity, significant
 
 
 def _audit(seed=0, t=12, n=4, r=3, name_sd=0.6, tmpl_sd=1.0, tg_sd=0.3, cell_sd=0.5, delta=0.4):
@@ -257,3 +257,54 @@ def test_names_confounded_with_templates_give_nan_with_a_note_not_an_error():
     rf = crossed_difference(v, t, name, group, groups=("a", "b"), names="fixed")
     assert np.isfinite(rf.se) and rf.estimate == pytest.approx(np.mean(v[0::2] - v[1::2]))
     assert np.isnan(names_heterogeneity([np.array([[1.0, np.nan], [np.nan, 0.0], [1.0, np.nan]])]).pvalue)
+
+
+def _hall_reference(d, level):
+    """Hall's (1992) transformation inverted by root finding, with scipy's unbiased skewness (G1)."""
+    from scipy import optimize
+
+    t = d.size
+    se = d.std(ddof=1) / np.sqrt(t)
+    lam = stats.skew(d, bias=False) / np.sqrt(t)
+    g = lambda x: x + lam * (x * x / 3 + 1 / 6) + lam ** 2 * x ** 3 / 27  # noqa: E731
+    q = stats.t.ppf(0.5 + level / 2, t - 1)
+    t_hi = optimize.brentq(lambda x: g(x) - q, -100, 100, xtol=1e-14)
+    t_lo = optimize.brentq(lambda x: g(x) + q, -100, 100, xtol=1e-14)
+    return d.mean() - se * t_hi, d.mean() - se * t_lo, lam
+
+
+@pytest.mark.parametrize("seed, skewed", [(0, "right"), (1, "left"), (2, "right")])
+def test_skew_corrected_interval_is_halls_transformation_inverted(seed, skewed):
+    rng = np.random.default_rng(seed)
+    e = rng.exponential(1.0, (15, 3))
+    a = e if skewed == "right" else -e
+    b = rng.normal(0, 0.2, (15, 3))
+    r = crossed_from_cells(a, b, names="fixed")
+    d = a.mean(axis=1) - b.mean(axis=1)
+    lo, hi, lam = _hall_reference(d, 0.90)
+    assert r.skewness == pytest.approx(lam, rel=1e-12)
+    assert tuple(r.skew_corrected_interval(0.90)) == pytest.approx((lo, hi), rel=1e-10)
+    # right-skewed differences: the t is left-skewed and the upper limit moves out (Hall 1992)
+    t_ci = r.confidence_interval(0.90)
+    assert (hi > t_ci.high) == (lam > 0)
+    eq = r.equivalence_interval(0.90)
+    assert eq.low == pytest.approx(min(lo, t_ci.low)) and eq.high == pytest.approx(max(hi, t_ci.high))
+    assert eq.low <= t_ci.low and eq.high >= t_ci.high
+
+
+def test_skewness_of_names_random_uses_the_full_standard_error():
+    df = _audit(seed=5, name_sd=1.0)
+    r = crossed_difference(df.v, df.t, df.n, df.g, groups=("a", "b"), names="random", pool=None)
+    assert r.skewness == pytest.approx(stats.kstat(r.template_differences, 3) / 12 ** 2 / r.se ** 3, rel=1e-12)
+    fixed = crossed_difference(df.v, df.t, df.n, df.g, groups=("a", "b"), names="fixed")
+    assert abs(r.skewness) < abs(fixed.skewness)  # a larger se (the names' share) dilutes the template skew
+
+
+def test_no_skewness_leaves_the_t_interval_and_two_templates_have_none():
+    a = np.array([[0.0, 1.0], [1.0, 2.0], [2.0, 3.0]])  # template means 0.5, 1.5, 2.5
+    b = np.zeros((3, 2)) + np.array([[0.5], [0.0], [-0.5]])
+    sym = crossed_from_cells(a, b, names="fixed")  # D_t = 0, 1.5, 3: symmetric, k3 = 0
+    assert sym.skewness == pytest.approx(0.0, abs=1e-12)
+    assert tuple(sym.equivalence_interval(0.9)) == pytest.approx(tuple(sym.confidence_interval(0.9)))
+    two = crossed_from_cells(a[:2], b[:2] + np.array([[0.3], [0.0]]), names="fixed")  # k3 needs 3 templates
+    assert np.isnan(two.skewness) and tuple(two.equivalence_interval(0.9)) == tuple(two.confidence_interval(0.9))

@@ -251,9 +251,9 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
                      f"sign-flip test over {cr.n_templates} templates; never a pass")
     elif reason is None:
         ci_a = tuple(cr.confidence_interval(1.0 - alpha, bounds=bounds))
-        ci_eq = tuple(cr.confidence_interval(1.0 - 2.0 * alpha, bounds=bounds))
+        ci_eq = tuple(cr.equivalence_interval(1.0 - 2.0 * alpha, bounds=bounds))
         pvalue = num(cr.pvalue)
-    f["equivalence_ci"] = interval(cr.confidence_interval(1.0 - 2.0 * alpha, bounds=bounds))
+    f["equivalence_ci"] = interval(cr.equivalence_interval(1.0 - 2.0 * alpha, bounds=bounds))
     if cr.note:
         notes.append(cr.note)
     if secondary and n:

@@ -105,7 +105,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import special
+from scipy import special, stats
 
 from fairpair.stats._common import ConfidenceInterval, as_labels, check_choice, check_level
 
@@ -243,6 +243,13 @@ class CrossedDifferenceResult:
     method : str
     note : str or None
         Why a quantity is undefined, or that a name component was truncated.
+    skewness : float
+        ``k3(D_t) / T^2 / se^3``: the estimated third cumulant of
+        ``estimate`` (``k3(D_t)`` the unbiased k-statistic of the template
+        differences, :func:`scipy.stats.kstat`) in units of ``se^3``; with
+        names fixed ``gamma / sqrt(T)``, ``gamma`` the sample skewness of the
+        ``D_t``. NaN with fewer than 3 templates or no variance. Used by
+        :meth:`equivalence_interval`.
     """
 
     estimate: float
@@ -262,6 +269,44 @@ class CrossedDifferenceResult:
     mean_b: float = float("nan")
     method: str = ""
     note: str | None = None
+    skewness: float = float("nan")
+
+    def skew_corrected_interval(self, confidence_level: float = 0.90, *,
+                                bounds: tuple[float, float] | None = None) -> ConfidenceInterval:
+        """Hall's (1992) skewness-corrected t interval: invert ``g(t) = t + l (t^2/3 + 1/6) + l^2 t^3 / 27``.
+
+        ``l`` is :attr:`skewness`; ``g`` is monotone and its inverse
+        closed-form, ``g^-1(z) = 3/l [cbrt(1 + l (z - l/6)) - 1]``, so the
+        interval is ``(estimate - se g^-1(q), estimate - se g^-1(-q))`` with
+        ``q = t_df((1 + level)/2)``. Equal to :meth:`confidence_interval`
+        when ``l`` is 0 or undefined; NaN limits when that one is.
+        """
+        level = check_level(confidence_level)
+        base = self.confidence_interval(level, bounds=bounds)
+        lam = self.skewness
+        if not (np.isfinite(base.low) and np.isfinite(lam)) or lam == 0:
+            return base
+        q = float(special.stdtrit(self.df, 0.5 + level / 2.0))
+        inv = [3.0 / lam * (np.cbrt(1.0 + lam * (z - lam / 6.0)) - 1.0) for z in (q, -q)]
+        lo, hi = self.estimate - self.se * inv[0], self.estimate - self.se * inv[1]
+        if bounds is not None:
+            lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+        return ConfidenceInterval(float(lo), float(hi), level, f"{self.method}; Hall (1992) skewness correction")
+
+    def equivalence_interval(self, confidence_level: float = 0.90, *,
+                             bounds: tuple[float, float] | None = None) -> ConfidenceInterval:
+        """The interval of the ``pass`` rule: the hull of :meth:`confidence_interval` and
+        :meth:`skew_corrected_interval` at ``confidence_level`` (see the module notes, "Equivalence").
+
+        Never narrower than the t interval on either side, so a ``pass`` needs both the symmetric t and
+        the skewness-corrected t to put the interval inside the margin.
+        """
+        base = self.confidence_interval(confidence_level, bounds=bounds)
+        hall = self.skew_corrected_interval(confidence_level, bounds=bounds)
+        if not (np.isfinite(base.low) and np.isfinite(hall.low)) or hall.method == base.method:
+            return base
+        return ConfidenceInterval(min(base.low, hall.low), max(base.high, hall.high), base.confidence_level,
+                                  f"{self.method}; hull with the Hall (1992) skewness-corrected t")
 
     def confidence_interval(self, confidence_level: float = 0.95, *, bounds: tuple[float, float] | None = None
                             ) -> ConfidenceInterval:
@@ -447,8 +492,12 @@ def crossed_from_cells(cells_a: np.ndarray, cells_b: np.ndarray, *, names: str =
         p = float(2.0 * special.stdtr(df, -abs(stat)))
     else:
         stat = p = nan
+    lam = nan
+    if t >= 3 and np.isfinite(se) and se > 0:
+        lam = float(stats.kstat(d_t, 3)) / t ** 2 / se ** 3  # k3 of the mean of T templates over se^3
     return CrossedDifferenceResult(est, float(stat), p, float(df), se, names, t, sa.n, sb.n, n_values, comp, ms,
-                                   d_t, float(rows_a.mean()), float(rows_b.mean()), method, "; ".join(notes) or None)
+                                   d_t, float(rows_a.mean()), float(rows_b.mean()), method, "; ".join(notes) or None,
+                                   lam)
 
 
 def _with(r: CrossedDifferenceResult, **kw) -> CrossedDifferenceResult:
