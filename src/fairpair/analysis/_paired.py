@@ -18,7 +18,10 @@ Clark 1973; Judd, Westfall & Kenny 2012). Templates are always a random
 factor; names are random (the default: the claim is about the group) or
 fixed (``analysis.generalize.names: fixed``: "these names"). So a ``fail``
 (adjusted p < alpha) never sits beside a ``1 - alpha`` interval containing
-0. It uses every answer that exists, not only complete pairs. Yes/no
+0. The ``1 - 2 alpha`` interval of the ``pass`` rule is never narrower: the
+hull of that t interval and Hall's (1992) skewness-corrected t interval
+(:meth:`fairpair.stats.CrossedDifferenceResult.equivalence_interval`; the
+simulation that chose it is in :mod:`fairpair.stats._crossed`). It uses every answer that exists, not only complete pairs. Yes/no
 measures go through the same route on cell proportions (the estimate is a
 risk difference); their level and coverage were checked by simulation
 (``benchmarks/sim_audits.py``, table in ``benchmarks/README.md``).
@@ -61,7 +64,8 @@ from fairpair.stats import paired_t, wilcoxon
 __all__ = ["PairData", "PairAnalysis", "analyze_pairs", "finish", "pair_cells", "BINARY_SCALES", "CI_METHOD", "t_interval"]
 
 CI_METHOD = ("crossed random effects on template x name cell means (method of moments): "
-             "estimate +/- t(Satterthwaite df) x SE")
+             "estimate +/- t(Satterthwaite df) x SE; the (1-2alpha) equivalence interval is its hull with "
+             "Hall's (1992) skewness-corrected t")
 
 
 def t_interval(theta: float, boot: np.ndarray, n_clusters: int, level: float) -> tuple[float, float]:

@@ -169,7 +169,8 @@ class ComparisonResult(_Rec):
     ``df`` its Satterthwaite degrees of freedom, ``se`` its standard error
     and ``variance_components`` the contributions of templates and names
     to ``se**2`` (:func:`fairpair.stats.crossed_difference`); ``ci``,
-    ``equivalence_ci`` and ``pvalue`` all come from that t. ``n_clusters``
+    ``equivalence_ci`` and ``pvalue`` all come from that t (``equivalence_ci``
+    is its hull with Hall's (1992) skewness-corrected t, see ``ci_method``). ``n_clusters``
     counts templates, ``n_names_a`` / ``n_names_b`` names. ``pvalue_adjusted``
     from ``correction`` over the family (primary comparisons of the target;
     ``family_size`` tests); ``pvalue_margin`` / ``pvalue_margin_adjusted``:

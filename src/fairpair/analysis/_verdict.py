@@ -12,7 +12,8 @@ Rule (fixed before the audit by the plan's ``alpha`` and the comparison's
   let "beyond the margin" claims add up across comparisons).
 * **pass** -- the ``1 - 2*alpha`` CI lies strictly inside ``(-m, m)``:
   Schuirmann's (1987) two one-sided tests at ``alpha``, equivalence within
-  the margin is established.
+  the margin is established. That CI is the hull of the crossed t interval
+  and Hall's (1992) skewness-corrected one (see :mod:`fairpair.analysis._paired`).
 * **inconclusive** -- anything else (including undefined intervals).
 
 * **insufficient design** -- the design cannot support a verdict for the
