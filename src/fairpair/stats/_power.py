@@ -716,8 +716,8 @@ class CrossedPowerResult:
         interval lies inside ``(-margin, margin)``. Computed for the
         symmetric t interval; the analysis's pass interval is its hull with
         Hall's (1992) skewness-corrected t (:mod:`fairpair.stats._crossed`),
-        so the realised rate is somewhat lower (by simulation 77% instead of
-        81% at 20 templates x 3 names fixed, 30% instead of 41% at 8
+        so the realised rate is somewhat lower (by simulation 78% instead of
+        81.5% at 20 templates x 3 names fixed, 30% instead of 41.5% at 8
         templates x 10 names random; ``benchmarks/sim_audits.py``).
     variance_terms : dict
         ``Var(D)`` split into its template, name and cell (template x name
