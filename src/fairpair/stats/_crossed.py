@@ -327,7 +327,12 @@ class CrossedDifferenceResult:
         if not (np.isfinite(base.low) and np.isfinite(lam)) or lam == 0:
             return base
         q = float(special.stdtrit(self.df, 0.5 + level / 2.0))
-        inv = [3.0 / lam * (np.cbrt(1.0 + lam * (z - lam / 6.0)) - 1.0) for z in (q, -q)]
+        # 3/l (c - 1) with c = cbrt(1 + x), x = l (z - l/6), written 3 (z - l/6) / (c^2 + c + 1): no
+        # cancellation when l is tiny
+        inv = []
+        for z in (q, -q):
+            c = float(np.cbrt(1.0 + lam * (z - lam / 6.0)))
+            inv.append(3.0 * (z - lam / 6.0) / (c * c + c + 1.0))
         lo, hi = self.estimate - self.se * inv[0], self.estimate - self.se * inv[1]
         if bounds is not None:
             lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
