@@ -44,6 +44,7 @@ Battery syntax
       rubric:
         warmth: {description: "...", levels: {1: "frío", 2: "...", 3: "...", 4: "...", 5: "muy cálido"}}
     tone: {kind: judge, mode: per_dimension} # one judge call per dimension, {"score": n}
+    tone: {kind: judge, mode: per_dimension, scoring: probabilities}  # expected level, see below
 
 ``mode: per_dimension`` asks each dimension in a call of its own: the prompt
 shows that dimension's description, its levels and scored example answers
@@ -55,6 +56,20 @@ examples in the prompt follow the "analytic rubric with exemplars" practice
 of human rating (Jonsson & Svingby 2007, "The use of scoring rubrics",
 Educational Research Review 2(2)) and one-aspect-per-call LLM evaluation
 (Liu et al. 2023, "G-Eval", EMNLP, one criterion per prompt).
+
+``scoring: probabilities`` (with ``per_dimension``) reads the score from the
+judge's probabilities instead of its sampled text: the judge is asked for the
+level's digit alone, its answer is constrained to the levels
+(:attr:`fairpair.targets.ChatRequest.choices`; the ``local`` target sends
+llama.cpp a grammar), and the value is the expected level
+``sum(level * p(level))`` over the model's first-token probabilities of the
+level digits, renormalised over the levels (a continuous value between the
+lowest and the highest level; ``detail`` keeps the probabilities, their mass
+before renormalising and the decoded digit). This is G-Eval's
+probability-weighted score (Liu et al. 2023, sec. 2), which separates answers
+that a small model's greedy digit ties; it needs a judge that reports token
+probabilities (the ``local`` target; another judge stops the measure stage
+with an error) and one-digit levels.
 
 ``pairwise`` (Helpful-Honest-Harmless preference, both orders; ordinal 0-1)::
 
