@@ -541,6 +541,9 @@ def test_probability_scoring_stores_the_probabilities_through_the_measure_stage(
     assert len(ok) == 20 and [r.value for r in ok] == pytest.approx([2.0] * 20)
     d = ok[0].detail
     assert d["scoring"] == "probabilities" and d["decoded"]["distrust"] == "2"
+    manifest = json.loads((run_dir / "manifest.json").read_text("utf-8"))
+    assert manifest["measurement"]["judge_measures"]["tone"]["scoring"] == "probabilities"
+    assert manifest["measurement"]["judge_measures"]["tone"]["mode"] == "per_dimension"
     assert d["probabilities"]["distrust"] == pytest.approx({"1": 1 / 6, "2": 2 / 3, "3": 1 / 6, "4": 0, "5": 0}, abs=1e-6)
     assert d["mass"]["distrust"] == pytest.approx(0.9)
 

@@ -609,7 +609,9 @@ async def _measure(run, console, names, judge, settings, ray_pool=None) -> Measu
             except Exception:  # noqa: BLE001
                 pass
         store.event("measure_finished", {n: vars(c) for n, c in ctx.counts.items()})
-    _record_in_manifest(run, ctx, list(ms), warnings)
+    _record_in_manifest(run, ctx, list(ms), warnings,
+                        judged={n: m.options.model_dump(mode="json", by_alias=True, exclude_none=True)
+                                for n, m in ms.items() if m.uses_judge})
     if console is not None:
         _print_counts(console, ctx.counts, warnings)
     return MeasureRunResult(Path(run_dir), dict(ctx.counts), scales, ctx.judge_identity, dict(ctx.embedders),
@@ -706,8 +708,11 @@ async def _measure_progress(console, name: str, m: Measure, ctx: MeasureContext,
     await poll_progress(console, f"measure {name}", todo, done, extra)
 
 
-def _record_in_manifest(run, ctx: MeasureContext, names: Iterable[str], warnings: list[str]) -> None:
-    """Add the judge, its prompts and the embedders to ``manifest.json`` (merged with earlier sessions)."""
+def _record_in_manifest(run, ctx: MeasureContext, names: Iterable[str], warnings: list[str],
+                        judged: dict[str, Any] | None = None) -> None:
+    """Add the judge, its prompts, the options of the judge measures (``judge_measures``: how each
+    asks and scores, e.g. ``mode``, ``scoring``) and the embedders to ``manifest.json`` (merged with
+    earlier sessions)."""
     store = run.store
     try:
         old = run.manifest().get("measurement") or {}
@@ -717,6 +722,8 @@ def _record_in_manifest(run, ctx: MeasureContext, names: Iterable[str], warnings
     if ctx.judge_identity is not None:
         block["judge"] = ctx.judge_identity
         block["self_judging"] = [w for w in warnings if w.startswith("self-judging")]
+    if judged:
+        block["judge_measures"] = {**(old.get("judge_measures") or {}), **judged}
     if ctx.judge_prompts:
         seen = {json.dumps(p, sort_keys=True) for p in old.get("judge_prompts") or []}
         block["judge_prompts"] = list(old.get("judge_prompts") or []) + [
