@@ -601,3 +601,10 @@ def test_choice_probabilities_renormalises_over_the_choices():
     assert mass == pytest.approx(0.75)
     assert probs == pytest.approx({"1": 0, "2": 0, "3": 0.05 / 0.75, "4": 0.5 / 0.75, "5": 0.2 / 0.75})
     assert choice_probabilities({"El": 0.0}, ("1", "2")) == ({"1": 0.0, "2": 0.0}, 0.0)
+
+
+def test_calibration_compares_an_expected_level_at_its_nearest_level():
+    from fairpair.measures._labels import _nearest_level
+
+    assert [_nearest_level(v) for v in (1.2, 2.5, 3.49, 4.8, 4, 5.0)] == [1, 3, 3, 5, 4, 5]
+    assert _nearest_level(None) is None
