@@ -608,3 +608,17 @@ def test_calibration_compares_an_expected_level_at_its_nearest_level():
 
     assert [_nearest_level(v) for v in (1.2, 2.5, 3.49, 4.8, 4, 5.0)] == [1, 3, 3, 5, 4, 5]
     assert _nearest_level(None) is None
+
+
+def test_probability_scores_are_analysed_as_continuous_and_reported(tmp_path):
+    from fairpair.analysis import analyze_run
+    from fairpair.report import write_report
+
+    run_dir = make_run(tmp_path, measures=PROBS)
+    measure_run(run_dir, judge=AnchorJudge("rubric"))
+    out = analyze_run(run_dir)
+    tone = [c for c in out.comparisons if c.measure == "tone.courtesy"]
+    assert tone and all(c.scale == "continuous" for c in tone)
+    assert out.judge.self_test and out.judge.self_test[0]["status"] == "passed"
+    md = write_report(run_dir)["md"].read_text(encoding="utf-8")
+    assert "Autotest del juez" in md and "tone.courtesy" in md
