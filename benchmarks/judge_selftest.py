@@ -3,10 +3,11 @@
 Usage::
 
     python benchmarks/judge_selftest.py BATTERY.yaml [--measure tono] [--judge '{"kind": "local", ...}']
-        [--scenarios N] [--scripted KIND] [--options '{"mode": "per_dimension"}'] [--no-shuffled]
+        [--scenarios N] [--scripted KIND] [--options '{"mode": "per_dimension"}'] [--no-shuffled] [--out F]
 
 Prints the self-test table (per dimension Spearman/Kendall, cross-dimension rho, identical share,
-pass/fail under the default thresholds) and the wall time. ``--scripted`` runs one of the scripted
+pass/fail under the default thresholds), the model's load time, the wall and CPU time, the seconds
+per judged answer (all its dimensions) and the load average. ``--scripted`` runs one of the scripted
 judges of the tests instead (``rubric``, ``one_number``, ``constant``, ``random``, ``first``), the
 incapable and capable references the thresholds were chosen from.
 """
@@ -16,6 +17,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
+import os
 import random
 import sys
 import time
@@ -53,6 +56,8 @@ class Scripted:
         user = request.messages[-1]["content"]
         if "winner" in request.messages[0]["content"]:
             return Completion(text=json.dumps({"winner": "A"}))
+        if request.choices:  # scoring: probabilities, one dimension per call
+            return self._choice(request)
         if self.kind == "rubric":
             sc = self.tones[self._tone(user.split(">>>")[-2])]
         elif self.kind == "one_number":
@@ -63,6 +68,19 @@ class Scripted:
         else:
             sc = {d: self.rng.randint(1, 5) for d in ("courtesy", "condescension", "distrust")}
         return Completion(text=json.dumps({**sc, "reason": "scripted"}))
+
+    def _choice(self, request):
+        from fairpair.measures.judge import default_rubric
+
+        system, user = request.messages[0]["content"], request.messages[-1]["content"]
+        dim = next(d for d, spec in default_rubric("es" if "Dimensión" in system else "en").items()
+                   if spec["description"] in system)
+        known = self.tones[self._tone(user.split(">>>")[-2])]
+        level = {"rubric": known[dim], "one_number": known["courtesy"], "constant": 3}.get(
+            self.kind, self.rng.randint(1, 5))
+        top = {str(level): 0.7, str(level - 1): 0.1, str(level + 1): 0.1}
+        return Completion(text=str(level), top_logprobs={t: math.log(p) for t, p in top.items()
+                                                         if t in request.choices})
 
     def identity(self):
         return {"kind": "scripted", "model": self.kind}
@@ -80,6 +98,7 @@ def main() -> int:
     ap.add_argument("--scripted")
     ap.add_argument("--options", help="measure options to override, as JSON (e.g. '{\"mode\": \"per_dimension\"}')")
     ap.add_argument("--no-shuffled", action="store_true", help="skip the word-shuffled copies")
+    ap.add_argument("--out", type=Path, help="also write the results (JSON) to this file")
     args = ap.parse_args()
     lb = load_battery(Path(args.battery))
     b = lb.battery
@@ -96,20 +115,37 @@ def main() -> int:
         judge = build_target("judge", spec)
     ctx = MeasureContext(battery=b, judge=judge, settings=RunSettings(concurrency=1, timeout=600))
     out = {}
+    load0 = os.getloadavg()
     t0 = time.perf_counter()
+    load_s = None
+    if hasattr(judge, "load"):  # the model's load (assembly checked, weights read) timed on its own
+        asyncio.run(judge.load())
+        load_s = round(time.perf_counter() - t0, 1)
+        print(f"judge loaded in {load_s} s")
     for name, m in ms.items():
         if not m.uses_judge:
             continue
         t = time.perf_counter()
+        cpu = time.process_time()
         res = asyncio.run(self_test(m, ctx, scenarios=args.scenarios, shuffled=not args.no_shuffled))
         res["wall_s"] = round(time.perf_counter() - t, 1)
+        res["cpu_s"] = round(time.process_time() - cpu, 1)
+        items = len(res.get("outputs") or [])
+        res["s_per_item"] = round(res["wall_s"] / items, 2) if items else None
         out[name] = res
-        print(summary_line(res), f"[{res['wall_s']} s]")
-        for k in ("dimensions", "cross", "identical_share", "accuracy", "both_orders", "first_share", "failures"):
+        print(summary_line(res), f"[{res['wall_s']} s wall, {res['cpu_s']} s CPU, {items} judged answers: "
+                                 f"{res['s_per_item']} s per answer]")
+        for k in ("dimensions", "cross", "identical_share", "accuracy", "both_orders", "first_share", "failures",
+                  "flags"):
             if k in res:
                 print(f"  {k}: {json.dumps(res[k], ensure_ascii=False)}")
-    print(json.dumps({"judge": judge.identity(), "total_s": round(time.perf_counter() - t0, 1),
-                      "results": out}, ensure_ascii=False, default=str), file=sys.stderr)
+    load1 = os.getloadavg()
+    print(f"load average (1 min) {load0[0]:.1f} at the start, {load1[0]:.1f} at the end")
+    summary = {"judge": judge.identity(), "total_s": round(time.perf_counter() - t0, 1), "load_s": load_s,
+               "loadavg_start": load0, "loadavg_end": load1, "results": out}
+    print(json.dumps(summary, ensure_ascii=False, default=str), file=sys.stderr)
+    if args.out:
+        args.out.write_text(json.dumps(summary, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
     return 0
 
 

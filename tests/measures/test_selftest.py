@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 from pathlib import Path
 
@@ -64,6 +65,9 @@ class AnchorJudge:
             return Completion(text='{"winner": "tie"}')
         tone = self.tone(user)
         known = self.tones.get(tone) if tone else None
+        if request.choices:  # scoring: probabilities: one digit, with the first token's candidates
+            level = self.one_dimension(request.messages[0]["content"], known)
+            return Completion(text=str(level), top_logprobs=level_logprobs(level, request.choices))
         if '"score"' in request.messages[0]["content"]:  # per_dimension: one dimension per call
             return Completion(text=json.dumps({"score": self.one_dimension(request.messages[0]["content"], known)}))
         if self.mode == "rubric":
@@ -98,6 +102,13 @@ class AnchorJudge:
 
     async def aclose(self):
         return None
+
+
+def level_logprobs(level: int, choices) -> dict[str, float]:
+    """First-token candidates of a scripted judge that means ``level``: 0.6 on it, 0.15 on each
+    neighbouring level, 0.05 on a word that is no level (so the levels' mass is below 1)."""
+    p = {str(level): 0.6, str(level - 1): 0.15, str(level + 1): 0.15, "El": 0.05}
+    return {t: math.log(v) for t, v in p.items() if t in choices or t == "El"}
 
 
 def battery(tmp_path: Path, measures=None, **extra) -> Path:
@@ -477,3 +488,137 @@ def test_per_dimension_examples_are_shown_and_are_no_anchor(lang):
                 if len(sentence) > 25:
                     assert sentence.strip(" .") not in anchor_text, sentence
     assert default_rubric(lang)["distrust"]["examples"] == ex["distrust"]
+
+
+# ---------------------------------------------------------------- scoring: probabilities
+
+PROBS = {"tone": {"kind": "judge", "mode": "per_dimension", "scoring": "probabilities"}}
+
+
+def test_probability_scoring_is_the_expected_level_and_a_rubric_judge_passes(tmp_path):
+    judge = AnchorJudge("rubric")
+    lb, ctx = _ctx(tmp_path, judge, PROBS)
+    m = build_measures(lb.battery, ["tone"])["tone"]
+    assert m.output_scales() == dict.fromkeys(["tone.courtesy", "tone.condescension", "tone.distrust"],
+                                              "continuous")
+    res = asyncio.run(self_test(m, ctx))
+    assert res["status"] == "passed", res["failures"]
+    assert len(judge.calls) == 72 and all(c.choices == ("1", "2", "3", "4", "5") for c in judge.calls)
+    # by hand: level 5 -> 0.6 on "5", 0.15 on "4" (mass 0.75): 5 * 0.8 + 4 * 0.2 = 4.8;
+    # level 1 -> 1 * 0.8 + 2 * 0.2 = 1.2; level 2 -> (1 * .15 + 2 * .6 + 3 * .15) / .9 = 2.0
+    courteous = next(o for o in res["outputs"] if o["tone"] == "courteous")
+    assert courteous["judge"] == pytest.approx({"courtesy": 4.8, "condescension": 1.2, "distrust": 1.2})
+    curt = next(o for o in res["outputs"] if o["tone"] == "curt")
+    assert curt["judge"] == pytest.approx({"courtesy": 2.0, "condescension": 1.2, "distrust": 1.2})
+    # Spearman of the expected levels against the known levels, checked against scipy
+    out = [o for o in res["outputs"] if "shuffled" not in o["tone"]]
+    for d in DIMS:
+        ref = spearmanr([o["expected"][d] for o in out], [o["judge"][d] for o in out]).statistic
+        assert res["dimensions"][d]["spearman"] == pytest.approx(ref)
+    # the prompt asks for a digit, not JSON
+    assert all("JSON" not in c.messages[0]["content"] and "una cifra" in c.messages[0]["content"]
+               for c in judge.calls)
+
+
+@pytest.mark.parametrize("mode", ["one_number", "constant"])
+def test_probability_scoring_incapable_judges_fail(tmp_path, mode):
+    lb, ctx = _ctx(tmp_path, AnchorJudge(mode), PROBS)
+    m = build_measures(lb.battery, ["tone"])["tone"]
+    res = asyncio.run(self_test(m, ctx))
+    assert res["status"] == "failed" and res["failures"]
+    if mode == "one_number":
+        assert res["identical_share"] == 1.0
+
+
+def test_probability_scoring_stores_the_probabilities_through_the_measure_stage(tmp_path):
+    run_dir = make_run(tmp_path, measures=PROBS)
+    res = measure_run(run_dir, judge=AnchorJudge("rubric"))
+    assert res.counts["tone"].ok == 20
+    rows, events = stored(run_dir, "tone.distrust")
+    assert events[-1]["status"] == "passed"
+    ok = [r for r in rows if r.status == "ok"]
+    # the mock's answers are no anchors: fallback level 2 -> expected level 2.0
+    assert len(ok) == 20 and [r.value for r in ok] == pytest.approx([2.0] * 20)
+    d = ok[0].detail
+    assert d["scoring"] == "probabilities" and d["decoded"]["distrust"] == "2"
+    manifest = json.loads((run_dir / "manifest.json").read_text("utf-8"))
+    assert manifest["measurement"]["judge_measures"]["tone"]["scoring"] == "probabilities"
+    assert manifest["measurement"]["judge_measures"]["tone"]["mode"] == "per_dimension"
+    assert d["probabilities"]["distrust"] == pytest.approx({"1": 1 / 6, "2": 2 / 3, "3": 1 / 6, "4": 0, "5": 0}, abs=1e-6)
+    assert d["mass"]["distrust"] == pytest.approx(0.9)
+
+
+def test_probability_scoring_needs_per_dimension_and_one_digit_levels(tmp_path):
+    with pytest.raises(BatteryError) as ei:
+        load_battery(battery(tmp_path, measures={"tone": {"kind": "judge", "scoring": "probabilities"}}))
+    assert "mode: per_dimension" in str(ei.value) and "scoring" in str(ei.value)
+    rubric = {"warmth": {"levels": {0: "frío", 10: "cálido"}}}
+    with pytest.raises(BatteryError) as ei:
+        load_battery(battery(tmp_path / "b", measures={"tone": {**PROBS["tone"], "rubric": rubric}}))
+    assert "one-digit levels" in str(ei.value) and "warmth" in str(ei.value)
+
+
+def test_probability_scoring_typo_is_a_battery_error_with_its_line(tmp_path):
+    p = tmp_path / "b.yaml"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump(json.loads(battery(tmp_path / "src").read_text("utf-8")), allow_unicode=True,
+                          sort_keys=False).replace("tone:\n    kind: judge\n",
+                                                   "tone:\n    kind: judge\n    scorng: probabilities\n")
+    p.write_text(text, encoding="utf-8")
+    with pytest.raises(BatteryError) as ei:
+        load_battery(p)
+    msg = str(ei.value)
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "scorng" in ln)
+    assert "scorng" in msg and f"b.yaml:{line}" in msg and "scoring" in msg  # did you mean
+    with pytest.raises(BatteryError) as ei:
+        load_battery(battery(tmp_path / "c", measures={"tone": {**PROBS["tone"], "scoring": "logits"}}))
+    assert "scoring" in str(ei.value) and "probabilities" in str(ei.value)
+
+
+class TextOnlyJudge(AnchorJudge):
+    """A judge that ignores ``choices`` and reports no token probabilities (as the openai target)."""
+
+    async def generate(self, request):
+        self.calls.append(request)
+        return Completion(text="4")
+
+
+def test_probability_scoring_with_a_judge_without_probabilities_stops_with_a_clear_error(tmp_path):
+    run_dir = make_run(tmp_path, measures=PROBS)
+    judge = TextOnlyJudge()
+    with pytest.raises(FairpairError) as ei:
+        measure_run(run_dir, judge=judge)
+    assert "reports no token probabilities" in str(ei.value) and ei.value.exit_code == 2
+    rows, _ = stored(run_dir, "tone.courtesy")
+    assert rows == []
+
+
+def test_choice_probabilities_renormalises_over_the_choices():
+    from fairpair.measures._runner import choice_probabilities
+
+    top = {"4": math.log(0.5), " 5": math.log(0.2), "El": math.log(0.2), "3": math.log(0.05), "x": -math.inf}
+    probs, mass = choice_probabilities(top, ("1", "2", "3", "4", "5"))
+    assert mass == pytest.approx(0.75)
+    assert probs == pytest.approx({"1": 0, "2": 0, "3": 0.05 / 0.75, "4": 0.5 / 0.75, "5": 0.2 / 0.75})
+    assert choice_probabilities({"El": 0.0}, ("1", "2")) == ({"1": 0.0, "2": 0.0}, 0.0)
+
+
+def test_calibration_compares_an_expected_level_at_its_nearest_level():
+    from fairpair.measures._labels import _nearest_level
+
+    assert [_nearest_level(v) for v in (1.2, 2.5, 3.49, 4.8, 4, 5.0)] == [1, 3, 3, 5, 4, 5]
+    assert _nearest_level(None) is None
+
+
+def test_probability_scores_are_analysed_as_continuous_and_reported(tmp_path):
+    from fairpair.analysis import analyze_run
+    from fairpair.report import write_report
+
+    run_dir = make_run(tmp_path, measures=PROBS)
+    measure_run(run_dir, judge=AnchorJudge("rubric"))
+    out = analyze_run(run_dir)
+    tone = [c for c in out.comparisons if c.measure == "tone.courtesy"]
+    assert tone and all(c.scale == "continuous" for c in tone)
+    assert out.judge.self_test and out.judge.self_test[0]["status"] == "passed"
+    md = write_report(run_dir)["md"].read_text(encoding="utf-8")
+    assert "Autotest del juez" in md and "tone.courtesy" in md

@@ -235,8 +235,9 @@ def score_label_files(run_dir: Path, files: list[Path], *, measure: str | None =
             while label in raters:
                 label += "'"
             raters[label] = _read_labels(Path(f), dims, levels, known)
-        judged = {d: {(x.target, x.case_id): x.value for x in store.measurements(f"{name}.{d}", status="ok")}
-                  for d in dims}
+        # a probability-weighted score (scoring: probabilities) is compared at its nearest level
+        judged = {d: {(x.target, x.case_id): _nearest_level(x.value)
+                      for x in store.measurements(f"{name}.{d}", status="ok")} for d in dims}
         cases = {c.id: c for c in store.iter_cases()}
     reports = {}
     sids = sorted({s for r in raters.values() for s in r})
@@ -265,3 +266,13 @@ def score_label_files(run_dir: Path, files: list[Path], *, measure: str | None =
         raise FairpairError("no labelled sample has a judge score to compare with",
                             hint=f"run `fairpair measure {run_dir}` first, and fill in the rubric columns")
     return reports
+
+
+def _nearest_level(value):
+    """An expected level (a float such as 3.62) rounded half up to its nearest level (4); an integer
+    level as it is. Kappa compares levels, not expected levels."""
+    import math
+
+    if isinstance(value, float) and math.isfinite(value):
+        return int(math.floor(value + 0.5))
+    return value

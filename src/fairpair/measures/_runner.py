@@ -149,6 +149,35 @@ class MeasureContext:
         Raises whatever the judge raised at the last attempt (the caller stores
         it as a failed measurement).
         """
+        return (await self._judge_call(messages, case_id=case_id, seed=seed)).text or ""
+
+    async def ask_judge_choice(self, messages: list[dict[str, str]], choices: tuple[str, ...], *, case_id: str,
+                               seed: int | None) -> "ChoiceAnswer":
+        """Ask the judge for one of ``choices`` (one token each) and read the model's probability
+        of each (:func:`choice_probabilities`).
+
+        The request carries ``choices`` (:class:`~fairpair.targets.ChatRequest`); the target
+        constrains its answer to them and reports the first token's candidates
+        (:attr:`~fairpair.targets.Completion.top_logprobs`).
+
+        Raises
+        ------
+        FairpairError
+            The judge reports no token probabilities (of the built-in targets only ``local``
+            does).
+        """
+        completion = await self._judge_call(messages, case_id=case_id, seed=seed, choices=choices)
+        if completion.top_logprobs is None:
+            ident = self.judge_identity or {}
+            raise FairpairError(
+                f"the judge ({ident.get('kind', type(self.judge).__name__)}) reports no token probabilities, "
+                "which 'scoring: probabilities' needs", key="judge",
+                hint="use a judge of kind 'local' (the embedded model), or 'scoring: sampled'")
+        probs, mass = choice_probabilities(completion.top_logprobs, choices)
+        return ChoiceAnswer(completion.text or "", probs, mass)
+
+    async def _judge_call(self, messages: list[dict[str, str]], *, case_id: str, seed: int | None,
+                          choices: tuple[str, ...] | None = None):
         if self.judge is None:
             raise RuntimeError("no judge configured")
         from fairpair._calls import ModelCaller
@@ -162,8 +191,44 @@ class MeasureContext:
                                                      max_in_flight=self.settings.concurrency)
         system = next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
         self.judge_prompts.setdefault(system, [dict(m) for m in messages])
-        outcome = await self._caller.call(ChatRequest(messages=tuple(messages), seed=seed, case_id=case_id))
-        return outcome.result().text or ""
+        outcome = await self._caller.call(ChatRequest(messages=tuple(messages), seed=seed, case_id=case_id,
+                                                      choices=choices))
+        return outcome.result()
+
+
+@dataclass(frozen=True)
+class ChoiceAnswer:
+    """A constrained judge answer: ``text`` (the choice decoded), ``probabilities`` (choice -> p,
+    summing to 1 over the choices, or all 0 when ``mass`` is 0) and ``mass`` (the model's total
+    probability of the choices among its first-token candidates, 0..1)."""
+
+    text: str
+    probabilities: dict[str, float]
+    mass: float
+
+
+def choice_probabilities(top_logprobs: dict[str, float], choices: tuple[str, ...]) -> tuple[dict[str, float], float]:
+    """``(choice -> probability, mass)`` from a first token's candidates (token -> natural log p).
+
+    A candidate counts for a choice when its text, stripped of white space, is the choice (so
+    ``" 4"`` counts for ``"4"``); the probabilities of the choices are renormalised to sum to 1
+    (the model's distribution conditioned on answering one of them); a choice absent from the
+    candidates gets 0. ``mass`` is their summed probability before renormalising (0..1): low when
+    the model wanted to answer something else. With ``mass`` 0, every probability is 0.
+    Liu et al. (2023), "G-Eval: NLG Evaluation using GPT-4 with Better Human Alignment", EMNLP,
+    sec. 2 (scores weighted by the probabilities of the score tokens).
+    """
+    import math
+
+    p = dict.fromkeys(choices, 0.0)
+    for token, lp in top_logprobs.items():
+        t = token.strip()
+        if t in p and math.isfinite(lp):
+            p[t] += math.exp(lp)
+    mass = sum(p.values())
+    if mass <= 0:
+        return p, 0.0
+    return {c: v / mass for c, v in p.items()}, min(1.0, mass)
 
 
 def signal_values(battery) -> tuple[list[str], list[str]]:
@@ -544,7 +609,9 @@ async def _measure(run, console, names, judge, settings, ray_pool=None) -> Measu
             except Exception:  # noqa: BLE001
                 pass
         store.event("measure_finished", {n: vars(c) for n, c in ctx.counts.items()})
-    _record_in_manifest(run, ctx, list(ms), warnings)
+    _record_in_manifest(run, ctx, list(ms), warnings,
+                        judged={n: m.options.model_dump(mode="json", by_alias=True, exclude_none=True)
+                                for n, m in ms.items() if m.uses_judge})
     if console is not None:
         _print_counts(console, ctx.counts, warnings)
     return MeasureRunResult(Path(run_dir), dict(ctx.counts), scales, ctx.judge_identity, dict(ctx.embedders),
@@ -641,8 +708,11 @@ async def _measure_progress(console, name: str, m: Measure, ctx: MeasureContext,
     await poll_progress(console, f"measure {name}", todo, done, extra)
 
 
-def _record_in_manifest(run, ctx: MeasureContext, names: Iterable[str], warnings: list[str]) -> None:
-    """Add the judge, its prompts and the embedders to ``manifest.json`` (merged with earlier sessions)."""
+def _record_in_manifest(run, ctx: MeasureContext, names: Iterable[str], warnings: list[str],
+                        judged: dict[str, Any] | None = None) -> None:
+    """Add the judge, its prompts, the options of the judge measures (``judge_measures``: how each
+    asks and scores, e.g. ``mode``, ``scoring``) and the embedders to ``manifest.json`` (merged with
+    earlier sessions)."""
     store = run.store
     try:
         old = run.manifest().get("measurement") or {}
@@ -652,6 +722,8 @@ def _record_in_manifest(run, ctx: MeasureContext, names: Iterable[str], warnings
     if ctx.judge_identity is not None:
         block["judge"] = ctx.judge_identity
         block["self_judging"] = [w for w in warnings if w.startswith("self-judging")]
+    if judged:
+        block["judge_measures"] = {**(old.get("judge_measures") or {}), **judged}
     if ctx.judge_prompts:
         seen = {json.dumps(p, sort_keys=True) for p in old.get("judge_prompts") or []}
         block["judge_prompts"] = list(old.get("judge_prompts") or []) + [

@@ -44,6 +44,7 @@ Battery syntax
       rubric:
         warmth: {description: "...", levels: {1: "frío", 2: "...", 3: "...", 4: "...", 5: "muy cálido"}}
     tone: {kind: judge, mode: per_dimension} # one judge call per dimension, {"score": n}
+    tone: {kind: judge, mode: per_dimension, scoring: probabilities}  # expected level, see below
 
 ``mode: per_dimension`` asks each dimension in a call of its own: the prompt
 shows that dimension's description, its levels and scored example answers
@@ -55,6 +56,20 @@ examples in the prompt follow the "analytic rubric with exemplars" practice
 of human rating (Jonsson & Svingby 2007, "The use of scoring rubrics",
 Educational Research Review 2(2)) and one-aspect-per-call LLM evaluation
 (Liu et al. 2023, "G-Eval", EMNLP, one criterion per prompt).
+
+``scoring: probabilities`` (with ``per_dimension``) reads the score from the
+judge's probabilities instead of its sampled text: the judge is asked for the
+level's digit alone, its answer is constrained to the levels
+(:attr:`fairpair.targets.ChatRequest.choices`; the ``local`` target sends
+llama.cpp a grammar), and the value is the expected level
+``sum(level * p(level))`` over the model's first-token probabilities of the
+level digits, renormalised over the levels (a continuous value between the
+lowest and the highest level; ``detail`` keeps the probabilities, their mass
+before renormalising and the decoded digit). This is G-Eval's
+probability-weighted score (Liu et al. 2023, sec. 2), which separates answers
+that a small model's greedy digit ties; it needs a judge that reports token
+probabilities (the ``local`` target; another judge stops the measure stage
+with an error) and one-digit levels.
 
 ``pairwise`` (Helpful-Honest-Harmless preference, both orders; ordinal 0-1)::
 
@@ -79,7 +94,7 @@ from importlib import resources
 from string import Template
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from fairpair.measures._base import Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
 from fairpair.measures._runner import CounterpartOptions, MeasureContext
@@ -388,10 +403,29 @@ class ToneOptions(_JudgeOptions):
     judge call scores every dimension, JSON ``{dim: level, ..., "reason": "..."}``) or
     ``per_dimension`` (one call per dimension, each showing only that dimension's description and
     levels and asking for ``{"score": level}``: a judge cannot copy one number across dimensions it
-    never sees together; k dimensions cost k calls)."""
+    never sees together; k dimensions cost k calls). ``scoring`` (with ``per_dimension`` only):
+    ``sampled`` (the level the judge writes) or ``probabilities`` (the judge answers one digit,
+    constrained to the levels, and the score is the expected level under the model's
+    probabilities of the level tokens, a continuous value in [lowest, highest level]; needs a
+    judge that reports token probabilities, the ``local`` target; one-digit levels only)."""
 
     rubric: dict[str, Dimension] | None = None
     mode: Literal["joint", "per_dimension"] = "joint"
+    scoring: Literal["sampled", "probabilities"] = "sampled"
+
+    @field_validator("scoring")
+    @classmethod
+    def _probabilities_per_dimension(cls, v: str, info: ValidationInfo) -> str:
+        if v == "probabilities":
+            if info.data.get("mode") != "per_dimension":
+                raise ValueError("'scoring: probabilities' reads one score per judge call: "
+                                 "set 'mode: per_dimension' too")
+            rubric = info.data.get("rubric") or {}
+            bad = [k for k, d in rubric.items() if any(not 0 <= lvl <= 9 for lvl in d.levels)]
+            if bad:
+                raise ValueError(f"'scoring: probabilities' needs one-digit levels (0-9); dimension(s) "
+                                 f"{', '.join(bad)} have others")
+        return v
 
     @field_validator("rubric", mode="before")
     @classmethod
@@ -427,6 +461,12 @@ class ToneJudgeMeasure(Measure):
 
     def outputs(self, ctx=None) -> tuple[str, ...]:
         return tuple(self.rubric(ctx))
+
+    def output_scales(self, ctx=None) -> dict[str, Scale]:
+        """``ordinal`` per dimension; ``continuous`` with ``scoring: probabilities`` (an expected
+        level, not a level)."""
+        scale: Scale = "continuous" if self.options.scoring == "probabilities" else "ordinal"
+        return {f"{self.name}.{k}": scale for k in self.outputs(ctx)}
 
     def schema(self, ctx=None) -> dict[str, Any]:
         r = self.rubric(ctx)
@@ -473,7 +513,7 @@ class ToneJudgeMeasure(Measure):
         description and levels only; user: the prompt, the answer and the question)."""
         o = self.options
         lang = o.language or ctx.language
-        system_t, user_t = _prompt("tone_dimension", lang)
+        system_t, user_t = _prompt("tone_score" if o.scoring == "probabilities" else "tone_dimension", lang)
         d = self.rubric(ctx)[dimension]
         lo, hi = min(d["levels"]), max(d["levels"])
         description = (d.get("description") or dimension).strip()
@@ -500,6 +540,9 @@ class ToneJudgeMeasure(Measure):
             return _leak_result(ctx, self.name, leaks)
         import asyncio
 
+        if o.scoring == "probabilities":
+            return await self._measure_probabilities(item, ctx, rubric, per_dim)
+
         def schema(k: str) -> dict[str, Any]:
             return {"type": "object", "properties": {"score": {"type": "integer", "enum": sorted(rubric[k]["levels"])},
                                                      "reason": {"type": "string"}},
@@ -523,6 +566,33 @@ class ToneJudgeMeasure(Measure):
         detail: dict[str, Any] = {"mode": "per_dimension", "raw": raws}
         if invalid_total:
             detail["invalid_outputs"] = invalid_total
+        return MeasureResult.ok(outputs=outputs, detail=detail)
+
+
+    async def _measure_probabilities(self, item: MeasureItem, ctx: MeasureContext, rubric: dict[str, Any],
+                                     per_dim: dict[str, list[dict[str, str]]]) -> MeasureResult:
+        """``scoring: probabilities``: per dimension, one constrained call; the value is the
+        expected level sum(p_level * level) over the levels' renormalised first-token
+        probabilities (G-Eval's probability-weighted score, Liu et al. 2023, sec. 2)."""
+        import asyncio
+
+        choices = {k: tuple(str(lvl) for lvl in sorted(rubric[k]["levels"])) for k in rubric}
+        answers = await asyncio.gather(*(
+            ctx.ask_judge_choice(messages, choices[k], case_id=item.case.id, seed=item.case.seed)
+            for k, messages in per_dim.items()))
+        outputs: dict[str, Any] = {}
+        detail: dict[str, Any] = {"mode": "per_dimension", "scoring": "probabilities", "probabilities": {},
+                                  "mass": {}, "decoded": {}}
+        for k, a in zip(per_dim, answers):
+            detail["probabilities"][k] = {c: round(p, 6) for c, p in a.probabilities.items()}
+            detail["mass"][k] = round(a.mass, 6)
+            detail["decoded"][k] = a.text
+            if a.mass <= 0:
+                ctx.count(self.name, "invalid")
+                return MeasureResult.missing(
+                    f"dimension '{k}': none of the judge's likeliest first tokens is a level "
+                    f"({', '.join(choices[k])})", raw=a.text, detail=detail)
+            outputs[k] = round(sum(int(c) * p for c, p in a.probabilities.items()), 6)
         return MeasureResult.ok(outputs=outputs, detail=detail)
 
 

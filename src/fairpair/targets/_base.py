@@ -66,6 +66,13 @@ class ChatRequest:
     meta:
         The case's groups, variants, template and baseline flag; only the
         ``mock`` target reads it (to plant its bias), a real target must not.
+    choices:
+        ``None`` (free text, the default) or the only answers allowed, each one
+        token (a judge's score levels, ``("1", "2", "3", "4", "5")``). A target
+        that can constrain decoding (``local``: a llama.cpp grammar) answers
+        one of them and reports the model's log-probabilities of the first
+        answer token in :attr:`Completion.top_logprobs`; a target that cannot
+        leaves ``top_logprobs`` unset, and the caller must say so.
     """
 
     messages: tuple[dict[str, Any], ...]
@@ -75,11 +82,18 @@ class ChatRequest:
     seed: int | None = None
     case_id: str = ""
     meta: dict[str, Any] = field(default_factory=dict)  # group, variant, template... (mock bias only)
+    choices: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
 class Completion:
-    """A target's final answer to one case."""
+    """A target's final answer to one case.
+
+    ``top_logprobs``: for a request with ``choices``, the model's most likely
+    first answer tokens and their natural-log probabilities before the
+    constraint (token text -> log p, at most 20), as the target reported them;
+    ``None`` when not reported.
+    """
 
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
@@ -87,6 +101,7 @@ class Completion:
     finish_reason: str | None = None
     model: str | None = None
     system_fingerprint: str | None = None
+    top_logprobs: dict[str, float] | None = None
 
 
 class TargetError(Exception):

@@ -257,6 +257,28 @@ def _bare_tool_call(result: dict[str, Any], offered: set[str]) -> dict[str, Any]
     return {**result, "choices": [choice, *result["choices"][1:]]}
 
 
+#: first-token candidates asked of llama.cpp for a request with ``choices`` (OpenAI's maximum)
+TOP_LOGPROBS = 20
+
+
+def choice_constraint(choices: tuple[str, ...]) -> dict[str, Any]:
+    """The llama.cpp body fields that restrict the answer to one of ``choices`` and report the
+    first token's candidates: a GBNF ``grammar`` (``root ::= "1" | "2" | ...``), ``logprobs`` and
+    ``top_logprobs`` (llama.cpp reports them from the model's distribution before the grammar,
+    ``post_sampling_probs`` off)."""
+    return {"grammar": "root ::= " + " | ".join(json.dumps(c, ensure_ascii=False) for c in choices),
+            "logprobs": True, "top_logprobs": TOP_LOGPROBS, "post_sampling_probs": False}
+
+
+def _first_top_logprobs(choice: dict[str, Any]) -> dict[str, float] | None:
+    """token -> log p of the first generated token's candidates in an OpenAI-style choice, or None."""
+    try:
+        first = choice["logprobs"]["content"][0]
+        return {str(c["token"]): float(c["logprob"]) for c in first["top_logprobs"]}
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
 # --------------------------------------------------------------------------- model sharing
 
 
@@ -524,6 +546,8 @@ class LocalTarget(TargetBase):
         }
         if request.tools:
             body["tools"] = [dict(t) for t in request.tools]
+        if request.choices:
+            body |= choice_constraint(request.choices)
         return body
 
     def preview(self, request: ChatRequest) -> dict[str, Any]:
@@ -642,6 +666,7 @@ class LocalTarget(TargetBase):
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise TargetError(f"llama.cpp returned an unexpected answer: {str(result)[:200]}") from exc
         usage = result.get("usage") or {}
+        top = _first_top_logprobs(choice)
         return Completion(
             text=text,
             usage=Usage(prompt_tokens=usage.get("prompt_tokens"),
@@ -649,6 +674,7 @@ class LocalTarget(TargetBase):
             finish_reason=choice.get("finish_reason"),
             model=self.model,
             system_fingerprint=f"{BACKEND}-{_backend_version()}",
+            top_logprobs=top,
         )
 
     # -- closing -----------------------------------------------------------------------
