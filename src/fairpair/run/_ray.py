@@ -85,7 +85,23 @@ def require_ray() -> Any:
     return ray
 
 
-class CaseWorker:
+class _TargetActor:
+    """What every actor holding a target has: its process id (the tests kill it) and closing."""
+
+    target: Any
+
+    def pid(self) -> int:
+        """The worker's process id (the tests kill it)."""
+        return os.getpid()
+
+    async def close(self) -> None:
+        try:
+            await self.target.aclose()
+        except Exception:  # noqa: BLE001 - closing is best effort
+            pass
+
+
+class CaseWorker(_TargetActor):
     """One actor of the pool: holds a target and answers cases, ``max_concurrency`` at a time.
 
     Built in the actor's process from the battery's target block, so nothing
@@ -156,15 +172,6 @@ class CaseWorker:
             return case.id, None, exc.error, exc.attempts, [], 0.0
         return case.id, completion, None, attempts, replies, latency
 
-    def pid(self) -> int:
-        """The worker's process id (the tests kill it)."""
-        return os.getpid()
-
-    async def close(self) -> None:
-        try:
-            await self.target.aclose()
-        except Exception:  # noqa: BLE001 - closing is best effort
-            pass
 
 
 class ray_session:  # noqa: N801 - used as a context manager, like open()
@@ -388,7 +395,7 @@ def _portable(exc: BaseException) -> BaseException:
         return RuntimeError(describe_error(exc))
 
 
-class TargetWorker:
+class TargetWorker(_TargetActor):
     """One actor of a judge pool: holds a target and answers :class:`~fairpair.targets.ChatRequest` chunks.
 
     The target is built in the actor from its battery block (``spec``, with
@@ -424,15 +431,6 @@ class TargetWorker:
 
         return list(await asyncio.gather(*(one(r) for r in requests)))
 
-    def pid(self) -> int:
-        """The worker's process id (the tests kill it)."""
-        return os.getpid()
-
-    async def close(self) -> None:
-        try:
-            await self.target.aclose()
-        except Exception:  # noqa: BLE001 - closing is best effort
-            pass
 
 
 def _actor_count(ray: Any, settings: RunSettings) -> int:
