@@ -9,16 +9,15 @@ with exponential backoff and full jitter (tenacity) on retryable errors (429,
 still fails is stored as a failure with its error and the attempts made: it is
 never dropped and never ends the run.
 
-Answers are committed in small groups (:class:`GroupCommit`): every answer is
-in the store at most 10 ms after it arrived (and at once when the run stops,
-whatever stops it), in one SQLite transaction per group, which halves the
-store's cost per answer. A ``kill -9`` loses at most the answers of those last
-milliseconds, which the next run sends again, like the requests in flight.
+Each answer is committed on its own as it arrives (one autocommitted INSERT),
+so a ``kill -9`` loses nothing that was answered: only the requests in flight
+are sent again by the next run. (Committing in groups a few milliseconds apart
+halves the store's cost per answer, but lets a kill lose the answers of those
+milliseconds; the crash tests hold the engine to the stronger rule.)
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -131,8 +130,8 @@ async def run_target(store: Store, target_name: str, target, cases: Iterable[Cas
     workers (at most the target's ``max_concurrency``) from a bounded queue,
     so memory stays flat however many cases there are; each call goes through
     one :class:`~fairpair._calls.ModelCaller` (retries, timeout, rate limits).
-    Each answer or final failure is committed to ``store`` within 10 ms of
-    being known (:class:`GroupCommit`), and at once when the sending stops. ``breaker`` (a :class:`~fairpair.run._preflight.CircuitBreaker`)
+    Each answer or final failure is committed to ``store`` as soon as it is
+    known. ``breaker`` (a :class:`~fairpair.run._preflight.CircuitBreaker`)
     sees every final outcome and may raise
     :class:`~fairpair.run._preflight.CircuitOpen`, which stops every worker.
     """
@@ -145,7 +144,6 @@ async def run_target(store: Store, target_name: str, target, cases: Iterable[Cas
     stats = TargetRunStats()
 
     answered = store.answered_ids(target_name)  # one query, not one per case
-    writer = GroupCommit(store)
 
     def todo() -> Iterator[Case]:
         for case in cases:
@@ -157,65 +155,11 @@ async def run_target(store: Store, target_name: str, target, cases: Iterable[Cas
     async def answer(case: Case) -> None:
         outcome, replies, latency = await answer_case(caller, case, tools, tool_map or {})
         error = None if outcome.completion is not None else describe_error(outcome.error)
-        record_outcome(writer, target_name, case, outcome.completion, error, outcome.attempts, replies, latency,
+        record_outcome(store, target_name, case, outcome.completion, error, outcome.attempts, replies, latency,
                        stats, secrets=secrets, on_done=on_done, breaker=breaker)
 
-    try:
-        await worker_pool(todo(), answer, workers=n_workers, buffer=n_workers * 4)
-    finally:
-        writer.flush()  # also when a circuit breaker, a cancellation or an error stops the run
+    await worker_pool(todo(), answer, workers=n_workers, buffer=n_workers * 4)
     return stats
-
-
-class GroupCommit:
-    """Commit answers to ``store`` in groups: at most ``max_delay`` seconds after the first
-    of a group arrived, or as soon as ``max_rows`` are waiting, in one transaction.
-
-    Has :meth:`Store.add_response`'s signature (so :func:`record_outcome` writes through
-    it); a duplicate ``ok`` answer is refused row by row, as by the store. Call
-    :meth:`flush` when the sending stops. Must be used inside a running event loop.
-    """
-
-    def __init__(self, store: Store, *, max_rows: int = 64, max_delay: float = 0.01):
-        self.store = store
-        self.max_rows = max_rows
-        self.max_delay = max_delay
-        self._rows: list[dict[str, Any]] = []
-        self._timer: asyncio.TimerHandle | None = None
-        self._error: BaseException | None = None
-
-    def add_response(self, **row: Any) -> None:
-        self._raise_pending()
-        self._rows.append(row)
-        if len(self._rows) >= self.max_rows:
-            self.flush()
-        elif self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self.max_delay, self._flush_later)
-
-    def _flush_later(self) -> None:
-        try:
-            self.flush()
-        except Exception as exc:  # noqa: BLE001 - raised in the sending code at its next write or flush
-            self._error = exc
-
-    def _raise_pending(self) -> None:
-        if self._error is not None:
-            exc, self._error = self._error, None
-            raise exc
-
-    def flush(self) -> None:
-        """Commit every waiting answer now (one transaction); raises a write refused earlier
-        by the store (disk full, read-only: :class:`~fairpair.errors.FairpairError`)."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._raise_pending()
-        rows, self._rows = self._rows, []
-        if not rows:
-            return
-        with self.store.transaction():
-            for row in rows:
-                self.store.add_response(**row)
 
 
 async def answer_case(caller: ModelCaller, case: Case, tools, tool_map) -> tuple[CallOutcome, list[str], float]:
@@ -226,7 +170,7 @@ async def answer_case(caller: ModelCaller, case: Case, tools, tool_map) -> tuple
         return CallOutcome(None, 1, exc), [], 0.0
 
 
-def record_outcome(store: "Store | GroupCommit", target_name: str, case: Case, completion: Completion | None, error: str | None,
+def record_outcome(store: Store, target_name: str, case: Case, completion: Completion | None, error: str | None,
                    attempts: int, replies: list[str], latency: float, stats: TargetRunStats, *,
                    secrets: Iterable[str] = (), on_done: Callable[[str, Completion | None, str | None], None]
                    | None = None, breaker: Any = None) -> None:
@@ -254,7 +198,7 @@ def record_outcome(store: "Store | GroupCommit", target_name: str, case: Case, c
         breaker.success()
 
 
-def store_answer(store: "Store | GroupCommit", target_name: str, case: Case, completion: Completion, replies: list[str],
+def store_answer(store: Store, target_name: str, case: Case, completion: Completion, replies: list[str],
                  attempts: int, latency: float) -> None:
     """Commit one ``ok`` answer (what :func:`_converse` returned) to ``store``."""
     calls = [{"name": c.name, "arguments": c.arguments, "id": c.id, "result": c.result}
