@@ -82,16 +82,6 @@ def test_unknown_engine_is_an_error(tmp_path):
 # ------------------------------------------------------------------ on a local Ray
 
 
-@pytest.fixture(scope="module")
-def ray_local():
-    ray = pytest.importorskip("ray")
-    src = str(Path(__file__).resolve().parents[2] / "src")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": src}})
-    yield ray
-    ray.shutdown()
-
-
 @pytest.mark.slow
 def test_ray_engine_stores_what_the_inprocess_engine_stores(tmp_path, ray_local):
     lb = load_battery(write_battery(tmp_path, {**MOCK, "latency": 0.01}, templates=3, repetitions=2))

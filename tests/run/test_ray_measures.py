@@ -100,16 +100,6 @@ def test_measure_ray_options_without_engine_ray_are_an_error(tmp_path, capsys):
 # ------------------------------------------------------------------ on a local Ray
 
 
-@pytest.fixture(scope="module")
-def ray_local():
-    ray = pytest.importorskip("ray")
-    src = str(Path(__file__).resolve().parents[2] / "src")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": src}})
-    yield ray
-    ray.shutdown()
-
-
 @pytest.mark.slow
 def test_measures_on_ray_store_what_the_inprocess_stage_stores(tmp_path, ray_local):
     run_dir = make_run(tmp_path)
