@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -30,6 +31,8 @@ __all__ = ["Store", "Response", "Measurement", "MeasurementColumns", "AnswerToMe
 STORE_NAME = "store.sqlite"
 #: Identifies a fairpair run store; a store with another value is refused.
 STORE_FORMAT = "fairpair-run-store"
+#: SQLite's default ``wal_autocheckpoint`` (pages), restored after :meth:`Store.checkpoints_in_background`.
+WAL_AUTOCHECKPOINT = 1000
 #: The columns a :class:`Response` is read from, in order (see :func:`_response`).
 _RESPONSE_COLS = ("target, case_id, status, text, turns, tool_calls, prompt_tokens, completion_tokens, latency_s,"
                   " finish_reason, model, system_fingerprint, error, attempts, created_at, text_json")
@@ -164,6 +167,8 @@ def _text(s: str | None) -> str | None:
 def _json(obj: Any, **kw: Any) -> str:
     """JSON for a TEXT column: UTF-8 where possible, ASCII escapes when a string holds a lone
     surrogate (so it reads back exactly)."""
+    if not obj and isinstance(obj, list):
+        return "[]"  # most answers: no earlier turns, no tool calls
     out = json.dumps(obj, ensure_ascii=False, **kw)
     return out if _valid_text(out) else json.dumps(obj, ensure_ascii=True, **kw)
 
@@ -289,9 +294,10 @@ class Store:
         corrupt, or the directory is read-only.
     """
 
-    def __init__(self, conn: sqlite3.Connection, path: Path):
+    def __init__(self, conn: sqlite3.Connection, path: Path, *, readonly: bool = False):
         self.conn = conn
         self.path = path
+        self.readonly = readonly
 
     # ------------------------------------------------------------ opening
     @classmethod
@@ -327,7 +333,7 @@ class Store:
             conn.execute("PRAGMA foreign_keys=ON")
             if lenient_text:
                 conn.text_factory = _decode_lenient
-            store = cls(conn, path)
+            store = cls(conn, path, readonly=readonly)
             store._migrate(readonly=readonly)
         except sqlite3.DatabaseError as exc:
             msg = str(exc)
@@ -368,6 +374,57 @@ class Store:
                     self.conn.execute(stmt)
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (STORE_FORMAT,))
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(i + 1),))
+
+    @contextmanager
+    def checkpoints_in_background(self, interval: float = 0.5) -> Iterator[None]:
+        """While the block runs, WAL checkpoints happen on a thread of their own instead of inside
+        this connection's commits.
+
+        By default SQLite checkpoints from the commit that takes the WAL past 1,000 pages
+        (``wal_autocheckpoint``; SQLite docs, "Write-Ahead Logging", section 6), and that
+        commit then also syncs the database file: measured on 3,200 answers, 30 ms for one
+        commit in 250 and half of the store's wall time per answer (0.22 ms against 0.10 ms
+        without). In the run engine that commit stalls every request in flight. Here the
+        connection's automatic checkpoints are off and a daemon thread, on a connection of its
+        own, runs ``PRAGMA wal_checkpoint(PASSIVE)`` every ``interval`` seconds (seconds, > 0),
+        which never blocks the writer and releases the interpreter lock while it syncs. The
+        automatic checkpoints are restored on exit, after a last passive checkpoint. Commits
+        are as durable as before: a committed transaction is in the WAL whether or not it was
+        checkpointed. A read-only store, or a transaction open on this connection, runs the
+        block unchanged.
+        """
+        if self.readonly or self.conn.in_transaction:
+            yield
+            return
+        stop = threading.Event()
+
+        def checkpoint() -> None:
+            try:
+                conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=1)
+            except sqlite3.Error:
+                return  # the commits then only let the WAL grow until the block ends
+            try:
+                while not stop.wait(interval):
+                    try:
+                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                    except sqlite3.Error:
+                        pass  # busy or closed under us: the next round, or the one on exit, catches up
+            finally:
+                conn.close()
+
+        self.conn.execute("PRAGMA wal_autocheckpoint=0")
+        worker = threading.Thread(target=checkpoint, name="fairpair-checkpoint", daemon=True)
+        worker.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            worker.join()
+            self.conn.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT}")
+            try:
+                self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            except sqlite3.Error:
+                pass  # a reader holds the WAL: SQLite's automatic checkpoints take it from here
 
     def transaction(self):
         return _Tx(self.conn, self.path)

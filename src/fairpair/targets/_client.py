@@ -269,6 +269,7 @@ class ClientPool:
         self.timeout = timeout
         self._tls = _ssl_context()  # reads the CA bundle once per process: here, not on the event loop
         self._routes: dict[tuple[str, str | None, int | None], _Route] = {}
+        self._urls: dict[str, URL] = {}  # parsed once per URL string, not once per request
         # id(loop) -> (loop, its session, the async generator that closes the session with the loop)
         self._sessions: dict[int, tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession, AsyncIterator[None]]] = {}
 
@@ -310,7 +311,11 @@ class ClientPool:
         """
         data = _encode(json_body)
         session = await self._session()
-        target = URL(url)
+        target = self._urls.get(url)
+        if target is None:
+            if len(self._urls) > 1024:  # bounded: a target that builds its URLs per request
+                self._urls.clear()
+            target = self._urls[url] = URL(url)
         key = (target.scheme, target.host, target.port)
         route = self._routes.get(key)
         if route is None:
