@@ -6,7 +6,10 @@ import asyncio
 import unicodedata
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from fairpair.measures import status as _status
 from fairpair.measures._base import MeasureItem
 from fairpair.measures.rules import OptionsCountMeasure, WordCountMeasure, count_words
 from fairpair.measures.status import answer_status, is_blank, is_loop, is_refusal
@@ -119,3 +122,32 @@ def test_refusals_to_engage(text):
 def test_a_decision_in_role_is_not_a_refusal(text):
     assert not is_refusal(text)
     assert answer_status(text, language="en").status == "ok"
+
+
+# The checks read one cut of the text (_parse): its words and sentences must be exactly those of the
+# rules as written (the words of the whole text; the pieces between sentence ends and line breaks,
+# stripped, that hold a word), whatever the text: apostrophes, bullets, quotes, Unicode spaces.
+_PIECES = st.sampled_from(["hola", "no", "l'eau", "'", "-", "*", '"', ".", "!", "?", ";", " ", "  ", "\t", "\n",
+                           "\n\n", "\u00a0", "\u2003", "\u2029", "x'", "'y", "_", "9", "ñ", "a.b", "--", "1.", "é"])
+
+
+@settings(max_examples=500, deadline=None, derandomize=True, database=None)
+@given(st.lists(_PIECES, max_size=40).map("".join))
+def test_one_cut_of_the_text_gives_the_rules_words_and_sentences(folded):
+    p = _status._parse(folded)
+    assert p.words == _status._WORDS.findall(folded)
+    pieces = [s.strip(" \t\"'*-") for s in _status._SENT.split(folded)]
+    sentences = [s for s in pieces if _status._WORDS.search(s)]
+    assert p.sentences == sentences
+    assert p.sentence_words == [" ".join(_status._WORDS.findall(s)) for s in sentences]
+
+
+def test_the_loop_rules_on_hand_counted_texts():
+    # 3 sentences, one of them 3 times out of 4: a loop (3 * 2 >= 4)
+    assert is_loop("Gracias. Gracias. Gracias. Adiós.")
+    # 2 of 4 repeated only twice: not a sentence loop, too few words for the 6-gram rule
+    assert not is_loop("Gracias. Gracias. Hola. Adiós.")
+    # 24 words = 4 copies of one 6-word run: 19 6-grams, every one repeated
+    assert is_loop("uno dos tres cuatro cinco seis " * 4)
+    # 24 distinct words: no 6-gram repeated
+    assert not is_loop(" ".join(f"w{i}" for i in range(24)))

@@ -159,41 +159,61 @@ _SENT = re.compile(r"(?<=[.!?;])\s+|\n+")
 _WORDS = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 
 
-def _sentences(folded: str) -> list[str]:
-    return [s for s in (p.strip(" \t\"'*-") for p in _SENT.split(folded)) if _WORDS.search(s)]
+@dataclass(frozen=True)
+class _Parsed:
+    """A folded answer cut once for every check: its ``words`` (:data:`_WORDS`), its sentences (the
+    pieces between sentence ends and line breaks, quotes, bullets and spaces stripped, that hold a
+    word) and each sentence's words joined by one space."""
+
+    folded: str
+    words: list[str]
+    sentences: list[str]
+    sentence_words: list[str]
+
+
+def _parse(folded: str) -> _Parsed:
+    # The sentence breaks are runs of white space and a word holds none, so the words of the whole
+    # text are those of its sentences in turn; the stripped characters are never part of a word.
+    words: list[str] = []
+    sentences: list[str] = []
+    joined: list[str] = []
+    for part in _SENT.split(folded):
+        ws = _WORDS.findall(part)
+        if ws:
+            words += ws
+            sentences.append(part.strip(" \t\"'*-"))
+            joined.append(" ".join(ws))
+    return _Parsed(folded, words, sentences, joined)
 
 
 def is_refusal(text: str) -> bool:
     """True when the answer starts with (or, if at most 40 words, contains) a refusal form."""
-    return _is_refusal(fold_text(nfc(text)))
+    return _is_refusal(_parse(fold_text(nfc(text))))
 
 
-def _is_refusal(folded: str) -> bool:
-    words = _WORDS.findall(folded)
-    scope = folded if len(words) <= 40 else " ".join(_sentences(folded)[:2])
+def _is_refusal(p: _Parsed) -> bool:
+    scope = p.folded if len(p.words) <= 40 else " ".join(p.sentences[:2])
     return _refusal_pattern().search(scope) is not None
 
 
 def is_loop(text: str) -> bool:
     """True when the answer repeats itself (see the module docstring for the two rules)."""
-    return _is_loop(fold_text(nfc(text)))
+    return _is_loop(_parse(fold_text(nfc(text))))
 
 
-def _is_loop(folded: str) -> bool:
-    sents = [" ".join(_WORDS.findall(s)) for s in _sentences(folded)]
-    sents = [s for s in sents if s]
+def _is_loop(p: _Parsed) -> bool:
+    sents = p.sentence_words
     if len(sents) >= 3:
         counts = Counter(sents)
         repeated = sum(c for c in counts.values() if c >= 3)
         if repeated and repeated * 2 >= len(sents):
             return True
-    words = _WORDS.findall(folded)
+    words = p.words
     n = 6
     if len(words) >= 4 * n:
-        grams = [tuple(words[i:i + n]) for i in range(len(words) - n + 1)]
-        counts = Counter(grams)
-        covered = sum(c for c in counts.values() if c >= 2)
-        if covered * 2 >= len(grams):
+        grams = Counter(zip(*(words[i:] for i in range(n))))  # every run of n words, as tuples
+        covered = sum(c for c in grams.values() if c >= 2)
+        if covered * 2 >= len(words) - n + 1:
             return True
     return False
 
@@ -275,14 +295,14 @@ def answer_status(text: str | None, *, finish_reason: str | None = None, failed:
     if is_blank(text) and not tool_calls:
         return AnswerStatus("empty", "no visible text")
     body = text or ""
-    folded = fold_text(nfc(body))  # once, for the three checks below
-    if _is_refusal(folded):
+    parsed = _parse(fold_text(nfc(body)))  # once, for the three checks below
+    if _is_refusal(parsed):
         return AnswerStatus("refused", "refusal form")
-    if _is_loop(folded):
+    if _is_loop(parsed):
         return AnswerStatus("loop", "repeats itself")
     if fr in _LENGTH_REASONS:
         return AnswerStatus("truncated", f"finish_reason {finish_reason}")
-    if language and not _mostly_in(_WORDS.findall(folded), language):
+    if language and not _mostly_in(parsed.words, language):
         probs = detect_language(body)
         if probs:
             best = max(probs, key=probs.get)

@@ -5,7 +5,9 @@
   at :data:`PREFLIGHT_BACKOFF_MAX` seconds (connection refused: about 2 s). A target that is unreachable (connection refused, unknown host), that
   rejects the key (HTTP 401/403) or answers in a shape it cannot parse (a wrong
   ``reply_path``) raises :class:`PreflightError` (exit code 2) with the error:
-  nothing else is sent.
+  nothing else is sent. On a fresh run :class:`EarlyPreflight` sends it while
+  the run expands and stores the other cases (its wait overlaps that work);
+  the battery is still sent only after its answer is stored.
 * For a fleet (an ``openai`` target with several ``base_url``), after the
   preflight case is answered its first request is sent to every endpoint
   (``probe_fleet``): an unreachable endpoint is drained, and the ``model`` /
@@ -31,7 +33,8 @@ from typing import Any
 from fairpair.errors import FairpairError
 
 __all__ = ["PREFLIGHT_ATTEMPTS", "PREFLIGHT_BACKOFF_MAX", "PreflightError", "CircuitOpen", "CircuitBreaker", "ErrorKind",
-           "error_kind", "summarize_errors", "preflight", "format_error_summary", "TargetCheck", "check_targets"]
+           "error_kind", "summarize_errors", "preflight", "preflight_into_store", "EarlyPreflight",
+           "format_error_summary", "TargetCheck", "check_targets"]
 
 #: The longest wait between two tries of the preflight request, in seconds (a Retry-After still wins).
 PREFLIGHT_BACKOFF_MAX = 1.0
@@ -203,21 +206,34 @@ def preflight_into_store(store: Any, name: str, target: Any, cases: Iterable[Any
     PreflightError
         As :func:`preflight`.
     """
-    from fairpair.run._engine import store_answer
-
     answered = store.answered_ids(name)
     case = next((c for c in cases if c.id not in answered), None)
     if case is None:
         return False
     try:
-        completion, replies, attempts, latency = asyncio.run(preflight(
-            target, case, settings, tools=tools, tool_map=tool_map, secrets=secrets, name=name))
+        sent = asyncio.run(preflight(target, case, settings, tools=tools, tool_map=tool_map, secrets=secrets,
+                                     name=name))
     except PreflightError as exc:
-        err = exc.error
-        store.add_response(target=name, case_id=case.id, status="failed", error=err,
-                           attempts=exc.attempts)
-        store.event("preflight_failed", {"target": name, "case": case.id, "error": err})
+        _record_preflight(store, name, target, case, None, exc)
         raise
+    _record_preflight(store, name, target, case, sent, None)
+    return True
+
+
+def _record_preflight(store: Any, name: str, target: Any, case: Any, sent: tuple[Any, list[str], int, float] | None,
+                      failure: PreflightError | None) -> None:
+    """Store the preflight's outcome: its answer (``sent``, what :func:`preflight` returned) as the case's
+    answer, then a fleet's probe of every endpoint; or ``failure`` as a failed row and a ``preflight_failed``
+    event (the caller raises it)."""
+    from fairpair.run._engine import store_answer
+
+    if failure is not None:
+        store.add_response(target=name, case_id=case.id, status="failed", error=failure.error,
+                           attempts=failure.attempts)
+        store.event("preflight_failed", {"target": name, "case": case.id, "error": failure.error})
+        return
+    assert sent is not None
+    completion, replies, attempts, latency = sent
     store_answer(store, name, case, completion, replies, attempts, latency)
     probe = getattr(target, "probe_fleet", None)
     if probe is not None:  # a fleet: every endpoint answers the same first request; versions compared
@@ -227,7 +243,76 @@ def preflight_into_store(store: Any, name: str, target: Any, cases: Iterable[Any
         found = asyncio.run(probe(request_for(case, first)))
         if found:
             store.event("fleet_probe", {"target": name, "endpoints": found})
-    return True
+
+
+class EarlyPreflight:
+    """The preflight case of a fresh run, sent while the run stores its cases and writes its manifest.
+
+    :func:`preflight` runs under ``asyncio.run`` in a thread of its own (the target's client keeps one
+    session per event loop, as for the engine's loops), so the 200 ms or so of its answer overlap the
+    expansion instead of adding to it. Nothing is stored from that thread and no other case is sent
+    before :meth:`into_store`, in the caller's thread, has stored its answer; a failure is stored and
+    raised there, exactly as :func:`preflight_into_store` does. :meth:`cancel` (on any error of the
+    caller) cancels the request and waits for the thread.
+
+    Only for targets without ``load`` (an embedded model answers in the thread that loaded it).
+    """
+
+    def __init__(self, name: str, target: Any, case: Any, settings: Any, *, tools=None,
+                 tool_map=None, secrets: Iterable[str] = ()):
+        import concurrent.futures
+        import threading
+
+        self.name, self.target, self.case = name, target, case
+        self._future: concurrent.futures.Future = concurrent.futures.Future()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task | None = None
+        self._started = threading.Event()
+        secrets = list(secrets)
+
+        async def body():
+            self._loop, self._task = asyncio.get_running_loop(), asyncio.current_task()
+            self._started.set()
+            return await preflight(target, case, settings, tools=tools, tool_map=tool_map, secrets=secrets,
+                                   name=name)
+
+        def main() -> None:
+            try:
+                self._future.set_result(asyncio.run(body()))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread by into_store
+                self._future.set_exception(exc)
+            finally:
+                self._started.set()
+
+        self._thread = threading.Thread(target=main, name=f"fairpair-preflight-{name}", daemon=True)
+        self._thread.start()
+
+    def into_store(self, store: Any) -> bool:
+        """Wait for the answer and store it (or store the failure and raise :class:`PreflightError`).
+        Returns True (a case was sent), as :func:`preflight_into_store`."""
+        try:
+            sent = self._future.result()
+        except PreflightError as exc:
+            self._thread.join()
+            _record_preflight(store, self.name, self.target, self.case, None, exc)
+            raise
+        except BaseException:
+            self.cancel()
+            raise
+        self._thread.join()
+        _record_preflight(store, self.name, self.target, self.case, sent, None)
+        return True
+
+    def cancel(self) -> None:
+        """Cancel the request if it is still in flight and wait for the thread to end (nothing is stored)."""
+        self._started.wait()
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None and not self._future.done():
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:  # its loop has just closed
+                pass
+        self._thread.join()
 
 
 @dataclass(frozen=True)

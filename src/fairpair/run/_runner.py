@@ -9,6 +9,7 @@ second process from using the same directory at the same time.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import platform
@@ -18,14 +19,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from fairpair import __version__
 from fairpair.battery import LoadedBattery
-from fairpair.cases import Expansion, expand
+from fairpair.cases import Case, Expansion, expand
 from fairpair.errors import FairpairError
 from fairpair.run._engine import RunSettings, run_target
-from fairpair.run._preflight import CircuitBreaker, CircuitOpen, preflight_into_store
+from fairpair.run._preflight import CircuitBreaker, CircuitOpen, EarlyPreflight, preflight_into_store
 from fairpair.store import Run, Store, plan_hash
 # moved to fairpair.store; importable from here as before
 from fairpair.store import LOCK_NAME, MANIFEST_NAME, RunLock, loaded_from_store, write_manifest  # noqa: F401
@@ -176,33 +177,63 @@ def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs:
         notes = run.record_battery(loaded)
         exp = Expansion(b.name, loaded.sha256)
         before = store.n_cases()
-        total = store.add_cases(expand(loaded, exp))
-        added = total - before if before else 0  # a resumed run whose battery now expands to more cases
-        if added:
-            store.event("cases_added", {"before": before, "added": added})
-        started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        targets = {name: build_target(name, spec, base_dir=loaded.path.parent, language=b.language)
-                   for name, spec in specs.items()}
+        # A fresh run expands the battery once: the cases are stored, then sent as read back from the
+        # store (a resumed run sends its battery's expansion, as it may differ from what is stored), and
+        # its first target's preflight case is sent while the others are expanded and stored.
+        fresh = before == 0 and not store.targets()
+        cases = expand(loaded, exp)
+        head = list(itertools.islice(cases, 1)) if fresh else []
+        total: int | None = None
+        if not fresh:
+            total = store.add_cases(cases)
         on_ray = settings.engine == "ray"
-        for t in targets.values():  # fail once, before the run, if a backend cannot start
-            if hasattr(t, "load") and not on_ray:  # on Ray the actors load it (preflight on the pool)
-                asyncio.run(t.load())
-        identities = {name: t.identity() for name, t in targets.items()}
-        for name, ident in identities.items():  # a resumed run whose target changed says so
-            if not store.set_meta_once(f"target.{name}", ident) and store.get_meta(f"target.{name}") != \
-                    json.loads(json.dumps(ident, sort_keys=True, default=str)):
-                store.event("target_changed", {"target": name, "now": ident})
+        try:
+            targets = {name: build_target(name, spec, base_dir=loaded.path.parent, language=b.language)
+                       for name, spec in specs.items()}
+            for t in targets.values():  # fail once, before the run, if a backend cannot start
+                if hasattr(t, "load") and not on_ray:  # on Ray the actors load it (preflight on the pool)
+                    asyncio.run(t.load())
+        except Exception:
+            if total is None:  # a target that cannot start: the cases are stored all the same
+                store.add_cases(itertools.chain(head, cases))
+            raise
         secrets = [s for spec in specs.values() for s in target_secrets(spec.options())]
-        base = {"fairpair_version": __version__, "battery": b.name, "battery_sha256": loaded.sha256,
-                "battery_path": str(loaded.path), "selection": loaded.selection,
-                "plan_sha256": store.get_meta("plan_sha256"),
-                "plan_sha256_now": plan_hash(loaded), "expansion": exp.manifest(), "targets": identities,
-                "settings": settings.__dict__, "packages": package_versions(),
-                "git_revision": {"battery": _git_rev(loaded.path.parent),
-                                 "fairpair": _git_rev(Path(__file__).parent)},
-                "started_at": started, "finished_at": None, **notes}
-        run.write_manifest(base)
-        store.event("run_started", {"targets": list(targets), "cases": total})
+        early: EarlyPreflight | None = None
+        try:
+            if fresh and head and settings.preflight and not batch:
+                first_name, first = next(iter(targets.items()))
+                if not hasattr(first, "load"):  # an embedded model answers in the thread that loaded it
+                    early = EarlyPreflight(first_name, first, head[0], settings, tools=b.all_tools() or None,
+                                           tool_map=b.all_tool_results() or None, secrets=secrets)
+            if total is None:
+                total = store.add_cases(itertools.chain(head, cases))
+            added = total - before if before else 0  # a resumed run whose battery now expands to more cases
+            if added:
+                store.event("cases_added", {"before": before, "added": added})
+            started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            identities = {name: t.identity() for name, t in targets.items()}
+            for name, ident in identities.items():  # a resumed run whose target changed says so
+                if not store.set_meta_once(f"target.{name}", ident) and store.get_meta(f"target.{name}") != \
+                        json.loads(json.dumps(ident, sort_keys=True, default=str)):
+                    store.event("target_changed", {"target": name, "now": ident})
+            base = {"fairpair_version": __version__, "battery": b.name, "battery_sha256": loaded.sha256,
+                    "battery_path": str(loaded.path), "selection": loaded.selection,
+                    "plan_sha256": store.get_meta("plan_sha256"),
+                    "plan_sha256_now": plan_hash(loaded), "expansion": exp.manifest(), "targets": identities,
+                    "settings": settings.__dict__, "packages": package_versions(),
+                    "git_revision": {"battery": _git_rev(loaded.path.parent),
+                                     "fairpair": _git_rev(Path(__file__).parent)},
+                    "started_at": started, "finished_at": None, **notes}
+            run.write_manifest(base)
+            store.event("run_started", {"targets": list(targets), "cases": total})
+        except BaseException:
+            if early is not None:  # nothing of it is stored
+                early.cancel()
+            raise
+
+        def to_send() -> Iterable[Case]:
+            return store.cases_in_chunks() if fresh else expand(loaded)
+
         stats = {}
         batch_summary = None
         try:
@@ -219,21 +250,27 @@ def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs:
                     continue
                 # one case first: a broken target stops here, exit 2; a target the driver does not load (the
                 # embedded model on Ray) is tried on the actors' pool instead, by run_target_ray
-                if settings.preflight and not (on_ray and hasattr(target, "load")):
-                    preflight_into_store(store, name, target, expand(loaded), settings, tools=b.all_tools() or None,
+                if early is not None and early.name == name:
+                    early, sent = None, early
+                    sent.into_store(store)
+                elif settings.preflight and not (on_ray and hasattr(target, "load")):
+                    preflight_into_store(store, name, target, to_send(), settings, tools=b.all_tools() or None,
                                          tool_map=b.all_tool_results() or None, secrets=secrets)
                 todo = total - len(store.answered_ids(name))
                 if progress:
                     progress.start_target(name, total=total, todo=todo)
                 cb = progress.case_done if progress else None
                 if settings.engine == "ray":
-                    stats[name] = _run_one_ray(store, name, target, specs[name], loaded, settings, secrets, cb,
-                                               ray_pool=ray_pool)
+                    stats[name] = _run_one_ray(store, name, target, specs[name], loaded, to_send(), settings,
+                                               secrets, cb, ray_pool=ray_pool)
                 else:
-                    stats[name] = asyncio.run(_run_one(store, name, target, loaded, settings, secrets, cb))
+                    stats[name] = asyncio.run(_run_one(store, name, target, loaded, to_send(), settings, secrets,
+                                                       cb))
                 if progress:
                     progress.end_target(name)
         finally:
+            if early is not None:  # never reached its target (an error before it)
+                early.cancel()
             for t in targets.values():
                 try:
                     asyncio.run(t.aclose())
@@ -296,12 +333,12 @@ def _fleet_reports(store: Store, targets: dict[str, Any]) -> tuple[dict[str, Any
     return fleets, warnings
 
 
-async def _run_one(store, name, target, loaded, settings, secrets, cb):
+async def _run_one(store, name, target, loaded, cases, settings, secrets, cb):
     b = loaded.battery
     breaker = CircuitBreaker(settings.max_consecutive_failures, target=name) \
         if settings.max_consecutive_failures > 0 else None
     try:
-        return await run_target(store, name, target, expand(loaded), settings, tools=b.all_tools() or None,
+        return await run_target(store, name, target, cases, settings, tools=b.all_tools() or None,
                                 tool_map=b.all_tool_results() or None, secrets=secrets, on_done=cb, breaker=breaker)
     except CircuitOpen as exc:
         store.event("circuit_open", {"target": name, "kind": breaker.kind, "count": breaker.count,
@@ -309,14 +346,14 @@ async def _run_one(store, name, target, loaded, settings, secrets, cb):
         raise
 
 
-def _run_one_ray(store, name, target, spec, loaded, settings, secrets, cb, *, ray_pool=None):
+def _run_one_ray(store, name, target, spec, loaded, cases, settings, secrets, cb, *, ray_pool=None):
     from fairpair.run._ray import run_target_ray
 
     b = loaded.battery
     breaker = CircuitBreaker(settings.max_consecutive_failures, target=name) \
         if settings.max_consecutive_failures > 0 else None
     try:
-        return run_target_ray(store, name, spec, expand(loaded), settings, base_dir=loaded.path.parent,
+        return run_target_ray(store, name, spec, cases, settings, base_dir=loaded.path.parent,
                               language=b.language, tools=b.all_tools() or None,
                               tool_map=b.all_tool_results() or None, secrets=secrets, on_done=cb, breaker=breaker,
                               max_concurrency=getattr(target, "max_concurrency", None), on_pool=ray_pool,

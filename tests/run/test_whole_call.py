@@ -1,0 +1,133 @@
+"""The whole ``run`` call outside the engine loop (issue 15): one expansion on a fresh run, the preflight
+case sent while the other cases are stored, the stored cases read back in chunks. Behaviour and stored
+data are those of the sequential path (a resumed run's)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from fairpair.battery import load_battery
+from fairpair.cases import case_json, expand
+from fairpair.errors import FairpairError
+from fairpair.run import RunSettings, execute_run
+from fairpair.run._preflight import PreflightError
+from fairpair.store import Store
+
+BATTERY = {
+    "schema_version": 1, "name": "whole_call", "language": "es", "seed": 5, "repetitions": 3,
+    "attributes": {"origen": {"signal": "name", "slot": "nombre", "groups": {
+        "espana": {"variants": ["Lucía", "Carmen"]}, "magreb": {"variants": ["Fátima", "Aicha"]}}}},
+    "templates": [{"id": "roto", "turns": ["Hola, soy {nombre}. Mi pedido llegó roto."]},
+                  {"id": "cita", "turns": ["Soy {nombre}. ¿Me cambiáis la cita?"]}],
+    "designs": [{"kind": "counterfactual", "attribute": "origen"}],
+    "target": {"kind": "mock"},
+}
+N_CASES = 2 * 3 * 2 * 2  # templates x repetitions x positions x groups
+
+CALLS: list[tuple[str, float, float]] = []  # (first user turn, start, end) of each call to the python target
+_LOCK = threading.Lock()
+
+
+def slow_answer(messages, context):
+    """A python target that takes 50 ms and records when each call ran."""
+    t0 = time.monotonic()
+    time.sleep(0.05)
+    with _LOCK:
+        CALLS.append((messages[-1]["content"], t0, time.monotonic()))
+    return "Le ofrecemos el reembolso completo de su pedido."
+
+
+def _battery(tmp_path: Path, target: dict | None = None) -> Path:
+    data = dict(BATTERY, target=target or BATTERY["target"])
+    p = tmp_path / "b.yaml"
+    p.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return p
+
+
+def _rows(run_dir: Path, sql: str) -> list[tuple]:
+    con = sqlite3.connect(run_dir / "store.sqlite")
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_stored_cases_are_read_in_order_in_chunks_with_each_answer_committed_at_once(tmp_path):
+    lb = load_battery(_battery(tmp_path))
+    cases = list(expand(lb))
+    with Store.open(tmp_path / "run") as store:
+        assert store.add_cases(cases) == N_CASES
+        seen = []
+        for i, case in enumerate(store.cases_in_chunks(chunk=5)):  # 24 cases: 5 chunks, the last of 4
+            seen.append(case)
+            store.add_response(target="t", case_id=case.id, status="ok", text="x")
+            # another connection already sees it: no read of ours holds the answer's commit back
+            assert _rows(tmp_path / "run", "SELECT COUNT(*) FROM responses") == [(i + 1,)]
+    assert [case_json(c) for c in seen] == [case_json(c) for c in cases]
+
+
+def test_a_fresh_run_stores_and_sends_what_a_resumed_run_does(tmp_path):
+    b = _battery(tmp_path)
+    execute_run(load_battery(b), tmp_path / "fresh", RunSettings(concurrency=3))
+    with Store.open(tmp_path / "resumed") as store:  # the cases already stored: the sequential path
+        store.add_cases(expand(load_battery(b)))
+    execute_run(load_battery(b), tmp_path / "resumed", RunSettings(concurrency=3))
+    q_cases = "SELECT case_id, seq, data FROM cases ORDER BY seq"
+    assert _rows(tmp_path / "fresh", q_cases) == _rows(tmp_path / "resumed", q_cases)
+    assert len(_rows(tmp_path / "fresh", q_cases)) == N_CASES
+    q_ans = "SELECT case_id, status, text, attempts FROM responses ORDER BY case_id"
+    assert _rows(tmp_path / "fresh", q_ans) == _rows(tmp_path / "resumed", q_ans)
+    # the preflight's answer is the first row, and it answers the first case
+    first_case = _rows(tmp_path / "fresh", "SELECT case_id FROM cases ORDER BY seq LIMIT 1")
+    assert _rows(tmp_path / "fresh", "SELECT case_id FROM responses ORDER BY id LIMIT 1") == first_case
+    kinds = [k for (k,) in _rows(tmp_path / "fresh", "SELECT kind FROM events ORDER BY id")]
+    assert kinds == ["plan_registered", "run_started", "run_finished"]
+    m = json.loads((tmp_path / "fresh" / "manifest.json").read_text(encoding="utf-8"))
+    assert m["expansion"]["total_cases"] == N_CASES
+    assert m["answer_statuses"]["mock"]["n"] == N_CASES
+    assert m["last_session"]["mock"]["answered"] == N_CASES - 1 and m["last_session"]["mock"]["skipped"] == 1
+
+
+def test_the_preflight_is_sent_while_the_cases_are_stored_and_alone(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    CALLS.clear()
+    b = _battery(tmp_path, {"kind": "python", "callable": "test_whole_call:slow_answer"})
+    threads_while_storing: list[list[str]] = []
+    real = Store.add_cases
+
+    def add_cases(self, cases, batch=2000):
+        threads_while_storing.append([t.name for t in threading.enumerate()])
+        return real(self, cases, batch)
+
+    monkeypatch.setattr(Store, "add_cases", add_cases)
+    execute_run(load_battery(b), tmp_path / "run", RunSettings(concurrency=4))
+    assert any(name.startswith("fairpair-preflight-") for name in threads_while_storing[0])
+    assert len(CALLS) == N_CASES
+    first = min(CALLS, key=lambda c: c[1])
+    assert all(c[1] >= first[2] for c in CALLS if c is not first)  # nothing else sent before its answer
+    assert first[0] == next(iter(expand(load_battery(b)))).turns[-1]  # the first case went first
+
+
+def test_a_failed_preflight_on_a_fresh_run_stores_the_cases_and_the_failure_and_sends_nothing_else(tmp_path):
+    b = _battery(tmp_path, {"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m",
+                            "api_key_env": None})
+    with pytest.raises(PreflightError):
+        execute_run(load_battery(b), tmp_path / "run", RunSettings(concurrency=4, max_attempts=1))
+    assert _rows(tmp_path / "run", "SELECT COUNT(*) FROM cases") == [(N_CASES,)]
+    assert _rows(tmp_path / "run", "SELECT status, COUNT(*) FROM responses GROUP BY status") == [("failed", 1)]
+    kinds = [k for (k,) in _rows(tmp_path / "run", "SELECT kind FROM events ORDER BY id")]
+    assert kinds == ["plan_registered", "run_started", "preflight_failed"]
+
+
+def test_a_target_that_cannot_start_on_a_fresh_run_leaves_the_cases_stored(tmp_path):
+    b = _battery(tmp_path, {"kind": "python", "callable": "test_whole_call:slow_answer", "path": "nowhere"})
+    with pytest.raises(FairpairError, match="not a directory"):
+        execute_run(load_battery(b), tmp_path / "run", RunSettings(concurrency=4))
+    assert _rows(tmp_path / "run", "SELECT COUNT(*) FROM cases") == [(N_CASES,)]
+    assert _rows(tmp_path / "run", "SELECT COUNT(*) FROM responses") == [(0,)]
