@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import shutil
 import ssl
+import subprocess
 import warnings
 
 import pytest
+from aiohttp import web
 
 from fairpair.targets import ChatRequest
 from fairpair.targets import _client
@@ -111,6 +114,55 @@ def test_tls_trusts_certifi_or_ssl_cert_file(tmp_path, monkeypatch):
         _client._ssl_context.cache_clear()
         ctx = _client._ssl_context()
         assert ctx.verify_mode == ssl.CERT_REQUIRED and len(ctx.get_ca_certs()) == 1  # the user's CA alone
+    finally:
+        _client._ssl_context.cache_clear()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
+def test_https_is_verified_with_our_tls_context_and_http_needs_none(tmp_path, monkeypatch):
+    from fairpair.targets import TargetError
+    from fairpair.testing._aio import AioServer
+    from yarl import URL
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(cert, key)
+
+    class TLSServer(AioServer):
+        async def _listen(self) -> None:
+            self._site = web.TCPSite(self._runner, "127.0.0.1", self.port, ssl_context=server_tls)
+            await self._site.start()
+            self.port = self._site._server.sockets[0].getsockname()[1]
+
+    async def ok(request):
+        return web.json_response({"ok": True})
+
+    app = web.Application()
+    app.router.add_post("/v1/x", ok)
+    assert _client._env_route(URL("http://127.0.0.1:1/v1")).tls is None  # plain http reads no CA bundle
+    try:
+        with TLSServer(app) as server:
+            url = f"https://127.0.0.1:{server.port}/v1/x"
+
+            async def send():
+                pool = _client.ClientPool(timeout=10)
+                try:
+                    return await pool.request("POST", url, json_body={}, headers={}, secrets=[])
+                finally:
+                    await pool.aclose()
+
+            monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+            monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+            _client._ssl_context.cache_clear()
+            with pytest.raises(TargetError):  # certifi's bundle does not trust a self-signed certificate
+                asyncio.run(send())
+            # SSL_CERT_FILE names it: our context (read after the change; aiohttp's own was made at import) trusts it
+            monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+            _client._ssl_context.cache_clear()
+            assert asyncio.run(send()).status == 200
     finally:
         _client._ssl_context.cache_clear()
 

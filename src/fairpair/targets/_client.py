@@ -233,10 +233,12 @@ class _Route:
     proxy: URL | None = None
     proxy_auth: Any = None  # aiohttp.BasicAuth, from the proxy URL's credentials
     authorization: str | None = None  # "Basic ..." from netrc
+    tls: ssl.SSLContext | None = None  # :func:`_ssl_context` for an https origin (None for http: never read)
 
 
 def _env_route(url: URL) -> _Route:
-    """The proxy (``*_PROXY``, ``NO_PROXY``) and netrc credentials for ``url``'s origin (blocking: reads files)."""
+    """The proxy (``*_PROXY``, ``NO_PROXY``), netrc credentials and, for https, the TLS context of ``url``'s
+    origin (blocking: reads files, the CA bundle once per process)."""
     from aiohttp.helpers import get_env_proxy_for_url
 
     try:
@@ -253,7 +255,7 @@ def _env_route(url: URL) -> _Route:
         login, account, password = entry
         token = base64.b64encode(f"{login or account or ''}:{password or ''}".encode()).decode("ascii")
         authorization = f"Basic {token}"  # RFC 7617
-    return _Route(proxy, proxy_auth, authorization)
+    return _Route(proxy, proxy_auth, authorization, _ssl_context() if url.scheme == "https" else None)
 
 
 class ClientPool:
@@ -267,7 +269,6 @@ class ClientPool:
 
     def __init__(self, *, timeout: float):
         self.timeout = timeout
-        self._tls = _ssl_context()  # reads the CA bundle once per process: here, not on the event loop
         self._routes: dict[tuple[str, str | None, int | None], _Route] = {}
         self._urls: dict[str, URL] = {}  # parsed once per URL string, not once per request
         # id(loop) -> (loop, its session, the async generator that closes the session with the loop)
@@ -282,7 +283,7 @@ class ClientPool:
             if lp.is_closed():  # finalised with its loop
                 del self._sessions[key]
         # no await from the lookup above to the registration below: concurrent first calls share one session
-        connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, ssl=self._tls)
+        connector = aiohttp.TCPConnector(limit=0, limit_per_host=0)  # TLS: each origin's route (_env_route)
         session = aiohttp.ClientSession(
             connector=connector, trust_env=False, timeout=aiohttp.ClientTimeout(total=self.timeout),
             headers={"User-Agent": USER_AGENT}, auto_decompress=True, raise_for_status=False)
@@ -325,7 +326,7 @@ class ClientPool:
             sent["Authorization"] = route.authorization
         try:
             async with session.request(method, target, data=data, headers=sent, proxy=route.proxy,
-                                       proxy_auth=route.proxy_auth) as resp:
+                                       proxy_auth=route.proxy_auth, ssl=route.tls or True) as resp:
                 body = await resp.read()
                 return Reply(resp.status, resp.headers, body)
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
