@@ -131,3 +131,31 @@ def test_a_target_that_cannot_start_on_a_fresh_run_leaves_the_cases_stored(tmp_p
         execute_run(load_battery(b), tmp_path / "run", RunSettings(concurrency=4))
     assert _rows(tmp_path / "run", "SELECT COUNT(*) FROM cases") == [(N_CASES,)]
     assert _rows(tmp_path / "run", "SELECT COUNT(*) FROM responses") == [(0,)]
+
+
+def test_answer_statuses_counted_in_slices_are_the_whole_store_s(tmp_path):
+    from fairpair.measures.status import StatusTally, status_summary
+
+    with Store.open(tmp_path / "run") as store:
+        add = store.add_response
+        add(target="b", case_id="c1", status="failed", error="ConnectError: refused")
+        add(target="b", case_id="c1", status="ok", text="Le ofrecemos el reembolso completo de su pedido.")
+        add(target="a", case_id="c1", status="ok", text="")  # empty
+        add(target="b", case_id="c2", status="failed", error="TargetError (HTTP 500): boom")
+        add(target="b", case_id="c2", status="failed", error="TargetError (HTTP 500): again")
+        add(target="a", case_id="c2", status="ok", text="Lo siento, pero no puedo ayudarte con eso.")
+        add(target="a", case_id="c3", status="ok", text="Hola. " * 3 + "Adiós.")
+        add(target="a", case_id="c4", status="ok", text="Le cambiamos la cita al martes a las diez.",
+            finish_reason="length")
+        # counted by hand: a = c1 empty, c2 refused, c3 loop, c4 truncated; b = c1 ok (its failure replaced), c2 failed
+        expected = {"a": ({"empty": 1, "refused": 1, "loop": 1, "truncated": 1}, 4,
+                          (("c1", "empty", ""), ("c2", "refused", "Lo siento, pero no puedo ayudarte con eso."),
+                           ("c3", "loop", "Hola. Hola. Hola. Adiós."))),
+                    "b": ({"failed": 1, "ok": 1}, 2, (("c2", "failed", "TargetError (HTTP 500): boom"),))}
+        whole = status_summary(store, "es")
+        assert list(whole) == ["a", "b"]
+        for name, (counts, n, examples) in expected.items():  # the first three degenerate ones as examples
+            assert (whole[name].counts, whole[name].n, whole[name].examples) == (counts, n, examples)
+        tally = StatusTally("es")
+        assert [tally.read(store, limit=3) for _ in range(4)] == [3, 3, 2, 0]
+        assert tally.summary() == whole

@@ -74,7 +74,7 @@ from typing import Any
 from fairpair._text import fold_text
 
 __all__ = ["STATUSES", "DEGENERATE", "REFUSAL_FORMS", "AnswerStatus", "answer_status", "is_blank", "is_refusal",
-           "is_loop", "detect_language", "nfc"]
+           "is_loop", "detect_language", "nfc", "StatusTally", "status_summary"]
 
 #: Every status, in the order they are tried.
 STATUSES: tuple[str, ...] = ("failed", "filtered", "empty", "refused", "loop", "truncated", "wrong_language", "ok")
@@ -347,22 +347,54 @@ class StatusSummary:
 def status_summary(store: Any, language: str | None = None) -> dict[str, StatusSummary]:
     """Per target of a run store, the :class:`StatusSummary` of its answers (an ``ok`` row is the
     case's answer; a case with only failed rows is ``failed``)."""
-    out: dict[str, StatusSummary] = {}
-    for target in store.targets():
-        final: dict[str, Any] = {}
-        for r in store.responses(target, status=None):
-            if r.status == "ok" or r.case_id not in final:
-                final[r.case_id] = r
-        counts: Counter[str] = Counter()
-        examples: list[tuple[str, str, str]] = []
-        for cid, r in final.items():
-            st = response_status(r, language).status
-            counts[st] += 1
-            if st != "ok" and len(examples) < 3:
-                examples.append((cid, st, (r.text or r.error or "")[:160]))
-        out[target] = StatusSummary({s: counts[s] for s in STATUSES if counts[s]}, sum(counts.values()),
-                                    tuple(examples))
-    return out
+    tally = StatusTally(language)
+    tally.read(store)
+    return tally.summary()
+
+
+class StatusTally:
+    """:func:`status_summary` computed as the store's response rows are read, in the order stored.
+
+    :meth:`read` takes the rows stored since the last call (at most ``limit`` of them), so that a
+    writer can count the answers already stored while it waits for the last ones (the run, during its
+    last requests) and read the rest at the end; :meth:`summary` is then :func:`status_summary` of the
+    whole store. Keeps one status and one 160-character example per case.
+    """
+
+    def __init__(self, language: str | None = None):
+        self.language = language
+        self.last_id = 0  # the last response row read
+        self._final: dict[str, dict[str, tuple[str, str]]] = {}  # target -> case id -> (status, example)
+
+    def read(self, store: Any, limit: int | None = None) -> int:
+        """Count the rows stored after the last one read (all of them, or at most ``limit``); returns how many."""
+        done = 0
+        while limit is None or done < limit:
+            rows = store.responses_after(self.last_id, limit=5000 if limit is None else min(5000, limit - done))
+            if not rows:
+                break
+            for row_id, r in rows:
+                per = self._final.setdefault(r.target, {})
+                if r.status == "ok" or r.case_id not in per:  # an ok row is the case's answer
+                    st = response_status(r, self.language).status
+                    per[r.case_id] = (st, "" if st == "ok" else (r.text or r.error or "")[:160])
+                self.last_id = row_id
+            done += len(rows)
+        return done
+
+    def summary(self) -> dict[str, StatusSummary]:
+        """Per target (in name order, as ``Store.targets``), the :class:`StatusSummary` of the rows read."""
+        out: dict[str, StatusSummary] = {}
+        for target in sorted(self._final):
+            counts: Counter[str] = Counter()
+            examples: list[tuple[str, str, str]] = []
+            for cid, (st, example) in self._final[target].items():
+                counts[st] += 1
+                if st != "ok" and len(examples) < 3:
+                    examples.append((cid, st, example))
+            out[target] = StatusSummary({s: counts[s] for s in STATUSES if counts[s]}, sum(counts.values()),
+                                        tuple(examples))
+        return out
 
 
 def degenerate_warning(target: str, summary: StatusSummary, language: str = "en") -> str | None:

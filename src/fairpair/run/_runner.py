@@ -234,6 +234,10 @@ def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs:
         def to_send() -> Iterable[Case]:
             return store.cases_in_chunks() if fresh else expand(loaded)
 
+        from fairpair.measures.status import StatusTally
+
+        tally = StatusTally(b.language)  # the manifest's answer statuses, counted from the run's last requests on
+
         stats = {}
         batch_summary = None
         try:
@@ -265,7 +269,7 @@ def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs:
                                                secrets, cb, ray_pool=ray_pool)
                 else:
                     stats[name] = asyncio.run(_run_one(store, name, target, loaded, to_send(), settings, secrets,
-                                                       cb))
+                                                       cb, tally))
                 if progress:
                     progress.end_target(name)
         finally:
@@ -281,9 +285,8 @@ def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs:
         fleets, warnings = _fleet_reports(store, targets)
         if fleets:
             base["fleets"] = fleets
-        from fairpair.measures.status import status_summary
-
-        statuses = {n: sm.to_json() for n, sm in status_summary(store, b.language).items()}
+        tally.read(store)  # the rows not counted during the run
+        statuses = {n: sm.to_json() for n, sm in tally.summary().items()}
         manifest = run.write_manifest({**base, "finished_at": finished,
                                        "last_session": {n: s.__dict__ for n, s in stats.items()},
                                        "answer_statuses": statuses})
@@ -333,17 +336,45 @@ def _fleet_reports(store: Store, targets: dict[str, Any]) -> tuple[dict[str, Any
     return fleets, warnings
 
 
-async def _run_one(store, name, target, loaded, cases, settings, secrets, cb):
+#: Answer statuses counted per turn of the event loop while the run's last requests are in flight
+#: (about 0.1 ms each): small enough that a reply waits little for them.
+STATUS_SLICE = 8
+
+
+async def _run_one(store, name, target, loaded, cases, settings, secrets, cb, tally=None):
+    """:func:`run_target` of ``name`` on ``cases``. With ``tally`` (a
+    :class:`~fairpair.measures.status.StatusTally`), once every case is queued the answers already
+    stored are counted between the replies of the last requests, :data:`STATUS_SLICE` at a time,
+    instead of all of them after the run."""
     b = loaded.battery
     breaker = CircuitBreaker(settings.max_consecutive_failures, target=name) \
         if settings.max_consecutive_failures > 0 else None
+    all_queued = asyncio.Event()
+
+    def source() -> Iterator[Case]:
+        yield from cases
+        all_queued.set()
+
+    async def count_statuses() -> None:
+        await all_queued.wait()
+        while True:
+            await asyncio.sleep(0 if tally.read(store, limit=STATUS_SLICE) else 0.01)
+
+    counting = asyncio.create_task(count_statuses()) if tally is not None else None
     try:
-        return await run_target(store, name, target, cases, settings, tools=b.all_tools() or None,
+        return await run_target(store, name, target, source(), settings, tools=b.all_tools() or None,
                                 tool_map=b.all_tool_results() or None, secrets=secrets, on_done=cb, breaker=breaker)
     except CircuitOpen as exc:
         store.event("circuit_open", {"target": name, "kind": breaker.kind, "count": breaker.count,
                                      "error": exc.message})
         raise
+    finally:
+        if counting is not None:
+            counting.cancel()
+            try:
+                await counting
+            except asyncio.CancelledError:
+                pass
 
 
 def _run_one_ray(store, name, target, spec, loaded, cases, settings, secrets, cb, *, ray_pool=None):

@@ -585,6 +585,13 @@ class Store:
         for r in self.conn.execute(f"SELECT {_RESPONSE_COLS} FROM responses{where} ORDER BY id", args):
             yield _response(r)
 
+    def responses_after(self, after: int = 0, *, limit: int = 5000) -> list[tuple[int, Response]]:
+        """``(row id, response)`` of at most ``limit`` response rows stored after row ``after``, failures
+        included, in the order stored; read at once (no statement left open, so a writer on this
+        connection may call it between two answers)."""
+        return [(r[-1], _response(r)) for r in self.conn.execute(
+            f"SELECT {_RESPONSE_COLS}, id FROM responses WHERE id > ? ORDER BY id LIMIT ?", (after, limit))]
+
     def answer(self, target: str, case_id: str) -> Response | None:
         """The ``ok`` answer of ``target`` to ``case_id`` (index ``responses_one_ok``); None if absent."""
         r = self.conn.execute(f"SELECT {_RESPONSE_COLS} FROM responses WHERE target=? AND case_id=?"
