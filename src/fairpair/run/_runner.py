@@ -183,9 +183,17 @@ def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs:
         fresh = before == 0 and not store.targets()
         cases = expand(loaded, exp)
         head = list(itertools.islice(cases, 1)) if fresh else []
+
+        def store_cases() -> tuple[int, int]:
+            total = store.add_cases(itertools.chain(head, cases))
+            added = total - before if before else 0  # a resumed run whose battery now expands to more cases
+            if added:
+                store.event("cases_added", {"before": before, "added": added})
+            return total, added
+
         total: int | None = None
         if not fresh:
-            total = store.add_cases(cases)
+            total, added = store_cases()
         on_ray = settings.engine == "ray"
         try:
             targets = {name: build_target(name, spec, base_dir=loaded.path.parent, language=b.language)
@@ -195,7 +203,7 @@ def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs:
                     asyncio.run(t.load())
         except Exception:
             if total is None:  # a target that cannot start: the cases are stored all the same
-                store.add_cases(itertools.chain(head, cases))
+                store_cases()
             raise
         secrets = [s for spec in specs.values() for s in target_secrets(spec.options())]
         early: EarlyPreflight | None = None
@@ -206,10 +214,7 @@ def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs:
                     early = EarlyPreflight(first_name, first, head[0], settings, tools=b.all_tools() or None,
                                            tool_map=b.all_tool_results() or None, secrets=secrets)
             if total is None:
-                total = store.add_cases(itertools.chain(head, cases))
-            added = total - before if before else 0  # a resumed run whose battery now expands to more cases
-            if added:
-                store.event("cases_added", {"before": before, "added": added})
+                total, added = store_cases()
             started = datetime.now(timezone.utc).isoformat(timespec="seconds")
             identities = {name: t.identity() for name, t in targets.items()}
             for name, ident in identities.items():  # a resumed run whose target changed says so
