@@ -1,6 +1,6 @@
-"""The whole ``run`` call outside the engine loop (issue 15): one expansion on a fresh run, the preflight
-case sent while the other cases are stored, the stored cases read back in chunks. Behaviour and stored
-data are those of the sequential path (a resumed run's)."""
+"""The whole ``run`` call outside the engine loop (issue 15): one expansion on a fresh run (its cases kept
+and sent), the preflight case sent while the other cases are stored, the answer statuses counted during
+the last requests. Behaviour, requests and stored data are those of the sequential path (a resumed run's)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fairpair.battery import load_battery
-from fairpair.cases import case_json, expand
+from fairpair.cases import expand
 from fairpair.errors import FairpairError
 from fairpair.run import RunSettings, execute_run
 from fairpair.run._preflight import PreflightError
@@ -58,21 +58,11 @@ def _rows(run_dir: Path, sql: str) -> list[tuple]:
         con.close()
 
 
-def test_stored_cases_are_read_in_order_in_chunks_with_each_answer_committed_at_once(tmp_path):
-    lb = load_battery(_battery(tmp_path))
-    cases = list(expand(lb))
-    with Store.open(tmp_path / "run") as store:
-        assert store.add_cases(cases) == N_CASES
-        seen = []
-        for i, case in enumerate(store.cases_in_chunks(chunk=5)):  # 24 cases: 5 chunks, the last of 4
-            seen.append(case)
-            store.add_response(target="t", case_id=case.id, status="ok", text="x")
-            # another connection already sees it: no read of ours holds the answer's commit back
-            assert _rows(tmp_path / "run", "SELECT COUNT(*) FROM responses") == [(i + 1,)]
-    assert [case_json(c) for c in seen] == [case_json(c) for c in cases]
+@pytest.mark.parametrize("kept", [10_000, 5])  # the expanded cases kept and sent; more than 5: expanded again
+def test_a_fresh_run_stores_and_sends_what_a_resumed_run_does(tmp_path, monkeypatch, kept):
+    from fairpair.run import _runner
 
-
-def test_a_fresh_run_stores_and_sends_what_a_resumed_run_does(tmp_path):
+    monkeypatch.setattr(_runner, "CASES_KEPT", kept)
     b = _battery(tmp_path)
     execute_run(load_battery(b), tmp_path / "fresh", RunSettings(concurrency=3))
     with Store.open(tmp_path / "resumed") as store:  # the cases already stored: the sequential path
@@ -159,3 +149,18 @@ def test_answer_statuses_counted_in_slices_are_the_whole_store_s(tmp_path):
         tally = StatusTally("es")
         assert [tally.read(store, limit=3) for _ in range(4)] == [3, 3, 2, 0]
         assert tally.summary() == whole
+
+
+def test_a_fresh_run_sends_the_bytes_a_resumed_run_sends(tmp_path):
+    from fairpair.testing import serve_openai
+
+    sent = {}
+    for kind in ("fresh", "resumed"):
+        with serve_openai() as server:
+            b = _battery(tmp_path, {"kind": "openai", "base_url": server.base_url, "model": "m", "api_key_env": None})
+            if kind == "resumed":
+                with Store.open(tmp_path / kind) as store:
+                    store.add_cases(expand(load_battery(b)))
+            execute_run(load_battery(b), tmp_path / kind, RunSettings(concurrency=3))
+            sent[kind] = sorted(r.body for r in server.received)
+    assert len(sent["fresh"]) == N_CASES and sent["fresh"] == sent["resumed"]  # key order included

@@ -512,24 +512,6 @@ class Store:
         for (data,) in self.conn.execute("SELECT data FROM cases ORDER BY seq"):
             yield Case.model_validate_json(data)
 
-    def cases_in_chunks(self, chunk: int = 2000) -> Iterator[Any]:
-        """Every stored case, in the order stored (as :meth:`iter_cases`), read ``chunk`` rows at a
-        time with no statement left open between chunks: what a writer iterates while it commits
-        answers on this connection (an open read would hold back the autocommit of each answer
-        until it ends). Cases are only appended (:meth:`add_cases`, ``seq`` in insertion order), so
-        the rowid order is the ``seq`` order."""
-        from fairpair.cases import Case
-
-        last = 0
-        while True:
-            rows = self.conn.execute("SELECT rowid, data FROM cases WHERE rowid > ? ORDER BY rowid LIMIT ?",
-                                     (last, chunk)).fetchall()
-            if not rows:
-                return
-            last = rows[-1][0]
-            for _rowid, data in rows:
-                yield Case.model_validate_json(data)
-
     def case(self, case_id: str) -> Any:
         from fairpair.cases import Case
 
