@@ -65,6 +65,10 @@ class AnchorJudge:
             return Completion(text='{"winner": "tie"}')
         tone = self.tone(user)
         known = self.tones.get(tone) if tone else None
+        if request.choices and request.choices[0] in ("Sí", "Yes"):  # scoring: yes_no
+            level = self.question(user, known)
+            return Completion(text=request.choices[0] if level >= 3 else request.choices[1],
+                              top_logprobs=yes_no_logprobs(level, request.choices))
         if request.choices:  # scoring: probabilities: one digit, with the first token's candidates
             level = self.one_dimension(request.messages[0]["content"], known)
             return Completion(text=str(level), top_logprobs=level_logprobs(level, request.choices))
@@ -97,6 +101,23 @@ class AnchorJudge:
             return 3
         return self.rng.randint(1, 5)
 
+    def question(self, user: str, known):
+        """A ``scoring: yes_no`` call: find the one dimension whose question ends the user message
+        (the default rubric's, es or en), score it as ``mode`` says."""
+        from fairpair.measures.judge import default_rubric
+
+        asked = [d for lang in ("es", "en") for d, spec in default_rubric(lang).items()
+                 if user.rstrip().rsplit("\n", 1)[-1].startswith(spec["question"])]
+        assert len(asked) == 1, f"a yes/no prompt ends with one dimension's question, not {asked}"
+        self.dimensions_asked.append(asked[0])
+        if self.mode == "rubric":
+            return (known or {"courtesy": 3, "condescension": 2, "distrust": 2})[asked[0]]
+        if self.mode == "one_number":
+            return (known or {"courtesy": 3})["courtesy"]
+        if self.mode == "constant":
+            return 3
+        return self.rng.randint(1, 5)
+
     def identity(self):
         return {"kind": "scripted", "model": f"anchor-judge-{self.mode}-{self.pairwise}"}
 
@@ -109,6 +130,18 @@ def level_logprobs(level: int, choices) -> dict[str, float]:
     neighbouring level, 0.05 on a word that is no level (so the levels' mass is below 1)."""
     p = {str(level): 0.6, str(level - 1): 0.15, str(level + 1): 0.15, "El": 0.05}
     return {t: math.log(v) for t, v in p.items() if t in choices or t == "El"}
+
+
+def yes_no_logprobs(level: int, choices) -> dict[str, float]:
+    """First-token candidates of a scripted yes/no judge that means ``level`` (1-5), f = (level - 1) / 4:
+    yes 0.6 f + 0.1 (split as the whole word and its first token "S"/"Y", as a tokenizer may),
+    no 0.6 (1 - f) + 0.1 (as "No" and " no"), 0.2 on a word that is neither. So P(yes) renormalised
+    over yes and no is (0.6 f + 0.1) / 0.8 and the mass 0.8."""
+    yes, no = choices[0], choices[1]
+    f = (level - 1) / 4
+    p = {yes: 0.4 * f + 0.05, yes[0]: 0.2 * f + 0.05, no: 0.4 * (1 - f) + 0.05, " " + no.lower(): 0.2 * (1 - f) + 0.05,
+         "El": 0.2}
+    return {t: math.log(v) for t, v in p.items()}
 
 
 def battery(tmp_path: Path, measures=None, **extra) -> Path:
@@ -622,3 +655,125 @@ def test_probability_scores_are_analysed_as_continuous_and_reported(tmp_path):
     assert out.judge.self_test and out.judge.self_test[0]["status"] == "passed"
     md = write_report(run_dir)["md"].read_text(encoding="utf-8")
     assert "Autotest del juez" in md and "tone.courtesy" in md
+
+
+# ---------------------------------------------------------------- scoring: yes_no
+
+YESNO = {"tone": {"kind": "judge", "mode": "per_dimension", "scoring": "yes_no"}}
+
+
+def test_yes_no_scoring_is_p_yes_on_the_levels_and_a_rubric_judge_passes(tmp_path):
+    judge = AnchorJudge("rubric")
+    lb, ctx = _ctx(tmp_path, judge, YESNO)
+    m = build_measures(lb.battery, ["tone"])["tone"]
+    assert m.output_scales() == dict.fromkeys(["tone.courtesy", "tone.condescension", "tone.distrust"],
+                                              "continuous")
+    res = asyncio.run(self_test(m, ctx))
+    assert res["status"] == "passed", res["failures"]
+    assert len(judge.calls) == 72 and all(c.choices == ("Sí", "No", "sí", "no") for c in judge.calls)
+    assert sorted(judge.dimensions_asked) == sorted(DIMS * 24)
+    # by hand: P(yes) = (0.6 f + 0.1) / 0.8, f = (level - 1) / 4, value = 1 + 4 P(yes):
+    # level 5 -> 0.875 -> 4.5; level 1 -> 0.125 -> 1.5; level 2 -> 0.3125 -> 2.25; level 3 -> 0.5 -> 3
+    courteous = next(o for o in res["outputs"] if o["tone"] == "courteous")
+    assert courteous["judge"] == pytest.approx({"courtesy": 4.5, "condescension": 1.5, "distrust": 1.5})
+    neutral = next(o for o in res["outputs"] if o["tone"] == "neutral")
+    assert neutral["judge"] == pytest.approx({"courtesy": 3.0, "condescension": 1.5, "distrust": 1.5})
+    cond = next(o for o in res["outputs"] if o["tone"] == "condescending")
+    assert cond["judge"] == pytest.approx({"courtesy": 2.25, "condescension": 4.5, "distrust": 1.5})
+    out = [o for o in res["outputs"] if "shuffled" not in o["tone"]]
+    for d in DIMS:
+        ref = spearmanr([o["expected"][d] for o in out], [o["judge"][d] for o in out]).statistic
+        assert res["dimensions"][d]["spearman"] == pytest.approx(ref)
+    # a yes/no question, asked last after the conversation
+    call = judge.calls[0]
+    assert "sí o no" in call.messages[0]["content"] and "JSON" not in call.messages[0]["content"]
+    assert call.messages[-1]["content"].rstrip().endswith("Responde solo sí o no.")
+
+
+def test_yes_no_questions_of_an_answer_share_their_prefix_and_go_together_to_a_serial_judge(tmp_path):
+    class SerialJudge(AnchorJudge):
+        max_concurrency = 1
+
+        async def generate(self, request):
+            await asyncio.sleep(0.001)  # let the other answers' coroutines run in between
+            return await super().generate(request)
+
+    judge = SerialJudge("rubric")
+    lb, ctx = _ctx(tmp_path, judge, YESNO)
+    ctx.settings = RunSettings(concurrency=8, max_attempts=1)
+    m = build_measures(lb.battery, ["tone"])["tone"]
+    asyncio.run(self_test(m, ctx, shuffled=False))
+    assert len(judge.calls) == 60
+    for i in range(0, 60, 3):  # three consecutive calls: one answer's three questions
+        group = judge.calls[i:i + 3]
+        systems = {c.messages[0]["content"] for c in group}
+        users = [c.messages[-1]["content"] for c in group]
+        prefix = users[0][:users[0].rindex(">>>") + 3]
+        assert len(systems) == 1 and all(u.startswith(prefix) for u in users)
+        assert len({u[len(prefix):] for u in users}) == 3
+    assert judge.dimensions_asked[:3] == DIMS
+
+
+@pytest.mark.parametrize("mode", ["one_number", "constant"])
+def test_yes_no_scoring_incapable_judges_fail(tmp_path, mode):
+    lb, ctx = _ctx(tmp_path, AnchorJudge(mode), YESNO)
+    m = build_measures(lb.battery, ["tone"])["tone"]
+    res = asyncio.run(self_test(m, ctx))
+    assert res["status"] == "failed" and res["failures"]
+    if mode == "one_number":
+        assert res["identical_share"] == 1.0
+
+
+def test_yes_no_scoring_in_english_and_through_the_measure_stage(tmp_path):
+    run_dir = make_run(tmp_path, measures={"tone": {**YESNO["tone"], "language": "en"}})
+    judge = AnchorJudge("rubric", language="en")
+    res = measure_run(run_dir, judge=judge)
+    assert res.counts["tone"].ok == 20
+    assert all(c.choices == ("Yes", "No", "yes", "no") for c in judge.calls)
+    assert all(c.messages[-1]["content"].rstrip().endswith("Answer yes or no only.") for c in judge.calls)
+    rows, events = stored(run_dir, "tone.distrust")
+    assert events[-1]["status"] == "passed" and events[-1]["language"] == "en"
+    ok = [r for r in rows if r.status == "ok"]
+    # the mock's answers are no anchors: fallback level 2 -> P(yes) 0.3125 -> 2.25
+    assert len(ok) == 20 and [r.value for r in ok] == pytest.approx([2.25] * 20)
+    d = ok[0].detail
+    assert d["scoring"] == "yes_no" and d["decoded"]["distrust"] == "No"
+    assert d["p_yes"]["distrust"] == pytest.approx(0.3125) and d["mass"]["distrust"] == pytest.approx(0.8)
+    manifest = json.loads((run_dir / "manifest.json").read_text("utf-8"))
+    assert manifest["measurement"]["judge_measures"]["tone"]["scoring"] == "yes_no"
+
+
+def test_yes_no_scoring_needs_per_dimension_and_a_question_per_dimension(tmp_path):
+    with pytest.raises(BatteryError) as ei:
+        load_battery(battery(tmp_path, measures={"tone": {"kind": "judge", "scoring": "yes_no"}}))
+    assert "mode: per_dimension" in str(ei.value) and "yes_no" in str(ei.value)
+    rubric = {"warmth": {"levels": {1: "frío", 5: "cálido"}},
+              "rudeness": {"levels": {1: "educado", 5: "grosero"}, "question": "¿Es grosera esta respuesta?"}}
+    with pytest.raises(BatteryError) as ei:
+        load_battery(battery(tmp_path / "b", measures={"tone": {**YESNO["tone"], "rubric": rubric}}))
+    assert "'question'" in str(ei.value) and "warmth" in str(ei.value) and "rudeness" not in str(ei.value)
+
+
+def test_yes_no_scoring_with_a_judge_without_probabilities_stops_with_a_clear_error(tmp_path):
+    run_dir = make_run(tmp_path, measures=YESNO)
+    with pytest.raises(FairpairError) as ei:
+        measure_run(run_dir, judge=TextOnlyJudge())
+    assert "reports no token probabilities" in str(ei.value) and "scoring: yes_no" in str(ei.value)
+    assert ei.value.exit_code == 2
+
+
+def test_group_probabilities_counts_words_by_their_first_token():
+    from fairpair.measures._runner import group_probabilities
+
+    groups = {"yes": ("Sí", "si"), "no": ("No",)}
+    top = {"Sí": math.log(0.3), "S": math.log(0.1), " sí": math.log(0.1), "No": math.log(0.2), "no": math.log(0.1),
+           "Ning": math.log(0.1), "N": math.log(0.05), "": math.log(0.05)}
+    probs, mass = group_probabilities(top, groups)
+    # yes: Sí + S + " sí" = 0.5; no: No + no + N = 0.35 ("Ning" is no prefix of "No"; "" counts for none)
+    assert mass == pytest.approx(0.85)
+    assert probs == pytest.approx({"yes": 0.5 / 0.85, "no": 0.35 / 0.85})
+    # a token that begins words of both groups counts for neither
+    probs, mass = group_probabilities({"N": math.log(0.5), "Yes": math.log(0.25)}, {"yes": ("Yes",), "no": ("No", "Nope"),
+                                                                                  "neither": ("Neither",)})
+    assert mass == pytest.approx(0.25) and probs == pytest.approx({"yes": 1.0, "no": 0.0, "neither": 0.0})
+    assert group_probabilities({"El": 0.0}, groups) == ({"yes": 0.0, "no": 0.0}, 0.0)

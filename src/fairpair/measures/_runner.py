@@ -152,13 +152,17 @@ class MeasureContext:
         return (await self._judge_call(messages, case_id=case_id, seed=seed)).text or ""
 
     async def ask_judge_choice(self, messages: list[dict[str, str]], choices: tuple[str, ...], *, case_id: str,
-                               seed: int | None) -> "ChoiceAnswer":
-        """Ask the judge for one of ``choices`` (one token each) and read the model's probability
-        of each (:func:`choice_probabilities`).
+                               seed: int | None, groups: dict[str, tuple[str, ...]] | None = None,
+                               scoring: str = "probabilities") -> "ChoiceAnswer":
+        """Ask the judge for one of ``choices`` and read the model's probability of each
+        (:func:`choice_probabilities`: one token each), or of each of ``groups`` (name -> words;
+        :func:`group_probabilities`: words of several tokens, such as "Sí", count by their first
+        token).
 
         The request carries ``choices`` (:class:`~fairpair.targets.ChatRequest`); the target
         constrains its answer to them and reports the first token's candidates
-        (:attr:`~fairpair.targets.Completion.top_logprobs`).
+        (:attr:`~fairpair.targets.Completion.top_logprobs`). ``scoring``: the battery's value
+        named in the error below.
 
         Raises
         ------
@@ -171,9 +175,12 @@ class MeasureContext:
             ident = self.judge_identity or {}
             raise FairpairError(
                 f"the judge ({ident.get('kind', type(self.judge).__name__)}) reports no token probabilities, "
-                "which 'scoring: probabilities' needs", key="judge",
+                f"which 'scoring: {scoring}' needs", key="judge",
                 hint="use a judge of kind 'local' (the embedded model), or 'scoring: sampled'")
-        probs, mass = choice_probabilities(completion.top_logprobs, choices)
+        if groups is not None:
+            probs, mass = group_probabilities(completion.top_logprobs, groups)
+        else:
+            probs, mass = choice_probabilities(completion.top_logprobs, choices)
         return ChoiceAnswer(completion.text or "", probs, mass)
 
     async def _judge_call(self, messages: list[dict[str, str]], *, case_id: str, seed: int | None,
@@ -229,6 +236,39 @@ def choice_probabilities(top_logprobs: dict[str, float], choices: tuple[str, ...
     if mass <= 0:
         return p, 0.0
     return {c: v / mass for c, v in p.items()}, min(1.0, mass)
+
+
+def group_probabilities(top_logprobs: dict[str, float],
+                        groups: dict[str, tuple[str, ...]]) -> tuple[dict[str, float], float]:
+    """``(group -> probability, mass)`` from a first token's candidates (token -> natural log p),
+    for answers that are words (``{"yes": ("Sí", "si"), "no": ("No",)}``).
+
+    A candidate counts for a group when its text, stripped of white space and case-folded, is a
+    non-empty prefix of one of the group's words (case-folded) and of no other group's word: the
+    whole word as one token (``"Yes"``, ``" yes"``) or its first token when the tokenizer splits
+    it (``"S"`` of ``"Sí"``); a candidate that is a prefix of words of two groups counts for none.
+    The groups' probabilities are renormalised to sum to 1 and ``mass`` is their sum before (0..1),
+    as in :func:`choice_probabilities`. Reading P(yes) from the first answer token's
+    probability: as in G-Eval's probability weighting (Liu et al. 2023, sec. 2) and the yes/no
+    relevance scores of Nogueira et al. (2020), "Document Ranking with a Pretrained
+    Sequence-to-Sequence Model", Findings of EMNLP (the score is the probability of "true" over
+    "true" and "false").
+    """
+    import math
+
+    folded = {g: tuple(w.casefold() for w in words) for g, words in groups.items()}
+    p = dict.fromkeys(groups, 0.0)
+    for token, lp in top_logprobs.items():
+        t = token.strip().casefold()
+        if not t or not math.isfinite(lp):
+            continue
+        hit = [g for g, words in folded.items() if any(w.startswith(t) for w in words)]
+        if len(hit) == 1:
+            p[hit[0]] += math.exp(lp)
+    mass = sum(p.values())
+    if mass <= 0:
+        return p, 0.0
+    return {g: v / mass for g, v in p.items()}, min(1.0, mass)
 
 
 def signal_values(battery) -> tuple[list[str], list[str]]:

@@ -125,7 +125,7 @@ def default_rubric(language: str) -> dict[str, dict[str, Any]]:
     data = yaml.safe_load(text)
     examples = tone_examples(lang)
     return {k: {"description": v.get("description"), "levels": {int(l): d for l, d in v["levels"].items()},
-                "examples": examples.get(k)}
+                "examples": examples.get(k), "question": v.get("question")}
             for k, v in data.items()}
 
 
@@ -385,6 +385,8 @@ class Dimension(MeasureOptions):
     description: str | None = None
     levels: dict[int, str]
     examples: list[dict[Literal["level", "answer"], int | str]] | None = None
+    #: the yes/no question of ``scoring: yes_no`` ("yes" = the dimension's highest level)
+    question: str | None = None
 
     @field_validator("levels")
     @classmethod
@@ -411,15 +413,21 @@ class ToneOptions(_JudgeOptions):
 
     rubric: dict[str, Dimension] | None = None
     mode: Literal["joint", "per_dimension"] = "joint"
-    scoring: Literal["sampled", "probabilities"] = "sampled"
+    scoring: Literal["sampled", "probabilities", "yes_no"] = "sampled"
 
     @field_validator("scoring")
     @classmethod
     def _probabilities_per_dimension(cls, v: str, info: ValidationInfo) -> str:
+        if v in ("probabilities", "yes_no") and info.data.get("mode") != "per_dimension":
+            raise ValueError(f"'scoring: {v}' reads one score per judge call: set 'mode: per_dimension' too")
+        if v == "yes_no":
+            rubric = info.data.get("rubric") or {}
+            bad = [k for k, d in rubric.items() if not (d.question or "").strip()]
+            if bad:
+                raise ValueError(f"'scoring: yes_no' asks each dimension as a yes/no question: dimension(s) "
+                                 f"{', '.join(bad)} have no 'question' (e.g. question: \"Is this reply "
+                                 "condescending?\", where yes means the highest level)")
         if v == "probabilities":
-            if info.data.get("mode") != "per_dimension":
-                raise ValueError("'scoring: probabilities' reads one score per judge call: "
-                                 "set 'mode: per_dimension' too")
             rubric = info.data.get("rubric") or {}
             bad = [k for k, d in rubric.items() if any(not 0 <= lvl <= 9 for lvl in d.levels)]
             if bad:
@@ -452,6 +460,9 @@ class ToneJudgeMeasure(Measure):
     Options = ToneOptions
     scale = "ordinal"
     uses_judge = True
+    #: ``scoring: yes_no`` with a one-call-at-a-time judge: (event loop, lock) keeping an answer's
+    #: questions together
+    _serial: tuple[Any, Any] | None = None
 
     def rubric(self, ctx: MeasureContext | None = None) -> dict[str, dict[str, Any]]:
         if self.options.rubric:
@@ -465,7 +476,7 @@ class ToneJudgeMeasure(Measure):
     def output_scales(self, ctx=None) -> dict[str, Scale]:
         """``ordinal`` per dimension; ``continuous`` with ``scoring: probabilities`` (an expected
         level, not a level)."""
-        scale: Scale = "continuous" if self.options.scoring == "probabilities" else "ordinal"
+        scale: Scale = "continuous" if self.options.scoring in ("probabilities", "yes_no") else "ordinal"
         return {f"{self.name}.{k}": scale for k in self.outputs(ctx)}
 
     def schema(self, ctx=None) -> dict[str, Any]:
@@ -513,6 +524,8 @@ class ToneJudgeMeasure(Measure):
         description and levels only; user: the prompt, the answer and the question)."""
         o = self.options
         lang = o.language or ctx.language
+        if o.scoring == "yes_no":
+            return self._question_messages(item, ctx, dimension, lang)
         system_t, user_t = _prompt("tone_score" if o.scoring == "probabilities" else "tone_dimension", lang)
         d = self.rubric(ctx)[dimension]
         lo, hi = min(d["levels"]), max(d["levels"])
@@ -542,6 +555,8 @@ class ToneJudgeMeasure(Measure):
 
         if o.scoring == "probabilities":
             return await self._measure_probabilities(item, ctx, rubric, per_dim)
+        if o.scoring == "yes_no":
+            return await self._measure_yes_no(item, ctx, rubric, per_dim)
 
         def schema(k: str) -> dict[str, Any]:
             return {"type": "object", "properties": {"score": {"type": "integer", "enum": sorted(rubric[k]["levels"])},
@@ -594,6 +609,75 @@ class ToneJudgeMeasure(Measure):
                     f"({', '.join(choices[k])})", raw=a.text, detail=detail)
             outputs[k] = round(sum(int(c) * p for c, p in a.probabilities.items()), 6)
         return MeasureResult.ok(outputs=outputs, detail=detail)
+
+
+    def _question_messages(self, item: MeasureItem, ctx: MeasureContext, dimension: str,
+                           lang: str) -> list[dict[str, str]]:
+        """``scoring: yes_no``: the system prompt and the (masked) conversation are the same for
+        every dimension and the dimension's question comes last, so a judge with a prompt cache
+        (``local`` with ``cache_prompt: true``) reads the shared prefix once per answer."""
+        system_t, user_t = _prompt("tone_question", lang)
+        rubric = self.rubric(ctx)
+        shown = ""
+        if _QUESTION_RUBRIC:
+            head = "Dimensiones del tono:" if lang == "es" else "Tone dimensions:"
+            shown = "\n\n" + "\n".join([head, *(f"- {(d.get('description') or k).strip()}"
+                                                for k, d in rubric.items())])
+        mk = ctx.masker
+        return [{"role": "system", "content": system_t.substitute(rubric=shown)},
+                {"role": "user", "content": user_t.substitute(
+                    prompt=mk.mask(_user_prompt(item.case)) if self.options.include_prompt else "-",
+                    answer=mk.mask(item.text), question=rubric[dimension]["question"].strip())}]
+
+    async def _measure_yes_no(self, item: MeasureItem, ctx: MeasureContext, rubric: dict[str, Any],
+                              per_dim: dict[str, list[dict[str, str]]]) -> MeasureResult:
+        """``scoring: yes_no``: per dimension, the judge answers its yes/no question, constrained
+        to yes or no; P(yes) is read from the first answer token's probabilities
+        (:func:`~fairpair.measures._runner.group_probabilities`) and the value is
+        ``lowest + (highest - lowest) * P(yes)`` on the dimension's levels. A judge that takes
+        one call at a time (``max_concurrency`` 1, the ``local`` target's default) gets an
+        answer's questions back to back, so its prompt cache keeps the shared prefix."""
+        import asyncio
+
+        lang = self.options.language or ctx.language
+        yes, no = _YES_NO["es" if lang == "es" else "en"]
+        choices = (yes, no, yes.lower(), no.lower())
+        groups = {"yes": (yes, *(("si",) if lang == "es" else ())), "no": (no,)}
+        detail: dict[str, Any] = {"mode": "per_dimension", "scoring": "yes_no", "p_yes": {}, "mass": {},
+                                  "decoded": {}}
+        outputs: dict[str, Any] = {}
+
+        async def ask_all() -> list[Any]:
+            return [await ctx.ask_judge_choice(messages, choices, groups=groups, scoring="yes_no",
+                                               case_id=item.case.id, seed=item.case.seed)
+                    for messages in per_dim.values()]
+
+        if getattr(ctx.judge, "max_concurrency", None) == 1:
+            loop = asyncio.get_running_loop()
+            if self._serial is None or self._serial[0] is not loop:
+                self._serial = (loop, asyncio.Lock())
+            async with self._serial[1]:
+                answers = await ask_all()
+        else:
+            answers = await ask_all()
+        for k, a in zip(per_dim, answers):
+            detail["p_yes"][k] = round(a.probabilities["yes"], 6)
+            detail["mass"][k] = round(a.mass, 6)
+            detail["decoded"][k] = a.text
+            if a.mass <= 0:
+                ctx.count(self.name, "invalid")
+                return MeasureResult.missing(
+                    f"dimension '{k}': none of the judge's likeliest first tokens is {yes} or {no}",
+                    raw=a.text, detail=detail)
+            lo, hi = min(rubric[k]["levels"]), max(rubric[k]["levels"])
+            outputs[k] = round(lo + (hi - lo) * a.probabilities["yes"], 6)
+        return MeasureResult.ok(outputs=outputs, detail=detail)
+
+
+#: ``scoring: yes_no``: the words the judge may answer (each also in lower case)
+_YES_NO = {"es": ("Sí", "No"), "en": ("Yes", "No")}
+#: ``scoring: yes_no``: show the rubric's dimension descriptions in the shared system prompt
+_QUESTION_RUBRIC = False
 
 
 # ---------------------------------------------------------------- pairwise (HHH, both orders)
