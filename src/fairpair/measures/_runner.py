@@ -167,8 +167,8 @@ class MeasureContext:
         Raises
         ------
         FairpairError
-            The judge reports no token probabilities (of the built-in targets only ``local``
-            does).
+            The judge reports no token probabilities (of the built-in targets ``local`` does,
+            and ``openai`` when its server returns ``logprobs``).
         """
         completion = await self._judge_call(messages, case_id=case_id, seed=seed, choices=choices)
         if completion.top_logprobs is None:
@@ -176,7 +176,8 @@ class MeasureContext:
             raise FairpairError(
                 f"the judge ({ident.get('kind', type(self.judge).__name__)}) reports no token probabilities, "
                 f"which 'scoring: {scoring}' needs", key="judge",
-                hint="use a judge of kind 'local' (the embedded model), or 'scoring: sampled'")
+                hint="use a judge of kind 'local' (the embedded model) or 'openai' with a server that "
+                     "returns logprobs (its 'choices_constraint' is not 'off'), or 'scoring: sampled'")
         if groups is not None:
             probs, mass = group_probabilities(completion.top_logprobs, groups)
         else:

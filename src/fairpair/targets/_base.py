@@ -69,10 +69,13 @@ class ChatRequest:
     choices:
         ``None`` (free text, the default) or the only answers allowed, each one
         token (a judge's score levels, ``("1", "2", "3", "4", "5")``). A target
-        that can constrain decoding (``local``: a llama.cpp grammar) answers
-        one of them and reports the model's log-probabilities of the first
-        answer token in :attr:`Completion.top_logprobs`; a target that cannot
-        leaves ``top_logprobs`` unset, and the caller must say so.
+        that can constrain decoding (``local``: a llama.cpp grammar; ``openai``
+        with ``choices_constraint: grammar``: the llama.cpp server's) answers
+        one of them, and a target that can report probabilities (those two, and
+        ``openai`` with its default ``logprobs``) gives the model's
+        log-probabilities of the first answer token in
+        :attr:`Completion.top_logprobs`; a target that cannot leaves
+        ``top_logprobs`` unset, and the caller must say so.
     """
 
     messages: tuple[dict[str, Any], ...]

@@ -64,7 +64,7 @@ import json
 import os
 import re
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -119,6 +119,20 @@ class OpenAIOptions(BaseModel):
         Seconds per HTTP request (> 0).
     max_tool_steps:
         Most rounds of tool answers per turn (default 5).
+    choices_constraint:
+        How a request with ``choices`` (a judge's constrained answer: score
+        digits, yes/no) is sent. ``logprobs`` (default): ``logprobs: true``
+        and ``top_logprobs: 20`` (OpenAI's maximum), and the first answer
+        token's candidates are read into
+        :attr:`~fairpair.targets.Completion.top_logprobs` (OpenAI, vLLM,
+        llama.cpp server; the answer itself is not constrained, which the
+        probabilities do not need); ``grammar``: the same plus a GBNF
+        ``grammar`` restricting the answer to the choices (the llama.cpp
+        server's own field, https://github.com/ggml-org/llama.cpp/tree/master/tools/server;
+        OpenAI rejects it); ``off``: nothing is sent, no probabilities are
+        read (a measure that needs them stops with a clear error). A JSON
+        schema is not offered: its answer starts with ``"``, so its first
+        token's probabilities say nothing about the choice.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -135,6 +149,7 @@ class OpenAIOptions(BaseModel):
     extra_headers: dict[str, str] = Field(default_factory=dict)
     timeout: float = Field(120.0, gt=0)
     max_tool_steps: int = Field(5, ge=0)
+    choices_constraint: Literal["logprobs", "grammar", "off"] = "logprobs"
 
     @field_validator("base_url")
     @classmethod
@@ -220,6 +235,21 @@ def completion_of(data: Any) -> Completion:
                       finish_reason=finish, model=data.get("model"), system_fingerprint=data.get("system_fingerprint"))
 
 
+#: first-token candidates asked for a request with ``choices`` (OpenAI's maximum ``top_logprobs``)
+TOP_LOGPROBS = 20
+
+
+def first_top_logprobs(choice: Any) -> dict[str, float] | None:
+    """token -> natural log p of the first answer token's candidates in a chat-completion choice
+    (``choice["logprobs"]["content"][0]["top_logprobs"]``, the OpenAI shape that vLLM and the
+    llama.cpp server also send), or None when the server sent none."""
+    try:
+        first = choice["logprobs"]["content"][0]
+        return {str(c["token"]): float(c["logprob"]) for c in first["top_logprobs"]}
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
 def _message_text(message: dict[str, Any]) -> str:
     text = message.get("content") or ""
     if not isinstance(text, str):  # content parts
@@ -279,7 +309,8 @@ async def chat_with_tools(send, request: ChatRequest, *, max_tool_steps: int) ->
             return Completion(
                 text=text, tool_calls=tuple(calls),
                 usage=Usage(prompt if seen_usage else None, completion if seen_usage else None),
-                finish_reason=finish, model=data.get("model"), system_fingerprint=data.get("system_fingerprint"))
+                finish_reason=finish, model=data.get("model"), system_fingerprint=data.get("system_fingerprint"),
+                top_logprobs=first_top_logprobs(data["choices"][0]) if request.choices else None)
         steps += 1
         messages.append({"role": "assistant", "content": message.get("content"), "tool_calls": raw_calls})
         for c in raw_calls:
@@ -344,6 +375,10 @@ class OpenAITarget(TargetBase):
                 body["seed"] = seed
         if request.tools:
             body["tools"] = list(request.tools)
+        if request.choices and o.choices_constraint != "off":
+            body |= {"logprobs": True, "top_logprobs": TOP_LOGPROBS}
+            if o.choices_constraint == "grammar":
+                body["grammar"] = "root ::= " + " | ".join(json.dumps(c, ensure_ascii=False) for c in request.choices)
         return body
 
     def preview(self, request: ChatRequest) -> dict[str, Any]:
