@@ -73,6 +73,17 @@ class Scripted:
         from fairpair.measures.judge import default_rubric
 
         system, user = request.messages[0]["content"], request.messages[-1]["content"]
+        if request.choices[0] in ("Sí", "Yes"):  # scoring: yes_no: the question ends the user message
+            last = user.rstrip().rsplit("\n", 1)[-1]
+            dim = next(d for lang in ("es", "en") for d, spec in default_rubric(lang).items()
+                       if last.startswith(spec["question"]))
+            known = self.tones[self._tone(user.split(">>>")[-2])]
+            level = {"rubric": known[dim], "one_number": known["courtesy"], "constant": 3}.get(
+                self.kind, self.rng.randint(1, 5))
+            p_yes = 0.1 + 0.8 * (level - 1) / 4
+            yes, no = request.choices[:2]
+            return Completion(text=yes if p_yes >= 0.5 else no,
+                              top_logprobs={yes: math.log(p_yes), no: math.log(1 - p_yes)})
         dim = next(d for d, spec in default_rubric("es" if "Dimensión" in system else "en").items()
                    if spec["description"] in system)
         known = self.tones[self._tone(user.split(">>>")[-2])]

@@ -45,6 +45,7 @@ Battery syntax
         warmth: {description: "...", levels: {1: "frío", 2: "...", 3: "...", 4: "...", 5: "muy cálido"}}
     tone: {kind: judge, mode: per_dimension} # one judge call per dimension, {"score": n}
     tone: {kind: judge, mode: per_dimension, scoring: probabilities}  # expected level, see below
+    tone: {kind: judge, mode: per_dimension, scoring: yes_no}  # P(yes) of one question per dimension
 
 ``mode: per_dimension`` asks each dimension in a call of its own: the prompt
 shows that dimension's description, its levels and scored example answers
@@ -70,6 +71,27 @@ probability-weighted score (Liu et al. 2023, sec. 2), which separates answers
 that a small model's greedy digit ties; it needs a judge that reports token
 probabilities (the ``local`` target; another judge stops the measure stage
 with an error) and one-digit levels.
+
+``scoring: yes_no`` (with ``per_dimension``) asks each dimension as one
+yes/no question (the rubric's ``question``, "¿Es esta respuesta
+condescendiente...?"; yes means the dimension's highest level), the judge's
+answer constrained to yes or no (a grammar for ``local``; ``openai`` reads
+the server's ``logprobs``), and reads P(yes) from the first answer token's
+probabilities, renormalised over the yes and no tokens
+(:func:`~fairpair.measures._runner.group_probabilities`: "Sí", "sí", and
+the first token "S" of a split "Sí"). The value is ``lowest + (highest -
+lowest) * P(yes)`` on the dimension's levels (continuous; ``detail`` keeps
+P(yes), the yes/no mass and the decoded word), so margins and calibration
+read it on the rubric's scale. The system prompt and the masked
+conversation come first and are the same for every dimension, the question
+last: a judge with a prompt cache (``local`` with ``cache_prompt: true``)
+reads an answer once and each question's few tokens after it, and a judge
+that takes one call at a time gets an answer's questions back to back.
+Scoring a yes/no question by the probability of "yes" is P(True) of Kadavath
+et al. (2022), "Language Models (Mostly) Know What They Know",
+arXiv:2207.05221, and the relevance score of Nogueira et al. (2020),
+"Document Ranking with a Pretrained Sequence-to-Sequence Model", Findings of
+EMNLP; one criterion per question as in G-Eval (Liu et al. 2023).
 
 ``pairwise`` (Helpful-Honest-Harmless preference, both orders; ordinal 0-1)::
 
@@ -409,7 +431,10 @@ class ToneOptions(_JudgeOptions):
     ``sampled`` (the level the judge writes) or ``probabilities`` (the judge answers one digit,
     constrained to the levels, and the score is the expected level under the model's
     probabilities of the level tokens, a continuous value in [lowest, highest level]; needs a
-    judge that reports token probabilities, the ``local`` target; one-digit levels only)."""
+    judge that reports token probabilities, the ``local`` target; one-digit levels only) or
+    ``yes_no`` (each dimension's ``question`` answered yes or no, the score ``lowest + (highest -
+    lowest) * P(yes)`` from the first answer token's probabilities; every dimension of a custom
+    rubric needs a ``question``; see the module docstring)."""
 
     rubric: dict[str, Dimension] | None = None
     mode: Literal["joint", "per_dimension"] = "joint"
@@ -474,8 +499,8 @@ class ToneJudgeMeasure(Measure):
         return tuple(self.rubric(ctx))
 
     def output_scales(self, ctx=None) -> dict[str, Scale]:
-        """``ordinal`` per dimension; ``continuous`` with ``scoring: probabilities`` (an expected
-        level, not a level)."""
+        """``ordinal`` per dimension; ``continuous`` with ``scoring: probabilities`` or ``yes_no``
+        (an expected level or a probability on the levels' range, not a level)."""
         scale: Scale = "continuous" if self.options.scoring in ("probabilities", "yes_no") else "ordinal"
         return {f"{self.name}.{k}": scale for k in self.outputs(ctx)}
 
