@@ -777,3 +777,25 @@ def test_group_probabilities_counts_words_by_their_first_token():
                                                                                   "neither": ("Neither",)})
     assert mass == pytest.approx(0.25) and probs == pytest.approx({"yes": 1.0, "no": 0.0, "neither": 0.0})
     assert group_probabilities({"El": 0.0}, groups) == ({"yes": 0.0, "no": 0.0}, 0.0)
+
+
+def test_the_mock_target_answers_choices_deterministically_and_fails_the_self_test(tmp_path):
+    import math as _m
+
+    from fairpair.targets._base import ChatRequest
+    from fairpair.targets.mock import MockTarget
+
+    mock = MockTarget({})
+    r = ChatRequest(messages=({"role": "user", "content": "¿Es cortés? Responde solo sí o no."},),
+                    choices=("Sí", "No", "sí", "no"))
+    a, b = asyncio.run(mock.generate(r)), asyncio.run(mock.generate(r))
+    assert a == b and set(a.top_logprobs) == set(r.choices)
+    assert sum(_m.exp(v) for v in a.top_logprobs.values()) == pytest.approx(1.0)
+    assert a.text == max(a.top_logprobs, key=a.top_logprobs.get)
+    # a mock judge scores yes/no through the measure stage; it cannot tell the anchors apart
+    run_dir = make_run(tmp_path, measures=YESNO, judge_self_test="warn")
+    res = measure_run(run_dir, judge=MockTarget({}))
+    assert res.counts["tone"].ok == 20
+    rows, events = stored(run_dir, "tone.courtesy")
+    assert events[-1]["status"] == "failed"
+    assert all(1 <= r.value <= 5 for r in rows if r.status == "ok")

@@ -80,6 +80,12 @@ class MockOptions(BaseModel):
     **position bias**; the slot is the order in which the names first appear
     in the last user turn), with the request's seed and case id. Other
     requests get the customer-service answer.
+
+    A request with ``choices`` (a judge's constrained answer, e.g. the tone
+    judge's ``scoring: yes_no``) is answered with its likeliest choice and
+    the choices' first-token log-probabilities, drawn from a hash of the
+    messages: deterministic, unrelated to the answer judged (a mock judge
+    fails the judge self-test).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -195,8 +201,34 @@ def mock_ranking(options: MockOptions, request: ChatRequest) -> str | None:
     return ", ".join(parts) + ", " + T["last"].format(names[-1]) + "."
 
 
+def _choice_reply(options: MockOptions, request: ChatRequest) -> Completion:
+    """A request with ``choices`` (a judge's constrained answer): the first-token log-probabilities
+    of the choices are a softmax of scores drawn from SHA-256 of the messages and the choice (the
+    same request, the same probabilities), and the answer is the likeliest choice."""
+    import math
+
+    key = _messages_key(request.messages)
+    scores = {c: int(hashlib.sha256(f"{key}|{c}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF * 4
+              for c in request.choices or ()}
+    top = max(scores.values())
+    log_z = top + math.log(sum(math.exp(s - top) for s in scores.values()))
+    best = max(scores, key=lambda c: scores[c])
+    prompt_chars = sum(len(str(m.get("content", ""))) for m in request.messages)
+    return Completion(text=best, usage=Usage(prompt_tokens=prompt_chars // 4, completion_tokens=1),
+                      finish_reason="stop", model=options.model, system_fingerprint="mock",
+                      top_logprobs={c: s - log_z for c, s in scores.items()})
+
+
+def _messages_key(messages) -> str:
+    import json
+
+    return json.dumps(list(messages), sort_keys=True, ensure_ascii=False, default=str)
+
+
 def mock_reply(options: MockOptions, request: ChatRequest) -> Completion:
     """The deterministic answer of the mock for ``request`` (no latency, no faults)."""
+    if request.choices:
+        return _choice_reply(options, request)
     ranked = mock_ranking(options, request)
     if ranked is not None:
         prompt_chars = sum(len(str(m.get("content", ""))) for m in request.messages)
