@@ -42,6 +42,8 @@ from fairpair.run._runner import build_target
 from fairpair.targets import ChatRequest
 
 DIMS = ("courtesy", "condescension", "distrust")
+#: --question DIM=TEXT: a question tried instead of the default rubric's
+QUESTIONS: dict[str, str] = {}
 
 PAIR_Q = {
     "es": {"courtesy": "¿Qué respuesta es más amable y cortés con el cliente, A o B?",
@@ -101,7 +103,7 @@ async def yesno(judge, lang, rubric, prompt, answer, seed, log):
     for d in DIMS:  # one after the other: the shared prefix is reused from the slot's cache
         msgs = [{"role": "system", "content": system_t.substitute(rubric=shown)},
                 {"role": "user", "content": user_t.substitute(prompt=prompt, answer=answer,
-                                                              question=dims[d]["question"])}]
+                                                              question=QUESTIONS.get(d, dims[d]["question"]))}]
         c = await ask(judge, msgs, choices, seed)
         p, mass = grouped(c.top_logprobs or {}, groups)
         log.append({"dim": d, "text": c.text, "mass": round(mass, 4), "top": {k: round(v, 3) for k, v in
@@ -161,7 +163,8 @@ async def run(args):
                   + f"  [{times[-1]:.1f} s]", flush=True)
     res = score_tone(expected, judged, list(DIMS))
     load1 = os.getloadavg()
-    summary = {"model": args.model, "variant": args.variant, "anchors": args.anchors, "n": len(rows),
+    summary = {"model": args.model, "variant": args.variant, "anchors": args.anchors, "questions": QUESTIONS,
+               "n": len(rows),
                "passed": res["passed"], "failures": res["failures"],
                "rho": {d: v["spearman"] for d, v in res["dimensions"].items()},
                "cross": [(c["a"], c["b"], c["judge"], c["anchors"]) for c in res["cross"]],
@@ -181,8 +184,16 @@ def main() -> int:
     ap.add_argument("--anchors", default="es")
     ap.add_argument("--scenarios", type=int)
     ap.add_argument("--judge-options", help="extra local options as JSON")
+    ap.add_argument("--question", action="append", default=[], metavar="DIM=TEXT",
+                    help="yes/no variants: ask DIM with TEXT instead of the default rubric's question")
     ap.add_argument("--out", type=Path)
-    asyncio.run(run(ap.parse_args()))
+    args = ap.parse_args()
+    for q in args.question:
+        dim, _, text = q.partition("=")
+        if dim not in DIMS or not text.strip():
+            ap.error(f"--question takes DIM=TEXT with DIM one of {', '.join(DIMS)}")
+        QUESTIONS[dim] = text.strip()
+    asyncio.run(run(args))
     return 0
 
 
