@@ -69,8 +69,9 @@ lowest and the highest level; ``detail`` keeps the probabilities, their mass
 before renormalising and the decoded digit). This is G-Eval's
 probability-weighted score (Liu et al. 2023, sec. 2), which separates answers
 that a small model's greedy digit ties; it needs a judge that reports token
-probabilities (the ``local`` target; another judge stops the measure stage
-with an error) and one-digit levels.
+probabilities (the ``local`` target, or ``openai`` with a server that returns
+``logprobs``; a judge that reports none stops the measure stage with an
+error) and one-digit levels.
 
 ``scoring: yes_no`` (with ``per_dimension``) asks each dimension as one
 yes/no question (the rubric's ``question``, "¿Es esta respuesta
@@ -635,7 +636,6 @@ class ToneJudgeMeasure(Measure):
             outputs[k] = round(sum(int(c) * p for c, p in a.probabilities.items()), 6)
         return MeasureResult.ok(outputs=outputs, detail=detail)
 
-
     def _question_messages(self, item: MeasureItem, ctx: MeasureContext, dimension: str,
                            lang: str) -> list[dict[str, str]]:
         """``scoring: yes_no``: the system prompt and the (masked) conversation are the same for
@@ -643,13 +643,9 @@ class ToneJudgeMeasure(Measure):
         (``local`` with ``cache_prompt: true``) reads the shared prefix once per answer."""
         system_t, user_t = _prompt("tone_question", lang)
         rubric = self.rubric(ctx)
-        shown = ""
-        if _QUESTION_RUBRIC:
-            head = "Dimensiones del tono:" if lang == "es" else "Tone dimensions:"
-            shown = "\n\n" + "\n".join([head, *(f"- {(d.get('description') or k).strip()}"
-                                                for k, d in rubric.items())])
         mk = ctx.masker
-        return [{"role": "system", "content": system_t.substitute(rubric=shown)},
+        # $rubric: empty; benchmarks/judge_questions.py's *-rubric variants show the dimensions there
+        return [{"role": "system", "content": system_t.substitute(rubric="")},
                 {"role": "user", "content": user_t.substitute(
                     prompt=mk.mask(_user_prompt(item.case)) if self.options.include_prompt else "-",
                     answer=mk.mask(item.text), question=rubric[dimension]["question"].strip())}]
@@ -701,8 +697,6 @@ class ToneJudgeMeasure(Measure):
 
 #: ``scoring: yes_no``: the words the judge may answer (each also in lower case)
 _YES_NO = {"es": ("Sí", "No"), "en": ("Yes", "No")}
-#: ``scoring: yes_no``: show the rubric's dimension descriptions in the shared system prompt
-_QUESTION_RUBRIC = False
 
 
 # ---------------------------------------------------------------- pairwise (HHH, both orders)
