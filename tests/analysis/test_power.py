@@ -56,6 +56,13 @@ def test_seed_starting_size(tmp_path):
     assert c["margin"] == 0.1 and 0.0 <= c["power_fail"] <= 1.0 and 0.0 <= c["power_pass_at_zero"] <= 1.0
     text = "\n".join(out["lines"])
     assert "Satterthwaite" in text and "one more name per group" in text and "P(pass)" in text
+    # P(pass) is that of the verdict's rule (the hull with Hall's skewness-corrected t; checked against a
+    # brute-force simulation in tests/stats/test_stats_crossed_power.py), and the plan says what it assumes
+    rule = crossed_power(0.0, vc, templates=20, names_a=3, names_b=3, repetitions=5, alpha=0.05 / 3, margin=0.1,
+                         equivalence_alpha=0.05)
+    assert c["power_pass_at_zero"] == rule.power_pass
+    assert "hull of the t and Hall's (1992) skewness-corrected t" in text and "16,384 simulated audits" in text
+    assert "90% interval" in out["assumptions"]["pass_rule"]
 
 
 def test_one_name_per_group_is_an_insufficient_design(tmp_path):

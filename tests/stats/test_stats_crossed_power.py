@@ -84,15 +84,121 @@ def test_crossed_power_against_simulation(delta, margin):
     reps, t, n, r = 4000, 20, 4, 5
     est, se, df = _simulate_audits(rng, reps, delta, VC, t, n, r)
     crit = stats.t.isf(0.025, df)
-    ct = stats.t.isf(0.05, df)
     rejects = np.mean(np.abs(est / se) > crit)
     fails = np.mean((est - crit * se > margin) | (est + crit * se < -margin))
-    passes = np.mean((est - ct * se > -margin) & (est + ct * se < margin))
     plan = crossed_power(delta, VC, templates=t, names_a=n, names_b=n, repetitions=r, margin=margin)
-    for planned, simulated in ((plan.power, rejects), (plan.power_fail, fails), (plan.power_pass, passes)):
+    for planned, simulated in ((plan.power, rejects), (plan.power_fail, fails)):
         mc_se = math.sqrt(max(simulated * (1 - simulated), 0.01 * 0.99) / reps)
         # 3 Monte Carlo SE of the simulation plus the planner's own draws (< 0.005)
         assert abs(planned - simulated) <= 3 * mc_se + 0.005
+
+
+def _cells(rng, reps, delta, vc, t, n, r):
+    """Whole tables of cell means (reps, T, group, name) of the crossed normal model."""
+    shape = (reps, t, 2, n)
+    m = (rng.normal(0, math.sqrt(vc.template_group / 2), (reps, t, 2, 1))
+         + rng.normal(0, math.sqrt(vc.name), (reps, 1, 2, n)) + rng.normal(0, math.sqrt(vc.template_name), shape)
+         + rng.normal(0, math.sqrt(vc.repetition / r), shape))
+    m[:, :, 0, :] += delta
+    return m
+
+
+def _hull_rule(m, names, level, pool=0.25):
+    """The pass rule's interval from cell-mean tables, written from the papers, independently of fairpair.
+
+    The crossed moment estimator with the "sometimes pool" preliminary F test (Bancroft 1944), the
+    Satterthwaite df, then the hull of the t interval and Hall's (1992) skewness-corrected t, Hall's
+    transformation g(x) = x + l (x^2/3 + 1/6) + l^2 x^3 / 27 inverted by bisection (not by its closed form).
+    Returns (estimate, se, df, skewness, low, high).
+    """
+    reps, t, _, n = m.shape
+    d_t = m[:, :, 0, :].mean(-1) - m[:, :, 1, :].mean(-1)
+    est = d_t.mean(1)
+    s_t = d_t.var(1, ddof=1)
+    v = s_t / t
+    pieces = [(s_t / t, t - 1)]
+    if names == "random":
+        s_n, ms = [], []
+        for g in (0, 1):
+            mg = m[:, :, g, :]
+            s_n.append(mg.mean(1).var(1, ddof=1))
+            res = mg - mg.mean(1, keepdims=True) - mg.mean(2, keepdims=True) + mg.mean((1, 2), keepdims=True)
+            ms.append((res**2).sum((1, 2)) / ((t - 1) * (n - 1)))
+        f = (t * (s_n[0] + s_n[1]) / 2) / ((ms[0] + ms[1]) / 2)
+        pooled = stats.f.sf(f, 2 * (n - 1), 2 * (t - 1) * (n - 1)) > pool
+        for g in (0, 1):
+            val = (s_n[g] - ms[g] / t) / n
+            pos = (val > 0) & ~pooled
+            v = v + np.where(pos, val, 0.0)
+            pieces += [(np.where(pos, s_n[g] / n, 0.0), n - 1), (np.where(pos, ms[g] / (n * t), 0.0), (t - 1) * (n - 1))]
+    df = v**2 / sum(k**2 / dfi for k, dfi in pieces)
+    se = np.sqrt(v)
+    lam = stats.kstat(d_t, 3, axis=1) / t**2 / se**3
+    q = stats.t.ppf(0.5 + level / 2, df)
+
+    def g_inv(z):
+        lo, hi = np.full(reps, -100.0), np.full(reps, 100.0)
+        for _ in range(80):
+            mid = (lo + hi) / 2
+            below = mid + lam * (mid**2 / 3 + 1 / 6) + lam**2 * mid**3 / 27 < z
+            lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+        return (lo + hi) / 2
+
+    low = np.minimum(est - q * se, est - se * g_inv(q))
+    high = np.maximum(est + q * se, est - se * g_inv(-q))
+    return est, se, df, lam, low, high
+
+
+def test_hull_rule_reference_is_the_analysis_interval():
+    # the reference above computes what the analysis computes: estimate, SE, df, skewness, pass interval
+    from fairpair.stats import crossed_from_cells
+
+    m = _cells(np.random.default_rng(3), 6, 0.02, VC, 10, 4, 2)
+    for names in ("fixed", "random"):
+        ref = _hull_rule(m, names, 0.90)
+        for i in range(m.shape[0]):
+            cr = crossed_from_cells(m[i, :, 0, :], m[i, :, 1, :], names=names)
+            ci = cr.equivalence_interval(0.90)
+            got = (cr.estimate, cr.se, cr.df, cr.skewness, ci.low, ci.high)
+            assert got == pytest.approx(tuple(x[i] for x in ref), rel=1e-7, abs=1e-9)
+
+
+@pytest.mark.parametrize("names, t, n, r, delta, margin", [
+    ("fixed", 20, 3, 5, 0.0, 0.12),    # the design where the hull's price was measured (20 x 3 names fixed)
+    ("fixed", 6, 3, 2, 0.03, 0.4),     # few templates: the estimated skewness is the noisiest
+    ("random", 20, 4, 5, 0.0, 0.15),
+    ("random", 8, 10, 1, 0.05, 0.25),
+])
+def test_power_pass_follows_the_verdicts_hull_rule(names, t, n, r, delta, margin):
+    # brute force: whole tables of cell means through the pass rule's interval, counted. Names fixed: the
+    # truth is the difference with these names, so no name effect is drawn from audit to audit.
+    reps = 6000
+    vc = VC if names == "random" else VarianceComponents(VC.template_group, 0.0, VC.template_name, VC.repetition)
+    est, se, df, lam, low, high = _hull_rule(_cells(np.random.default_rng(20261201), reps, delta, vc, t, n, r),
+                                             names, 0.90)
+    passes = np.mean((low > -margin) & (high < margin))
+    ct = stats.t.isf(0.05, df)
+    symmetric = np.mean((est - ct * se > -margin) & (est + ct * se < margin))
+    plan = crossed_power(delta, VC, templates=t, names_a=n, names_b=n, repetitions=r, margin=margin,
+                         names=names)
+    mc_se = math.sqrt(max(passes * (1 - passes), 0.01 * 0.99) / reps)
+    # 3 Monte Carlo SE of the brute force plus the planner's own draws (< 0.005)
+    assert abs(plan.power_pass - passes) <= 3 * mc_se + 0.005
+    assert 0.1 < passes < symmetric < 0.95  # informative rows; the hull only makes a pass rarer
+
+
+def test_power_pass_is_deterministic_and_below_the_symmetric_t():
+    a = crossed_power(0.0, VC, templates=20, names_a=3, names_b=3, repetitions=5, margin=0.12, names="fixed")
+    b = crossed_power(0.0, VC, templates=20, names_a=3, names_b=3, repetitions=5, margin=0.12, names="fixed")
+    assert a.power_pass == b.power_pass
+    # the symmetric t interval's pass probability (names fixed: exact, over the chi-square of S_T^2)
+    df, se = a.df, a.standard_error
+    ct = stats.t.isf(0.05, df)
+    u = np.linspace(1e-6, stats.chi2.isf(1e-12, df), 200001)
+    s = se * np.sqrt(u / df)
+    inside = np.clip(stats.norm.cdf((0.12 - ct * s) / se) - stats.norm.cdf((-0.12 + ct * s) / se), 0, None)
+    symmetric = np.trapezoid(inside * stats.chi2.pdf(u, df), u)
+    assert a.power_pass < symmetric - 0.005
 
 
 def test_estimate_variance_components_recovers_the_simulated_ones():
