@@ -76,6 +76,30 @@ def test_init_refuses_unknown_choices(tmp_path, capsys):
     assert not (tmp_path / "x.yaml").exists()
 
 
+@pytest.mark.parametrize("value, says", [
+    ("foo", "unknown target 'foo'; --target must be mock, openai, ollama, vllm, lmstudio, http or local"),
+    ("olama", "unknown target 'olama'; --target must be mock, openai, ollama, vllm, lmstudio, http or local "
+              "(did you mean 'ollama'?)"),
+    ("python", "init has no starter for the target kind 'python'; --target must be mock, openai, ollama, vllm, "
+               "lmstudio, http or local (write a 'python' target block by hand: see examples/targets/)"),
+    ("litellm", "init has no starter for the target kind 'litellm'"),
+    ("", "unknown target ''"),
+])
+def test_init_target_is_one_of_the_kinds_it_writes(tmp_path, value, says):
+    from typer.testing import CliRunner
+
+    from fairpair.cli import app
+
+    out = tmp_path / "x.yaml"
+    res = CliRunner().invoke(app, ["init", str(out), "--target", value])
+    text = " ".join(res.output.split())  # rich wraps the usage error's box
+    assert res.exit_code == 2 and "Invalid value for '--target'" in text and says in text
+    assert res.exception is None or isinstance(res.exception, SystemExit)
+    assert "Traceback" not in res.output and not out.exists()
+    ok = CliRunner().invoke(app, ["init", str(out), "--target", "vllm"])
+    assert ok.exit_code == 0 and 'base_url: "http://localhost:8000/v1"' in out.read_text(encoding="utf-8")
+
+
 def test_the_readme_walk_with_a_refused_port(tmp_path, capsys, monkeypatch):
     """The README's "your own audit" commands, with nothing listening on the target's port."""
     import re

@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
+import click
 import typer
 from rich.markup import escape
 from rich.table import Table
 
+from fairpair.battery import TARGET_PRESETS
 from fairpair.cli._app import app, console
 from fairpair.cli._common import design_warnings, load, warn_ambiguous_names
 from fairpair.cli._options import AxesOpt, BatteryArg, JsonOpt, Lang, TemplatesOpt, choice, renamed
@@ -107,6 +109,28 @@ def schema() -> None:
     console.print_json(json.dumps(battery_json_schema(), ensure_ascii=False))
 
 
+def _init_target(value: Optional[str]) -> Optional[str]:
+    """``--target`` of ``init``: one of the target kinds ``init`` writes (:data:`fairpair.battery.TARGET_PRESETS`).
+
+    A registered target kind that ``init`` has no starter for (``python``, ``litellm``, a plugin's) and any
+    other text exit 2 with the option, the valid values and, for a near miss, a "did you mean".
+    """
+    import difflib
+
+    from fairpair._plugins import plugin_names
+
+    if value is None or value in TARGET_PRESETS:
+        return value
+    valid = list(TARGET_PRESETS)
+    words = ", ".join(valid[:-1]) + " or " + valid[-1]
+    if value in plugin_names("fairpair.targets"):
+        raise typer.BadParameter(f"init has no starter for the target kind '{value}'; --target must be {words} "
+                                 f"(write a '{value}' target block by hand: see examples/targets/)")
+    close = difflib.get_close_matches(value, valid, n=1)
+    raise typer.BadParameter(f"unknown target '{value}'; --target must be {words}"
+                             + (f" (did you mean '{close[0]}'?)" if close else ""))
+
+
 @app.command()
 def init(
     output: Annotated[Path, typer.Argument(help="Battery file to write (never overwritten).")] = Path("battery.yaml"),
@@ -116,7 +140,10 @@ def init(
     = None,
     groups: Annotated[Optional[str], typer.Option(help="Comma-separated lexicons to compare, the reference "
                                                   "first (see `fairpair lexicons`).")] = None,
-    target: Annotated[Optional[str], typer.Option(help="mock, openai, ollama, vllm, lmstudio, http or local.")] = None,
+    target: Annotated[Optional[str], typer.Option(
+        parser=_init_target, metavar="[" + "|".join(TARGET_PRESETS) + "]",
+        help="The target kind to start from (ollama, vllm and lmstudio are openai targets with their "
+        "servers' default URL).")] = None,
     url: Annotated[Optional[str], typer.Option(help="The target's base URL (openai kinds) or URL (http).")] = None,
     model: Annotated[Optional[str], typer.Option(help="Model name for an OpenAI-compatible server.")] = None,
     api_key_env: Annotated[Optional[str], typer.Option(help="Name of the environment variable holding the "
@@ -125,7 +152,7 @@ def init(
 ) -> None:
     """Write a commented starter battery that validates and runs; asks what flags leave out on a terminal."""
     from fairpair.battery import load_battery
-    from fairpair.battery import TARGET_PRESETS, InitChoices, default_groups, starter_battery
+    from fairpair.battery import InitChoices, default_groups, starter_battery
 
     language = renamed(language_old, lang.value if lang else None, old="--language", new="--lang")
     if output.exists():
@@ -140,7 +167,7 @@ def init(
         d = ",".join(default_groups(language))
         groups = typer.prompt("groups to compare (lexicons, reference first)", default=d) if ask else d
     if target is None:
-        target = typer.prompt(f"target ({'/'.join(TARGET_PRESETS)})", default="mock") if ask else "mock"
+        target = typer.prompt("target", default="mock", type=click.Choice(list(TARGET_PRESETS))) if ask else "mock"
     if url is None and ask and TARGET_PRESETS.get(target, {}).get("url"):
         url = typer.prompt("target URL", default=TARGET_PRESETS[target]["url"])
     choices = InitChoices(name=name, language=language, groups=tuple(g.strip() for g in groups.split(",") if g.strip()),
