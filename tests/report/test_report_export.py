@@ -74,3 +74,13 @@ def test_invalid_utf8_and_nul_in_the_store(hostile_run, copy_run):
 def test_unknown_format_is_a_user_error(hostile_run):
     with pytest.raises(FairpairError, match="unknown export format"):
         export_run(hostile_run, fmt="xlsx")
+
+
+def test_parquet_without_pyarrow_is_a_user_error(hostile_run, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # as if not installed: the import raises ImportError
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(FairpairError, match=r"Parquet export needs pyarrow: pip install 'fairpair\[parquet\]'"):
+        export_run(hostile_run, fmt="parquet", out=tmp_path / "pq")
+    assert not list(tmp_path.rglob("*.parquet"))

@@ -37,7 +37,6 @@ class AAOutcome:
 def analyze_aa(battery, data: RunData) -> AAOutcome:
     """Run the A/A controls of a battery on loaded data (empty outcome when it has none)."""
     from fairpair.analysis._analyze import analyze_loaded
-    from fairpair.analysis._analyze import analyze_loaded
 
     comps = []
     for i, d in enumerate(battery.designs):  # only A/A controls add comparisons of their own

@@ -213,7 +213,7 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
                          "estimand": estimand_words(names)}
     if f["n_dropped"]:
         notes.append(f"{f['n_dropped']} pairs have a missing answer or measurement (the other side still counts)")
-    x, y, cl = pd.x[keep], pd.y[keep], pd.clusters[keep]
+    x, y = pd.x[keep], pd.y[keep]
     answers = np.concatenate([pd.x[~np.isnan(pd.x)], pd.y[~np.isnan(pd.y)]])
     if binary and answers.size and not np.all(np.isin(answers, (0.0, 1.0))):
         notes.append("measure declared binary but holds values other than yes/no: analysed as continuous")

@@ -47,7 +47,7 @@ group, slot, template and name effects and nested repetitions); figures in
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import dataclass, field, is_dataclass
 from itertools import combinations
 from typing import Any
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path

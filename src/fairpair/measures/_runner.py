@@ -131,8 +131,6 @@ class MeasureContext:
     def masker(self):
         """A :class:`~fairpair.measures._mask.Masker` over every signal value of the battery."""
         if self._masker is None:
-            from fairpair.measures._mask import Masker
-
             try:
                 self._masker = masker_for(self.battery)
             except ValueError as exc:

@@ -136,7 +136,8 @@ def _write_csv(path: Path, cols: list[str], rows: list[dict[str, Any]]) -> None:
 
 def _write_parquet(path: Path, cols: list[str], rows: list[dict[str, Any]]) -> None:
     try:
-        import pyarrow  # noqa: F401
+        import pyarrow as pa
+        import pyarrow.parquet as pq
     except ImportError:
         raise FairpairError("Parquet export needs pyarrow: pip install 'fairpair[parquet]'") from None
     import pandas as pd
@@ -148,7 +149,7 @@ def _write_parquet(path: Path, cols: list[str], rows: list[dict[str, Any]]) -> N
             if len(kinds) > 1:
                 df[c] = [None if v is None else str(v) for v in df[c]]
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    df.to_parquet(tmp, index=False)
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp)  # what df.to_parquet(index=False) does
     tmp.replace(path)
 
 

@@ -161,7 +161,7 @@ async def preflight(target: Any, case: Any, settings: Any, *, tools=None, tool_m
         Any failure: the error (secrets redacted), what it most likely means, and how to skip.
     """
     from fairpair._calls import ModelCaller, describe_error
-    from fairpair.run._engine import _converse, redact
+    from fairpair.run._engine import _converse
 
     quick = dataclasses.replace(settings, max_attempts=min(settings.max_attempts, PREFLIGHT_ATTEMPTS),
                                 backoff_max=min(settings.backoff_max, PREFLIGHT_BACKOFF_MAX))

@@ -16,14 +16,16 @@ Equivalence and verdicts                  :func:`verdict`, :func:`equivalence_ve
                                           :func:`significant`
 Planning                                  :func:`pairs_needed`, :func:`mcnemar_power`, :func:`paired_power`,
                                           :func:`min_detectable_effect`, :func:`min_detectable_risk_difference`,
-                                          :func:`design_effect`
+                                          :func:`design_effect`; crossed designs: :func:`crossed_power`,
+                                          :func:`crossed_variance`, :func:`estimate_variance_components`
 Dispersion (Tan & Lee 2025)               :func:`cell_means`, :func:`cell_means_bootstrap`, :func:`dispersion`,
                                           :func:`dispersion_bootstrap`,
                                           :func:`dispersion_permutation_test` (matched scenes),
                                           :func:`unpaired_dispersion_permutation_test` (different scenes),
-                                          :func:`paired_permutation_test`, :func:`least_change_identity`
-Crossed designs (templates x names)       :func:`crossed_difference`, :func:`crossed_omnibus`,
-                                          :func:`names_heterogeneity`
+                                          :func:`paired_permutation_test`, :func:`least_change_identity`,
+                                          :func:`corrected_dispersion` (answer noise removed)
+Crossed designs (templates x names)       :func:`crossed_difference`, :func:`crossed_from_cells`,
+                                          :func:`crossed_omnibus`, :func:`names_heterogeneity`
 Variant heterogeneity                     :func:`variant_heterogeneity`
 Ranking design (k candidates, one prompt) :func:`crossed_mean`, :func:`paired_difference`, :func:`selection_ratio`,
                                           :func:`ratio_to_best` (four-fifths rule), :func:`crossed_k_test`,
@@ -105,6 +107,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         CrossedDifferenceResult,
         CrossedFResult,
         crossed_difference,
+        crossed_from_cells,
         crossed_omnibus,
         names_heterogeneity,
     )
@@ -211,6 +214,8 @@ __all__ = [
     "cluster_bootstrap_mean_difference",
     "cluster_bootstrap_risk_difference",
     "BootstrapResult",
+    "FewClustersWarning",
+    "MIN_CLUSTERS_FOR_INTERVAL",
     # equivalence
     "verdict",
     "equivalence_verdict",
@@ -226,6 +231,11 @@ __all__ = [
     "min_detectable_risk_difference",
     "design_effect",
     "PowerResult",
+    "crossed_power",
+    "crossed_variance",
+    "estimate_variance_components",
+    "CrossedPowerResult",
+    "VarianceComponents",
     # dispersion
     "cell_means",
     "cell_means_bootstrap",
@@ -239,8 +249,11 @@ __all__ = [
     "DispersionResult",
     "PermutationTestResult",
     "LeastChangeResult",
+    "corrected_dispersion",
+    "CorrectedDispersionResult",
     # crossed designs
     "crossed_difference",
+    "crossed_from_cells",
     "crossed_omnibus",
     "names_heterogeneity",
     "CrossedDifferenceResult",
