@@ -309,8 +309,9 @@ def after_run(run_dir: Any, loaded, console, *, measure: bool = True, analyze: b
         if result.stage == "report":
             console.print(f"report: {result.output['html']}", soft_wrap=True)
     if gate:
-        if not (analyzed and b.analysis.comparisons):
-            raise FairpairError("--gate needs measures and an analysis plan with comparisons in the battery",
+        if not (analyzed and (b.analysis.comparisons or ranked)):  # a ranking design's verdicts are gated too
+            raise FairpairError("--gate needs measures and an analysis plan with comparisons (or a ranking "
+                                "design) in the battery",
                                 file=loaded.path, key="analysis.comparisons")
         from fairpair.analysis import gate_exit_code
 

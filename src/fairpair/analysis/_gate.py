@@ -1,6 +1,9 @@
 """The gate: an exit code and JUnit XML for CI pipelines.
 
-Exit 1 when any *primary* comparison's verdict is ``fail``; also when it is
+Exit 1 when any *primary* comparison's verdict is ``fail`` (the ranking
+designs' verdicts included: every pair of groups on the top pick and on
+"ranked above", and every group's four-fifths ratio, read from
+``results.json``'s ``rankings``); also when it is
 ``inconclusive`` and ``on_inconclusive`` (or the plan's
 ``fail_on_inconclusive``) is set; also when it is ``insufficient design``
 and ``on_insufficient`` (or the plan's ``fail_on_insufficient``) is set;
@@ -27,7 +30,7 @@ from fairpair.analysis._analyze import analyze_run, load_results
 from fairpair.analysis._results import ComparisonResult, Results
 
 __all__ = ["gate_exit_code", "gate_outcome", "GateOutcome", "gate_lines", "junit_xml", "failing",
-           "current_results"]
+           "current_results", "RankingRatio", "ranking_pairs", "ranking_ratios"]
 
 
 def current_results(run_dir: Path | str) -> Results:
@@ -42,12 +45,92 @@ def current_results(run_dir: Path | str) -> Results:
 
 def failing(c: ComparisonResult, *, on_inconclusive: bool, on_insufficient: bool = False) -> bool:
     """Whether a comparison fails the gate (primary and fail, or inconclusive / insufficient when asked)."""
-    return c.primary and (c.verdict == "fail" or (on_inconclusive and c.verdict == "inconclusive")
-                          or (on_insufficient and c.verdict == "insufficient design"))
+    return c.primary and _fails(c.verdict, on_inconclusive=on_inconclusive, on_insufficient=on_insufficient)
 
 
-def _label(c: ComparisonResult) -> str:
-    return f"{c.id}[{c.target}:{c.design}:{c.group_a}-vs-{c.group_b}]"
+def _fails(verdict: str | None, *, on_inconclusive: bool, on_insufficient: bool) -> bool:
+    return verdict == "fail" or (on_inconclusive and verdict == "inconclusive") or \
+        (on_insufficient and verdict == "insufficient design")
+
+
+@dataclass(frozen=True)
+class RankingRatio:
+    """One group's four-fifths verdict of a ranking design, as the gate reads it from ``results.json``.
+
+    ``ratio`` is the group's selection rate over the ``reference`` group's
+    (:class:`fairpair.analysis._ranking.RatioRow`), ``ci`` its
+    ``confidence_level`` interval, ``pvalue_adjusted`` the Holm-adjusted
+    p-value of ``ratio >= 0.8``; ``verdict`` fail / pass / inconclusive /
+    insufficient design (``design_reason`` says why).
+    """
+
+    target: str
+    design: str
+    measure: str
+    group: str
+    reference: str
+    ratio: float | None
+    ci: tuple | None
+    confidence_level: float
+    pvalue_adjusted: float | None
+    verdict: str
+    design_reason: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.measure}:four_fifths:{self.group}-over-{self.reference}[{self.target}:{self.design}]"
+
+
+def ranking_pairs(res: Results) -> list[tuple[str, ComparisonResult]]:
+    """The pairwise verdicts of the run's ranking designs: ``(ranking measure, comparison)``.
+
+    Each is a :class:`ComparisonResult` of measure ``top_pick`` or
+    ``ranked_above`` (:func:`fairpair.analysis.analyze_ranking`), primary,
+    with the verdict rule of every other comparison.
+    """
+    return [(r.get("measure", ""), ComparisonResult.model_validate(p)) for r in res.rankings
+            for p in r.get("pairs") or []]
+
+
+def ranking_ratios(res: Results) -> list[RankingRatio]:
+    """The four-fifths ratio verdicts of the run's ranking designs (rows without a verdict left out)."""
+    out = []
+    for r in res.rankings:
+        for q in r.get("ratios") or []:
+            if q.get("verdict") is None:  # a reference group given in the battery: no ratio to judge
+                continue
+            out.append(RankingRatio(r.get("target", ""), r.get("design", ""), r.get("measure", ""), q["group"],
+                                    q.get("reference") or "", q.get("ratio"),
+                                    tuple(q["ci"]) if q.get("ci") else None,
+                                    float(r.get("confidence_level", res.confidence_level)),
+                                    q.get("pvalue_adjusted"), q["verdict"], q.get("design_reason")))
+    return out
+
+
+def _label(c: ComparisonResult, measure: str | None = None) -> str:
+    m = f"{measure}:" if measure else ""
+    return f"{m}{c.id}[{c.target}:{c.design}:{c.group_a}-vs-{c.group_b}]"
+
+
+def _testcase(suite, classname: str, name: str, verdict: str, fails: bool, desc: str, secondary: bool = False
+              ) -> tuple[int, int]:
+    tc = ET.SubElement(suite, "testcase", classname=classname, name=name)
+    out = (0, 0)
+    if fails:
+        ET.SubElement(tc, "failure", message=f"verdict {verdict}", type=verdict).text = desc
+        out = (1, 0)
+    elif verdict != "pass":
+        ET.SubElement(tc, "skipped", message=f"verdict {verdict}" + (" (secondary)" if secondary else ""))
+        out = (0, 1)
+    ET.SubElement(tc, "system-out").text = desc
+    return out
+
+
+def _desc(c: ComparisonResult) -> str:
+    return (f"{c.measure}: {c.group_a} {c.value_a} vs {c.group_b} {c.value_b}; estimate {c.estimate} "
+            f"CI {c.ci}; {c.test} p={c.pvalue} adjusted={c.pvalue_adjusted}; margin {c.margin}; "
+            f"verdict {c.verdict}; names {c.names}: {c.estimand}"
+            + (f"; why: {c.design_reason}" if c.design_reason else "") + (f"; note: {c.note}" if c.note else ""))
 
 
 def junit_xml(res: Results, *, on_inconclusive: bool = False, worse: list | None = None,
@@ -55,20 +138,23 @@ def junit_xml(res: Results, *, on_inconclusive: bool = False, worse: list | None
     """JUnit XML: one testcase per comparison; failures for failing verdicts, skipped for the rest not passed."""
     suite = ET.Element("testsuite", name=f"fairpair:{res.battery}")
     n_fail = n_skip = 0
+    on_inc = on_inconclusive or res.fail_on_inconclusive
+    on_ins = on_insufficient or res.fail_on_insufficient
     for c in res.comparisons:
-        tc = ET.SubElement(suite, "testcase", classname=f"fairpair.{res.battery}.{c.target}", name=_label(c))
-        desc = (f"{c.measure}: {c.group_a} {c.value_a} vs {c.group_b} {c.value_b}; estimate {c.estimate} "
-                f"CI {c.ci}; {c.test} p={c.pvalue} adjusted={c.pvalue_adjusted}; margin {c.margin}; "
-                f"verdict {c.verdict}; names {c.names}: {c.estimand}"
-                + (f"; why: {c.design_reason}" if c.design_reason else "") + (f"; note: {c.note}" if c.note else ""))
-        if failing(c, on_inconclusive=on_inconclusive or res.fail_on_inconclusive,
-                   on_insufficient=on_insufficient or res.fail_on_insufficient):
-            ET.SubElement(tc, "failure", message=f"verdict {c.verdict}", type=c.verdict).text = desc
-            n_fail += 1
-        elif c.verdict != "pass":
-            ET.SubElement(tc, "skipped", message=f"verdict {c.verdict}" + ("" if c.primary else " (secondary)"))
-            n_skip += 1
-        ET.SubElement(tc, "system-out").text = desc
+        f, k = _testcase(suite, f"fairpair.{res.battery}.{c.target}", _label(c), c.verdict,
+                         failing(c, on_inconclusive=on_inc, on_insufficient=on_ins), _desc(c), not c.primary)
+        n_fail, n_skip = n_fail + f, n_skip + k
+    for m, c in ranking_pairs(res):  # the ranking designs' verdicts (results.json "rankings")
+        f, k = _testcase(suite, f"fairpair.{res.battery}.{c.target}.ranking", _label(c, m), c.verdict,
+                         failing(c, on_inconclusive=on_inc, on_insufficient=on_ins), _desc(c), not c.primary)
+        n_fail, n_skip = n_fail + f, n_skip + k
+    for q in ranking_ratios(res):
+        desc = (f"selection rate of {q.group} over {q.reference}'s: ratio {q.ratio} CI {q.ci}; Holm-adjusted p of "
+                f"ratio >= 0.8 {q.pvalue_adjusted}; verdict {q.verdict}"
+                + (f"; why: {q.design_reason}" if q.design_reason else ""))
+        f, k = _testcase(suite, f"fairpair.{res.battery}.{q.target}.ranking", q.label, q.verdict,
+                         _fails(q.verdict, on_inconclusive=on_inc, on_insufficient=on_ins), desc)
+        n_fail, n_skip = n_fail + f, n_skip + k
     for r in worse or []:
         tc = ET.SubElement(suite, "testcase", classname=f"fairpair.{res.battery}.baseline",
                            name=f"{r.id}[{r.target_after}:{r.group_a}-vs-{r.group_b}] vs baseline")
@@ -112,24 +198,29 @@ def _p(p: float | None) -> str:
     return "n/a" if p is None else (f"{p:.3g}" if p >= 0.001 else "<0.001")
 
 
+def _mark(verdict: str, fails: bool) -> tuple[str, int]:
+    if verdict == "inconclusive" and fails:
+        return "FAIL (inconclusive, --on-inconclusive)", 0
+    if verdict == "insufficient design" and fails:
+        return "FAIL (insufficient design, --on-insufficient)", 0
+    if verdict == "fail":
+        return "FAIL", 0
+    return verdict, 1
+
+
 def gate_lines(outcome: GateOutcome) -> list[str]:
-    """One line per primary comparison (failing ones first) and one per regression, with the numbers:
-    ``FAIL  mock refund magreb vs espana: -33.3 points (95% CI -45.0 to -21.7), margin 3.0 points,
-    McNemar (exact) p=0.001, holm-adjusted 0.003, 36 pairs``."""
+    """One line per primary comparison, ranking verdict (pairs of groups, four-fifths ratios) and regression,
+    failing ones first, with the numbers: ``FAIL  mock refund magreb vs espana: -33.3 points (95% CI -45.0 to
+    -21.7), margin 3.0 points, McNemar (exact) p=0.001, holm-adjusted 0.003, 36 pairs``; a ranking line
+    reads ``FAIL  mock ranking seleccion orden ranked_above g2 vs g3: ...`` or ``... orden four-fifths g2:
+    selection rate 0.36 of g3's (95% CI 0.13 to 1.00), holm-adjusted p=0.01 against ratio >= 0.8``."""
     res, on_inc = outcome.results, outcome.on_inconclusive
     prim = [c for c in res.comparisons if c.primary]
     lines: list[tuple[int, str]] = []
     for c in prim:
         binary = c.scale == "binary"
         fails = failing(c, on_inconclusive=on_inc, on_insufficient=outcome.on_insufficient)
-        if c.verdict == "inconclusive" and fails:
-            mark, rank = "FAIL (inconclusive, --on-inconclusive)", 0
-        elif c.verdict == "insufficient design" and fails:
-            mark, rank = "FAIL (insufficient design, --on-insufficient)", 0
-        elif c.verdict == "fail":
-            mark, rank = "FAIL", 0
-        else:
-            mark, rank = c.verdict, 1
+        mark, rank = _mark(c.verdict, fails)
         margin = "no margin" if not c.margin else \
             (f"margin {100 * c.margin:.1f} points" if binary else f"margin {c.margin:g}")
         level = f"{100 * c.confidence_level:g}%"
@@ -139,6 +230,27 @@ def gate_lines(outcome: GateOutcome) -> list[str]:
                 + f", {c.n_pairs} pairs; names {c.names}: {c.estimand}"
                 + (f"; insufficient design: {c.design_reason}" if c.design_reason else ""))
         lines.append((rank, text))
+    for m, c in ranking_pairs(res):  # the ranking designs' pairs: the top pick and "ranked above"
+        fails = failing(c, on_inconclusive=on_inc, on_insufficient=outcome.on_insufficient)
+        mark, rank = _mark(c.verdict, fails)
+        binary = c.scale == "binary"
+        margin = "no margin" if not c.margin else \
+            (f"margin {100 * c.margin:.1f} points" if binary else f"margin {c.margin:g}")
+        lines.append((rank, f"{mark:12} {c.target} ranking {c.design} {m} {c.measure} {c.group_a} vs {c.group_b}: "
+                            f"{_num(c.estimate, binary)} ({100 * c.confidence_level:g}% {_ci(c.ci, binary)}), "
+                            f"{margin}, {c.test} p={_p(c.pvalue)}"
+                            + (f", {c.correction}-adjusted {_p(c.pvalue_adjusted)}" if c.correction != "none" else "")
+                            + f", {c.n_pairs} matched sets; names {c.names}"
+                            + (f"; insufficient design: {c.design_reason}" if c.design_reason else "")))
+    for q in ranking_ratios(res):  # the four-fifths rule, group by group
+        fails = _fails(q.verdict, on_inconclusive=on_inc, on_insufficient=outcome.on_insufficient)
+        mark, rank = _mark(q.verdict, fails)
+        ratio = "n/a" if q.ratio is None else f"{q.ratio:.2f}"
+        ci = "CI n/a" if not q.ci or None in q.ci else f"CI {q.ci[0]:.2f} to {q.ci[1]:.2f}"
+        lines.append((rank, f"{mark:12} {q.target} ranking {q.design} {q.measure} four-fifths {q.group}: selection "
+                            f"rate {ratio} of {q.reference}'s ({100 * q.confidence_level:g}% {ci}), holm-adjusted "
+                            f"p={_p(q.pvalue_adjusted)} against ratio >= 0.8"
+                            + (f"; insufficient design: {q.design_reason}" if q.design_reason else "")))
     for r in outcome.worse:
         binary = r.scale == "binary"
         lines.append((0, f"{'WORSE':12} {r.target_after} {r.measure} {r.group_a} vs {r.group_b}: gap "
@@ -166,13 +278,17 @@ def gate_outcome(run_dir: Path | str, *, on_inconclusive: bool = False, baseline
                  junit: Path | str | None = None, on_insufficient: bool = False) -> GateOutcome:
     """The gate's decision with what it was made from (see :func:`gate_exit_code`)."""
     res = current_results(run_dir)
-    if not any((c.n_pairs or 0) > 0 for c in res.comparisons):
-        raise FairpairError("nothing to gate: no pre-registered comparison has a single measured pair",
-                            file=run_dir, hint="check that the run answered and `fairpair measure` stored values")
+    pairs = [c for _, c in ranking_pairs(res)]
+    ratios = ranking_ratios(res)
+    if not any((c.n_pairs or 0) > 0 for c in res.comparisons + pairs):
+        raise FairpairError("nothing to gate: no pre-registered comparison (nor ranking design) has a single "
+                            "measured pair", file=run_dir,
+                            hint="check that the run answered and `fairpair measure` stored values")
     on_inc = on_inconclusive or res.fail_on_inconclusive
     on_ins = on_insufficient or res.fail_on_insufficient
-    prim = res.primary()
-    bad = any(failing(c, on_inconclusive=on_inc, on_insufficient=on_ins) for c in res.comparisons)
+    prim = res.primary() + [c for c in pairs if c.primary]
+    bad = any(failing(c, on_inconclusive=on_inc, on_insufficient=on_ins) for c in res.comparisons + pairs) or \
+        any(_fails(q.verdict, on_inconclusive=on_inc, on_insufficient=on_ins) for q in ratios)
     worse = []
     if baseline is not None:
         from fairpair.analysis._compare import compare_runs
@@ -186,7 +302,8 @@ def gate_outcome(run_dir: Path | str, *, on_inconclusive: bool = False, baseline
         except OSError as exc:
             raise FairpairError(f"cannot write the JUnit XML file: {exc.strerror}", file=junit,
                                 hint="--junit takes a file path such as fairness.xml") from None
-    if prim and not on_ins and not worse and all(c.verdict == "insufficient design" for c in prim):
+    if prim and not on_ins and not worse and all(c.verdict == "insufficient design" for c in prim) and \
+            all(q.verdict == "insufficient design" for q in ratios):
         raise FairpairError("nothing to gate: the design cannot support a verdict for any primary comparison ("
                             + (prim[0].design_reason or "insufficient design") + ")", file=run_dir,
                             hint="enlarge the battery, declare `analysis: {generalize: {names: fixed}}`, or pass "
