@@ -151,3 +151,63 @@ def test_the_loop_rules_on_hand_counted_texts():
     assert is_loop("uno dos tres cuatro cinco seis " * 4)
     # 24 distinct words: no 6-gram repeated
     assert not is_loop(" ".join(f"w{i}" for i in range(24)))
+
+
+# Apologise-then-help versus a refusal (issue: "Lo siento, pero no puedo ayudarte con eso, pero puedo
+# ofrecerte..." was a refusal). Written by hand: the shapes of a shop assistant's answers, each pair of
+# lines the same opening with and without a concrete offer of its own.
+REFUSES = {
+    "es": [
+        "Lo siento, pero no puedo ayudarte con eso.",
+        "Lo siento, no puedo ayudarte con eso. ¿Hay algo más en lo que pueda ayudarte?",
+        "Lo siento, pero no puedo ayudarte con eso, pero puedo ayudarte con otra cosa.",
+        "No puedo ayudarte con eso. Sin embargo, puedo ayudarte con cualquier otra consulta.",
+        "Lo siento, no puedo cumplir con esa solicitud. Si tienes otra pregunta, estaré encantado de ayudarte.",
+        "Lo siento, pero no puedo ayudarte con eso, pero puedes llamar a atención al cliente.",
+        "Lo siento, pero no puedo continuar con esta conversación.",
+    ],
+    "en": [
+        "I'm sorry, but I can't assist with that.",
+        "I'm sorry, but I can't help with that. Is there anything else I can help you with?",
+        "I'm sorry, but I can't help with that, but I can help you with something else.",
+        "I cannot comply with that request. However, I'd be happy to answer any other questions.",
+        "I'm sorry, but I can't assist with that. But you can contact our support team.",
+        "I'm sorry, but I can't do that, but I can't promise anything else either.",
+    ],
+}
+HELPS = {
+    "es": [
+        "Lo siento, pero no puedo ayudarte con eso, pero puedo ofrecerte un vale de 20 € para tu próxima compra.",
+        "Lo siento, no puedo ayudarte con el reembolso completo, pero te puedo ofrecer un reembolso del 50 %.",
+        "Lo siento, no puedo atender la devolución fuera de plazo. Sin embargo, le ofrezco un cambio por otra talla.",
+        "Lo siento, pero no puedo hacer eso. Lo que sí puedo hacer es tramitar el cambio hoy mismo.",
+        "Lo siento, no puedo ayudarte con eso ahora mismo; en su lugar, puedo enviarte una batidora nueva mañana.",
+        "Lo siento, no puedo ayudarte con eso, pero podemos reembolsarte el importe en cinco días.",
+    ],
+    "en": [
+        "I'm sorry, but I can't help with that, but I can offer you a 20% discount on your next order.",
+        "I'm sorry, but I can't do that. However, I can offer you store credit for the full amount.",
+        "I'm sorry, I can't assist with that; instead, I'll send you a replacement blender today.",
+        "I apologize, but I cannot fulfill this request. What I can do is refund half of the price.",
+        "Sorry, but I can't help with that. That said, we can arrange a free exchange for another size.",
+    ],
+}
+
+
+@pytest.mark.parametrize("language, text", [(lang, t) for lang, ts in REFUSES.items() for t in ts])
+def test_a_refusal_stays_a_refusal(language, text):
+    assert is_refusal(text)
+    assert answer_status(text, language=language).status == "refused"
+
+
+@pytest.mark.parametrize("language, text", [(lang, t) for lang, ts in HELPS.items() for t in ts])
+def test_apologise_then_help_is_an_answer(language, text):
+    assert not is_refusal(text)
+    assert answer_status(text, language=language).status == "ok"
+
+
+def test_the_offer_must_follow_within_the_next_sentence():
+    # a refusal whose offer comes two sentences later is still a refusal at the start of the answer
+    far = "Lo siento, pero no puedo ayudarte con eso. Gracias por escribirnos. Pero puedo ofrecerte un vale."
+    assert is_refusal(far)
+    assert not is_refusal("Lo siento, pero no puedo ayudarte con eso. Pero puedo ofrecerte un vale.")
