@@ -211,3 +211,9 @@ def test_the_offer_must_follow_within_the_next_sentence():
     far = "Lo siento, pero no puedo ayudarte con eso. Gracias por escribirnos. Pero puedo ofrecerte un vale."
     assert is_refusal(far)
     assert not is_refusal("Lo siento, pero no puedo ayudarte con eso. Pero puedo ofrecerte un vale.")
+    # a long answer (over 40 words): the refusal in its second sentence, the offer in its third
+    long = ("Hola Lucía, gracias por escribirnos y por su paciencia con el pedido 48213. Lo siento, pero no puedo "
+            "ayudarte con eso. Sin embargo, puedo ofrecerte un vale de 20 euros para tu próxima compra en la "
+            "tienda, que puedes usar durante los próximos seis meses en cualquier producto de la web.")
+    assert len(long.split()) > 40 and not is_refusal(long)
+    assert is_refusal(long.replace("Sin embargo, puedo ofrecerte", "Te recordamos"))
