@@ -39,3 +39,29 @@ def test_battery_collected_and_gated(tmp_path):
     assert text.count("PASSED fairness_fair.yaml::refund[") == 3
     assert "1 failed, 5 passed" in text, text
     assert (tmp_path / "runs" / "fairness_biased" / "results.json").exists()
+
+
+def test_a_ranking_battery_is_collected_with_its_verdicts(tmp_path):
+    # the ranking design's verdicts are items too: 2 x 6 pairs and 4 four-fifths rows; the planted g2
+    # (selection weight 0.3) is ranked below g1 and g3 (the same run as tests/analysis/test_gate_ranking.py)
+    from fairpair.testing._ranking import ranking_battery
+
+    b = ranking_battery(k=4, templates=8, names=6, repetitions=2, seed=1,
+                        selection={"g1": 1.0, "g2": 0.3, "g3": 1.0, "g4": 0.6}, position=[])
+    (tmp_path / "fairness_rank.yaml").write_text(yaml.safe_dump(b, allow_unicode=True, sort_keys=False),
+                                                 encoding="utf-8")
+    registered = any(ep.value == "fairpair.analysis.pytest_plugin" for ep in entry_points(group="pytest11"))
+    cmd = [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+           "--fairpair-out", str(tmp_path / "runs"), str(tmp_path)]
+    if not registered:
+        cmd[3:3] = ["-p", "fairpair.analysis.pytest_plugin"]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text
+    failed = sorted(line.split()[1] for line in text.splitlines() if line.startswith("FAILED "))
+    assert failed == ["fairness_rank.yaml::orden:ranked_above:g1-vs-g2[mock:seleccion]",
+                      "fairness_rank.yaml::orden:ranked_above:g2-vs-g3[mock:seleccion]"], text
+    assert "2 failed, 14 skipped" in text, text
+    # the skips give their reasons: a four-fifths row and a pair, inconclusive
+    assert "inconclusive: selection rate of g2 over g3's: ratio 0.36" in text, text
+    assert "inconclusive: top_pick: g1 " in text, text

@@ -12,7 +12,11 @@ offline test), then measured and analyzed (the same stages as
 ``insufficient design`` when it sets ``fail_on_insufficient``), is skipped
 when inconclusive or when the design cannot support a verdict (with the
 reason), passes when the verdict is ``pass``. The message states the
-estimand (what the verdict generalises over).
+estimand (what the verdict generalises over). A ``ranking`` design adds
+one item per pair of groups on the top pick and on "ranked above"
+(``orden:ranked_above:g1-vs-g2[mock:seleccion]``) and one per group's
+four-fifths ratio (``orden:four_fifths:g2[mock:seleccion]``), judged by the
+same rule, as the gate judges them.
 
 Options: ``--fairpair-out DIR`` keeps the run directories there (default:
 a temporary directory per session; an existing run directory is resumed).
@@ -80,6 +84,24 @@ class BatteryFile(pytest.File):
                         yield ComparisonItem.from_parent(
                             self, name=f"{cid}[{target}:{did}:{ga}-vs-{gb}]",
                             key=(cid, target, did, ga, gb), primary=c.primary)
+        from itertools import combinations
+
+        from fairpair.analysis._ranking import RANKING_MEASURES
+
+        measures = [name for name, spec in b.measures.items() if spec.kind == "ranking"]
+        for target in b.target_specs():
+            for i, d in enumerate(b.designs):
+                if d.kind != "ranking":
+                    continue
+                did, groups = b.design_id(i), list(d.chosen_groups(b))
+                for m in measures:
+                    for pm in RANKING_MEASURES:  # the analysis's pairs: every pair, in the design's group order
+                        for ga, gb in combinations(groups, 2):
+                            yield RankingItem.from_parent(self, name=f"{m}:{pm}:{ga}-vs-{gb}[{target}:{did}]",
+                                                          key=(m, target, did, pm, ga, gb))
+                    for g in groups:
+                        yield RankingItem.from_parent(self, name=f"{m}:four_fifths:{g}[{target}:{did}]",
+                                                      key=(m, target, did, "four_fifths", g, None))
 
     def results(self):
         """Run, measure and analyze the battery once (cached for the session)."""
@@ -145,3 +167,44 @@ class ComparisonItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, None, f"fairness: {self.name}"
+
+
+class RankingItem(ComparisonItem):
+    """One verdict of a ranking design: a pair of groups (``top_pick`` / ``ranked_above``) or a four-fifths ratio."""
+
+    def __init__(self, *, key: tuple, **kw):
+        super().__init__(key=key, primary=True, **kw)
+
+    def runtest(self) -> None:
+        res = self.parent.results()
+        m, target, did, pm, ga, gb = self.key
+        rec = [r for r in res.rankings if (r.get("measure"), r.get("target"), r.get("design")) == (m, target, did)]
+        if not rec:
+            raise FairnessFailure(f"ranking {self.name} is missing from results.json (see its notes: {res.notes})")
+        if pm == "four_fifths":
+            rows = [q for q in rec[0].get("ratios") or [] if q.get("group") == ga]
+            if not rows or rows[0].get("verdict") is None:
+                pytest.skip(f"no four-fifths verdict for {ga} (the reference group given in the battery)")
+            q = rows[0]
+            verdict = q["verdict"]
+            summary = (f"selection rate of {ga} over {q.get('reference')}'s: ratio {q.get('ratio')} CI {q.get('ci')}, "
+                       f"Holm-adjusted p of ratio >= 0.8 {q.get('pvalue_adjusted')}: {verdict}"
+                       + (f"; why: {q['design_reason']}" if q.get("design_reason") else ""))
+        else:
+            pairs = [p for p in rec[0].get("pairs") or []
+                     if (p.get("measure"), p.get("group_a"), p.get("group_b")) == (pm, ga, gb)]
+            if not pairs:
+                raise FairnessFailure(f"ranking {self.name} is missing from results.json "
+                                      f"(see its notes: {rec[0].get('notes')})")
+            p = pairs[0]
+            verdict = p["verdict"]
+            summary = (f"{pm}: {ga} {p.get('value_a')} vs {gb} {p.get('value_b')}, estimate {p.get('estimate')} "
+                       f"CI {p.get('ci')}, {p.get('test')} p={p.get('pvalue')} (adjusted {p.get('pvalue_adjusted')}), "
+                       f"margin {p.get('margin')}: {verdict} (names {p.get('names')})"
+                       + (f"; why: {p['design_reason']}" if p.get("design_reason") else ""))
+        self.user_properties.append(("verdict", verdict))
+        if (verdict == "fail" or (verdict == "inconclusive" and res.fail_on_inconclusive)
+                or (verdict == "insufficient design" and res.fail_on_insufficient)):
+            raise FairnessFailure(summary)
+        if verdict in ("inconclusive", "insufficient design"):
+            pytest.skip(f"{verdict}: {summary}")
