@@ -166,7 +166,7 @@ HELP_FORMS: dict[str, tuple[str, ...]] = {
     "en": (
         rf"\b(?:but|however|instead|that said|fortunately|luckily)\b,?\s+(?:what )?(?:i|we)(?: {_CAN}|'d be happy to|"
         rf" would be happy to|'m happy to| am happy to|'ll| will| can certainly)\b{_NOT_ELSE_EN}",
-        rf"\b(?:but|however|instead|that said)\b,?\s+here(?:'s| is| are)\b",
+        r"\b(?:but|however|instead|that said)\b,?\s+here(?:'s| is| are)\b",
         rf"\bwhat (?:i|we) {_CAN} do\b",
     ),
     "es": (
