@@ -461,7 +461,7 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
         store = run.store
         loaded = run.battery()
         battery = loaded.battery
-        data = load_run_data(store, language=battery.language, statuses=True)
+        data = load_run_data(store, language=battery.language, statuses=True, speakers=battery.speakers())
         from fairpair.measures import measure_categories
 
         try:

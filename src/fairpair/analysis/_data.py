@@ -113,14 +113,19 @@ STATUS_PREFIX = "answer."
 
 
 def load_answer_statuses(store, index: dict[str, int], n: int, language: str | None,
+                         speakers: dict[str, tuple[str, str]] | None = None,
                          ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, list[tuple[str, str]]]]]:
     """Per target, each case's answer status (:func:`fairpair.measures.status.answer_status`).
 
     A case with an ``ok`` row gets its answer's status; one with only
     ``failed`` rows is ``failed``; one with neither is ``""`` (pending). Also
     returns up to three examples (case id, first 160 characters) per status.
+    ``speakers``: design id -> ``(res, sub)`` (``Battery.speakers()``) for the
+    out-of-role check of those designs' cases.
     """
-    from fairpair.measures.status import answer_status
+    from fairpair.measures.status import answer_status, case_roles
+
+    roles = case_roles(store, speakers)
 
     out: dict[str, np.ndarray] = {}
     examples: dict[str, dict[str, list[tuple[str, str]]]] = {}
@@ -135,7 +140,7 @@ def load_answer_statuses(store, index: dict[str, int], n: int, language: str | N
             if arr[i] == "":
                 arr[i] = "failed"
             continue
-        res = answer_status(text, finish_reason=fr, tool_calls=calls, language=language)
+        res = answer_status(text, finish_reason=fr, tool_calls=calls, language=language, roles=roles.get(cid))
         arr[i] = res.status
         if res.status != "ok":
             ex = examples.setdefault(target, {}).setdefault(res.status, [])
@@ -184,11 +189,12 @@ def add_category_values(store, data: "RunData", categories: dict[str, tuple[str,
 
 
 def load_run_data(store, *, keep_details: bool = True, language: str | None = None,
-                  statuses: bool = False) -> RunData:
+                  statuses: bool = False, speakers: dict[str, tuple[str, str]] | None = None) -> RunData:
     """Load cases, answers and measurements from an open :class:`~fairpair.store.Store`.
 
     With ``statuses``, also each answer's status (:func:`load_answer_statuses`, with the
-    battery's ``language`` for the wrong-language check) and the ``answer.<status>`` measures.
+    battery's ``language`` for the wrong-language check and its ``speakers``, design id ->
+    ``(res, sub)``, for the out-of-role check) and the ``answer.<status>`` measures.
     """
     ids, design, kind, template, mset, base, axis, groups, variants, meta, seqs = ([] for _ in range(11))
     # Cases repeat a few values many times: one shared object per distinct value (strings and the
@@ -280,7 +286,7 @@ def load_run_data(store, *, keep_details: bool = True, language: str | None = No
         answered.setdefault(t, np.zeros(n, dtype=bool))
     data = RunData(cases, answered, failed, values, kinds, measured, missing, details, failed_m)
     if statuses:
-        data.statuses, data.status_examples = load_answer_statuses(store, index, n, language)
+        data.statuses, data.status_examples = load_answer_statuses(store, index, n, language, speakers)
         add_status_values(data)
     return data
 

@@ -53,7 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from fairpair.cases import Case
     from fairpair.cases import ExpandContext
 
-__all__ = ["CounterfactualDesign", "CrossedDesign", "TwoPartyDesign", "AAControlDesign", "BaselineDesign",
+__all__ = ["CounterfactualDesign", "CrossedDesign", "TwoPartyDesign", "TwoPartyRoles", "AAControlDesign", "BaselineDesign",
            "RankingDesign", "Design", "DESIGN_KINDS", "williams_rows"]
 
 
@@ -104,6 +104,11 @@ class _DesignBase(_Strict):
 
     def summary(self, battery: "Battery") -> str | None:
         """One line for ``fairpair validate`` (None: nothing beyond the counts)."""
+        return None
+
+    def speakers(self, battery: "Battery") -> tuple[str, str] | None:
+        """``(res, sub)`` when the design's answers are a role-play reply of RES to SUB (checked by
+        the ``out_of_role`` answer status); None for designs where the model speaks as itself."""
         return None
 
     def compares(self, comparison: "Comparison", design_id: str) -> bool:
@@ -243,6 +248,21 @@ class CrossedDesign(_DesignBase):
         return comparison.attribute in self.attributes
 
 
+class TwoPartyRoles(_Strict):
+    """The names of the two parties as the prompts write them: ``sub`` asks, ``res`` (the party the
+    model plays) answers. Default ``Alex`` and ``Blake``, the names ``fairpair persona import``
+    gives SUB and RES."""
+
+    sub: Annotated[str, Field(min_length=1, pattern=r"^[^\W\d_][\w .'-]*$")] = "Alex"
+    res: Annotated[str, Field(min_length=1, pattern=r"^[^\W\d_][\w .'-]*$")] = "Blake"
+
+
+def _names(text: str, name: str) -> bool:
+    import re
+
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
+
+
 class TwoPartyDesign(_DesignBase):
     """The SUB x RES persona design (Tan & Lee 2025).
 
@@ -251,6 +271,15 @@ class TwoPartyDesign(_DesignBase):
     identity is written with its indefinite article ("an Asian") into
     ``sub_slot`` / ``res_slot``; the baseline uses ``baseline_turns`` of the
     template (or fills the slots with ``baseline_value``).
+
+    ``roles`` names the two parties as the prompts write them (default
+    ``{sub: Alex, res: Blake}``): every answer of the design is checked to
+    be RES answering SUB (the ``out_of_role`` answer status, see
+    :mod:`fairpair.measures.status`). Roles given explicitly must both be
+    named in the text of every template the design uses (an error
+    otherwise); the default roles apply to a design whose templates all
+    name both, and are off (said by ``fairpair validate``) for one whose
+    templates do not. ``roles: null`` turns the check off.
     """
 
     kind: Literal["two_party"]
@@ -261,9 +290,40 @@ class TwoPartyDesign(_DesignBase):
     baseline_value: str = "a person"
     article: bool = True
     include_baseline: bool = True
+    roles: TwoPartyRoles | None = Field(default_factory=TwoPartyRoles)
 
     def default_id(self) -> str:
         return "two_party"
+
+    def _templates(self, battery: "Battery") -> list:
+        return [t for t in battery.templates if not self.templates or t.id in self.templates]
+
+    @staticmethod
+    def _template_text(t) -> str:
+        return "\n".join([t.system or "", *t.turns, *(t.baseline_turns or ()), *t.slots.values(),
+                          *(m.content if isinstance(m.content, str) else "" for m in t.history)])
+
+    def _unnamed(self, battery: "Battery") -> list[tuple[str, str]]:
+        """(template id, name) for each party name a template of the design never writes."""
+        if self.roles is None:
+            return []
+        return [(t.id, name) for t in self._templates(battery) for name in (self.roles.sub, self.roles.res)
+                if not _names(self._template_text(t), name)]
+
+    def speakers(self, battery: "Battery") -> tuple[str, str] | None:
+        """``(res, sub)``: who answers and whom, for the out-of-role check; None when it is off
+        (``roles: null``, or default roles that the templates do not name)."""
+        if self.roles is None or self._unnamed(battery):
+            return None
+        return self.roles.res, self.roles.sub
+
+    def summary(self, battery: "Battery") -> str | None:
+        if self.roles is None:
+            return "two-party roles: off (roles: null), answers are not checked to stay in role"
+        if self._unnamed(battery):
+            return (f"two-party roles: off, the templates do not name both '{self.roles.sub}' and "
+                    f"'{self.roles.res}' (set roles: {{sub: ..., res: ...}} to check that answers stay in role)")
+        return f"two-party roles: {self.roles.res} (RES) answers {self.roles.sub} (SUB); out-of-role answers are counted"
 
     def attribute_keys(self) -> list[tuple[str, tuple]]:
         return [(a, ("axes", k)) for k, a in enumerate(self.axes)]
@@ -276,6 +336,16 @@ class TwoPartyDesign(_DesignBase):
             if ck.attrs[a].signal != "identity":
                 raise ck.fail(f"two_party axes must be 'identity' attributes; '{a}' is '{ck.attrs[a].signal}'",
                               ("axes",))
+        if self.roles is not None and "roles" in self.model_fields_set:
+            if self.roles.sub == self.roles.res:
+                raise ck.fail(f"two_party roles: sub and res are both '{self.roles.sub}'", ("roles",))
+            missing = self._unnamed(ck.battery)
+            if missing:
+                tid, name = missing[0]
+                raise ck.fail(f"two_party roles: template '{tid}' never names '{name}'"
+                              + (f" ({len(missing) - 1} more such)" if len(missing) > 1 else ""), ("roles",),
+                              hint="roles are the names the prompts give the two parties; roles: null turns "
+                                   "the out-of-role check off")
 
     def select(self, axes: set[str]) -> "_DesignBase | None":
         keep = [a for a in self.axes if a in axes]

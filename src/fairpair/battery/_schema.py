@@ -365,6 +365,16 @@ class Battery(_Strict):
             return {self.target.kind: self.target}
         return dict(self.targets)
 
+    def speakers(self) -> dict[str, tuple[str, str]]:
+        """Design id -> ``(res, sub)``, the names of the party the model plays and of the one it
+        answers, for the designs whose answers are checked to stay in role (the two-party design)."""
+        out = {}
+        for i, d in enumerate(self.designs):
+            roles = d.speakers(self)
+            if roles is not None:
+                out[self.design_id(i)] = roles
+        return out
+
     def design_id(self, index: int) -> str:
         """The id of ``designs[index]``: its ``id``, else its kind's default (``counterfactual-origen``)."""
         d = self.designs[index]

@@ -74,12 +74,15 @@ class MeasureItem:
 
         return nfc(self.response.text)
 
-    def status(self, language: str | None = None):
+    def status(self, language: str | None = None, speakers: dict[str, tuple[str, str]] | None = None):
         """The answer's :class:`~fairpair.measures.status.AnswerStatus` (``ok``, ``empty``,
-        ``filtered``, ``truncated``, ``refused``, ``loop``, ``wrong_language``, ``failed``)."""
-        from fairpair.measures.status import response_status
+        ``filtered``, ``truncated``, ``refused``, ``loop``, ``out_of_role``, ``wrong_language``,
+        ``failed``). ``speakers``: design id -> (res, sub) names for the out-of-role check
+        (``Battery.speakers()``); the case's design picks its pair."""
+        from fairpair.measures.status import Roles, response_status
 
-        return response_status(self.response, language)
+        pair = (speakers or {}).get(self.case.design) if self.case is not None else None
+        return response_status(self.response, language, Roles(*pair) if pair else None)
 
 
 @dataclass(frozen=True)

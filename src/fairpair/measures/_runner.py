@@ -123,6 +123,12 @@ class MeasureContext:
     def language(self) -> str:
         return getattr(self.battery, "language", "es")
 
+    @property
+    def speakers(self) -> dict[str, tuple[str, str]]:
+        """Design id -> (res, sub) for the out-of-role answer status (see ``Battery.speakers``)."""
+        fn = getattr(self.battery, "speakers", None)
+        return fn() if callable(fn) else {}
+
     def count(self, measure: str, key: str, n: int = 1) -> None:
         c = self.counts.setdefault(measure, MeasureCounts())
         setattr(c, key, getattr(c, key) + n)
@@ -872,9 +878,10 @@ def _chunk_items(name: str, m: Measure, answers, rows: tuple[str, ...], store, c
             ctx.count(name, "no_counterpart")
             continue
         item = MeasureItem(resp.target, case, resp, cp_resp, cp)
-        bad = [(w, st.status) for w, st in (("answer", item.status(ctx.language)),
+        speakers = ctx.speakers
+        bad = [(w, st.status) for w, st in (("answer", item.status(ctx.language, speakers)),
                                              ("counterpart", MeasureItem(resp.target, cp, cp_resp).status(
-                                                 ctx.language))) if not st.ok]
+                                                 ctx.language, speakers))) if not st.ok]
         if bad:  # a distance or preference between degenerate answers is not a result
             why = "not compared: degenerate " + ", ".join(f"{w} ({st})" for w, st in bad)
             for r in rows:

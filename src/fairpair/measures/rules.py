@@ -314,13 +314,14 @@ class _QuantityOptions(MeasureOptions):
     """``answer_statuses``: the answer statuses counted (default ``[ok]``); the others are stored
     as ``missing`` with their status, never as 0 (see :mod:`fairpair.measures.status`)."""
 
-    answer_statuses: list[Literal["ok", "truncated", "refused", "loop", "wrong_language", "empty", "filtered"]] = \
+    answer_statuses: list[Literal["ok", "truncated", "refused", "loop", "out_of_role", "wrong_language", "empty",
+                                  "filtered"]] = \
         Field(default_factory=lambda: ["ok"], min_length=1)
 
 
 def _excluded(item: MeasureItem, ctx, allowed: list[str]) -> MeasureResult | None:
     """``missing`` for an answer whose status is not among ``allowed``; None to measure it."""
-    st = item.status(getattr(ctx, "language", None))
+    st = item.status(getattr(ctx, "language", None), getattr(ctx, "speakers", None))
     if st.status in allowed:
         return None
     return MeasureResult.missing(f"answer status '{st.status}' ({st.reason}): not counted",

@@ -19,6 +19,9 @@ one status, the first that applies in this order:
 ``loop``           a repetition loop: the same sentence three or more times
                    making at least half of the sentences, or repeated word
                    6-grams covering at least half of the word 6-grams
+``out_of_role``    only where fairpair knows who speaks (the two-party design:
+                   RES answers SUB): the answer does not stay the RES party
+                   answering the SUB party, see "Out of role" below
 ``truncated``      cut by the token limit (``finish_reason`` ``length`` or
                    ``max_tokens``)
 ``wrong_language`` a text of 8 or more words that ``langdetect`` (Shuyo 2010,
@@ -26,6 +29,32 @@ one status, the first that applies in this order:
                    language than the battery's with probability >= 0.9
 ``ok``             anything else
 =================  ==========================================================
+
+Out of role
+-----------
+In a role-play the answer is only the RES party's reply when it does not
+write the other party's lines or narrate the scene. With the two names
+(:class:`Roles`, e.g. RES ``Blake`` answering SUB ``Alex``) an answer is
+``out_of_role`` when, in the folded text,
+
+* a line starts with the SUB party's speaker tag (``Alex:``, ``**Alex**:``,
+  ``Alex (smiling):``): it writes the other party's turns;
+* the SUB party's name is followed by a narration verb (``Alex nods``,
+  ``Alex continued,``, ``Alex then asks``; the verbs in :data:`NARRATION_VERBS`)
+  or ``Alex's response``: it narrates the other party;
+* the RES party's own name appears anywhere except as the answer's leading
+  speaker tag (``Blake: "..."``) or a self-introduction (``I'm Blake``,
+  ``my name is Blake``, ``as Blake``): it addresses itself ("Hi Blake", so it
+  speaks as the other party) or narrates itself in the third person ("Blake
+  then asks Alex");
+* a quotation is followed or preceded by first-person narration
+  (``"...," I said``, ``I replied, "..."``): it writes a story.
+
+These are the forms of role confusion read by hand in the persona example's
+answers (examples/persona_power/README.md, "Answers worth auditing"); a
+reply that *swaps* the roles in its content (the responder thanking the
+asker "for your feedback on my performance") names nobody wrongly and is
+not detected by these rules.
 
 Language check speed: an answer whose words are at least 15% function words
 of the battery's language (the most frequent closed-class words of Spanish
@@ -89,11 +118,13 @@ from typing import Any
 
 from fairpair._text import fold_text
 
-__all__ = ["STATUSES", "DEGENERATE", "REFUSAL_FORMS", "HELP_FORMS", "AnswerStatus", "answer_status", "is_blank",
-           "is_refusal", "is_loop", "detect_language", "nfc", "StatusTally", "status_summary"]
+__all__ = ["STATUSES", "DEGENERATE", "REFUSAL_FORMS", "HELP_FORMS", "NARRATION_VERBS", "AnswerStatus", "Roles",
+           "answer_status", "case_roles", "is_blank", "is_refusal", "is_loop", "out_of_role", "detect_language", "nfc",
+           "StatusTally", "status_summary"]
 
 #: Every status, in the order they are tried.
-STATUSES: tuple[str, ...] = ("failed", "filtered", "empty", "refused", "loop", "truncated", "wrong_language", "ok")
+STATUSES: tuple[str, ...] = ("failed", "filtered", "empty", "refused", "loop", "out_of_role", "truncated",
+                             "wrong_language", "ok")
 #: The statuses of answers that are not usable as answers.
 DEGENERATE: tuple[str, ...] = STATUSES[:-1]
 
@@ -275,6 +306,75 @@ def _is_loop(p: _Parsed) -> bool:
     return False
 
 
+#: Verbs that, right after the other party's name, make a sentence narration rather than speech to
+#: that party ("Alex nods", "Alex continued, ..."). Speech verbs and the gestures of dialogue scripts.
+NARRATION_VERBS: tuple[str, ...] = (
+    "says", "said", "asks", "asked", "replies", "replied", "responds", "responded", "answers", "answered",
+    "continues", "continued", "adds", "added", "exclaims", "exclaimed", "nods", "nodded", "smiles", "smiled",
+    "grins", "grinned", "laughs", "laughed", "sighs", "sighed", "shrugs", "shrugged", "frowns", "frowned",
+    "pauses", "paused", "looks", "looked", "leans", "leaned", "hesitates", "hesitated",
+)
+
+
+@dataclass(frozen=True)
+class Roles:
+    """Who speaks in a role-play answer: ``res`` (the party the model plays, who answers) and ``sub``
+    (the party it answers). Names as written in the prompt (``Roles(res="Blake", sub="Alex")``)."""
+
+    res: str
+    sub: str
+
+
+_NARRATION = "|".join(NARRATION_VERBS)
+_QUOTE = "[\"\u201c\u201d]"
+# first-person narration around a quotation: '"...," I said' or 'I replied, "..."'
+_FIRST_PERSON = re.compile(rf"{_QUOTE}[ \t]*i (?:{_NARRATION})\b|\bi (?:{_NARRATION})[,:]?[ \t]*{_QUOTE}")
+
+
+_MARK = r"(?:\*\*|\*|__)?"
+# a speaker tag after the name: markup, an optional stage direction in brackets, the colon
+_TAG = rf"\b{_MARK}[ \t]*{_MARK}[ \t]*(?:\([^)\n]{{0,40}}\))?[ \t]*:"
+# what may come before a speaker tag on its line: spaces, quotes, markup, a list or heading mark
+_LINE_START = r"[ \t>*_#\-\"\u201c\u201d]*"
+# before the own name: a self-introduction ("I'm Blake", "my name is Blake", "as Blake")
+_OWN_OK_BEFORE = re.compile(r"(?:\bi'?m|\bi am|\bmy name is|\bthis is|\bas|\bcall me|\bit's)[ \t]*$")
+
+
+@functools.cache
+def _role_patterns(res: str, sub: str) -> tuple[re.Pattern[str], ...]:
+    r, o = re.escape(fold_text(nfc(res)).strip()), re.escape(fold_text(nfc(sub)).strip())
+    return (re.compile(rf"(?m)^{_LINE_START}{o}{_TAG}"),  # the other party's speaker tag opens a line
+            re.compile(rf"\b{o} (?:then |also |just |slowly |quickly )?(?:{_NARRATION})\b|"
+                       rf"\b{o}'s (?:response|reply|answer)\b"),  # the other party narrated
+            re.compile(rf"{_LINE_START}{r}{_TAG}"),  # the answer's own leading speaker tag (allowed)
+            re.compile(rf"\b{r}\b"))  # the own name
+
+
+def out_of_role(text: str, roles: Roles) -> str | None:
+    """Why ``text`` is not ``roles.res`` answering ``roles.sub`` (None when it stays in role).
+
+    See "Out of role" in the module docstring for the four rules; the reason names the rule
+    ("writes Alex's lines", "narrates Alex", "names Blake (itself)", "first-person narration").
+    """
+    return _out_of_role(fold_text(nfc(text)), roles)
+
+
+def _out_of_role(folded: str, roles: Roles) -> str | None:
+    other_line, other_narrated, own_tag, own = _role_patterns(roles.res, roles.sub)
+    if other_line.search(folded):
+        return f"writes {roles.sub}'s lines"
+    if other_narrated.search(folded):
+        return f"narrates {roles.sub}"
+    lead = own_tag.match(folded)
+    for m in own.finditer(folded, lead.end() if lead else 0):
+        if not _OWN_OK_BEFORE.search(folded[max(0, m.start() - 20):m.start()]) and \
+                not folded.startswith(" here", m.end()):
+            return f"names {roles.res} (itself)"
+    if _FIRST_PERSON.search(folded):
+        return "first-person narration"
+    return None
+
+
 #: The most frequent closed-class (function) words, folded; the fast path of the language check.
 _FUNCTION_WORDS: dict[str, frozenset[str]] = {
     "es": frozenset("de la que el en y a los se del las un por con no una su para es al lo como mas o pero sus le "
@@ -324,7 +424,7 @@ class AnswerStatus:
 
 
 def answer_status(text: str | None, *, finish_reason: str | None = None, failed: bool = False,
-                  tool_calls: Any = None, language: str | None = None) -> AnswerStatus:
+                  tool_calls: Any = None, language: str | None = None, roles: Roles | None = None) -> AnswerStatus:
     """The status of one stored answer (see the module docstring for the rules and their order).
 
     Parameters
@@ -339,6 +439,8 @@ def answer_status(text: str | None, *, finish_reason: str | None = None, failed:
         The stored tool calls; an answer that only calls a tool is not empty.
     language:
         The battery's language (``es``, ``en``); None skips the wrong-language check.
+    roles:
+        Who speaks (the two-party design's RES and SUB names); None skips the out-of-role check.
 
     Returns
     -------
@@ -357,6 +459,10 @@ def answer_status(text: str | None, *, finish_reason: str | None = None, failed:
         return AnswerStatus("refused", "refusal form")
     if _is_loop(parsed):
         return AnswerStatus("loop", "repeats itself")
+    if roles is not None:
+        why = _out_of_role(folded, roles)
+        if why:
+            return AnswerStatus("out_of_role", why)
     if fr in _LENGTH_REASONS:
         return AnswerStatus("truncated", f"finish_reason {finish_reason}")
     if language and not _mostly_in(parsed.words, language):
@@ -368,10 +474,10 @@ def answer_status(text: str | None, *, finish_reason: str | None = None, failed:
     return AnswerStatus("ok")
 
 
-def response_status(response: Any, language: str | None = None) -> AnswerStatus:
+def response_status(response: Any, language: str | None = None, roles: Roles | None = None) -> AnswerStatus:
     """:func:`answer_status` of a stored :class:`~fairpair.run.Response`."""
     return answer_status(response.text, finish_reason=response.finish_reason, failed=response.status != "ok",
-                         tool_calls=response.tool_calls, language=language)
+                         tool_calls=response.tool_calls, language=language, roles=roles)
 
 
 #: Above this share of degenerate answers a target's answers are not worth auditing: ``run``
@@ -401,10 +507,21 @@ class StatusSummary:
                 "examples": [list(e) for e in self.examples]}
 
 
-def status_summary(store: Any, language: str | None = None) -> dict[str, StatusSummary]:
+def case_roles(store: Any, speakers: dict[str, tuple[str, str]] | None) -> dict[str, Roles]:
+    """Case id -> :class:`Roles` for the stored cases of the designs in ``speakers`` (design id ->
+    ``(res, sub)``, from ``Battery.speakers()``); {} when there are none."""
+    if not speakers:
+        return {}
+    roles = {d: Roles(*pair) for d, pair in speakers.items()}
+    return {cid: roles[d] for _, _, cid, d in store.case_fields("$.id", "$.design") if d in roles}
+
+
+def status_summary(store: Any, language: str | None = None,
+                   speakers: dict[str, tuple[str, str]] | None = None) -> dict[str, StatusSummary]:
     """Per target of a run store, the :class:`StatusSummary` of its answers (an ``ok`` row is the
-    case's answer; a case with only failed rows is ``failed``)."""
-    tally = StatusTally(language)
+    case's answer; a case with only failed rows is ``failed``). ``speakers``: design id ->
+    ``(res, sub)`` for the out-of-role check (``Battery.speakers()``)."""
+    tally = StatusTally(language, speakers)
     tally.read(store)
     return tally.summary()
 
@@ -418,8 +535,11 @@ class StatusTally:
     whole store. Keeps one status and one 160-character example per case.
     """
 
-    def __init__(self, language: str | None = None):
+    def __init__(self, language: str | None = None, speakers: dict[str, tuple[str, str]] | None = None):
         self.language = language
+        self.speakers = speakers or {}
+        self._roles: dict[str, Roles] = {}  # case id -> roles, for the designs in ``speakers``
+        self._seen_cases = 0
         self.last_id = 0  # the last response row read
         self._final: dict[str, dict[str, tuple[str, str]]] = {}  # target -> case id -> (status, example)
 
@@ -430,10 +550,14 @@ class StatusTally:
             rows = store.responses_after(self.last_id, limit=5000 if limit is None else min(5000, limit - done))
             if not rows:
                 break
+            if self.speakers and len(self._roles) + self._seen_cases < store.n_cases():
+                # cases stored since the last read: their designs' roles (once per read)
+                self._roles = case_roles(store, self.speakers)
+                self._seen_cases = store.n_cases() - len(self._roles)
             for row_id, r in rows:
                 per = self._final.setdefault(r.target, {})
                 if r.status == "ok" or r.case_id not in per:  # an ok row is the case's answer
-                    st = response_status(r, self.language).status
+                    st = response_status(r, self.language, self._roles.get(r.case_id)).status
                     per[r.case_id] = (st, "" if st == "ok" else (r.text or r.error or "")[:160])
                 self.last_id = row_id
             done += len(rows)

@@ -226,6 +226,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "status.verb.empty": "came back empty",
         "status.verb.refused": "were refusals",
         "status.verb.loop": "were repetition loops",
+        "status.verb.out_of_role": "left their role (wrote the other party's lines or narrated)",
         "status.verb.truncated": "were cut at the token limit",
         "status.verb.wrong_language": "came in another language",
         "judge.self": ("Warning: the judge is the same model as a target (self-judging). Its scores may favour "
@@ -486,6 +487,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "status.verb.empty": "llegaron vacías",
         "status.verb.refused": "fueron rechazos",
         "status.verb.loop": "fueron bucles de repetición",
+        "status.verb.out_of_role": "salieron de su papel (escribieron las líneas de la otra parte o narraron)",
         "status.verb.truncated": "quedaron cortadas por el límite de tokens",
         "status.verb.wrong_language": "llegaron en otro idioma",
         "judge.self": ("Aviso: el juez es el mismo modelo que un sistema evaluado (autoevaluación). Sus notas "

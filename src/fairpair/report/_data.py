@@ -229,7 +229,8 @@ def _group_values(store: Any, battery: Any, results: Any,
 
     from fairpair.analysis import load_run_data, measure_scale, pairs_for, strata_for
 
-    data = load_run_data(store, keep_details=False, language=battery.language, statuses=True)
+    data = load_run_data(store, keep_details=False, language=battery.language, statuses=True,
+                         speakers=battery.speakers())
     used: dict[tuple[str, str, str, str], set[int]] = {}
     comparisons = list(results.comparisons) if results is not None else []
     if comparisons:

@@ -256,7 +256,8 @@ def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs:
 
         from fairpair.measures.status import StatusTally
 
-        tally = StatusTally(b.language)  # the manifest's answer statuses, counted from the run's last requests on
+        # the manifest's answer statuses, counted from the run's last requests on
+        tally = StatusTally(b.language, b.speakers())
 
         stats = {}
         batch_summary = None

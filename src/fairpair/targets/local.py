@@ -90,7 +90,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -164,6 +164,11 @@ class LocalOptions(BaseModel):
         OpenAI-style additive penalties, -2 to 2 (0, the default, is off):
         a token already generated loses ``presence_penalty`` once and
         ``frequency_penalty`` per occurrence.
+    stop:
+        Up to 4 strings that end the answer where the model writes them
+        (OpenAI's and llama.cpp's ``stop``; the string itself is not kept, and
+        ``finish_reason`` is ``stop``), e.g. the other party's speaker tag
+        ``"\nAlex:"`` in a role-play. Default none.
     parallel:
         Sequences decoded together, 1 to 64 (llama.cpp's ``n_parallel``
         slots with continuous batching in one context; each slot keeps the
@@ -194,6 +199,7 @@ class LocalOptions(BaseModel):
     repeat_last_n: int = Field(64, ge=-1)
     presence_penalty: float = Field(0.0, ge=-2.0, le=2.0)
     frequency_penalty: float = Field(0.0, ge=-2.0, le=2.0)
+    stop: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list, max_length=4)
     parallel: int = Field(1, ge=1, le=64)
     cache_prompt: bool = False
 
@@ -468,6 +474,7 @@ class LocalTarget(TargetBase):
                 **_PINNED_SAMPLING,
                 **self._penalties(),
                 "max_tokens": opts.max_tokens,
+                "stop": list(opts.stop),
                 "seed": opts.seed,
                 "n_ctx": opts.n_ctx,
                 "n_threads": opts.n_threads,
@@ -544,6 +551,8 @@ class LocalTarget(TargetBase):
             "cache_prompt": opts.cache_prompt,
             "stream": False,
         }
+        if opts.stop:
+            body["stop"] = list(opts.stop)
         if request.tools:
             body["tools"] = [dict(t) for t in request.tools]
         if request.choices:
