@@ -393,6 +393,21 @@ def test_decoding_penalties_are_sent_and_recorded(fake_backend):
         assert next(iter(bad)) in str(ei.value)
 
 
+def test_stop_strings_are_sent_and_recorded(fake_backend):
+    """stop: up to 4 non-empty strings, sent to llama.cpp as OpenAI's ``stop``, in the identity (manifest)."""
+    target = LocalTarget({"model_path": str(fake_backend), "stop": ["\nAlex:", "\n**Alex"]})
+    body = target.payload(ChatRequest(messages=({"role": "user", "content": "hola"},), seed=1))
+    assert body["stop"] == ["\nAlex:", "\n**Alex"]
+    assert target.identity()["parameters"]["stop"] == ["\nAlex:", "\n**Alex"]
+    plain = LocalTarget({"model_path": str(fake_backend)})
+    assert "stop" not in plain.payload(ChatRequest(messages=({"role": "user", "content": "hola"},), seed=1))
+    assert plain.identity()["parameters"]["stop"] == []
+    for bad in ({"stop": [""]}, {"stop": ["a", "b", "c", "d", "e"]}, {"stop": "Alex:"}):
+        with pytest.raises(FairpairError) as ei:
+            LocalTarget({"model_path": str(fake_backend), **bad})
+        assert "stop" in str(ei.value)
+
+
 def test_parallel_slots_decode_together_and_are_recorded(fake_backend):
     """parallel: N opens N llama.cpp slots (continuous batching, n_ctx per slot) and admits N cases at once."""
     import threading

@@ -29,6 +29,9 @@ here (and to :data:`Design`):
     Whether a pre-registered comparison reads its cases, and over which groups.
 ``control_comparisons(battery, design_id)``
     Comparisons the design adds on its own (the A/A control's halves).
+``speakers(battery)``
+    ``(res, sub)``: who the model plays and whom it answers, when its answers
+    are a role-play reply (two-party), for the ``out_of_role`` answer status.
 ``analysed_without_plan``
     Class flag: the analysis runs for it even without planned comparisons.
 
