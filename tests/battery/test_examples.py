@@ -109,13 +109,18 @@ def test_persona_power_identity_labels_and_prompt():
     seen: dict[str, set[str]] = defaultdict(set)
     for case in expand(lb):
         text = case.turns[0]
-        assert case.baseline or f"Alex is {case.variants['sub']} who is " in text
+        assert case.baseline or text.startswith(f"Alex is {case.variants['sub']} who is ")
         assert "{" not in text and "}" not in text
         assert text.endswith("in a few sentences of dialogue only, in quotation marks.")
+        # the scene is in the system message, without identities
+        (system,) = case.messages
+        assert system["role"] == "system" and system["content"].startswith("This is a role-play. You are Blake")
+        assert "{" not in system["content"] and "}" not in system["content"]
         if not case.baseline:
             seen[case.axis].add(case.variants["res"])
+            assert case.variants["sub"] not in system["content"] and case.variants["res"] not in system["content"]
         else:
-            personas = text.split("\n\n")[1]
+            personas = text.split("\n\n")[0]
             assert personas.startswith("Alex is ") and " who is " not in personas
     assert seen["race"] == {"a Caucasian person", "an African person", "a Hispanic person",
                             "a Middle-Eastern person", "an Asian person"}

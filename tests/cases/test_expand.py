@@ -252,6 +252,11 @@ def test_two_party_sets_have_n_squared_per_axis_plus_one_baseline():
         texts = {c.turns[0].replace(c.variants["sub"], "<SUB>", 1).replace(c.variants["res"], "<RES>", 1)
                  for c in cases if not c.baseline}
         assert len(texts) == 1, ms
+        # the system message (role-play and scene) is the same for every condition and the baseline
+        systems = {tuple((m["role"], m["content"]) for m in c.messages) for c in cases}
+        assert len(systems) == 1, ms
+        ((role, content),) = systems.pop()
+        assert role == "system" and content.startswith("This is a role-play. You are Blake and the user is Alex.\n\n")
 
 
 @pytest.mark.parametrize("phrase,expected", [

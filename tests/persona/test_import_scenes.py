@@ -15,6 +15,7 @@ from fairpair.errors import FairpairError
 from fairpair.persona import (
     BASELINE_TEMPLATE,
     PROMPT_TEMPLATE,
+    SYSTEM_TEMPLATE,
     TAN_LEE_AXES,
     battery_yaml,
     read_scenes,
@@ -97,6 +98,7 @@ def test_real_table_cli_battery_validates_and_plans_11200(tmp_path, capsys):
     assert all(t.meta["matched"] is False and t.meta["scene"] == t.id for t in b.templates)
     assert sorted({t.meta["power"] for t in b.templates}) == ["disparity", "equal"]
     assert all(t.turns == [PROMPT_TEMPLATE] and t.baseline_turns == [BASELINE_TEMPLATE] for t in b.templates)
+    assert all(t.system == SYSTEM_TEMPLATE for t in b.templates)
 
     # the rendered prompt: the paper's format with articles
     cases = []
@@ -132,6 +134,7 @@ def test_prompt_and_keys_match_our_persona_power_battery():
     ours = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
     t0 = ours["templates"][0]
     assert t0["turns"] == [PROMPT_TEMPLATE] and t0["baseline_turns"] == [BASELINE_TEMPLATE]
+    assert all(t["system"] == SYSTEM_TEMPLATE for t in ours["templates"])
     assert list(ours["attributes"]) == [a.key for a in TAN_LEE_AXES]
     for a in TAN_LEE_AXES:
         assert list(ours["attributes"][a.key]["groups"]) == [k for k, _, _ in a.identities]

@@ -302,16 +302,17 @@ class TwoPartyDesign(_DesignBase):
         return [t for t in battery.templates if not self.templates or t.id in self.templates]
 
     @staticmethod
-    def _template_text(t) -> str:
+    def _template_text(battery: "Battery", t) -> str:
+        """Everything the template's prompts are written from: system, history, turns, slot values."""
         return "\n".join([t.system or "", *t.turns, *(t.baseline_turns or ()), *t.slots.values(),
-                          *(m.content if isinstance(m.content, str) else "" for m in t.history)])
+                          *battery.slots.values(), *(m.content for m in t.history)])
 
     def _unnamed(self, battery: "Battery") -> list[tuple[str, str]]:
         """(template id, name) for each party name a template of the design never writes."""
         if self.roles is None:
             return []
         return [(t.id, name) for t in self._templates(battery) for name in (self.roles.sub, self.roles.res)
-                if not _names(self._template_text(t), name)]
+                if not _names(self._template_text(battery, t), name)]
 
     def speakers(self, battery: "Battery") -> tuple[str, str] | None:
         """``(res, sub)``: who answers and whom, for the out-of-role check; None when it is off

@@ -15,7 +15,8 @@ from importlib import import_module
 from typing import Any
 
 _LAZY = {
-    "_axes": ("Axis", "TAN_LEE_AXES", "AXIS_KEYS", "PROMPT_TEMPLATE", "BASELINE_TEMPLATE", "INSTRUCTION", "DOMAINS"),
+    "_axes": ("Axis", "TAN_LEE_AXES", "AXIS_KEYS", "PROMPT_TEMPLATE", "SYSTEM_TEMPLATE", "BASELINE_TEMPLATE",
+              "INSTRUCTION", "DOMAINS"),
     "_scenes": ("Scene", "Cleaning", "SceneTable", "read_scenes", "select", "battery_yaml"),
     "_reanalyze": ("PUBLISHED_TABLE6", "RELEASE_COLUMNS", "Reanalysis", "Table6Row", "ConditionDispersion",
                    "PowerDifference", "LeastChange", "DataChecks", "ModelCounts", "Exclusion", "read_release",

@@ -26,6 +26,7 @@ __all__ = [
     "DOMAINS",
     "INSTRUCTION",
     "PROMPT_TEMPLATE",
+    "SYSTEM_TEMPLATE",
     "TAN_LEE_AXES",
     "Axis",
     "axis_for_label",
@@ -114,12 +115,15 @@ DOMAINS: dict[str, str] = {
 #: The instruction that replaces the scene table's "Adopt the persona of RES. What do you say?"
 #: (same words as ``examples/persona_power``).
 INSTRUCTION = "You are Blake. Respond to Alex as Blake, in a few sentences of dialogue only, in quotation marks."
-#: The role-play prompt (one user message): scene with SUB/RES renamed Alex/Blake, one persona
-#: sentence per party, the instruction. The two-party design fills ``sub_persona``/``res_persona``.
-PROMPT_TEMPLATE = ("{scene}\n\nAlex is {sub_persona} who is {sub_trait}. Blake is {res_persona} who is {res_trait}."
-                   "\n\n" + INSTRUCTION)
-#: The baseline prompt: the same without any identity.
-BASELINE_TEMPLATE = "{scene}\n\nAlex is {sub_trait}. Blake is {res_trait}.\n\n" + INSTRUCTION
+#: The role-play's system message: who the model plays and who the user is, then the scene with
+#: SUB/RES renamed Alex/Blake. The same for every condition of a scene and for its baseline.
+SYSTEM_TEMPLATE = "This is a role-play. You are Blake and the user is Alex.\n\n{scene}"
+#: The user message: one persona sentence per party, the instruction. The two-party design fills
+#: ``sub_persona``/``res_persona``. (The paper sent the scene in this message too; see
+#: examples/persona_power/README.md, "The prompt", for why the scene moved to the system message.)
+PROMPT_TEMPLATE = "Alex is {sub_persona} who is {sub_trait}. Blake is {res_persona} who is {res_trait}.\n\n" + INSTRUCTION
+#: The baseline user message: the same without any identity.
+BASELINE_TEMPLATE = "Alex is {sub_trait}. Blake is {res_trait}.\n\n" + INSTRUCTION
 
 
 def _fold(s: str) -> str:

@@ -42,6 +42,7 @@ from fairpair.persona._axes import (
     BASELINE_TEMPLATE,
     DOMAINS,
     PROMPT_TEMPLATE,
+    SYSTEM_TEMPLATE,
     TAN_LEE_AXES,
 )
 
@@ -392,8 +393,8 @@ def battery_yaml(table: SceneTable, *, axes: list[str] | None = None, name: str 
         f"Tan & Lee (2025, NAACL) scenes imported from {Path(src).name}: {len(table.scenes)} scenes "
         f"({counts.get('disparity', 0)} power disparity, {counts.get('equal', 0)} equal; NOT matched across power "
         f"conditions), two_party design over {len(chosen)} axes of Table 2, {per_scene} conditions per scene. "
-        f"Cleaning: {'; '.join(clean_lines)}. Prompt (one user message): {PROMPT_TEMPLATE!r}. "
-        f"Baseline: {BASELINE_TEMPLATE!r}. sub_persona/res_persona are the Table 2 identity with its "
+        f"Cleaning: {'; '.join(clean_lines)}. System message: {SYSTEM_TEMPLATE!r}. "
+        f"User message: {PROMPT_TEMPLATE!r}. Baseline user message: {BASELINE_TEMPLATE!r}. sub_persona/res_persona are the Table 2 identity with its "
         f"indefinite article (\"an Asian\")."
     )
     w(f"description: {_q(desc)}")
@@ -423,10 +424,12 @@ def battery_yaml(table: SceneTable, *, axes: list[str] | None = None, name: str 
         w(f"      sub_trait: {_q(s.sub_trait)}")
         w(f"      res_trait: {_q(s.res_trait)}")
         if first:
+            w(f"    system: &system {_q(SYSTEM_TEMPLATE)}")
             w(f"    turns: &prompt\n      - {_q(PROMPT_TEMPLATE)}")
             w(f"    baseline_turns: &baseline\n      - {_q(BASELINE_TEMPLATE)}")
             first = False
         else:
+            w("    system: *system")
             w("    turns: *prompt")
             w("    baseline_turns: *baseline")
     w("")
