@@ -460,7 +460,7 @@ def answer_status(text: str | None, *, finish_reason: str | None = None, failed:
     if _is_loop(parsed):
         return AnswerStatus("loop", "repeats itself")
     if roles is not None:
-        why = _out_of_role(folded, roles)
+        why = _out_of_role(parsed.folded, roles)
         if why:
             return AnswerStatus("out_of_role", why)
     if fr in _LENGTH_REASONS:
