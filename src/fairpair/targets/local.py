@@ -14,7 +14,8 @@ battery can be tried end to end on a laptop::
 Backend: `xllamacpp <https://github.com/xorbitsai/xllamacpp>`_, a prebuilt
 llama.cpp binding. One model is loaded per process (lazily, on the first
 ``generate``) and shared by every :class:`LocalTarget` that asks for the same
-file, context size, thread count and ``parallel``, e.g. the target under test
+file and server settings (context size, threads, ``parallel``, batch sizes:
+:meth:`LocalOptions.server_key`), e.g. the target under test
 and a judge. Generation runs in worker threads (the binding releases the GIL),
 so the event loop stays free.
 
@@ -92,7 +93,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from fairpair.errors import FairpairError
 from fairpair.targets._base import ChatRequest, Completion, TargetBase, TargetError, Usage
@@ -176,6 +177,18 @@ class LocalOptions(BaseModel):
         prefix (llama.cpp's ``cache_prompt``; the shared system prompt of a
         battery is then processed once per slot). Off by default: the reused
         prefix was computed in another batch shape, so the text may change.
+    n_batch, n_ubatch:
+        llama.cpp's logical and physical batch sizes in tokens (defaults 2048
+        and 512, llama.cpp's own): the most tokens one decoding step accepts
+        from all slots, and the most computed at once; ``n_ubatch`` must not
+        exceed ``n_batch``. They change how prompts are split into steps, so
+        (like ``parallel``) they can change the text.
+    n_threads_batch:
+        CPU threads for prompt processing (llama.cpp's ``--threads-batch``);
+        ``None`` (default) is ``n_threads``.
+    kv_unified:
+        One key/value buffer shared by all slots (llama.cpp's ``--kv-unified``)
+        instead of one of ``n_ctx`` tokens per slot; off by default.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -196,6 +209,25 @@ class LocalOptions(BaseModel):
     frequency_penalty: float = Field(0.0, ge=-2.0, le=2.0)
     parallel: int = Field(1, ge=1, le=64)
     cache_prompt: bool = False
+    n_batch: int = Field(2048, ge=1)
+    n_ubatch: int = Field(512, ge=1)
+    n_threads_batch: int | None = Field(None, ge=1)
+    kv_unified: bool = False
+
+    @field_validator("n_ubatch")
+    @classmethod
+    def _ubatch_within_batch(cls, value: int, info: ValidationInfo) -> int:
+        n_batch = info.data.get("n_batch")
+        if n_batch is not None and value > n_batch:
+            raise ValueError(f"n_ubatch ({value}) exceeds n_batch ({n_batch}); "
+                             "llama.cpp computes at most n_batch tokens per step")
+        return value
+
+    def server_key(self) -> tuple[Any, ...]:
+        """The settings of the llama.cpp server itself (not of a request): targets with the same
+        file and the same key share one loaded model."""
+        return (self.n_ctx, self.n_threads, self.parallel, self.n_batch, self.n_ubatch,
+                self.n_threads_batch or self.n_threads, self.kv_unified)
 
     @field_validator("model")
     @classmethod
@@ -304,7 +336,7 @@ class _Loaded:
         self.idle = threading.Condition(self.lock)
 
 
-_REGISTRY: dict[tuple[str, int, int, int], _Loaded] = {}
+_REGISTRY: dict[tuple[Any, ...], _Loaded] = {}  # (file, *LocalOptions.server_key()) -> its server
 _REGISTRY_LOCK = threading.Lock()
 
 
@@ -334,14 +366,18 @@ def _backend_version() -> str | None:
         return None
 
 
-def backend_params(path: Path, *, n_ctx: int, n_threads: int, parallel: int = 1) -> Any:
+def backend_params(path: Path, *, n_ctx: int, n_threads: int, parallel: int = 1, n_batch: int = 2048,
+                   n_ubatch: int = 512, n_threads_batch: int | None = None, kv_unified: bool = False) -> Any:
     """xllamacpp ``CommonParams`` for one quiet, offline server with ``parallel`` slots.
 
     Each slot gets ``n_ctx`` tokens (llama.cpp splits its context among the
     slots, so the context is ``n_ctx * parallel``); continuous batching is on
-    (llama.cpp's default), so the running slots decode in one batch. Public so
-    that the benchmark can drive the backend directly with the very same
-    settings.
+    (llama.cpp's default), so the running slots decode in one batch.
+    ``n_batch``/``n_ubatch`` are llama.cpp's logical/physical batch sizes in
+    tokens, ``n_threads_batch`` the prompt-processing threads (``None``:
+    ``n_threads``), ``kv_unified`` one key/value buffer for all slots (see
+    :class:`LocalOptions`). Public so that the benchmark can drive the backend
+    directly with the very same settings.
     """
     xl = _import_backend()
     params = xl.CommonParams()
@@ -350,9 +386,11 @@ def backend_params(path: Path, *, n_ctx: int, n_threads: int, parallel: int = 1)
     params.n_ctx = n_ctx * parallel
     params.n_parallel = parallel
     params.cont_batching = True
-    params.kv_unified = False
+    params.kv_unified = kv_unified
+    params.n_batch = n_batch
+    params.n_ubatch = n_ubatch
     params.cpuparams.n_threads = n_threads
-    params.cpuparams_batch.n_threads = n_threads
+    params.cpuparams_batch.n_threads = n_threads_batch or n_threads
     params.verbosity = -1  # silence llama.cpp's own logging
     params.use_jinja = True  # the GGUF's own chat template (ChatML for Qwen2.5)
     # The binding also serves HTTP on 127.0.0.1: lock it and strip it down.
@@ -366,13 +404,15 @@ def backend_params(path: Path, *, n_ctx: int, n_threads: int, parallel: int = 1)
     return params
 
 
-def _acquire(path: Path, n_ctx: int, n_threads: int, parallel: int = 1) -> _Loaded:
-    key = (str(path), n_ctx, n_threads, parallel)
+def _acquire(path: Path, options: LocalOptions) -> _Loaded:
+    key = (str(path), *options.server_key())
     with _REGISTRY_LOCK:
         loaded = _REGISTRY.get(key)
         if loaded is None:
             xl = _import_backend()
-            params = backend_params(path, n_ctx=n_ctx, n_threads=n_threads, parallel=parallel)
+            params = backend_params(path, n_ctx=options.n_ctx, n_threads=options.n_threads, parallel=options.parallel,
+                                    n_batch=options.n_batch, n_ubatch=options.n_ubatch,
+                                    n_threads_batch=options.n_threads_batch, kv_unified=options.kv_unified)
             try:
                 server = xl.Server(params)
             except RuntimeError as exc:
@@ -380,13 +420,13 @@ def _acquire(path: Path, n_ctx: int, n_threads: int, parallel: int = 1) -> _Load
                     f"llama.cpp could not load {path} ({exc})",
                     hint="check that the file is a GGUF model and that n_ctx fits in memory",
                 ) from None
-            loaded = _REGISTRY[key] = _Loaded(server, parallel=parallel, api_key=list(params.api_keys)[0])
+            loaded = _REGISTRY[key] = _Loaded(server, parallel=options.parallel, api_key=list(params.api_keys)[0])
         loaded.users += 1
         return loaded
 
 
-def _release(path: Path, n_ctx: int, n_threads: int, parallel: int = 1) -> None:
-    key = (str(path), n_ctx, n_threads, parallel)
+def _release(path: Path, options: LocalOptions) -> None:
+    key = (str(path), *options.server_key())
     with _REGISTRY_LOCK:
         loaded = _REGISTRY.get(key)
         if loaded is None:
@@ -473,6 +513,10 @@ class LocalTarget(TargetBase):
                 "n_threads": opts.n_threads,
                 "cache_prompt": opts.cache_prompt,
                 "parallel": opts.parallel,
+                "n_batch": opts.n_batch,
+                "n_ubatch": opts.n_ubatch,
+                "n_threads_batch": opts.n_threads_batch or opts.n_threads,
+                "kv_unified": opts.kv_unified,
             },
             "tools": ("offered through the chat template" if local_tools_supported(opts.model_dump()) is None
                       else "refused: the chat template does not render tools"),
@@ -491,8 +535,7 @@ class LocalTarget(TargetBase):
     def _ensure_loaded(self) -> _Loaded:
         with self._load_lock:
             if self._loaded is None:
-                self._loaded = _acquire(self.model_path(), self.options.n_ctx, self.options.n_threads,
-                                        self.options.parallel)
+                self._loaded = _acquire(self.model_path(), self.options)
             return self._loaded
 
     async def load(self) -> None:
@@ -684,7 +727,7 @@ class LocalTarget(TargetBase):
         with self._load_lock:
             if self._loaded is not None and self._path is not None:
                 self._loaded = None
-                _release(self._path, self.options.n_ctx, self.options.n_threads, self.options.parallel)
+                _release(self._path, self.options)
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
