@@ -35,16 +35,18 @@ whatever ran before (measured: 8 of 8 answers the same text twice). With
 depend on the batch the sequence shares, so a case's text can change with
 what else is decoded with it, and that depends on timing: two runs of one
 battery can differ. Measured on the shop battery's prompts at temperature 0.7
-(``benchmarks/bench_local_batch.py``, ``benchmarks/README.md``): 0 of 8
-answers were the same text with ``parallel: 4`` (with or without
-``cache_prompt``) as one at a time, the first difference between character 1
-and 150; at temperature 0 (greedy, as the judges run), 1 of 4. Two CPU paths of llama.cpp are batch-dependent, repacked weights
+(``benchmarks/bench_local_batch.py``, ``benchmarks/README.md``): 4 of 60
+answers were the same text with ``parallel: 4`` as one at a time, 3 of 60
+with ``cache_prompt`` too (160 tokens; 0 of 8 at 64 tokens, the first
+difference between character 1 and 150); at temperature 0 (greedy, as the
+judges run), 1 of 4. Two CPU paths of llama.cpp are batch-dependent, repacked weights
 (off: ``--no-repack``) and flash attention (off: ``-fa off``): with only one
 of them off 4 of 4 texts changed, and with both off 4 of 8 still did (64
 tokens), so no
 setting of this build gives batch-invariant texts; fairpair keeps llama.cpp's
 defaults. The manifest records ``parallel`` and ``cache_prompt`` with the
-other parameters, for the target and for a ``local`` judge. The
+other parameters (with ``n_batch``, ``n_ubatch``, ``n_threads_batch`` and
+``kv_unified``), for the target and for a ``local`` judge. The
 samplers that fairpair does not expose are pinned to llama.cpp's defaults
 (``top_k=40``, ``min_p=0.05``) so that a new binding cannot change them
 silently; :meth:`LocalTarget.identity` records them all.
