@@ -19,7 +19,12 @@ average is printed before and after each mode: the ratios are read under the sam
 Usage::
 
     nice -n 10 python benchmarks/bench_local_batch.py [--battery examples/tienda_online/battery.yaml]
-        [--n 60] [--parallel 4] [--max-tokens 160] [--cache-prompt] [--skip-sequential]
+        [--n 60] [--parallel 4] [--max-tokens 160] [--cache-prompt] [--skip-sequential] [--skip-batched]
+        [--mode 'p8c:parallel=8,cache_prompt=true' --mode 'p4c-ub256:parallel=4,cache_prompt=true,n_ubatch=256' ...]
+
+``--mode`` adds modes of any :class:`~fairpair.targets.local.LocalOptions` (``parallel``,
+``cache_prompt``, ``n_batch``, ``n_ubatch``, ``n_threads``, ``n_threads_batch``, ``kv_unified``,
+``max_tokens``...), each timed and compared with the same sequential run.
 """
 
 from __future__ import annotations
@@ -57,6 +62,19 @@ async def run_all(target, requests, concurrency: int):
     return outs, time.perf_counter() - t0
 
 
+def parse_mode(spec: str, *, default_parallel: int) -> tuple[str, dict]:
+    """``'LABEL:key=value,...'`` -> (label, options); values are ints, ``true``/``false`` or text."""
+    label, _, body = spec.partition(":")
+    over: dict = {}
+    for item in filter(None, body.split(",")):
+        key, _, value = item.partition("=")
+        low = value.strip().lower()
+        over[key.strip()] = (True if low == "true" else False if low == "false"
+                             else int(low) if low.lstrip("-").isdigit() else value.strip())
+    over.setdefault("parallel", default_parallel)
+    return label.strip(), over
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--battery", default="examples/tienda_online/battery.yaml")
@@ -67,6 +85,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None, help="n_threads (default: the cores this process may use)")
     ap.add_argument("--cache-prompt", action="store_true", help="also time batched+cache")
     ap.add_argument("--skip-sequential", action="store_true")
+    ap.add_argument("--skip-batched", action="store_true", help="no plain batched mode (only --cache-prompt/--mode)")
+    ap.add_argument("--mode", action="append", default=[], metavar="LABEL:KEY=VALUE,...",
+                    help="an extra mode of LocalTarget options, e.g. 'p8c:parallel=8,cache_prompt=true,n_ubatch=256' "
+                         "(repeatable; timed after the others, in the order given)")
     ap.add_argument("--project", type=int, default=1200)
     args = ap.parse_args()
 
@@ -77,14 +99,19 @@ def main() -> None:
     base = {**spec.model_dump(exclude_unset=True), "model": args.model, "max_tokens": args.max_tokens}
     if args.threads:
         base["n_threads"] = args.threads
-    base = {k: v for k, v in base.items() if k in LocalTarget.Options.model_fields}
+    # the battery's sampling options; the batching is each mode's own (the battery may set it)
+    base = {k: v for k, v in base.items() if k in LocalTarget.Options.model_fields
+            and k not in ("parallel", "cache_prompt")}
     print(f"{len(requests)} prompts from {args.battery}; options {base}; load {os.getloadavg()}", flush=True)
     modes = []
     if not args.skip_sequential:
-        modes.append(("sequential", {"parallel": 1}))
-    modes.append(("batched", {"parallel": args.parallel}))
+        modes.append(("sequential", {"parallel": 1, "cache_prompt": False}))
+    if not args.skip_batched:
+        modes.append(("batched", {"parallel": args.parallel, "cache_prompt": False}))
     if args.cache_prompt:
         modes.append(("batched+cache", {"parallel": args.parallel, "cache_prompt": True}))
+    for spec in args.mode:
+        modes.append(parse_mode(spec, default_parallel=args.parallel))
     results = {}
     for label, over in modes:
         target = LocalTarget({**base, **over}, name=label)
@@ -100,8 +127,8 @@ def main() -> None:
               flush=True)
         target.close()
     rate = {label: toks / wall for label, (_, wall, toks) in results.items()}
-    for label in ("batched", "batched+cache"):
-        if label in rate and "sequential" in rate:
+    for label in rate:
+        if label != "sequential" and "sequential" in rate:
             print(f"ratio {label}/sequential (tokens/s): {rate[label] / rate['sequential']:.2f} (goal >= 2.0); "
                   f"answers/s {results['sequential'][1] / results[label][1]:.2f}")
     if "sequential" in results:

@@ -457,6 +457,36 @@ def test_parallel_slots_decode_together_and_are_recorded(fake_backend):
         assert "parallel" in str(ei.value)
 
 
+def test_batch_sizes_threads_and_unified_cache_reach_the_server_and_the_manifest(fake_backend):
+    """n_batch, n_ubatch, n_threads_batch and kv_unified are llama.cpp server settings: they reach its
+    parameters, the manifest's identity, and the registry key (another setting is another server)."""
+    opts = {"model_path": str(fake_backend), "parallel": 2, "n_threads": 2, "n_batch": 1024, "n_ubatch": 256,
+            "n_threads_batch": 1, "kv_unified": True}
+    target = LocalTarget(opts)
+    params = target.identity()["parameters"]
+    assert (params["n_batch"], params["n_ubatch"], params["n_threads_batch"], params["kv_unified"]) == (1024, 256, 1, True)
+    plain = LocalTarget({"model_path": str(fake_backend), "n_threads": 3})
+    p = plain.identity()["parameters"]
+    assert (p["n_batch"], p["n_ubatch"], p["n_threads_batch"], p["kv_unified"]) == (2048, 512, 3, False)
+    req = ChatRequest(messages=({"role": "user", "content": "hola"},), seed=1)
+    assert target.generate_sync(req).text == plain.generate_sync(req).text == "eco 1"
+    assert len(FakeServer.instances) == 2  # different server settings: two servers
+    batched, single = FakeServer.instances
+    assert (batched.params.n_batch, batched.params.n_ubatch, batched.params.kv_unified) == (1024, 256, True)
+    assert (batched.params.cpuparams.n_threads, batched.params.cpuparams_batch.n_threads) == (2, 1)
+    assert (single.params.n_batch, single.params.n_ubatch, single.params.kv_unified) == (2048, 512, False)
+    assert (single.params.cpuparams.n_threads, single.params.cpuparams_batch.n_threads) == (3, 3)
+    target.close()
+    plain.close()
+    with pytest.raises(FairpairError) as ei:
+        LocalTarget({"model_path": str(fake_backend), "n_batch": 256, "n_ubatch": 512})
+    assert "options.n_ubatch" in str(ei.value) and "exceeds n_batch (256)" in str(ei.value)
+    for bad in ({"n_batch": 0}, {"n_ubatch": 0}, {"n_threads_batch": 0}, {"kv_unified": "yes please"}):
+        with pytest.raises(FairpairError) as ei:
+            LocalTarget({"model_path": str(fake_backend), **bad})
+        assert next(iter(bad)) in str(ei.value)
+
+
 def test_a_local_judge_with_parallel_batches_its_calls_and_records_it(fake_backend):
     """The judge is built like a target: a ``judge: {kind: local, parallel: 3, cache_prompt: true}``
     admits 3 judge calls at once through the model-call service (the measure stage's path) and

@@ -14,7 +14,8 @@ battery can be tried end to end on a laptop::
 Backend: `xllamacpp <https://github.com/xorbitsai/xllamacpp>`_, a prebuilt
 llama.cpp binding. One model is loaded per process (lazily, on the first
 ``generate``) and shared by every :class:`LocalTarget` that asks for the same
-file, context size, thread count and ``parallel``, e.g. the target under test
+file and server settings (context size, threads, ``parallel``, batch sizes:
+:meth:`LocalOptions.server_key`), e.g. the target under test
 and a judge. Generation runs in worker threads (the binding releases the GIL),
 so the event loop stays free.
 
@@ -34,16 +35,18 @@ whatever ran before (measured: 8 of 8 answers the same text twice). With
 depend on the batch the sequence shares, so a case's text can change with
 what else is decoded with it, and that depends on timing: two runs of one
 battery can differ. Measured on the shop battery's prompts at temperature 0.7
-(``benchmarks/bench_local_batch.py``, ``benchmarks/README.md``): 0 of 8
-answers were the same text with ``parallel: 4`` (with or without
-``cache_prompt``) as one at a time, the first difference between character 1
-and 150; at temperature 0 (greedy, as the judges run), 1 of 4. Two CPU paths of llama.cpp are batch-dependent, repacked weights
+(``benchmarks/bench_local_batch.py``, ``benchmarks/README.md``): 4 of 60
+answers were the same text with ``parallel: 4`` as one at a time, 3 of 60
+with ``cache_prompt`` too (160 tokens; 0 of 8 at 64 tokens, the first
+difference between character 1 and 150); at temperature 0 (greedy, as the
+judges run), 1 of 4. Two CPU paths of llama.cpp are batch-dependent, repacked weights
 (off: ``--no-repack``) and flash attention (off: ``-fa off``): with only one
 of them off 4 of 4 texts changed, and with both off 4 of 8 still did (64
 tokens), so no
 setting of this build gives batch-invariant texts; fairpair keeps llama.cpp's
 defaults. The manifest records ``parallel`` and ``cache_prompt`` with the
-other parameters, for the target and for a ``local`` judge. The
+other parameters (with ``n_batch``, ``n_ubatch``, ``n_threads_batch`` and
+``kv_unified``), for the target and for a ``local`` judge. The
 samplers that fairpair does not expose are pinned to llama.cpp's defaults
 (``top_k=40``, ``min_p=0.05``) so that a new binding cannot change them
 silently; :meth:`LocalTarget.identity` records them all.
@@ -92,7 +95,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from fairpair.errors import FairpairError
 from fairpair.targets._base import ChatRequest, Completion, TargetBase, TargetError, Usage
@@ -181,6 +184,18 @@ class LocalOptions(BaseModel):
         prefix (llama.cpp's ``cache_prompt``; the shared system prompt of a
         battery is then processed once per slot). Off by default: the reused
         prefix was computed in another batch shape, so the text may change.
+    n_batch, n_ubatch:
+        llama.cpp's logical and physical batch sizes in tokens (defaults 2048
+        and 512, llama.cpp's own): the most tokens one decoding step accepts
+        from all slots, and the most computed at once; ``n_ubatch`` must not
+        exceed ``n_batch``. They change how prompts are split into steps, so
+        (like ``parallel``) they can change the text.
+    n_threads_batch:
+        CPU threads for prompt processing (llama.cpp's ``--threads-batch``);
+        ``None`` (default) is ``n_threads``.
+    kv_unified:
+        One key/value buffer shared by all slots (llama.cpp's ``--kv-unified``)
+        instead of one of ``n_ctx`` tokens per slot; off by default.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -202,6 +217,25 @@ class LocalOptions(BaseModel):
     stop: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list, max_length=4)
     parallel: int = Field(1, ge=1, le=64)
     cache_prompt: bool = False
+    n_batch: int = Field(2048, ge=1)
+    n_ubatch: int = Field(512, ge=1)
+    n_threads_batch: int | None = Field(None, ge=1)
+    kv_unified: bool = False
+
+    @field_validator("n_ubatch")
+    @classmethod
+    def _ubatch_within_batch(cls, value: int, info: ValidationInfo) -> int:
+        n_batch = info.data.get("n_batch")
+        if n_batch is not None and value > n_batch:
+            raise ValueError(f"n_ubatch ({value}) exceeds n_batch ({n_batch}); "
+                             "llama.cpp computes at most n_batch tokens per step")
+        return value
+
+    def server_key(self) -> tuple[Any, ...]:
+        """The settings of the llama.cpp server itself (not of a request): targets with the same
+        file and the same key share one loaded model."""
+        return (self.n_ctx, self.n_threads, self.parallel, self.n_batch, self.n_ubatch,
+                self.n_threads_batch or self.n_threads, self.kv_unified)
 
     @field_validator("model")
     @classmethod
@@ -310,7 +344,7 @@ class _Loaded:
         self.idle = threading.Condition(self.lock)
 
 
-_REGISTRY: dict[tuple[str, int, int, int], _Loaded] = {}
+_REGISTRY: dict[tuple[Any, ...], _Loaded] = {}  # (file, *LocalOptions.server_key()) -> its server
 _REGISTRY_LOCK = threading.Lock()
 
 
@@ -340,14 +374,18 @@ def _backend_version() -> str | None:
         return None
 
 
-def backend_params(path: Path, *, n_ctx: int, n_threads: int, parallel: int = 1) -> Any:
+def backend_params(path: Path, *, n_ctx: int, n_threads: int, parallel: int = 1, n_batch: int = 2048,
+                   n_ubatch: int = 512, n_threads_batch: int | None = None, kv_unified: bool = False) -> Any:
     """xllamacpp ``CommonParams`` for one quiet, offline server with ``parallel`` slots.
 
     Each slot gets ``n_ctx`` tokens (llama.cpp splits its context among the
     slots, so the context is ``n_ctx * parallel``); continuous batching is on
-    (llama.cpp's default), so the running slots decode in one batch. Public so
-    that the benchmark can drive the backend directly with the very same
-    settings.
+    (llama.cpp's default), so the running slots decode in one batch.
+    ``n_batch``/``n_ubatch`` are llama.cpp's logical/physical batch sizes in
+    tokens, ``n_threads_batch`` the prompt-processing threads (``None``:
+    ``n_threads``), ``kv_unified`` one key/value buffer for all slots (see
+    :class:`LocalOptions`). Public so that the benchmark can drive the backend
+    directly with the very same settings.
     """
     xl = _import_backend()
     params = xl.CommonParams()
@@ -356,9 +394,11 @@ def backend_params(path: Path, *, n_ctx: int, n_threads: int, parallel: int = 1)
     params.n_ctx = n_ctx * parallel
     params.n_parallel = parallel
     params.cont_batching = True
-    params.kv_unified = False
+    params.kv_unified = kv_unified
+    params.n_batch = n_batch
+    params.n_ubatch = n_ubatch
     params.cpuparams.n_threads = n_threads
-    params.cpuparams_batch.n_threads = n_threads
+    params.cpuparams_batch.n_threads = n_threads_batch or n_threads
     params.verbosity = -1  # silence llama.cpp's own logging
     params.use_jinja = True  # the GGUF's own chat template (ChatML for Qwen2.5)
     # The binding also serves HTTP on 127.0.0.1: lock it and strip it down.
@@ -372,13 +412,15 @@ def backend_params(path: Path, *, n_ctx: int, n_threads: int, parallel: int = 1)
     return params
 
 
-def _acquire(path: Path, n_ctx: int, n_threads: int, parallel: int = 1) -> _Loaded:
-    key = (str(path), n_ctx, n_threads, parallel)
+def _acquire(path: Path, options: LocalOptions) -> _Loaded:
+    key = (str(path), *options.server_key())
     with _REGISTRY_LOCK:
         loaded = _REGISTRY.get(key)
         if loaded is None:
             xl = _import_backend()
-            params = backend_params(path, n_ctx=n_ctx, n_threads=n_threads, parallel=parallel)
+            params = backend_params(path, n_ctx=options.n_ctx, n_threads=options.n_threads, parallel=options.parallel,
+                                    n_batch=options.n_batch, n_ubatch=options.n_ubatch,
+                                    n_threads_batch=options.n_threads_batch, kv_unified=options.kv_unified)
             try:
                 server = xl.Server(params)
             except RuntimeError as exc:
@@ -386,13 +428,13 @@ def _acquire(path: Path, n_ctx: int, n_threads: int, parallel: int = 1) -> _Load
                     f"llama.cpp could not load {path} ({exc})",
                     hint="check that the file is a GGUF model and that n_ctx fits in memory",
                 ) from None
-            loaded = _REGISTRY[key] = _Loaded(server, parallel=parallel, api_key=list(params.api_keys)[0])
+            loaded = _REGISTRY[key] = _Loaded(server, parallel=options.parallel, api_key=list(params.api_keys)[0])
         loaded.users += 1
         return loaded
 
 
-def _release(path: Path, n_ctx: int, n_threads: int, parallel: int = 1) -> None:
-    key = (str(path), n_ctx, n_threads, parallel)
+def _release(path: Path, options: LocalOptions) -> None:
+    key = (str(path), *options.server_key())
     with _REGISTRY_LOCK:
         loaded = _REGISTRY.get(key)
         if loaded is None:
@@ -480,6 +522,10 @@ class LocalTarget(TargetBase):
                 "n_threads": opts.n_threads,
                 "cache_prompt": opts.cache_prompt,
                 "parallel": opts.parallel,
+                "n_batch": opts.n_batch,
+                "n_ubatch": opts.n_ubatch,
+                "n_threads_batch": opts.n_threads_batch or opts.n_threads,
+                "kv_unified": opts.kv_unified,
             },
             "tools": ("offered through the chat template" if local_tools_supported(opts.model_dump()) is None
                       else "refused: the chat template does not render tools"),
@@ -498,8 +544,7 @@ class LocalTarget(TargetBase):
     def _ensure_loaded(self) -> _Loaded:
         with self._load_lock:
             if self._loaded is None:
-                self._loaded = _acquire(self.model_path(), self.options.n_ctx, self.options.n_threads,
-                                        self.options.parallel)
+                self._loaded = _acquire(self.model_path(), self.options)
             return self._loaded
 
     async def load(self) -> None:
@@ -693,7 +738,7 @@ class LocalTarget(TargetBase):
         with self._load_lock:
             if self._loaded is not None and self._path is not None:
                 self._loaded = None
-                _release(self._path, self.options.n_ctx, self.options.n_threads, self.options.parallel)
+                _release(self._path, self.options)
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
