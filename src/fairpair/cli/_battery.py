@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
-import click
 import typer
 from rich.markup import escape
 from rich.table import Table
@@ -167,7 +166,9 @@ def init(
         d = ",".join(default_groups(language))
         groups = typer.prompt("groups to compare (lexicons, reference first)", default=d) if ask else d
     if target is None:
-        target = typer.prompt("target", default="mock", type=click.Choice(list(TARGET_PRESETS))) if ask else "mock"
+        # value_proc: a value outside TARGET_PRESETS prints _init_target's message and asks again
+        target = typer.prompt("target (" + "|".join(TARGET_PRESETS) + ")", default="mock",
+                              value_proc=_init_target) if ask else "mock"
     if url is None and ask and TARGET_PRESETS.get(target, {}).get("url"):
         url = typer.prompt("target URL", default=TARGET_PRESETS[target]["url"])
     choices = InitChoices(name=name, language=language, groups=tuple(g.strip() for g in groups.split(",") if g.strip()),
