@@ -86,7 +86,9 @@ def test_demo_battery_under_every_fault_kind(tmp_path):
 
 
 def test_every_first_attempt_hangs_and_is_cut_by_the_timeout(tmp_path):
-    settings = RunSettings(concurrency=8, timeout=0.3, max_attempts=2, backoff_initial=0.01, backoff_max=0.02)
+    # 1 s: long enough that a loaded machine never cuts a second attempt that would have been answered
+    # (at 0.3 s a loaded machine twice left 71 of the 72 requests, 2026-12-01: a retry cut before it was sent)
+    settings = RunSettings(concurrency=8, timeout=1.0, max_attempts=2, backoff_initial=0.01, backoff_max=0.02)
     with serve_openai(faults=[Fault("hang", first=1)]) as server:
         target = {"kind": "openai", "base_url": server.base_url, "model": "mock-1", "api_key_env": None}
         lb = load_battery(demo_battery(tmp_path / "b", target))
@@ -95,7 +97,7 @@ def test_every_first_attempt_hangs_and_is_cut_by_the_timeout(tmp_path):
         elapsed = time.monotonic() - t0
         assert server.mock.faults.injected["hang"] == 36 and server.n_requests == 72
     assert out.manifest["counts"]["openai"] == {"answered": 36, "failed": 0, "retried": 36, "cases": 36}
-    # 36 hangs of 0.3 s, 8 at a time: about 1.5 s, far from the hour a hang lasts
+    # 36 hangs of 1 s, 8 at a time: about 5 s, far from the hour a hang lasts
     assert elapsed < 15
     assert {a for (a,) in query(tmp_path / "run", "SELECT attempts FROM responses")} == {2}
 

@@ -9,6 +9,7 @@ import time
 from fairpair.store import Store
 
 PAGE = 4096
+N = 3000  # answers in the stream
 
 
 def _answer(store: Store, i: int) -> None:
@@ -25,23 +26,25 @@ def test_the_wal_stays_bounded_and_the_thread_copies_it(tmp_path):
     store = Store.open(tmp_path / "run")
     wal = tmp_path / "run" / "store.sqlite-wal"
     assert _autocheckpoint(store) == 1000  # SQLite's default, the store's everywhere else
-    with store.checkpoints_in_background(interval=0.01, bound=2000) as count:
+    with store.checkpoints_in_background(interval=0.05, bound=2000) as count:
         assert _autocheckpoint(store) == 2000
-        for i in range(1500):  # about 7,000 WAL pages (4.7 an answer) in one steady stream
+        for i in range(N):  # about 14,000 WAL pages (4.7 an answer) in one steady stream
             _answer(store, i)
-        deadline = time.monotonic() + 60  # the thread runs every 10 ms; generous for a loaded machine
+        deadline = time.monotonic() + 60  # the thread runs every 50 ms; generous for a loaded machine
         while count.runs < 1 and time.monotonic() < deadline:
             time.sleep(0.01)
         high_water = wal.stat().st_size
     assert count.runs >= 1
     assert _autocheckpoint(store) == 1000
-    # the commit passing 2,000 pages restarted the WAL each time: the file never held the 7,000
-    # pages of the stream (the control below), only about one bound's worth
-    assert high_water < 2600 * PAGE
-    assert len(list(store.responses("t"))) == 1500
+    # the commits passing 2,000 pages restarted the WAL: the file never held the 14,000 pages of the
+    # stream (the control below). The bound is soft: while the thread holds the checkpoint, the
+    # committing connection's own checkpoint is refused (busy) and the WAL grows until a later commit
+    # checkpoints; half the stream leaves room for that on a loaded machine.
+    assert high_water < 7000 * PAGE
+    assert len(list(store.responses("t"))) == N
     store.close()
     with Store.open(tmp_path / "run", readonly=True) as again:
-        assert again.integrity_ok() and len(again.answered_ids("t")) == 1500
+        assert again.integrity_ok() and len(again.answered_ids("t")) == N
 
 
 def test_without_checkpoints_the_same_writes_grow_the_wal(tmp_path):
@@ -49,9 +52,9 @@ def test_without_checkpoints_the_same_writes_grow_the_wal(tmp_path):
     holds every page written (so the bound above is the block's work)."""
     store = Store.open(tmp_path / "run")
     store.conn.execute("PRAGMA wal_autocheckpoint=0")
-    for i in range(1500):
+    for i in range(N):
         _answer(store, i)
-    assert (tmp_path / "run" / "store.sqlite-wal").stat().st_size > 6000 * PAGE
+    assert (tmp_path / "run" / "store.sqlite-wal").stat().st_size > 12_000 * PAGE
     store.close()
 
 

@@ -393,8 +393,9 @@ class Store:
         never restart from its beginning; this connection's automatic checkpoint is therefore
         raised to ``bound`` pages (default 10,000, 40 MiB at 4 KiB a page), where the commit
         that passes it checkpoints the few pages the thread has not copied yet and the WAL
-        restarts: the WAL stays under about ``bound`` pages, and a commit in about 2,000 (4.7
-        pages an answer) pays a short checkpoint. SQLite's default is restored on exit, after
+        restarts: the WAL stays near ``bound`` pages (a soft bound: while the thread holds the
+        checkpoint, that commit's own is refused and a later commit's takes over), and a commit
+        in about 2,000 (4.7 pages an answer) pays a short checkpoint. SQLite's default is restored on exit, after
         a last passive checkpoint. Commits are as durable as before: a committed transaction
         is in the WAL whether or not it was checkpointed. A read-only store, or a transaction
         open on this connection, runs the block unchanged. Yields a :class:`CheckpointCount`
