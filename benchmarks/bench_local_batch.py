@@ -19,8 +19,15 @@ average is printed before and after each mode: the ratios are read under the sam
 Usage::
 
     nice -n 10 python benchmarks/bench_local_batch.py [--battery examples/tienda_online/battery.yaml]
-        [--n 60] [--parallel 4] [--max-tokens 160] [--cache-prompt] [--skip-sequential] [--skip-batched]
+        [--n 60] [--sample blocks|spread] [--block 12] [--parallel 4] [--max-tokens 160] [--cache-prompt] [--skip-sequential] [--skip-batched]
         [--mode 'p8c:parallel=8,cache_prompt=true' --mode 'p4c-ub256:parallel=4,cache_prompt=true,n_ubatch=256' ...]
+
+The sample (``--sample blocks``, the default) is runs of ``--block`` consecutive cases in the
+run engine's order, so a slot's cached prefix is what it is in a whole run (the template's system
+prompt and CRM record up to the name); ``--sample spread`` takes every k-th case (a different
+template each time: only the system prompt is shared). Each mode also prints the share of CPU
+time the hypervisor gave to other guests meanwhile (``st`` in vmstat): on a shared virtual
+machine an idle load average does not mean idle cores.
 
 ``--mode`` adds modes of any :class:`~fairpair.targets.local.LocalOptions` (``parallel``,
 ``cache_prompt``, ``n_batch``, ``n_ubatch``, ``n_threads``, ``n_threads_batch``, ``kv_unified``,
@@ -36,18 +43,51 @@ import time
 from pathlib import Path
 
 
-def load_requests(battery: Path, n: int):
+def load_requests(battery: Path, n: int, *, sample: str = "blocks", block: int = 12):
+    """``n`` of the battery's cases as the run engine sends them.
+
+    ``sample="blocks"``: runs of ``block`` consecutive cases (the engine's order: a template's
+    names and repetitions one after another) starting at evenly spaced points, so that the
+    prompt cache sees what it sees in a whole run (consecutive cases share the template's CRM
+    record up to the name); ``"spread"``: every ``len(cases) // n``-th case (every case a
+    different template and name: the cache reuses the system prompt only).
+    """
     from fairpair.battery import load_battery
     from fairpair.cases import expand
     from fairpair.targets._base import ChatRequest
 
     lb = load_battery(battery)
     cases = list(expand(lb))
-    step = max(1, len(cases) // n)
-    picked = cases[::step][:n]
+    if sample == "spread":
+        step = max(1, len(cases) // n)
+        picked = cases[::step][:n]
+    else:
+        runs = max(1, -(-n // block))
+        starts = [i * (len(cases) // runs) for i in range(runs)]
+        picked = [c for s in starts for c in cases[s:s + block]][:n]
     # the first turn of each case, after its system prompt, as the run engine sends it
     return lb, [ChatRequest(messages=(*c.messages, {"role": "user", "content": c.turns[0]}), seed=c.seed,
                             case_id=c.id) for c in picked]
+
+
+def _cpu_times() -> list[int]:
+    """The machine's ``cpu`` line of /proc/stat (jiffies: user nice system idle iowait irq softirq steal ...)."""
+    try:
+        with open("/proc/stat") as fh:
+            return [int(x) for x in fh.readline().split()[1:]]
+    except OSError:  # not Linux
+        return []
+
+
+def _steal_share(before: list[int], after: list[int]) -> float:
+    """Share of the machine's CPU time that the hypervisor gave to other guests between two readings
+    (the ``st`` column of vmstat): a virtual machine can be "idle" by its load average and still
+    get only part of its cores."""
+    if len(before) < 8 or len(after) < 8:
+        return float("nan")
+    delta = [a - b for a, b in zip(after, before)]
+    total = sum(delta[:8])
+    return delta[7] / total if total else float("nan")
 
 
 async def run_all(target, requests, concurrency: int):
@@ -90,11 +130,15 @@ def main() -> None:
                     help="an extra mode of LocalTarget options, e.g. 'p8c:parallel=8,cache_prompt=true,n_ubatch=256' "
                          "(repeatable; timed after the others, in the order given)")
     ap.add_argument("--project", type=int, default=1200)
+    ap.add_argument("--sample", choices=("blocks", "spread"), default="blocks",
+                    help="blocks: runs of --block consecutive cases in the engine's order (default); "
+                         "spread: every k-th case")
+    ap.add_argument("--block", type=int, default=12)
     args = ap.parse_args()
 
     from fairpair.targets.local import LocalTarget
 
-    lb, requests = load_requests(Path(args.battery), args.n)
+    lb, requests = load_requests(Path(args.battery), args.n, sample=args.sample, block=args.block)
     spec = lb.battery.target
     base = {**spec.model_dump(exclude_unset=True), "model": args.model, "max_tokens": args.max_tokens}
     if args.threads:
@@ -118,12 +162,15 @@ def main() -> None:
         asyncio.run(target.load())
         asyncio.run(target.generate(requests[-1]))  # warm-up (the last prompt: the cache, if any, starts cold)
         load0 = os.getloadavg()[0]
+        cpu0 = _cpu_times()
         outs, wall = asyncio.run(run_all(target, requests, over["parallel"]))
+        steal = _steal_share(cpu0, _cpu_times())
         toks = sum(o.usage.completion_tokens or 0 for o in outs)
         results[label] = (outs, wall, toks)
         print(f"{label:15s} {over}: {toks} tokens in {wall:.1f} s = {toks / wall:.2f} tokens/s, "
               f"{wall / len(outs):.2f} s/answer, projection for {args.project} answers "
-              f"{wall / len(outs) * args.project / 60:.1f} min (load {load0:.1f} -> {os.getloadavg()[0]:.1f})",
+              f"{wall / len(outs) * args.project / 60:.1f} min (load {load0:.1f} -> {os.getloadavg()[0]:.1f}, "
+              f"CPU stolen by the hypervisor {steal:.0%})",
               flush=True)
         target.close()
     rate = {label: toks / wall for label, (_, wall, toks) in results.items()}
