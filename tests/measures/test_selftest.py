@@ -754,6 +754,34 @@ def test_yes_no_scoring_needs_per_dimension_and_a_question_per_dimension(tmp_pat
     assert "'question'" in str(ei.value) and "warmth" in str(ei.value) and "rudeness" not in str(ei.value)
 
 
+def test_yes_no_rubric_in_prompt_lists_every_description_in_the_shared_system_prompt(tmp_path):
+    from fairpair.measures.judge import default_rubric
+
+    judge = AnchorJudge("rubric")
+    lb, ctx = _ctx(tmp_path, judge, {"tone": {**YESNO["tone"], "rubric_in_prompt": True}})
+    m = build_measures(lb.battery, ["tone"])["tone"]
+    res = asyncio.run(self_test(m, ctx, shuffled=False))
+    assert res["status"] == "passed", res["failures"]
+    assert len(judge.calls) == 60 and len({c.messages[0]["content"] for c in judge.calls}) == 1
+    system = judge.calls[0].messages[0]["content"]
+    descriptions = [d["description"] for d in default_rubric("es").values()]
+    assert system.endswith("\n\nDimensiones del tono:\n" + "\n".join(f"- {t}" for t in descriptions))
+    # without the option the system prompt is the same minus that block; the user messages are equal
+    plain = AnchorJudge("rubric")
+    (tmp_path / "plain").mkdir()
+    lb2, ctx2 = _ctx(tmp_path / "plain", plain, YESNO)
+    asyncio.run(self_test(build_measures(lb2.battery, ["tone"])["tone"], ctx2, shuffled=False))
+    assert system.startswith(plain.calls[0].messages[0]["content"].rstrip())
+    assert [c.messages[-1]["content"] for c in plain.calls] == [c.messages[-1]["content"] for c in judge.calls]
+
+
+def test_rubric_in_prompt_without_yes_no_is_an_error(tmp_path):
+    with pytest.raises(BatteryError) as ei:
+        load_battery(battery(tmp_path, measures={"tone": {"kind": "judge", "mode": "per_dimension",
+                                                          "rubric_in_prompt": True}}))
+    assert "rubric_in_prompt" in str(ei.value) and "scoring: yes_no" in str(ei.value)
+
+
 def test_yes_no_scoring_with_a_judge_without_probabilities_stops_with_a_clear_error(tmp_path):
     run_dir = make_run(tmp_path, measures=YESNO)
     with pytest.raises(FairpairError) as ei:

@@ -93,6 +93,12 @@ et al. (2022), "Language Models (Mostly) Know What They Know",
 arXiv:2207.05221, and the relevance score of Nogueira et al. (2020),
 "Document Ranking with a Pretrained Sequence-to-Sequence Model", Findings of
 EMNLP; one criterion per question as in G-Eval (Liu et al. 2023).
+``rubric_in_prompt: true`` appends the rubric's dimensions (one line each:
+its description) to that shared system prompt (:func:`question_rubric`), so a
+judge reads every question knowing the other dimensions are asked apart;
+measured on the embedded 1.5B it did not pass the self-test (rho 0.51 / 0.39 /
+0.39 on the 20 Spanish anchors against 0.59 / 0.39 / 0.50 without it; README,
+"Judge self-test").
 
 ``pairwise`` (Helpful-Honest-Harmless preference, both orders; ordinal 0-1)::
 
@@ -435,11 +441,25 @@ class ToneOptions(_JudgeOptions):
     judge that reports token probabilities, the ``local`` target; one-digit levels only) or
     ``yes_no`` (each dimension's ``question`` answered yes or no, the score ``lowest + (highest -
     lowest) * P(yes)`` from the first answer token's probabilities; every dimension of a custom
-    rubric needs a ``question``; see the module docstring)."""
+    rubric needs a ``question``; see the module docstring). ``rubric_in_prompt`` (``yes_no``
+    only; an error with any other scoring): the system prompt also lists every dimension's
+    description, so each question is read against the rubric (default off)."""
 
     rubric: dict[str, Dimension] | None = None
     mode: Literal["joint", "per_dimension"] = "joint"
     scoring: Literal["sampled", "probabilities", "yes_no"] = "sampled"
+    #: ``scoring: yes_no`` only: the system prompt also lists every dimension's description (the
+    #: prefix an answer's questions share, so it costs no call; see the module docstring)
+    rubric_in_prompt: bool = False
+
+    @field_validator("rubric_in_prompt")
+    @classmethod
+    def _rubric_in_prompt_needs_yes_no(cls, v: bool, info: ValidationInfo) -> bool:
+        if v and info.data.get("scoring") != "yes_no":
+            raise ValueError("'rubric_in_prompt' shows the dimensions above the yes/no questions of "
+                             "'scoring: yes_no' (with 'mode: per_dimension'); the other scorings show the "
+                             "rubric already: remove it or set 'scoring: yes_no'")
+        return v
 
     @field_validator("scoring")
     @classmethod
@@ -644,8 +664,8 @@ class ToneJudgeMeasure(Measure):
         system_t, user_t = _prompt("tone_question", lang)
         rubric = self.rubric(ctx)
         mk = ctx.masker
-        # $rubric: empty; benchmarks/judge_questions.py's *-rubric variants show the dimensions there
-        return [{"role": "system", "content": system_t.substitute(rubric="")},
+        shown = question_rubric(rubric, lang) if self.options.rubric_in_prompt else ""
+        return [{"role": "system", "content": system_t.substitute(rubric=shown)},
                 {"role": "user", "content": user_t.substitute(
                     prompt=mk.mask(_user_prompt(item.case)) if self.options.include_prompt else "-",
                     answer=mk.mask(item.text), question=rubric[dimension]["question"].strip())}]
@@ -693,6 +713,15 @@ class ToneJudgeMeasure(Measure):
             lo, hi = min(rubric[k]["levels"]), max(rubric[k]["levels"])
             outputs[k] = round(lo + (hi - lo) * a.probabilities["yes"], 6)
         return MeasureResult.ok(outputs=outputs, detail=detail)
+
+
+def question_rubric(rubric: dict[str, dict[str, Any]], language: str) -> str:
+    """The block ``rubric_in_prompt: true`` appends to the yes/no judge's system prompt: a heading
+    and one line per dimension with its description (its name where it has none), in the rubric's
+    order; starts with a blank line. Every answer and question shares it."""
+    head = "Dimensiones del tono:" if language == "es" else "Tone dimensions:"
+    lines = [f"- {(d.get('description') or k).strip()}" for k, d in rubric.items()]
+    return "\n\n" + "\n".join([head, *lines])
 
 
 #: ``scoring: yes_no``: the words the judge may answer (each also in lower case)
