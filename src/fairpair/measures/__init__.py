@@ -15,6 +15,7 @@ from fairpair._lazy import lazy_getattr
 # importing them through the package adds no import cycle and no start-up cost).
 _LAZY_EXPORTS = {
     "Masker": "fairpair.measures._mask",
+    "check_self_judging": "fairpair.measures._runner",
     "mask": "fairpair.measures._mask",
     "masker_for": "fairpair.measures._runner",
     "measure_categories": "fairpair.measures._runner",

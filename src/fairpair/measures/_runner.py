@@ -46,7 +46,8 @@ from fairpair.errors import FairpairError
 from fairpair.measures._base import Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
 
 __all__ = ["measure_run", "MeasureContext", "MeasureCounts", "MeasureRunResult", "CounterpartOptions",
-           "build_measures", "measure_scales", "measure_categories", "signal_values", "masker_for", "DEFAULT_JUDGE"]
+           "build_measures", "measure_scales", "measure_categories", "signal_values", "masker_for", "DEFAULT_JUDGE",
+           "check_self_judging"]
 
 #: The judge used when a battery declares none: the embedded local model, greedy.
 DEFAULT_JUDGE: dict[str, Any] = {"kind": "local", "temperature": 0.0, "max_tokens": 256}
@@ -390,12 +391,65 @@ def _build_judge(loaded, store, ctx: MeasureContext, judge) -> list[str]:
                 raise FairpairError(
                     f"the judge is the same system as target '{tname}' ({ident.get('kind')} "
                     f"{ident.get('model')}): a model judging its own answers is biased towards them",
-                    key="judge", hint="declare another 'judge:' or set 'allow_self_judging: true' "
-                                      "(the report will flag it)")
+                    key="judge", hint="declare another 'judge:' or set 'allow_self_judging: true' (the report "
+                                      "will flag it), and run into a new --out: a run measures with the battery "
+                                      "recorded when it started")
             msg = f"self-judging: the judge is the same system as target '{tname}'"
             store.event("self_judging", {"target": tname, "judge": ident})
             warnings.append(msg)
     return warnings
+
+
+def check_self_judging(loaded, specs: dict[str, Any] | None = None) -> None:
+    """Refuse, before anything is sent, a run whose judge is the same system as one of its targets.
+
+    ``loaded`` is a :class:`~fairpair.battery.LoadedBattery`, ``specs`` the targets to run (name ->
+    ``TargetSpec``; default: all of the battery's). Applies only when a measure calls the judge
+    (``uses_judge``) and ``allow_self_judging`` is not set; the rule is the measure stage's
+    (:func:`_same_system` on the targets' identities, decoding parameters left out). The measure stage
+    reads the battery recorded when the run started, so without this check the run would send every
+    case and only then stop, with no way to allow it on that run directory. A judge or target that
+    cannot be built here (a key not set yet, a missing model file) is left to the stage that builds it.
+
+    Raises
+    ------
+    BatteryError
+        The judge is the same system as a target: file, line and key of the ``judge`` (or, when the
+        battery declares none, of the first measure that calls the default judge).
+    """
+    from fairpair.battery import TargetSpec
+    from fairpair.run import build_target
+
+    b = loaded.battery
+    if b.allow_self_judging:
+        return
+    try:
+        judging = [n for n, m in build_measures(b).items() if m.uses_judge]
+    except FairpairError:
+        return  # a measure that cannot be built is reported by the measure stage
+    if not judging:
+        return
+    base_dir = loaded.path.parent if loaded.path else None
+    try:
+        spec = b.judge or TargetSpec.model_validate(DEFAULT_JUDGE)
+        judge = build_target("judge", spec, base_dir=base_dir)
+        ident = _strip_name(judge.identity())
+    except Exception:  # noqa: BLE001 - the measure stage builds the judge again and reports it
+        return
+    for tname, tspec in (specs if specs is not None else b.target_specs()).items():
+        try:
+            tident = build_target(tname, tspec, base_dir=base_dir, language=b.language).identity()
+        except Exception:  # noqa: BLE001 - the run reports a target that cannot be built
+            continue
+        if _same_system(tident, ident):
+            where = ("judge",) if b.judge is not None else ("measures", judging[0])
+            raise loaded.fail(
+                f"the judge is the same system as target '{tname}' ({ident.get('kind')} {ident.get('model')}): "
+                "a model judging its own answers is biased towards them"
+                + ("" if b.judge is not None else " (the battery declares no 'judge:', so the embedded "
+                   "default judge is used)"), where,
+                hint="declare another 'judge:' or set 'allow_self_judging: true' (the report will flag it); "
+                     "nothing was sent")
 
 
 def _same_system(target: dict[str, Any], judge: dict[str, Any]) -> bool:

@@ -147,7 +147,9 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
     Raises
     ------
     FairpairError
-        no or unknown target, unknown engine, Ray missing or unreachable, a target that cannot start.
+        no or unknown target, unknown engine, Ray missing or unreachable, a target that cannot start, a
+        judge that is the same system as a target without ``allow_self_judging``
+        (:func:`fairpair.measures.check_self_judging`).
     """
     b = loaded.battery
     specs = b.target_specs()
@@ -160,6 +162,9 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
         specs = {k: v for k, v in specs.items() if k in only_targets}
     if settings.engine not in ENGINES:
         raise FairpairError(f"unknown engine {settings.engine!r}; use one of {', '.join(ENGINES)}", key="--engine")
+    from fairpair.measures import check_self_judging
+
+    check_self_judging(loaded, specs)  # before anything is sent: the measure stage would refuse it after the run
     ray_session = None
     if settings.engine == "ray":
         from fairpair.run._ray import ray_session as _session

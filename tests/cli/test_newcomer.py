@@ -1,0 +1,79 @@
+"""What a new user meets first, and the mistakes they make: each test stands for a problem found by following
+the README on a clean clone and then feeding the commands bad input (exit 2 with file, line and key before
+anything is sent; nothing stored is lost; a setting that does nothing is said out loud)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fairpair.cli import main
+from fairpair.testing import serve_openai, write_battery
+
+
+def _cli(argv, capsys) -> tuple[int, str, str]:
+    try:
+        main([str(a) for a in argv])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code or 0
+    out = capsys.readouterr()
+    return code, " ".join(out.out.split()), " ".join(out.err.split())
+
+
+def _line_of(path: Path, key: str) -> int:
+    """1-based line of the first line of ``path`` that starts with ``"key":`` (the JSON written by write_battery)."""
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip().startswith(f'"{key}":'):
+            return i
+    raise AssertionError(f"no {key!r} in {path}")
+
+
+# ------------------------------------------------------------------ self-judging, before anything is sent
+
+
+def test_self_judging_refused_before_any_request_is_sent(tmp_path, capsys):
+    """A judge that is the target itself used to be refused by the measure stage, after every case had been
+    sent (and paid for); and the hint, 'set allow_self_judging: true', could not help that run, whose
+    measures read the battery recorded at its start. Now `run` refuses it before the first request."""
+    with serve_openai() as server:
+        block = {"kind": "openai", "base_url": server.base_url, "model": "m-1", "api_key_env": None}
+        path = write_battery(tmp_path, {**block, "temperature": 0.7})
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["measures"] = {"tono": {"kind": "judge"}}
+        data["judge"] = {**block, "temperature": 0}  # the same model: decoding parameters do not make another
+        path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+        code, out, err = _cli(["run", path, "--out", tmp_path / "run"], capsys)
+        assert code == 2
+        assert f"{path}:{_line_of(path, 'judge')}: [judge] the judge is the same system as target 'openai'" in err
+        assert "nothing was sent" in err and "Traceback" not in err + out
+        assert server.received == []  # not even the preflight case
+        assert not (tmp_path / "run").exists()
+
+
+
+def test_self_judging_allowed_or_another_judge_runs(tmp_path):
+    """The check refuses only the same system: ``allow_self_judging: true`` or another model goes ahead."""
+    from fairpair.battery import load_battery
+    from fairpair.measures import check_self_judging
+
+    block = {"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m-1", "api_key_env": None}
+    path = write_battery(tmp_path, block)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["measures"] = {"tono": {"kind": "judge"}}
+    for judge, allow, refused in [(block, False, True), (block, True, False), ({**block, "model": "m-2"}, False, False),
+                                  ({**block, "base_url": "http://127.0.0.1:10/v1"}, False, False)]:
+        data["judge"], data["allow_self_judging"] = judge, allow
+        path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+        lb = load_battery(path)
+        if refused:
+            with pytest.raises(Exception, match="same system as target 'openai'"):
+                check_self_judging(lb)
+        else:
+            check_self_judging(lb)
+    # no measure calls the judge: nothing to refuse
+    data["measures"], data["allow_self_judging"], data["judge"] = {"palabras": {"kind": "word_count"}}, False, block
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    check_self_judging(load_battery(path))
