@@ -77,3 +77,34 @@ def test_self_judging_allowed_or_another_judge_runs(tmp_path):
     data["measures"], data["allow_self_judging"], data["judge"] = {"palabras": {"kind": "word_count"}}, False, block
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
     check_self_judging(load_battery(path))
+
+
+# ------------------------------------------------------------------ a run resumed with an edited battery
+
+
+def test_resumed_run_with_an_edited_battery_says_the_edits_are_not_used(tmp_path, capsys):
+    """Adding a measure and running again into the same --out used to say nothing: the run measured with the
+    battery recorded at its start, so the new measure was silently never measured. Now the run says which
+    keys changed and that they are not used there; the stored answers are kept, never overwritten."""
+    path = write_battery(tmp_path, {"kind": "mock"})
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["measures"] = {"palabras": {"kind": "word_count"}}
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    run = tmp_path / "run"
+    code, out, err = _cli(["run", path, "--out", run], capsys)
+    assert code == 0 and "battery differs" not in out + err
+    code, out, err = _cli(["run", path, "--out", run], capsys)  # the same battery: resumes quietly
+    assert code == 0 and "battery differs" not in out + err
+
+    data["measures"]["opciones"] = {"kind": "n_options"}
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    code, out, err = _cli(["run", path, "--out", run], capsys)
+    assert code == 0
+    assert (f"the battery differs from the one recorded when {run} was started (changed: measures): this run "
+            "directory keeps the recorded battery") in out + err
+    assert "run the edited battery into a new --out" in out + err
+    from fairpair.store import Run
+
+    with Run.open(run) as r:
+        assert {m.measure for m in r.measurements()} == {"palabras"}  # what the warning says: not measured
+        assert len(list(r.responses())) == 16  # 2 templates x 2 groups x 4 names, kept

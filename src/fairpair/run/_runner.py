@@ -184,6 +184,7 @@ def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs:
     with Run.open(run_dir, "w", create=True) as run:
         store = run.store
         notes = run.record_battery(loaded)
+        edited = _edits_not_used(store, loaded, run_dir)
         exp = Expansion(b.name, loaded.sha256)
         before = store.n_cases()
         # A fresh run sends its first target's preflight case while the other cases are expanded and
@@ -309,6 +310,7 @@ def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs:
         finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
         store.event("run_finished", {n: s.__dict__ for n, s in stats.items()})
         fleets, warnings = _fleet_reports(store, targets)
+        warnings = edited + warnings
         if fleets:
             base["fleets"] = fleets
         tally.read(store)  # the rows not counted during the run
@@ -317,6 +319,21 @@ def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs:
                                        "last_session": {n: s.__dict__ for n, s in stats.items()},
                                        "answer_statuses": statuses})
     return RunOutcome(Path(run_dir), manifest, added, warnings, batch_summary)
+
+
+def _edits_not_used(store: Store, loaded: LoadedBattery, run_dir: Path) -> list[str]:
+    """The warning for a run resumed with an edited battery: the run keeps the battery recorded when it
+    started (its measures, judge and analysis plan read that one), so the edits (the top-level keys that
+    differ, named) do nothing there; empty when the battery is the one recorded."""
+    if store.get_meta("battery_sha256") in (None, loaded.sha256):
+        return []
+    recorded = store.get_meta("battery") or {}
+    now = json.loads(json.dumps(loaded.battery.model_dump(mode="json"), default=str))
+    keys = sorted(k for k in set(recorded) | set(now) if recorded.get(k) != now.get(k))
+    return [f"the battery differs from the one recorded when {run_dir} was started (changed: "
+            f"{', '.join(keys) or 'its text'}): this run directory keeps the recorded battery, so its measures, "
+            "judge and analysis plan are the recorded ones and these edits are not used (new templates, names "
+            "or repetitions only add cases); run the edited battery into a new --out"]
 
 
 def _batch_manifest(store: Store, names: list[str]) -> dict[str, Any]:
