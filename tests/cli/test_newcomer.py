@@ -108,3 +108,35 @@ def test_resumed_run_with_an_edited_battery_says_the_edits_are_not_used(tmp_path
     with Run.open(run) as r:
         assert {m.measure for m in r.measurements()} == {"palabras"}  # what the warning says: not measured
         assert len(list(r.responses())) == 16  # 2 templates x 2 groups x 4 names, kept
+
+
+# ------------------------------------------------------------------ a ranking battery's overall verdict
+
+
+def test_a_ranking_battery_that_fails_is_not_reported_as_having_nothing_to_judge(tmp_path, capsys):
+    """The shipped ranking example printed its failing pairs and then 'NOT ANALYSED There are no pre-registered
+    comparisons to judge.'; its report opened with that, said 'No failing comparison: nothing to show' and
+    'no comparison fails' in what to do, while `fairpair gate` failed on the same verdicts. The overall verdict
+    now counts the ranking design's pairs and four-fifths ratios, as the gate does."""
+    import yaml
+
+    from fairpair.testing._ranking import ranking_battery
+
+    b = ranking_battery(k=3, templates=8, names=5, repetitions=6, seed=4, selection={"g1": 1.0, "g2": 0.1, "g3": 1.0},
+                        style="numbered")
+    path = tmp_path / "rk.yaml"
+    path.write_text(yaml.safe_dump(b, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    run = tmp_path / "run"
+    code, out, err = _cli(["run", path, "--out", run], capsys)
+    assert code == 0
+    assert "FALLA Al menos una comparación prerregistrada falla." in out
+    assert "No hay comparaciones prerregistradas que juzgar" not in out
+    summary = json.loads((run / "report" / "report.json").read_text(encoding="utf-8"))
+    assert summary["overall"] == "fail"
+    md = (run / "report" / "report.md").read_text(encoding="utf-8")
+    assert "**FALLA**: Al menos una comparación prerregistrada falla." in md
+    assert "Ninguna comparación falla" not in md  # neither in the evidence nor in what to do
+    assert "Las comparaciones que fallan son las del diseño de ranking" in md
+    assert "| Comparación |" not in md  # no empty table of (non-ranking) comparisons
+    code, out, err = _cli(["gate", run], capsys)
+    assert code == 1  # the gate and the report agree

@@ -166,6 +166,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "evidence.intro": ("Answers from matched sets of each failing comparison, side by side. Every signal "
                            "value (names, ages, places, group words) is replaced by [MASK]."),
         "evidence.none": "No failing comparison: nothing to show.",
+        "evidence.ranking": ("The failing comparisons are the ranking design's: their matched sets are quoted in its "
+                             "section above."),
         "evidence.missing": "The answers of these matched sets are not in the store.",
         "evidence.set": "Matched set {set} (scenario {template}, repetition {rep})",
         "evidence.prompt": "User message",
@@ -422,6 +424,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                            "la otra. Cada valor de señal (nombres, edades, lugares, palabras de grupo) se sustituye "
                            "por [MASK]."),
         "evidence.none": "Ninguna comparación falla: no hay nada que mostrar.",
+        "evidence.ranking": ("Las comparaciones que fallan son las del diseño de ranking: sus conjuntos emparejados "
+                             "se citan en su sección, más arriba."),
         "evidence.missing": "Las respuestas de estos conjuntos emparejados no están en el almacén.",
         "evidence.set": "Conjunto emparejado {set} (escenario {template}, repetición {rep})",
         "evidence.prompt": "Mensaje del usuario",

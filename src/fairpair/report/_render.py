@@ -42,13 +42,16 @@ REPORT_DIR = "report"
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
 
-def overall_verdict(rows: list[VerdictRow]) -> str:
+def overall_verdict(rows: list[VerdictRow], ranking: list[str] | None = None) -> str:
     """``fail`` if a primary comparison fails, else ``insufficient design`` if one has no verdict for that reason,
-    else ``inconclusive`` if one is, else ``pass``; ``none`` if empty."""
+    else ``inconclusive`` if one is, else ``pass``; ``none`` if empty.
+
+    ``ranking``: the verdicts of the ranking designs (:func:`ranking_verdicts`), primary comparisons too,
+    as the gate counts them."""
     prim = [r for r in rows if r.primary] or rows
-    if not prim:
+    if not prim and not ranking:
         return "none"
-    vs = {r.verdict for r in prim}
+    vs = {r.verdict for r in prim} | set(ranking or ())
     if "fail" in vs:
         return "fail"
     if "insufficient design" in vs:
@@ -56,6 +59,17 @@ def overall_verdict(rows: list[VerdictRow]) -> str:
     if "inconclusive" in vs or vs - {"pass"}:
         return "inconclusive"
     return "pass"
+
+
+def ranking_verdicts(res: Any) -> list[str]:
+    """The verdicts of a run's ranking designs (``results.json`` ``rankings``): every primary pair of groups
+    (top pick, "ranked above") and every group's four-fifths ratio that has one; the gate's
+    (:func:`fairpair.analysis.gate_outcome`) primary comparisons of a ranking battery."""
+    out: list[str] = []
+    for r in (res.rankings if res is not None else []) or []:
+        out += [p["verdict"] for p in r.get("pairs") or [] if p.get("verdict") and p.get("primary", True)]
+        out += [q["verdict"] for q in r.get("ratios") or [] if q.get("verdict")]
+    return out
 
 
 def _verdict_rows(data: ReportData, lang: str) -> list[VerdictRow]:
@@ -383,7 +397,7 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
     terminal)."""
     lang = data.language
     rows = _verdict_rows(data, lang)
-    overall = overall_verdict(rows) if data.analysed else "none"
+    overall = overall_verdict(rows, ranking_verdicts(data.results)) if data.analysed else "none"
     res = data.results
     judge = res.judge if res is not None else None
     warnings = list(data.warnings)
@@ -432,7 +446,7 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
         prompt_templates=prompt_templates,
         judge_prompts=judge_prompts,
         evidence=evidence,
-        has_fail=bool(failing),
+        has_fail=bool(failing) or overall == "fail",  # a ranking design's failing pair or ratio too
         commands=_commands(data),
         provenance=_provenance(data, lang),
         targets=data.targets,

@@ -72,7 +72,8 @@ def print_verdicts(console: Any, run_dir: Path | None = None, *, language: str |
     if not model.analysed:
         console.print(Text(terminal(model.overall_text)))
         return "none"
-    console.print(verdict_table(model))
+    if model.rows or not model.rankings:  # a ranking battery alone: its own tables, not an empty one
+        console.print(verdict_table(model))
     if model.rankings:
         from fairpair.report._ranking import ranking_tables
 
