@@ -140,3 +140,31 @@ def test_a_ranking_battery_that_fails_is_not_reported_as_having_nothing_to_judge
     assert "| Comparación |" not in md  # no empty table of (non-ranking) comparisons
     code, out, err = _cli(["gate", run], capsys)
     assert code == 1  # the gate and the report agree
+
+
+# ------------------------------------------------------------------ init's group labels
+
+
+def test_init_labels_groups_in_words_not_lexicon_ids(tmp_path, capsys):
+    """`fairpair init` wrote `label: "en/black/female"`, so the first run's verdicts read 'Users with
+    en/black/female were offered a refund ... than users with en/white/female'. Every built-in lexicon now
+    carries a label in both languages, and init writes it in the battery's language."""
+    from fairpair.battery import all_lexicons
+
+    for name, spec in all_lexicons().items():
+        assert set(spec["label"]) == {"es", "en"} and all(spec["label"].values()), name
+        assert name not in spec["label"].values()
+    code, out, err = _cli(["init", tmp_path / "b.yaml", "--lang", "en"], capsys)
+    assert code == 0
+    code, out, err = _cli(["run", tmp_path / "b.yaml", "--out", tmp_path / "run"], capsys)
+    assert code == 0
+    assert "Users with African-American-sounding female names" in out
+    assert "than users with White-sounding female names" in out
+    assert "en/black/female" not in out and "en/white/female" not in out
+    code, out, err = _cli(["init", tmp_path / "c.yaml", "--lang", "es", "--groups",
+                           "es/spain/male,es/maghreb/male,es/china/female"], capsys)
+    assert code == 0
+    text = (tmp_path / "c.yaml").read_text(encoding="utf-8")
+    assert 'spain: {label: "nombres de hombre españoles", lexicon: es/spain/male' in text
+    assert 'maghreb: {label: "nombres de hombre árabes (Magreb)", lexicon: es/maghreb/male' in text
+    assert 'china: {label: "nombres de mujer chinos", lexicon: es/china/female' in text

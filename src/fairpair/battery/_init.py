@@ -166,7 +166,8 @@ def starter_battery(c: InitChoices) -> str:
         "    groups:                     # names from the built-in lexicons (`fairpair lexicons`)",
     ]
     for gid, g in zip(ids, groups):
-        out.append(f"      {gid}: {{label: {_q(g)}, lexicon: {g}, take: {take}}}")
+        label = known[g]["label"].get(c.language) or g  # the words a report sentence uses for the group
+        out.append(f"      {gid}: {{label: {_q(label)}, lexicon: {g}, take: {take}}}")
     out += ["", "templates:                      # your business scenarios, one user turn each"]
     for tid, turn in t["templates"]:
         out += [f"  - id: {tid}", f"    system: {_q(t['system'])}", f"    turns: [{_q(turn)}]"]

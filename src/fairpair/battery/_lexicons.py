@@ -19,7 +19,8 @@ __all__ = ["lexicon_names", "load_lexicon", "lexicon_source", "all_lexicons"]
 
 @cache
 def all_lexicons() -> dict[str, dict[str, Any]]:
-    """``{list name: {"names": [...], "source": str, "caveat": str, "file": str}}``."""
+    """``{list name: {"names": [...], "source": str, "caveat": str, "file": str, "label": {language: str}}}``;
+    ``label`` is the group's name in a report sentence ("Users with Spanish female names..."), by language."""
     out: dict[str, dict[str, Any]] = {}
     root = resources.files("fairpair.battery") / "lexicons"
     for entry in sorted(root.iterdir(), key=lambda p: p.name):
@@ -28,7 +29,7 @@ def all_lexicons() -> dict[str, dict[str, Any]]:
         doc = load_text_yaml(entry.read_text(encoding="utf-8"))  # names as written
         for name, spec in doc["lists"].items():
             out[name] = {"names": list(spec["names"]), "source": spec.get("source", doc["source"]),
-                         "caveat": doc.get("caveat", ""), "file": entry.name}
+                         "caveat": doc.get("caveat", ""), "file": entry.name, "label": dict(spec.get("label") or {})}
     return out
 
 
