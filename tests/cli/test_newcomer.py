@@ -73,10 +73,18 @@ def test_self_judging_allowed_or_another_judge_runs(tmp_path):
                 check_self_judging(lb)
         else:
             check_self_judging(lb)
-    # no measure calls the judge: nothing to refuse
-    data["measures"], data["allow_self_judging"], data["judge"] = {"palabras": {"kind": "word_count"}}, False, block
+    # no measure calls the (default) judge: nothing to refuse, even with a local target like the default judge
+    path = write_battery(tmp_path, {"kind": "local"})
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["measures"] = {"palabras": {"kind": "word_count"}}
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
     check_self_judging(load_battery(path))
+    # a judge measure without a 'judge:': the default judge is the embedded model, the target too
+    data["measures"] = {"tono": {"kind": "judge"}}
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    with pytest.raises(Exception, match=r"battery.yaml:\d+: \[measures.tono\] the judge is the same system as "
+                                        r"target 'local' .*the embedded default judge is used"):
+        check_self_judging(load_battery(path))
 
 
 # ------------------------------------------------------------------ a run resumed with an edited battery
@@ -168,3 +176,27 @@ def test_init_labels_groups_in_words_not_lexicon_ids(tmp_path, capsys):
     assert 'spain: {label: "nombres de hombre españoles", lexicon: es/spain/male' in text
     assert 'maghreb: {label: "nombres de hombre árabes (Magreb)", lexicon: es/maghreb/male' in text
     assert 'china: {label: "nombres de mujer chinos", lexicon: es/china/female' in text
+
+
+# ------------------------------------------------------------------ a judge that nothing calls
+
+
+@pytest.mark.parametrize("key, value", [("judge", {"kind": "mock"}), ("allow_self_judging", True)])
+def test_a_judge_that_no_measure_calls_is_an_error(tmp_path, capsys, key, value):
+    """`judge:` in a battery whose measures are all rules (keywords, word counts) validated and ran without a
+    word: the judge was never called. It is now an error naming file, line and key; with a measure that
+    calls it, the same battery validates."""
+    path = write_battery(tmp_path, {"kind": "mock"})
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["measures"] = {"palabras": {"kind": "word_count"}}
+    data[key] = value
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    code, out, err = _cli(["validate", path], capsys)
+    assert code == 2
+    assert f"{path}:{_line_of(path, key)}: [{key}] '{key}' is set but no measure calls a judge, so it would do " \
+           "nothing" in err
+    assert "Traceback" not in out + err
+    data["measures"]["tono"] = {"kind": "judge"}
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    code, out, err = _cli(["validate", path], capsys)
+    assert code == 0, err

@@ -14,7 +14,10 @@ Each is an error with file, line, key and a "did you mean", never a warning:
   count one question twice);
 * a margin outside the measure's scale: a yes/no measure's margin is a
   proportion (0.05 = 5 points), so 1 or more tolerates every difference; an
-  ordinal judge score's margin must be below its range (5 - 1 = 4).
+  ordinal judge score's margin must be below its range (5 - 1 = 4);
+* a ``judge:`` (or ``allow_self_judging: true``) in a battery where no measure
+  calls a judge (``judge``, ``pairwise``, ``llm_extract``): the judge would never
+  be called, and a reader would believe the answers were judged.
 """
 
 from __future__ import annotations
@@ -29,6 +32,24 @@ def check_silent_paths(lb: Any) -> None:
     """Raise :class:`~fairpair.errors.BatteryError` for the first silent path found in ``lb``."""
     _check_mock_targets(lb)
     _check_comparisons(lb)
+    _check_unused_judge(lb)
+
+
+def _check_unused_judge(lb: Any) -> None:
+    b = lb.battery
+    if b.judge is None and not b.allow_self_judging:
+        return
+    from fairpair.measures import build_measures
+
+    try:
+        if any(m.uses_judge for m in build_measures(b).values()):
+            return
+    except Exception:  # noqa: BLE001 - a measure that cannot be built is reported by its own check
+        return
+    key = "judge" if b.judge is not None else "allow_self_judging"
+    raise lb.fail(f"'{key}' is set but no measure calls a judge, so it would do nothing",
+                  (key,), hint="add a measure that calls it (kind judge, pairwise or llm_extract, e.g. "
+                  "'tono: {kind: judge}'), or remove the line")
 
 
 def _did_you_mean(name: str, allowed: list[str]) -> str:
