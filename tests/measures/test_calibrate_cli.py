@@ -143,3 +143,25 @@ def test_bad_label_files_exit_2(exported, judged_run, tmp_path, capsys, mutate, 
     assert ei.value.code == 2
     err = capsys.readouterr().err
     assert message in err and "bad.csv" in err
+
+
+def test_export_never_overwrites_labels_the_raters_filled_in(exported, judged_run, capsys):
+    """`calibrate export -o labels.csv` run again (another seed, or by mistake) replaced the file, and the
+    labels a rater had typed into it were lost. It is now exit 2 and both files stay as they were."""
+    rows = read_csv(exported)
+    rows[0]["courtesy"] = "4"  # a rater's work
+    write_csv(exported, rows, list(rows[0]))
+    before = exported.read_bytes(), exported.with_name("labels.key.csv").read_bytes()
+    with pytest.raises(SystemExit) as exc:
+        main(["calibrate", "export", str(judged_run), "-o", str(exported), "--seed", "2"])
+    assert exc.value.code == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{exported}: already exists; a labels file (and its key) is never overwritten" in err
+    assert (exported.read_bytes(), exported.with_name("labels.key.csv").read_bytes()) == before
+    # the key alone left from an earlier export: refused too (a new labels file would not match it)
+    key_only = exported.with_name("other.key.csv")
+    key_only.write_text("sample_id,target,case_id,group,template\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as exc:
+        main(["calibrate", "export", str(judged_run), "-o", str(exported.with_name("other.csv"))])
+    assert exc.value.code == 2 and not exported.with_name("other.csv").exists()
+    assert "other.key.csv: already exists" in " ".join(capsys.readouterr().err.split())

@@ -71,6 +71,12 @@ def export_labels(run_dir: Path, out: Path, *, n: int = 100, measure: str | None
     dimension and ``comment``; rows are shuffled. The key CSV
     (``<labels>.key.csv``: sample id -> target, case, group, template) is for
     the analyst, not the raters, and the same key is recorded in the store.
+
+    Raises
+    ------
+    FairpairError
+        No such run, ``out`` is a folder, ``out`` or its key file already exists (never overwritten: the
+        raters may have filled it in), no judge measure, or no answer to sample.
     """
     from fairpair.store import Run
 
@@ -80,6 +86,10 @@ def export_labels(run_dir: Path, out: Path, *, n: int = 100, measure: str | None
     out = Path(out)
     if out.is_dir():
         raise FairpairError("is a directory; give a file name such as labels.csv", file=out)
+    for path in (out, out.with_name(out.stem + ".key.csv")):  # raters may have labelled it already
+        if path.exists():
+            raise FairpairError("already exists; a labels file (and its key) is never overwritten: the raters "
+                                "may have filled it in", file=path, hint="give another -o, such as labels-2.csv")
     with Run.open(run_dir, "w") as run:
         store = run.store
         b = run.battery().battery
@@ -112,7 +122,7 @@ def export_labels(run_dir: Path, out: Path, *, n: int = 100, measure: str | None
         out.parent.mkdir(parents=True, exist_ok=True)
         key_path = out.with_name(out.stem + ".key.csv")
         key_rows = []
-        with open(out, "w", newline="", encoding="utf-8") as fh:
+        with open(out, "x", newline="", encoding="utf-8") as fh:  # "x": never overwrite, even in a race
             w = csv.writer(fh)
             w.writerow(["sample_id", "prompt", "answer", *dims, "comment"])
             for target, case_id, (group, template) in chosen:
@@ -121,7 +131,7 @@ def export_labels(run_dir: Path, out: Path, *, n: int = 100, measure: str | None
                 w.writerow([sid, mk.mask(c.turns[-1] if c.turns else ""), mk.mask(texts[(target, case_id)]),
                             *([""] * len(dims)), ""])
                 key_rows.append([sid, target, case_id, group, template])
-        with open(key_path, "w", newline="", encoding="utf-8") as fh:
+        with open(key_path, "x", newline="", encoding="utf-8") as fh:
             w = csv.writer(fh)
             w.writerow(["sample_id", "target", "case_id", "group", "template"])
             w.writerows(key_rows)
