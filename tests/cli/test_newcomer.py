@@ -200,3 +200,19 @@ def test_a_judge_that_no_measure_calls_is_an_error(tmp_path, capsys, key, value)
     path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
     code, out, err = _cli(["validate", path], capsys)
     assert code == 0, err
+
+
+# ------------------------------------------------------------------ rate limits that limit nothing
+
+
+@pytest.mark.parametrize("option, value", [("--rpm", "-5"), ("--rpm", "0"), ("--tpm", "0"), ("--tpm", "-1e3")])
+def test_a_rate_limit_of_zero_or_below_is_refused(tmp_path, capsys, option, value):
+    """`--rpm -5` (or 0) ran the whole battery without any limit and without a word: the limiter treats a
+    falsy rate as 'unlimited' and a negative one never waits. Now exit 2 before the run directory exists."""
+    path = write_battery(tmp_path, {"kind": "mock"})
+    code, out, err = _cli(["run", path, "--out", tmp_path / "run", option, value], capsys)
+    assert code == 2
+    assert f"Invalid value for '{option}'" in err and "is not a rate; give a number above 0" in err
+    assert not (tmp_path / "run").exists()
+    code, out, err = _cli(["run", path, "--out", tmp_path / "run", option, "6000", "--no-measure"], capsys)
+    assert code == 0, err

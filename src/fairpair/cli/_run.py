@@ -17,6 +17,14 @@ from fairpair.cli._options import (
 )
 
 
+def _per_minute(value: Optional[float]) -> Optional[float]:
+    """``--rpm`` / ``--tpm``: a rate above 0 (0 or a negative rate used to mean, silently, no limit at all)."""
+    if value is not None and not value > 0:
+        raise typer.BadParameter(f"{value:g} is not a rate; give a number above 0, or leave the option out for no "
+                                 "limit")
+    return value
+
+
 @app.command()
 def run(
     battery: BatteryArg,
@@ -25,8 +33,10 @@ def run(
     concurrency: ConcurrencyOpt = 8,
     timeout: TimeoutOpt = 120.0,
     max_attempts: MaxAttemptsOpt = 5,
-    rpm: Annotated[Optional[float], typer.Option(help="Requests per minute limit.")] = None,
-    tpm: Annotated[Optional[float], typer.Option(help="Prompt tokens per minute limit (estimated).")] = None,
+    rpm: Annotated[Optional[float], typer.Option(callback=_per_minute, help="Requests per minute limit (> 0).")]
+    = None,
+    tpm: Annotated[Optional[float], typer.Option(callback=_per_minute, help="Prompt tokens per minute limit "
+                                                 "(estimated; > 0).")] = None,
     target: TargetsOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the exact request (method, URL, headers with "
                                           "secrets as ***, body) of one case per template; send nothing.")] = False,
