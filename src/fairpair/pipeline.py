@@ -132,7 +132,8 @@ def expand(dest: str | os.PathLike, settings: Settings) -> StageResult:
     Raises
     ------
     FairpairError
-        ``dest`` is a folder, its folder does not exist, or a file cannot be written.
+        ``dest`` is a folder, its folder does not exist, ``dest`` exists and is not an earlier expansion
+        (no ``<dest stem>.manifest.json`` beside it: never overwritten), or a file cannot be written.
     """
     from fairpair.cases import write_cases
 
@@ -145,6 +146,10 @@ def expand(dest: str | os.PathLike, settings: Settings) -> StageResult:
         raise FairpairError("the output folder does not exist; create it first or choose another -o",
                             file=out.parent)
     manifest = out.with_name(out.stem + ".manifest.json")
+    if out.exists() and not manifest.exists():  # not an earlier expansion (which it would replace, identically)
+        raise FairpairError("already exists and is not an earlier `fairpair expand` output (no "
+                            f"{manifest.name} beside it); it is never overwritten", file=out,
+                            hint="give another -o, such as cases.jsonl")
     try:
         exp = write_cases(lb, out)
         manifest.write_text(json.dumps(exp.manifest(), indent=2, ensure_ascii=False, sort_keys=True) + "\n",

@@ -216,3 +216,25 @@ def test_a_rate_limit_of_zero_or_below_is_refused(tmp_path, capsys, option, valu
     assert not (tmp_path / "run").exists()
     code, out, err = _cli(["run", path, "--out", tmp_path / "run", option, "6000", "--no-measure"], capsys)
     assert code == 0, err
+
+
+# ------------------------------------------------------------------ expand onto a file of yours
+
+
+def test_expand_never_overwrites_a_file_it_did_not_write(tmp_path, capsys):
+    """`fairpair expand b.yaml -o answers.jsonl` replaced the user's file with the cases, without a word.
+    A file that is not an earlier expansion (no manifest beside it) is now refused and kept; an earlier
+    expansion is written again (byte-identical for the same battery)."""
+    path = write_battery(tmp_path, {"kind": "mock"})
+    mine = tmp_path / "answers.jsonl"
+    mine.write_text('{"mine": true}\n', encoding="utf-8")
+    code, out, err = _cli(["expand", path, "-o", mine], capsys)
+    assert code == 2
+    assert f"{mine}: already exists and is not an earlier `fairpair expand` output" in err
+    assert mine.read_text(encoding="utf-8") == '{"mine": true}\n'
+    assert not (tmp_path / "answers.manifest.json").exists()
+    cases = tmp_path / "cases.jsonl"
+    assert _cli(["expand", path, "-o", cases], capsys)[0] == 0
+    first = cases.read_bytes()
+    assert _cli(["expand", path, "-o", cases], capsys)[0] == 0  # its own earlier output: written again
+    assert cases.read_bytes() == first and first.count(b"\n") == 16
