@@ -238,3 +238,25 @@ def test_expand_never_overwrites_a_file_it_did_not_write(tmp_path, capsys):
     first = cases.read_bytes()
     assert _cli(["expand", path, "-o", cases], capsys)[0] == 0  # its own earlier output: written again
     assert cases.read_bytes() == first and first.count(b"\n") == 16
+
+
+# ------------------------------------------------------------------ validate on a file that is not a run battery
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize("name, message, hint", [
+    ("imported_answers/import.yaml", "no templates or designs: this looks like an import battery",
+     "it is read by `fairpair import-answers ANSWERS --battery"),
+    ("imported_answers/records.yaml", "no templates or designs: this looks like an import battery",
+     "it is read by `fairpair import-answers ANSWERS --battery"),
+    ("targets/ollama.yaml", "a target block alone, not a battery", "add `include: [ollama.yaml]` to a battery"),
+])
+def test_validate_says_what_a_shipped_file_that_is_not_a_run_battery_is(capsys, name, message, hint):
+    """`fairpair validate examples/imported_answers/import.yaml` answered "[attributes.origen] a 'name'
+    attribute needs 'slot'", and on examples/targets/ollama.yaml "missing required key 'schema_version'":
+    true, and no help to a newcomer trying the shipped files. Now it says what the file is and where it goes."""
+    code, out, err = _cli(["validate", EXAMPLES / name], capsys)
+    assert code == 2
+    assert f"{EXAMPLES / name}:1: {message}" in err and hint in err

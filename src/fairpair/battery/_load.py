@@ -75,6 +75,7 @@ def load_battery(path: str | Path) -> LoadedBattery:
     if not isinstance(data, dict):
         raise BatteryError("a battery must be a YAML mapping (key: value)", file=path, line=1)
     data = _merge_includes(data, path, located)
+    _not_a_run_battery(data, path)
     _resolve_lexicons(data, located)
     _resolve_system_files(data, path, located)
     try:
@@ -84,6 +85,24 @@ def load_battery(path: str | Path) -> LoadedBattery:
     loaded = LoadedBattery(battery, path, located, battery_hash(battery))
     _check(loaded)
     return loaded
+
+
+def _not_a_run_battery(data: dict, path: Path) -> None:
+    """A file without templates and designs is not a battery to run: an import battery (read by
+    ``fairpair import-answers``) or a target block meant for ``include:`` gets a message saying so, not
+    the first of its missing keys."""
+    if "templates" in data or "designs" in data:
+        return
+    if "records" in data or ("attributes" in data and "target" not in data and "targets" not in data):
+        raise BatteryError("no templates or designs: this looks like an import battery (attributes, measures, "
+                           "analysis), which describes answers that already exist", file=path, line=1,
+                           hint=f"it is read by `fairpair import-answers ANSWERS --battery {path}`; a battery "
+                                "to run needs 'templates', 'designs' and a 'target'")
+    if set(data) <= {"target", "targets", "judge"} and data:
+        raise BatteryError("a target block alone, not a battery (no templates, designs or attributes)", file=path,
+                           line=1, hint=f"paste it into your battery or add `include: [{path.name}]` to a battery "
+                                        "without a 'target:'; `fairpair validate` and `fairpair check` take that "
+                                        "battery")
 
 
 # ---------------------------------------------------------------- includes
