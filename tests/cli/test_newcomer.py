@@ -260,3 +260,44 @@ def test_validate_says_what_a_shipped_file_that_is_not_a_run_battery_is(capsys, 
     code, out, err = _cli(["validate", EXAMPLES / name], capsys)
     assert code == 2
     assert f"{EXAMPLES / name}:1: {message}" in err and hint in err
+
+
+# ------------------------------------------------------------------ lexicon take, system_file encoding
+
+
+def _battery_with(tmp_path, edit) -> Path:
+    path = write_battery(tmp_path, {"kind": "mock"})
+    data = json.loads(path.read_text(encoding="utf-8"))
+    edit(data)
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    return path
+
+
+def test_take_more_names_than_the_lexicon_has_is_an_error(tmp_path, capsys):
+    """`take: 300` on a lexicon of 8 names validated and silently took 8 (a design smaller than written)."""
+    def edit(d):
+        d["attributes"]["origen"]["groups"] = {"espana": {"lexicon": "es/spain/female", "take": 300},
+                                               "magreb": {"lexicon": "es/maghreb/female", "take": 8}}
+    path = _battery_with(tmp_path, edit)
+    code, out, err = _cli(["validate", path], capsys)
+    assert code == 2
+    assert f"{path}:{_line_of(path, 'take')}: [attributes.origen.groups.espana.take] take: 300, but lexicon " \
+           "'es/spain/female' has 8 names" in err
+    path = _battery_with(tmp_path, lambda d: d["attributes"]["origen"]["groups"].update(
+        espana={"lexicon": "es/spain/female", "take": 8}, magreb={"lexicon": "es/maghreb/female", "take": 8}))
+    assert _cli(["validate", path], capsys)[0] == 0  # all of them is fine
+
+
+def test_a_system_file_that_is_not_utf8_is_a_battery_error(tmp_path, capsys):
+    """A Latin-1 system prompt file (`system_file:`) ended in 'internal error: UnicodeDecodeError ... this is
+    a bug in fairpair', exit 1; now exit 2 with the file, its line and the template's key."""
+    (tmp_path / "prompt.md").write_bytes("Eres el asistente.\nResponde con amabilidad, señora.".encode("latin-1"))
+
+    def edit(d):
+        del d["templates"][0]["system"]
+        d["templates"][0]["system_file"] = "prompt.md"
+    path = _battery_with(tmp_path, edit)
+    code, out, err = _cli(["validate", path], capsys)
+    assert code == 2
+    assert f"{tmp_path / 'prompt.md'}:2: [templates[0].system_file] system prompt not valid UTF-8" in err
+    assert "internal error" not in err

@@ -176,6 +176,12 @@ def _resolve_lexicons(data: dict, located: Located) -> None:
                 raise BatteryError(f"unknown lexicon '{name}'", file=file, line=line,
                                    key=_dotted(key), hint=hint) from None
             take = group.get("take")
+            if isinstance(take, int) and not isinstance(take, bool) and take > len(names):
+                file, line = located.where(("attributes", an, "groups", gn, "take"))
+                raise BatteryError(f"take: {take}, but lexicon '{name}' has {len(names)} names", file=file, line=line,
+                                   key=_dotted(("attributes", an, "groups", gn, "take")),
+                                   hint=f"use take: {len(names)} or less, and list more names of your own "
+                                        "under 'variants'")
             if isinstance(take, int) and take > 0:
                 names = names[:take]
             explicit = group.get("variants") or []
@@ -191,6 +197,10 @@ def _resolve_system_files(data: dict, path: Path, located: Located) -> None:
             f = path.parent / t["system_file"]
             try:
                 t["system"] = f.read_text(encoding="utf-8")
+            except UnicodeDecodeError as exc:
+                raise BatteryError(f"system prompt not valid UTF-8 ({exc.reason} at byte {exc.start}); save the "
+                                   "file as UTF-8", file=f, line=exc.object[: exc.start].count(b"\n") + 1,
+                                   key=f"templates[{i}].system_file") from None
             except OSError as exc:
                 file, line = located.where(("templates", i, "system_file"))
                 raise BatteryError(f"cannot read system prompt {f}: {exc.strerror}", file=file,
