@@ -518,6 +518,33 @@ def test_a_local_judge_with_parallel_batches_its_calls_and_records_it(fake_backe
     assert server.params.n_parallel == 3 and all(b["cache_prompt"] is True for b in server.bodies)
 
 
+def test_the_judge_s_batching_is_in_the_manifest_as_in_the_store(fake_backend, tmp_path):
+    """``manifest.json``'s ``measurement.judge`` is the judge's whole identity, as the store's ``judge``
+    event holds it: a ``local`` judge's ``parallel`` and ``cache_prompt`` included."""
+    import json
+
+    from fairpair.battery import load_battery
+    from fairpair.measures import measure_run
+    from fairpair.run import RunSettings, execute_run
+    from fairpair.store import Store
+    from fairpair.testing import small_battery
+
+    b = small_battery(name="judge_batching", repetitions=1, judge_self_test="off",
+                      judge={"kind": "local", "model_path": str(fake_backend), "parallel": 3, "cache_prompt": True},
+                      measures={"tone": {"kind": "judge"}})
+    (tmp_path / "b.json").write_text(json.dumps(b, ensure_ascii=False), encoding="utf-8")
+    execute_run(load_battery(tmp_path / "b.json"), tmp_path / "run", RunSettings())
+    measure_run(tmp_path / "run")
+    judge = json.loads((tmp_path / "run" / "manifest.json").read_text(encoding="utf-8"))["measurement"]["judge"]
+    assert judge["kind"] == "local" and judge["model"] == "tiny.gguf"
+    assert (judge["parameters"]["parallel"], judge["parameters"]["cache_prompt"]) == (3, True)
+    with Store.open(tmp_path / "run", create=False) as store:
+        (event,) = store.events("judge")
+    assert event["identity"] == judge
+    judge_server = next(s for s in FakeServer.instances if s.params.n_parallel == 3)
+    assert judge_server.bodies and all(body["cache_prompt"] is True for body in judge_server.bodies)
+
+
 def test_a_timed_out_generation_is_awaited_by_the_retry_not_started_again(fake_backend):
     """llama.cpp cannot be interrupted: the retry of a timed-out request joins the running generation."""
     async def scenario():
