@@ -91,3 +91,53 @@ def test_the_pipeline_is_a_loop_over_the_stages_and_after_run_keeps_its_meaning(
         pipeline.run_stages(run_dir, ["measure", "judge"], pipeline.Settings())
     with pytest.raises(FairpairError, match="needs the battery"):
         pipeline.run(run_dir, pipeline.Settings())
+
+
+def _cli(capsys, *args) -> tuple[int, str]:
+    from fairpair.cli import main
+
+    capsys.readouterr()
+    try:
+        main([str(a) for a in args])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    return code, capsys.readouterr().out
+
+
+def test_no_measure_with_nothing_measured_writes_no_results_nor_report(tmp_path, capsys):
+    # before: results.json and a report with "insufficient design" for every comparison, no measure in it
+    battery, run_dir = _battery(tmp_path), tmp_path / "run"
+    code, out = _cli(capsys, "run", battery, "--out", run_dir, "--no-measure", "--no-preflight", "-q")
+    assert code == 0
+    assert (run_dir / "store.sqlite").exists()
+    assert not (run_dir / "results.json").exists() and not (run_dir / "report").exists()
+    text = " ".join(out.split())
+    assert "--no-measure: none of the 24 answers is measured; results.json and the report are not written" in text
+    assert f"fairpair measure {run_dir}, then fairpair analyze {run_dir} and fairpair report {run_dir}" in text
+    with sqlite3.connect(run_dir / "store.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM responses WHERE status = 'ok'").fetchone()[0] == 24
+        assert db.execute("SELECT COUNT(*) FROM measurements").fetchone()[0] == 0
+    # --gate has nothing to judge: a clear error (exit 2), not a gate on empty results
+    code, out = _cli(capsys, "run", battery, "--out", run_dir, "--no-measure", "--gate", "--no-preflight", "-q")
+    assert code == 2 and not (run_dir / "results.json").exists()
+    # the commands it names do the rest
+    assert _cli(capsys, "measure", run_dir)[0] == 0
+    assert _cli(capsys, "analyze", run_dir)[0] == 0 and (run_dir / "results.json").exists()
+
+
+def test_no_measure_with_some_answers_measured_says_how_many_are_left(tmp_path, capsys):
+    battery, run_dir = _battery(tmp_path), tmp_path / "run"
+    lb = load_battery(battery)
+    pipeline.run(run_dir, pipeline.Settings(battery=lb))
+    pipeline.measure(run_dir, pipeline.Settings(measures=("reembolso",)))  # palabras is left unmeasured
+    code, out = _cli(capsys, "run", battery, "--out", run_dir, "--no-measure", "--no-preflight", "-q")
+    assert code == 0
+    text = " ".join(out.split())
+    assert ("--no-measure: measure palabras: 24 of 24 answers not measured; the results and the report cover the "
+            "measured ones only") in text
+    assert "reembolso:" not in text.split("--no-measure")[1][:40]  # the measured measure is not listed
+    results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+    (c,) = results["comparisons"]
+    assert c["measure"] == "reembolso" and c["n_pairs"] == 12  # the measured answers are analysed
+    assert (run_dir / "report" / "report.html").exists()

@@ -284,6 +284,16 @@ def run_stages(run_ref: Any, names: Iterable[str], settings: Settings) -> list[S
     return [STAGES[n](run_ref, settings) for n in names]
 
 
+def _unmeasured(run_dir: Any, measures: list[str]) -> tuple[dict[str, int], int]:
+    """Per declared measure, the answers with no ``ok`` or ``missing`` row (only those left), and the answers."""
+    from fairpair.run import run_status
+
+    st = run_status(_path(run_dir))
+    answered = sum(t.answered for t in st.targets)
+    left = {m: answered - sum(st.measures.get(m, {}).get(k, 0) for k in ("ok", "missing")) for m in measures}
+    return {m: n for m, n in left.items() if n > 0}, answered
+
+
 def after_run(run_dir: Any, loaded, console, *, measure: bool = True, analyze: bool = True,
               report: bool = True, gate: bool = False, judge_calls: RunSettings | None = None) -> int:
     """Run the later stages on ``run_dir``; returns the exit code for ``--gate`` (0 = pass).
@@ -294,15 +304,40 @@ def after_run(run_dir: Any, loaded, console, *, measure: bool = True, analyze: b
     in plain words. ``judge_calls``: how ``measure`` calls its judge (``fairpair run --engine ray`` passes
     its engine, so the judge's calls and the embeddings run on Ray too); default :class:`RunSettings()`.
 
+    Without ``measure`` (``--no-measure``), when the battery declares measures and no answer has a
+    measurement yet (none stored, none imported), neither ``analyze`` nor ``report`` runs: their files
+    would hold no measure, only "insufficient design" for every comparison. The console says so and
+    names the commands to run later. When some answers are measured and others not, both run on the
+    measured ones and the console says, per measure, how many answers are left.
+
     Raises
     ------
     FairpairError
-        ``gate`` was asked for a battery without an analysis plan.
+        ``gate`` was asked for a battery without an analysis plan, or with ``measure`` off and nothing
+        measured.
     """
     b = loaded.battery
     # a two-party design (cells, dispersion, least-changing prompt) and a ranking design (selection
     # rates, position effect) are analysed without a plan
     unplanned = any(getattr(d, "analysed_without_plan", False) for d in b.designs)
+    if not measure and b.measures and (analyze or report or gate):
+        left, answered = _unmeasured(run_dir, list(b.measures))
+        if len(left) == len(b.measures) and all(n == answered for n in left.values()):
+            where = _path(run_dir)
+            if console is not None:
+                console.print(f"--no-measure: none of the {answered} answers is measured; results.json and the "
+                              "report are not written (they would hold no measure). Later: "
+                              f"fairpair measure {where}, then fairpair analyze {where} and fairpair report "
+                              f"{where}", soft_wrap=True)
+            if gate:
+                raise FairpairError("--gate with --no-measure: no answer is measured, there is nothing to gate",
+                                    file=where, hint=f"run `fairpair measure {where}`, then `fairpair gate {where}`")
+            return 0
+        for m, n in left.items():
+            if console is not None:
+                console.print(f"--no-measure: measure {m}: {n} of {answered} answers not measured; the results "
+                              f"and the report cover the measured ones only (fairpair measure {_path(run_dir)} "
+                              "measures the rest)", soft_wrap=True)
     analyzed = analyze and bool(b.measures) and (bool(b.analysis.comparisons) or unplanned)
     ranked = any(getattr(d, "kind", None) == "ranking" for d in b.designs)
     names = [n for n, on in (("measure", measure and bool(b.measures)), ("analyze", analyzed), ("report", report))

@@ -1,14 +1,19 @@
-"""The gate judges the ranking design's verdicts (issue 17) like every other comparison's."""
+"""The gate (and its baseline comparison) judges the ranking design's verdicts (issue 17) like every other
+comparison's."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import sqlite3
 import xml.etree.ElementTree as ET
 
+import numpy as np
 import pytest
 import yaml
+from scipy import stats
 
-from fairpair.analysis import analyze_run
+from fairpair.analysis import analyze_run, compare_runs
 from fairpair.battery import load_battery
 from fairpair.cli import main
 from fairpair.measures import measure_run
@@ -122,3 +127,82 @@ def test_a_ranking_fail_fails_beside_passing_comparisons(ranked, runs, monkeypat
         "FAIL         mock ranking seleccion orden ranked_above g1 vs g2",
         "FAIL         mock ranking seleccion orden ranked_above g2 vs g3"]
     assert sum(c.primary for c in base.comparisons) + 16 == len(text)
+
+
+def _set_differences(run):
+    """Per case id, each pair's per-set difference on the top pick and on "ranked above", read without fairpair."""
+    con = sqlite3.connect(run / "store.sqlite")
+    out = {}
+    for cid, detail in con.execute("SELECT case_id, detail FROM measurements WHERE measure='orden' AND status='ok'"):
+        d = json.loads(detail)
+        top, ranks = d["top"], d["ranks"]
+        for a, b in itertools.combinations(["g1", "g2", "g3", "g4"], 2):
+            out.setdefault(("top_pick", a, b), {})[cid] = float(top == a) - float(top == b)
+            out.setdefault(("ranked_above", a, b), {})[cid] = float(ranks[a] < ranks[b]) - float(ranks[b] < ranks[a])
+    con.close()
+    return out
+
+
+def test_compare_judges_the_ranking_pairs_set_by_set(ranked):
+    # before: compare_runs (and so `gate --baseline`) returned no row for a ranking design
+    _, flat = ranked["flat"]
+    _, biased = ranked["biased"]
+    cmp = compare_runs(flat, biased)
+    assert cmp.paired_by == "case_id"
+    rows = {(r.measure, r.group_a, r.group_b): r for r in cmp.rows}
+    assert len(cmp.rows) == len(rows) == 12  # 6 pairs of 4 groups x (top pick, ranked above)
+    assert {(r.ranking, r.design, r.attribute, r.primary, r.scale) for r in cmp.rows} == {
+        ("orden", "seleccion", "origen", True, "binary")}
+    # bootstrap_resamples: 0 in the plan (the ranking analysis uses none): the change's interval still exists
+    assert {r.n_resamples for r in cmp.rows} == {2000} and all(None not in r.ci for r in cmp.rows)
+    assert any("bootstrap_resamples: 0" in n for n in cmp.notes)
+    before, after = _set_differences(flat), _set_differences(biased)
+    for key, r in rows.items():
+        ids = sorted(before[key])
+        assert sorted(after[key]) == ids and r.n_sets == len(ids) == 96 and r.n_dropped == 0
+        ga = np.array([before[key][c] for c in ids])
+        gb = np.array([after[key][c] for c in ids])
+        assert r.id == f"{key[0]}:{key[1]}-vs-{key[2]}"
+        assert r.gap_before == pytest.approx(ga.mean()) and r.gap_after == pytest.approx(gb.mean())
+        assert r.change == pytest.approx(gb.mean() - ga.mean())
+        assert r.pvalue == pytest.approx(stats.wilcoxon(gb, ga, zero_method="pratt").pvalue, rel=1e-9)
+        assert r.ci[0] <= r.change <= r.ci[1]
+    # the planted g2 (weight 0.3): ranked below g1 and g3 far more often after than before
+    for key in [("ranked_above", "g1", "g2"), ("ranked_above", "g2", "g3"), ("top_pick", "g1", "g2")]:
+        assert rows[key].direction == "worse" and rows[key].pvalue < 0.001
+    assert rows[("top_pick", "g1", "g3")].direction == "no clear change"  # equal weights in both runs
+    back = {(r.measure, r.group_a, r.group_b): r.direction for r in compare_runs(biased, flat).rows}
+    assert back[("ranked_above", "g1", "g2")] == back[("ranked_above", "g2", "g3")] == "better"
+
+
+def test_gate_baseline_fails_on_a_worse_ranking_pair(ranked, capsys, tmp_path):
+    _, flat = ranked["flat"]
+    _, biased = ranked["biased"]
+    worse = sorted((r.measure, r.group_a, r.group_b) for r in compare_runs(flat, biased).worse)
+    assert ("ranked_above", "g1", "g2") in worse
+    junit = tmp_path / "baseline.xml"
+    code, out = _gate(capsys, biased, "--baseline", flat, "--junit", junit)
+    assert code == 1
+    lines = [x for x in out.splitlines() if x.startswith("WORSE")]
+    assert len(lines) == len(worse)
+    (line,) = [x for x in lines if " ranked_above g1 vs g2: gap " in x]
+    assert line.startswith("WORSE        mock ranking seleccion orden ranked_above g1 vs g2: gap -14.6 points -> "
+                           "+52.1 points than in the baseline, change +66.7 points")
+    failed = [tc.get("name") for tc in ET.parse(junit).getroot().iter("testcase")
+              if tc.find("failure") is not None and tc.find("failure").get("type") == "regression"]
+    assert sorted(failed) == sorted(f"orden:{m}:{a}-vs-{b}[mock:{a}-vs-{b}] vs baseline" for m, a, b in worse)
+    # the flat run against the biased one as baseline: better, not worse; the gate passes
+    code, out = _gate(capsys, flat, "--baseline", biased)
+    assert code == 0 and not [x for x in out.splitlines() if x.startswith("WORSE")]
+
+
+def test_cli_compare_prints_the_ranking_pairs(ranked, capsys):
+    _, flat = ranked["flat"]
+    _, biased = ranked["biased"]
+    capsys.readouterr()
+    main(["compare", str(flat), str(biased)])
+    lines = [x for x in capsys.readouterr().out.splitlines() if " ranking seleccion orden " in x]
+    assert len(lines) == 12
+    (line,) = [x for x in lines if "ranked_above:g1-vs-g2" in x]
+    assert line.startswith("worse            mock ranking seleccion orden ranked_above:g1-vs-g2 g1 vs g2: gap "
+                           "-0.146 -> +0.521, change +0.667")

@@ -19,6 +19,18 @@ def _battery(bias):
     return b
 
 
+def _run_pytest(folder):
+    """pytest in a subprocess on ``folder`` with the plugin (by its entry point, or ``-p`` when this checkout
+    is not installed), runs under ``folder/runs``; returns the process and its stdout + stderr."""
+    registered = any(ep.value == "fairpair.analysis.pytest_plugin" for ep in entry_points(group="pytest11"))
+    cmd = [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "--rootdir", str(folder),
+           "--fairpair-out", str(folder / "runs"), str(folder)]
+    if not registered:
+        cmd[3:3] = ["-p", "fairpair.analysis.pytest_plugin"]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=folder, timeout=300)
+    return out, out.stdout + out.stderr
+
+
 def test_battery_collected_and_gated(tmp_path):
     (tmp_path / "fairness_biased.yaml").write_text(
         yaml.safe_dump(_battery({"magreb": {"refund": 0.3}}), allow_unicode=True), encoding="utf-8")
@@ -26,13 +38,7 @@ def test_battery_collected_and_gated(tmp_path):
     fair["name"] = "mock_fair"
     (tmp_path / "fairness_fair.yaml").write_text(yaml.safe_dump(fair, allow_unicode=True), encoding="utf-8")
     (tmp_path / "other.yaml").write_text("not: a battery\n", encoding="utf-8")
-    registered = any(ep.value == "fairpair.analysis.pytest_plugin" for ep in entry_points(group="pytest11"))
-    cmd = [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-           "--fairpair-out", str(tmp_path / "runs"), str(tmp_path)]
-    if not registered:
-        cmd[3:3] = ["-p", "fairpair.analysis.pytest_plugin"]
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)
-    text = out.stdout + out.stderr
+    out, text = _run_pytest(tmp_path)
     assert out.returncode == 1, text
     assert "FAILED fairness_biased.yaml::refund[mock:counterfactual-origen:magreb-vs-espana]" in text
     assert "fairness comparison failed" in text
@@ -50,13 +56,7 @@ def test_a_ranking_battery_is_collected_with_its_verdicts(tmp_path):
                         selection={"g1": 1.0, "g2": 0.3, "g3": 1.0, "g4": 0.6}, position=[])
     (tmp_path / "fairness_rank.yaml").write_text(yaml.safe_dump(b, allow_unicode=True, sort_keys=False),
                                                  encoding="utf-8")
-    registered = any(ep.value == "fairpair.analysis.pytest_plugin" for ep in entry_points(group="pytest11"))
-    cmd = [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-           "--fairpair-out", str(tmp_path / "runs"), str(tmp_path)]
-    if not registered:
-        cmd[3:3] = ["-p", "fairpair.analysis.pytest_plugin"]
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)
-    text = out.stdout + out.stderr
+    out, text = _run_pytest(tmp_path)
     assert out.returncode == 1, text
     failed = sorted(line.split()[1] for line in text.splitlines() if line.startswith("FAILED "))
     assert failed == ["fairness_rank.yaml::orden:ranked_above:g1-vs-g2[mock:seleccion]",

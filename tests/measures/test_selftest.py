@@ -523,39 +523,65 @@ def test_per_dimension_examples_are_shown_and_are_no_anchor(lang):
     assert default_rubric(lang)["distrust"]["examples"] == ex["distrust"]
 
 
-# ---------------------------------------------------------------- scoring: probabilities
+# ---------------------------------------------------------------- first-token scoring: probabilities, yes_no
 
 PROBS = {"tone": {"kind": "judge", "mode": "per_dimension", "scoring": "probabilities"}}
 
 
-def test_probability_scoring_is_the_expected_level_and_a_rubric_judge_passes(tmp_path):
+YESNO = {"tone": {"kind": "judge", "mode": "per_dimension", "scoring": "yes_no"}}
+SCORINGS = {"probabilities": PROBS, "yes_no": YESNO}
+
+#: The two first-token scorings, as the scripted judge answers them (level_logprobs, yes_no_logprobs):
+#: the choices asked, the system prompt's words, the last words of the user message, and each tone's
+#: scores worked out by hand in the comments of the test.
+SCORED = {
+    "probabilities": dict(
+        choices=("1", "2", "3", "4", "5"), system="una cifra", user_end=None,
+        # level 5 -> 0.6 on "5", 0.15 on "4" (mass 0.75): 5 * 0.8 + 4 * 0.2 = 4.8;
+        # level 1 -> 1 * 0.8 + 2 * 0.2 = 1.2; level 2 -> (1 * .15 + 2 * .6 + 3 * .15) / .9 = 2.0
+        tones={"courteous": {"courtesy": 4.8, "condescension": 1.2, "distrust": 1.2},
+               "curt": {"courtesy": 2.0, "condescension": 1.2, "distrust": 1.2}}),
+    "yes_no": dict(
+        choices=("Sí", "No", "sí", "no"), system="sí o no", user_end="Responde solo sí o no.",
+        # P(yes) = (0.6 f + 0.1) / 0.8, f = (level - 1) / 4, value = 1 + 4 P(yes):
+        # level 5 -> 0.875 -> 4.5; level 1 -> 0.125 -> 1.5; level 2 -> 0.3125 -> 2.25; level 3 -> 0.5 -> 3
+        tones={"courteous": {"courtesy": 4.5, "condescension": 1.5, "distrust": 1.5},
+               "neutral": {"courtesy": 3.0, "condescension": 1.5, "distrust": 1.5},
+               "condescending": {"courtesy": 2.25, "condescension": 4.5, "distrust": 1.5}}),
+}
+
+
+@pytest.mark.parametrize("scoring", list(SCORED))
+def test_first_token_scoring_is_the_expected_level_and_a_rubric_judge_passes(tmp_path, scoring):
+    want = SCORED[scoring]
     judge = AnchorJudge("rubric")
-    lb, ctx = _ctx(tmp_path, judge, PROBS)
+    lb, ctx = _ctx(tmp_path, judge, SCORINGS[scoring])
     m = build_measures(lb.battery, ["tone"])["tone"]
     assert m.output_scales() == dict.fromkeys(["tone.courtesy", "tone.condescension", "tone.distrust"],
                                               "continuous")
     res = asyncio.run(self_test(m, ctx))
     assert res["status"] == "passed", res["failures"]
-    assert len(judge.calls) == 72 and all(c.choices == ("1", "2", "3", "4", "5") for c in judge.calls)
-    # by hand: level 5 -> 0.6 on "5", 0.15 on "4" (mass 0.75): 5 * 0.8 + 4 * 0.2 = 4.8;
-    # level 1 -> 1 * 0.8 + 2 * 0.2 = 1.2; level 2 -> (1 * .15 + 2 * .6 + 3 * .15) / .9 = 2.0
-    courteous = next(o for o in res["outputs"] if o["tone"] == "courteous")
-    assert courteous["judge"] == pytest.approx({"courtesy": 4.8, "condescension": 1.2, "distrust": 1.2})
-    curt = next(o for o in res["outputs"] if o["tone"] == "curt")
-    assert curt["judge"] == pytest.approx({"courtesy": 2.0, "condescension": 1.2, "distrust": 1.2})
-    # Spearman of the expected levels against the known levels, checked against scipy
+    assert len(judge.calls) == 72 and all(c.choices == want["choices"] for c in judge.calls)
+    assert sorted(judge.dimensions_asked) == sorted(DIMS * 24)  # one dimension per call
+    for tone, scores in want["tones"].items():
+        got = next(o for o in res["outputs"] if o["tone"] == tone)
+        assert got["judge"] == pytest.approx(scores), tone
+    # Spearman of the scores against the known levels, checked against scipy
     out = [o for o in res["outputs"] if "shuffled" not in o["tone"]]
     for d in DIMS:
         ref = spearmanr([o["expected"][d] for o in out], [o["judge"][d] for o in out]).statistic
         assert res["dimensions"][d]["spearman"] == pytest.approx(ref)
-    # the prompt asks for a digit, not JSON
-    assert all("JSON" not in c.messages[0]["content"] and "una cifra" in c.messages[0]["content"]
+    # the prompt asks for a digit or a yes/no answer, not JSON
+    assert all("JSON" not in c.messages[0]["content"] and want["system"] in c.messages[0]["content"]
                for c in judge.calls)
+    if want["user_end"]:  # the yes/no question is asked last, after the conversation
+        assert judge.calls[0].messages[-1]["content"].rstrip().endswith(want["user_end"])
 
 
+@pytest.mark.parametrize("scoring", list(SCORINGS))
 @pytest.mark.parametrize("mode", ["one_number", "constant"])
-def test_probability_scoring_incapable_judges_fail(tmp_path, mode):
-    lb, ctx = _ctx(tmp_path, AnchorJudge(mode), PROBS)
+def test_first_token_scoring_incapable_judges_fail(tmp_path, mode, scoring):
+    lb, ctx = _ctx(tmp_path, AnchorJudge(mode), SCORINGS[scoring])
     m = build_measures(lb.battery, ["tone"])["tone"]
     res = asyncio.run(self_test(m, ctx))
     assert res["status"] == "failed" and res["failures"]
@@ -563,22 +589,41 @@ def test_probability_scoring_incapable_judges_fail(tmp_path, mode):
         assert res["identical_share"] == 1.0
 
 
-def test_probability_scoring_stores_the_probabilities_through_the_measure_stage(tmp_path):
-    run_dir = make_run(tmp_path, measures=PROBS)
-    res = measure_run(run_dir, judge=AnchorJudge("rubric"))
+#: Through the measure stage, on the mock's answers (no anchor: the scripted judge's fallback level 2):
+#: the judge's language, its choices and last words, the stored value, the decoded answer and the detail
+#: the scoring keeps (worked out as in SCORED).
+STAGED = {
+    "probabilities": dict(language="es", choices=("1", "2", "3", "4", "5"), user_end=None, value=2.0,
+                          decoded="2", detail=("probabilities", {"1": 1 / 6, "2": 2 / 3, "3": 1 / 6, "4": 0, "5": 0}),
+                          mass=0.9),
+    "yes_no": dict(language="en", choices=("Yes", "No", "yes", "no"), user_end="Answer yes or no only.",
+                   value=2.25, decoded="No", detail=("p_yes", 0.3125), mass=0.8),
+}
+
+
+@pytest.mark.parametrize("scoring", list(STAGED))
+def test_first_token_scoring_stores_its_probabilities_through_the_measure_stage(tmp_path, scoring):
+    want = STAGED[scoring]
+    spec = {"tone": {**SCORINGS[scoring]["tone"], "language": want["language"]}}
+    run_dir = make_run(tmp_path, measures=spec)
+    judge = AnchorJudge("rubric", language=want["language"])
+    res = measure_run(run_dir, judge=judge)
     assert res.counts["tone"].ok == 20
+    assert all(c.choices == want["choices"] for c in judge.calls)
+    if want["user_end"]:
+        assert all(c.messages[-1]["content"].rstrip().endswith(want["user_end"]) for c in judge.calls)
     rows, events = stored(run_dir, "tone.distrust")
-    assert events[-1]["status"] == "passed"
+    assert events[-1]["status"] == "passed" and events[-1]["language"] == want["language"]
     ok = [r for r in rows if r.status == "ok"]
-    # the mock's answers are no anchors: fallback level 2 -> expected level 2.0
-    assert len(ok) == 20 and [r.value for r in ok] == pytest.approx([2.0] * 20)
+    assert len(ok) == 20 and [r.value for r in ok] == pytest.approx([want["value"]] * 20)
     d = ok[0].detail
-    assert d["scoring"] == "probabilities" and d["decoded"]["distrust"] == "2"
+    assert d["scoring"] == scoring and d["decoded"]["distrust"] == want["decoded"]
+    key, value = want["detail"]
+    assert d[key]["distrust"] == pytest.approx(value, abs=1e-6)
+    assert d["mass"]["distrust"] == pytest.approx(want["mass"])
     manifest = json.loads((run_dir / "manifest.json").read_text("utf-8"))
-    assert manifest["measurement"]["judge_measures"]["tone"]["scoring"] == "probabilities"
+    assert manifest["measurement"]["judge_measures"]["tone"]["scoring"] == scoring
     assert manifest["measurement"]["judge_measures"]["tone"]["mode"] == "per_dimension"
-    assert d["probabilities"]["distrust"] == pytest.approx({"1": 1 / 6, "2": 2 / 3, "3": 1 / 6, "4": 0, "5": 0}, abs=1e-6)
-    assert d["mass"]["distrust"] == pytest.approx(0.9)
 
 
 def test_probability_scoring_needs_per_dimension_and_one_digit_levels(tmp_path):
@@ -616,12 +661,13 @@ class TextOnlyJudge(AnchorJudge):
         return Completion(text="4")
 
 
-def test_probability_scoring_with_a_judge_without_probabilities_stops_with_a_clear_error(tmp_path):
-    run_dir = make_run(tmp_path, measures=PROBS)
-    judge = TextOnlyJudge()
+@pytest.mark.parametrize("scoring", list(SCORINGS))
+def test_first_token_scoring_with_a_judge_without_probabilities_stops_with_a_clear_error(tmp_path, scoring):
+    run_dir = make_run(tmp_path, measures=SCORINGS[scoring])
     with pytest.raises(FairpairError) as ei:
-        measure_run(run_dir, judge=judge)
-    assert "reports no token probabilities" in str(ei.value) and ei.value.exit_code == 2
+        measure_run(run_dir, judge=TextOnlyJudge())
+    assert "reports no token probabilities" in str(ei.value) and f"scoring: {scoring}" in str(ei.value)
+    assert ei.value.exit_code == 2
     rows, _ = stored(run_dir, "tone.courtesy")
     assert rows == []
 
@@ -659,36 +705,6 @@ def test_probability_scores_are_analysed_as_continuous_and_reported(tmp_path):
 
 # ---------------------------------------------------------------- scoring: yes_no
 
-YESNO = {"tone": {"kind": "judge", "mode": "per_dimension", "scoring": "yes_no"}}
-
-
-def test_yes_no_scoring_is_p_yes_on_the_levels_and_a_rubric_judge_passes(tmp_path):
-    judge = AnchorJudge("rubric")
-    lb, ctx = _ctx(tmp_path, judge, YESNO)
-    m = build_measures(lb.battery, ["tone"])["tone"]
-    assert m.output_scales() == dict.fromkeys(["tone.courtesy", "tone.condescension", "tone.distrust"],
-                                              "continuous")
-    res = asyncio.run(self_test(m, ctx))
-    assert res["status"] == "passed", res["failures"]
-    assert len(judge.calls) == 72 and all(c.choices == ("Sí", "No", "sí", "no") for c in judge.calls)
-    assert sorted(judge.dimensions_asked) == sorted(DIMS * 24)
-    # by hand: P(yes) = (0.6 f + 0.1) / 0.8, f = (level - 1) / 4, value = 1 + 4 P(yes):
-    # level 5 -> 0.875 -> 4.5; level 1 -> 0.125 -> 1.5; level 2 -> 0.3125 -> 2.25; level 3 -> 0.5 -> 3
-    courteous = next(o for o in res["outputs"] if o["tone"] == "courteous")
-    assert courteous["judge"] == pytest.approx({"courtesy": 4.5, "condescension": 1.5, "distrust": 1.5})
-    neutral = next(o for o in res["outputs"] if o["tone"] == "neutral")
-    assert neutral["judge"] == pytest.approx({"courtesy": 3.0, "condescension": 1.5, "distrust": 1.5})
-    cond = next(o for o in res["outputs"] if o["tone"] == "condescending")
-    assert cond["judge"] == pytest.approx({"courtesy": 2.25, "condescension": 4.5, "distrust": 1.5})
-    out = [o for o in res["outputs"] if "shuffled" not in o["tone"]]
-    for d in DIMS:
-        ref = spearmanr([o["expected"][d] for o in out], [o["judge"][d] for o in out]).statistic
-        assert res["dimensions"][d]["spearman"] == pytest.approx(ref)
-    # a yes/no question, asked last after the conversation
-    call = judge.calls[0]
-    assert "sí o no" in call.messages[0]["content"] and "JSON" not in call.messages[0]["content"]
-    assert call.messages[-1]["content"].rstrip().endswith("Responde solo sí o no.")
-
 
 def test_yes_no_questions_of_an_answer_share_their_prefix_and_go_together_to_a_serial_judge(tmp_path):
     class SerialJudge(AnchorJudge):
@@ -712,35 +728,6 @@ def test_yes_no_questions_of_an_answer_share_their_prefix_and_go_together_to_a_s
         assert len(systems) == 1 and all(u.startswith(prefix) for u in users)
         assert len({u[len(prefix):] for u in users}) == 3
     assert judge.dimensions_asked[:3] == DIMS
-
-
-@pytest.mark.parametrize("mode", ["one_number", "constant"])
-def test_yes_no_scoring_incapable_judges_fail(tmp_path, mode):
-    lb, ctx = _ctx(tmp_path, AnchorJudge(mode), YESNO)
-    m = build_measures(lb.battery, ["tone"])["tone"]
-    res = asyncio.run(self_test(m, ctx))
-    assert res["status"] == "failed" and res["failures"]
-    if mode == "one_number":
-        assert res["identical_share"] == 1.0
-
-
-def test_yes_no_scoring_in_english_and_through_the_measure_stage(tmp_path):
-    run_dir = make_run(tmp_path, measures={"tone": {**YESNO["tone"], "language": "en"}})
-    judge = AnchorJudge("rubric", language="en")
-    res = measure_run(run_dir, judge=judge)
-    assert res.counts["tone"].ok == 20
-    assert all(c.choices == ("Yes", "No", "yes", "no") for c in judge.calls)
-    assert all(c.messages[-1]["content"].rstrip().endswith("Answer yes or no only.") for c in judge.calls)
-    rows, events = stored(run_dir, "tone.distrust")
-    assert events[-1]["status"] == "passed" and events[-1]["language"] == "en"
-    ok = [r for r in rows if r.status == "ok"]
-    # the mock's answers are no anchors: fallback level 2 -> P(yes) 0.3125 -> 2.25
-    assert len(ok) == 20 and [r.value for r in ok] == pytest.approx([2.25] * 20)
-    d = ok[0].detail
-    assert d["scoring"] == "yes_no" and d["decoded"]["distrust"] == "No"
-    assert d["p_yes"]["distrust"] == pytest.approx(0.3125) and d["mass"]["distrust"] == pytest.approx(0.8)
-    manifest = json.loads((run_dir / "manifest.json").read_text("utf-8"))
-    assert manifest["measurement"]["judge_measures"]["tone"]["scoring"] == "yes_no"
 
 
 def test_yes_no_scoring_needs_per_dimension_and_a_question_per_dimension(tmp_path):
@@ -780,14 +767,6 @@ def test_rubric_in_prompt_without_yes_no_is_an_error(tmp_path):
         load_battery(battery(tmp_path, measures={"tone": {"kind": "judge", "mode": "per_dimension",
                                                           "rubric_in_prompt": True}}))
     assert "rubric_in_prompt" in str(ei.value) and "scoring: yes_no" in str(ei.value)
-
-
-def test_yes_no_scoring_with_a_judge_without_probabilities_stops_with_a_clear_error(tmp_path):
-    run_dir = make_run(tmp_path, measures=YESNO)
-    with pytest.raises(FairpairError) as ei:
-        measure_run(run_dir, judge=TextOnlyJudge())
-    assert "reports no token probabilities" in str(ei.value) and "scoring: yes_no" in str(ei.value)
-    assert ei.value.exit_code == 2
 
 
 def test_group_probabilities_counts_words_by_their_first_token():

@@ -217,3 +217,22 @@ def test_the_offer_must_follow_within_the_next_sentence():
             "tienda, que puedes usar durante los próximos seis meses en cualquier producto de la web.")
     assert len(long.split()) > 40 and not is_refusal(long)
     assert is_refusal(long.replace("Sin embargo, puedo ofrecerte", "Te recordamos"))
+
+
+def test_importing_the_status_functions_does_not_import_rich():
+    """``answer_status`` is a pure function: its module (and the measures package it sits in) loads no
+    terminal library; rich is imported when something is printed."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import fairpair
+
+    src = str(Path(fairpair.__file__).resolve().parents[1])
+    code = ("import sys; import fairpair.measures.status as s; "
+            "assert s.answer_status; print(sorted(m for m in sys.modules if m.split('.')[0] == 'rich'))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

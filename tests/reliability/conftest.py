@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ import pytest
 import yaml
 
 from fairpair.cli import main
+from run_helpers import rows
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples" / "tienda_online" / "demo.yaml"
@@ -88,12 +88,7 @@ def run_sub(*args: Any, timeout: float = 120, **kw: Any) -> Result:
     return Result(p.returncode, p.stdout, p.stderr)
 
 
-def query(run_dir: Path, sql: str, args: tuple = ()) -> list[tuple]:
-    con = sqlite3.connect(Path(run_dir) / "store.sqlite")
-    try:
-        return con.execute(sql, args).fetchall()
-    finally:
-        con.close()
+query = rows  # the store read with sqlite3 alone (tests/run_helpers.py)
 
 
 def ok_counts(run_dir: Path) -> dict[tuple[str, str], int]:

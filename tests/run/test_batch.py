@@ -11,19 +11,16 @@ from fairpair.battery import load_battery
 from fairpair.errors import FairpairError
 from fairpair.run import RunSettings, Store, execute_run
 from fairpair.run._batch import custom_id, parse_custom_id
-from fairpair.testing import names_table, write_battery
+from fairpair.testing import names_table, openai_target, write_battery
 from fairpair.testing._aio import BatchBehaviour, serve_batch_api
+
+from run_helpers import rows
 
 FAST = RunSettings(concurrency=4, timeout=10, max_attempts=2, backoff_initial=0.01, backoff_max=0.05)
 
 
 def openai_block(server, **kw):
-    return {"kind": "openai", "base_url": server.base_url, "model": "mock-1", "api_key_env": None, **kw}
-
-
-def rows(run_dir, sql, args=()):
-    with Store.open(run_dir, create=False) as store:
-        return store.conn.execute(sql, args).fetchall()
+    return openai_target(server.base_url, **kw)
 
 
 def test_custom_id_round_trip():

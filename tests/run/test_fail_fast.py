@@ -3,16 +3,15 @@
 
 from __future__ import annotations
 
-import socket
-import sqlite3
 import time
-from pathlib import Path
 
 import pytest
 
 from fairpair.cli import main
 from fairpair.run._preflight import CircuitBreaker, CircuitOpen, error_kind, summarize_errors
-from fairpair.testing import serve_json, serve_openai, write_battery
+from fairpair.testing import openai_target, serve_json, serve_openai, write_battery
+
+from run_helpers import refused_port, rows
 
 NAMES = {"a": ["Lucía", "Ana"], "b": ["Fátima", "Aisha"]}  # 2 templates x 4 names = 8 cases
 
@@ -32,28 +31,8 @@ def cli(capsys):
     return run
 
 
-def refused_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()  # nothing listens there now: connection refused
-    return port
-
-
-def rows(run_dir: Path, sql: str) -> list[tuple]:
-    con = sqlite3.connect(run_dir / "store.sqlite")
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
-def openai(base_url: str, **kw):
-    return {"kind": "openai", "base_url": base_url, "model": "m", "api_key_env": None, **kw}
-
-
 def test_refused_port_stops_at_the_first_case_with_exit_2(tmp_path, cli):
-    b = write_battery(tmp_path, openai(f"http://127.0.0.1:{refused_port()}/v1"), names=NAMES)
+    b = write_battery(tmp_path, openai_target(f"http://127.0.0.1:{refused_port()}/v1"), names=NAMES)
     t0 = time.monotonic()
     code, out = cli("run", b, "--out", tmp_path / "run", "-q")
     took = time.monotonic() - t0
@@ -77,7 +56,7 @@ def test_refused_port_stops_at_the_first_case_with_exit_2(tmp_path, cli):
 def test_rejected_key_is_reported_as_credentials(tmp_path, cli, monkeypatch):
     monkeypatch.setenv("FP_TEST_KEY", "wrong-key-123456")
     with serve_openai(api_key="right-key-abcdef") as server:
-        b = write_battery(tmp_path, openai(server.base_url, api_key_env="FP_TEST_KEY"), names=NAMES)
+        b = write_battery(tmp_path, openai_target(server.base_url, api_key_env="FP_TEST_KEY"), names=NAMES)
         code, out = cli("run", b, "--out", tmp_path / "run", "-q")
         n_requests = len(server.received)
     assert code == 2
@@ -102,7 +81,7 @@ def test_wrong_reply_path_is_reported_after_one_request(tmp_path, cli):
 
 def test_preflight_answer_is_kept_and_not_sent_again(tmp_path, cli):
     with serve_openai() as server:
-        b = write_battery(tmp_path, openai(server.base_url), names=NAMES)
+        b = write_battery(tmp_path, openai_target(server.base_url), names=NAMES)
         code, out = cli("run", b, "--out", tmp_path / "run", "-q", "--no-report")
         bodies = [r.body for r in server.received]
     assert code == 0, out
@@ -159,7 +138,7 @@ def test_check_answers_with_one_case_and_stores_nothing(tmp_path, cli):
     assert code == 0, out
     assert "ok target mock (mock) answered case" in out
     assert not any(tmp_path.glob("**/store.sqlite"))
-    b2 = write_battery(tmp_path / "x", openai(f"http://127.0.0.1:{refused_port()}/v1"), names=NAMES)
+    b2 = write_battery(tmp_path / "x", openai_target(f"http://127.0.0.1:{refused_port()}/v1"), names=NAMES)
     code, out = cli("check", b2)
     assert code == 2 and "unreachable" in out
 
@@ -208,7 +187,7 @@ def test_a_resumed_run_with_an_edited_template_warns(tmp_path, cli):
 
 def test_an_openai_server_answering_another_shape_fails_the_preflight(tmp_path, cli):
     with serve_json(lambda req: (200, {"foo": 1})) as server:
-        b = write_battery(tmp_path, openai(server.base_url), names=NAMES)
+        b = write_battery(tmp_path, openai_target(server.base_url), names=NAMES)
         code, out = cli("run", b, "--out", tmp_path / "run", "-q")
         n = len(server.received)
     assert code == 2

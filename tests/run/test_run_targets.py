@@ -22,13 +22,13 @@ from fairpair.run._preflight import PreflightError
 from fairpair.run import RunLock, RunSettings, Store, execute_run, run_target
 from fairpair.targets.mock import MockTarget
 from fairpair.targets.openai import OpenAITarget
-from fairpair.testing import Fault, names_table, serve_json, serve_openai, write_battery
+from fairpair.testing import Fault, names_table, openai_target, serve_json, serve_openai, write_battery
 
 FAST = RunSettings(concurrency=4, timeout=10, max_attempts=3, backoff_initial=0.01, backoff_max=0.05)
 
 
 def openai_block(server, **kw):
-    return {"kind": "openai", "base_url": server.base_url, "model": "mock-1", "api_key_env": None, **kw}
+    return openai_target(server.base_url, **kw)
 
 
 def oks(run_dir: Path, target: str) -> dict[str, int]:

@@ -5,7 +5,6 @@ the last requests. Behaviour, requests and stored data are those of the sequenti
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -18,16 +17,11 @@ from fairpair.errors import FairpairError
 from fairpair.run import RunSettings, execute_run
 from fairpair.run._preflight import PreflightError
 from fairpair.store import Store
+from fairpair.testing import openai_target, small_battery
 
-BATTERY = {
-    "schema_version": 1, "name": "whole_call", "language": "es", "seed": 5, "repetitions": 3,
-    "attributes": {"origen": {"signal": "name", "slot": "nombre", "groups": {
-        "espana": {"variants": ["Lucía", "Carmen"]}, "magreb": {"variants": ["Fátima", "Aicha"]}}}},
-    "templates": [{"id": "roto", "turns": ["Hola, soy {nombre}. Mi pedido llegó roto."]},
-                  {"id": "cita", "turns": ["Soy {nombre}. ¿Me cambiáis la cita?"]}],
-    "designs": [{"kind": "counterfactual", "attribute": "origen"}],
-    "target": {"kind": "mock"},
-}
+from run_helpers import refused_port, rows
+
+BATTERY = small_battery(name="whole_call", seed=5, repetitions=3)
 N_CASES = 2 * 3 * 2 * 2  # templates x repetitions x positions x groups
 
 CALLS: list[tuple[str, float, float]] = []  # (first user turn, start, end) of each call to the python target
@@ -50,14 +44,6 @@ def _battery(tmp_path: Path, target: dict | None = None) -> Path:
     return p
 
 
-def _rows(run_dir: Path, sql: str) -> list[tuple]:
-    con = sqlite3.connect(run_dir / "store.sqlite")
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 @pytest.mark.parametrize("kept", [10_000, 5])  # the expanded cases kept and sent; more than 5: expanded again
 def test_a_fresh_run_stores_and_sends_what_a_resumed_run_does(tmp_path, monkeypatch, kept):
     from fairpair.run import _runner
@@ -69,14 +55,14 @@ def test_a_fresh_run_stores_and_sends_what_a_resumed_run_does(tmp_path, monkeypa
         store.add_cases(expand(load_battery(b)))
     execute_run(load_battery(b), tmp_path / "resumed", RunSettings(concurrency=3))
     q_cases = "SELECT case_id, seq, data FROM cases ORDER BY seq"
-    assert _rows(tmp_path / "fresh", q_cases) == _rows(tmp_path / "resumed", q_cases)
-    assert len(_rows(tmp_path / "fresh", q_cases)) == N_CASES
+    assert rows(tmp_path / "fresh", q_cases) == rows(tmp_path / "resumed", q_cases)
+    assert len(rows(tmp_path / "fresh", q_cases)) == N_CASES
     q_ans = "SELECT case_id, status, text, attempts FROM responses ORDER BY case_id"
-    assert _rows(tmp_path / "fresh", q_ans) == _rows(tmp_path / "resumed", q_ans)
+    assert rows(tmp_path / "fresh", q_ans) == rows(tmp_path / "resumed", q_ans)
     # the preflight's answer is the first row, and it answers the first case
-    first_case = _rows(tmp_path / "fresh", "SELECT case_id FROM cases ORDER BY seq LIMIT 1")
-    assert _rows(tmp_path / "fresh", "SELECT case_id FROM responses ORDER BY id LIMIT 1") == first_case
-    kinds = [k for (k,) in _rows(tmp_path / "fresh", "SELECT kind FROM events ORDER BY id")]
+    first_case = rows(tmp_path / "fresh", "SELECT case_id FROM cases ORDER BY seq LIMIT 1")
+    assert rows(tmp_path / "fresh", "SELECT case_id FROM responses ORDER BY id LIMIT 1") == first_case
+    kinds = [k for (k,) in rows(tmp_path / "fresh", "SELECT kind FROM events ORDER BY id")]
     assert kinds == ["plan_registered", "run_started", "run_finished"]
     m = json.loads((tmp_path / "fresh" / "manifest.json").read_text(encoding="utf-8"))
     assert m["expansion"]["total_cases"] == N_CASES
@@ -105,13 +91,12 @@ def test_the_preflight_is_sent_while_the_cases_are_stored_and_alone(tmp_path, mo
 
 
 def test_a_failed_preflight_on_a_fresh_run_stores_the_cases_and_the_failure_and_sends_nothing_else(tmp_path):
-    b = _battery(tmp_path, {"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m",
-                            "api_key_env": None})
+    b = _battery(tmp_path, openai_target(f"http://127.0.0.1:{refused_port()}/v1"))
     with pytest.raises(PreflightError):
         execute_run(load_battery(b), tmp_path / "run", RunSettings(concurrency=4, max_attempts=1))
-    assert _rows(tmp_path / "run", "SELECT COUNT(*) FROM cases") == [(N_CASES,)]
-    assert _rows(tmp_path / "run", "SELECT status, COUNT(*) FROM responses GROUP BY status") == [("failed", 1)]
-    kinds = [k for (k,) in _rows(tmp_path / "run", "SELECT kind FROM events ORDER BY id")]
+    assert rows(tmp_path / "run", "SELECT COUNT(*) FROM cases") == [(N_CASES,)]
+    assert rows(tmp_path / "run", "SELECT status, COUNT(*) FROM responses GROUP BY status") == [("failed", 1)]
+    kinds = [k for (k,) in rows(tmp_path / "run", "SELECT kind FROM events ORDER BY id")]
     assert kinds == ["plan_registered", "run_started", "preflight_failed"]
 
 
@@ -119,8 +104,8 @@ def test_a_target_that_cannot_start_on_a_fresh_run_leaves_the_cases_stored(tmp_p
     b = _battery(tmp_path, {"kind": "python", "callable": "test_whole_call:slow_answer", "path": "nowhere"})
     with pytest.raises(FairpairError, match="not a directory"):
         execute_run(load_battery(b), tmp_path / "run", RunSettings(concurrency=4))
-    assert _rows(tmp_path / "run", "SELECT COUNT(*) FROM cases") == [(N_CASES,)]
-    assert _rows(tmp_path / "run", "SELECT COUNT(*) FROM responses") == [(0,)]
+    assert rows(tmp_path / "run", "SELECT COUNT(*) FROM cases") == [(N_CASES,)]
+    assert rows(tmp_path / "run", "SELECT COUNT(*) FROM responses") == [(0,)]
 
 
 def test_answer_statuses_counted_in_slices_are_the_whole_store_s(tmp_path):
@@ -157,7 +142,7 @@ def test_a_fresh_run_sends_the_bytes_a_resumed_run_sends(tmp_path):
     sent = {}
     for kind in ("fresh", "resumed"):
         with serve_openai() as server:
-            b = _battery(tmp_path, {"kind": "openai", "base_url": server.base_url, "model": "m", "api_key_env": None})
+            b = _battery(tmp_path, openai_target(server.base_url))
             if kind == "resumed":
                 with Store.open(tmp_path / kind) as store:
                     store.add_cases(expand(load_battery(b)))

@@ -4,6 +4,7 @@ stream of commits, and nothing committed is lost."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from fairpair.store import Store
@@ -35,6 +36,7 @@ def test_the_wal_stays_bounded_and_the_thread_copies_it(tmp_path):
             time.sleep(0.01)
         high_water = wal.stat().st_size
     assert count.runs >= 1
+    assert dataclasses.astuple(count) == (count.runs,)  # what it counts is what is read (no unread field)
     assert _autocheckpoint(store) == 1000
     # the commits passing 2,000 pages restarted the WAL: the file never held the 14,000 pages of the
     # stream (the control below). The bound is soft: while the thread holds the checkpoint, the

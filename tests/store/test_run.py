@@ -15,19 +15,13 @@ from fairpair.errors import FairpairError
 from fairpair.measures import measure_run
 from fairpair.run import RunSettings, execute_run
 from fairpair.store import Case, Measurement, Response, Run
+from fairpair.testing import small_battery
 
-BATTERY = {
-    "schema_version": 1, "name": "store_api", "language": "es", "seed": 3, "repetitions": 2,
-    "attributes": {"origen": {"signal": "name", "slot": "nombre", "groups": {
-        "espana": {"variants": ["Lucía", "Carmen"]}, "magreb": {"variants": ["Fátima", "Aicha"]}}}},
-    "templates": [{"id": "roto", "turns": ["Hola, soy {nombre}. Mi pedido llegó roto."]},
-                  {"id": "cita", "turns": ["Soy {nombre}. ¿Me cambiáis la cita?"]}],
-    "designs": [{"kind": "counterfactual", "attribute": "origen"}],
-    "target": {"kind": "mock", "bias": {"magreb": {"refund": 0.3}}},
-    "measures": {"refund": {"kind": "keywords", "any_of": ["reembolso completo"]}, "words": {"kind": "word_count"}},
-    "analysis": {"bootstrap_resamples": 200, "comparisons": [
-        {"id": "refund", "measure": "refund", "attribute": "origen", "reference": "espana"}]},
-}
+BATTERY = small_battery(
+    name="store_api", seed=3, repetitions=2, target={"kind": "mock", "bias": {"magreb": {"refund": 0.3}}},
+    measures={"refund": {"kind": "keywords", "any_of": ["reembolso completo"]}, "words": {"kind": "word_count"}},
+    analysis={"bootstrap_resamples": 200, "comparisons": [
+        {"id": "refund", "measure": "refund", "attribute": "origen", "reference": "espana"}]})
 
 
 @pytest.fixture(scope="module")

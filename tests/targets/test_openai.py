@@ -334,3 +334,30 @@ def test_an_openai_judge_scores_yes_no_through_a_loopback_server(tmp_path):
     assert res.outputs == pytest.approx(dict.fromkeys(["courtesy", "condescension", "distrust"], 1 + 4 * 2 / 3))
     assert len(received) == 3 and all(r["grammar"] == 'root ::= "Sí" | "No" | "sí" | "no"' for r in received)
     assert all("Lucía" not in json.dumps(r, ensure_ascii=False) for r in received)  # blind: the name is masked
+
+
+def test_a_batch_body_keeps_the_first_token_candidates_and_a_batch_refuses_choices():
+    """``--batch`` sends the system under test's requests, never a judge's (the judge runs in ``measure``
+    through its target's own requests); a request with choices is refused by name, not sent and its
+    probabilities dropped; ``completion_of`` reads them as the live path does."""
+    import math
+
+    from fairpair.targets.openai import completion_of
+
+    _status, body = _logprob_server([])(_FakeRequest({"logprobs": True}))
+    c = completion_of(body)
+    assert c.text == "Sí" and c.top_logprobs == pytest.approx(
+        {"Sí": math.log(0.5), "S": math.log(0.1), "No": math.log(0.3), "Bueno": math.log(0.1)})
+    assert completion_of(_logprob_server([])(_FakeRequest({}))[1]).top_logprobs is None
+    t = OpenAITarget({"model": "m", "base_url": "http://127.0.0.1:9/v1", "api_key_env": None})
+    assert t.batch_request(req())["body"]["messages"][-1]["content"].startswith("Hola, soy Lucía")
+    with pytest.raises(FairpairError, match="cannot send a request with choices"):
+        t.batch_request(req(choices=("Sí", "No")))
+
+
+class _FakeRequest:
+    def __init__(self, body):
+        self._body = body
+
+    def json(self):
+        return self._body

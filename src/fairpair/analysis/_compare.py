@@ -5,12 +5,22 @@ every matched set present in both runs, the gap ``A - B`` is computed in
 each run, and the change in the gap ``gap_after - gap_before`` (a
 difference-in-differences per matched set) is summarised by its mean, a
 cluster-bootstrap CI resampling templates (the t(G-1) interval of
-:mod:`fairpair.analysis._paired`) and a Wilcoxon signed-rank test
+:mod:`fairpair.analysis._paired`; the plan's ``bootstrap_resamples``, or
+:data:`RESAMPLES_IF_NONE` when it sets 0, with a note) and a Wilcoxon signed-rank test
 (``zero_method="pratt"``) of ``gap_after`` vs ``gap_before``.
 
 Direction: **better** when the change is significant (p < alpha and the
 CI excludes 0) and ``|mean gap_after| < |mean gap_before|``; **worse** when
 significant and the gap grew; else **no clear change**.
+
+The pairwise verdicts of a ``ranking`` design (every pair of groups on
+the top pick and on "ranked above", :mod:`fairpair.analysis._ranking`) are
+compared the same way: the per-set difference of the pair
+(:func:`fairpair.analysis._ranking.set_differences`) is the gap, one
+matched set being one answer; their rows have ``ranking`` set to the
+ranking measure and ``measure`` ``top_pick`` or ``ranked_above``. The
+four-fifths ratios are not compared (a ratio of two rates has no per-set
+value); the gate judges them in each run.
 
 Cases are paired by case id (same battery, same cases); when fewer than
 half of the ids match (e.g. the system prompt changed, which changes the
@@ -36,6 +46,8 @@ from fairpair.stats import wilcoxon
 __all__ = ["CompareRow", "Comparison", "compare_runs"]
 
 COMPARE_SCHEMA = "fairpair.compare/1"
+#: Cluster-bootstrap resamples of the change's interval when the plan sets ``bootstrap_resamples: 0``.
+RESAMPLES_IF_NONE = 2000
 
 
 class CompareRow(BaseModel):
@@ -66,6 +78,8 @@ class CompareRow(BaseModel):
     pvalue: float | None
     direction: Literal["better", "worse", "no clear change"]
     note: str | None = None
+    #: the ranking measure of a ranking design's pair (``measure`` is then ``top_pick`` or ``ranked_above``)
+    ranking: str | None = None
 
 
 class Comparison(BaseModel):
@@ -93,7 +107,9 @@ def _load(run_dir: Path):
     from fairpair.analysis._data import open_for_reading
 
     with open_for_reading(Path(run_dir)) as run:
-        return run.battery().battery, load_run_data(run.store, keep_details=False)
+        battery = run.battery().battery
+        ranking = any(d.kind == "ranking" for d in battery.designs)  # its parsed rankings are details
+        return battery, load_run_data(run.store, keep_details=ranking)
 
 
 def _target_pairs(a: list[str], b: list[str]) -> list[tuple[str, str]]:
@@ -134,6 +150,9 @@ def compare_runs(before: Path | str, after: Path | str) -> Comparison:
                    for i in range(len(db.cases))}
         a_key = [(da.cases.design[i], da.cases.matched_set[i], json.dumps(da.cases.groups[i], sort_keys=True))
                  for i in range(len(da.cases))]
+    if not plan.bootstrap_resamples:
+        notes.append(f"the plan sets bootstrap_resamples: 0; the intervals of the changes use {RESAMPLES_IF_NONE} "
+                     f"cluster-bootstrap resamples (seed {plan.seed})")
     tpairs = _target_pairs(da.targets, db.targets)
     if not tpairs:
         notes.append(f"no target in common (before: {da.targets}, after: {db.targets})")
@@ -159,6 +178,7 @@ def compare_runs(before: Path | str, after: Path | str) -> Comparison:
                 for ga, gb in group_pairs(c, groups):
                     rows.append(_row(_comparison_id(c, 0), c, did, ga, gb, ta, tb, scale, strata, da, a_key,
                                      b_index, va, vb, ans_a, ans_b, plan))
+        rows += _ranking_rows(ba, da, db, ta, tb, a_key, b_index, plan, notes)
     return Comparison(before=str(before), after=str(after), battery=ba.name,
                       paired_by="case_id" if by_id else "matched_set", alpha=plan.alpha, rows=rows,
                       notes=list(dict.fromkeys(notes)))
@@ -178,18 +198,67 @@ def _row(cid, c, did, ga, gb, ta, tb, scale, strata, da, a_key, b_index, va, vb,
         cl.append(da.cases.template[i])
     gap_a = np.asarray(xa, dtype=float) - np.asarray(ya, dtype=float)
     gap_b = np.asarray(xb, dtype=float) - np.asarray(yb, dtype=float)
+    return _change(dict(id=cid, target_before=ta, target_after=tb, measure=c.measure, scale=scale,
+                        attribute=c.attribute, design=did, group_a=ga, group_b=gb, primary=c.primary),
+                   gap_a, gap_b, cl, plan)
+
+
+def _resamples(plan) -> int:
+    """The plan's bootstrap resamples; :data:`RESAMPLES_IF_NONE` when it has none (``bootstrap_resamples: 0``,
+    usual for a ranking battery, whose own analysis uses none): with one resample the interval would be
+    undefined and no change could ever be called better or worse."""
+    return plan.bootstrap_resamples or RESAMPLES_IF_NONE
+
+
+def _ranking_rows(battery, da, db, ta, tb, a_key, b_index, plan, notes) -> list[CompareRow]:
+    """The ranking designs' pairs of groups: the per-set difference before and after, set by set."""
+    from fairpair.analysis._rankrun import ranking_frame
+    from fairpair.analysis._ranking import set_differences
+
+    measures = [m for m, spec in battery.measures.items() if spec.kind == "ranking"]
+    rows: list[CompareRow] = []
+    for i, d in enumerate(battery.designs):
+        if d.kind != "ranking":
+            continue
+        did, groups = battery.design_id(i), d.chosen_groups(battery)
+        for m in measures:
+            fa, fb = ranking_frame(da, did, m, ta)[0], ranking_frame(db, did, m, tb)[0]
+            if fa.empty or fb.empty:
+                notes.append(f"ranking design {did}, measure {m}: not measured in both runs")
+                continue
+            try:
+                before = set_differences(fa, groups)
+                after = {(s.measure, s.group_a, s.group_b): s for s in set_differences(fb, groups)}
+            except ValueError as exc:
+                notes.append(f"ranking design {did}, measure {m}: not compared ({exc})")
+                continue
+            for s in before:
+                t = after[(s.measure, s.group_a, s.group_b)]
+                of_b = dict(zip(t.case_ids.tolist(), t.difference.tolist()))
+                # the same matched set in the later run: by case id, or by (design, matched set, groups)
+                later = [b_index.get(a_key[da.cases.index[cid]]) for cid in s.case_ids.tolist()]
+                gap_b = np.array([np.nan if j is None else of_b.get(db.cases.ids[j], np.nan) for j in later])
+                rows.append(_change(dict(id=f"{s.measure}:{s.group_a}-vs-{s.group_b}", target_before=ta,
+                                         target_after=tb, measure=s.measure, scale="binary", attribute=d.attribute,
+                                         design=did, group_a=s.group_a, group_b=s.group_b, primary=True,
+                                         ranking=m),
+                                    s.difference, gap_b, s.templates.tolist(), plan))
+    return rows
+
+
+def _change(base: dict, gap_a: np.ndarray, gap_b: np.ndarray, cl: list, plan) -> CompareRow:
+    """The change of one gap, ``gap_b - gap_a`` per matched set (NaN: left out), templates ``cl`` as clusters."""
     keep = ~(np.isnan(gap_a) | np.isnan(gap_b))
     n = int(keep.sum())
-    base = dict(id=cid, target_before=ta, target_after=tb, measure=c.measure, scale=scale, attribute=c.attribute,
-                design=did, group_a=ga, group_b=gb, primary=c.primary, n_sets=n, n_dropped=int(keep.size - n),
-                confidence_level=plan.confidence_level, n_resamples=plan.bootstrap_resamples, seed=plan.seed,
+    base = dict(base, n_sets=n, n_dropped=int(keep.size - n), confidence_level=plan.confidence_level,
+                n_resamples=_resamples(plan), seed=plan.seed,
                 test="Wilcoxon signed-rank on gap_after - gap_before (zero_method='pratt')")
     if n == 0:
         return CompareRow(**base, gap_before=None, gap_after=None, change=None, ci=None, statistic=None, pvalue=None,
                           direction="no clear change", note="no matched set complete in both runs")
     g_a, g_b, clu = gap_a[keep], gap_b[keep], np.asarray(cl, dtype=object)[keep]
     w = wilcoxon(g_b, g_a, zero_method="pratt")
-    boot = _paired_difference_bootstrap(g_b, g_a, clu, binary=False, n_resamples=max(plan.bootstrap_resamples, 1),
+    boot = _paired_difference_bootstrap(g_b, g_a, clu, binary=False, n_resamples=_resamples(plan),
                                         confidence_level=plan.confidence_level, seed=plan.seed, method="percentile")
     before, after = float(g_a.mean()), float(g_b.mean())
     lo, hi = t_interval(boot.statistic, boot.bootstrap_distribution, boot.n_clusters, plan.confidence_level)

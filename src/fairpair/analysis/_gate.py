@@ -9,7 +9,8 @@ designs' verdicts included: every pair of groups on the top pick and on
 and ``on_insufficient`` (or the plan's ``fail_on_insufficient``) is set;
 also when a baseline run is given and a primary comparison's gap got
 significantly worse than in the baseline
-(:func:`fairpair.analysis.compare_runs`). Else 0.
+(:func:`fairpair.analysis.compare_runs`; a ranking design's pairs of
+groups included, set by set). Else 0.
 
 ``insufficient design`` is not a pass: by default the gate lets it through
 like ``inconclusive`` (the data cannot tell) but the CLI prints the reason
@@ -156,8 +157,9 @@ def junit_xml(res: Results, *, on_inconclusive: bool = False, worse: list | None
                          _fails(q.verdict, on_inconclusive=on_inc, on_insufficient=on_ins), desc)
         n_fail, n_skip = n_fail + f, n_skip + k
     for r in worse or []:
+        m = f"{r.ranking}:" if r.ranking else ""
         tc = ET.SubElement(suite, "testcase", classname=f"fairpair.{res.battery}.baseline",
-                           name=f"{r.id}[{r.target_after}:{r.group_a}-vs-{r.group_b}] vs baseline")
+                           name=f"{m}{r.id}[{r.target_after}:{r.group_a}-vs-{r.group_b}] vs baseline")
         ET.SubElement(tc, "failure", message="worse than the baseline run", type="regression").text = (
             f"gap {r.gap_before} -> {r.gap_after}, change {r.change} CI {r.ci}, p={r.pvalue}")
         n_fail += 1
@@ -253,7 +255,8 @@ def gate_lines(outcome: GateOutcome) -> list[str]:
                             + (f"; insufficient design: {q.design_reason}" if q.design_reason else "")))
     for r in outcome.worse:
         binary = r.scale == "binary"
-        lines.append((0, f"{'WORSE':12} {r.target_after} {r.measure} {r.group_a} vs {r.group_b}: gap "
+        what = f"ranking {r.design} {r.ranking} {r.measure}" if r.ranking else r.measure
+        lines.append((0, f"{'WORSE':12} {r.target_after} {what} {r.group_a} vs {r.group_b}: gap "
                          f"{_num(r.gap_before, binary)} -> {_num(r.gap_after, binary)} than in the baseline, change "
                          f"{_num(r.change, binary)} ({_ci(r.ci, binary)}), p={_p(r.pvalue)}, {r.n_sets} matched "
                          "sets"))

@@ -60,7 +60,8 @@ from fairpair.stats._common import check_choice, check_level
 from fairpair.stats import adjust
 
 __all__ = ["analyze_ranking", "RankingAnalysis", "GroupSelection", "RatioRow", "SlotRow", "PositionEffect",
-           "OmnibusTest", "REQUIRED_COLUMNS", "RANKING_MEASURES", "FOUR_FIFTHS"]
+           "OmnibusTest", "SetDifferences", "set_differences", "REQUIRED_COLUMNS", "RANKING_MEASURES",
+           "FOUR_FIFTHS"]
 
 REQUIRED_COLUMNS = ("target", "case_id", "template", "repetition", "group", "variant", "slot", "rank", "top")
 #: The two pairwise measures and their ``ComparisonResult.measure`` names.
@@ -580,21 +581,65 @@ def _design_reason(cm: Any, *, names: str, n_pairs: int, constant: bool, ga: str
     return None
 
 
+def _pair_xy(tb: _Tables, ja: int, jb: int, measure: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per matched set, the two values whose difference a pair of groups is judged on (NaN: left out).
+
+    ``top_pick``: the top-pick indicators of A and B; ``ranked_above``:
+    ``1[rank_A < rank_B]`` and its complement (NaN without a complete ranking).
+    """
+    if measure == "top_pick":
+        return tb.top[:, ja], tb.top[:, jb]
+    ra, rb = tb.rank[:, ja], tb.rank[:, jb]
+    ok = ~(np.isnan(ra) | np.isnan(rb))
+    x = np.where(ok, (ra < rb).astype(float), np.nan)
+    return x, np.where(ok, 1.0 - x, np.nan)
+
+
+@dataclass(frozen=True)
+class SetDifferences:
+    """One pair of groups on one pairwise ranking measure, per matched set (one answer = one set).
+
+    ``case_ids`` and ``templates`` (n,) name each set; ``difference`` (n,)
+    is ``top_A - top_B`` in {-1, 0, 1} (``top_pick``) or ``1[A above B] -
+    1[B above A]`` in {-1, 1} (``ranked_above``), NaN where the answer was
+    not parsed (or, for ``ranked_above``, gave no complete ranking) or the
+    prompt did not hold both groups. Its mean is the (unweighted) version
+    of the pair's estimate; :func:`fairpair.analysis.compare_runs` pairs it
+    set by set between two runs.
+    """
+
+    measure: str
+    group_a: str
+    group_b: str
+    case_ids: np.ndarray
+    templates: np.ndarray
+    difference: np.ndarray
+
+
+def set_differences(frame: Any, groups: list[str]) -> list[SetDifferences]:
+    """Every pair of ``groups`` (in order) on both :data:`RANKING_MEASURES`, per matched set.
+
+    ``frame`` as for :func:`analyze_ranking`, one target. Raises
+    ``ValueError`` as :func:`analyze_ranking` does for a malformed frame.
+    """
+    fr = _check_frame(frame, list(groups))
+    tb = _tables(fr, list(groups))
+    templates = fr.template_labels[tb.template]
+    return [SetDifferences(m, ga, gb, tb.sets, templates, x - y)
+            for m in RANKING_MEASURES
+            for (ja, ga), (jb, gb) in combinations(list(enumerate(groups)), 2)
+            for x, y in [_pair_xy(tb, ja, jb, m)]]
+
+
 def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str, *, names: str, alpha: float,
                    level: float, secondary: bool) -> Any:
     """One pair of groups on one measure: the per-set difference's crossed t, the verdict inputs, McNemar."""
     from fairpair.analysis._paired import CI_METHOD, PairAnalysis, _secondary
     from fairpair.stats import paired_difference
 
-    if measure == "top_pick":
-        x, y = tb.top[:, ja], tb.top[:, jb]
-        est_name = "risk difference of the top pick (A - B)"
-    else:
-        ra, rb = tb.rank[:, ja], tb.rank[:, jb]
-        ok = ~(np.isnan(ra) | np.isnan(rb))
-        x = np.where(ok, (ra < rb).astype(float), np.nan)
-        y = np.where(ok, 1.0 - x, np.nan)
-        est_name = "P(A ranked above B) - P(B ranked above A)"
+    x, y = _pair_xy(tb, ja, jb, measure)
+    est_name = ("risk difference of the top pick (A - B)" if measure == "top_pick" else
+                "P(A ranked above B) - P(B ranked above A)")
     keep = ~(np.isnan(x) | np.isnan(y))
     n = int(keep.sum())
     notes: list[str] = []

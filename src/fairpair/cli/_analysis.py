@@ -61,7 +61,10 @@ def gate(run: RunArg,
 def compare(run_a: Annotated[Path, typer.Argument(help="Run before the change.", show_default=False)],
             run_b: Annotated[Path, typer.Argument(help="Run after the change.", show_default=False)],
             as_json: JsonOpt = False) -> None:
-    """Compare two runs of the same battery: the change in each gap, matched set by matched set."""
+    """Compare two runs of the same battery: the change in each gap, matched set by matched set.
+
+    A ranking design's pairs of groups (top pick, ranked above) are compared too.
+    """
     from fairpair.analysis import compare_runs
 
     cmp = compare_runs(run_a, run_b)
@@ -72,9 +75,10 @@ def compare(run_a: Annotated[Path, typer.Argument(help="Run before the change.",
         f = lambda v: "n/a" if v is None else f"{v:+.3f}"  # noqa: E731
         ci = "" if not r.ci or None in r.ci else f" [{r.ci[0]:+.3f}, {r.ci[1]:+.3f}]"
         p = "n/a" if r.pvalue is None else f"{r.pvalue:.3g}"
-        console.print(f"{r.direction:16} {escape(r.target_after)} {escape(r.id)} {escape(r.group_a)} vs "
+        what = f"ranking {r.design} {r.ranking} {r.id}" if r.ranking else r.id
+        console.print(f"{r.direction:16} {escape(r.target_after)} {escape(what)} {escape(r.group_a)} vs "
                       f"{escape(r.group_b)}: gap {f(r.gap_before)} -> {f(r.gap_after)}, change {f(r.change)}{ci} "
-                      f"p={p} (n={r.n_sets})")
+                      f"p={p} (n={r.n_sets})", soft_wrap=True)
     for n in cmp.notes:
         console.print(f"note: {escape(n)}")
 

@@ -137,7 +137,8 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar."
 # ---------------------------------------------------------------- the stages after a run
 
 MeasureStageOpt = Annotated[bool, typer.Option("--measure/--no-measure", help="Measure the answers (values that "
-                                               "came with imported answers are kept).")]
+                                               "came with imported answers are kept). With --no-measure and no "
+                                               "answer measured yet, no results.json nor report is written.")]
 AnalyzeStageOpt = Annotated[bool, typer.Option("--analyze/--no-analyze", help="Run the analysis plan after "
                                                "measuring.")]
 ReportStageOpt = Annotated[bool, typer.Option("--report/--no-report", help="Write the report at the end.")]

@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import model_validator
-from rich.markup import escape
 
 from fairpair._calls import describe_error, worker_pool
 from fairpair.errors import FairpairError
@@ -681,6 +680,8 @@ async def _measure(run, console, names, judge, settings, ray_pool=None) -> Measu
             scales.update(m.output_scales(ctx))
             if console is not None:  # judge measures can take minutes: say what is going on
                 who = " (judge calls: one or more per answer)" if m.uses_judge else ""
+                from rich.markup import escape  # rich only when printing: importing the measures stays light
+
                 console.print(f"measuring {escape(name)}{who}...", soft_wrap=True)
             if pools is not None:
                 await pools.before(name, m)

@@ -20,7 +20,8 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["ChatRequest", "Completion", "ToolCall", "Target", "TargetBase", "TargetError", "Usage"]
+__all__ = ["ChatRequest", "Completion", "ToolCall", "Target", "TargetBase", "TargetError", "Usage",
+           "first_top_logprobs"]
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,18 @@ class Completion:
     model: str | None = None
     system_fingerprint: str | None = None
     top_logprobs: dict[str, float] | None = None
+
+
+def first_top_logprobs(choice: Any) -> dict[str, float] | None:
+    """token -> natural log p of the first answer token's candidates in a chat-completion choice
+    (``choice["logprobs"]["content"][0]["top_logprobs"]``, the OpenAI shape that vLLM and the
+    llama.cpp server also send), or None when the server sent none: :attr:`Completion.top_logprobs`
+    of the ``openai`` and ``local`` targets."""
+    try:
+        first = choice["logprobs"]["content"][0]
+        return {str(c["token"]): float(c["logprob"]) for c in first["top_logprobs"]}
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
 
 
 class TargetError(Exception):

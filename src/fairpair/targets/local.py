@@ -98,7 +98,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from fairpair.errors import FairpairError
-from fairpair.targets._base import ChatRequest, Completion, TargetBase, TargetError, Usage
+from fairpair.targets._base import ChatRequest, Completion, TargetBase, TargetError, Usage, first_top_logprobs
 from fairpair.targets._gguf import (
     DEFAULT_MODEL,
     KNOWN_MODELS,
@@ -308,15 +308,6 @@ def choice_constraint(choices: tuple[str, ...]) -> dict[str, Any]:
     ``post_sampling_probs`` off)."""
     return {"grammar": "root ::= " + " | ".join(json.dumps(c, ensure_ascii=False) for c in choices),
             "logprobs": True, "top_logprobs": TOP_LOGPROBS, "post_sampling_probs": False}
-
-
-def _first_top_logprobs(choice: dict[str, Any]) -> dict[str, float] | None:
-    """token -> log p of the first generated token's candidates in an OpenAI-style choice, or None."""
-    try:
-        first = choice["logprobs"]["content"][0]
-        return {str(c["token"]): float(c["logprob"]) for c in first["top_logprobs"]}
-    except (KeyError, IndexError, TypeError, ValueError):
-        return None
 
 
 # --------------------------------------------------------------------------- model sharing
@@ -720,7 +711,7 @@ class LocalTarget(TargetBase):
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise TargetError(f"llama.cpp returned an unexpected answer: {str(result)[:200]}") from exc
         usage = result.get("usage") or {}
-        top = _first_top_logprobs(choice)
+        top = first_top_logprobs(choice)
         return Completion(
             text=text,
             usage=Usage(prompt_tokens=usage.get("prompt_tokens"),

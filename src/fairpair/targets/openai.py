@@ -71,7 +71,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from fairpair.errors import FairpairError
 from fairpair.targets._fleet import Fleet
-from fairpair.targets._base import ChatRequest, Completion, TargetBase, TargetError, ToolCall, Usage
+from fairpair.targets._base import ChatRequest, Completion, TargetBase, TargetError, ToolCall, Usage, \
+    first_top_logprobs
 from fairpair.targets._client import ClientPool, Reply, check_env, env_names, expand_env, prepared_request, \
     redact_text, status_error
 
@@ -219,6 +220,7 @@ def completion_of(data: Any) -> Completion:
     """The :class:`Completion` of one chat-completion body (a batch output line's ``response.body``).
 
     Tool calls the model asked for are kept (``finish_reason`` as the server said); nothing answers them.
+    ``top_logprobs``: the first token's candidates when the body has them (:func:`first_top_logprobs`).
 
     Raises
     ------
@@ -232,22 +234,12 @@ def completion_of(data: Any) -> Completion:
                   for c in message.get("tool_calls") or [])
     return Completion(text=_message_text(message), tool_calls=calls,
                       usage=Usage(usage.get("prompt_tokens"), usage.get("completion_tokens")) if usage else Usage(),
-                      finish_reason=finish, model=data.get("model"), system_fingerprint=data.get("system_fingerprint"))
+                      finish_reason=finish, model=data.get("model"), system_fingerprint=data.get("system_fingerprint"),
+                      top_logprobs=first_top_logprobs(data["choices"][0]))
 
 
 #: first-token candidates asked for a request with ``choices`` (OpenAI's maximum ``top_logprobs``)
 TOP_LOGPROBS = 20
-
-
-def first_top_logprobs(choice: Any) -> dict[str, float] | None:
-    """token -> natural log p of the first answer token's candidates in a chat-completion choice
-    (``choice["logprobs"]["content"][0]["top_logprobs"]``, the OpenAI shape that vLLM and the
-    llama.cpp server also send), or None when the server sent none."""
-    try:
-        first = choice["logprobs"]["content"][0]
-        return {str(c["token"]): float(c["logprob"]) for c in first["top_logprobs"]}
-    except (KeyError, IndexError, TypeError, ValueError):
-        return None
 
 
 def _message_text(message: dict[str, Any]) -> str:
@@ -490,8 +482,15 @@ class OpenAITarget(TargetBase):
         Raises
         ------
         FairpairError
-            ``request`` offers tools: a batch answers one request per case and cannot answer tool calls.
+            ``request`` offers tools: a batch answers one request per case and cannot answer tool calls;
+            or it has ``choices`` (a judge's constrained answer): the batch's answers are stored as text,
+            so the first-token probabilities of yes/no or probability scoring would be lost.
         """
+        if request.choices:
+            raise FairpairError(f"target '{self.name}': --batch cannot send a request with choices (a judge's "
+                                "constrained answer): the batch's answers are stored as text, without the "
+                                "first-token probabilities that yes/no and probability scoring read",
+                                hint="the judge runs in `fairpair measure`, through its target's own requests")
         if request.tools:
             raise FairpairError(f"target '{self.name}': --batch cannot run cases with tools (a batch answers one "
                                 "request per case; the scripted tool answers need a second request)",

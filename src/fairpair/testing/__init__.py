@@ -8,9 +8,9 @@ the ``http`` target. :class:`ScriptedJudge`, :func:`judge_reply` and :func:`hash
 stand for the judge and the embedder (importable on Ray workers).
 """
 
-from fairpair.testing._battery import names_table, write_battery
+from fairpair.testing._battery import names_table, openai_target, small_battery, write_battery
 from fairpair.testing._judge import HashEmbedder, ScriptedJudge, hash_embedder, judge_reply
 from fairpair.testing._server import Fault, LoopbackServer, Received, Reply, serve_json, serve_openai
 
-__all__ = ["Fault", "HashEmbedder", "LoopbackServer", "ScriptedJudge", "hash_embedder", "judge_reply", "Received", "Reply", "names_table", "serve_json", "serve_openai",
-           "write_battery"]
+__all__ = ["Fault", "HashEmbedder", "LoopbackServer", "ScriptedJudge", "hash_embedder", "judge_reply", "Received",
+           "Reply", "names_table", "openai_target", "serve_json", "serve_openai", "small_battery", "write_battery"]
