@@ -238,7 +238,8 @@ class _Route:
 
 def _env_route(url: URL) -> _Route:
     """The proxy (``*_PROXY``, ``NO_PROXY``), netrc credentials and, for https, the TLS context of ``url``'s
-    origin (blocking: reads files, the CA bundle once per process)."""
+    origin (blocking: a stat of ``~/.netrc`` or the file itself; the CA bundle once per process, which
+    :meth:`ClientPool._route` loads on a thread first)."""
     from aiohttp.helpers import get_env_proxy_for_url
 
     try:
@@ -271,6 +272,7 @@ class ClientPool:
         self.timeout = timeout
         self._routes: dict[tuple[str, str | None, int | None], _Route] = {}
         self._urls: dict[str, URL] = {}  # parsed once per URL string, not once per request
+        self._tls: asyncio.Future[ssl.SSLContext] | None = None  # the CA bundle being loaded (https)
         # id(loop) -> (loop, its session, the async generator that closes the session with the loop)
         self._sessions: dict[int, tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession, AsyncIterator[None]]] = {}
 
@@ -320,7 +322,7 @@ class ClientPool:
         key = (target.scheme, target.host, target.port)
         route = self._routes.get(key)
         if route is None:
-            route = self._routes[key] = await asyncio.to_thread(_env_route, target)
+            route = await self._route(key, target)
         sent = {"Content-Type": "application/json", **headers}
         if route.authorization is not None and not any(k.lower() == "authorization" for k in headers):
             sent["Authorization"] = route.authorization
@@ -331,6 +333,21 @@ class ClientPool:
                 return Reply(resp.status, resp.headers, body)
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise transport_error(exc, timeout=self.timeout, secrets=secrets) from None
+
+    async def _route(self, key: tuple[str, str | None, int | None], url: URL) -> _Route:
+        """:func:`_env_route` of ``url``'s origin, read once and kept. The CA bundle of an https origin is
+        loaded on a thread (tens of ms, once per process; concurrent first requests wait for the one
+        load); the proxy variables and ``~/.netrc`` (a stat, or one small file) are read here, on the
+        loop: a thread hop for each of the first requests of a run, sent together, cost more than that."""
+        if url.scheme == "https" and not _ssl_context.cache_info().currsize:
+            loop = asyncio.get_running_loop()
+            if self._tls is None or self._tls.get_loop() is not loop:
+                self._tls = asyncio.ensure_future(asyncio.to_thread(_ssl_context))
+            await asyncio.shield(self._tls)  # one cancelled request does not cancel the others' wait
+        route = self._routes.get(key)
+        if route is None:
+            route = self._routes[key] = _env_route(url)
+        return route
 
     async def aclose(self) -> None:
         """Close the session of the running loop; those of closed loops were closed with their loop."""
