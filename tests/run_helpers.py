@@ -1,5 +1,5 @@
-"""Helpers of the tests that read a run directory: its store read straight with sqlite3 (not through
-fairpair), and a loopback port where nothing listens."""
+"""Helpers shared by the tests: a run directory's store read straight with sqlite3 (not through
+fairpair), a loopback port where nothing listens, and the command line run in-process."""
 
 from __future__ import annotations
 
@@ -24,3 +24,17 @@ def refused_port() -> int:
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+def run_cli(argv, capsys) -> tuple[int, str, str]:
+    """``fairpair ARGV`` in-process: (exit code, stdout as printed, stderr with its whitespace collapsed
+    to single spaces, so a message wrapped by rich reads as one line)."""
+    from fairpair.cli import main
+
+    try:
+        main([str(a) for a in argv])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code or 0
+    out = capsys.readouterr()
+    return code, out.out, " ".join(out.err.split())

@@ -9,18 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from fairpair.cli import main
 from fairpair.testing import serve_openai, write_battery
+from run_helpers import run_cli
 
 
 def _cli(argv, capsys) -> tuple[int, str, str]:
-    try:
-        main([str(a) for a in argv])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    out = capsys.readouterr()
-    return code, " ".join(out.out.split()), " ".join(out.err.split())
+    """:func:`run_cli` with stdout's whitespace collapsed too (its messages are read as one line)."""
+    code, out, err = run_cli(argv, capsys)
+    return code, " ".join(out.split()), err
 
 
 def _line_of(path: Path, key: str) -> int:

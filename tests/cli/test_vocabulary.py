@@ -11,21 +11,15 @@ from pathlib import Path
 import pytest
 import typer
 
-from fairpair.cli import app, main
+from fairpair.cli import app
 from fairpair.cli import _options as opts
 from fairpair.testing import write_battery
+from run_helpers import run_cli
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "fairpair"
 
 
-def _cli(argv, capsys) -> tuple[int, str, str]:
-    try:
-        main([str(a) for a in argv])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    out = capsys.readouterr()
-    return code, out.out, " ".join(out.err.split())
+_cli = run_cli  # tests/run_helpers.py
 
 
 def _commands():
