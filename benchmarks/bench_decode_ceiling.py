@@ -11,25 +11,35 @@ Usage::
 
     python benchmarks/bench_decode_ceiling.py P N      # e.g. 1 4, then 4 8
 """
-import asyncio, sys, time, os
-from fairpair.targets.local import LocalTarget
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from bench_local_batch import _cpu_times, _steal_share, run_all
+
 from fairpair.targets import ChatRequest
-def cpu():
-    """/proc/stat's cpu line in jiffies (user nice system idle iowait irq softirq steal ...)."""
-    return [int(x) for x in open('/proc/stat').readline().split()[1:]]
-P=int(sys.argv[1]); N=int(sys.argv[2])
-t = LocalTarget({"temperature": 0.7, "max_tokens": 128, "parallel": P, "cache_prompt": True, "repeat_penalty": 1.1})
-asyncio.run(t.load())
-msgs=({"role":"user","content":"Escribe una carta larga de disculpa a un cliente por un pedido roto."},)
-asyncio.run(t.generate(ChatRequest(messages=msgs, seed=99, case_id="w")))
-async def go():
-    sem=asyncio.Semaphore(P)
-    async def one(i):
-        async with sem:
-            return await t.generate(ChatRequest(messages=msgs, seed=i, case_id=str(i)))
-    return await asyncio.gather(*(one(i) for i in range(N)))
-c0=cpu(); t0=time.perf_counter(); outs=asyncio.run(go()); w=time.perf_counter()-t0; c1=cpu()
-d=[b-a for a,b in zip(c0,c1)]
-toks=sum(o.usage.completion_tokens for o in outs)
-print(f"parallel {P}: {toks} tokens in {w:.1f} s = {toks/w:.1f} tokens/s aggregate; steal {d[7]/sum(d[:8]):.0%}; load {os.getloadavg()[0]:.1f}")
-t.close()
+from fairpair.targets.local import LocalTarget
+
+PROMPT = ({"role": "user", "content": "Escribe una carta larga de disculpa a un cliente por un pedido roto."},)
+
+
+def main() -> None:
+    parallel, n = int(sys.argv[1]), int(sys.argv[2])
+    target = LocalTarget({"temperature": 0.7, "max_tokens": 128, "parallel": parallel, "cache_prompt": True,
+                          "repeat_penalty": 1.1})
+    asyncio.run(target.load())
+    asyncio.run(target.generate(ChatRequest(messages=PROMPT, seed=99, case_id="w")))  # warm-up: the prompt cached
+    requests = [ChatRequest(messages=PROMPT, seed=i, case_id=str(i)) for i in range(n)]
+    cpu0 = _cpu_times()
+    outs, wall = asyncio.run(run_all(target, requests, parallel))
+    steal = _steal_share(cpu0, _cpu_times())
+    toks = sum(o.usage.completion_tokens or 0 for o in outs)
+    print(f"parallel {parallel}: {toks} tokens in {wall:.1f} s = {toks / wall:.1f} tokens/s aggregate; "
+          f"steal {steal:.0%}; load {os.getloadavg()[0]:.1f}")
+    target.close()
+
+
+if __name__ == "__main__":
+    main()
