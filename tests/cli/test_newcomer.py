@@ -297,3 +297,35 @@ def test_a_system_file_that_is_not_utf8_is_a_battery_error(tmp_path, capsys):
     assert code == 2
     assert f"{tmp_path / 'prompt.md'}:2: [templates[0].system_file] system prompt not valid UTF-8" in err
     assert "internal error" not in err
+    assert "internal error" not in err
+
+
+# ------------------------------------------------------------------ export onto files of yours
+
+
+def test_export_to_a_folder_never_overwrites_a_file(tmp_path, capsys):
+    """`fairpair export RUN --out DIR` replaced DIR/answers.csv (and the other tables) without a word. A table
+    file already in --out is now refused, naming it, before any table is written; the default RUN/export/,
+    fairpair's own folder, is written again from the store."""
+    path = write_battery(tmp_path, {"kind": "mock"})
+    run = tmp_path / "run"
+    assert _cli(["run", path, "--out", run, "--no-measure", "--no-analyze", "--no-report"], capsys)[0] == 0
+    mine = tmp_path / "tables"
+    mine.mkdir()
+    (mine / "measurements.csv").write_text("mine\n", encoding="utf-8")
+    code, out, err = _cli(["export", run, "--out", mine], capsys)
+    assert code == 2
+    assert f"{mine / 'measurements.csv'}: already exists; an export to --out never overwrites a file" in err
+    assert "Traceback" not in out + err
+    assert sorted(p.name for p in mine.iterdir()) == ["measurements.csv"]  # answers.csv not written either
+    assert (mine / "measurements.csv").read_text(encoding="utf-8") == "mine\n"
+    fresh = tmp_path / "fresh"
+    assert _cli(["export", run, "--out", fresh], capsys)[0] == 0
+    assert sorted(p.name for p in fresh.iterdir()) == ["answers.csv", "measurements.csv"]
+    first = (fresh / "answers.csv").read_bytes()
+    code, out, err = _cli(["export", run, "--out", fresh], capsys)  # its own earlier export too: refused
+    assert code == 2 and f"{fresh / 'answers.csv'}: already exists" in err
+    assert (fresh / "answers.csv").read_bytes() == first
+    for _ in range(2):  # the default folder inside the run is rewritten
+        assert _cli(["export", run], capsys)[0] == 0
+    assert (run / "export" / "answers.csv").read_bytes() == first

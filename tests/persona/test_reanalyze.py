@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as sps
+from run_helpers import run_cli
 from tan_lee_synth import COLUMNS, synthetic_release
 
 from fairpair.cli import main
@@ -232,6 +233,19 @@ def test_cli_json_is_a_flag_with_out_and_the_old_path_form_still_works(release_f
     with pytest.raises(SystemExit) as exc:
         main([*args, "--out", str(tmp_path / "x.json")])
     assert exc.value.code == 2 and "give --json with it" in capsys.readouterr().err
+
+
+def test_cli_json_out_never_overwrites_a_file(release_files, tmp_path, capsys):
+    """`--json --out F` replaced an existing F without a word; now exit 2 naming it, before the resamples,
+    and F is kept (the old spelling `--json F` too)."""
+    mine = tmp_path / "notes.json"
+    mine.write_text("mine\n", encoding="utf-8")
+    args = ["reanalyze", *map(str, release_files), "--resamples", "0"]
+    for spelling in (["--json", "--out", mine], ["--json", mine]):
+        code, out, err = run_cli([*args, *spelling], capsys)
+        assert code == 2 and f"{mine}: already exists; reanalyze never overwrites a file" in err
+        assert "Traceback" not in out + err and "Table 6" not in out
+        assert mine.read_text(encoding="utf-8") == "mine\n"
 
 
 @pytest.mark.parametrize("argv_extra, needle", [

@@ -97,6 +97,9 @@ def reanalyze(
 
     if out is not None and not as_json:
         raise FairpairError("--out writes the JSON results: give --json with it", key="out")
+    if out is not None and out.exists():  # before the resamples: nothing already stored is overwritten
+        raise FairpairError("already exists; reanalyze never overwrites a file", file=out,
+                            hint="give another -o, such as reanalysis-2.json")
     ddofs = (0, 1) if ddof is Ddof.both else (int(ddof.value),)
     result = reanalyze_files(files, ddofs=ddofs, n_resamples=resamples, seed=seed)
     text = json.dumps(result.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
@@ -105,7 +108,11 @@ def reanalyze(
         return
     _print_reanalysis(result)
     if out is not None:
-        out.write_text(text, encoding="utf-8")
+        try:
+            with out.open("x", encoding="utf-8") as fh:  # "x": never overwrite, even in a race
+                fh.write(text)
+        except OSError as exc:
+            raise FairpairError(f"cannot write the results: {exc.strerror}", file=out) from None
         console.print(f"[green]wrote[/green] {escape(str(out))}")
 
 

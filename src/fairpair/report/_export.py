@@ -165,14 +165,22 @@ def export_run(run_dir: Path | str, *, fmt: str = "csv", out: Path | str | None 
     Raises
     ------
     FairpairError
-        Unknown format; not a run directory; pyarrow missing for Parquet; an
-        output folder that cannot be written.
+        Unknown format; not a run directory; pyarrow missing for Parquet; a
+        table file that already exists in ``out`` (never overwritten: give
+        another folder; the default ``RUN/export/`` is fairpair's own and is
+        rewritten from the store); an output folder that cannot be written.
     """
     if fmt not in FORMATS:
         raise FairpairError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}", key="--format")
     run_dir = Path(run_dir)
     tables = export_tables(run_dir)
     out_dir = Path(out) if out is not None else run_dir / EXPORT_DIR
+    if out is not None:
+        for name in tables:
+            path = out_dir / f"{name}.{fmt}"
+            if path.exists():
+                raise FairpairError("already exists; an export to --out never overwrites a file", file=path,
+                                    hint="give another --out, such as an empty folder")
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         paths = {}
