@@ -329,3 +329,21 @@ def test_export_to_a_folder_never_overwrites_a_file(tmp_path, capsys):
     for _ in range(2):  # the default folder inside the run is rewritten
         assert _cli(["export", run], capsys)[0] == 0
     assert (run / "export" / "answers.csv").read_bytes() == first
+
+
+# ------------------------------------------------------------------ empty names in a battery
+
+
+@pytest.mark.parametrize("block, key", [("measures", "measures.''"), ("targets", "targets.''")])
+def test_an_empty_measure_or_target_name_is_an_error(tmp_path, capsys, block, key):
+    """`measures: {"": {kind: word_count}}` validated and ran, its measurements stored under the name ''
+    (a target named '' too: 'ok target  (mock)'). Now a battery error with file, line and key."""
+    def edit(d):
+        if block == "measures":
+            d["measures"] = {"": {"kind": "word_count"}}
+        else:
+            d["targets"] = {"": d.pop("target")}
+    path = _battery_with(tmp_path, edit)
+    code, out, err = _cli(["validate", path], capsys)
+    assert code == 2
+    assert f"{path}:{_line_of(path, '')}: [{key}] empty {block[:-1]} name" in err and "Traceback" not in out + err

@@ -517,6 +517,8 @@ def _check(lb: LoadedBattery) -> None:
     # targets, measures and comparisons
     for name, spec in b.target_specs().items():
         key = ("target",) if b.target is not None else ("targets", name)
+        if not name.strip():  # the answers are stored, reported and selected (--target) by this name
+            raise lb.fail("empty target name", key, hint="give the target a name, e.g. 'produccion'")
         _check_plugin(lb, "fairpair.targets", spec, key)
         if spec.kind == "local" and b.all_tools():
             from fairpair.targets.local import local_tools_supported
@@ -530,6 +532,9 @@ def _check(lb: LoadedBattery) -> None:
     if b.judge is not None:
         _check_plugin(lb, "fairpair.targets", b.judge, ("judge",))
     for name, spec in b.measures.items():
+        if not name.strip():  # stored and compared by its name: '' reads as no measure at all
+            raise lb.fail("empty measure name", ("measures", name),
+                          hint="give the measure a name: the comparisons, the report and --measure use it")
         _check_plugin(lb, "fairpair.measures", spec, ("measures", name))
     for ci, c in enumerate(b.analysis.comparisons):
         cpath = ("analysis", "comparisons", ci)

@@ -223,5 +223,5 @@ def _dotted(path: Path_) -> str:
         if isinstance(p, int):
             parts.append(f"[{p}]")
         else:
-            parts.append(("." if parts else "") + str(p))
+            parts.append(("." if parts else "") + (str(p) if p != "" else "''"))  # an empty key, visibly
     return "".join(parts)
