@@ -297,7 +297,6 @@ def test_a_system_file_that_is_not_utf8_is_a_battery_error(tmp_path, capsys):
     assert code == 2
     assert f"{tmp_path / 'prompt.md'}:2: [templates[0].system_file] system prompt not valid UTF-8" in err
     assert "internal error" not in err
-    assert "internal error" not in err
 
 
 # ------------------------------------------------------------------ export onto files of yours
@@ -347,3 +346,21 @@ def test_an_empty_measure_or_target_name_is_an_error(tmp_path, capsys, block, ke
     code, out, err = _cli(["validate", path], capsys)
     assert code == 2
     assert f"{path}:{_line_of(path, '')}: [{key}] empty {block[:-1]} name" in err and "Traceback" not in out + err
+
+
+# ------------------------------------------------------------------ run --target that the battery lacks
+
+
+@pytest.mark.parametrize("extra", [[], ["--dry-run"]])
+def test_run_with_an_unknown_target_names_no_run_directory(tmp_path, capsys, extra, monkeypatch):
+    """`fairpair run b.yaml --target nope` printed 'run directory: runs/...' and then the error (and
+    --dry-run said what 'each target' would get, for none). The names are now checked first: exit 2, no
+    run directory announced nor left behind, with --out or the default runs/."""
+    monkeypatch.chdir(tmp_path)
+    path = write_battery(tmp_path, {"kind": "mock"})
+    for out_opt in ([], ["--out", tmp_path / "run"]):
+        code, out, err = _cli(["run", path, "--target", "nope", *out_opt, *extra], capsys)
+        assert code == 2
+        assert f"{path}: unknown target(s) ['nope']; the battery has ['mock']" in err
+        assert "run directory" not in out and "dry run" not in out
+        assert not (tmp_path / "run").exists() and not (tmp_path / "runs").exists()

@@ -81,9 +81,10 @@ def run(
         require_ray()  # exit 2 with the install line before anything is loaded
     from fairpair import pipeline
     from fairpair._progress import RunProgress, progress_enabled
-    from fairpair.run import RunSettings, default_run_dir
+    from fairpair.run import RunSettings, default_run_dir, select_targets
 
     lb = load(battery, templates, axes)
+    select_targets(lb, target)  # a --target the battery lacks: exit 2 before any run directory is named
     if dry_run:
         _dry_run(lb, target)
         return

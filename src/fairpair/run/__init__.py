@@ -22,8 +22,10 @@ _LAZY_EXPORTS = {
 __getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
 
 from fairpair.run._engine import RunSettings, redact, run_target
-from fairpair.run._runner import RunLock, default_run_dir, execute_run, loaded_from_store, open_run, plan_hash
+from fairpair.run._runner import (
+    RunLock, default_run_dir, execute_run, loaded_from_store, open_run, plan_hash, select_targets,
+)
 from fairpair.store import Measurement, Response, Store
 
 __all__ = ["Measurement", "Response", "RunLock", "RunSettings", "Store", "default_run_dir", "execute_run",
-           "loaded_from_store", "open_run", "plan_hash", "redact", "run_target"]
+           "loaded_from_store", "open_run", "plan_hash", "redact", "run_target", "select_targets"]

@@ -32,7 +32,7 @@ from fairpair.store import Run, Store, plan_hash
 from fairpair.store import LOCK_NAME, MANIFEST_NAME, RunLock, loaded_from_store, write_manifest  # noqa: F401
 
 __all__ = ["RunLock", "plan_hash", "default_run_dir", "execute_run", "write_manifest", "build_target",
-           "target_secrets", "package_versions", "open_run"]
+           "target_secrets", "package_versions", "open_run", "select_targets"]
 
 #: The engines ``fairpair run --engine`` accepts.
 ENGINES = ("inprocess", "ray")
@@ -133,6 +133,27 @@ class RunOutcome:
     batch: Any = None  # fairpair.run._batch.BatchSummary when a target runs through a provider's batch API
 
 
+def select_targets(loaded: LoadedBattery, only_targets: Iterable[str] | None = None) -> dict[str, Any]:
+    """The battery's targets by name (its :class:`~fairpair.battery.TargetSpec` blocks), only those in
+    ``only_targets`` (``--target``) when given, in the battery's order.
+
+    Raises
+    ------
+    FairpairError
+        The battery declares no target, or ``only_targets`` names one it does not have.
+    """
+    specs = loaded.battery.target_specs()
+    if not specs:
+        raise FairpairError("the battery declares no 'target'; add a target block", file=loaded.path)
+    only = list(only_targets or ())
+    if only:
+        unknown = [t for t in only if t not in specs]
+        if unknown:
+            raise FairpairError(f"unknown target(s) {unknown}; the battery has {list(specs)}", file=loaded.path)
+        specs = {k: v for k, v in specs.items() if k in only}
+    return specs
+
+
 def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, only_targets: list[str] | None = None,
                 progress: Any = None, retry_failed: bool = True, batch: bool = False,
                 ray_pool: Any = None) -> RunOutcome:
@@ -151,15 +172,7 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
         judge that is the same system as a target without ``allow_self_judging``
         (:func:`fairpair.measures.check_self_judging`).
     """
-    b = loaded.battery
-    specs = b.target_specs()
-    if not specs:
-        raise FairpairError("the battery declares no 'target'; add a target block", file=loaded.path)
-    if only_targets:
-        unknown = [t for t in only_targets if t not in specs]
-        if unknown:
-            raise FairpairError(f"unknown target(s) {unknown}; the battery has {list(specs)}", file=loaded.path)
-        specs = {k: v for k, v in specs.items() if k in only_targets}
+    specs = select_targets(loaded, only_targets)
     if settings.engine not in ENGINES:
         raise FairpairError(f"unknown engine {settings.engine!r}; use one of {', '.join(ENGINES)}", key="--engine")
     from fairpair.measures import check_self_judging
