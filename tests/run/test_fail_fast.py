@@ -40,6 +40,7 @@ def test_refused_port_stops_at_the_first_case_with_exit_2(tmp_path, cli):
     assert "the first case failed, so nothing else was sent" in out
     # aiohttp's ClientConnectorError, as the openai target reports it
     assert "connection error: ClientConnectorError" in " ".join(out.split()) and "unreachable" in out
+    assert "`fairpair check BATTERY` tries one case; --no-preflight skips this check" in " ".join(out.split())
     assert took < 10, took
     # one failure stored as data (the other 7 cases never sent), no report written
     assert rows(tmp_path / "run", "SELECT status, COUNT(*) FROM responses GROUP BY status") == [("failed", 1)]
@@ -141,6 +142,11 @@ def test_check_answers_with_one_case_and_stores_nothing(tmp_path, cli):
     b2 = write_battery(tmp_path / "x", openai_target(f"http://127.0.0.1:{refused_port()}/v1"), names=NAMES)
     code, out = cli("check", b2)
     assert code == 2 and "unreachable" in out
+    # the hint of `run`'s preflight sent the user to `fairpair check`, the command just run, and to
+    # --no-preflight, which check does not have; check's own says how to see the request instead
+    assert ("the target is unreachable (check url / base_url, and that the server is running); "
+            "`fairpair run BATTERY --dry-run` prints the exact request, sending nothing") in " ".join(out.split())
+    assert "fairpair check BATTERY" not in out and "--no-preflight" not in out
 
 
 def test_error_kind_and_summary():

@@ -147,10 +147,17 @@ def _classify(error: str) -> str:
     return "the target failed on the first case"
 
 
+#: The end of a failed preflight's hint in ``fairpair run``, and in ``fairpair check`` (where the first
+#: would send the user to the command they just ran).
+RUN_NEXT = "`fairpair check BATTERY` tries one case; --no-preflight skips this check"
+CHECK_NEXT = "`fairpair run BATTERY --dry-run` prints the exact request, sending nothing"
+
+
 async def preflight(target: Any, case: Any, settings: Any, *, tools=None, tool_map=None,
-                    secrets: Iterable[str] = (), name: str = "") -> tuple[Any, list[str], int, float]:
+                    secrets: Iterable[str] = (), name: str = "",
+                    next_step: str = RUN_NEXT) -> tuple[Any, list[str], int, float]:
     """Send ``case`` to ``target`` (at most :data:`PREFLIGHT_ATTEMPTS` tries, backoff capped at
-    :data:`PREFLIGHT_BACKOFF_MAX`).
+    :data:`PREFLIGHT_BACKOFF_MAX`); ``next_step`` ends the hint of a failure (:func:`preflight_error`).
 
     Returns ``(completion, replies, attempts, latency_s)``: the answer, every turn's reply, the
     most tries a turn needed (:class:`fairpair._calls.ModelCaller` counts them), the seconds taken.
@@ -176,18 +183,19 @@ async def preflight(target: Any, case: Any, settings: Any, *, tools=None, tool_m
     if error is None:
         assert outcome is not None and outcome.completion is not None
         return outcome.completion, replies, attempts, latency
-    raise preflight_error(name, describe_error(error), attempts, secrets)
+    raise preflight_error(name, describe_error(error), attempts, secrets, next_step=next_step)
 
 
-def preflight_error(name: str, error: str, attempts: int, secrets: Iterable[str] = ()) -> PreflightError:
+def preflight_error(name: str, error: str, attempts: int, secrets: Iterable[str] = (), *,
+                    next_step: str = RUN_NEXT) -> PreflightError:
     """The :class:`PreflightError` of target ``name`` whose first case failed with ``error`` (the stored
-    text, redacted here) after ``attempts`` tries: what it most likely means, and how to skip the check."""
+    text, redacted here) after ``attempts`` tries: what it most likely means, then ``next_step``
+    (:data:`RUN_NEXT`: how to try one case and how to skip the check; :data:`CHECK_NEXT`)."""
     from fairpair.run._engine import redact
 
     err = redact(error, [s for s in secrets if s])
     pe = PreflightError(f"target '{name}': the first case failed, so nothing else was sent: {err}",
-                        hint=f"{_classify(err)}; `fairpair check BATTERY` tries one case; "
-                             "--no-preflight skips this check")
+                        hint=f"{_classify(err)}; {next_step}")
     pe.error = err
     pe.attempts = attempts
     return pe
@@ -342,18 +350,10 @@ def check_targets(loaded: Any, *, only_targets: Iterable[str] | None = None, tim
 
     from fairpair.cases import expand
     from fairpair.run._engine import RunSettings
-    from fairpair.run._runner import build_target, target_secrets
+    from fairpair.run._runner import build_target, select_targets, target_secrets
 
     b = loaded.battery
-    specs = b.target_specs()
-    if not specs:
-        raise FairpairError("the battery declares no 'target'; add a target block", file=loaded.path)
-    only = list(only_targets or ())
-    if only:
-        unknown = [t for t in only if t not in specs]
-        if unknown:
-            raise FairpairError(f"unknown target(s) {unknown}; the battery has {list(specs)}", file=loaded.path)
-        specs = {k: v for k, v in specs.items() if k in only}
+    specs = select_targets(loaded, only_targets)
     case = next(iter(expand(loaded)), None)
     if case is None:
         raise FairpairError("the battery expands to no case", file=loaded.path)
@@ -366,7 +366,7 @@ def check_targets(loaded: Any, *, only_targets: Iterable[str] | None = None, tim
             t0 = time.monotonic()
             completion, _, _, _ = asyncio.run(preflight(
                 t, case, settings, tools=b.all_tools() or None, tool_map=b.all_tool_results() or None,
-                secrets=target_secrets(spec.options()), name=name))
+                secrets=target_secrets(spec.options()), name=name, next_step=CHECK_NEXT))
         finally:
             try:
                 asyncio.run(t.aclose())
