@@ -55,7 +55,8 @@ import time
 from pathlib import Path
 
 from fairpair.battery._schema import TargetSpec
-from fairpair.measures._selftest import load_anchors, score_tone
+from fairpair.measures import load_anchors
+from fairpair.measures._selftest import score_tone
 from fairpair.run._runner import build_target
 from fairpair.targets import ChatRequest
 

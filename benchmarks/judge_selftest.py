@@ -26,7 +26,8 @@ from pathlib import Path
 
 from fairpair.battery import load_battery
 from fairpair.measures._runner import MeasureContext, build_measures
-from fairpair.measures._selftest import load_anchors, self_test, summary_line
+from fairpair.measures import load_anchors
+from fairpair.measures._selftest import self_test, summary_line
 from fairpair.run._engine import RunSettings
 from fairpair.run._runner import build_target
 from fairpair.battery._schema import TargetSpec

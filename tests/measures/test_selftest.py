@@ -206,6 +206,24 @@ def test_anchor_files_document_their_construction():
         assert yaml.safe_load(text)["author"].startswith("fairpair project")
 
 
+def test_anchors_are_public_with_their_source_and_hash():
+    """``load_anchors`` was a public name of a private module, imported from there by the benchmarks; it is
+    now exported by ``fairpair.measures``: the file it read (path, sha256) and English for another language."""
+    import hashlib
+    from importlib import resources
+
+    import fairpair.measures as fm
+
+    assert "load_anchors" in fm.__all__ and "AnchorSet" in fm.__all__ and fm.load_anchors is load_anchors
+    for lang, expect in [("es", "es"), ("en", "en"), ("fr", "en")]:
+        a = fm.load_anchors(lang)
+        raw = resources.files("fairpair.measures").joinpath("anchors", f"tone.{expect}.yaml").read_bytes()
+        assert isinstance(a, fm.AnchorSet) and a.language == expect
+        assert a.source == f"fairpair/measures/anchors/tone.{expect}.yaml"
+        assert a.sha256 == hashlib.sha256(raw).hexdigest()
+        assert len(a.scenarios) == 4 and sum(len(s["answers"]) for s in a.scenarios) == 20
+
+
 # ---------------------------------------------------------------- scoring, against scipy
 
 

@@ -4,18 +4,21 @@ Public face of the stage: :func:`measure_run` (``fairpair measure RUN``), the
 :class:`Measure` protocol and its typed :class:`MeasureResult`, the masker that
 blinds judges, :func:`position_bias` of the pairwise judge and
 :func:`measure_scales` (stored row -> binary/count/continuous/ordinal) for the
-analysis, and the judge's calibration against human raters (:func:`export_labels`,
-:func:`score_label_files`). The plugins live in :mod:`.rules`, :mod:`.judge` and :mod:`.embed`
-and are imported only when a battery uses them.
+analysis, the judge's calibration against human raters (:func:`export_labels`,
+:func:`score_label_files`) and the built-in tone anchors of its self-test (:func:`load_anchors`).
+The plugins live in :mod:`.rules`, :mod:`.judge` and :mod:`.embed` and are imported only when a
+battery uses them.
 """
 
 from fairpair._lazy import lazy_getattr
 
-# Names fairpair's other packages use, imported from their module on first use (so that
-# importing them through the package adds no import cycle and no start-up cost).
+# Names fairpair's other packages (and the benchmarks: the anchors) use, imported from their module on first
+# use (so that importing them through the package adds no import cycle and no start-up cost).
 _LAZY_EXPORTS = {
+    "AnchorSet": "fairpair.measures._selftest",
     "Masker": "fairpair.measures._mask",
     "check_self_judging": "fairpair.measures._runner",
+    "load_anchors": "fairpair.measures._selftest",
     "mask": "fairpair.measures._mask",
     "masker_for": "fairpair.measures._runner",
     "measure_categories": "fairpair.measures._runner",
@@ -37,6 +40,6 @@ def position_bias(store, measure=None):
     return _pb(store, measure)
 
 
-__all__ = ["SCALES", "ExportResult", "Measure", "MeasureContext", "MeasureCounts", "MeasureItem", "MeasureOptions",
-           "MeasureResult", "MeasureRunResult", "Scale", "build_measures", "measure_run", "measure_scales",
-           "export_labels", "position_bias", "score_label_files", "signal_values"]
+__all__ = ["SCALES", "AnchorSet", "ExportResult", "Measure", "MeasureContext", "MeasureCounts", "MeasureItem",
+           "MeasureOptions", "MeasureResult", "MeasureRunResult", "Scale", "build_measures", "load_anchors",
+           "measure_run", "measure_scales", "export_labels", "position_bias", "score_label_files", "signal_values"]

@@ -95,7 +95,7 @@ class Thresholds:
 @dataclass(frozen=True)
 class AnchorSet:
     """The anchors of one language: ``tones`` (tone -> dimension -> known level), ``better`` and
-    ``worse`` tones for pairwise judges, ``scenarios`` (id, prompt, tone -> answer), ``sha256`` of
+    ``worse`` tones for pairwise judges, ``scenarios`` (id, prompt, answers: tone -> answer), ``sha256`` of
     the data file, ``source`` (its package path)."""
 
     language: str
@@ -109,7 +109,24 @@ class AnchorSet:
 
 @cache
 def load_anchors(language: str) -> AnchorSet:
-    """The built-in anchors in ``language`` (``es`` or ``en``; any other language: English)."""
+    """The built-in tone anchors in ``language`` (``es`` or ``en``; any other language: English).
+
+    Returns
+    -------
+    AnchorSet
+        ``tones``: the five tones (``courteous, neutral, curt, condescending, distrustful``) -> the
+        default rubric's dimensions (``courtesy, condescension, distrust``) -> the level each carries
+        by construction (1-5; only their order is used); ``better`` (``courteous``) and ``worse``
+        (``curt, condescending, distrustful``), the pairwise judge's pairs; ``scenarios``: 4 dicts
+        ``{"id", "prompt", "answers": {tone: text}}`` (the same reply in each tone, ``{nombre}`` where
+        a signal value goes), so 20 anchors; ``sha256`` (hex) of the data file and ``source``, its
+        path in the package (``fairpair/measures/anchors/tone.<lang>.yaml``). Cached: every call
+        with a language returns the same object, not to be modified.
+
+    Sources: hand-written by the fairpair project for the self-test (not by a model, not from a
+    corpus; each file's header says how); anchored rating scales and known-groups validity
+    (Cronbach & Meehl 1955, Psychological Bulletin 52(4)).
+    """
     import yaml
 
     lang = language if language in ("es", "en") else "en"
