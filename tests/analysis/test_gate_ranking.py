@@ -19,6 +19,7 @@ from fairpair.cli import main
 from fairpair.measures import measure_run
 from fairpair.run import RunSettings, execute_run
 from fairpair.testing._ranking import ranking_battery
+from run_helpers import run_cli
 
 
 def _ranking_run(tmp, name, selection):
@@ -48,16 +49,6 @@ def _verdicts(run):
     return data, pairs, ratios
 
 
-def _gate(capsys, *args):
-    capsys.readouterr()
-    try:
-        main(["gate", *map(str, args)])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    return code, capsys.readouterr().out
-
-
 def test_a_ranking_fail_fails_the_gate_with_its_line(ranked, capsys, tmp_path):
     _, run = ranked["biased"]
     data, pairs, ratios = _verdicts(run)
@@ -65,7 +56,7 @@ def test_a_ranking_fail_fails_the_gate_with_its_line(ranked, capsys, tmp_path):
     fails = sorted(k for k, v in pairs.items() if v == "fail")
     assert fails == [("ranked_above", "g1", "g2"), ("ranked_above", "g2", "g3")]  # the planted g2 (weight 0.3)
     junit = tmp_path / "fairness.xml"
-    code, out = _gate(capsys, run, "--junit", junit)
+    code, out, _ = run_cli(["gate", run, "--junit", junit], capsys)
     assert code == 1
     lines = out.splitlines()
     failing = [x for x in lines if x.startswith("FAIL")]
@@ -89,7 +80,7 @@ def test_on_inconclusive_fails_the_inconclusive_ranking_verdicts(ranked, capsys)
     _, run = ranked["biased"]
     _, pairs, ratios = _verdicts(run)
     n_inc = sum(v == "inconclusive" for v in [*pairs.values(), *ratios.values()])
-    code, out = _gate(capsys, run, "--on-inconclusive")
+    code, out, _ = run_cli(["gate", run, "--on-inconclusive"], capsys)
     assert code == 1
     assert sum(x.startswith("FAIL (inconclusive, --on-inconclusive)") for x in out.splitlines()) == n_inc > 0
 
@@ -98,7 +89,7 @@ def test_no_ranking_fail_passes_the_gate(ranked, capsys):
     _, run = ranked["flat"]
     _, pairs, ratios = _verdicts(run)
     assert "fail" not in pairs.values() and "fail" not in ratios.values()
-    code, out = _gate(capsys, run)
+    code, out, _ = run_cli(["gate", run], capsys)
     assert code == 0 and out.splitlines()[-1] == "gate: passed"
     assert sum(" ranking seleccion orden " in x for x in out.splitlines()) == len(pairs) + len(ratios)
 
@@ -181,7 +172,7 @@ def test_gate_baseline_fails_on_a_worse_ranking_pair(ranked, capsys, tmp_path):
     worse = sorted((r.measure, r.group_a, r.group_b) for r in compare_runs(flat, biased).worse)
     assert ("ranked_above", "g1", "g2") in worse
     junit = tmp_path / "baseline.xml"
-    code, out = _gate(capsys, biased, "--baseline", flat, "--junit", junit)
+    code, out, _ = run_cli(["gate", biased, "--baseline", flat, "--junit", junit], capsys)
     assert code == 1
     lines = [x for x in out.splitlines() if x.startswith("WORSE")]
     assert len(lines) == len(worse)
@@ -192,7 +183,7 @@ def test_gate_baseline_fails_on_a_worse_ranking_pair(ranked, capsys, tmp_path):
               if tc.find("failure") is not None and tc.find("failure").get("type") == "regression"]
     assert sorted(failed) == sorted(f"orden:{m}:{a}-vs-{b}[mock:{a}-vs-{b}] vs baseline" for m, a, b in worse)
     # the flat run against the biased one as baseline: better, not worse; the gate passes
-    code, out = _gate(capsys, flat, "--baseline", biased)
+    code, out, _ = run_cli(["gate", flat, "--baseline", biased], capsys)
     assert code == 0 and not [x for x in out.splitlines() if x.startswith("WORSE")]
 
 
