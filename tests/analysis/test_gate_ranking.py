@@ -13,7 +13,7 @@ import pytest
 import yaml
 from scipy import stats
 
-from fairpair.analysis import analyze_run, compare_runs
+from fairpair.analysis import analyze_run, compare_runs, gate_exit_code
 from fairpair.battery import load_battery
 from fairpair.cli import main
 from fairpair.measures import measure_run
@@ -22,8 +22,11 @@ from fairpair.testing._ranking import ranking_battery
 from run_helpers import run_cli
 
 
-def _ranking_run(tmp, name, selection):
+def _ranking_run(tmp, name, selection, posting="Puesto"):
+    """A measured and analysed ranking run; ``posting`` rewords the postings' first word (new case ids)."""
     b = ranking_battery(k=4, templates=8, names=6, repetitions=2, seed=1, selection=selection, position=[])
+    for t in b["templates"]:
+        t["turns"] = [x.replace("Puesto", posting) for x in t["turns"]]
     p = tmp / f"{name}.yaml"
     p.write_text(yaml.safe_dump(b, allow_unicode=True, sort_keys=False), encoding="utf-8")
     run = tmp / name
@@ -164,6 +167,41 @@ def test_compare_judges_the_ranking_pairs_set_by_set(ranked):
     assert rows[("top_pick", "g1", "g3")].direction == "no clear change"  # equal weights in both runs
     back = {(r.measure, r.group_a, r.group_b): r.direction for r in compare_runs(biased, flat).rows}
     assert back[("ranked_above", "g1", "g2")] == back[("ranked_above", "g2", "g3")] == "better"
+
+
+def _matched_sets(run):
+    """Case id -> (design, matched set, slot -> group as JSON), read without fairpair."""
+    con = sqlite3.connect(run / "store.sqlite")
+    out = {cid: (c["design"], c["matched_set"], json.dumps(c["groups"], sort_keys=True))
+           for cid, c in ((cid, json.loads(d)) for cid, d in con.execute("SELECT case_id, data FROM cases"))}
+    con.close()
+    return out
+
+
+def test_compare_pairs_the_ranking_sets_by_matched_set_when_the_case_ids_changed(ranked, tmp_path):
+    # the postings reworded after the flat run: every case id changes, the matched sets and their slots stay
+    _, flat = ranked["flat"]
+    _, reworded = _ranking_run(tmp_path, "reworded", {"g1": 1.0, "g2": 0.3, "g3": 1.0, "g4": 0.6}, "Vacante")
+    sets_a, sets_b = _matched_sets(flat), _matched_sets(reworded)
+    assert not set(sets_a) & set(sets_b) and sorted(sets_a.values()) == sorted(sets_b.values())
+    cmp = compare_runs(flat, reworded)
+    assert cmp.paired_by == "matched_set"
+    assert any(n.startswith("fewer than half of the case ids match") for n in cmp.notes)
+    rows = {(r.measure, r.group_a, r.group_b): r for r in cmp.rows}
+    assert len(cmp.rows) == len(rows) == 12
+    before, after = _set_differences(flat), _set_differences(reworded)
+    for key, r in rows.items():
+        by_a = {sets_a[c]: v for c, v in before[key].items()}
+        by_b = {sets_b[c]: v for c, v in after[key].items()}
+        ms = sorted(by_a)
+        assert sorted(by_b) == ms and r.n_sets == len(ms) == 96 and r.n_dropped == 0
+        ga, gb = np.array([by_a[m] for m in ms]), np.array([by_b[m] for m in ms])
+        assert r.gap_before == pytest.approx(ga.mean()) and r.gap_after == pytest.approx(gb.mean())
+        assert r.change == pytest.approx(gb.mean() - ga.mean())
+        assert r.pvalue == pytest.approx(stats.wilcoxon(gb, ga, zero_method="pratt").pvalue, rel=1e-9)
+    # the planted g2 (weight 0.3) is found worse across the reworded postings too, and fails the baseline gate
+    assert rows[("ranked_above", "g1", "g2")].direction == "worse"
+    assert gate_exit_code(reworded, baseline=flat) == 1
 
 
 def test_gate_baseline_fails_on_a_worse_ranking_pair(ranked, capsys, tmp_path):
