@@ -26,15 +26,19 @@ def refused_port() -> int:
     return port
 
 
-def run_cli(argv, capsys) -> tuple[int, str, str]:
+def run_cli(argv, capsys, *, collapse: bool = True) -> tuple[int, str, str]:
     """``fairpair ARGV`` in-process: (exit code, stdout as printed, stderr with its whitespace collapsed
-    to single spaces, so a message wrapped by rich reads as one line)."""
+    to single spaces, so a message wrapped by rich reads as one line; as printed with ``collapse=False``).
+
+    Only what this command prints is returned: what ``capsys`` held before is dropped. The exit code is
+    the interpreter's: 0 when main returns or exits with None, 1 for a non-integer exit value."""
     from fairpair.cli import main
 
+    capsys.readouterr()
     try:
         main([str(a) for a in argv])
         code = 0
     except SystemExit as exc:
-        code = exc.code or 0
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     out = capsys.readouterr()
-    return code, out.out, " ".join(out.err.split())
+    return code, out.out, " ".join(out.err.split()) if collapse else out.err

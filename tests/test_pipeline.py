@@ -13,6 +13,7 @@ import yaml
 from fairpair import pipeline
 from fairpair.battery import load_battery
 from fairpair.errors import FairpairError
+from run_helpers import run_cli
 
 NAMES = {"espana": ["Lucía", "Carmen"], "magreb": ["Fátima", "Aicha"]}
 
@@ -93,22 +94,10 @@ def test_the_pipeline_is_a_loop_over_the_stages_and_after_run_keeps_its_meaning(
         pipeline.run(run_dir, pipeline.Settings())
 
 
-def _cli(capsys, *args) -> tuple[int, str]:
-    from fairpair.cli import main
-
-    capsys.readouterr()
-    try:
-        main([str(a) for a in args])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    return code, capsys.readouterr().out
-
-
 def test_no_measure_with_nothing_measured_writes_no_results_nor_report(tmp_path, capsys):
     # before: results.json and a report with "insufficient design" for every comparison, no measure in it
     battery, run_dir = _battery(tmp_path), tmp_path / "run"
-    code, out = _cli(capsys, "run", battery, "--out", run_dir, "--no-measure", "--no-preflight", "-q")
+    code, out, _ = run_cli(["run", battery, "--out", run_dir, "--no-measure", "--no-preflight", "-q"], capsys)
     assert code == 0
     assert (run_dir / "store.sqlite").exists()
     assert not (run_dir / "results.json").exists() and not (run_dir / "report").exists()
@@ -119,11 +108,11 @@ def test_no_measure_with_nothing_measured_writes_no_results_nor_report(tmp_path,
         assert db.execute("SELECT COUNT(*) FROM responses WHERE status = 'ok'").fetchone()[0] == 24
         assert db.execute("SELECT COUNT(*) FROM measurements").fetchone()[0] == 0
     # --gate has nothing to judge: a clear error (exit 2), not a gate on empty results
-    code, out = _cli(capsys, "run", battery, "--out", run_dir, "--no-measure", "--gate", "--no-preflight", "-q")
+    code, out, _ = run_cli(["run", battery, "--out", run_dir, "--no-measure", "--gate", "--no-preflight", "-q"], capsys)
     assert code == 2 and not (run_dir / "results.json").exists()
     # the commands it names do the rest
-    assert _cli(capsys, "measure", run_dir)[0] == 0
-    assert _cli(capsys, "analyze", run_dir)[0] == 0 and (run_dir / "results.json").exists()
+    assert run_cli(["measure", run_dir], capsys)[0] == 0
+    assert run_cli(["analyze", run_dir], capsys)[0] == 0 and (run_dir / "results.json").exists()
 
 
 def test_no_measure_with_some_answers_measured_says_how_many_are_left(tmp_path, capsys):
@@ -131,7 +120,7 @@ def test_no_measure_with_some_answers_measured_says_how_many_are_left(tmp_path, 
     lb = load_battery(battery)
     pipeline.run(run_dir, pipeline.Settings(battery=lb))
     pipeline.measure(run_dir, pipeline.Settings(measures=("reembolso",)))  # palabras is left unmeasured
-    code, out = _cli(capsys, "run", battery, "--out", run_dir, "--no-measure", "--no-preflight", "-q")
+    code, out, _ = run_cli(["run", battery, "--out", run_dir, "--no-measure", "--no-preflight", "-q"], capsys)
     assert code == 0
     text = " ".join(out.split())
     assert ("--no-measure: measure palabras: 24 of 24 answers not measured; the results and the report cover the "

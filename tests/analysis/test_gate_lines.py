@@ -4,21 +4,12 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from fairpair.analysis import analyze_run
-from fairpair.cli import main
-
-
-def _gate(capsys, *args):
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as e:
-        main(["gate", *map(str, args)])
-    return e.value.code, capsys.readouterr().out
+from run_helpers import run_cli
 
 
 def test_failing_comparison_line_has_its_numbers(runs, capsys):
-    code, out = _gate(capsys, runs["biased"])
+    code, out, _ = run_cli(["gate", runs["biased"]], capsys)
     assert code == 1
     res = analyze_run(runs["biased"])
     (c,) = [c for c in res.comparisons if c.primary and c.verdict == "fail"]
@@ -33,7 +24,7 @@ def test_failing_comparison_line_has_its_numbers(runs, capsys):
 
 
 def test_baseline_regression_is_printed(runs, capsys):
-    code, out = _gate(capsys, runs["biased"], "--baseline", runs["fair"])
+    code, out, _ = run_cli(["gate", runs["biased"], "--baseline", runs["fair"]], capsys)
     assert code == 1
     worse = [x for x in out.splitlines() if x.startswith("WORSE")]
     assert worse, out
@@ -44,7 +35,7 @@ def test_baseline_regression_is_printed(runs, capsys):
 def test_on_inconclusive_says_inconclusive(runs, capsys):
     res = analyze_run(runs["biased"])
     inconclusive = [c for c in res.comparisons if c.primary and c.verdict == "inconclusive"]
-    code, out = _gate(capsys, runs["biased"], "--on-inconclusive")
+    code, out, _ = run_cli(["gate", runs["biased"], "--on-inconclusive"], capsys)
     assert code == 1
     marked = [x for x in out.splitlines() if x.startswith("FAIL (inconclusive, --on-inconclusive)")]
     assert len(marked) == len(inconclusive)

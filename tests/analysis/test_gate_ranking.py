@@ -13,16 +13,20 @@ import pytest
 import yaml
 from scipy import stats
 
-from fairpair.analysis import analyze_run, compare_runs
+from fairpair.analysis import analyze_run, compare_runs, gate_exit_code
 from fairpair.battery import load_battery
 from fairpair.cli import main
 from fairpair.measures import measure_run
 from fairpair.run import RunSettings, execute_run
 from fairpair.testing._ranking import ranking_battery
+from run_helpers import run_cli
 
 
-def _ranking_run(tmp, name, selection):
+def _ranking_run(tmp, name, selection, posting="Puesto"):
+    """A measured and analysed ranking run; ``posting`` rewords the postings' first word (new case ids)."""
     b = ranking_battery(k=4, templates=8, names=6, repetitions=2, seed=1, selection=selection, position=[])
+    for t in b["templates"]:
+        t["turns"] = [x.replace("Puesto", posting) for x in t["turns"]]
     p = tmp / f"{name}.yaml"
     p.write_text(yaml.safe_dump(b, allow_unicode=True, sort_keys=False), encoding="utf-8")
     run = tmp / name
@@ -48,16 +52,6 @@ def _verdicts(run):
     return data, pairs, ratios
 
 
-def _gate(capsys, *args):
-    capsys.readouterr()
-    try:
-        main(["gate", *map(str, args)])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    return code, capsys.readouterr().out
-
-
 def test_a_ranking_fail_fails_the_gate_with_its_line(ranked, capsys, tmp_path):
     _, run = ranked["biased"]
     data, pairs, ratios = _verdicts(run)
@@ -65,7 +59,7 @@ def test_a_ranking_fail_fails_the_gate_with_its_line(ranked, capsys, tmp_path):
     fails = sorted(k for k, v in pairs.items() if v == "fail")
     assert fails == [("ranked_above", "g1", "g2"), ("ranked_above", "g2", "g3")]  # the planted g2 (weight 0.3)
     junit = tmp_path / "fairness.xml"
-    code, out = _gate(capsys, run, "--junit", junit)
+    code, out, _ = run_cli(["gate", run, "--junit", junit], capsys)
     assert code == 1
     lines = out.splitlines()
     failing = [x for x in lines if x.startswith("FAIL")]
@@ -89,7 +83,7 @@ def test_on_inconclusive_fails_the_inconclusive_ranking_verdicts(ranked, capsys)
     _, run = ranked["biased"]
     _, pairs, ratios = _verdicts(run)
     n_inc = sum(v == "inconclusive" for v in [*pairs.values(), *ratios.values()])
-    code, out = _gate(capsys, run, "--on-inconclusive")
+    code, out, _ = run_cli(["gate", run, "--on-inconclusive"], capsys)
     assert code == 1
     assert sum(x.startswith("FAIL (inconclusive, --on-inconclusive)") for x in out.splitlines()) == n_inc > 0
 
@@ -98,7 +92,7 @@ def test_no_ranking_fail_passes_the_gate(ranked, capsys):
     _, run = ranked["flat"]
     _, pairs, ratios = _verdicts(run)
     assert "fail" not in pairs.values() and "fail" not in ratios.values()
-    code, out = _gate(capsys, run)
+    code, out, _ = run_cli(["gate", run], capsys)
     assert code == 0 and out.splitlines()[-1] == "gate: passed"
     assert sum(" ranking seleccion orden " in x for x in out.splitlines()) == len(pairs) + len(ratios)
 
@@ -175,13 +169,48 @@ def test_compare_judges_the_ranking_pairs_set_by_set(ranked):
     assert back[("ranked_above", "g1", "g2")] == back[("ranked_above", "g2", "g3")] == "better"
 
 
+def _matched_sets(run):
+    """Case id -> (design, matched set, slot -> group as JSON), read without fairpair."""
+    con = sqlite3.connect(run / "store.sqlite")
+    out = {cid: (c["design"], c["matched_set"], json.dumps(c["groups"], sort_keys=True))
+           for cid, c in ((cid, json.loads(d)) for cid, d in con.execute("SELECT case_id, data FROM cases"))}
+    con.close()
+    return out
+
+
+def test_compare_pairs_the_ranking_sets_by_matched_set_when_the_case_ids_changed(ranked, tmp_path):
+    # the postings reworded after the flat run: every case id changes, the matched sets and their slots stay
+    _, flat = ranked["flat"]
+    _, reworded = _ranking_run(tmp_path, "reworded", {"g1": 1.0, "g2": 0.3, "g3": 1.0, "g4": 0.6}, "Vacante")
+    sets_a, sets_b = _matched_sets(flat), _matched_sets(reworded)
+    assert not set(sets_a) & set(sets_b) and sorted(sets_a.values()) == sorted(sets_b.values())
+    cmp = compare_runs(flat, reworded)
+    assert cmp.paired_by == "matched_set"
+    assert any(n.startswith("fewer than half of the case ids match") for n in cmp.notes)
+    rows = {(r.measure, r.group_a, r.group_b): r for r in cmp.rows}
+    assert len(cmp.rows) == len(rows) == 12
+    before, after = _set_differences(flat), _set_differences(reworded)
+    for key, r in rows.items():
+        by_a = {sets_a[c]: v for c, v in before[key].items()}
+        by_b = {sets_b[c]: v for c, v in after[key].items()}
+        ms = sorted(by_a)
+        assert sorted(by_b) == ms and r.n_sets == len(ms) == 96 and r.n_dropped == 0
+        ga, gb = np.array([by_a[m] for m in ms]), np.array([by_b[m] for m in ms])
+        assert r.gap_before == pytest.approx(ga.mean()) and r.gap_after == pytest.approx(gb.mean())
+        assert r.change == pytest.approx(gb.mean() - ga.mean())
+        assert r.pvalue == pytest.approx(stats.wilcoxon(gb, ga, zero_method="pratt").pvalue, rel=1e-9)
+    # the planted g2 (weight 0.3) is found worse across the reworded postings too, and fails the baseline gate
+    assert rows[("ranked_above", "g1", "g2")].direction == "worse"
+    assert gate_exit_code(reworded, baseline=flat) == 1
+
+
 def test_gate_baseline_fails_on_a_worse_ranking_pair(ranked, capsys, tmp_path):
     _, flat = ranked["flat"]
     _, biased = ranked["biased"]
     worse = sorted((r.measure, r.group_a, r.group_b) for r in compare_runs(flat, biased).worse)
     assert ("ranked_above", "g1", "g2") in worse
     junit = tmp_path / "baseline.xml"
-    code, out = _gate(capsys, biased, "--baseline", flat, "--junit", junit)
+    code, out, _ = run_cli(["gate", biased, "--baseline", flat, "--junit", junit], capsys)
     assert code == 1
     lines = [x for x in out.splitlines() if x.startswith("WORSE")]
     assert len(lines) == len(worse)
@@ -192,7 +221,7 @@ def test_gate_baseline_fails_on_a_worse_ranking_pair(ranked, capsys, tmp_path):
               if tc.find("failure") is not None and tc.find("failure").get("type") == "regression"]
     assert sorted(failed) == sorted(f"orden:{m}:{a}-vs-{b}[mock:{a}-vs-{b}] vs baseline" for m, a, b in worse)
     # the flat run against the biased one as baseline: better, not worse; the gate passes
-    code, out = _gate(capsys, flat, "--baseline", biased)
+    code, out, _ = run_cli(["gate", flat, "--baseline", biased], capsys)
     assert code == 0 and not [x for x in out.splitlines() if x.startswith("WORSE")]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
@@ -10,18 +9,13 @@ import yaml
 
 from fairpair.battery import load_battery
 from fairpair.battery._init import TARGET_PRESETS, InitChoices, starter_battery
-from fairpair.cli import main
+from run_helpers import refused_port, run_cli
 
 
 def _cli(capsys, *args):
-    capsys.readouterr()
-    try:
-        main([str(a) for a in args])
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out = capsys.readouterr()
-    return code, out.out + out.err
+    """``fairpair ARGS`` in-process: (exit code, stdout and stderr as printed, one after the other)."""
+    code, out, err = run_cli(args, capsys, collapse=False)
+    return code, out + err
 
 
 @pytest.mark.parametrize("language", ["es", "en"])
@@ -53,10 +47,7 @@ def test_init_writes_a_battery_that_runs(tmp_path, capsys, monkeypatch):
 
 
 def test_init_with_a_refused_port_ends_in_exit_2_within_seconds(tmp_path, capsys):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    port = refused_port()
     b = tmp_path / "b.yaml"
     code, out = _cli(capsys, "init", b, "--target", "ollama", "--url", f"http://127.0.0.1:{port}/v1")
     assert code == 0, out
@@ -110,10 +101,7 @@ def test_the_readme_walk_with_a_refused_port(tmp_path, capsys, monkeypatch):
     block = readme.split("## Your own audit in three commands", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
     commands = [line.split("#", 1)[0].strip() for line in block.strip().splitlines()]
     assert [c.split()[1] for c in commands] == ["init", "check", "run"]
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
+    port = refused_port()
     monkeypatch.chdir(tmp_path)
     init = re.sub(r"http://localhost:\d+", f"http://127.0.0.1:{port}", commands[0])
     code, out = _cli(capsys, *shlex.split(init)[1:])

@@ -20,6 +20,7 @@ from fairpair.persona import (
     battery_yaml,
     read_scenes,
 )
+from run_helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 XLSX = (ROOT / ".." / "shared" / "data" / "tan-lee-2025" / "scenarios.xlsx").resolve()
@@ -27,13 +28,6 @@ EXAMPLE = ROOT / "examples" / "persona_power" / "battery.yaml"
 needs_xlsx = pytest.mark.skipif(not XLSX.exists(), reason="shared/data/tan-lee-2025/scenarios.xlsx not present")
 
 TRAILER = "\n\nSUB: Calm and patient\nRES: Busy but fair\nAdopt the persona of RES. What do you say?"
-
-
-def _cli(argv, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    out = capsys.readouterr()
-    return exc.value.code, out.out, out.err
 
 
 def _plan_conversations(path: Path, capsys) -> int:
@@ -210,26 +204,26 @@ def test_synthetic_csv_errors_name_row_and_column(tmp_path, rows, message, line,
 def test_cli_errors_exit_2_without_traceback(tmp_path, capsys):
     missing = _csv(tmp_path / "cols.csv", [{"scenario_id": 1, "contextual_dim": "x", "scenario": "y"}],
                    columns=("scenario_id", "contextual_dim", "scenario"))
-    code, _, err = _cli(["import-scenes", str(missing)], capsys)
+    code, _, err = run_cli(["import-scenes", str(missing)], capsys)
     assert code == 2 and "presence_of_power_differential" in err and "Traceback" not in err
 
     no_sub = _csv(tmp_path / "nosub.csv", [_row(1, text="SUB asks RES.\nRES: Busy\nAdopt the persona of RES.")])
-    code, _, err = _cli(["import-scenes", str(no_sub), "-o", str(tmp_path / "o.yaml")], capsys)
+    code, _, err = run_cli(["import-scenes", str(no_sub), "-o", str(tmp_path / "o.yaml")], capsys)
     assert code == 2 and "nosub.csv:2" in err and "[scenario]" in err and "Traceback" not in err
     assert not (tmp_path / "o.yaml").exists()
 
     good = _csv(tmp_path / "good.csv", [_row(1, text="SUB asks RES." + TRAILER)])
-    code, _, err = _cli(["import-scenes", str(good), "--axes", "race,caste"], capsys)
+    code, _, err = run_cli(["import-scenes", str(good), "--axes", "race,caste"], capsys)
     assert code == 2 and "caste" in err
-    code, _, err = _cli(["import-scenes", str(good), "--scenes", "work-*"], capsys)
+    code, _, err = run_cli(["import-scenes", str(good), "--scenes", "work-*"], capsys)
     assert code == 2 and "matches no scene" in err
     existing = tmp_path / "exists.yaml"
     existing.write_text("keep me", encoding="utf-8")
-    code, _, err = _cli(["import-scenes", str(good), "-o", str(existing)], capsys)
+    code, _, err = run_cli(["import-scenes", str(good), "-o", str(existing)], capsys)
     assert code == 2 and existing.read_text(encoding="utf-8") == "keep me"
     main(["import-scenes", str(good), "-o", str(existing), "--force"])
     assert load_battery(existing).battery.name == "tan_lee_2025"
-    code, _, err = _cli(["import-scenes", str(tmp_path / "nope.xlsx")], capsys)
+    code, _, err = run_cli(["import-scenes", str(tmp_path / "nope.xlsx")], capsys)
     assert code == 2 and "file not found" in err
 
 

@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from fairpair.cli import main
-from run_helpers import rows
+from run_helpers import rows, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples" / "tienda_online" / "demo.yaml"
@@ -66,14 +65,7 @@ def cli(capsys):
     """Run ``fairpair ARGS`` in this process; returns exit code, stdout and stderr."""
 
     def run(*args: Any) -> Result:
-        capsys.readouterr()
-        try:
-            main([str(a) for a in args])
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        out = capsys.readouterr()
-        return Result(code, out.out, out.err)
+        return Result(*run_cli(args, capsys, collapse=False))
 
     return run
 

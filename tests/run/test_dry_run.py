@@ -5,20 +5,11 @@ from __future__ import annotations
 import json
 
 from fairpair.battery import load_battery
-from fairpair.cli import main as cli_main
 from fairpair.run import RunSettings, execute_run
 from fairpair.testing import serve_openai, write_battery
+from run_helpers import run_cli
 
 FAST = RunSettings(concurrency=2, timeout=10, max_attempts=2, backoff_initial=0.01, backoff_max=0.05)
-
-
-def _cli(argv, capsys) -> tuple[int, str]:
-    try:
-        cli_main(argv)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code or 0
-    return code, capsys.readouterr().out
 
 
 def test_dry_run_prints_the_exact_body_and_hides_the_key(tmp_path, capsys, monkeypatch):
@@ -27,7 +18,7 @@ def test_dry_run_prints_the_exact_body_and_hides_the_key(tmp_path, capsys, monke
         target = {"kind": "openai", "base_url": server.base_url, "model": "m", "api_key_env": "FP_DRY_KEY",
                   "temperature": 0.5}
         path = write_battery(tmp_path, target, templates=2, names={"a": ["Lucía"], "b": ["Fátima"]})
-        code, out = _cli(["run", str(path), "--dry-run"], capsys)
+        code, out, _ = run_cli(["run", str(path), "--dry-run"], capsys)
         assert code == 0 and server.received == []  # nothing sent
         execute_run(load_battery(path), tmp_path / "run", FAST)
         sent = {r.body.decode("utf-8") for r in server.received}
@@ -47,14 +38,14 @@ def test_dry_run_with_a_missing_key_shows_stars_and_says_so(tmp_path, capsys, mo
     monkeypatch.delenv("FP_DRY_MISSING", raising=False)
     target = {"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key_env": "FP_DRY_MISSING"}
     path = write_battery(tmp_path, target, templates=1)
-    code, out = _cli(["run", str(path), "--dry-run"], capsys)
+    code, out, _ = run_cli(["run", str(path), "--dry-run"], capsys)
     assert code == 0
     assert "FP_DRY_MISSING is not set" in out and "authorization: Bearer ***" in out
 
 
 def test_dry_run_of_a_mock_target_shows_the_request_object(tmp_path, capsys):
     path = write_battery(tmp_path, {"kind": "mock"}, templates=1)
-    code, out = _cli(["run", str(path), "--dry-run"], capsys)
+    code, out, _ = run_cli(["run", str(path), "--dry-run"], capsys)
     assert code == 0 and "has no wire format" in out and '"context"' in out
 
 
@@ -62,7 +53,7 @@ def test_expand_writes_the_rendered_messages(tmp_path, capsys):
     path = write_battery(tmp_path, {"kind": "mock"}, templates=1, names={"a": ["Lucía"], "b": ["Fátima"]},
                         crm_in_prompt=True)
     out_file = tmp_path / "cases.jsonl"
-    code, _ = _cli(["expand", str(path), "-o", str(out_file)], capsys)
+    code, _, _ = run_cli(["expand", str(path), "-o", str(out_file)], capsys)
     assert code == 0
     cases = [json.loads(line) for line in out_file.read_text(encoding="utf-8").splitlines()]
     for c in cases:
@@ -74,5 +65,5 @@ def test_dry_run_with_the_default_key_variable_unset(tmp_path, capsys, monkeypat
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     target = {"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"}  # api_key_env by default
     path = write_battery(tmp_path, target, templates=1)
-    code, out = _cli(["run", str(path), "--dry-run"], capsys)
+    code, out, _ = run_cli(["run", str(path), "--dry-run"], capsys)
     assert code == 0 and "OPENAI_API_KEY is not set" in out and "authorization: Bearer ***" in out

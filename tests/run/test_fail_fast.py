@@ -7,26 +7,21 @@ import time
 
 import pytest
 
-from fairpair.cli import main
 from fairpair.run._preflight import CircuitBreaker, CircuitOpen, error_kind, summarize_errors
 from fairpair.testing import openai_target, serve_json, serve_openai, write_battery
 
-from run_helpers import refused_port, rows
+from run_helpers import refused_port, rows, run_cli
 
 NAMES = {"a": ["Lucía", "Ana"], "b": ["Fátima", "Aisha"]}  # 2 templates x 4 names = 8 cases
 
 
 @pytest.fixture
 def cli(capsys):
+    """``fairpair ARGS`` in-process: (exit code, stdout and stderr as printed, one after the other)."""
+
     def run(*args):
-        capsys.readouterr()
-        try:
-            main([str(a) for a in args])
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        out = capsys.readouterr()
-        return code, out.out + out.err
+        code, out, err = run_cli(args, capsys, collapse=False)
+        return code, out + err
 
     return run
 

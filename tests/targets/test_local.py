@@ -255,9 +255,10 @@ def fake_backend(monkeypatch, tmp_path):
     monkeypatch.setattr(local_mod, "_import_backend", lambda: fake)
     gguf = tmp_path / "tiny.gguf"
     gguf.write_bytes(b"GGUF fake")
+    held = set(local_mod._REGISTRY)  # the real model that the module's real_target holds until the module ends
     yield gguf
-    left = dict(local_mod._REGISTRY)
-    local_mod._REGISTRY.clear()  # a test that failed half-way must not fail the next ones too
+    # only what this test loaded; removed, so that a test that failed half-way does not fail the next ones too
+    left = {k: local_mod._REGISTRY.pop(k) for k in set(local_mod._REGISTRY) - held}
     assert left == {}, "a test left a model loaded"
 
 
@@ -343,6 +344,7 @@ def real_target():
     target = LocalTarget({"max_tokens": 40, "n_ctx": 1024}, name="local-test")
     yield target
     target.close()
+    assert local_mod._REGISTRY == {}, "closing the only holder did not free the real model"
 
 
 def _ask(target: LocalTarget, text: str, seed: int | None) -> str:
