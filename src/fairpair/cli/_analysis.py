@@ -50,6 +50,8 @@ def gate(run: RunArg,
     lines = gate_lines(outcome)
     for line in lines:  # failing comparisons and regressions first, each with its numbers
         console.print(escape(line), soft_wrap=True)
+    for note in outcome.baseline_notes:  # what the regression check against --baseline left out
+        console.print(f"[yellow]warning:[/yellow] --baseline {escape(str(baseline))}: {escape(note)}", soft_wrap=True)
     n_fail = sum(1 for line in lines if line.startswith(("FAIL", "WORSE")))
     console.print("gate: " + (f"[red]failed[/red] ({n_fail} of the lines above)" if code
                               else "[green]passed[/green]"))
