@@ -12,6 +12,7 @@ from fairpair.cli import main
 from fairpair.errors import FairpairError
 from fairpair.importers import import_answers
 from import_helpers import RECORDS_MAPPING, import_battery, write_jsonl, write_yaml
+from tests.run_helpers import run_cli
 
 
 def _row(set_id: str = "t1/r0/p0", group: str = "espana", name: str = "Lucía", **kw) -> dict:
@@ -126,6 +127,25 @@ def test_bad_rows(tmp_path, bat, change, line, key, message):
     err = _fails(tmp_path, write_jsonl(tmp_path / "a.jsonl", rows), bat)
     assert (err.line, err.key) == (line, key), err.format()
     assert message in err.message, err.format()
+
+
+@pytest.mark.parametrize("change, key", [
+    (lambda r: r.update(measures={"words": float("nan")}), "measures.words"),
+    (lambda r: r.update(measures={"refund": float("-inf")}), "measures.refund"),
+    (lambda r: r.update(latency_s=float("inf")), "latency_s"),
+])
+def test_nan_and_infinity_are_refused_with_their_key(tmp_path, bat, capsys, change, key):
+    """Python's json writes NaN and Infinity, and the strict reader took them: a NaN count stopped the
+    import with an internal error (exit 1), a NaN yes/no was reported as 'a valid boolean' with two more
+    problems in the row, an infinite latency was stored."""
+    rows = _good_rows()
+    change(rows[1])
+    src = write_jsonl(tmp_path / "a.jsonl", rows)
+    code, _, err = run_cli(["import-answers", src, "-b", bat, "-o", tmp_path / "run"], capsys)
+    assert code == 2, err
+    assert f"{src}:2: [{key}] Input should be a finite number" in err
+    assert "more problem(s) in this row" not in err and "internal error" not in err
+    assert not (tmp_path / "run").exists()
 
 
 def test_one_name_in_two_groups(tmp_path):
