@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 
 from fairpair.cli._app import app, console
+from fairpair.cli._common import warn_in_use
 from fairpair.cli._options import JsonOpt, RunArg
 
 
@@ -44,6 +45,7 @@ def gate(run: RunArg,
     """
     from fairpair.analysis import gate_lines, gate_outcome
 
+    warn_in_use(run, "the gate judges")
     outcome = gate_outcome(run, on_inconclusive=on_inconclusive, baseline=baseline, junit=junit,
                            on_insufficient=on_insufficient)
     code = outcome.code

@@ -78,6 +78,26 @@ class RunLock:
             fcntl.flock(self.fh.fileno(), fcntl.LOCK_UN)
             self.fh.close()
 
+    @staticmethod
+    def holder(run_dir: Path) -> str | None:
+        """Who holds ``run_dir``'s lock (``"fairpair pid N"``), or ``None``: no other process is writing
+        it. Reads only: a directory without a lock file, or one that cannot be read, is not in use."""
+        path = Path(run_dir) / LOCK_NAME
+        try:
+            fh = open(path, "r")
+        except OSError:
+            return None
+        with fh:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                who = fh.read().strip() or "another process"
+                return None if who == f"fairpair pid {os.getpid()}" else who
+            except OSError:
+                return None
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        return None
+
 
 def plan_hash(loaded: Any) -> str:
     """sha256 (hex) of the pre-registered analysis plan and the measures it relies on
