@@ -234,6 +234,25 @@ def test_csv_bad_rows(tmp_path, bat, body, line, key, message):
     assert message in err.message
 
 
+@pytest.mark.parametrize("drop, key, message", [
+    ("set", "set", "no 'set' column; every row needs one"),
+    ("template", "template", "no 'template' column"),
+    ("prompt", "prompt", "no 'prompt' column (nor 'messages')"),
+    ("answer", "answer", "no 'answer' column (nor 'error')"),
+])
+def test_csv_without_a_required_column_is_one_error_at_the_header(tmp_path, bat, capsys, drop, key, message):
+    """Before: one problem per row ('missing required key' on each, or 'give either answer or error' with
+    no key), the first at line 2."""
+    cols = CSV_HEAD.strip().split(",")
+    rows = [r.split(",") for r in ("s1,t1,espana,Lucía,Hola,ok,true", "s1,t1,magreb,Fátima,Hola,ok,false")]
+    keep = [i for i, c in enumerate(cols) if c != drop]
+    src = _csv(tmp_path, "\n".join(",".join(r[i] for i in keep) for r in [cols, *rows]) + "\n")
+    err = _fails(tmp_path, src, bat)
+    assert (err.line, err.key) == (1, key) and message in err.message, err.format()
+    code, _, text = run_cli(["import-answers", src, "-b", bat, "-o", tmp_path / "run"], capsys)
+    assert code == 2 and f"{src}:1: [{key}] {message}" in text
+
+
 def test_csv_bad_header_and_json_cells(tmp_path, bat):
     err = _fails(tmp_path, _csv(tmp_path, "set,templte,prompt,answer\ns1,t1,Hola,ok\n"), bat)
     assert (err.line, err.key, err.message, err.hint) == (1, "templte", "unknown column 'templte'",
