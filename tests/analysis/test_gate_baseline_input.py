@@ -53,3 +53,16 @@ def test_what_the_baseline_comparison_left_out_is_a_warning(runs, baselines, cap
     flat = " ".join(out.split())
     assert f"warning: --baseline {baselines['refund_only']}: words: not measured in both runs" in flat
     assert "gate: failed" in flat
+
+
+def test_a_baseline_of_another_battery_names_each_run_with_its_battery(runs, tmp_path, capsys):
+    """Before: 'RUN: the runs come from different batteries ('otra' and 'mock_audit')', naming the gated
+    run only, in an order that did not say which was which."""
+    import yaml
+
+    bpath = tmp_path / "otra.yaml"
+    bpath.write_text(yaml.safe_dump(battery_dict(templates=4, repetitions=1, name="otra")), encoding="utf-8")
+    execute_run(load_battery(bpath), tmp_path / "otra", RunSettings(concurrency=16))
+    code, _, err = run_cli(["gate", runs["biased"], "--baseline", tmp_path / "otra"], capsys)
+    assert code == 2
+    assert f"{tmp_path / 'otra'} is 'otra', {runs['biased']} is 'mock_audit'" in err
