@@ -368,6 +368,20 @@ def test_what_the_rows_leave_out_is_said_loudly(tmp_path, bat, capsys):
     assert "warning: attribute 'origen': no row has group(s) rumania" in out
 
 
+def test_a_target_option_no_row_uses_is_said_loudly(tmp_path, bat, capsys):
+    """Every row names its target: --target did nothing, and nothing said so."""
+    src = write_jsonl(tmp_path / "a.jsonl", [dict(r, target="bot_a") for r in _good_rows()])
+    code, out, _ = run_cli(["import-answers", src, "-b", bat, "-o", tmp_path / "run", "--target", "bot_b",
+                            "--no-measure", "--no-report"], capsys)
+    assert code == 0
+    assert "warning: --target 'bot_b' names no answer: every row names its own target (bot_a)" in " ".join(out.split())
+    assert import_answers(src, bat, tmp_path / "run2").warnings == []  # not given: nothing to say
+    rows = _good_rows()
+    rows[0]["target"] = "bot_a"  # some rows use it: no warning
+    assert import_answers(write_jsonl(tmp_path / "b.jsonl", rows), bat, tmp_path / "run3",
+                          target="bot_b").targets == ["bot_a", "bot_b"]
+
+
 @pytest.mark.parametrize("edit, line, key, message, hint", [
     (lambda m: m["set"].update(patern="x"), 50, "records.set.patern", "unknown key 'patern'",
      "did you mean 'pattern'?"),
