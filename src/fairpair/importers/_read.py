@@ -144,7 +144,28 @@ def read_jsonl(path: Path, text: str) -> Iterator[Located | RowProblem]:
         except ValidationError as exc:
             yield _problem_from_validation(exc, path, line)
             continue
+        twice = _key_twice(ln)
+        if twice is not None:  # the JSON parser keeps the last value and drops the first without a word
+            yield RowProblem(path, line, twice, f"key '{twice}' appears twice in one object; give it once")
+            continue
         yield Located(path, line, row)
+
+
+def _key_twice(text: str) -> str | None:
+    """The first key that appears twice in one JSON object of ``text`` (at any depth), or None."""
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in items]
+        if not found:
+            found.extend(k for i, k in enumerate(keys) if k in keys[:i])
+        return dict(items)
+
+    try:
+        json.loads(text, object_pairs_hook=pairs)
+    except ValueError:  # pydantic read it: what json cannot read is left to it
+        return None
+    return found[0] if found else None
 
 
 # ---------------------------------------------------------------- interchange CSV
