@@ -28,7 +28,8 @@ class TargetStatus:
 @dataclass(frozen=True)
 class RunStatus:
     """A run directory's state: battery, targets, measures (measure -> status -> count),
-    whether ``results.json`` and the report exist, and the commands that remain (``todo``)."""
+    whether ``results.json`` and the report exist (``results_unreadable``: it exists but is not JSON, cut
+    short or damaged), and the commands that remain (``todo``)."""
 
     run_dir: Path
     battery: str
