@@ -290,7 +290,7 @@ def _unmeasured(run_dir: Any, measures: list[str]) -> tuple[dict[str, int], int]
 
     st = run_status(_path(run_dir))
     answered = sum(t.answered for t in st.targets)
-    left = {m: answered - sum(st.measures.get(m, {}).get(k, 0) for k in ("ok", "missing")) for m in measures}
+    left = {m: answered - st.measured(m) for m in measures}
     return {m: n for m, n in left.items() if n > 0}, answered
 
 

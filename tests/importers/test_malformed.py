@@ -12,6 +12,7 @@ from fairpair.cli import main
 from fairpair.errors import FairpairError
 from fairpair.importers import import_answers
 from import_helpers import RECORDS_MAPPING, import_battery, write_jsonl, write_yaml
+from tests.run_helpers import run_cli
 
 
 def _row(set_id: str = "t1/r0/p0", group: str = "espana", name: str = "Lucía", **kw) -> dict:
@@ -128,6 +129,35 @@ def test_bad_rows(tmp_path, bat, change, line, key, message):
     assert message in err.message, err.format()
 
 
+@pytest.mark.parametrize("change, key", [
+    (lambda r: r.update(measures={"words": float("nan")}), "measures.words"),
+    (lambda r: r.update(measures={"refund": float("-inf")}), "measures.refund"),
+    (lambda r: r.update(latency_s=float("inf")), "latency_s"),
+])
+def test_nan_and_infinity_are_refused_with_their_key(tmp_path, bat, capsys, change, key):
+    """Python's json writes NaN and Infinity, and the strict reader took them: a NaN count stopped the
+    import with an internal error (exit 1), a NaN yes/no was reported as 'a valid boolean' with two more
+    problems in the row, an infinite latency was stored."""
+    rows = _good_rows()
+    change(rows[1])
+    src = write_jsonl(tmp_path / "a.jsonl", rows)
+    code, _, err = run_cli(["import-answers", src, "-b", bat, "-o", tmp_path / "run"], capsys)
+    assert code == 2, err
+    assert f"{src}:2: [{key}] Input should be a finite number" in err
+    assert "more problem(s) in this row" not in err and "internal error" not in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_key_given_twice_in_a_row(tmp_path, bat):
+    """JSON parsers keep the last of two equal keys: the first value was dropped without a word."""
+    lines = [json.dumps(r, ensure_ascii=False) for r in _good_rows()]
+    lines[2] = lines[2].replace('"groups": {"origen": "rumania"}', '"groups": {"origen": "rumania", "origen": "magreb"}')
+    lines[4] = lines[4].replace('{"set": "s2"', '{"set": "s9", "set": "s2"')
+    err = _fails(tmp_path, _lines(tmp_path, "\n".join(lines) + "\n"), bat)
+    assert (err.line, err.key, err.message) == (3, "origen", "key 'origen' appears twice in one object; give it once")
+    assert "1 more problem(s): line 5 [set]" in err.hint
+
+
 def test_one_name_in_two_groups(tmp_path):
     bat = write_yaml(tmp_path / "import.yaml", import_battery(variants=False))
     rows = _good_rows()
@@ -212,6 +242,25 @@ def test_csv_bad_rows(tmp_path, bat, body, line, key, message):
     err = _fails(tmp_path, _csv(tmp_path, CSV_HEAD + body), bat)
     assert (err.line, err.key) == (line, key), err.format()
     assert message in err.message
+
+
+@pytest.mark.parametrize("drop, key, message", [
+    ("set", "set", "no 'set' column; every row needs one"),
+    ("template", "template", "no 'template' column"),
+    ("prompt", "prompt", "no 'prompt' column (nor 'messages')"),
+    ("answer", "answer", "no 'answer' column (nor 'error')"),
+])
+def test_csv_without_a_required_column_is_one_error_at_the_header(tmp_path, bat, capsys, drop, key, message):
+    """Before: one problem per row ('missing required key' on each, or 'give either answer or error' with
+    no key), the first at line 2."""
+    cols = CSV_HEAD.strip().split(",")
+    rows = [r.split(",") for r in ("s1,t1,espana,Lucía,Hola,ok,true", "s1,t1,magreb,Fátima,Hola,ok,false")]
+    keep = [i for i, c in enumerate(cols) if c != drop]
+    src = _csv(tmp_path, "\n".join(",".join(r[i] for i in keep) for r in [cols, *rows]) + "\n")
+    err = _fails(tmp_path, src, bat)
+    assert (err.line, err.key) == (1, key) and message in err.message, err.format()
+    code, _, text = run_cli(["import-answers", src, "-b", bat, "-o", tmp_path / "run"], capsys)
+    assert code == 2 and f"{src}:1: [{key}] {message}" in text
 
 
 def test_csv_bad_header_and_json_cells(tmp_path, bat):
@@ -327,6 +376,20 @@ def test_what_the_rows_leave_out_is_said_loudly(tmp_path, bat, capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "warning: 1 matched set(s) have a single member" in out
     assert "warning: attribute 'origen': no row has group(s) rumania" in out
+
+
+def test_a_target_option_no_row_uses_is_said_loudly(tmp_path, bat, capsys):
+    """Every row names its target: --target did nothing, and nothing said so."""
+    src = write_jsonl(tmp_path / "a.jsonl", [dict(r, target="bot_a") for r in _good_rows()])
+    code, out, _ = run_cli(["import-answers", src, "-b", bat, "-o", tmp_path / "run", "--target", "bot_b",
+                            "--no-measure", "--no-report"], capsys)
+    assert code == 0
+    assert "warning: --target 'bot_b' names no answer: every row names its own target (bot_a)" in " ".join(out.split())
+    assert import_answers(src, bat, tmp_path / "run2").warnings == []  # not given: nothing to say
+    rows = _good_rows()
+    rows[0]["target"] = "bot_a"  # some rows use it: no warning
+    assert import_answers(write_jsonl(tmp_path / "b.jsonl", rows), bat, tmp_path / "run3",
+                          target="bot_b").targets == ["bot_a", "bot_b"]
 
 
 @pytest.mark.parametrize("edit, line, key, message, hint", [

@@ -16,6 +16,7 @@ from fairpair.measures import measure_run
 from fairpair.measures import score_label_files
 from fairpair.run import RunSettings, Store, execute_run
 from fairpair.targets._base import Completion
+from tests.run_helpers import run_cli
 
 NAMES = ["Lucía", "Carmen", "Fátima", "Aicha"]
 
@@ -165,3 +166,69 @@ def test_export_never_overwrites_labels_the_raters_filled_in(exported, judged_ru
         main(["calibrate", "export", str(judged_run), "-o", str(exported.with_name("other.csv"))])
     assert exc.value.code == 2 and not exported.with_name("other.csv").exists()
     assert "other.key.csv: already exists" in " ".join(capsys.readouterr().err.split())
+
+
+def _labelled(exported, values=("3", "", "2")):
+    return [{"sample_id": r["sample_id"], **dict(zip(("courtesy", "condescension", "distrust"), values))}
+            for r in read_csv(exported)]
+
+
+def test_a_bad_label_names_the_line_its_row_starts_on(exported, judged_run, tmp_path, capsys):
+    """The rows carry the masked prompt and answer, several lines each: the error named the row's last line."""
+    rows = read_csv(exported)
+    rows[3]["courtesy"] = "9"
+    write_csv(tmp_path / "bad.csv", rows, list(rows[0]))
+    text = (tmp_path / "bad.csv").read_text(encoding="utf-8")
+    start = text[: text.index(rows[3]["sample_id"])].count("\n") + 1
+    assert text.count("\n", 0, text.index(rows[4]["sample_id"])) + 1 > start + 1  # the row spans lines
+    code, _, err = run_cli(["calibrate", "score", judged_run, tmp_path / "bad.csv"], capsys)
+    assert code == 2
+    assert f"bad.csv:{start}: [courtesy] label '9' is not a level of 'courtesy'" in err
+
+
+def test_one_file_given_twice_is_an_error(exported, judged_run, tmp_path, capsys):
+    """Before: scored as two raters who agree on everything (the humans' kappa and alpha inflated)."""
+    write_csv(tmp_path / "ana.csv", _labelled(exported), ["sample_id", "courtesy", "condescension", "distrust"])
+    code, _, err = run_cli(["calibrate", "score", judged_run, tmp_path / "ana.csv",
+                            f"{tmp_path}/./ana.csv"], capsys)
+    assert code == 2
+    assert "ana.csv: this labels file is given twice" in err
+
+
+def test_a_key_file_that_is_not_utf8_or_of_another_run(exported, judged_run, tmp_path, capsys):
+    write_csv(tmp_path / "ana.csv", _labelled(exported), ["sample_id", "courtesy", "condescension", "distrust"])
+    key = exported.with_name("labels.key.csv").read_text(encoding="utf-8")
+    (tmp_path / "k16.csv").write_text(key, encoding="utf-16")  # before: an internal error, exit 1
+    code, _, err = run_cli(["calibrate", "score", judged_run, tmp_path / "ana.csv", "--key", tmp_path / "k16.csv"],
+                           capsys)
+    assert code == 2 and "k16.csv: not UTF-8 text" in err and "internal error" not in err
+    # the same sample ids pointing at cases of another run: before, "run `fairpair measure` first"
+    lines = key.splitlines()
+    other = [lines[0]] + [",".join(f[:2] + ["0" * 20] + f[3:]) for f in (ln.split(",") for ln in lines[1:])]
+    (tmp_path / "kother.csv").write_text("\n".join(other) + "\n", encoding="utf-8")
+    code, _, err = run_cli(["calibrate", "score", judged_run, tmp_path / "ana.csv", "--key",
+                            tmp_path / "kother.csv"], capsys)
+    assert code == 2
+    assert f"kother.csv: {len(lines) - 1} of the key's {len(lines) - 1} samples name a case that is not in this run" in err
+
+
+def test_two_raters_who_never_agree_are_still_scored(exported, judged_run, tmp_path):
+    """No item has a human consensus: the disagreement by group (judge vs consensus) cannot be computed.
+    Before, that stopped the whole score (exit 2, 'need at least two groups, got []')."""
+    fields = ["sample_id", "courtesy", "condescension", "distrust"]
+    write_csv(tmp_path / "ana.csv", _labelled(exported, ("4", "1", "2")), fields)
+    write_csv(tmp_path / "luis.csv", _labelled(exported, ("3", "2", "1")), fields)
+    reports = score_label_files(judged_run, [tmp_path / "ana.csv", tmp_path / "luis.csv"])
+    rep = reports["courtesy"]
+    assert rep.n_items == 12 and rep.n_consensus == 0 and rep.disagreement is None
+    assert rep.mean_human_kappa == pytest.approx(cohen_kappa_score([4] * 12, [3] * 12, weights="quadratic",
+                                                                   labels=[1, 2, 3, 4, 5]))
+    assert any("disagreement by group: not computed" in n for n in rep.notes)
+
+
+def test_a_single_labelled_sample_is_an_error(exported, judged_run, tmp_path, capsys):
+    rows = _labelled(exported)[:1]
+    write_csv(tmp_path / "one.csv", rows, list(rows[0]))
+    code, _, err = run_cli(["calibrate", "score", judged_run, tmp_path / "one.csv"], capsys)
+    assert code == 2
+    assert "one.csv: 'courtesy': only 1 labelled sample has a judge score; agreement needs at least 2" in err

@@ -132,8 +132,8 @@ def compare_runs(before: Path | str, after: Path | str) -> Comparison:
     ba, da = _load(Path(before))
     bb, db = _load(Path(after))
     if ba.name != bb.name:
-        raise FairpairError(f"the runs come from different batteries ('{ba.name}' and '{bb.name}'); "
-                            "compare runs of the same battery", file=after)
+        raise FairpairError(f"the runs come from different batteries: {before} is '{ba.name}', {after} is "
+                            f"'{bb.name}'; compare runs of the same battery", file=after)
     notes: list[str] = []
     plan = ba.analysis
     if ba.analysis != bb.analysis:

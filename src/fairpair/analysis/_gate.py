@@ -174,13 +174,15 @@ def junit_xml(res: Results, *, on_inconclusive: bool = False, worse: list | None
 class GateOutcome:
     """The gate's decision: ``code`` (0 pass, 1 fail), the ``results`` it judged, the primary
     comparisons that got significantly ``worse`` than the baseline run, ``on_inconclusive`` and
-    ``on_insufficient``."""
+    ``on_insufficient``; ``baseline_notes``: what the comparison with the baseline could not compare
+    (a measure stored in one run only, no target in common), to be shown as warnings."""
 
     code: int
     results: Results
     worse: list
     on_inconclusive: bool
     on_insufficient: bool = False
+    baseline_notes: tuple[str, ...] = ()
 
 
 def _num(x: float | None, binary: bool) -> str:
@@ -293,10 +295,21 @@ def gate_outcome(run_dir: Path | str, *, on_inconclusive: bool = False, baseline
     bad = any(failing(c, on_inconclusive=on_inc, on_insufficient=on_ins) for c in res.comparisons + pairs) or \
         any(_fails(q.verdict, on_inconclusive=on_inc, on_insufficient=on_ins) for q in ratios)
     worse = []
+    notes: tuple[str, ...] = ()
     if baseline is not None:
         from fairpair.analysis._compare import compare_runs
 
-        worse = [r for r in compare_runs(baseline, run_dir).worse if r.primary]
+        if Path(baseline).resolve() == Path(run_dir).resolve():
+            raise FairpairError("--baseline is the run being gated: a run never got worse than itself",
+                                file=baseline, hint="give the run directory of an earlier run of this battery")
+        cmp = compare_runs(baseline, run_dir)
+        if not any(r.primary and r.n_sets for r in cmp.rows):  # asked for a regression check that checks nothing
+            raise FairpairError("--baseline: no primary comparison could be compared with this earlier run ("
+                                + ("; ".join(cmp.notes) or "no matched set in common") + ")", file=baseline,
+                                hint=f"run `fairpair measure {baseline}` if it was not measured, or give a "
+                                     "baseline run of the same battery and target")
+        worse = [r for r in cmp.worse if r.primary]
+        notes = tuple(cmp.notes)
         bad = bad or bool(worse)
     if junit is not None:
         try:
@@ -311,4 +324,4 @@ def gate_outcome(run_dir: Path | str, *, on_inconclusive: bool = False, baseline
                             + (prim[0].design_reason or "insufficient design") + ")", file=run_dir,
                             hint="enlarge the battery, declare `analysis: {generalize: {names: fixed}}`, or pass "
                                  "--on-insufficient to fail the gate instead")
-    return GateOutcome(1 if bad else 0, res, worse, on_inc, on_ins)
+    return GateOutcome(1 if bad else 0, res, worse, on_inc, on_ins, notes)

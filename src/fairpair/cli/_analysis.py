@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 
 from fairpair.cli._app import app, console
+from fairpair.cli._common import warn_in_use
 from fairpair.cli._options import JsonOpt, RunArg
 
 
@@ -44,12 +45,15 @@ def gate(run: RunArg,
     """
     from fairpair.analysis import gate_lines, gate_outcome
 
+    warn_in_use(run, "the gate judges")
     outcome = gate_outcome(run, on_inconclusive=on_inconclusive, baseline=baseline, junit=junit,
                            on_insufficient=on_insufficient)
     code = outcome.code
     lines = gate_lines(outcome)
     for line in lines:  # failing comparisons and regressions first, each with its numbers
         console.print(escape(line), soft_wrap=True)
+    for note in outcome.baseline_notes:  # what the regression check against --baseline left out
+        console.print(f"[yellow]warning:[/yellow] --baseline {escape(str(baseline))}: {escape(note)}", soft_wrap=True)
     n_fail = sum(1 for line in lines if line.startswith(("FAIL", "WORSE")))
     console.print("gate: " + (f"[red]failed[/red] ({n_fail} of the lines above)" if code
                               else "[green]passed[/green]"))

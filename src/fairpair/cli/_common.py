@@ -75,3 +75,15 @@ def warn_ambiguous_names(b) -> None:
                       f"common words of '{escape(b.language)}': they are masked only where used as a name "
                       "(after a title or greeting, or capitalised mid-sentence); prefer unambiguous variants",
                       soft_wrap=True)
+
+
+def warn_in_use(run: Path, what: str) -> None:
+    """Warn that another process (a ``run`` or ``measure``) is writing ``run``: ``what`` (``"the report
+    shows"``, ...) only what was stored so far."""
+    from fairpair.store import RunLock
+
+    holder = RunLock.holder(run)
+    if holder is not None:
+        console.print(f"[yellow]warning:[/yellow] {escape(str(run))} is in use by {escape(holder)} (a run or "
+                      f"measure is writing it): {what} only what was stored so far; run this again when "
+                      "it has finished", soft_wrap=True)

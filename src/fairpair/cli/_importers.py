@@ -29,8 +29,9 @@ def import_answers_cmd(
     fmt: Annotated[ImportFormat, choice(ImportFormat, "--format", help="auto (by extension, or chat-completions "
                                         "when the battery has 'records'), jsonl, csv or chat-completions.")]
     = ImportFormat.auto,
-    target: Annotated[str, typer.Option("--target", help="Name of the system that answered, for rows that "
-                                                         "name none.")] = "imported",
+    target: Annotated[Optional[str], typer.Option("--target", help="Name of the system that answered, for rows "
+                                                                   "that name none (default: imported).",
+                                                  show_default=False)] = None,
     measure_stage: MeasureStageOpt = True,
     analyze_stage: AnalyzeStageOpt = True,
     report_stage: ReportStageOpt = True,

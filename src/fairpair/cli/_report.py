@@ -9,6 +9,7 @@ import typer
 from rich.text import Text
 
 from fairpair.cli._app import app, console
+from fairpair.cli._common import warn_in_use
 from fairpair.cli._options import ExportFormat, LangOpt, RunArg, choice, out_option
 
 
@@ -24,6 +25,7 @@ def report(
     """Write the HTML, Markdown and JSON report of a run and print its verdicts."""
     from fairpair import pipeline
 
+    warn_in_use(run, "the report shows")
     res = pipeline.report(run, pipeline.Settings(console=console, language=lang.value if lang else None,
                                                  evidence=evidence, report_out=out))
     paths = res.output
@@ -41,5 +43,6 @@ def export(
     """Write the run's answers, measurements and results as CSV or Parquet tables."""
     from fairpair.report import export_run
 
+    warn_in_use(run, "the tables hold")
     for name, path in export_run(run, fmt=fmt.value, out=out).items():
         console.print(Text(f"{name}: {path}"), soft_wrap=True)

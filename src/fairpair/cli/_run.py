@@ -218,7 +218,9 @@ def status(run: RunArg) -> None:
                       f"{c.get('failed', 0)} failed")
     for k, n in st.events.items():
         console.print(f"events: {escape(k)} x {n}")
-    console.print(f"analysis: {'results.json written' if st.analyzed else 'not run'}; "
+    analysis = "results.json unreadable (cut short or damaged)" if st.results_unreadable else \
+        "results.json written" if st.analyzed else "not run"
+    console.print(f"analysis: {analysis}; "
                   f"report: {'written' if st.reported else 'not written'}")
     if st.todo:
         console.print("left to do:")

@@ -34,7 +34,7 @@ __all__ = ["AnswerRow", "RowMessage", "RowToolCall", "ImportBattery", "ImportAtt
 #: Ids of templates, designs and the battery: letters, digits, ``_``, ``.`` and ``-`` (as in a battery).
 ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
 _Id = Annotated[str, Field(pattern=ID_PATTERN)]
-_Value = StrictBool | StrictInt | StrictFloat | None
+_Value = StrictBool | StrictInt | Annotated[StrictFloat, Field(allow_inf_nan=False)] | None
 
 
 class _Strict(BaseModel):
@@ -124,7 +124,7 @@ class AnswerRow(_Strict):
     finish_reason: str | None = None
     prompt_tokens: int | None = Field(None, ge=0)
     completion_tokens: int | None = Field(None, ge=0)
-    latency_s: float | None = Field(None, ge=0)
+    latency_s: float | None = Field(None, ge=0, allow_inf_nan=False)
     system_fingerprint: str | None = None
 
     @model_validator(mode="after")

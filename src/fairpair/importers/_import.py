@@ -305,11 +305,12 @@ class _CaseDraft:
 class _Builder:
     """Checks the rows against the import battery and each other, and builds the cases."""
 
-    def __init__(self, li: LoadedImport, fmt: str, default_target: str):
+    def __init__(self, li: LoadedImport, fmt: str, default_target: str, *, target_given: bool = False):
         self.li = li
         self.b = li.battery
         self.csv = fmt == "csv"
         self.default_target = default_target
+        self.target_given = target_given  # --target given: a warning if no row uses it
         self.problems = _Problems()
         self.seen_variants: dict[str, dict[str, dict[str, None]]] = {a: {g: {} for g in at.groups}
                                                                       for a, at in self.b.attributes.items()}
@@ -610,7 +611,7 @@ def _check_destination(out: Path) -> None:
 
 
 def import_answers(source: str | Path, battery: str | Path, out: str | Path, *, fmt: str = "auto",
-                   target: str = "imported") -> ImportResult:
+                   target: str | None = None) -> ImportResult:
     """Import answers (interchange JSONL/CSV, or chat-completion records) into a new run directory.
 
     Parameters
@@ -625,7 +626,8 @@ def import_answers(source: str | Path, battery: str | Path, out: str | Path, *, 
     fmt:
         ``auto``, ``jsonl``, ``csv`` or ``chat-completions``.
     target:
-        Name of the system that answered, for rows that do not name one.
+        Name of the system that answered, for rows that do not name one (``None``: ``imported``).
+        Given, and every row names its own: a warning says it named nothing.
 
     Returns
     -------
@@ -641,12 +643,13 @@ def import_answers(source: str | Path, battery: str | Path, out: str | Path, *, 
     source, out = Path(source), Path(out)
     li = load_import_battery(battery)
     fmt = resolve_format(fmt, source, li)
+    given, target = target is not None, target if target is not None else "imported"
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*", target):
         raise FairpairError(f"target name {target!r} is not a valid id (letters, digits, '_', '.', '-')",
                             key="target")
     _check_destination(out)
     items, sources = read_rows(source, fmt, li.battery.records, li.where)
-    builder = _Builder(li, fmt, target)
+    builder = _Builder(li, fmt, target, target_given=given)
     for it in items:
         if isinstance(it, RowProblem):
             builder.problems.items.append(it)
@@ -808,5 +811,9 @@ def _warnings(builder: _Builder, battery: Battery, per_design: dict[str, dict[st
         unused = [g for g in at.groups if g not in used[a]]
         if unused:
             out.append(f"attribute '{a}': no row has group(s) {', '.join(unused)}")
+    if builder.target_given and all(loc.row.target is not None for loc, _, _ in builder.rows):
+        named = sorted({t for _, t, _ in builder.rows})
+        out.append(f"--target '{builder.default_target}' names no answer: every row names its own target "
+                   f"({', '.join(named)})")
     return out
 

@@ -28,7 +28,7 @@ from fairpair.importers._format import (
 
 __all__ = ["Located", "RowProblem", "Source", "read_rows", "read_text", "FORMATS"]
 
-#: ``--format`` values: ``auto`` picks by extension (``.jsonl``/``.ndjson``/``.json`` interchange rows,
+#: ``--format`` values: ``auto`` picks by extension (``.jsonl``/``.ndjson`` interchange rows,
 #: ``.csv``), or ``chat-completions`` when the battery has a ``records`` mapping.
 FORMATS = ("auto", "jsonl", "csv", "chat-completions")
 
@@ -69,12 +69,14 @@ class Source:
 def _problem_from_validation(exc: ValidationError, file: Path, line: int | None, *, csv_names: bool = False,
                              prefix: str = "") -> RowProblem:
     """The first problem of a row's validation error, with the key as the file spells it."""
-    err = exc.errors()[0]
+    errs = exc.errors()
+    err = errs[0]
     loc = [p for p in err["loc"]]
     if err["type"] == "json_invalid":
         return RowProblem(file, line, None, f"not valid JSON: {err.get('ctx', {}).get('error', err['msg'])}")
     if loc and loc[0] == "measures" and len(loc) > 2:  # the union member pydantic tried (bool, int, float)
-        loc = loc[:2]
+        loc = loc[:2]  # NaN or infinity: the float member's error says what is wrong
+        err = next((e for e in errs if e["loc"][:2] == err["loc"][:2] and e["type"] == "finite_number"), err)
     key = ".".join(str(p) for p in loc) or None
     if csv_names and loc and loc[0] in ("groups", "variants", "measures") and len(loc) > 1:
         key = {"groups": "group.", "variants": "variant.", "measures": "measure."}[loc[0]] + str(loc[1])
@@ -95,7 +97,8 @@ def _problem_from_validation(exc: ValidationError, file: Path, line: int | None,
                "starting with a letter, digit or '_'")
     elif err.get("input") is not None and not isinstance(err.get("input"), (dict, list)):
         msg += f" (got {err['input']!r:.60})"
-    more = len(exc.errors()) - 1
+    # the members of a measure's union (bool, int, float) each fail on one value: one problem
+    more = len({tuple(e["loc"][:2]) if e["loc"][:1] == ("measures",) else tuple(e["loc"]) for e in errs}) - 1
     if more:
         hint = (hint + "; " if hint else "") + f"{more} more problem(s) in this row"
     return RowProblem(file, line, key, msg, hint)
@@ -141,7 +144,28 @@ def read_jsonl(path: Path, text: str) -> Iterator[Located | RowProblem]:
         except ValidationError as exc:
             yield _problem_from_validation(exc, path, line)
             continue
+        twice = _key_twice(ln)
+        if twice is not None:  # the JSON parser keeps the last value and drops the first without a word
+            yield RowProblem(path, line, twice, f"key '{twice}' appears twice in one object; give it once")
+            continue
         yield Located(path, line, row)
+
+
+def _key_twice(text: str) -> str | None:
+    """The first key that appears twice in one JSON object of ``text`` (at any depth), or None."""
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in items]
+        if not found:
+            found.extend(k for i, k in enumerate(keys) if k in keys[:i])
+        return dict(items)
+
+    try:
+        json.loads(text, object_pairs_hook=pairs)
+    except ValueError:  # pydantic read it: what json cannot read is left to it
+        return None
+    return found[0] if found else None
 
 
 # ---------------------------------------------------------------- interchange CSV
@@ -190,6 +214,11 @@ def read_csv(path: Path, text: str) -> Iterator[Located | RowProblem]:
         dup = sorted({h for h in header if header.count(h) > 1})
         if dup:
             raise FairpairError(f"column '{dup[0]}' appears twice", file=path, line=1, key=dup[0])
+        for need in (("set",), ("template",), ("prompt", "messages"), ("answer", "error")):
+            if not any(h in header for h in need):  # else every row would fail on it, one by one
+                raise FairpairError(f"no '{need[0]}' column" + (f" (nor '{need[1]}')" if len(need) > 1 else "")
+                                    + "; every row needs one", file=path, line=1, key=need[0],
+                                    hint="`fairpair answers-schema` lists the columns")
         prev_end = 1
         while True:
             try:

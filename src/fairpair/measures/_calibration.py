@@ -296,7 +296,8 @@ class CalibrationReport:
         or no human label are left out).
     disagreement:
         Judge-vs-consensus disagreement by group (``None`` without a group
-        column).
+        column, or when the items with a human consensus cover fewer than two
+        groups: a note says so).
     n_consensus:
         Items with a human consensus.
     notes:
@@ -434,9 +435,13 @@ def score_labels(
     confusion = confusion_matrix(judge, consensus, labs)
     disagreement = None
     if group_col is not None:
-        disagreement = disagreement_by_group(
-            judge, consensus, _as_1d(df[group_col], group_col), ordinal=ordinal, labels=labs
-        )
+        groups = _as_1d(df[group_col], group_col)
+        covered = {g for j, c, g in zip(judge, consensus, groups) if j is not None and c is not None and g is not None}
+        if len(covered) >= 2:
+            disagreement = disagreement_by_group(judge, consensus, groups, ordinal=ordinal, labels=labs)
+        else:  # e.g. two raters who never agree: the coefficients above still stand
+            notes.append(f"disagreement by group: not computed, the items with a human consensus cover "
+                         f"{len(covered)} group(s) ({', '.join(map(str, sorted(covered, key=str))) or 'none'})")
     for name, res in [*(("kappa judge vs " + c, k) for c, k in kappas.items()),
                       ("Fleiss humans", fleiss_h), ("Fleiss with judge", fleiss_j),
                       ("alpha humans", kripp_h), ("alpha with judge", kripp_j),

@@ -150,6 +150,11 @@ def _read_key(run_store, key: Path | None) -> dict[str, tuple[str, str]]:
                 rows = list(csv.DictReader(fh))
         except OSError as exc:
             raise FairpairError(f"cannot read the key file: {exc.strerror}", file=key) from None
+        except UnicodeDecodeError as exc:
+            raise FairpairError(f"not UTF-8 text (byte {exc.start}: {exc.reason}); give the key file "
+                                "`fairpair calibrate export` wrote, as it was", file=key) from None
+        except csv.Error as exc:
+            raise FairpairError(f"not a readable CSV file: {exc}", file=key) from None
         if rows and not {"sample_id", "target", "case_id"} <= set(rows[0]):
             raise FairpairError("the key file needs columns sample_id, target, case_id", file=key)
         return {r["sample_id"]: (r["target"], r["case_id"]) for r in rows}
@@ -178,8 +183,8 @@ def _read_labels(path: Path, dims: list[str], levels: dict[str, set[int]], known
 
 def _parse_labels(fh, path: Path, dims: list[str], levels: dict[str, set[int]], known: dict[str, Any]
                   ) -> dict[str, dict[str, int | None]]:
-    reader = csv.DictReader(fh)
-    cols = reader.fieldnames or []
+    reader = csv.reader(fh)
+    cols = next(reader, None) or []
     dup = sorted({c for c in cols if cols.count(c) > 1})
     if dup:
         raise FairpairError(f"column(s) {dup} appear more than once", file=path, line=1, key=dup[0])
@@ -189,8 +194,12 @@ def _parse_labels(fh, path: Path, dims: list[str], levels: dict[str, set[int]], 
         raise FairpairError(f"missing column(s) {missing}", file=path, line=1,
                             hint=f"a labels file needs the columns {', '.join(need)}")
     out: dict[str, dict[str, int | None]] = {}
-    for row in reader:
-        line = reader.line_num
+    end = reader.line_num
+    for cells in reader:
+        line, end = end + 1, reader.line_num  # the row's first line: a masked answer spans several
+        if not cells:
+            continue
+        row = dict(zip(cols, cells))
         sid = (row.get("sample_id") or "").strip()
         if sid not in known:
             raise FairpairError(f"unknown sample id {sid!r}", file=path, line=line, key="sample_id",
@@ -220,7 +229,8 @@ def score_label_files(run_dir: Path, files: list[Path], *, measure: str | None =
     """Score one or more raters' label files against the judge; returns dimension -> CalibrationReport.
 
     Raises FairpairError (exit 2) for a missing column, a label outside the
-    rubric's levels, an unknown or duplicated sample id, or nothing to score.
+    rubric's levels, an unknown or duplicated sample id, a file given twice, a
+    ``key`` of another run, or nothing (or a single sample) to score.
     """
     import pandas as pd
 
@@ -237,6 +247,16 @@ def score_label_files(run_dir: Path, files: list[Path], *, measure: str | None =
         if not known:
             raise FairpairError("this run has no calibration export; run `fairpair calibrate export` first",
                                 file=run_dir)
+        cases = {c.id: c for c in store.iter_cases()}
+        foreign = [sid for sid, (_, c) in known.items() if c not in cases]
+        if foreign:  # a key from another run: none of its samples would find a judge score
+            raise FairpairError(f"{len(foreign)} of the key's {len(known)} samples name a case that is not in "
+                                f"this run (first: {foreign[0]} -> case {known[foreign[0]][1]})", file=key,
+                                hint=f"give the key file that `fairpair calibrate export {run_dir}` wrote")
+        resolved = [Path(f).resolve() for f in files]
+        twice = next((f for i, f in enumerate(files) if resolved[i] in resolved[:i]), None)
+        if twice is not None:  # one rater's file given twice would count as two raters who always agree
+            raise FairpairError("this labels file is given twice; give each rater's file once", file=twice)
         dims = list(rubric)
         levels = {d: set(rubric[d]["levels"]) for d in dims}
         raters: dict[str, dict[str, dict[str, int | None]]] = {}
@@ -248,7 +268,6 @@ def score_label_files(run_dir: Path, files: list[Path], *, measure: str | None =
         # a probability-weighted score (scoring: probabilities) is compared at its nearest level
         judged = {d: {(x.target, x.case_id): _nearest_level(x.value)
                       for x in store.measurements(f"{name}.{d}", status="ok")} for d in dims}
-        cases = {c.id: c for c in store.iter_cases()}
     reports = {}
     sids = sorted({s for r in raters.values() for s in r})
     for d in dims:
@@ -264,6 +283,10 @@ def score_label_files(run_dir: Path, files: list[Path], *, measure: str | None =
                          "group": case.group_label() if case else "?"})
         if not rows:
             continue
+        if len(rows) < 2:
+            raise FairpairError(f"'{d}': only 1 labelled sample has a judge score; agreement needs at least 2",
+                                file=files[0] if len(files) == 1 else None,
+                                hint="label more of the exported samples (or run `fairpair measure` on the run)")
         df = pd.DataFrame(rows)
         for r in raters:
             df[r] = df[r].astype(object).where(df[r].notna(), None)

@@ -28,7 +28,8 @@ class TargetStatus:
 @dataclass(frozen=True)
 class RunStatus:
     """A run directory's state: battery, targets, measures (measure -> status -> count),
-    whether ``results.json`` and the report exist, and the commands that remain (``todo``)."""
+    whether ``results.json`` and the report exist (``results_unreadable``: it exists but is not JSON, cut
+    short or damaged), and the commands that remain (``todo``)."""
 
     run_dir: Path
     battery: str
@@ -38,6 +39,17 @@ class RunStatus:
     reported: bool
     todo: list[str]
     events: dict[str, int] = field(default_factory=dict)
+    results_unreadable: bool = False
+
+    def measured(self, measure: str) -> int:
+        """Answers with an ``ok`` or ``missing`` row of ``measure``; a judge measure, stored per rubric
+        dimension (``tono.courtesy``, ...), counts the answers every dimension has."""
+        def done(counts: dict[str, int]) -> int:
+            return sum(counts.get(s, 0) for s in ("ok", "missing"))
+
+        dims = [v for k, v in self.measures.items() if k.startswith(measure + ".")]
+        own = self.measures.get(measure)
+        return done(own) if own or not dims else min(done(v) for v in dims)
 
 
 def _target_status(store, name: str, n_cases: int) -> TargetStatus:
@@ -83,24 +95,36 @@ def run_status(run_dir: Path) -> RunStatus:
                                                      "battery_changed", "target_changed")}
     declared = list((battery.get("measures") or {}).keys())
     for m in declared:
-        measures.setdefault(m, {})
+        if not any(k.startswith(m + ".") for k in measures):  # a judge's rows are its dimensions'
+            measures.setdefault(m, {})
     analyzed = (run_dir / RESULTS_NAME).exists()
+    unreadable = analyzed and not _readable_json(run_dir / RESULTS_NAME)
     reported = (run_dir / "report" / "report.html").exists()
     todo: list[str] = []
     path = battery and _battery_path(run_dir)
     if any(t.left or t.failed for t in targets):
         todo.append(f"fairpair run {path or 'BATTERY'} --out {run_dir}   (sends the cases left and retries the failed)")
+    st = RunStatus(run_dir, battery.get("name", "?"), targets, measures, analyzed, reported, todo,
+                   {k: v for k, v in events.items() if v}, unreadable)
     answered = sum(t.answered for t in targets)
-    if declared and any(sum(v.get(s, 0) for s in ("ok", "missing")) < answered
-                        for k, v in measures.items() if k in declared):
+    if any(st.measured(m) < answered for m in declared):
         todo.append(f"fairpair measure {run_dir}")
     has_plan = bool((battery.get("analysis") or {}).get("comparisons"))
-    if declared and has_plan and not analyzed:
+    if declared and has_plan and (not analyzed or unreadable):
         todo.append(f"fairpair analyze {run_dir}")
     if not reported:
         todo.append(f"fairpair report {run_dir}")
-    return RunStatus(run_dir, battery.get("name", "?"), targets, measures, analyzed, reported, todo,
-                     {k: v for k, v in events.items() if v})
+    return st
+
+
+def _readable_json(path: Path) -> bool:
+    import json
+
+    try:
+        json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _declared_targets(battery: dict[str, Any]) -> list[str]:

@@ -78,6 +78,26 @@ class RunLock:
             fcntl.flock(self.fh.fileno(), fcntl.LOCK_UN)
             self.fh.close()
 
+    @staticmethod
+    def holder(run_dir: Path) -> str | None:
+        """Who holds ``run_dir``'s lock (``"fairpair pid N"``), or ``None``: no other process is writing
+        it. Reads only: a directory without a lock file, or one that cannot be read, is not in use."""
+        path = Path(run_dir) / LOCK_NAME
+        try:
+            fh = open(path, "r")
+        except OSError:
+            return None
+        with fh:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                who = fh.read().strip() or "another process"
+                return None if who == f"fairpair pid {os.getpid()}" else who
+            except OSError:
+                return None
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        return None
+
 
 def plan_hash(loaded: Any) -> str:
     """sha256 (hex) of the pre-registered analysis plan and the measures it relies on
@@ -189,13 +209,11 @@ def write_results(run_dir: Path, text: str) -> None:
     """
     path = Path(run_dir) / RESULTS_NAME
     try:
-        if path.exists():
-            old = path.read_text(encoding="utf-8")
-            if old != text:
-                keep = path.parent / "results.previous"
-                keep.mkdir(exist_ok=True)
-                stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-                shutil.copy2(path, keep / f"results-{stamp}.json")
+        if path.exists() and path.read_bytes() != text.encode("utf-8"):  # bytes: a damaged file is kept too
+            keep = path.parent / "results.previous"
+            keep.mkdir(exist_ok=True)
+            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+            shutil.copy2(path, keep / f"results-{stamp}.json")
         tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)
@@ -222,7 +240,9 @@ def read_results(run_dir: Path) -> Any:
     except (ValueError, OSError) as exc:
         from fairpair.errors import validation_summary
 
-        raise FairpairError(f"unreadable results.json: {validation_summary(exc)}", file=path) from None
+        raise FairpairError(f"unreadable results.json: {validation_summary(exc)}", file=path,
+                            line=exc.lineno if isinstance(exc, json.JSONDecodeError) else None,
+                            hint=_reanalyze_hint(Path(run_dir))) from None
 
 
 def results_current(run_dir: Path) -> bool:
@@ -236,16 +256,22 @@ def results_current(run_dir: Path) -> bool:
     return res_path.exists() and all(res_path.stat().st_mtime >= p.stat().st_mtime for p in store_files)
 
 
-def _read_json(path: Path, what: str) -> dict[str, Any] | None:
+def _read_json(path: Path, what: str, hint: str | None = None) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise FairpairError(f"cannot read the {what}: {exc}", file=path) from None
+        line = exc.lineno if isinstance(exc, json.JSONDecodeError) else None
+        raise FairpairError(f"cannot read the {what}: {exc}", file=path, line=line, hint=hint) from None
     if not isinstance(data, dict):
-        raise FairpairError(f"the {what} is not a JSON object", file=path)
+        raise FairpairError(f"the {what} is not a JSON object", file=path, hint=hint)
     return data
+
+
+def _reanalyze_hint(run_dir: Path) -> str:
+    """How to replace a results.json that is cut short or damaged: it is derived, the store is not touched."""
+    return f"`fairpair analyze {run_dir}` writes it again from the run's store (no answer is lost)"
 
 
 class Run:
@@ -389,7 +415,7 @@ class Run:
             ``fairpair.results/2`` or malformed (its problems listed).
         """
         path = self.path / RESULTS_NAME
-        data = _read_json(path, "analysis results")
+        data = _read_json(path, "analysis results", _reanalyze_hint(self.path))
         if data is None or not validate:
             return data
         schema = data.get("schema")
