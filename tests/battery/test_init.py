@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -25,7 +26,8 @@ def test_every_starter_battery_validates(tmp_path, language, target):
     path.write_text(starter_battery(InitChoices(language=language, target=target)), encoding="utf-8")
     lb = load_battery(path)
     b = lb.battery
-    assert b.language == language and len(b.templates) == 3 and len(b.analysis.comparisons) == 2
+    assert b.language == language and len(b.templates) == 8 and len(b.analysis.comparisons) == 2
+    assert b.repetitions == 4 and all(g.take == 8 for g in next(iter(b.attributes.values())).groups.values())
     assert b.target.kind == TARGET_PRESETS[target]["kind"]
     if TARGET_PRESETS[target]["url"] and b.target.kind == "openai":
         assert b.target.options()["base_url"] == TARGET_PRESETS[target]["url"]
@@ -41,7 +43,7 @@ def test_init_writes_a_battery_that_runs(tmp_path, capsys, monkeypatch):
     assert "next: fairpair plan battery.yaml; fairpair check battery.yaml" in out
     code, out = _cli(capsys, "run", "battery.yaml", "--out", "run", "-q", "--no-report")
     assert code == 0, out
-    assert "target mock: 18/18 answered, 0 failed" in out
+    assert "target mock: 512/512 answered, 0 failed" in out  # 8 templates x 2 groups x 8 names x 4 repetitions
     code, out = _cli(capsys, "init")  # never overwrites
     assert code == 2 and "already exists; fairpair init never overwrites a file" in out
 
@@ -115,3 +117,79 @@ def test_the_readme_walk_with_a_refused_port(tmp_path, capsys, monkeypatch):
     assert time.monotonic() - t0 < 20
     code, out = _cli(capsys, *shlex.split(commands[2].split("&&")[1])[1:])  # fairpair status
     assert code == 0 and "1 failed" in out and "left to do:" in out
+
+
+# ------------------------------------------------------------------ the starter can give a verdict
+
+
+def _refund_rates(run_dir) -> dict[str, float]:
+    """Share of answers with a refund per group, read straight from the store with sqlite3."""
+    from run_helpers import rows
+
+    got: dict[str, list[bool]] = {}
+    for group, value in rows(run_dir, "SELECT json_extract(c.data, '$.groups.origen'), m.value FROM measurements m "
+                                      "JOIN cases c USING (case_id) WHERE m.measure = 'reembolso' AND m.status = 'ok'"):
+        got.setdefault(group, []).append(value == "true")
+    return {g: sum(v) / len(v) for g, v in got.items()} | {f"n_{g}": len(v) for g, v in got.items()}
+
+
+def _comparison(run_dir, measure: str) -> dict:
+    import json
+
+    res = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
+    return next(c for c in res["comparisons"] if c["measure"] == measure)
+
+
+def test_the_starter_finds_the_mock_s_planted_gap(tmp_path, capsys, monkeypatch):
+    """The starter was 3 templates x 3 names x 1 repetition: with templates and names random every comparison
+    was 'insufficient design' whatever the target did. Now: `init --target ollama` prints the one command
+    that writes the same battery on the mock (with its planted gap: Maghrebi names refunded 45% of the time
+    instead of 70%), and that command's run ends in a fail for the refund comparison (exit 1 with --gate)."""
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    code, out = _cli(capsys, "init", "shop.yaml", "--target", "ollama")
+    assert code == 0, out
+    hint = " ".join(out.split()).split("offline first? the same battery on the mock target, with a planted gap: ",
+                                       1)[1]
+    assert hint == ("fairpair init shop_mock.yaml --target mock --lang es --groups es/spain/female,es/maghreb/female "
+                    "&& fairpair run shop_mock.yaml")
+    first, second = (shlex.split(part)[1:] for part in hint.split("&&"))
+    code, out = _cli(capsys, *first)
+    assert code == 0, out
+    assert "the es/maghreb/female names get a refund 45% of the time, the others 70%" in " ".join(out.split())
+    real, mock = (yaml.safe_load(Path(f).read_text(encoding="utf-8")) for f in ("shop.yaml", "shop_mock.yaml"))
+    assert real.pop("target")["kind"] == "openai"
+    assert mock.pop("target") == {"kind": "mock", "language": "es", "bias": {"maghreb": {"refund": 0.45}}}
+    assert real == mock  # the same battery, only the target differs
+    code, out = _cli(capsys, *second, "--out", "run", "-q", "--no-report", "--gate")
+    assert code == 1, out  # --gate: a pre-registered comparison fails
+    rates = _refund_rates(tmp_path / "run")
+    assert rates == {"spain": 181 / 256, "maghreb": 109 / 256, "n_spain": 256, "n_maghreb": 256}
+    c = _comparison(tmp_path / "run", "reembolso")
+    assert (c["group_a"], c["group_b"], c["n_pairs"], c["n_clusters"]) == ("maghreb", "spain", 256, 8)
+    assert (c["n_names_a"], c["n_names_b"], c["design_reason"]) == (8, 8, None)
+    # the balanced crossed design's group means are the plain rates
+    assert c["value_a"] == pytest.approx(109 / 256) and c["value_b"] == pytest.approx(181 / 256)
+    assert c["estimate"] == pytest.approx((109 - 181) / 256)
+    assert c["verdict"] == "fail" and c["ci"][1] < -0.05 < 0 and c["ci"][0] < -0.25 < c["ci"][1]
+    assert _comparison(tmp_path / "run", "palabras")["verdict"] == "pass"
+
+
+def test_the_starter_without_the_planted_gap_does_not_fail(tmp_path, capsys, monkeypatch):
+    import re
+
+    monkeypatch.chdir(tmp_path)
+    code, out = _cli(capsys, "init", "b.yaml")
+    assert code == 0, out
+    text = Path("b.yaml").read_text(encoding="utf-8")
+    clean = re.sub(r"\n  bias:[^\n]*\n    maghreb: \{refund: 0\.45\}[^\n]*", "", text)
+    assert clean != text and "bias" not in yaml.safe_load(clean)["target"]
+    Path("b.yaml").write_text(clean, encoding="utf-8")
+    code, out = _cli(capsys, "run", "b.yaml", "--out", "run", "-q", "--no-report", "--gate")
+    assert code == 0, out
+    rates = _refund_rates(tmp_path / "run")
+    assert rates == {"spain": 181 / 256, "maghreb": 187 / 256, "n_spain": 256, "n_maghreb": 256}
+    c = _comparison(tmp_path / "run", "reembolso")
+    assert c["estimate"] == pytest.approx((187 - 181) / 256) and c["design_reason"] is None
+    assert c["verdict"] == "inconclusive" and c["ci"][0] < 0 < c["ci"][1]

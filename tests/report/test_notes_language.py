@@ -27,7 +27,7 @@ def test_a_spanish_report_has_no_english_note(tmp_path):
     except SystemExit as exc:
         assert not exc.code
     html = (tmp_path / "run" / "report" / "report.html").read_text(encoding="utf-8")
-    # the starter battery's 3 templates: the crossed inference's notes, in Spanish
+    # the starter battery's crossed inference's notes, in Spanish
     assert "plantilla" in html and ("sin indicios de efectos de nombre" in html or "es negativa: se toma 0" in html)
     for english in ("no evidence of name effects", "name variance estimate is negative", "pair-level interval",
                     "templates for a real audit", "the standard error is 0"):

@@ -106,3 +106,61 @@ def test_notes_in_spanish_and_no_duplicate_unparsed_line():
     assert es.unparsed.startswith("2 de 10 respuestas (20,0")
     assert ranking_view({"rankings": [sec]}, "en", with_figures=False)[0].notes[0].startswith("3 answers")
     assert ranking_view({}, "en") == [] and ranking_view(None, "es") == []
+
+
+# The per-set preference differences (A above B: +1, B above A: -1) of one pair of a ranking run
+# (examples/ranking, espana / latam), as template x name-set cell means: the name-set component is tiny
+# (preliminary F test p = 0.40) but is kept (the pairwise analysis never pools it), so Satterthwaite's df
+# falls below 1 and the t interval, clipped to the difference's range, is -100..100 points.
+WHOLE_RANGE_CELLS = np.array([[-1 / 2, 1 / 2, -1 / 2, -1 / 2, 1 / 2, -1 / 2], [0, 0, 1 / 2, 1 / 3, 0, -1 / 3],
+                              [-1, 1 / 2, -1 / 2, 0, 1 / 2, 0], [1 / 2, -1, 1 / 3, 0, -1 / 2, 0],
+                              [-1 / 3, 0, 1 / 2, 0, 1 / 2, 1 / 3], [-1 / 2, 1 / 2, -1 / 3, -1, 1 / 2, 0],
+                              [0, 1 / 2, -1 / 2, 0, 1 / 3, -1 / 2], [-1 / 2, 0, -1 / 2, 1 / 2, -1 / 3, 1 / 2]])
+
+
+def test_a_whole_range_interval_is_the_satterthwaite_t_and_the_report_says_why():
+    """A ranking run printed "−100,0..100,0" for two preference pairs with no word of why. The interval is
+    right: the crossed t with Satterthwaite df (checked here by hand and with scipy) has df 0.59, so the
+    t quantile is about 80 and the interval is the whole range. The report now says so in the row."""
+    from scipy import stats
+
+    from fairpair.report._ranking import ranking_tables
+    from fairpair.stats._ranking import mean_from_cells
+
+    x = WHOLE_RANGE_CELLS
+    t, n = x.shape
+    rows, cols = x.mean(axis=1), x.mean(axis=0)
+    s2t, s2n = rows.var(ddof=1), cols.var(ddof=1)
+    ms_res = ((x - rows[:, None] - cols[None, :] + x.mean()) ** 2).sum() / ((t - 1) * (n - 1))
+    terms = [(s2t / t, t - 1), (s2n / n, n - 1), (-ms_res / (t * n), (t - 1) * (n - 1))]
+    var = sum(v for v, _ in terms)
+    df = var ** 2 / sum(v ** 2 / d for v, d in terms)
+    cm = mean_from_cells(x, pool=None)
+    assert cm.se == pytest.approx(np.sqrt(var)) and cm.df == pytest.approx(df) and df == pytest.approx(0.5869, abs=1e-4)
+    half = stats.t.ppf(0.975, df) * np.sqrt(var)
+    assert half > 1 + abs(cm.estimate)  # so the interval, clipped to [-1, 1], is the whole range
+    ci = cm.confidence_interval(0.95, bounds=(-1.0, 1.0))
+    assert (ci.low, ci.high) == (-1.0, 1.0)
+    assert mean_from_cells(x).df == pytest.approx(t - 1)  # pooled (p = 0.40 > 0.25), as the other analyses do
+    pairs = [{"group_a": "g1", "group_b": "g2", "measure": "ranked_above", "estimate": cm.estimate,
+              "ci": [ci.low, ci.high], "df": cm.df, "verdict": "inconclusive", "design_reason": None},
+             {"group_a": "g1", "group_b": "g3", "measure": "ranked_above", "estimate": 0.3, "ci": [0.15, 0.46],
+              "df": 7.0, "verdict": "fail", "design_reason": None}]
+    sec = {"k": 3, "groups": ["g1", "g2", "g3"], "n_sets": 10, "n_unparsed": 0, "pairs": pairs}
+    en = ranking_view({"rankings": [sec]}, "en", with_figures=False)[0]
+    es = ranking_view({"rankings": [sec]}, "es", with_figures=False)[0]
+    assert [p.ci for p in en.pairs] == ["−100.0 … 100.0", "15.0 … 46.0"]
+    assert en.pairs[0].reason == ("the interval spans the whole range: the name-set variance is estimated from mean "
+                                  "squares too noisy to bound the difference (Satterthwaite df 0.59); more name "
+                                  "sets or templates narrow it")
+    assert es.pairs[0].reason.startswith("el intervalo cubre todo el rango") and "(gl de Satterthwaite 0,59)" in \
+        es.pairs[0].reason
+    assert en.pairs[1].reason == es.pairs[1].reason == ""
+    from rich.console import Console
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=300, color_system=None)
+    for table in ranking_tables([en], "en"):
+        console.print(table)
+    assert "g1 / g2, ranked above (points): the interval spans the whole range" in buf.getvalue()
+    assert "g1 / g3, ranked above (points):" not in buf.getvalue()

@@ -111,3 +111,18 @@ def test_no_ranking_no_evidence(mock_run, tmp_path):
     assert data.ranking_evidence == {}
     html = write_report(mock_run, out=tmp_path)["html"].read_text(encoding="utf-8")
     assert "ranking-evidence" not in html
+
+
+@pytest.mark.parametrize("lang, heading, empty", [("en", "Differences and rates", "No measurements to plot."),
+                                                  ("es", "Diferencias y tasas", "No hay mediciones que representar.")])
+def test_a_ranking_only_report_has_no_empty_plots_section(ranked_run, tmp_path, lang, heading, empty):
+    """A ranking run's report said "No hay mediciones que representar" under "Diferencias y tasas": that
+    section draws the counterfactual comparisons (forest, discordant pairs, rates by group), which a
+    ranking-only run has none of; its figures are in the ranking section. The empty section is left out."""
+    run, _, _ = ranked_run
+    paths = write_report(run, data=load_report_data(run, language=lang), out=tmp_path / lang)
+    html, md = (paths[k].read_text(encoding="utf-8") for k in ("html", "md"))
+    for text in (html, md):
+        assert empty not in text and heading not in text
+    assert 'id="plots"' not in html and 'href="#plots"' not in html
+    assert html.count('id="ranking-0-selection"') == 1 and html.count('id="ranking-0-position"') == 1

@@ -184,3 +184,23 @@ def init(
                   f"{len(lb.battery.templates)} templates, target {escape(target)}")
     console.print(f"next: fairpair plan {escape(str(output))}; fairpair check {escape(str(output))}; "
                   f"fairpair run {escape(str(output))}", soft_wrap=True)
+    console.print(_offline_hint(output, choices), soft_wrap=True)
+
+
+def _offline_hint(output: Path, c) -> str:
+    """What ``init`` prints last: for the mock, what its planted gap should give; for any other target,
+    the one command that writes and runs the same battery on the mock target (no server needed)."""
+    import shlex
+
+    from fairpair.battery._init import STARTER_BIAS
+
+    if c.target == "mock":
+        return escape(f"the mock target has a planted gap (bias: the {c.groups[1]} names get a refund "
+                      f"{STARTER_BIAS:.0%} of the time, the others 70%), so the run should end in a fail for the "
+                      f"refund comparison; delete `bias` in {output} for a mock without it")
+    mock = output.with_name(f"{output.stem}_mock{output.suffix or '.yaml'}")
+    flags = ["--target", "mock", "--lang", c.language, "--groups", ",".join(c.groups)]
+    if c.name != "my_audit":
+        flags += ["--name", c.name]
+    cmd = shlex.join(["fairpair", "init", str(mock), *flags]) + " && " + shlex.join(["fairpair", "run", str(mock)])
+    return escape(f"offline first? the same battery on the mock target, with a planted gap: {cmd}")

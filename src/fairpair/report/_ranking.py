@@ -87,6 +87,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "col.mcnemar": "McNemar / sign test",
         "measure.top_pick": "top pick (points)",
         "measure.ranked_above": "ranked above (points)",
+        "pairs.whole_range": ("the interval spans the whole range: the name-set variance is estimated from mean "
+                              "squares too noisy to bound the difference (Satterthwaite df {df}); more name sets "
+                              "or templates narrow it"),
         "figure.selection.title": "Picked first, by group: {measure}",
         "figure.selection.x": "share of answers picking the group's candidate first (%)",
         "figure.selection.parity": "parity (1/{k})",
@@ -174,6 +177,9 @@ MESSAGES: dict[str, dict[str, str]] = {
         "col.mcnemar": "McNemar / signos",
         "measure.top_pick": "primera elección (puntos)",
         "measure.ranked_above": "por delante (puntos)",
+        "pairs.whole_range": ("el intervalo cubre todo el rango: la varianza de los conjuntos de nombres se estima "
+                              "con cuadrados medios demasiado ruidosos para acotar la diferencia (gl de "
+                              "Satterthwaite {df}); más conjuntos de nombres o plantillas lo estrechan"),
         "figure.selection.title": "Elegido primero, por grupo: {measure}",
         "figure.selection.x": "proporción de respuestas que eligen primero al grupo (%)",
         "figure.selection.parity": "paridad (1/{k})",
@@ -305,8 +311,22 @@ def _pair_rows(sec: dict[str, Any], label, lang: str) -> list[RankingPairRow]:
             mcnemar=(f"{b.get('b')}/{b.get('c')}, p = {fmt_p(b.get('exact_pvalue'), lang)}"
                      if b.get("b") is not None else "—"),
             n=c.get("n_pairs"), verdict=c.get("verdict") or "", verdict_word=verdict_word(c.get("verdict"), lang),
-            reason=c.get("design_reason") or ""))
+            reason=c.get("design_reason") or _whole_range(c, lang)))
     return out
+
+
+def _whole_range(c: dict[str, Any], lang: str) -> str:
+    """Why a pair's interval is the measure's whole range (-100..100 points), or "".
+
+    The interval is the crossed t's, clipped to the difference's range [-1, 1]: with a Satterthwaite df
+    below 1 (a small name-set component estimated as the difference of two noisy mean squares) the t
+    quantile is so large that the clipped interval is the whole range. That is the method's honest answer
+    (no bound), but a bare "-100..100" reads like a fault, so the row says why.
+    """
+    ci, df = c.get("ci") or [], c.get("df")
+    if len(ci) == 2 and all(_num(v) for v in ci) and ci[0] <= -1.0 and ci[1] >= 1.0:
+        return rmsg(lang, "pairs.whole_range", df=fmt_num(df, lang, 2))
+    return ""
 
 
 def _evidence_rows(quoted: Sequence[Any], lang: str) -> list[RankingEvidenceView]:
@@ -518,5 +538,9 @@ def ranking_tables(blocks: Sequence[RankingView], lang: str) -> list[Any]:
             p.add_row(Text(terminal(r.verdict_word), style=_STYLE.get(r.verdict, "")),
                       Text(terminal(r.pair, limit=50)), Text(terminal(r.measure)), Text(terminal(r.estimate)),
                       Text(terminal(r.ci.replace(" … ", ".."))), Text(terminal(r.p_adjusted)))
+        reasons = dict.fromkeys(f"{r.pair}, {r.measure}: {r.reason}" for r in b.pairs if r.reason)
+        if reasons:
+            p.caption = Text("\n".join(terminal(r) for r in reasons))
+            p.caption_justify = "left"
         out.append(p)
     return out
