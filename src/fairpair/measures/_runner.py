@@ -454,7 +454,10 @@ def check_self_judging(loaded, specs: dict[str, Any] | None = None) -> None:
 def _same_system(target: dict[str, Any], judge: dict[str, Any]) -> bool:
     """The judge is the system under test: the same model key, or (answers imported with
     ``fairpair import-answers``, whose identity lists only the models that wrote them) the judge's
-    model is one of those."""
+    model is one of those. An identity made from the battery block (``_FROM_BATTERY``) matches a judge
+    with the same values of the keys it has (kind, and model and base_url where given)."""
+    if (target or {}).get(_FROM_BATTERY):
+        return all((judge or {}).get(k) == v for k, v in target.items() if k != _FROM_BATTERY)
     if _model_key(target) == _model_key(judge):
         return True
     models = (target or {}).get("models") if (target or {}).get("kind") == "imported" else None
@@ -471,18 +474,38 @@ def _strip_name(ident: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in (ident or {}).items() if k != "name"}
 
 
+#: Marks an identity made from the battery's target block alone (see :func:`_target_identities`).
+_FROM_BATTERY = "identity_from_battery"
+
+
 def _target_identities(loaded, store) -> dict[str, dict[str, Any]]:
+    """Target name -> identity, as recorded when the run started (``manifest.json``, else the store's
+    ``target.NAME`` meta), never by building a client: an API target whose key is unset now (the
+    answers are stored) must not stop a measure stage whose judge is another system. A target with
+    no recorded identity is built; if that fails, its battery block's ``kind``, ``model`` and
+    ``base_url`` stand for it, compared on those keys only (:func:`_same_system`)."""
     manifest = Path(store.path).parent / "manifest.json"
     try:
         ids = json.loads(manifest.read_text(encoding="utf-8")).get("targets") or {}
         if ids:
             return ids
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         pass
     from fairpair.run import build_target
 
-    return {n: build_target(n, s, language=loaded.battery.language).identity()
-            for n, s in loaded.battery.target_specs().items()}
+    out: dict[str, dict[str, Any]] = {}
+    for n, spec in loaded.battery.target_specs().items():
+        recorded = store.get_meta(f"target.{n}")
+        if isinstance(recorded, dict) and recorded:
+            out[n] = recorded
+            continue
+        try:
+            out[n] = build_target(n, spec, language=loaded.battery.language).identity()
+        except FairpairError:
+            opts = spec.options()
+            out[n] = {"kind": spec.kind, _FROM_BATTERY: True,
+                      **{k: opts[k] for k in ("model", "base_url") if opts.get(k) is not None}}
+    return out
 
 
 # ---------------------------------------------------------------- counterparts
