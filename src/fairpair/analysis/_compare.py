@@ -102,6 +102,14 @@ class Comparison(BaseModel):
     def worse(self) -> list[CompareRow]:
         return [r for r in self.rows if r.direction == "worse"]
 
+    def nothing_compared(self, *, primary: bool = False) -> str | None:
+        """Why no comparison (``primary``: no primary comparison) has a matched set in both runs: the
+        notes, or "no matched set in common"; None when one has. ``gate --baseline`` and ``compare``
+        exit 2 on it rather than report a change that checks nothing."""
+        if any(r.n_sets and (r.primary or not primary) for r in self.rows):
+            return None
+        return "; ".join(self.notes) or "no matched set in common"
+
 
 def _load(run_dir: Path):
     from fairpair.analysis._data import open_for_reading

@@ -267,7 +267,8 @@ def gate_lines(outcome: GateOutcome) -> list[str]:
 
 def gate_exit_code(run_dir: Path | str, *, on_inconclusive: bool = False, baseline: Path | str | None = None,
                    junit: Path | str | None = None, on_insufficient: bool = False) -> int:
-    """0 when the gate passes, 1 when it fails (see module notes); optionally writes JUnit XML.
+    """0 when the gate passes, 1 when it fails (see module notes); optionally writes JUnit XML to
+    ``junit`` (only when the gate decides: never when it raises, so no file reports a gate that erred).
 
     Raises
     ------
@@ -303,14 +304,22 @@ def gate_outcome(run_dir: Path | str, *, on_inconclusive: bool = False, baseline
             raise FairpairError("--baseline is the run being gated: a run never got worse than itself",
                                 file=baseline, hint="give the run directory of an earlier run of this battery")
         cmp = compare_runs(baseline, run_dir)
-        if not any(r.primary and r.n_sets for r in cmp.rows):  # asked for a regression check that checks nothing
+        why = cmp.nothing_compared(primary=True)
+        if why is not None:  # asked for a regression check that checks nothing
             raise FairpairError("--baseline: no primary comparison could be compared with this earlier run ("
-                                + ("; ".join(cmp.notes) or "no matched set in common") + ")", file=baseline,
+                                + why + ")", file=baseline,
                                 hint=f"run `fairpair measure {baseline}` if it was not measured, or give a "
                                      "baseline run of the same battery and target")
         worse = [r for r in cmp.worse if r.primary]
         notes = tuple(cmp.notes)
         bad = bad or bool(worse)
+    if prim and not on_ins and not worse and all(c.verdict == "insufficient design" for c in prim) and \
+            all(q.verdict == "insufficient design" for q in ratios):
+        raise FairpairError("nothing to gate: the design cannot support a verdict for any primary comparison ("
+                            + (prim[0].design_reason or "insufficient design") + ")", file=run_dir,
+                            hint="enlarge the battery, declare `analysis: {generalize: {names: fixed}}`, or pass "
+                                 "--on-insufficient to fail the gate instead")
+    # written only once the gate has a verdict: no JUnit file passing a gate that exited 2
     if junit is not None:
         try:
             Path(junit).write_text(junit_xml(res, on_inconclusive=on_inc, worse=worse, on_insufficient=on_ins),
@@ -318,10 +327,4 @@ def gate_outcome(run_dir: Path | str, *, on_inconclusive: bool = False, baseline
         except OSError as exc:
             raise FairpairError(f"cannot write the JUnit XML file: {exc.strerror}", file=junit,
                                 hint="--junit takes a file path such as fairness.xml") from None
-    if prim and not on_ins and not worse and all(c.verdict == "insufficient design" for c in prim) and \
-            all(q.verdict == "insufficient design" for q in ratios):
-        raise FairpairError("nothing to gate: the design cannot support a verdict for any primary comparison ("
-                            + (prim[0].design_reason or "insufficient design") + ")", file=run_dir,
-                            hint="enlarge the battery, declare `analysis: {generalize: {names: fixed}}`, or pass "
-                                 "--on-insufficient to fail the gate instead")
     return GateOutcome(1 if bad else 0, res, worse, on_inc, on_ins, notes)

@@ -12,6 +12,7 @@ from rich.markup import escape
 from fairpair.cli._app import app, console
 from fairpair.cli._common import warn_in_use
 from fairpair.cli._options import JsonOpt, RunArg
+from fairpair.errors import FairpairError
 
 
 @app.command()
@@ -34,7 +35,8 @@ def gate(run: RunArg,
                                                        help="Also fail on inconclusive primary comparisons.")] = False,
          baseline: Annotated[Optional[Path], typer.Option("--baseline", help="Also fail when a gap got "
                                                           "significantly worse than in this earlier run.")] = None,
-         junit: Annotated[Optional[Path], typer.Option("--junit", help="Write JUnit XML here.")] = None,
+         junit: Annotated[Optional[Path], typer.Option("--junit", help="Write JUnit XML here (not when the gate "
+                                                       "exits 2).")] = None,
          on_insufficient: Annotated[bool, typer.Option(
              "--on-insufficient", help="Also fail on primary comparisons whose design cannot support a verdict "
                                        "(verdict 'insufficient design').")] = False) -> None:
@@ -72,6 +74,11 @@ def compare(run_a: Annotated[Path, typer.Argument(help="Run before the change.",
     from fairpair.analysis import compare_runs
 
     cmp = compare_runs(run_a, run_b)
+    why = cmp.nothing_compared()
+    if why is not None:  # only notes: a change that compares nothing is not "no change"
+        raise FairpairError(f"compare: no comparison could be compared between {run_a} and {run_b} ({why})",
+                            file=run_b, hint="run `fairpair measure` on a run that was not measured, or compare "
+                                             "two runs of the same battery and target")
     if as_json:
         print(cmp.to_json())
         return
