@@ -207,7 +207,7 @@ CASES = [
     # ---- compare, gate, export
     ("compare different batteries", "compare {RUN} {OTHER}", ["otra_bateria", "tienda_online_demo"]),
     ("compare with an empty dir", "compare {RUN} {EMPTYDIR}", ["empty"]),
-    ("gate junit into a directory", "gate {RUN} --junit {TMP}", ["Is a directory", "--junit"]),
+    ("gate junit into a directory", "gate {RUN} --on-insufficient --junit {TMP}", ["Is a directory", "--junit"]),
     ("gate baseline of another battery", "gate {RUN} --baseline {OTHER}", ["otra_bateria"]),
     ("export bad format", "export {RUN} -f xlsx", ["xlsx", "csv"]),
     ("export into a file", "export {RUN} -o {AFILE}", ["a_file.txt"]),
