@@ -234,4 +234,4 @@ def test_cli_compare_prints_the_ranking_pairs(ranked, capsys):
     assert len(lines) == 12
     (line,) = [x for x in lines if "ranked_above:g1-vs-g2" in x]
     assert line.startswith("worse            mock ranking seleccion orden ranked_above:g1-vs-g2 g1 vs g2: gap "
-                           "-0.146 -> +0.521, change +0.667")
+                           "-14.6 -> +52.1 points, change +66.7 points")

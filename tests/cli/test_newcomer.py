@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fairpair.testing import serve_openai, write_battery
-from run_helpers import run_cli
+from run_helpers import refused_port, run_cli
 
 
 def _cli(argv, capsys) -> tuple[int, str, str]:
@@ -364,3 +364,42 @@ def test_run_with_an_unknown_target_names_no_run_directory(tmp_path, capsys, ext
         assert f"{path}: unknown target(s) ['nope']; the battery has ['mock']" in err
         assert "run directory" not in out and "dry run" not in out
         assert not (tmp_path / "run").exists() and not (tmp_path / "runs").exists()
+
+
+# ------------------------------------------------------------------ the starter's gate and compare lines
+
+
+def test_the_starters_gate_and_compare_print_points_and_p_below(tmp_path, capsys):
+    """Following the README on the mock starter, `fairpair gate` printed 'crossed t ... p=<0.001' and
+    `fairpair compare` the same refund gap as 'gap -0.281 -> -0.281' (a proportion) where the gate and the
+    report said '-28.1 points'. The gate now writes 'p<0.001' and compare gives a rate's gap in points."""
+    import shutil
+
+    battery, run = tmp_path / "b.yaml", tmp_path / "before"
+    assert _cli(["init", battery, "--target", "mock"], capsys)[0] == 0
+    assert _cli(["run", battery, "--out", run], capsys)[0] == 0
+    code, out, err = _cli(["gate", run], capsys)
+    assert code == 1
+    assert "FAIL mock reembolso maghreb vs spain: -28.1 points (95% CI -39.8 to -16.4)" in out
+    assert "crossed t (templates random, names random; Satterthwaite df) p<0.001, holm-adjusted 0.00148" in out
+    assert "p=<" not in out
+    shutil.copytree(run, tmp_path / "after")
+    code, out, err = _cli(["compare", run, tmp_path / "after"], capsys)
+    assert code == 0
+    assert "reembolso-by-origen maghreb vs spain: gap -28.1 -> -28.1 points, change +0.0 points" in out
+    assert "palabras-by-origen maghreb vs spain: gap +0.074 -> +0.074, change +0.000" in out
+
+
+def test_status_after_a_failed_preflight_asks_only_for_the_run_again(tmp_path, capsys):
+    """With the target down, `fairpair status` listed `fairpair analyze RUN` and `fairpair report RUN` as left
+    to do; following them analysed 0 answers into 'insufficient design' verdicts. With no answer stored it
+    now names only the `run` that sends the cases (and analyses and reports them)."""
+    battery, run = tmp_path / "b.yaml", tmp_path / "run"
+    assert _cli(["init", battery, "--target", "ollama", "--url", f"http://127.0.0.1:{refused_port()}/v1"],
+                capsys)[0] == 0
+    assert _cli(["run", battery, "--out", run], capsys)[0] == 2
+    code, out, err = _cli(["status", run], capsys)
+    assert code == 0
+    assert "0/512 answered, 1 failed, 511 not sent yet" in out
+    assert f"left to do: fairpair run {battery} --out {run} (sends the cases left and retries the failed)" in out
+    assert "fairpair analyze" not in out and "fairpair report" not in out

@@ -202,6 +202,12 @@ def _p(p: float | None) -> str:
     return "n/a" if p is None else (f"{p:.3g}" if p >= 0.001 else "<0.001")
 
 
+def _p_is(p: float | None) -> str:
+    """``p=0.004``, ``p<0.001`` or ``p=n/a`` (never ``p=<0.001``)."""
+    v = _p(p)
+    return "p" + v if v.startswith("<") else f"p={v}"
+
+
 def _mark(verdict: str, fails: bool) -> tuple[str, int]:
     if verdict == "inconclusive" and fails:
         return "FAIL (inconclusive, --on-inconclusive)", 0
@@ -229,7 +235,7 @@ def gate_lines(outcome: GateOutcome) -> list[str]:
             (f"margin {100 * c.margin:.1f} points" if binary else f"margin {c.margin:g}")
         level = f"{100 * c.confidence_level:g}%"
         text = (f"{mark:12} {c.target} {c.measure} {c.group_a} vs {c.group_b}: {_num(c.estimate, binary)} "
-                f"({level} {_ci(c.ci, binary)}), {margin}, {c.test} p={_p(c.pvalue)}"
+                f"({level} {_ci(c.ci, binary)}), {margin}, {c.test} {_p_is(c.pvalue)}"
                 + (f", {c.correction}-adjusted {_p(c.pvalue_adjusted)}" if c.correction != "none" else "")
                 + f", {c.n_pairs} pairs; names {c.names}: {c.estimand}"
                 + (f"; insufficient design: {c.design_reason}" if c.design_reason else ""))
@@ -242,7 +248,7 @@ def gate_lines(outcome: GateOutcome) -> list[str]:
             (f"margin {100 * c.margin:.1f} points" if binary else f"margin {c.margin:g}")
         lines.append((rank, f"{mark:12} {c.target} ranking {c.design} {m} {c.measure} {c.group_a} vs {c.group_b}: "
                             f"{_num(c.estimate, binary)} ({100 * c.confidence_level:g}% {_ci(c.ci, binary)}), "
-                            f"{margin}, {c.test} p={_p(c.pvalue)}"
+                            f"{margin}, {c.test} {_p_is(c.pvalue)}"
                             + (f", {c.correction}-adjusted {_p(c.pvalue_adjusted)}" if c.correction != "none" else "")
                             + f", {c.n_pairs} matched sets; names {c.names}"
                             + (f"; insufficient design: {c.design_reason}" if c.design_reason else "")))
@@ -253,14 +259,14 @@ def gate_lines(outcome: GateOutcome) -> list[str]:
         ci = "CI n/a" if not q.ci or None in q.ci else f"CI {q.ci[0]:.2f} to {q.ci[1]:.2f}"
         lines.append((rank, f"{mark:12} {q.target} ranking {q.design} {q.measure} four-fifths {q.group}: selection "
                             f"rate {ratio} of {q.reference}'s ({100 * q.confidence_level:g}% {ci}), holm-adjusted "
-                            f"p={_p(q.pvalue_adjusted)} against ratio >= 0.8"
+                            f"{_p_is(q.pvalue_adjusted)} against ratio >= 0.8"
                             + (f"; insufficient design: {q.design_reason}" if q.design_reason else "")))
     for r in outcome.worse:
         binary = r.scale == "binary"
         what = f"ranking {r.design} {r.ranking} {r.measure}" if r.ranking else r.measure
         lines.append((0, f"{'WORSE':12} {r.target_after} {what} {r.group_a} vs {r.group_b}: gap "
                          f"{_num(r.gap_before, binary)} -> {_num(r.gap_after, binary)} than in the baseline, change "
-                         f"{_num(r.change, binary)} ({_ci(r.ci, binary)}), p={_p(r.pvalue)}, {r.n_sets} matched "
+                         f"{_num(r.change, binary)} ({_ci(r.ci, binary)}), {_p_is(r.pvalue)}, {r.n_sets} matched "
                          "sets"))
     return [t for _, t in sorted(lines, key=lambda x: x[0])]
 

@@ -83,13 +83,16 @@ def compare(run_a: Annotated[Path, typer.Argument(help="Run before the change.",
         print(cmp.to_json())
         return
     for r in cmp.rows:
-        f = lambda v: "n/a" if v is None else f"{v:+.3f}"  # noqa: E731
-        ci = "" if not r.ci or None in r.ci else f" [{r.ci[0]:+.3f}, {r.ci[1]:+.3f}]"
+        # a rate's gap in percentage points, as the gate and the report print it; others in the measure's units
+        binary = r.scale == "binary"
+        unit = " points" if binary else ""
+        f = lambda v: "n/a" if v is None else (f"{100 * v:+.1f}" if binary else f"{v:+.3f}")  # noqa: E731
+        ci = "" if not r.ci or None in r.ci else f" [{f(r.ci[0])}, {f(r.ci[1])}]"
         p = "n/a" if r.pvalue is None else f"{r.pvalue:.3g}"
         what = f"ranking {r.design} {r.ranking} {r.id}" if r.ranking else r.id
         console.print(f"{r.direction:16} {escape(r.target_after)} {escape(what)} {escape(r.group_a)} vs "
-                      f"{escape(r.group_b)}: gap {f(r.gap_before)} -> {f(r.gap_after)}, change {f(r.change)}{ci} "
-                      f"p={p} (n={r.n_sets})", soft_wrap=True)
+                      f"{escape(r.group_b)}: gap {f(r.gap_before)} -> {f(r.gap_after)}{unit}, change "
+                      f"{f(r.change)}{unit}{ci} p={p} (n={r.n_sets})", soft_wrap=True)
     for n in cmp.notes:
         console.print(f"note: {escape(n)}")
 

@@ -110,6 +110,8 @@ def run_status(run_dir: Path) -> RunStatus:
     if any(st.measured(m) < answered for m in declared):
         todo.append(f"fairpair measure {run_dir}")
     has_plan = bool((battery.get("analysis") or {}).get("comparisons"))
+    if not answered:  # nothing to analyze or report yet: `run` does both once answers come back
+        return st
     if declared and has_plan and (not analyzed or unreadable):
         todo.append(f"fairpair analyze {run_dir}")
     if not reported:
