@@ -271,6 +271,8 @@ class Store:
         self.path = path
         self.readonly = readonly
         self._scales: dict[str, str] = {}
+        #: Named migrations not applied to a store opened read-only (a writer applies them).
+        self.pending: frozenset[str] = frozenset()
 
     def _rows(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
         """A cursor over ``sql`` whose rows are read by column name (:class:`sqlite3.Row`)."""
@@ -361,8 +363,13 @@ class Store:
         if not todo and version == SCHEMA_VERSION:
             return
         if readonly:
-            raise FairpairError(f"run store schema {version} needs migrating; open it writable once",
-                                file=self.path)
+            if version < _NUMBERED:
+                raise FairpairError(f"run store schema {version} needs migrating; open it writable once",
+                                    file=self.path)
+            # a reader reads a store whose named migrations are pending as it is (what they add reads
+            # as absent: see :meth:`measurements`); the next writer applies them
+            self.pending = frozenset(m.__name__ for m in todo)
+            return
         record = [] if "migrations" in tables else applied  # a numbered store's names, recorded once
         for fn in todo or [None]:
             with self.transaction():
@@ -377,7 +384,11 @@ class Store:
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 
     def applied_migrations(self) -> list[str]:
-        """The names of the migrations this store has applied, in the order applied."""
+        """The names of the migrations this store has applied, in the order applied (a store of
+        before named migrations, opened read-only: its numbered ones)."""
+        if self.pending and "m001_initial" not in self.pending and not self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='migrations'").fetchone():
+            return [m.__name__ for m in MIGRATIONS if m.__name__ not in self.pending]
         return [r[0] for r in self.conn.execute("SELECT name FROM migrations ORDER BY rowid")]
 
     @contextmanager
@@ -738,7 +749,8 @@ class Store:
 
     def measurements(self, measure: str | None = None, *, status: str | None = "ok") -> Iterator[Measurement]:
         where, args = _where(measure=measure, status=status)
-        q = f"SELECT target, case_id, measure, status, value, detail, error, scale FROM measurements{where} ORDER BY id"
+        scale = "NULL AS scale" if "m004_measurement_scale" in self.pending else "scale"
+        q = f"SELECT target, case_id, measure, status, value, detail, error, {scale} FROM measurements{where} ORDER BY id"
         for r in self._rows(q, args):
             v, d = r["value"], r["detail"]
             yield Measurement(target=r["target"], case_id=r["case_id"], measure=r["measure"], status=r["status"],
@@ -748,6 +760,8 @@ class Store:
     def measure_scales(self) -> dict[str, str]:
         """Measure row name -> the scale stored with its rows (rows stored before the scale was
         recorded, NULL, are left out; the last stored wins)."""
+        if "m004_measurement_scale" in self.pending:
+            return {}
         return {m: sc for m, sc, _ in self.conn.execute(  # SQLite: the bare column comes from the MAX(id) row
             "SELECT measure, scale, MAX(id) FROM measurements WHERE scale IS NOT NULL GROUP BY measure")}
 
