@@ -1,8 +1,8 @@
 """Plugin registry: targets and measures are found by entry point, imported lazily.
 
-Built-in plugins are declared in ``pyproject.toml`` under the entry-point
-groups ``fairpair.targets`` and ``fairpair.measures``; third-party packages add
-their own the same way. A plugin is a class with an ``Options`` pydantic model
+Built-in plugins are listed once, here (:data:`_BUILTIN`); third-party packages
+add their own under the entry-point groups ``fairpair.targets`` and
+``fairpair.measures`` (and ``fairpair.battery_checks``). A plugin is a class with an ``Options`` pydantic model
 (``extra="forbid"``) and a constructor ``Plugin(options: dict, *, name: str)``;
 a class without such a model is refused when it is loaded (:func:`load_plugin`
 raises :class:`PluginError`), so no plugin's options go unchecked. Nothing
