@@ -82,3 +82,11 @@ def test_benchmarks_readme_is_one_table_of_short_cells():
         assert len(cells) == width, f"{cells[0]}: {len(cells)} cells, the header has {width}"
         for cell in cells:
             assert len(cell.split()) <= 40, f"{cells[0]}: a cell of {len(cell.split())} words: {cell[:80]}..."
+
+
+def test_readme_links_point_at_files_that_exist():
+    """mkdocs checks the links inside docs/; the README's links into docs/ and benchmarks/ are checked here."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = [t.split("#", 1)[0] for t in re.findall(r"\]\(([^)\s]+)\)", text) if "://" not in t]
+    assert targets
+    assert [t for t in targets if t and not (ROOT / t).exists()] == []
