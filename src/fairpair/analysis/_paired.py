@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from fairpair.analysis._results import (
+from fairpair.records import (
     BinaryDetail, ComparisonResult, ContinuousDetail, Evidence, Heterogeneity, PairedTDetail, VariantRow,
     interval, num,
 )

@@ -55,7 +55,7 @@ import numpy as np
 
 from fairpair.analysis._design import design_reason_counts, estimand_words
 from fairpair.analysis._paired import PairData, finish
-from fairpair.analysis._results import ComparisonResult, interval, num
+from fairpair.records import ComparisonResult, interval, num
 from fairpair.stats._common import check_choice, check_level
 from fairpair.stats import adjust
 
