@@ -328,7 +328,8 @@ class Store:
 
     def _migrate(self, *, readonly: bool) -> None:
         """Apply the migrations of :data:`MIGRATIONS` this store has not recorded, each in its own
-        transaction with its name (a read-only store that lacks one is refused)."""
+        transaction with its name. Read-only: a store whose named migrations are pending is read as it
+        is (:attr:`pending` names them), one that lacks a numbered one (``schema_version`` < 3) is refused."""
         tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables:
             if readonly:
