@@ -117,3 +117,23 @@ def test_a_migration_added_later_is_applied_by_name(tmp_path, monkeypatch):
         assert store.applied_migrations() == [*NAMES, "m900_a_branchs_table"]
     with Store.open(tmp_path, readonly=True) as store:
         assert store.applied_migrations()[-1] == "m900_a_branchs_table"
+
+
+def test_a_stage_reads_the_recorded_battery_in_a_fresh_interpreter(tmp_path):
+    # the store imports nothing of the battery: each stage reads the recorded battery through
+    # fairpair.battery.recorded_battery, so importing the stage alone is enough (no import order)
+    import os
+    import subprocess
+    import sys
+
+    import fairpair
+
+    run_dir = _old_run(tmp_path)
+    src = str(Path(fairpair.__file__).resolve().parents[1])
+    code = ("import sys; from fairpair.analysis import analyze_run; res = analyze_run(sys.argv[1]); "
+            "print(res.battery, [c.id for c in res.comparisons])")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code, str(run_dir)], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "main_store ['refund']"

@@ -16,6 +16,7 @@ from fairpair.analysis._paired import BINARY_SCALES, analyze_pairs, finish
 from fairpair.records import (
     AnswerStatusBlock, ComparisonResult, Counts, JudgeBlock, LengthBias, OmnibusResult, PositionBias, Results, num,
 )
+from fairpair.battery import recorded_battery
 from fairpair.errors import FairpairError
 from fairpair.stats import adjust
 from fairpair.stats import cochran_q, friedman
@@ -459,7 +460,7 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
     run_dir = Path(run_dir)
     with open_for_reading(run_dir) as run:
         store = run.store
-        loaded = run.battery()
+        loaded = recorded_battery(run)
         battery = loaded.battery
         data = load_run_data(store, language=battery.language, statuses=True, speakers=battery.speakers())
         from fairpair.measures import measure_categories

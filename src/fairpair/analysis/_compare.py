@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from fairpair.analysis._data import group_pairs, load_run_data, measure_scale, strata_for
 from fairpair.analysis._paired import t_interval
 from fairpair.records import interval, num
+from fairpair.battery import recorded_battery
 from fairpair.errors import FairpairError
 from fairpair.stats._bootstrap import _paired_difference_bootstrap  # silent engine: the t interval below is used
 from fairpair.stats import wilcoxon
@@ -115,7 +116,7 @@ def _load(run_dir: Path):
     from fairpair.analysis._data import open_for_reading
 
     with open_for_reading(Path(run_dir)) as run:
-        battery = run.battery().battery
+        battery = recorded_battery(run).battery
         ranking = any(d.kind == "ranking" for d in battery.designs)  # its parsed rankings are details
         return battery, load_run_data(run.store, keep_details=ranking)
 

@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from fairpair.battery import recorded_battery
 from fairpair.stats import VarianceComponents, crossed_power, estimate_variance_components
 
 __all__ = ["power_plan", "components_from_run", "DEFAULTS"]
@@ -126,7 +127,7 @@ def components_from_run(run_dir: Path | str) -> dict[tuple[str, str], VarianceCo
 
     run_dir = Path(run_dir)
     with open_for_reading(run_dir) as run:
-        battery = run.battery().battery
+        battery = recorded_battery(run).battery
         data = load_run_data(run.store, keep_details=False)
     if not data.targets:
         raise FairpairError("the run has no answers to estimate variance components from", file=run_dir)

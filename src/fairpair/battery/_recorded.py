@@ -15,7 +15,7 @@ from fairpair.battery._yaml import Located
 from fairpair.errors import FairpairError
 from fairpair.store import Run, Store
 
-__all__ = ["loaded_from_store"]
+__all__ = ["loaded_from_store", "recorded_battery"]
 
 
 def loaded_from_store(store: Store) -> LoadedBattery:
@@ -34,4 +34,15 @@ def loaded_from_store(store: Store) -> LoadedBattery:
                          store.get_meta("battery_sha256", ""))
 
 
-Run.battery_reader = loaded_from_store
+def recorded_battery(run: Run) -> LoadedBattery:
+    """The :class:`LoadedBattery` recorded at the start of ``run`` (read once per open :class:`Run`).
+
+    Raises
+    ------
+    FairpairError
+        The run's store has no battery recorded.
+    """
+    return run.battery(loaded_from_store)
+
+
+Run.battery_reader = loaded_from_store  # run.battery() without a reader, for code written before recorded_battery

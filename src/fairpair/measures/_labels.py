@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fairpair.battery import recorded_battery
 from fairpair.errors import FairpairError
 
 __all__ = ["export_labels", "score_label_files", "ExportResult"]
@@ -92,7 +93,7 @@ def export_labels(run_dir: Path, out: Path, *, n: int = 100, measure: str | None
                                 "may have filled it in", file=path, hint="give another -o, such as labels-2.csv")
     with Run.open(run_dir, "w") as run:
         store = run.store
-        b = run.battery().battery
+        b = recorded_battery(run).battery
         name, m, rubric, ctx = _judge_measure(b, measure)
         cases = {c.id: c for c in store.iter_cases()}
         strata: dict[tuple[str, str], list[tuple[str, str]]] = {}
@@ -241,7 +242,7 @@ def score_label_files(run_dir: Path, files: list[Path], *, measure: str | None =
         raise FairpairError("give at least one labels file")
     with Run.open(Path(run_dir)) as run:
         store = run.store
-        b = run.battery().battery
+        b = recorded_battery(run).battery
         name, m, rubric, _ = _judge_measure(b, measure)
         known = _read_key(store, key)
         if not known:

@@ -675,7 +675,9 @@ def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | 
 
 
 async def _measure(run, console, names, judge, settings, ray_pool=None) -> MeasureRunResult:
-    store, loaded, run_dir = run.store, run.battery(), run.path
+    from fairpair.battery import recorded_battery
+
+    store, loaded, run_dir = run.store, recorded_battery(run), run.path
     b = loaded.battery
     ms = build_measures(b, names)
     bdir = Path(loaded.path).parent if loaded.path else None

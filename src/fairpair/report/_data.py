@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fairpair.battery import recorded_battery
 from fairpair.errors import FairpairError
 from fairpair.report._view import CollectedRow
 from fairpair.store import MANIFEST_NAME, RESULTS_NAME, RESULTS_SCHEMA
@@ -565,7 +566,7 @@ def read_report_data(run: Any, *, language: str | None = None,
     store = run.store
     battery = None
     try:
-        battery = run.battery().battery
+        battery = recorded_battery(run).battery
     except FairpairError as exc:
         warnings.append(exc.message)
     lang = language or (battery.language if battery is not None else None) or "en"

@@ -352,19 +352,25 @@ class Run:
         self.close()
 
     # ------------------------------------------------------------ the recorded battery
-    def battery(self) -> Any:
-        """The :class:`~fairpair.battery.LoadedBattery` recorded at the start of the run (read once).
+    def battery(self, reader: Callable[[Store], Any] | None = None) -> Any:
+        """The :class:`~fairpair.battery.LoadedBattery` recorded at the start of the run, read once by
+        ``reader`` (:func:`fairpair.battery.loaded_from_store`; call :func:`fairpair.battery.recorded_battery`,
+        which passes it: the store keeps the battery as data and imports nothing of the floors above it).
+        Without ``reader``, the one :mod:`fairpair.battery` registered when it was imported
+        (:attr:`battery_reader`).
 
         Raises
         ------
         FairpairError
-            No battery is recorded (a store made by another tool, or emptied).
+            No battery is recorded (a store made by another tool, or emptied), or no reader is given
+            and :mod:`fairpair.battery` is not imported.
         """
         if self._loaded is None:
-            if Run.battery_reader is None:
+            reader = reader or Run.battery_reader
+            if reader is None:
                 raise FairpairError("cannot read the recorded battery: fairpair.battery is not imported",
-                                    file=self.path, hint="import fairpair.battery (its loaded_from_store reads it)")
-            self._loaded = Run.battery_reader(self.store)
+                                    file=self.path, hint="use fairpair.battery.recorded_battery(run)")
+            self._loaded = reader(self.store)
         return self._loaded
 
     def record_battery(self, loaded: Any) -> dict[str, Any]:
