@@ -550,9 +550,13 @@ def _check(lb: LoadedBattery) -> None:
         _pairwise_reference(lb, b, c, cpath)
         if c.design is not None:
             _need(lb, c.design, [b.design_id(i) for i in range(len(b.designs))], (*cpath, "design"), "design")
-    from fairpair._plugins import battery_checks
+    from fairpair._plugins import PluginError, battery_checks
 
-    for check in battery_checks():  # settings that would silently do nothing (mock bias/language, fields, margins:
+    try:
+        checks = battery_checks()
+    except PluginError as exc:  # an installed package's check that cannot be loaded: named, no traceback
+        raise BatteryError(str(exc), file=lb.path, hint="fix or uninstall the package that declares it") from None
+    for check in checks:  # settings that would silently do nothing (mock bias/language, fields, margins:
         check(lb)  # fairpair.measures.check_silent_paths, which reads the measures, a floor above the battery)
 
 
