@@ -194,3 +194,9 @@ def test_the_scan_sees_function_level_imports_and_strings(tmp_path):
     assert probe.exists()
     tree = ast.parse(src)
     assert sorted(m for _, m in _string_modules(tree)) == ["fairpair.cli", "fairpair.report._view"]
+
+
+def test_the_known_exceptions_are_the_contracts_ignored_imports():
+    config = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
+    (contract,) = [c for c in config if c["type"] == "layers"]
+    assert sorted(contract.get("ignore_imports", [])) == sorted(f"{m} -> fairpair.{p}" for m, p in KNOWN)
