@@ -112,6 +112,13 @@ _CHUNK = 100_000
 STATUS_PREFIX = "answer."
 
 
+#: Statuses already computed in this process, by (text, finish_reason, has tool calls, language, roles): the
+#: status is a pure function of these (:mod:`fairpair.measures.status`), so the stages of one command
+#: (``import-answers`` or ``run``: measure, analyze, report) compute each answer's status once.
+_STATUS_MEMO: dict[tuple, Any] = {}
+_STATUS_MEMO_MAX = 500_000
+
+
 def load_answer_statuses(store, index: dict[str, int], n: int, language: str | None,
                          speakers: dict[str, tuple[str, str]] | None = None,
                          ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, list[tuple[str, str]]]]]:
@@ -140,7 +147,13 @@ def load_answer_statuses(store, index: dict[str, int], n: int, language: str | N
             if arr[i] == "":
                 arr[i] = "failed"
             continue
-        res = answer_status(text, finish_reason=fr, tool_calls=calls, language=language, roles=roles.get(cid))
+        key = (text, fr, bool(calls), language, roles.get(cid))
+        res = _STATUS_MEMO.get(key)
+        if res is None:
+            if len(_STATUS_MEMO) > _STATUS_MEMO_MAX:
+                _STATUS_MEMO.clear()
+            res = _STATUS_MEMO[key] = answer_status(text, finish_reason=fr, tool_calls=calls, language=language,
+                                                    roles=roles.get(cid))
         arr[i] = res.status
         if res.status != "ok":
             ex = examples.setdefault(target, {}).setdefault(res.status, [])

@@ -45,13 +45,14 @@ case").
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from fairpair.measures._base import Measure, MeasureItem, MeasureOptions, MeasureResult
 
-__all__ = ["RankingMeasure", "RankingOptions", "ParsedRanking", "Pick", "parse_ranking", "ranking_detail", "UNPARSED",
+__all__ = ["RankingMeasure", "RankingOptions", "ParsedRanking", "Pick", "parse_ranking", "ranking_detail", "candidate_spans", "UNPARSED",
            "MATCHES", "FUZZY"]
 
 UNPARSED = "unparsed"
@@ -144,36 +145,40 @@ class _Names:
                     forms.setdefault(w, (i, False))
         self.forms = forms
         self.shared = {w for ws in self.words for w in ws if w not in forms}
-        alts = "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True))
-        self.regex = re.compile(r"(?<![^\W_])(?:" + alts + r")(?![^\W_])") if alts else None
-        self.exact = [re.compile(r"(?<![^\W_])" + re.escape(c.strip()) + r"(?![^\W_])") for c in candidates]
+        self.patterns = [(_form_rx(f), f) for f in sorted(forms, key=len, reverse=True)]
 
-    def find(self, text: str) -> list[tuple[int, Pick]]:
-        """``(position, pick)`` of each candidate's first mention in ``text``, in text order."""
+    def find(self, text: str, fuzzy: bool | None = None) -> list[tuple[int, Pick]]:
+        """``(position, pick)`` of each candidate's first mention in ``text``, in text order.
+
+        ``fuzzy``: look for misspelt names of the candidates not found (None: only when no
+        candidate is found exactly, as for one line of a list)."""
         folded = _fold(text)
         first: dict[int, tuple[int, Pick]] = {}
         used: list[tuple[int, int]] = []
-        if self.regex is not None:
-            for m in self.regex.finditer(folded):
-                i, whole = self.forms[m.group(0)]
-                used.append(m.span())
-                if i in first:
-                    continue
-                if whole:
-                    kind = "exact" if self.exact[i].search(text) else "folded"
-                    first[i] = (m.start(), Pick(i, kind, m.group(0)))
-                else:
-                    first[i] = (m.start(), self._word_pick(i, m, folded))
-        if len(first) < len(self.full):
+        hits = sorted(((m.start(), -len(f), m.end(), f) for rx, f in self.patterns for m in rx.finditer(folded)))
+        end = -1
+        for start, _len, stop, f in hits:
+            if start < end:  # inside a longer form found at the same place
+                continue
+            end = stop
+            i, whole = self.forms[f]
+            used.append((start, stop))
+            if i in first:
+                continue
+            if whole:
+                first[i] = (start, Pick(i, "exact" if _exactly_in(self.given[i].strip(), text) else "folded", f))
+            else:
+                first[i] = (start, self._word_pick(i, folded, start, f))
+        if (fuzzy is None and not first and len(_WORD.findall(folded)) <= 12) or \
+                (fuzzy and len(first) < len(self.full)):
             self._fuzzy(folded, first, used)
         return sorted(first.values(), key=lambda x: x[0])
 
-    def _word_pick(self, i: int, m: re.Match, folded: str) -> Pick:
+    def _word_pick(self, i: int, folded: str, start: int, w: str) -> Pick:
         """A candidate named by one of its words: renamed when a similar but other first name precedes it."""
         words = self.words[i]
-        w = m.group(0)
         if len(words) >= 2 and w == words[-1]:
-            before = _WORD.findall(folded[:m.start()][-40:])
+            before = _WORD.findall(folded[:start][-40:])
             if before:
                 prev = before[-1]
                 if prev != words[0] and prev not in self.shared and _similar(prev, words[0]) >= 0.6:
@@ -193,15 +198,16 @@ class _Names:
             words = self.words[i]
             best: tuple[float, int, str, bool] | None = None
             n = len(words)
+            whole = _Matcher(" ".join(words)) if n >= 2 else None
+            own = [(_Matcher(w), n >= 2 and w == words[0]) for w in words if self.forms.get(w, (None,))[0] == i]
             for j in range(len(toks)):
                 cands = []
-                if n >= 2 and j + n <= len(toks):
+                if whole is not None and j + n <= len(toks):
                     said = " ".join(t[2] for t in toks[j:j + n])
-                    cands.append((_similar(said, " ".join(words)), said,
-                                  said.split(" ")[0] != words[0] and said.split(" ")[1:] == words[1:]))
+                    cands.append((whole(said), said, said.split(" ")[0] != words[0] and said.split(" ")[1:] == words[1:]))
                 if len(toks[j][2]) >= 5:
-                    for w in (w for w in words if self.forms.get(w, (None,))[0] == i):
-                        cands.append((_similar(toks[j][2], w), toks[j][2], n >= 2 and w == words[0]))
+                    for m, first_name in own:
+                        cands.append((m(toks[j][2]), toks[j][2], first_name))
                 for score, said, renamed in cands:
                     if score >= FUZZY and score < 1.0 and (best is None or score > best[0]):
                         best = (score, toks[j][0], said, renamed)
@@ -213,6 +219,72 @@ class _Names:
                    for o in range(len(self.full)) if o != i):
                 continue
             first[i] = (best[1], Pick(i, "fuzzy", best[2], renamed=best[3]))
+
+
+def candidate_spans(text: str, candidates: list[str]) -> list[tuple[int, int, int]]:
+    """``(start, end, candidate)`` of every mention of a candidate in ``text`` (positions in ``text``
+    itself), found as :func:`parse_ranking` finds them (whole name, own word, misspelling), for
+    replacing each candidate's name by a placeholder. Non-overlapping, in text order."""
+    from fairpair._text import fold_char
+
+    names = _Names(candidates)
+    chars: list[str] = []
+    where: list[int] = []
+    for i, c in enumerate(text):
+        f = fold_char(c)
+        chars.append(f)
+        where.extend([i] * len(f))
+    folded = "".join(chars)
+    said: dict[str, int] = dict((f, i) for f, (i, _w) in names.forms.items())
+    found = names.find(text, fuzzy=True)
+    for _pos, p in found:
+        if p.match == "fuzzy" or p.renamed:
+            said.setdefault(p.said, p.index)
+    if not said:
+        return []
+    rx = re.compile(r"(?<![^\W_])(?:" + "|".join(re.escape(f) for f in sorted(said, key=len, reverse=True))
+                    + r")(?![^\W_])")
+    out = []
+    for m in rx.finditer(re.sub(r"\s", " ", folded)):
+        if m.end() > m.start():
+            out.append((where[m.start()], where[m.end() - 1] + 1, said[m.group(0)]))
+    return out
+
+
+class _Matcher:
+    """Similarity (difflib ratio) of strings to one fixed string, 0 below :data:`FUZZY` x 0.75 (cheap bounds)."""
+
+    def __init__(self, b: str):
+        from difflib import SequenceMatcher
+
+        self.sm = SequenceMatcher(None, autojunk=False)
+        self.sm.set_seq2(b)
+        self.n = len(b)
+
+    def __call__(self, a: str) -> float:
+        if 2.0 * min(len(a), self.n) / (len(a) + self.n) < FUZZY:
+            return 0.0
+        self.sm.set_seq1(a)
+        if self.sm.quick_ratio() < FUZZY:
+            return 0.0
+        return self.sm.ratio()
+
+
+@functools.lru_cache(maxsize=4096)
+def _form_rx(form: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![^\W_])" + re.escape(form) + r"(?![^\W_])")
+
+
+def _exactly_in(name: str, text: str) -> bool:
+    """``name`` occurs in ``text`` as given (case and accents included), as whole words."""
+    at = text.find(name)
+    while at >= 0:
+        before = text[at - 1] if at else " "
+        after = text[at + len(name)] if at + len(name) < len(text) else " "
+        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+            return True
+        at = text.find(name, at + 1)
+    return False
 
 
 def _similar(a: str, b: str) -> float:
@@ -288,7 +360,7 @@ def parse_ranking(text: str, candidates: list[str]) -> ParsedRanking:
                 if got is not None:
                     return got
     # 4. prose: the order of first mention
-    mentioned = [p for _, p in names.find(text)]
+    mentioned = [p for _, p in names.find(text, fuzzy=True)]
     got = _complete(mentioned, k, "prose")
     if got is not None:
         return got

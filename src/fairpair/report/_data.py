@@ -387,21 +387,19 @@ RANKING_EVIDENCE_SCAN = 400
 
 
 def _placeholder_mask(text: str, slots: list[tuple[str, str]], language: str | None, masker: Any) -> str:
-    """``text`` with each candidate's name (``slots``: ``(variant, placeholder)``), in all its forms
-    (:func:`fairpair.measures._mask.name_forms`), replaced by its placeholder, then ``masker`` over the
-    rest; the placeholders are kept out of ``masker``'s reach (a label may hold a group term)."""
-    from fairpair.measures import Masker
+    """``text`` with each candidate's name (``slots``: ``(variant, placeholder)``), as the ranking parse
+    finds it (whole name, own word, misspelt or renamed: :func:`fairpair.measures.ranking.candidate_spans`),
+    replaced by its placeholder, then ``masker`` (the group terms) over the rest; the placeholders are kept
+    out of ``masker``'s reach (a label may hold a group term)."""
+    from fairpair.measures.ranking import candidate_spans
 
     keep = {}
-    for i, (variant, placeholder) in enumerate(slots):
-        token = chr(0xE000 + i)  # a private-use character: no letter, digit or value
-        keep[token] = placeholder
-        try:
-            m = Masker((), names=[variant], marker=token, language=language)
-        except (TypeError, ValueError):
-            continue
-        text = m.mask(text)
-    text = masker(text)
+    for i, (_variant, placeholder) in enumerate(slots):
+        keep[chr(0xE000 + i)] = placeholder  # a private-use character: no letter, digit or value
+    for start, end, i in reversed(candidate_spans(text, [v for v, _ in slots])):
+        text = text[:start] + chr(0xE000 + i) + text[end:]
+    if masker is not None:
+        text = masker(text)
     for token, placeholder in keep.items():
         text = text.replace(token, placeholder)
     return text
@@ -431,6 +429,15 @@ def _ranking_evidence(store: Any, battery: Any, results: Any, masker: Any,
         if c.get("design") in cases and ((c.get("meta") or {}).get("ranking") or {}).get("slots"):
             cases[c["design"]].append(c)
     language = getattr(battery, "language", None)
+    # the candidates' names are replaced by the parse's own matches; only the group terms need a masker
+    # (one over every name of the battery costs about a second per name to build)
+    terms = _signal_values(battery)[1] if battery is not None else ()
+    if terms:
+        from fairpair.measures import Masker
+
+        masker = Masker((), group_terms=terms, language=language).mask
+    else:
+        masker = None
     for design, secs in by_design.items():
         for sec in secs:
             attribute, target, measure = str(sec.get("attribute") or ""), str(sec.get("target", "")), \
