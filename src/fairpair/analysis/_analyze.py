@@ -489,7 +489,7 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
         aa = analyze_aa(battery, data)
         from fairpair.analysis._rankrun import analyze_rankings
 
-        rankings, rank_notes = analyze_rankings(battery, data)
+        rankings, rank_notes = analyze_rankings(battery, data, imported=store.get_meta("import") is not None)
         notes += rank_notes
         two_party = analyze_two_party(battery, data, n_resamples=plan.bootstrap_resamples, seed=plan.seed,
                                       confidence_level=plan.confidence_level)

@@ -45,7 +45,6 @@ case").
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -127,51 +126,66 @@ def _fold(text: str) -> str:
 _WORD = re.compile(r"[^\W_]+(?:['\-][^\W_]+)*")
 
 
+_TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+
+
 class _Names:
-    """The candidates' folded forms, and one regular expression that finds them all in a text."""
+    """The candidates' folded forms (the full name and its own words, as word sequences) and their search."""
 
     def __init__(self, candidates: list[str]):
         self.given = list(candidates)
         self.full = [_fold(c) for c in candidates]
         self.words = [[w for w in re.split(r"[ \-]+", f) if len(w) > 1] for f in self.full]
-        forms: dict[str, tuple[int, bool]] = {}  # folded form -> (candidate, is the full name)
-        for i, f in enumerate(self.full):
+        forms: dict[str, tuple[int, bool]] = {}  # folded form (words joined by one space) -> (candidate, full?)
+        keys = [" ".join(_TOKEN.findall(f)) for f in self.full]
+        for i, f in enumerate(keys):
             others = {w for j, ws in enumerate(self.words) if j != i for w in ws} | \
-                     {self.full[j] for j in range(len(self.full)) if j != i}
+                     {keys[j] for j in range(len(keys)) if j != i}
             if f:
                 forms.setdefault(f, (i, True))
             for w in self.words[i]:
-                if w not in others and w != f:
+                if w not in others and w != f and _TOKEN.fullmatch(w):
                     forms.setdefault(w, (i, False))
         self.forms = forms
+        self.longest = max((f.count(" ") + 1 for f in forms), default=1)
         self.shared = {w for ws in self.words for w in ws if w not in forms}
-        self.patterns = [(_form_rx(f), f) for f in sorted(forms, key=len, reverse=True)]
+
+    def hits(self, folded: str) -> tuple[list[tuple[int, int, str]], list[tuple[int, int, str, int, bool]]]:
+        """The words of ``folded`` (start, end, word) and every mention of a form in it
+        (start, end, form, candidate, is the full name), longest form first at each word."""
+        toks = [(m.start(), m.end(), m.group(0)) for m in _TOKEN.finditer(folded)]
+        out = []
+        j, n = 0, len(toks)
+        forms = self.forms
+        while j < n:
+            for size in range(min(self.longest, n - j), 0, -1):
+                key = toks[j][2] if size == 1 else " ".join(t[2] for t in toks[j:j + size])
+                got = forms.get(key)
+                if got is not None:
+                    out.append((toks[j][0], toks[j + size - 1][1], key, got[0], got[1]))
+                    j += size
+                    break
+            else:
+                j += 1
+        return toks, out
 
     def find(self, text: str, fuzzy: bool | None = None) -> list[tuple[int, Pick]]:
         """``(position, pick)`` of each candidate's first mention in ``text``, in text order.
 
         ``fuzzy``: look for misspelt names of the candidates not found (None: only when no
-        candidate is found exactly, as for one line of a list)."""
+        candidate is found exactly and the text is short, as one line of a list)."""
         folded = _fold(text)
         first: dict[int, tuple[int, Pick]] = {}
-        used: list[tuple[int, int]] = []
-        hits = sorted(((m.start(), -len(f), m.end(), f) for rx, f in self.patterns for m in rx.finditer(folded)))
-        end = -1
-        for start, _len, stop, f in hits:
-            if start < end:  # inside a longer form found at the same place
-                continue
-            end = stop
-            i, whole = self.forms[f]
-            used.append((start, stop))
+        toks, hits = self.hits(folded)
+        for start, _stop, f, i, whole in hits:
             if i in first:
                 continue
             if whole:
                 first[i] = (start, Pick(i, "exact" if _exactly_in(self.given[i].strip(), text) else "folded", f))
             else:
                 first[i] = (start, self._word_pick(i, folded, start, f))
-        if (fuzzy is None and not first and len(_WORD.findall(folded)) <= 12) or \
-                (fuzzy and len(first) < len(self.full)):
-            self._fuzzy(folded, first, used)
+        if (fuzzy is None and not first and len(toks) <= 12) or (fuzzy and len(first) < len(self.full)):
+            self._fuzzy(toks, first, [(a, b) for a, b, *_ in hits])
         return sorted(first.values(), key=lambda x: x[0])
 
     def _word_pick(self, i: int, folded: str, start: int, w: str) -> Pick:
@@ -185,9 +199,10 @@ class _Names:
                     return Pick(i, "word", f"{prev} {w}", renamed=True)
         return Pick(i, "word", w)
 
-    def _fuzzy(self, folded: str, first: dict[int, tuple[int, Pick]], used: list[tuple[int, int]]) -> None:
-        """Misspelt names of the candidates not found yet: windows of words close to a full name or an own word."""
-        toks = [(m.start(), m.end(), m.group(0)) for m in _WORD.finditer(folded)]
+    def _fuzzy(self, toks: list[tuple[int, int, str]], first: dict[int, tuple[int, Pick]],
+               used: list[tuple[int, int]]) -> None:
+        """Misspelt names of the candidates not found yet: windows of words close to a full name or an own word
+        (sharing its first letter)."""
         toks = [t for t in toks if not any(a <= t[0] < b for a, b in used) and t[2] not in self.shared
                 and len(t[2]) > 2]
         if not toks:
@@ -200,7 +215,10 @@ class _Names:
             n = len(words)
             whole = _Matcher(" ".join(words)) if n >= 2 else None
             own = [(_Matcher(w), n >= 2 and w == words[0]) for w in words if self.forms.get(w, (None,))[0] == i]
+            initials = {w[0] for w in words}
             for j in range(len(toks)):
+                if toks[j][2][0] not in initials:
+                    continue
                 cands = []
                 if whole is not None and j + n <= len(toks):
                     said = " ".join(t[2] for t in toks[j:j + n])
@@ -232,22 +250,32 @@ def candidate_spans(text: str, candidates: list[str]) -> list[tuple[int, int, in
     where: list[int] = []
     for i, c in enumerate(text):
         f = fold_char(c)
+        if f.isspace():
+            f = " "
         chars.append(f)
         where.extend([i] * len(f))
     folded = "".join(chars)
-    said: dict[str, int] = dict((f, i) for f, (i, _w) in names.forms.items())
-    found = names.find(text, fuzzy=True)
-    for _pos, p in found:
-        if p.match == "fuzzy" or p.renamed:
-            said.setdefault(p.said, p.index)
-    if not said:
-        return []
-    rx = re.compile(r"(?<![^\W_])(?:" + "|".join(re.escape(f) for f in sorted(said, key=len, reverse=True))
-                    + r")(?![^\W_])")
-    out = []
-    for m in rx.finditer(re.sub(r"\s", " ", folded)):
-        if m.end() > m.start():
-            out.append((where[m.start()], where[m.end() - 1] + 1, said[m.group(0)]))
+    _toks, hits = names.hits(folded)
+    spans = [(a, b, i) for a, b, _f, i, _w in hits]
+    said = {p.said: p.index for _pos, p in names.find(text, fuzzy=True) if p.match == "fuzzy" or p.renamed}
+    for f, i in said.items():
+        for m in re.finditer(r"(?<![^\W_])" + r"\W+".join(re.escape(w) for w in f.split(" ")) + r"(?![^\W_])",
+                             folded):
+            spans.append((m.start(), m.end(), i))
+    from fairpair.measures._mask import TITLES
+
+    title = re.compile(r"(?<![^\W_])(?:" + "|".join(TITLES) + r")\.?\s+$")
+    spans.sort(key=lambda x: (x[0], -x[1]))
+    out: list[tuple[int, int, int]] = []
+    end = -1
+    for a, b, i in spans:
+        m = title.search(folded, max(0, a - 12), a)  # "Sra. Amrani": the title goes with the name
+        if m and m.start() >= end:
+            a = m.start()
+        if a < end:  # inside a mention already replaced (a renamed "heather yoder" holds "yoder")
+            continue
+        end = b
+        out.append((where[a], where[b - 1] + 1, i))
     return out
 
 
@@ -268,11 +296,6 @@ class _Matcher:
         if self.sm.quick_ratio() < FUZZY:
             return 0.0
         return self.sm.ratio()
-
-
-@functools.lru_cache(maxsize=4096)
-def _form_rx(form: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![^\W_])" + re.escape(form) + r"(?![^\W_])")
 
 
 def _exactly_in(name: str, text: str) -> bool:
