@@ -245,6 +245,8 @@ class RankingAnalysis:
         ``names_table``) over the top pick, summed over the groups (df
         summed); it treats the answers as independent. None when no group
         has two such names.
+    min_name_sets : int
+        The threshold of ``names_table`` (:data:`MIN_NAME_SETS`).
     four_fifths, ratio_rule : float, str
         The threshold (0.8) and the rule of the ratios' verdicts.
     correction : str
@@ -281,6 +283,7 @@ class RankingAnalysis:
     by_template: tuple = field(default=())
     names_table: tuple = field(default=())
     names_test: OmnibusTest | None = None
+    min_name_sets: int = MIN_NAME_SETS
     four_fifths: float = FOUR_FIFTHS
     ratio_rule: str = RULE_RATIO
     correction: str = "holm"

@@ -479,12 +479,10 @@ def _tables(sec: dict[str, Any], label, lang: str) -> list[RankingTable]:
     test = (rmsg(lang, "names.test", test=nt.get("test", ""), stat=fmt_num(nt.get("statistic"), lang, 1),
                  df=fmt_num(nt.get("df"), lang, 0), p=fmt_p(nt.get("pvalue"), lang), note=nt.get("note") or "")
             if nt else "")
-    from fairpair.analysis._ranking import MIN_NAME_SETS
-
     if names:
         rows = [[label(r["group"]), str(r["name"]), str(r["n_sets"]), str(r["n_top"]), fmt_pct(r.get("rate"), lang)]
                 for r in names]
-        out.append(RankingTable(rmsg(lang, "names"), rmsg(lang, "names.intro", min=MIN_NAME_SETS, test=test),
+        out.append(RankingTable(rmsg(lang, "names"), rmsg(lang, "names.intro", min=sec.get("min_name_sets", 30), test=test),
                                 [rmsg(lang, "col.group"), rmsg(lang, "col.name"), rmsg(lang, "col.answers"),
                                  rmsg(lang, "col.rate"), rmsg(lang, "col.share")], rows,
                                 [False, False, True, True, True]))
