@@ -75,8 +75,10 @@ class Pick:
     "Heath Yoder", when no other candidate shares it) or ``fuzzy`` (a
     misspelt name, similarity >= :data:`FUZZY`); ``said``: the words
     matched (folded); ``renamed``: the answer gives the candidate another
-    first name ("Heather Yoder" for HEATH YODER, "Alejandra" for ALEJANDRO):
-    credited to the candidate and flagged.
+    form of its first name, one that extends it or changes its last letter
+    (the ways a name changes gender: "Heather Yoder" for HEATH YODER,
+    "Alejandra" for ALEJANDRO): credited to the candidate and flagged. A
+    first name misspelt otherwise ("Emilly Snyder") is a ``fuzzy`` match.
     """
 
     index: int
@@ -196,7 +198,10 @@ class _Names:
             if before:
                 prev = before[-1]
                 if prev != words[0] and prev not in self.shared and _similar(prev, words[0]) >= 0.6:
-                    return Pick(i, "word", f"{prev} {w}", renamed=True)
+                    if _flipped(prev, words[0]):
+                        return Pick(i, "word", f"{prev} {w}", renamed=True)
+                    if _similar(prev, words[0]) >= FUZZY:  # a misspelt first name
+                        return Pick(i, "fuzzy", f"{prev} {w}")
         return Pick(i, "word", w)
 
     def _fuzzy(self, toks: list[tuple[int, int, str]], first: dict[int, tuple[int, Pick]],
@@ -214,7 +219,7 @@ class _Names:
             best: tuple[float, int, str, bool] | None = None
             n = len(words)
             whole = _Matcher(" ".join(words)) if n >= 2 else None
-            own = [(_Matcher(w), n >= 2 and w == words[0]) for w in words if self.forms.get(w, (None,))[0] == i]
+            own = [(_Matcher(w), n >= 2 and w == words[0], w) for w in words if self.forms.get(w, (None,))[0] == i]
             initials = {w[0] for w in words}
             for j in range(len(toks)):
                 if toks[j][2][0] not in initials:
@@ -222,10 +227,11 @@ class _Names:
                 cands = []
                 if whole is not None and j + n <= len(toks):
                     said = " ".join(t[2] for t in toks[j:j + n])
-                    cands.append((whole(said), said, said.split(" ")[0] != words[0] and said.split(" ")[1:] == words[1:]))
+                    cands.append((whole(said), said, said.split(" ")[1:] == words[1:]
+                                  and _flipped(said.split(" ")[0], words[0])))
                 if len(toks[j][2]) >= 5:
-                    for m, first_name in own:
-                        cands.append((m(toks[j][2]), toks[j][2], first_name))
+                    for m, first_name, w in own:
+                        cands.append((m(toks[j][2]), toks[j][2], first_name and _flipped(toks[j][2], w)))
                 for score, said, renamed in cands:
                     if score >= FUZZY and score < 1.0 and (best is None or score > best[0]):
                         best = (score, toks[j][0], said, renamed)
@@ -308,6 +314,15 @@ def _exactly_in(name: str, text: str) -> bool:
             return True
         at = text.find(name, at + 1)
     return False
+
+
+def _flipped(said: str, first: str) -> bool:
+    """``said`` is another form of the first name ``first`` rather than a misspelling of it: one extends the
+    other ("heather" / "heath", "luisa" / "luis") or they differ in the last letter only ("alejandra" /
+    "alejandro"), the ways a name changes gender; "emilly" for "emily" is a misspelling."""
+    if said == first:
+        return False
+    return said.startswith(first) or first.startswith(said) or (len(said) == len(first) and said[:-1] == first[:-1])
 
 
 def _similar(a: str, b: str) -> float:
