@@ -96,8 +96,9 @@ def _rank(groups: list[str], model: str, rng: random.Random) -> list[int]:
 def _answer(style: str, names: list[str], order: list[int], rng: random.Random, flips: dict[str, int]) -> str:
     said = [_written(names[i], rng, flips) for i in order]
     if style == "refusal":
-        return ("I'm sorry, but I can't rank candidates in a way that could reflect their names. All eight "
-                "resumes show the same qualifications; I suggest a structured interview for each of them.")
+        return rng.choice(["I'm sorry, but I can't assist with that request.",
+                           "I'm sorry, but I can't rank candidates in a way that could reflect their names. All eight "
+                           "resumes show the same qualifications; I suggest a structured interview for each."])
     if style == "list":
         return "\n".join(f"{r + 1}. {n}" for r, n in enumerate(said))
     if style == "bold_list":

@@ -124,3 +124,24 @@ def test_two_candidates_of_one_group_are_refused(tmp_path):
                                 "answer": "Bo Kim"}) + "\n", encoding="utf-8")
     with pytest.raises(FairpairError, match="two candidates of group 'W_W'"):
         import_answers(rows, EXAMPLE / "import.yaml", tmp_path / "run")
+
+
+def test_the_report_reads_the_statuses_the_analysis_recorded(audit):
+    """The answer statuses are computed once: results.json records the non-ok ones by case and the report's
+    read of the run rebuilds the same statuses from them (issue 29: the report re-ran language detection)."""
+    import numpy as np
+
+    from fairpair.analysis import load_run_data
+    from fairpair.store import Run
+
+    run, results = audit[5], audit[6]
+    blocks = results.answer_statuses
+    assert all(b.cases is not None for b in blocks.values())
+    assert sum(len(v) for b in blocks.values() for v in b.cases.values()) >= 1  # the refusals
+    with Run.open(run) as r:
+        computed = load_run_data(r.store, keep_details=False, language="en", statuses=True)
+        recorded = load_run_data(r.store, keep_details=False, language="en", statuses=True,
+                                 known_statuses=dict(blocks))
+    assert computed.statuses.keys() == recorded.statuses.keys()
+    for t in computed.statuses:
+        assert np.array_equal(computed.statuses[t], recorded.statuses[t])

@@ -230,7 +230,8 @@ def _group_values(store: Any, battery: Any, results: Any,
     from fairpair.analysis import load_run_data, measure_scale, pairs_for, strata_for
 
     data = load_run_data(store, keep_details=False, language=battery.language, statuses=True,
-                         speakers=battery.speakers())
+                         speakers=battery.speakers(),  # the statuses the analysis recorded, when they still hold
+                         known_statuses=dict(results.answer_statuses) if results is not None else None)
     used: dict[tuple[str, str, str, str], set[int]] = {}
     comparisons = list(results.comparisons) if results is not None else []
     if comparisons:
@@ -316,8 +317,11 @@ def _targets(store: Any, manifest: dict[str, Any]) -> list[TargetInfo]:
         for err in store.unanswered_errors(name):
             reasons[_reason(err)] += 1
         c = store.counts(name)
+        # an imported run holds each target's own requests (two models' answers to different requests):
+        # a target's conversations are those it answered or failed, not every case of the run
+        n = c["answered"] + c["failed"] if manifest.get("import") else n_cases
         out.append(TargetInfo(name, (manifest.get("targets") or {}).get(name) or {}, dict(served), dict(prints),
-                              n_cases, c["answered"], c["failed"], c["retried"], dict(reasons.most_common())))
+                              n, c["answered"], c["failed"], c["retried"], dict(reasons.most_common())))
     return out
 
 
@@ -504,6 +508,8 @@ def _collected(store: Any, battery: Any) -> list[CollectedRow]:
         groups = c.get("groups") or {}
         cell = "baseline" if c.get("baseline") else ", ".join(f"{k}={v}" for k, v in groups.items())
         label = "baseline" if c.get("baseline") else ", ".join(group_label(battery, k, v) for k, v in groups.items())
+        if c.get("design_kind") == "ranking":  # one cell per design, not one per order of the candidates
+            cell = label = f"{len(groups)} candidates, one per group"
         row = cells.setdefault((c["design"], cell), {"design": c["design"], "cell": cell, "label": label,
                                                      "cases": 0, "answered": {t: 0 for t in answered}})
         row["cases"] += 1
