@@ -121,7 +121,11 @@ def main() -> None:
           f"{'lists not es':>13}")
     for name, make in DETECTORS.items():
         t0 = time.perf_counter()
-        f = make()
+        try:
+            f = make()
+        except ImportError as exc:  # a detector not installed: pip install langdetect lingua-language-detector
+            print(f"{name:12} not installed ({exc.name})")
+            continue
         f("warm up the model")
         load = time.perf_counter() - t0
         best = float("inf")
