@@ -145,3 +145,25 @@ def test_the_report_reads_the_statuses_the_analysis_recorded(audit):
     assert computed.statuses.keys() == recorded.statuses.keys()
     for t in computed.statuses:
         assert np.array_equal(computed.statuses[t], recorded.statuses[t])
+
+
+def test_ranking_rows_import_from_csv_too(tmp_path):
+    """The ``ranking`` column holds the JSON object; no prompt column is needed."""
+    import csv
+
+    path = tmp_path / "rows.csv"
+    cands = [{"name": "Ann Lee", "group": "W_W"}, {"name": "Bo Kim", "group": "A_M"}, {"name": "Cy Diaz", "group": "H_M"}]
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=["set", "template", "ranking", "answer"])
+        w.writeheader()
+        for i in range(3):
+            w.writerow({"set": f"s{i}", "template": "job", "ranking": json.dumps({"candidates": cands}),
+                        "answer": "1. Cy Diaz\n2. Ann Lee\n3. Bo Kim"})
+    res = import_answers(path, EXAMPLE / "import.yaml", tmp_path / "run")
+    assert (res.cases, res.answers) == (3, 3)
+    measure_run(tmp_path / "run")
+    from fairpair.store import Run
+
+    with Run.open(tmp_path / "run") as r:
+        tops = [m.value for m in r.store.measurements("order")]
+    assert tops == ["H_M"] * 3
