@@ -66,7 +66,7 @@ or English, e.g. ``de la que el en y``; ``the of and to a in``) is taken to
 be in that language without calling the detector, and a structured answer
 is not checked at all. ``py3langid`` was chosen over ``langdetect`` (last
 released 2021) by ``benchmarks/bench_language.py``: the same accuracy on
-short Spanish and English answers, about 45 times faster, and no bare name
+short Spanish and English answers, about 50 times faster, and no bare name
 list assigned to another language (figures in ``benchmarks/HISTORY.md``).
 
 The status is a pure function of what the store holds (the answer's text,
