@@ -114,3 +114,15 @@ def test_compare_two_targets_of_one_run(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["compare", str(run), "--target-before", "nadie", "--target-after", "produccion"])
     assert exc.value.code == 2 and "target 'nadie' has no answer" in capsys.readouterr().err
+
+
+@pytest.mark.local_model
+def test_demo_dry_run_renders_each_prompt_for_the_embedded_model():
+    """The README's battery: the zonas target's rendered prompt carries its zone line, production's does not."""
+    pytest.importorskip("xllamacpp")
+    demo = Path(__file__).resolve().parents[2] / "examples" / "tienda_online" / "demo.yaml"
+    seen = {p.target: p for p in preview_requests(load_battery(demo)) if p.template == "pedido_roto"}
+    assert set(seen) == {"produccion", "zonas"}
+    assert "zona A, servicio estándar" in seen["zonas"].rendered and "barrio: Salamanca" in seen["zonas"].rendered
+    assert "Condiciones de servicio" not in seen["produccion"].rendered
+    assert "barrio: Salamanca" in seen["produccion"].rendered
