@@ -2,8 +2,8 @@
 
 A Python stand-in for the embedded model follows the prompts deterministically: a long answer
 (its length set by the template, a word or two more or less by the barrio) unless its system
-prompt tells it to answer in one short sentence, which only the ``zonas`` prompt does, and only
-for the low-income barrios (their delivery zone's conditions). After Holm over the run's
+prompt gives it a canned reply, which only the ``zonas`` prompt does, and only for the low-income
+barrio (its delivery zone's conditions). After Holm over the run's
 comparisons the design must then give ``fail`` on ``zonas`` and no ``fail`` on ``produccion``:
 with too few templates a sign-based p-value could never get there (2^(1-T)).
 """
@@ -34,8 +34,8 @@ TEXT = ("Gracias por escribirnos y perdona las molestias con tu pedido de la tie
 
 def answer(messages, context):
     system, user = messages[0]["content"], messages[-1]["content"]
-    if "una sola frase corta" in system:
-        return "Lo revisamos hoy mismo."
+    if 'responde únicamente "' in system:  # the zone's canned reply
+        return system.split('responde únicamente "', 1)[1].split('"', 1)[0]
     words = 30 + _n(user, 25) + _n(context["crm"]["barrio"] + user, 3)
     return " ".join(TEXT[:words]) + "."
 '''
@@ -68,8 +68,8 @@ def test_demo_design_fails_the_planted_prompt_and_not_production(tmp_path, capsy
     planted, production = got[("zonas", "palabras")], got[("produccion", "palabras")]
     assert (planted["group_a"], planted["group_b"]) == ("renta_baja", "renta_alta")
     assert planted["verdict"] == "fail"
-    # every one of the 8 templates shows the low-income barrios' answers shorter: the sign-flip p-value
-    # of 8 templates, 2^-7, doubled by Holm over the two comparisons, is still below alpha
+    # every template shows the low-income barrio's answers shorter: below alpha after Holm over the run's
+    # comparisons
     assert planted["pvalue_adjusted"] < 0.05
     assert production["verdict"] in ("pass", "inconclusive")
     assert abs(production["estimate"]) < 2
