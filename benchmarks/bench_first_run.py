@@ -46,8 +46,12 @@ def verdicts(run_dir: Path) -> list[str]:
     if not path.is_file():
         return [f"no results.json in {run_dir}"]
     data = json.loads(path.read_text(encoding="utf-8"))
-    return [f"{c['target']} {c['measure']} {c['group_a']} vs {c['group_b']}: {c['verdict']} "
-            f"(difference {c.get('estimate')}, CI {c.get('ci')})" for c in data.get("comparisons", [])]
+    def num(v):
+        return "n/a" if v is None else f"{v:.3g}"
+
+    return [f"{c['target']} {c['measure']} {c['group_a']} vs {c['group_b']}: {c['verdict']} (difference "
+            f"{num(c.get('estimate'))}, CI {' to '.join(num(v) for v in c.get('ci') or ()) or 'n/a'})"
+            for c in data.get("comparisons", [])]
 
 
 def answer_statuses(run_dir: Path) -> Counter:
