@@ -3,7 +3,7 @@
 A Python stand-in for the embedded model follows the prompts deterministically: a long answer
 (its length set by the template, a word or two more or less by the barrio) unless its system
 prompt gives it a canned reply, which only the ``zonas`` prompt does, and only for the low-income
-barrio (its delivery zone's conditions). After Holm over the run's
+barrio (its delivery zone's conditions). After Holm over each target's
 comparisons the design must then give ``fail`` on ``zonas`` and no ``fail`` on ``produccion``:
 with too few templates a sign-based p-value could never get there (2^(1-T)).
 """
@@ -68,7 +68,7 @@ def test_demo_design_fails_the_planted_prompt_and_not_production(tmp_path, capsy
     planted, production = got[("zonas", "palabras")], got[("produccion", "palabras")]
     assert (planted["group_a"], planted["group_b"]) == ("renta_baja", "renta_alta")
     assert planted["verdict"] == "fail"
-    # every template shows the low-income barrio's answers shorter: below alpha after Holm over the run's
+    # every template shows the low-income barrio's answers shorter: below alpha after Holm over the target's
     # comparisons
     assert planted["pvalue_adjusted"] < 0.05
     assert production["verdict"] in ("pass", "inconclusive")
