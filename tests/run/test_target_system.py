@@ -111,6 +111,11 @@ def test_compare_two_targets_of_one_run(tmp_path, capsys):
     assert (row["target_before"], row["target_after"]) == ("politica", "produccion")
     assert out["paired_by"] == "case_id" and row["n_sets"] == 8
     assert row["gap_before"] < -10 and abs(row["gap_after"]) < 5 and row["direction"] == "better"
+    main(["report", str(run)])  # the report lists the target's own prompt with the templates' prompts
+    html = (run / "report" / "report.html").read_text(encoding="utf-8")
+    assert "# target politica: its own system prompt, in place of the templates&#39;" in html
+    assert "Tienda Sol. Zona: {reparto.zona}. Cliente:" in html
+    capsys.readouterr()
     with pytest.raises(SystemExit) as exc:
         main(["compare", str(run), "--target-before", "nadie", "--target-after", "produccion"])
     assert exc.value.code == 2 and "target 'nadie' has no answer" in capsys.readouterr().err
