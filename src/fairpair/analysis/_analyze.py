@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shlex
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,8 @@ from fairpair.analysis._data import (
 )
 from fairpair.analysis._paired import BINARY_SCALES, analyze_pairs, finish
 from fairpair.analysis._results import (
-    AnswerStatusBlock, ComparisonResult, Counts, JudgeBlock, LengthBias, OmnibusResult, PositionBias, Results, num,
+    AnswerStatusBlock, ComparisonResult, Counts, IncompleteRun, JudgeBlock, LengthBias, OmnibusResult, PositionBias,
+    Results, num,
 )
 from fairpair.errors import FairpairError
 from fairpair.stats import adjust
@@ -388,6 +391,36 @@ def _distrust_judge(battery, comparisons: list[ComparisonResult], judge: JudgeBl
     return out
 
 
+def _incomplete(run_dir: Path, counts: dict[str, Counts]) -> IncompleteRun | None:
+    """The run's :class:`IncompleteRun` when some case of a target has no outcome stored yet (neither an
+    answer nor a final failure), else ``None``."""
+    cases = sum(c.cases for c in counts.values())
+    done = sum(c.answered + c.failed for c in counts.values())
+    if not counts or done >= cases:
+        return None
+    try:
+        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+        battery = manifest.get("battery_path") or "BATTERY"
+    except (OSError, ValueError, AttributeError):
+        battery = "BATTERY"
+    command = f"fairpair run {shlex.quote(str(battery))} --out {shlex.quote(str(run_dir))}"
+    return IncompleteRun(answered=sum(c.answered for c in counts.values()), cases=cases, command=command)
+
+
+def with_reasons(comparisons: list[ComparisonResult], incomplete: IncompleteRun | None = None
+                 ) -> list[ComparisonResult]:
+    """Each comparison with its ``reasons`` (:func:`fairpair.analysis._why.comparison_reasons`) and its
+    headline ``reason`` in words."""
+    from fairpair.analysis._why import comparison_reasons, reason_text
+
+    out = []
+    for c in comparisons:
+        reasons = comparison_reasons(c, incomplete=incomplete is not None)
+        text = reason_text(c, reasons[0], "en", incomplete=incomplete) if reasons else None
+        out.append(c.model_copy(update={"reasons": [r.value for r in reasons], "reason": text}))
+    return out
+
+
 def _counts(data: RunData) -> dict[str, Counts]:
     n = len(data.cases)
     leaks: dict[str, int] = {}
@@ -495,6 +528,9 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
                                       confidence_level=plan.confidence_level)
         judge = _judge_block(battery, store, data)
         comparisons = _distrust_judge(battery, comparisons, judge)
+        counts = _counts(data)
+        incomplete = _incomplete(run_dir, counts)
+        comparisons = with_reasons(comparisons, incomplete)
         measures = sorted({m for (_t, m) in data.values} | set(battery.measures))
         scales = {m: measure_scale(battery, m, data.raw_kinds.get(m)) for m in measures}
         if changes:
@@ -507,9 +543,9 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
             confidence_level=plan.confidence_level, n_resamples=plan.bootstrap_resamples, seed=plan.seed,
             fail_on_inconclusive=plan.fail_on_inconclusive, fail_on_insufficient=plan.fail_on_insufficient,
             names=plan.generalize.names, targets=data.targets, measures=scales,
-            comparisons=comparisons, omnibus=omnibus, two_party=two_party, judge=judge, counts=_counts(data),
+            comparisons=comparisons, omnibus=omnibus, two_party=two_party, judge=judge, counts=counts,
             notes=notes + aa.notes, answer_statuses=_answer_statuses(battery, data), aa_controls=aa.comparisons,
-            aa_flag=aa.flag, rankings=rankings)
+            aa_flag=aa.flag, rankings=rankings, incomplete=incomplete)
     if write:
         write_results(run_dir, res.to_json() + "\n")
     if console is not None:
