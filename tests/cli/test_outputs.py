@@ -256,3 +256,26 @@ def test_sentence_and_table_share_one_sign(bot_runs, capsys):
             f = 100 if r.scale == "binary" else 1
             assert r.ci == f"{lo * f:.1f} … {hi * f:.1f}".replace("-", "−")
             assert f"CI {lo * f:.1f} to {hi * f:.1f}".replace("-", "−") in r.sentence
+
+
+def test_pytest_plugin_fails_on_an_answer_status(tmp_path):
+    """The pytest plugin's per-target item for the answer statuses fails as the gate does."""
+    import shutil
+    import subprocess
+
+    battery = bot_battery(tmp_path / "b")
+    shutil.copy(battery, tmp_path / "fairness_salidas.yaml")
+    shutil.rmtree(tmp_path / "b")
+    from importlib.metadata import entry_points
+
+    registered = any(ep.value == "fairpair.analysis.pytest_plugin" for ep in entry_points(group="pytest11"))
+    plugin = [] if registered else ["-p", "fairpair.analysis.pytest_plugin"]
+    out = subprocess.run([sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", *plugin, "--rootdir",
+                          str(tmp_path), "--fairpair-out", str(tmp_path / "runs"), str(tmp_path)],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text
+    assert "FAILED fairness_salidas.yaml::answer-statuses[python]" in text
+    assert ("answer.empty: magreb 0.458333333333333" in text and "vs espana 0.0, estimate" in text
+            and "fail (automatic comparison of an answer status)" in text), text
+    assert "FAILED fairness_salidas.yaml::reembolso[python:counterfactual-origen:magreb-vs-espana]" in text
