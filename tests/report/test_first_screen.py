@@ -86,3 +86,16 @@ def test_first_screen_holds_the_answer(mock_run, tmp_path):
     # the rest comes below the answer, and the warnings sit in one box
     assert b["verdicts"]["top"] > b["counts"]["bottom"]
     assert b["n_warn_boxes"] <= 1
+
+
+def test_a_missing_browser_fails_under_ci(monkeypatch):
+    """CI=true: no skip for a missing browser (a test that never runs would pass CI silently)."""
+    import tests.report.test_first_screen as mod
+
+    monkeypatch.setattr(mod, "CHROMIUM", Path("/nonexistent/chromium"))
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true: a missing browser fails the test"):
+        mod._browser()
+    monkeypatch.setenv("CI", "false")
+    with pytest.raises(pytest.skip.Exception, match="needs Debian's chromium"):
+        mod._browser()
