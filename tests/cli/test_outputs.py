@@ -152,6 +152,9 @@ def test_a_failing_answer_status_is_named_gated_and_explained(bot_runs, capsys):
     # 22 of the 48 Maghreb answers are empty (the bot's draw), none of the others
     assert (empty["value_a"], empty["value_b"]) == (pytest.approx(22 / 48), 0.0)
     assert empty["verdict"] == "fail" and not empty["primary"]
+    # the 48 refund pairs of the Maghreb names all disagree the same way: an interval, not -100..-100
+    refund = next(ln for ln in out.splitlines() if "reembolso: magreb − espana" in ln)
+    assert refund.startswith("│ FALLA") and "−100,0 p. p." in refund and "−100,0..−26,1" in refund
     # the table marks it, the mark is explained where it is printed, the headline names it
     row = next(ln for ln in out.splitlines() if "answer.empty: magreb − espana †" in ln)
     assert row.startswith("│ FALLA")
