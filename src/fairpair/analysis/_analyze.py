@@ -556,24 +556,37 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
 def _print_summary(console, res: Results) -> None:
     from rich.markup import escape
 
+    from fairpair.analysis._design import design_reason_parts
+
     colour = {"fail": "red", "pass": "green", "inconclusive": "yellow", "insufficient design": "magenta"}
+    if res.incomplete is not None:  # said first, once
+        console.print(escape(res.incomplete.text()), soft_wrap=True)
+    why: dict[tuple[str, str], list[str]] = {}  # each reason once, with the comparisons it covers
     for c in res.comparisons:
         est = "n/a" if c.estimate is None else f"{c.estimate:+.3f}"
         ci = "" if not c.ci or None in c.ci else f" [{c.ci[0]:+.3f}, {c.ci[1]:+.3f}]"
         p = "n/a" if c.pvalue_adjusted is None else f"{c.pvalue_adjusted:.3g}"
         console.print(f"[{colour[c.verdict]}]{c.verdict:12}[/{colour[c.verdict]}] {escape(c.target)} "
                       f"{escape(c.id)} {escape(c.group_a)} vs {escape(c.group_b)}: {est}{ci} "
-                      f"p_adj={p} (n={c.n_pairs}; names {c.names}: {escape(c.estimand)})")
-        if c.design_reason:
-            console.print(f"  why: {escape(c.design_reason)}")
+                      f"p_adj={p} (n={c.n_pairs}; names {c.names}: {escape(c.estimand)})", soft_wrap=True)
+        if c.reasons and c.reason and c.reasons[0] != "incomplete run":
+            parts = [c.reason]
+            if c.reasons[0] == "insufficient design" and (c.design_reason or "")[:1].isdigit():
+                parts = design_reason_parts(n_templates=c.n_clusters, n_names_a=c.n_names_a,
+                                            n_names_b=c.n_names_b, names=c.names, n_pairs=c.n_pairs,
+                                            group_a=c.group_a, group_b=c.group_b) or parts
+            for part in parts:  # an insufficient design part by part: a part shared by many is one line
+                why.setdefault((c.reasons[0], part), []).append(f"{c.id} {c.group_a} vs {c.group_b}")
+    for (kind, text), which in why.items():
+        console.print(f"  {escape(kind)}: {escape(text)} ({escape('; '.join(which))})", soft_wrap=True)
     for c in res.aa_controls:
         console.print(f"A/A control {escape(c.verdict):12} {escape(c.target)} {escape(c.measure)} "
                       f"{escape(c.group_a)} vs {escape(c.group_b)}: "
                       + ("n/a" if c.estimate is None else f"{c.estimate:+.3f}"))
     if res.aa_flag:
         console.print(f"[red]A/A control failed:[/red] {escape(res.aa_flag)}")
-    for n in res.notes:
-        console.print(f"note: {escape(n)}")
+    for n in dict.fromkeys(res.notes):
+        console.print(f"note: {escape(n)}", soft_wrap=True)
 
 
 def load_results(run_dir: Path | str) -> Results:

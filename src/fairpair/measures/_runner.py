@@ -1008,5 +1008,5 @@ def _print_counts(console, counts: dict[str, MeasureCounts], warnings: list[str]
         t.add_row(escape(n), str(c.ok), str(c.missing), str(c.failed), str(c.leaks), str(c.invalid),
                   str(c.skipped))
     console.print(t)
-    for w in warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
+    for w in dict.fromkeys(warnings):
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}", soft_wrap=True)
