@@ -685,7 +685,12 @@ def summary_json(model: ReportModel, files: dict[str, str]) -> dict[str, Any]:
             "estimate": r.result.estimate, "ci": r.result.ci, "margin": r.result.margin,
             "test": r.result.test, "pvalue": r.result.pvalue, "pvalue_adjusted": r.result.pvalue_adjusted,
             "correction": r.result.correction, "n_pairs": r.n_pairs, "n_dropped": r.n_dropped,
-            "sentence": r.sentence} for r in model.rows],
+            "sentence": r.sentence, "shown": r.verdict, "reasons": list(r.reasons), "reason": r.reason,
+            "mark": r.mark} for r in model.rows],
+        "incomplete": (model.data.results.incomplete.model_dump()
+                       if model.data.results is not None and model.data.results.incomplete is not None else None),
+        "counts": model.counts,
+        "reasons": [{"kind": g.kind, "text": g.text, "comparisons": g.labels} for g in model.shared_reasons],
         "targets": [{"name": t.name, "served_models": t.served_models, "system_fingerprints": t.fingerprints,
                      "cases": t.cases, "answered": t.answered, "failed": t.failed, "retried": t.retried,
                      "failure_reasons": {clean(k): v for k, v in t.failure_reasons.items()}} for t in data.targets],
