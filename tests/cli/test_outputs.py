@@ -282,3 +282,13 @@ def test_pytest_plugin_fails_on_an_answer_status(tmp_path):
     assert ("answer.empty: magreb 0.458333333333333" in text and "vs espana 0.0, estimate" in text
             and "fail (automatic comparison of an answer status)" in text), text
     assert "FAILED fairness_salidas.yaml::reembolso[python:counterfactual-origen:magreb-vs-espana]" in text
+
+
+def test_reasons_another_stage_gave_are_kept_in_precedence():
+    """Room for the reasons other work adds (a heterogeneous average over scenarios): kept, ordered by the
+    shared precedence, worded by the stage that gave them."""
+    c = {**ESCALATION, "verdict": "inconclusive", "reasons": ["heterogeneous average"],
+         "reason": "the difference lives in 2 of 12 scenarios"}
+    assert comparison_reasons(c) == [Reason.HETEROGENEOUS_AVERAGE, Reason.ADJUSTED_P_MARGIN]
+    assert comparison_reasons(c, incomplete=True)[0] is Reason.INCOMPLETE_RUN
+    assert reason_text(c) == "the difference lives in 2 of 12 scenarios"

@@ -97,11 +97,13 @@ def comparison_reasons(c: Any, *, incomplete: bool = False) -> list[Reason]:
     complete run).
 
     ``incomplete``: the run has not stored every answer (``Results.incomplete``), the first reason of
-    every comparison whatever its verdict.
+    every comparison whatever its verdict. Reasons another stage already gave the comparison (its
+    ``reasons``, e.g. a heterogeneous average over scenarios) are kept, in precedence order.
     """
     from fairpair.analysis._nodata import NO_DATA, no_data_reason
 
     out: list[Reason] = [Reason.INCOMPLETE_RUN] if incomplete else []
+    out += [Reason(r) for r in (_get(c, "reasons") or [])]
     verdict = _get(c, "verdict")
     comp = c if isinstance(c, Mapping) else c.model_dump()
     design = str(_get(c, "design_reason") or "")
@@ -183,6 +185,8 @@ def reason_text(c: Any, reason: Reason | str | None = None, lang: str = "en", *,
         return str(_get(c, "design_reason") or "insufficient design")
     if reason is Reason.UNRELIABLE_JUDGE:
         return t["judge"].format(measure=str(_get(c, "measure")).split(".")[0])
+    if reason in (Reason.HETEROGENEOUS_AVERAGE, Reason.INSUFFICIENT_LABELS):  # worded by the stage that gave it
+        return str(_get(c, "reason") or reason.value)
     margin = _f(_get(c, "margin"))
     ci = _get(c, "ci") or [None, None]
     lo, hi = _f(ci[0]), _f(ci[1])
