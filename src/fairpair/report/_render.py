@@ -160,10 +160,9 @@ def shared_reasons(rows: list[VerdictRow], lang: str) -> list[ReasonGroup]:
             else [r.reason]
         for part in parts:
             groups.setdefault((first.value, part), []).append(r)
-    with_reason = {r.key for rs in groups.values() for r in rs}
     out = []
     for (kind, text), rs in groups.items():
-        every = len(rs) == len(with_reason) and len(rs) > 1
+        every = len(rs) == len(rows) and len(rs) > 1  # every comparison of the table
         which = msg(lang, "reason.all", n=len(rs)) if every else "; ".join(r.label for r in rs)
         out.append(ReasonGroup(kind=msg(lang, f"reason.{kind}"), text=text, which=which,
                                labels=[r.label for r in rs],

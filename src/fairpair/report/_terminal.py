@@ -122,4 +122,8 @@ def print_verdicts(console: Any, run_dir: Path | None = None, *, language: str |
     if model.overall != "incomplete run":
         console.print(Text.assemble((terminal(model.overall_word), _STYLE.get(model.overall, "")), " ",
                                     terminal(model.overall_text)), soft_wrap=True)
+    if not (sentences or verbose):
+        import shlex
+
+        line(msg(model.lang, "verbose.hint", run=shlex.quote(model.run_dir)))
     return model.overall
