@@ -129,6 +129,11 @@ def test_incomplete_run_says_so_first_everywhere(bot_runs, capsys):
     assert code == 0
     assert out.splitlines()[0] == f"RUN INCOMPLETE {headline}"
     assert "insufficient design" not in out and "use at least" not in out
+    code, out, _ = run_cli(["report", run, "--lang", "en", "--verbose"], capsys, collapse=False)
+    rows = [ln for ln in out.splitlines() if ln.startswith("RUN INCOMPLETE ") and " − espana" in ln]
+    assert len(rows) == len(res["comparisons"]) == 6
+    assert all("no verdict until the run is complete (see the headline)." in ln for ln in rows)
+    assert "insufficient design" not in out and "use at least" not in out
     # the report: its banner is the headline
     html = (run / "report" / "report.html").read_text(encoding="utf-8")
     banner = html[html.index('<div class="banner'):]

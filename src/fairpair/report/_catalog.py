@@ -72,6 +72,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                                         "least one (see why next to it)."),
         "clause.insufficient design": "no verdict: the design cannot support one ({reason})",
         "clause.insufficient design.said": "no verdict: the design cannot support one (why: under the verdicts)",
+        "clause.incomplete run": "no verdict until the run is complete (see the headline)",
+        "clause.not measured": "no verdict: not measured (why: under the verdicts)",
         "estimand.random": "This verdict generalises to other names of these groups and other scenarios like these.",
         "estimand.fixed": ("This verdict holds for these names, in scenarios like these (not for other names of "
                            "the groups)."),
@@ -355,6 +357,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                                         "menos una (ver el motivo junto a ella)."),
         "clause.insufficient design": "sin veredicto: el diseño no lo permite ({reason})",
         "clause.insufficient design.said": "sin veredicto: el diseño no lo permite (el motivo, bajo los veredictos)",
+        "clause.incomplete run": "sin veredicto hasta que el run esté completo (ver el titular)",
+        "clause.not measured": "sin veredicto: sin medir (el motivo, bajo los veredictos)",
         "estimand.random": ("Este veredicto se generaliza a otros nombres de estos grupos y a otros escenarios "
                             "como estos."),
         "estimand.fixed": ("Este veredicto vale para estos nombres, en escenarios como estos (no para otros nombres "
@@ -874,12 +878,16 @@ def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
     from fairpair.analysis import no_data_clause
 
     nodata = no_data_clause(comp, lang) if verdict not in ("fail", "insufficient design") else None
-    if verdict == "insufficient design" and reason_said:
+    if verdict == "incomplete run":  # said by the headline, once
+        clause = msg(lang, "clause.incomplete run")
+    elif verdict == "insufficient design" and reason_said:
         clause = msg(lang, "clause.insufficient design.said")
     elif verdict == "insufficient design":
         clause = msg(lang, "clause.insufficient design", reason=design_reason_text(comp, lang))
     elif nodata is not None:  # 0 pairs or a constant measure: the reason, not "the interval does not settle"
         clause = nodata
+    elif verdict == "not measured":
+        clause = msg(lang, "clause.not measured")
     elif verdict not in ("fail", "pass", "inconclusive"):
         clause = verdict_word(verdict, lang).lower()
     elif verdict == "inconclusive" and _decided_by_p(comp):  # the p-value that decided, with its value
@@ -898,5 +906,6 @@ def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
     sentence = sentence + ": " + clause + "."
     names = comp.get("names")
     if names in ("random", "fixed") and verdict in _VERDICTS:
-        sentence += " " + msg(lang, f"{'asked' if verdict == 'insufficient design' else 'estimand'}.{names}")
+        asked = verdict in ("insufficient design", "incomplete run", "not measured")
+        sentence += " " + msg(lang, f"{'asked' if asked else 'estimand'}.{names}")
     return sentence

@@ -91,16 +91,18 @@ def _verdict_rows(data: ReportData, lang: str) -> list[VerdictRow]:
         la = group_label(data.battery, c.attribute, c.group_a)
         lb = group_label(data.battery, c.attribute, c.group_b)
         mlab = measure_label(data.battery, c.measure)
-        sentence = _status_sentence(data, c, lang) if c.measure.startswith("answer.") and c.verdict == "fail" \
-            else verdict_sentence(c, lang=lang, label_a=clean(la), label_b=clean(lb), measure_label=clean(mlab),
+        reasons = tuple(c.reasons) or tuple(r.value for r in comparison_reasons(c, incomplete=incomplete is not None))
+        first = first_reason(reasons)
+        shown = c.verdict if first is None or REASON_VERDICT[first] is not None else first.value
+        # a comparison with no verdict (an incomplete run, nothing measured) says that, not the stored rule
+        said = c if shown == c.verdict else {**c.model_dump(), "verdict": shown}
+        sentence = _status_sentence(data, c, lang) if c.measure.startswith("answer.") and shown == "fail" \
+            else verdict_sentence(said, lang=lang, label_a=clean(la), label_b=clean(lb), measure_label=clean(mlab),
                                   signal=data.attribute_signal(c.attribute), confidence_level=level,
                                   reason_said=True)
         ci = c.ci or [None, None]
         unit = (" pp" if lang == "en" else " p.\u00a0p.") if binary else ""
         est = c.estimate
-        reasons = tuple(c.reasons) or tuple(r.value for r in comparison_reasons(c, incomplete=incomplete is not None))
-        first = first_reason(reasons)
-        shown = c.verdict if first is None or REASON_VERDICT[first] is not None else first.value
         mark = "†" if c.measure.startswith("answer.") else "" if c.primary else "*"
         rows.append(VerdictRow(
             key=comparison_key(c), id=c.id, target=c.target, measure=c.measure, measure_label=mlab,
