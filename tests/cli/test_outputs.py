@@ -186,7 +186,7 @@ def test_status_fail_alone_fails_the_gate_unless_ignored(tmp_path, bot_runs, cap
     import shutil
 
     from fairpair.analysis import gate_exit_code
-    from fairpair.analysis._results import Results
+    from fairpair.records import Results
 
     run = tmp_path / "run"
     shutil.copytree(bot_runs["full"], run)

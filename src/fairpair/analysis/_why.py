@@ -24,14 +24,13 @@ from typing import Any
 
 from fairpair.records import Reason, first_reason
 
-__all__ = ["comparison_reasons", "reason_text", "incomplete_text"]
+__all__ = ["comparison_reasons", "reason_text"]
 
 _CORR = {"holm": "Holm", "bh": "Benjamini-Hochberg", "benjamini_hochberg": "Benjamini-Hochberg",
          "bonferroni": "Bonferroni"}
 
 _TEXT = {
     "en": {
-        "incomplete": "run incomplete: {answered} of {cases} answered; resume with `{command}`",
         "interval": ("the {level}% interval ({lo} to {hi}) does not settle whether the difference is within the "
                      "{margin} margin"),
         "interval.none": "the interval is undefined (no variance to estimate it from)",
@@ -46,7 +45,6 @@ _TEXT = {
         "points": "{m}-point",
     },
     "es": {
-        "incomplete": "run incompleto: {answered} de {cases} respondidos; reanuda con `{command}`",
         "interval": ("el intervalo al {level} % ({lo} a {hi}) no resuelve si la diferencia está dentro del "
                      "margen de {margin}"),
         "interval.none": "el intervalo no está definido (no hay variación con la que estimarlo)",
@@ -63,15 +61,6 @@ _TEXT = {
         "points": "{m} puntos",
     },
 }
-
-
-def incomplete_text(answered: int, cases: int, command: str, lang: str = "en") -> str:
-    """``run incomplete: 726 of 2,400 answered; resume with `fairpair run ...``` (``es``: ``2.400``)."""
-    def n(x: int) -> str:
-        s = f"{x:,}"
-        return s.replace(",", ".") if lang == "es" else s
-
-    return _t(lang)["incomplete"].format(answered=n(answered), cases=n(cases), command=command)
 
 
 def _t(lang: str) -> dict[str, str]:

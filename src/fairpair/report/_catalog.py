@@ -780,7 +780,7 @@ def design_reason_text(comp: Mapping[str, Any], lang: str) -> str:
 def design_reason_parts(comp: Mapping[str, Any], lang: str) -> list[str]:
     """:func:`design_reason_text` part by part (templates, each group's names, pairs), so a part shared
     by several comparisons is said once."""
-    from fairpair.analysis._design import design_reason_parts as parts
+    from fairpair.analysis import design_reason_parts as parts
 
     stored = str(comp.get("design_reason") or "")
     if stored and not stored[:1].isdigit():  # a data reason (nothing measured, constant, no variance)
@@ -798,7 +798,7 @@ def design_reason_parts(comp: Mapping[str, Any], lang: str) -> list[str]:
 def _decided_by_p(comp: Mapping[str, Any]) -> bool:
     """An ``inconclusive`` decided by an adjusted p-value (against zero or the margin), not by the
     interval (whose limits the sentence already gives) nor by the judge."""
-    from fairpair.analysis._why import comparison_reasons
+    from fairpair.analysis import comparison_reasons
     from fairpair.records import Reason
 
     first = (comparison_reasons(comp) or [None])[0]
@@ -891,7 +891,7 @@ def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
     elif verdict not in ("fail", "pass", "inconclusive"):
         clause = verdict_word(verdict, lang).lower()
     elif verdict == "inconclusive" and _decided_by_p(comp):  # the p-value that decided, with its value
-        from fairpair.analysis._why import reason_text
+        from fairpair.analysis import reason_text
 
         clause = msg(lang, "clause.inconclusive.why", why=reason_text(comp, None, lang))
     elif _finite(margin) and margin > 0:

@@ -79,7 +79,7 @@ def ranking_verdicts(res: Any) -> list[str]:
 
 def _verdict_rows(data: ReportData, lang: str) -> list[VerdictRow]:
     """One :class:`VerdictRow` per comparison of the run's :class:`~fairpair.analysis.Results`."""
-    from fairpair.analysis._why import comparison_reasons
+    from fairpair.analysis import comparison_reasons
     from fairpair.records import REASON_VERDICT, first_reason
 
     rows = []
@@ -121,7 +121,7 @@ def _verdict_rows(data: ReportData, lang: str) -> list[VerdictRow]:
 
 def _reason_words(c: Any, reason: Any, lang: str, incomplete: Any) -> str:
     """The headline reason of a comparison in ``lang`` (the design's in the catalog's words)."""
-    from fairpair.analysis._why import reason_text
+    from fairpair.analysis import reason_text
     from fairpair.records import Reason
 
     if reason is None:

@@ -29,7 +29,7 @@ __all__ = [
     "RESULTS_SCHEMA", "Results", "ComparisonResult", "BinaryDetail", "ContinuousDetail", "PairedTDetail",
     "VariantRow", "Heterogeneity", "Evidence", "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow",
     "DispersionTest", "MinimumIdentity", "PositionBias", "LengthBias", "JudgeBlock", "Counts", "AnswerStatusBlock",
-    "results_schema", "num", "IncompleteRun",
+    "results_schema", "num", "interval", "IncompleteRun", "incomplete_text",
 ]
 
 RESULTS_SCHEMA = "fairpair.results/2"
@@ -464,9 +464,21 @@ class IncompleteRun(_Rec):
 
     def text(self, lang: str = "en") -> str:
         """``run incomplete: 726 of 2,400 answered; resume with `fairpair run ...```."""
-        from fairpair.analysis._why import incomplete_text
-
         return incomplete_text(self.answered, self.cases, self.command, lang)
+
+
+_INCOMPLETE = {"en": "run incomplete: {answered} of {cases} answered; resume with `{command}`",
+               "es": "run incompleto: {answered} de {cases} respondidos; reanuda con `{command}`"}
+
+
+def incomplete_text(answered: int, cases: int, command: str, lang: str = "en") -> str:
+    """``run incomplete: 726 of 2,400 answered; resume with `fairpair run ...``` (``es``: ``2.400``): the
+    headline of an incomplete run in every output."""
+    def n(x: int) -> str:
+        s = f"{x:,}"
+        return s.replace(",", ".") if lang == "es" else s
+
+    return _INCOMPLETE.get(lang, _INCOMPLETE["en"]).format(answered=n(answered), cases=n(cases), command=command)
 
 
 class Results(_Rec):
@@ -522,6 +534,13 @@ class Results(_Rec):
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2)
+
+    def ranking_results(self) -> list[Any]:
+        """``rankings`` as typed :class:`~fairpair.records.RankingResult` records (one per design,
+        ranking measure and target)."""
+        from fairpair.records._ranking import RankingResult  # defined after Results: it holds ComparisonResults
+
+        return [RankingResult.model_validate(r) for r in self.rankings]
 
 
 def results_schema() -> dict[str, Any]:
