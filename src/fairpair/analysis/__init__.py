@@ -25,6 +25,9 @@ from fairpair._lazy import lazy_getattr
 # importing them through the package adds no import cycle and no start-up cost).
 _LAZY_EXPORTS = {
     "RESULTS_NAME": "fairpair.analysis._analyze",
+    "comparison_reasons": "fairpair.analysis._why",
+    "design_reason_parts": "fairpair.analysis._design",
+    "reason_text": "fairpair.analysis._why",
     "design_reason_counts": "fairpair.analysis._design",
     "gate_lines": "fairpair.analysis._gate",
     "gate_outcome": "fairpair.analysis._gate",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shlex
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,8 @@ from fairpair.analysis._data import (
 )
 from fairpair.analysis._paired import BINARY_SCALES, analyze_pairs, finish
 from fairpair.records import (
-    AnswerStatusBlock, ComparisonResult, Counts, JudgeBlock, LengthBias, OmnibusResult, PositionBias, Results, num,
+    AnswerStatusBlock, ComparisonResult, Counts, IncompleteRun, JudgeBlock, LengthBias, OmnibusResult, PositionBias,
+    Results, num,
 )
 from fairpair.errors import FairpairError
 from fairpair.stats import adjust
@@ -388,6 +391,36 @@ def _distrust_judge(battery, comparisons: list[ComparisonResult], judge: JudgeBl
     return out
 
 
+def _incomplete(run_dir: Path, counts: dict[str, Counts]) -> IncompleteRun | None:
+    """The run's :class:`IncompleteRun` when some case of a target has no outcome stored yet (neither an
+    answer nor a final failure), else ``None``."""
+    cases = sum(c.cases for c in counts.values())
+    done = sum(c.answered + c.failed for c in counts.values())
+    if not counts or done >= cases:
+        return None
+    try:
+        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+        battery = manifest.get("battery_path") or "BATTERY"
+    except (OSError, ValueError, AttributeError):
+        battery = "BATTERY"
+    command = f"fairpair run {shlex.quote(str(battery))} --out {shlex.quote(str(run_dir))}"
+    return IncompleteRun(answered=sum(c.answered for c in counts.values()), cases=cases, command=command)
+
+
+def with_reasons(comparisons: list[ComparisonResult], incomplete: IncompleteRun | None = None
+                 ) -> list[ComparisonResult]:
+    """Each comparison with its ``reasons`` (:func:`fairpair.analysis._why.comparison_reasons`) and its
+    headline ``reason`` in words."""
+    from fairpair.analysis._why import comparison_reasons, reason_text
+
+    out = []
+    for c in comparisons:
+        reasons = comparison_reasons(c, incomplete=incomplete is not None)
+        text = reason_text(c, reasons[0], "en", incomplete=incomplete) if reasons else None
+        out.append(c.model_copy(update={"reasons": [r.value for r in reasons], "reason": text}))
+    return out
+
+
 def _counts(data: RunData) -> dict[str, Counts]:
     n = len(data.cases)
     leaks: dict[str, int] = {}
@@ -501,6 +534,9 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
                                       confidence_level=plan.confidence_level)
         judge = _judge_block(battery, store, data)
         comparisons = _distrust_judge(battery, comparisons, judge)
+        counts = _counts(data)
+        incomplete = _incomplete(run_dir, counts)
+        comparisons = with_reasons(comparisons, incomplete)
         measures = sorted({m for (_t, m) in data.values} | set(battery.measures))
         scales = {m: measure_scale(battery, m, data.raw_kinds.get(m)) for m in measures}
         if changes:
@@ -513,9 +549,9 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
             confidence_level=plan.confidence_level, n_resamples=plan.bootstrap_resamples, seed=plan.seed,
             fail_on_inconclusive=plan.fail_on_inconclusive, fail_on_insufficient=plan.fail_on_insufficient,
             names=plan.generalize.names, targets=data.targets, measures=scales,
-            comparisons=comparisons, omnibus=omnibus, two_party=two_party, judge=judge, counts=_counts(data),
+            comparisons=comparisons, omnibus=omnibus, two_party=two_party, judge=judge, counts=counts,
             notes=notes + aa.notes, answer_statuses=_answer_statuses(battery, data), aa_controls=aa.comparisons,
-            aa_flag=aa.flag, rankings=rankings)
+            aa_flag=aa.flag, rankings=rankings, incomplete=incomplete)
     if write:
         write_results(run_dir, res.to_json() + "\n")
     if console is not None:
@@ -526,24 +562,37 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
 def _print_summary(console, res: Results) -> None:
     from rich.markup import escape
 
+    from fairpair.analysis._design import design_reason_parts
+
     colour = {"fail": "red", "pass": "green", "inconclusive": "yellow", "insufficient design": "magenta"}
+    if res.incomplete is not None:  # said first, once
+        console.print(escape(res.incomplete.text()), soft_wrap=True)
+    why: dict[tuple[str, str], list[str]] = {}  # each reason once, with the comparisons it covers
     for c in res.comparisons:
         est = "n/a" if c.estimate is None else f"{c.estimate:+.3f}"
         ci = "" if not c.ci or None in c.ci else f" [{c.ci[0]:+.3f}, {c.ci[1]:+.3f}]"
         p = "n/a" if c.pvalue_adjusted is None else f"{c.pvalue_adjusted:.3g}"
         console.print(f"[{colour[c.verdict]}]{c.verdict:12}[/{colour[c.verdict]}] {escape(c.target)} "
                       f"{escape(c.id)} {escape(c.group_a)} vs {escape(c.group_b)}: {est}{ci} "
-                      f"p_adj={p} (n={c.n_pairs}; names {c.names}: {escape(c.estimand)})")
-        if c.design_reason:
-            console.print(f"  why: {escape(c.design_reason)}")
+                      f"p_adj={p} (n={c.n_pairs}; names {c.names}: {escape(c.estimand)})", soft_wrap=True)
+        if c.reasons and c.reason and c.reasons[0] != "incomplete run":
+            parts = [c.reason]
+            if c.reasons[0] == "insufficient design" and (c.design_reason or "")[:1].isdigit():
+                parts = design_reason_parts(n_templates=c.n_clusters, n_names_a=c.n_names_a,
+                                            n_names_b=c.n_names_b, names=c.names, n_pairs=c.n_pairs,
+                                            group_a=c.group_a, group_b=c.group_b) or parts
+            for part in parts:  # an insufficient design part by part: a part shared by many is one line
+                why.setdefault((c.reasons[0], part), []).append(f"{c.id} {c.group_a} vs {c.group_b}")
+    for (kind, text), which in why.items():
+        console.print(f"  {escape(kind)}: {escape(text)} ({escape('; '.join(which))})", soft_wrap=True)
     for c in res.aa_controls:
         console.print(f"A/A control {escape(c.verdict):12} {escape(c.target)} {escape(c.measure)} "
                       f"{escape(c.group_a)} vs {escape(c.group_b)}: "
                       + ("n/a" if c.estimate is None else f"{c.estimate:+.3f}"))
     if res.aa_flag:
         console.print(f"[red]A/A control failed:[/red] {escape(res.aa_flag)}")
-    for n in res.notes:
-        console.print(f"note: {escape(n)}")
+    for n in dict.fromkeys(res.notes):
+        console.print(f"note: {escape(n)}", soft_wrap=True)
 
 
 def load_results(run_dir: Path | str) -> Results:

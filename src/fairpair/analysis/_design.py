@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["MIN_TEMPLATES", "MIN_NAMES", "MIN_PAIRS", "design_reason", "design_reason_counts", "estimand_words"]
+__all__ = ["MIN_TEMPLATES", "MIN_NAMES", "MIN_PAIRS", "design_reason", "design_reason_counts", "design_reason_parts",
+           "estimand_words"]
 
 #: Smallest number of templates for a verdict, per estimand (``benchmarks/sim_audits.py``).
 MIN_TEMPLATES = {"random": 8, "fixed": 5}
@@ -64,6 +65,16 @@ def design_reason_counts(*, n_templates: int, n_names_a: int, n_names_b: int, na
     Used before anything is sent (``fairpair validate`` / ``plan``, from
     the planned counts) and after (from the counts that have answers).
     """
+    return "; ".join(design_reason_parts(n_templates=n_templates, n_names_a=n_names_a, n_names_b=n_names_b,
+                                         names=names, n_pairs=n_pairs, group_a=group_a, group_b=group_b,
+                                         lang=lang)) or None
+
+
+def design_reason_parts(*, n_templates: int, n_names_a: int, n_names_b: int, names: str,
+                        n_pairs: int | None = None, group_a: str = "A", group_b: str = "B",
+                        lang: str = "en") -> list[str]:
+    """The parts of :func:`design_reason_counts` one by one (templates, names of each group, pairs), so an
+    output can say a part shared by several comparisons once; empty when the design can support a verdict."""
     w = _WORDS.get(lang, _WORDS["en"])
     reasons: list[str] = []
     need_t = MIN_TEMPLATES[names]
@@ -75,7 +86,7 @@ def design_reason_counts(*, n_templates: int, n_names_a: int, n_names_b: int, na
                 reasons.append(w["names"].format(n=k, g=g, need=MIN_NAMES))
     if n_pairs is not None and n_pairs < MIN_PAIRS:
         reasons.append(w["pairs"].format(n=n_pairs, need=MIN_PAIRS))
-    return "; ".join(dict.fromkeys(reasons)) or None
+    return list(dict.fromkeys(reasons))
 
 
 def design_reason(cr: Any, *, names: str, n_pairs: int, constant: bool = False, group_a: str = "A",

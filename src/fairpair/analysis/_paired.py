@@ -47,6 +47,7 @@ Satterthwaite, F. E. (1946). *Biometrics Bulletin*, 2, 110-114.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import math
 from typing import Any
 
 import numpy as np
@@ -148,6 +149,35 @@ class PairAnalysis:
         return float(min(1.0, 2.0 * special.stdtr(df, -z))) if z > 0 else 1.0
 
 
+def sign_flip_interval(estimate: float, n_templates: int, alpha: float,
+                       bounds: tuple[float, float] | None) -> tuple[float, float]:
+    """The ``1 - alpha`` interval of a difference whose ``T = n_templates`` template differences all
+    equal ``estimate``, inverting an exact test over templates (the exchangeable unit).
+
+    * ``estimate`` at a bound of the measure (``bounds``, e.g. ``-1``: every pair of every template
+      disagrees the same way): a template difference ``d`` lies in ``[lo, hi]`` with mean ``delta``, so
+      ``P(d = lo) <= (hi - delta) / (hi - lo)`` and all ``T`` templates sit at ``lo`` with probability at
+      most ``((hi - delta) / (hi - lo))^T``. Rejecting below ``alpha / 2`` gives
+      ``[lo, hi - (hi - lo) (alpha / 2)^(1/T)]`` (mirrored at ``hi``): valid whatever the dependence
+      within a template. Inverting the sign-flip test alone gives a point there (every
+      ``delta != estimate`` gets ``p = 2^(1 - T)``), which covered 0% of audits whose true difference
+      was 1 point inside the bound (``benchmarks/sim_signflip.py``).
+    * otherwise, the sign-flip test's own inversion: ``(estimate, estimate)`` when ``2^(1 - T) <= alpha``,
+      else the whole range (``bounds``, or ``(-inf, inf)`` for an unbounded measure).
+    """
+    est = float(estimate)
+    if bounds is not None:
+        lo, hi = (float(b) for b in bounds)
+        far = (hi - lo) * (alpha / 2.0) ** (1.0 / n_templates)
+        if est <= lo:
+            return (lo, hi - far)
+        if est >= hi:
+            return (lo + far, hi)
+    if 2.0 ** (1 - n_templates) <= alpha:
+        return (est, est)
+    return tuple(bounds) if bounds is not None else (-math.inf, math.inf)
+
+
 def _evidence(pd: PairData, keep: np.ndarray, order: np.ndarray) -> list[Evidence]:
     if pd.sets.size == 0:
         return []
@@ -246,9 +276,10 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
     if reason is None and cr.se == 0:
         # Every template (and name) shows exactly the same non-zero difference (e.g. 100% vs 0%): no
         # variance to estimate, but the exact sign-flip test over templates (the exchangeable unit) gives
-        # p = 2^(1 - T). The zero-width interval may support a fail, never a pass.
+        # p = 2^(1 - T). The interval inverts an exact test over templates (sign_flip_interval; its
+        # coverage: benchmarks/sim_signflip.py). It may support a fail, never a pass.
         pvalue = min(1.0, 2.0 ** (1 - cr.n_templates))
-        ci_a = (cr.estimate, cr.estimate)
+        ci_a = sign_flip_interval(cr.estimate, cr.n_templates, 1.0 - confidence_level, bounds)
         f["test"] = "exact sign-flip test over templates (no variance)"
         f["ci"] = interval(ci_a)
         notes.append(f"every template shows the same difference: no variance to estimate; p-value from the exact "

@@ -29,7 +29,7 @@ __all__ = [
     "RESULTS_SCHEMA", "Results", "ComparisonResult", "BinaryDetail", "ContinuousDetail", "PairedTDetail",
     "VariantRow", "Heterogeneity", "Evidence", "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow",
     "DispersionTest", "MinimumIdentity", "PositionBias", "LengthBias", "JudgeBlock", "Counts", "AnswerStatusBlock",
-    "results_schema", "num", "interval",
+    "results_schema", "num", "interval", "IncompleteRun", "incomplete_text",
 ]
 
 RESULTS_SCHEMA = "fairpair.results/2"
@@ -226,6 +226,11 @@ class ComparisonResult(_Rec):
     pvalue_margin: float | None = None
     pvalue_margin_adjusted: float | None = None
     verdict_rule: str
+    #: Why there is no verdict or only an ``inconclusive`` one, highest precedence first
+    #: (:class:`fairpair.records.Reason` values; empty for a ``pass`` or ``fail`` of a complete run).
+    reasons: list[str] = Field(default_factory=list)
+    #: The first of ``reasons`` in words, with the numbers that decided it (:mod:`fairpair.analysis._why`).
+    reason: str | None = None
     note: str | None = None
     binary: BinaryDetail | None = None
     continuous: ContinuousDetail | None = None
@@ -451,6 +456,34 @@ class AnswerStatusBlock(_Rec):
     cases: dict[str, list[str]] | None = None
 
 
+class IncompleteRun(_Rec):
+    """A run that has not stored every case's outcome: ``answered`` of ``cases`` (summed over the
+    targets; a case whose every attempt failed counts as done), ``command`` resumes it. Every
+    comparison of such a run carries the reason ``incomplete run`` first."""
+
+    answered: int
+    cases: int
+    command: str
+
+    def text(self, lang: str = "en") -> str:
+        """``run incomplete: 726 of 2,400 answered; resume with `fairpair run ...```."""
+        return incomplete_text(self.answered, self.cases, self.command, lang)
+
+
+_INCOMPLETE = {"en": "run incomplete: {answered} of {cases} answered; resume with `{command}`",
+               "es": "run incompleto: {answered} de {cases} respondidos; reanuda con `{command}`"}
+
+
+def incomplete_text(answered: int, cases: int, command: str, lang: str = "en") -> str:
+    """``run incomplete: 726 of 2,400 answered; resume with `fairpair run ...``` (``es``: ``2.400``): the
+    headline of an incomplete run in every output."""
+    def n(x: int) -> str:
+        s = f"{x:,}"
+        return s.replace(",", ".") if lang == "es" else s
+
+    return _INCOMPLETE.get(lang, _INCOMPLETE["en"]).format(answered=n(answered), cases=n(cases), command=command)
+
+
 class Results(_Rec):
     """The whole analysis of a run: written to ``RUN/results.json``.
 
@@ -494,6 +527,8 @@ class Results(_Rec):
     #: Ranking designs (issue 17): per design, ranking measure and target, the ranking statistics
     #: (:meth:`fairpair.analysis._ranking.RankingAnalysis.to_dict`, with ``measure`` added).
     rankings: list[dict[str, Any]] = Field(default_factory=list)
+    #: Set when the run has not stored every case's outcome (the verdicts are of the answers so far).
+    incomplete: IncompleteRun | None = None
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
