@@ -50,6 +50,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "asked.random": ("The plan asked for a verdict that generalises to other names of these groups and other "
                          "scenarios like these."),
         "asked.fixed": "The plan asked for a verdict about these names, in scenarios like these.",
+        "estimand.random.these": ("This verdict holds for these scenarios (these templates, not others) and "
+                                  "generalises to other names of these groups."),
+        "estimand.fixed.these": "This verdict holds for these names in these scenarios (these templates) only.",
+        "asked.random.these": ("The plan asked for a verdict about these scenarios (these templates) that "
+                               "generalises to other names of these groups."),
+        "asked.fixed.these": "The plan asked for a verdict about these names in these scenarios (these templates).",
         "overall.fail": "At least one pre-registered comparison fails.",
         "overall.pass": "Every pre-registered comparison passes.",
         "overall.inconclusive": "No comparison fails, but at least one is inconclusive.",
@@ -303,6 +309,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "asked.random": ("El plan pedía un veredicto generalizable a otros nombres de estos grupos y a otros "
                          "escenarios como estos."),
         "asked.fixed": "El plan pedía un veredicto sobre estos nombres, en escenarios como estos.",
+        "estimand.random.these": ("Este veredicto vale para estos escenarios (estas plantillas, no otras) y se "
+                                  "generaliza a otros nombres de estos grupos."),
+        "estimand.fixed.these": "Este veredicto vale solo para estos nombres en estos escenarios (estas plantillas).",
+        "asked.random.these": ("El plan pedía un veredicto sobre estos escenarios (estas plantillas) generalizable "
+                               "a otros nombres de estos grupos."),
+        "asked.fixed.these": "El plan pedía un veredicto sobre estos nombres en estos escenarios (estas plantillas).",
         "overall.fail": "Al menos una comparación prerregistrada falla.",
         "overall.pass": "Todas las comparaciones prerregistradas pasan.",
         "overall.inconclusive": "Ninguna comparación falla, pero al menos una no es concluyente.",
@@ -719,7 +731,8 @@ def design_reason_text(comp: Mapping[str, Any], lang: str) -> str:
         r = design_reason_counts(n_templates=int(comp.get("n_clusters") or 0), n_names_a=int(comp.get("n_names_a") or 0),
                                  n_names_b=int(comp.get("n_names_b") or 0), names=str(comp.get("names") or "random"),
                                  n_pairs=int(comp.get("n_pairs") or 0), group_a=str(comp.get("group_a") or "A"),
-                                 group_b=str(comp.get("group_b") or "B"), lang=lang)
+                                 group_b=str(comp.get("group_b") or "B"), lang=lang,
+                                 templates=str(comp.get("templates") or "random"))
     except (KeyError, TypeError, ValueError):
         r = None
     return r or stored
@@ -813,5 +826,6 @@ def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
     sentence = sentence + ": " + clause + "."
     names = comp.get("names")
     if names in ("random", "fixed") and verdict in _VERDICTS:
-        sentence += " " + msg(lang, f"{'asked' if verdict == 'insufficient design' else 'estimand'}.{names}")
+        these = ".these" if comp.get("templates") == "fixed" else ""
+        sentence += " " + msg(lang, f"{'asked' if verdict == 'insufficient design' else 'estimand'}.{names}{these}")
     return sentence

@@ -81,7 +81,9 @@ import numpy as np
 from scipy import special
 
 from fairpair.stats._common import ConfidenceInterval, check_choice
-from fairpair.stats._crossed import NAMES, _additive_fill, _group_stats, _satterthwaite, cell_matrix
+from fairpair.stats._crossed import (
+    NAMES, CrossedDifferenceResult, _additive_fill, _group_stats, _satterthwaite, cell_matrix,
+)
 
 __all__ = ["ScenarioDifferencesResult", "ScenarioHeterogeneityResult", "scenario_differences",
            "scenario_differences_from_cells", "scenario_heterogeneity"]
@@ -112,8 +114,10 @@ class ScenarioDifferencesResult:
         Degrees of freedom of every per-template t (the pooled error's).
     pvalues : ndarray, shape (T,)
         Two-sided p-value of ``D_t = 0``.
-    n_names_a, n_names_b : ndarray of int, shape (T,)
+    k_a, k_b : ndarray of int, shape (T,)
         Names with answers per template and group.
+    n_names_a, n_names_b : int
+        Names with answers per group.
     estimate : float
         ``mean_t D_t``: the average over these templates.
     average_se, average_df : float
@@ -134,8 +138,8 @@ class ScenarioDifferencesResult:
     se: np.ndarray
     df: float
     pvalues: np.ndarray
-    n_names_a: np.ndarray
-    n_names_b: np.ndarray
+    k_a: np.ndarray
+    k_b: np.ndarray
     estimate: float
     average_se: float
     average_df: float
@@ -146,6 +150,20 @@ class ScenarioDifferencesResult:
     note: str | None = None
     n_values: int = 0
     variance: dict[str, float] = field(default_factory=dict)
+    n_names_a: int = 0
+    n_names_b: int = 0
+
+    def as_crossed(self) -> CrossedDifferenceResult:
+        """The average over these templates as a :class:`~fairpair.stats.CrossedDifferenceResult` (its
+        intervals, p-value and equivalence interval: the symmetric t, no skewness term), so the analysis
+        treats both estimands alike."""
+        comp = {k: v for k, v in self.variance.items() if k in ("names_a", "names_b")}
+        if self.names == "fixed" and np.isfinite(self.average_se):
+            comp["cells"] = self.average_se ** 2
+        return CrossedDifferenceResult(self.estimate, self.statistic, self.pvalue, self.average_df, self.average_se,
+                                       self.names, self.n_templates, self.n_names_a, self.n_names_b, self.n_values,
+                                       comp, dict(self.variance), self.estimates, self.mean_a, self.mean_b,
+                                       self.method, self.note)
 
     @property
     def n_templates(self) -> int:
@@ -242,7 +260,8 @@ def scenario_differences_from_cells(cells_a: Any, cells_b: Any, *, names: str = 
     empty = np.zeros(0)
     if t == 0:
         return ScenarioDifferencesResult(names, rows, empty, empty, nan, empty, rows, rows, nan, nan, nan, nan, nan,
-                                         nan, method, "no template has answers from both groups", n_values)
+                                         nan, method, "no template has answers from both groups", n_values, {},
+                                         0, 0)
     fa, _na_obs, _ha = _additive_fill(a)
     fb, _nb_obs, _hb = _additive_fill(b)
     d_t = fa.mean(axis=1) - fb.mean(axis=1)
@@ -293,7 +312,7 @@ def scenario_differences_from_cells(cells_a: Any, cells_b: Any, *, names: str = 
             notes.append("no variance between names or cells: the standard error is 0")
     return ScenarioDifferencesResult(names, rows, d_t, se, df if df > 0 else nan, p, ka, kb, est, avg_se,
                                      float(avg_df), pv, float(fa.mean()), float(fb.mean()), method,
-                                     "; ".join(notes) or None, n_values, variance)
+                                     "; ".join(notes) or None, n_values, variance, a.shape[1], b.shape[1])
 
 
 def scenario_differences(values: Any, template: Any, name: Any, group: Any, *,
