@@ -131,3 +131,17 @@ def test_templates_fixed_names_random_is_welch_on_the_names_means():
     ci = w.confidence_interval(0.95)
     assert res.ci == pytest.approx([ci.low, ci.high], rel=1e-10)
     assert res.design_reason is None and res.verdict in ("pass", "inconclusive", "fail")
+
+
+def test_the_report_shows_where_it_is(tmp_path):
+    from fairpair.report import write_report
+
+    run_dir = _score_run(tmp_path, templates=3, generalize={"names": "fixed", "templates": "fixed"})
+    analyze_run(run_dir)
+    write_report(run_dir)
+    html = (run_dir / "report" / "report.html").read_text(encoding="utf-8")
+    md = (run_dir / "report" / "report.md").read_text(encoding="utf-8")
+    assert '<section id="scenarios">' in html and 'id="scenarios-0"' in html
+    assert "¿Dónde está?" in html  # the battery is Spanish
+    assert "falla en \\`t01\\` (−3,0), no se ve en el resto" in md
+    assert "escenarios que se apartan: sin prueba (menos de 5 escenarios)" in md
