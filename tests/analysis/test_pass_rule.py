@@ -59,10 +59,9 @@ def test_equivalence_interval_is_the_hull_and_a_skewed_pass_becomes_inconclusive
     assert tuple(res.equivalence_ci) == pytest.approx(hull, rel=1e-9)
     assert res.verdict == "inconclusive"
     _, wide = _analyse(pd, hull[1] * 1.01)
-    assert wide.equivalence_ci[1] < hull[1] * 1.01  # the TOST passes, but these exponential template
-    # differences have outlying scenarios: the heterogeneity guard holds the average back from a pass
-    assert wide.scenarios.heterogeneous and wide.scenarios.outliers
-    assert wide.verdict == "inconclusive" and "heterogeneous average" in wide.verdict_rule
+    # no template stands out at the guard's level (the generalized ESD's p-value is above it)
+    assert not wide.scenarios.heterogeneous
+    assert wide.verdict == "pass" and wide.equivalence_ci[1] < hull[1] * 1.01
 
 
 def test_fail_interval_and_pvalue_keep_the_symmetric_t():

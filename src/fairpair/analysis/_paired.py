@@ -68,7 +68,7 @@ __all__ = ["PairData", "PairAnalysis", "analyze_pairs", "finish", "pair_cells", 
 #: least one template at this level (:func:`fairpair.stats.scenario_heterogeneity`), the average cannot
 #: ``pass`` (``inconclusive``, reason ``heterogeneous average``). Chosen by ``benchmarks/sim_audits.py``
 #: (the sparse-bias rows against the normal template-bias rows; table in ``benchmarks/README.md``).
-HETEROGENEITY_CUTOFF = 0.05
+HETEROGENEITY_CUTOFF = 0.02
 
 CI_METHOD_FIXED = ("templates fixed (these scenarios): the average over these templates +/- t x SE "
                    "(names random: Welch on the names' means; names fixed: the template x name interaction as "
