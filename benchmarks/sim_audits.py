@@ -39,7 +39,11 @@ difference into 10% of the scenarios (20 points each on a 0-100 ``score``,
 ten times the latent score; margin 2 points): their truth is the average over
 the scenario population, and the templates-random t is not calibrated there
 (no method bounds such a mean from 8-20 templates): coverage is shown, not a
-goal; the goals are ``pm``, ``ff0`` and ``found``.
+goal; the goals are ``pm``, ``ff0`` and ``found``. The informative-failure
+row (the reference group's "yes" answers lost 30%, its "no" answers 10%) has
+no calibrated interval either (the answers that exist are biased): its goal is
+an honest ``inconclusive``: no false ``fail`` and no ``pass`` at the margin
+(the worst-case bounds of :mod:`fairpair.analysis._paired`).
 
 Monte Carlo standard errors in parentheses. For names fixed with name
 effects, the truth is the difference between *these* names (not 0): false
@@ -117,6 +121,8 @@ def rows() -> list[Row]:
         Row(SPARSE, "score", 20, 5, 2, "random"),
         Row(SPARSE, "score", 40, 5, 2, "random"),
         Row(TGB, "score", 40, 5, 2, "random"),
+        # informative failures: the reference group's yes answers lost 30%, its no answers 10%
+        Row(RHO5, "binary", 20, 10, 5, "random", informative=(0.3, 0.1)),
     ]
 
 
@@ -158,7 +164,7 @@ def main() -> None:
         nul, mar, pw = out["null"], out["margin"], out["power"]
         # names fixed with name effects: the truth is these names' difference, not 0 (templates fixed re-solves it)
         cond = row.estimand == "fixed" and row.gen.name > 0 and row.templates_estimand == "random"
-        sparse = row.gen.sparse > 0
+        sparse = row.gen.sparse > 0 or row.informative is not None  # no calibrated interval exists: goals on verdicts
         n_cov = nul.n_cov + mar.n_cov + pw.n_cov
         cov95 = nul.cov95 + mar.cov95 + pw.cov95
         cov90 = nul.cov90 + mar.cov90 + pw.cov90

@@ -145,3 +145,24 @@ def test_the_report_shows_where_it_is(tmp_path):
     assert "¿Dónde está?" in html  # the battery is Spanish
     assert "falla en \\`t01\\` (−3,0), no se ve en el resto" in md
     assert "escenarios que se apartan: sin prueba (menos de 5 escenarios)" in md
+
+
+def test_informative_missingness_gives_worst_case_bounds_and_no_pass():
+    rng = np.random.default_rng(11)
+    t, k, r = 20, 5, 4
+    tt, kk, _ = np.meshgrid(np.arange(t), np.arange(k), np.arange(r), indexing="ij")
+    x = (rng.random(tt.shape) < 0.7).astype(float).reshape(-1)
+    y = (rng.random(tt.shape) < 0.7).astype(float).reshape(-1)
+    y[(y == 1) & (rng.random(y.size) < 0.4)] = np.nan  # group B's "yes" answers go missing
+    kf = kk.reshape(-1).astype(np.intp)
+    pd = PairData(x, y, tt.reshape(-1).astype(np.intp), kf, ("v",) * k, name_a=kf, name_b=kf)
+    res = _verdict(pd, margin=0.3)
+    assert res.missing_informative and res.missing_shares[0] == 0.0
+    # bounds by hand: B's missing answers all "no" (upper) or all "yes" (lower); A complete
+    a = x.reshape(t, k, r).mean(axis=(1, 2))
+    yy = y.reshape(t, k, r)
+    lo = (a - np.where(np.isnan(yy), 1.0, yy).mean(axis=(1, 2))).mean()
+    hi = (a - np.where(np.isnan(yy), 0.0, yy).mean(axis=(1, 2))).mean()
+    assert res.missing_bounds == pytest.approx([lo, hi])
+    assert "missing answers differ by group (0% vs" in res.note
+    assert res.verdict != "pass" and (res.verdict != "fail" or lo > 0.3)

@@ -254,6 +254,7 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
     else:
         cr = crossed_from_cells(cells_a, cells_b, names=names, n_values=int(answers.size))
     extra = dict(scenario=sd, spread=spread, template_labels=tuple(pd.template_labels), by_template=by_template)
+    _missing_bounds(f, pd, answers, binary, alpha)
     f["n_clusters"] = cr.n_templates
     f["n_names_a"], f["n_names_b"] = cr.n_names_a, cr.n_names_b
     f["df"] = num(cr.df)
@@ -311,6 +312,29 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
             notes.append(f"per-variant breakdown unavailable: {exc}")
     f["note"] = "; ".join(dict.fromkeys(notes)) or None
     return PairAnalysis(f, ci_a, ci_eq, pvalue, **extra)
+
+
+def _missing_bounds(f: dict[str, Any], pd: PairData, answers: np.ndarray, binary: bool, alpha: float) -> None:
+    """Worst-case bounds for missing answers (Manski 1990): each side's missing answers set to either end of
+    the measure's scale (0 and 1 for yes/no, else the smallest and largest answer of the comparison), and
+    whether missingness differs by group (McNemar's exact test on the matched sets' missing / present
+    pattern, p < alpha: ``missing_informative``). With informative missingness a ``pass`` needs the bounds
+    widened by the estimate's sampling error inside the margin and a ``fail`` needs them beyond it
+    (:func:`finish`; Horowitz & Manski 2000)."""
+    miss_a, miss_b = np.isnan(pd.x), np.isnan(pd.y)
+    if not (miss_a.any() or miss_b.any()) or answers.size == 0:
+        return
+    lo, hi = (0.0, 1.0) if binary else (float(answers.min()), float(answers.max()))
+    f["missing_shares"] = [num(miss_a.mean()), num(miss_b.mean())]
+    ends = []
+    for fill_a, fill_b in ((lo, hi), (hi, lo)):
+        filled = PairData(np.where(miss_a, fill_a, pd.x), np.where(miss_b, fill_b, pd.y), pd.clusters, pd.variants,
+                          name_a=pd.name_a, name_b=pd.name_b)
+        ca, cb = pair_cells(filled)
+        ends.append(float(np.nanmean(np.nanmean(ca, axis=1) - np.nanmean(cb, axis=1))))
+    f["missing_bounds"] = [num(ends[0]), num(ends[1])]
+    table = mcnemar(miss_a.astype(float), miss_b.astype(float), exact=True)
+    f["missing_informative"] = bool(np.isfinite(table.pvalue) and table.pvalue < alpha)
 
 
 def _secondary(f, pd, keep, x, y, binary, exact_threshold, confidence_level, notes) -> None:
@@ -462,6 +486,29 @@ def finish(pa: PairAnalysis, *, pvalue_adjusted: float | None, correction: str, 
                      + (f": without them the average is {_pts(w, binary)}" if w is not None else ""))
         if extra:
             fields["note"] = f"{fields['note']}; {extra}" if fields.get("note") else extra
+    bounds = fields.get("missing_bounds")
+    est = fields.get("estimate")
+    if fields.get("missing_informative") and bounds and None not in bounds and est is not None:
+        why = (f"missing answers differ by group ({100 * fields['missing_shares'][0]:.0f}% vs "
+               f"{100 * fields['missing_shares'][1]:.0f}%): with them at either end of the scale the difference "
+               f"could be {bounds[0]:+.3g} to {bounds[1]:+.3g}")
+        fields["note"] = f"{fields['note']}; {why}" if fields.get("note") else why
+        m = float(margin or 0.0)
+        # the bounds widened by the sampling error of the estimate (the union of the intervals around each end,
+        # Horowitz & Manski 2000): fail needs it beyond the margin, pass inside it
+        ci, eq = pa.ci_alpha, pa.ci_equivalence
+        if verdict == "fail" and ci is not None:
+            lo, hi = bounds[0] - (est - ci[0]), bounds[1] + (ci[1] - est)
+            if not (lo > m or hi < -m):
+                verdict = "inconclusive"
+                rule += ("; informative missingness: the worst-case bounds (with their sampling error) do not lie "
+                         "beyond the margin, so the comparison cannot fail on the answers that exist alone")
+        elif verdict == "pass" and eq is not None:
+            lo, hi = bounds[0] - (est - eq[0]), bounds[1] + (eq[1] - est)
+            if not (-m < lo and hi < m):
+                verdict = "inconclusive"
+                rule += ("; informative missingness: the worst-case bounds (with their sampling error) cross the "
+                         "margin, so the comparison cannot pass")
     return ComparisonResult(**ident, **fields, pvalue=pa.pvalue, pvalue_adjusted=num(pvalue_adjusted),
                             pvalue_margin=num(pa.pvalue_beyond(margin)),
                             pvalue_margin_adjusted=num(pvalue_margin_adjusted),

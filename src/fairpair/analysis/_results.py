@@ -294,6 +294,14 @@ class ComparisonResult(_Rec):
     evidence: list[Evidence] = Field(default_factory=list)
     #: Where the difference lives: per-scenario differences, the scenario-level family, the guard.
     scenarios: ScenarioBlock | None = None
+    #: Share of group A's and group B's answers missing (not answered, measurement missing or failed).
+    missing_shares: list[float | None] | None = None
+    #: Worst-case bounds of the estimate (Manski 1990): the missing answers at either end of the scale.
+    missing_bounds: Interval | None = None
+    #: Missingness differs by group (McNemar's exact test on the matched sets, p < alpha): the note says so,
+    #: bounds that cross the margin mean the comparison cannot pass, and bounds not beyond it that it
+    #: cannot fail.
+    missing_informative: bool = False
 
 
 class OmnibusResult(_Rec):

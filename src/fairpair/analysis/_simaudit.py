@@ -79,12 +79,17 @@ class Row:
     correction: str = "holm"
     alpha: float = 0.05
     templates_estimand: str = "random"
+    #: informative failures (yes/no measures): the reference group's (group 0's) "yes" answers are lost with the
+    #: first probability, its "no" answers with the second (issue 30: 0.3 and 0.1)
+    informative: tuple[float, float] | None = None
 
     @property
     def label(self) -> str:
         extra = f", {self.missing:.0%} missing" if self.missing else ""
         fam = f", plan of {self.comparisons} ({self.correction})" if self.comparisons > 1 else ""
         tf = ", templates fixed" if self.templates_estimand == "fixed" else ""
+        if self.informative:
+            tf += f", reference loses {self.informative[0]:.0%} of yes / {self.informative[1]:.0%} of no"
         return (f"{self.gen.label}; {self.measure}; {self.templates}T x {self.names}N x {self.reps}R; "
                 f"names {self.estimand}{tf}{extra}{fam}")
 
@@ -172,6 +177,9 @@ def _draw(row: Row, mus: np.ndarray, rng: np.random.Generator, delta: float = 0.
         truth_t[1:, biased] += shift
     if row.missing:
         y[rng.random(y.shape) < row.missing] = np.nan
+    if row.informative:
+        lose = np.where(y[0] == 1, row.informative[0], row.informative[1])
+        y[0][rng.random(y[0].shape) < lose] = np.nan
     sd_given = np.sqrt(1.0 - gen.name)
     truth = _mean_given(row.measure, mus[:, None] + b[:, 0, :, 0], sd_given).mean(axis=1)
     return y, truth, truth_t, biased
