@@ -5,7 +5,7 @@
   multiplicity correction and a pass / fail / inconclusive / insufficient
   design verdict per comparison, written
   to ``RUN/results.json`` (schema ``fairpair.results/2``, see
-  :mod:`fairpair.analysis._results` and :func:`results_schema`).
+  :mod:`fairpair.records._results` and :func:`results_schema`).
   Every comparison also says where its difference lives (``scenarios``:
   each template's difference, a scenario-level Holm family, the
   heterogeneity guard of the average; ``docs/scenarios.md``), and
@@ -47,7 +47,7 @@ from fairpair.analysis._analyze import analyze_run, load_results
 from fairpair.analysis._compare import compare_runs
 from fairpair.analysis._gate import gate_exit_code, junit_xml
 from fairpair.analysis._ranking import RankingAnalysis, analyze_ranking
-from fairpair.analysis._results import (
+from fairpair.records import (
     RESULTS_SCHEMA, AnswerStatusBlock, CellMean, ComparisonResult, DispersionRow, DispersionTest, JudgeBlock,
     LengthBias, MinimumIdentity, OmnibusResult, PositionBias, Results, ScenarioBlock, ScenarioRow, TwoPartyBlock,
     results_schema,

@@ -35,7 +35,8 @@ from fairpair.battery._designs import (
 )
 from fairpair.battery._schema import SCHEMA_VERSION, Battery
 from fairpair.battery._select import select
+from fairpair.battery._recorded import loaded_from_store
 
-__all__ = ["AAControlDesign", "BaselineDesign", "Battery", "CounterfactualDesign", "CrossedDesign", "DESIGN_KINDS",
+__all__ = ["loaded_from_store", "AAControlDesign", "BaselineDesign", "Battery", "CounterfactualDesign", "CrossedDesign", "DESIGN_KINDS",
            "LoadedBattery", "RankingDesign", "SCHEMA_VERSION", "TwoPartyDesign", "battery_hash", "lexicon_names",
            "lexicon_source", "load_battery", "load_lexicon", "select", "williams_rows"]

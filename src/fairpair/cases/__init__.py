@@ -10,7 +10,7 @@ _LAZY_EXPORTS = {
 
 __getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
 
-from fairpair.cases._case import Case
+from fairpair.records import Case
 from fairpair.cases._expand import Expansion, case_json, expand, fill_slots, indefinite_article, write_cases
 from fairpair.cases._plan import Plan, plan
 

@@ -728,6 +728,7 @@ def _write(li: LoadedImport, battery: Battery, builder: _Builder, source: Path, 
                 for t, ident in identities.items():
                     store.set_meta_once(f"target.{t}", ident)
                 store.add_cases(cases)
+                store.declare_scales(scales)  # each row stores its measure's scale
                 for loc, t, ckey in builder.rows:
                     _store_row(store, loc.row, t, builder.cases[ckey].case, imported, scales, counts)
                 store.event("imported", {**{k: v for k, v in provenance.items() if k != "files"},

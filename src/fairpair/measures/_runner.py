@@ -701,6 +701,7 @@ async def _measure(run, console, names, judge, settings, ray_pool=None) -> Measu
         for name, m in ms.items():
             ctx.counts.setdefault(name, MeasureCounts())
             scales.update(m.output_scales(ctx))
+            store.declare_scales(scales)  # each row stores its measure's scale
             if console is not None:  # judge measures can take minutes: say what is going on
                 who = " (judge calls: one or more per answer)" if m.uses_judge else ""
                 from rich.markup import escape  # rich only when printing: importing the measures stays light

@@ -29,7 +29,8 @@ from fairpair.run._engine import RunSettings, run_target
 from fairpair.run._preflight import CircuitBreaker, CircuitOpen, EarlyPreflight, preflight_into_store
 from fairpair.store import Run, Store, plan_hash
 # moved to fairpair.store; importable from here as before
-from fairpair.store import LOCK_NAME, MANIFEST_NAME, RunLock, loaded_from_store, write_manifest  # noqa: F401
+from fairpair.battery import loaded_from_store  # noqa: F401
+from fairpair.store import LOCK_NAME, MANIFEST_NAME, RunLock, write_manifest  # noqa: F401
 
 __all__ = ["RunLock", "plan_hash", "default_run_dir", "execute_run", "write_manifest", "build_target",
            "target_secrets", "package_versions", "open_run", "select_targets"]

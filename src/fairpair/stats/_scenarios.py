@@ -33,7 +33,7 @@ fixed            ``MS_res (1/k_A,t + 1/k_B,t)``: the template x name   ``sum_t V
 balanced table these are the ordinary least-squares contrasts of the cell
 means ``m ~ template:group`` (names random, per scenario) and ``m ~
 template:group + name`` (names fixed), with their residual mean squares
-(checked against statsmodels OLS in ``tests/stats/test_scenarios.py``); the
+(checked against statsmodels OLS in ``tests/stats/test_scenario_differences.py``); the
 names-random average is exactly ``scipy.stats.ttest_ind(..., equal_var=False)``
 on the names' means. Pooling the error over templates assumes it does not
 change much between templates; the coverage of the intervals, and the level

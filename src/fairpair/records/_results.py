@@ -29,7 +29,7 @@ __all__ = [
     "RESULTS_SCHEMA", "Results", "ComparisonResult", "BinaryDetail", "ContinuousDetail", "PairedTDetail",
     "VariantRow", "Heterogeneity", "Evidence", "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow",
     "DispersionTest", "MinimumIdentity", "PositionBias", "LengthBias", "JudgeBlock", "Counts", "AnswerStatusBlock",
-    "results_schema", "num", "ScenarioRow", "ScenarioBlock",
+    "results_schema", "num", "interval", "ScenarioRow", "ScenarioBlock",
 ]
 
 RESULTS_SCHEMA = "fairpair.results/2"
