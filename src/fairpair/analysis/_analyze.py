@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+import fairpair.battery  # noqa: F401  (registers the reader of the battery a run records: Run.battery)
 from fairpair import __version__
 from fairpair.analysis._data import (
     RunData, add_category_values, group_pairs, load_run_data, measure_scale, pairs_for, strata_for,
