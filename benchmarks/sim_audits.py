@@ -23,8 +23,8 @@ Holm / BH over the plan, ``finish``). One table:
   coverage *ignoring* the design rule: why small designs get ``insufficient
   design``;
 * ``guard0``: points of ``pass`` at a true difference of 0 that the
-  heterogeneity guard turns into ``inconclusive`` (templates random); goal
-  <= 5 points where the template bias is normal;
+  heterogeneity guard turns into ``inconclusive`` (templates random; per
+  comparison); goal <= 5 points where the template bias is normal;
 * ``pm_ng``: ``pm`` without the guard (the passes at the margin it holds back);
 * ``scen_ff``: audits in which some scenario whose true difference is within
   the margin gets a scenario-level ``fail`` (the secondary Holm family over a
@@ -176,7 +176,7 @@ def main() -> None:
             ok &= cond or mar.fail_margin / mar.n <= ALPHA / 2 + 0.01
             ok &= cond or mar.pass_each / mar.n_each <= lim
             ok &= sparse or n_cov == 0 or 0.935 <= cov95 / n_cov <= 0.965
-            ok &= sparse or row.templates_estimand == "fixed" or nul.guarded / nul.n <= 0.05
+            ok &= sparse or row.templates_estimand == "fixed" or nul.guarded / nul.n_each <= 0.05
             scen_n = nul.n + mar.n + pw.n
             ok &= (nul.scen_false + mar.scen_false + pw.scen_false) / scen_n <= lim
             ok &= not sparse or mar.scen_found >= 0.8 * mar.scen_sampled
@@ -188,7 +188,7 @@ def main() -> None:
               f"{'-' if cond else _pct(mar.pass_each, mar.n_each)} | {_pct(nul.insufficient, nul.n)} | "
               f"{_pct(cov95, n_cov)} | {_pct(cov90, n_cov)} | {_pct(pw.fail_margin, pw.n)} | "
               f"{_pct(nul.pass_margin, nul.n)} | {'-' if cond else _pct(nul.raw_reject, nul.n_raw)} | "
-              f"{_pct(raw_c, raw_n)} | {_pct(nul.guarded, nul.n)} | {_pct(mar.pass_each + mar.guarded, mar.n_each)} | "
+              f"{_pct(raw_c, raw_n)} | {_pct(nul.guarded, nul.n_each)} | {_pct(mar.pass_each + mar.guarded, mar.n_each)} | "
               f"{_pct(nul.scen_false + mar.scen_false + pw.scen_false, nul.n + mar.n + pw.n)} | "
               f"{_pct(mar.scen_found, mar.scen_sampled) if sparse else '-'} | "
               f"{'ok' if ok else 'OUT'}{'' if given else ' (no verdict)'} |", flush=True)

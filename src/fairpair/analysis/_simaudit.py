@@ -212,7 +212,7 @@ class Tally:
     n_raw: int = 0
     pass_each: int = 0  # pass verdicts over comparisons (per comparison, not family-wise)
     n_each: int = 0
-    guarded: int = 0  # audits where the heterogeneity guard turned a pass into inconclusive (family-wise)
+    guarded: int = 0  # comparisons whose pass the heterogeneity guard turned into inconclusive (per comparison)
     scen_false: int = 0  # audits where a scenario whose true difference is within the margin fails
     scen_sampled: int = 0  # audits that sampled at least one sparse-biased scenario
     scen_found: int = 0  # ... and named one (scenario-level verdict fail)
@@ -244,7 +244,8 @@ def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: 
     ident = dict(id="sim", target="sim", measure="m", attribute="a", design="d", group_a="A", group_b="B",
                  primary=True)
     verdict_nm, verdict_m = [], []
-    guarded = scen_false = found = False
+    guarded = 0
+    scen_false = found = False
     for j, (pa, pj, pmj) in enumerate(zip(pas, adj, adj_m)):
         if row.templates_estimand == "fixed" or row.gen.sparse:
             true = float((truth_t[j + 1] - truth_t[0]).mean()) if row.templates_estimand == "fixed" else delta
@@ -258,7 +259,7 @@ def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: 
         verdict_m.append(r1.verdict)
         sc = r1.scenarios
         if sc is not None:
-            guarded |= sc.heterogeneous and "heterogeneous average" in r1.verdict_rule
+            guarded += sc.heterogeneous and "heterogeneous average" in r1.verdict_rule
             d_t = truth_t[j + 1] - truth_t[0]
             for srow in sc.rows:
                 tt = int(srow.template)
@@ -284,7 +285,7 @@ def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: 
     tl.pass_each = sum(v == "pass" for v in verdict_m)
     tl.n_each = len(verdict_m)
     tl.insufficient = int(all(v == "insufficient design" for v in verdict_nm))
-    tl.guarded = int(guarded)
+    tl.guarded = int(guarded)  # over tl.n_each comparisons
     tl.scen_false = int(scen_false)
     tl.scen_sampled = int(biased.any())
     tl.scen_found = int(found and biased.any())
