@@ -58,3 +58,6 @@ __all__ = ["analyze_run", "load_results", "compare_runs", "gate_exit_code", "jun
            # the records of Results, as the report renders them
            "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow", "DispersionTest", "MinimumIdentity",
            "JudgeBlock", "PositionBias", "LengthBias", "AnswerStatusBlock", "ScenarioBlock", "ScenarioRow"]
+
+# the lazily imported names are public too (tests/test_layers.py: a name imported across packages is in __all__)
+__all__ += list(_LAZY_EXPORTS)

@@ -16,3 +16,6 @@ from fairpair.cases._plan import Plan, plan
 
 __all__ = ["Case", "Expansion", "Plan", "case_json", "expand", "fill_slots", "indefinite_article",
            "plan", "write_cases"]
+
+# the lazily imported names are public too (tests/test_layers.py: a name imported across packages is in __all__)
+__all__ += list(_LAZY_EXPORTS)

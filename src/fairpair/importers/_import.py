@@ -557,7 +557,7 @@ def _check_plan(li: LoadedImport, battery: Battery) -> None:
     # the checks a run's battery gets (measure rows, duplicate comparisons, margins against the scale, a
     # pairwise-vs-reference measure compared with its own reference), pointing into the import battery
     from fairpair.battery._load import _pairwise_reference
-    from fairpair.battery import check_silent_paths
+    from fairpair.measures import check_silent_paths
 
     probe = _Probe(battery, li.fail)
     for ci, c in enumerate(b.analysis.comparisons):

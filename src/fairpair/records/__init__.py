@@ -7,6 +7,7 @@
 :class:`MeasurementColumns`    every measurement row as numpy columns (the analysis's bulk read)
 :class:`Results`               ``results.json``: :class:`ComparisonResult` and the other blocks (``_results``)
 :class:`RunManifest`           ``manifest.json``: a run's provenance (``_manifest``)
+:class:`RankingResult`         one ranking section of ``results.json`` (``_ranking``)
 :class:`Reason`                why a comparison has no verdict, in precedence order (``_reasons``)
 =============================  ==================================================================
 
@@ -18,6 +19,8 @@ from fairpair.records._answer import (SCALES, Answer, AnswerToMeasure, Measureme
                                       Scale)
 from fairpair.records._case import Case, case_json
 from fairpair.records._manifest import RunManifest
+from fairpair.records._ranking import (RankingPosition, RankingRatio, RankingResult, RankingSelection, RankingSlot,
+                                       RankingTest)
 from fairpair.records._reasons import (
     REASON_VERDICT,
     Reason,
@@ -33,6 +36,7 @@ __all__ = ["REASON_VERDICT", "Reason", "first_reason",
            "Case", "case_json",
            "Response", "Answer", "AnswerToMeasure", "Measurement", "MeasurementColumns", "Scale", "SCALES",
            "RunManifest",
+           "RankingResult", "RankingSelection", "RankingRatio", "RankingTest", "RankingSlot", "RankingPosition",
            "RESULTS_SCHEMA", "Results", "ComparisonResult", "BinaryDetail", "ContinuousDetail", "PairedTDetail",
            "VariantRow", "Heterogeneity", "Evidence", "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow",
            "DispersionTest", "MinimumIdentity", "PositionBias", "LengthBias", "JudgeBlock", "Counts",

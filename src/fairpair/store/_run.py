@@ -143,14 +143,16 @@ def record_battery(store: Store, loaded: Any) -> dict[str, Any]:
 
 
 def write_manifest(run_dir: Path, store: Store, extra: dict[str, Any]) -> dict[str, Any]:
-    """Write ``manifest.json`` atomically (temp file + rename), merged over the one there; never holds
-    a secret. Returns the manifest written.
+    """Write ``manifest.json`` atomically (temp file + rename), ``extra`` (keys of
+    :class:`~fairpair.records.RunManifest`, checked against it) merged over the one there; never
+    holds a secret. Returns the manifest written.
 
     Raises
     ------
     FairpairError
         The file cannot be written (the answers stored so far are kept).
     """
+    RunManifest.model_validate(extra)  # what a stage writes has the types of RunManifest (a ValidationError is a bug)
     path = Path(run_dir) / MANIFEST_NAME
     old: dict[str, Any] = {}
     if path.exists():

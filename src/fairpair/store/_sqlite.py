@@ -328,7 +328,8 @@ class Store:
 
     def _migrate(self, *, readonly: bool) -> None:
         """Apply the migrations of :data:`MIGRATIONS` this store has not recorded, each in its own
-        transaction with its name (a read-only store that lacks one is refused)."""
+        transaction with its name. Read-only: a store whose named migrations are pending is read as it
+        is (:attr:`pending` names them), one that lacks a numbered one (``schema_version`` < 3) is refused."""
         tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables:
             if readonly:
@@ -549,17 +550,24 @@ class Store:
                      latency_s: float | None = None, finish_reason: str | None = None,
                      model: str | None = None, system_fingerprint: str | None = None,
                      error: str | None = None, attempts: int = 1, created_at: str | None = None) -> bool:
+        """:meth:`add_answer` of the :class:`Response` these fields make (``created_at``: default now)."""
+        return self.add_answer(Response(
+            target=target, case_id=case_id, status=status, text=text, turns=turns or [], tool_calls=tool_calls or [],
+            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, latency_s=latency_s,
+            finish_reason=finish_reason, model=model, system_fingerprint=system_fingerprint, error=error,
+            attempts=attempts, created_at=created_at or _now()))
+
+    def add_answer(self, answer: Response) -> bool:
         """Append one answer or failure, committed at once (or with the transaction open on this connection).
         Returns False if an ok answer existed.
 
-        ``created_at`` (ISO 8601) is when the answer was produced, for answers
-        imported from elsewhere (``fairpair import-answers``); default: now.
-        ``text`` is kept exactly, NUL characters and lone surrogates included
-        (the latter in ``text_json``; see migration 2). Other strings from the
-        target (model, finish reason, error) are stored with lone surrogates
-        replaced by U+FFFD.
+        ``created_at`` (ISO 8601) is when the answer was produced (for answers imported from
+        elsewhere, ``fairpair import-answers``, not when it was stored). ``text`` is kept exactly,
+        NUL characters and lone surrogates included (the latter in ``text_json``; see migration
+        ``m002_answer_text_json``). Other strings from the target (model, finish reason, error)
+        are stored with lone surrogates replaced by U+FFFD.
         """
-        text_json = None
+        text, text_json = answer.text, None
         if isinstance(text, str) and not _valid_text(text):
             text_json, text = json.dumps(text), _text(text)
         try:
@@ -567,9 +575,11 @@ class Store:
                     "INSERT INTO responses (target, case_id, status, text, turns, tool_calls, prompt_tokens,"
                     " completion_tokens, latency_s, finish_reason, model, system_fingerprint, error, attempts,"
                     " created_at, text_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (target, case_id, status, text, _json(turns or []), _json(tool_calls or [], default=str),
-                     prompt_tokens, completion_tokens, latency_s, _text(finish_reason), _text(model),
-                     _text(system_fingerprint), _text(error), attempts, created_at or _now(), text_json))
+                    (answer.target, answer.case_id, answer.status, text, _json(answer.turns),
+                     _json(answer.tool_calls, default=str), answer.prompt_tokens, answer.completion_tokens,
+                     answer.latency_s, _text(answer.finish_reason), _text(answer.model),
+                     _text(answer.system_fingerprint), _text(answer.error), answer.attempts, answer.created_at,
+                     text_json))
         except sqlite3.IntegrityError:
             return False
         return True
@@ -642,7 +652,7 @@ class Store:
         """``(model, system_fingerprint)`` -> number of ``ok`` answers of ``target`` (a fleet's version check)."""
         return {(m, fp): n for m, fp, n in sorted(self.served_models(target), key=lambda r: -r[2])}
 
-    # ------------------------------------------------------------ provider batch jobs (migration 3)
+    # ------------------------------------------------------------ provider batch jobs (migration m003_batches)
     def add_batch(self, *, target: str, batch_id: str, input_file_id: str, base_url: str,
                   case_ids: Sequence[str], state: dict[str, Any]) -> None:
         """Record a submitted batch, the cases it carries and its first state, in one transaction."""
@@ -804,7 +814,7 @@ class Store:
                 " text_json FROM responses ORDER BY id"):
             if row[6] is None:
                 yield row[:6]
-            else:  # lone surrogates: the exact text is kept as JSON (migration 2)
+            else:  # lone surrogates: the exact text is kept as JSON (migration m002_answer_text_json)
                 yield (*row[:3], json.loads(row[6]), *row[4:6])
 
     def ok_values(self, measures: Sequence[str]) -> Iterator[tuple[str, str, str, Any]]:
@@ -910,7 +920,7 @@ class Store:
 
     def answer_text(self, target: str, case_id: str) -> str | None:
         """The ``text`` column of ``target``'s ``ok`` answer to ``case_id`` (lone surrogates as U+FFFD,
-        see migration 2; ``""`` for an answer without text); None when there is no ``ok`` answer."""
+        see migration m002_answer_text_json; ``""`` for an answer without text); None when there is no ``ok`` answer."""
         row = self.conn.execute("SELECT text FROM responses WHERE target=? AND case_id=? AND status='ok' "
                                 "ORDER BY id LIMIT 1", (target, case_id)).fetchone()
         return None if row is None else (row[0] or "")

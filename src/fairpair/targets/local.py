@@ -108,7 +108,7 @@ from fairpair.targets._gguf import (
     load_default_model_path,
 )
 
-__all__ = ["LocalOptions", "LocalTarget", "load_default_model_path"]
+__all__ = ["LocalOptions", "LocalTarget", "load_default_model_path", "local_tools_supported"]
 
 BACKEND = "xllamacpp"
 _INSTALL_LINE = "pip install 'fairpair[local]'"
