@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from fairpair.records import Reason
 from fairpair.records import (
     BinaryDetail, ComparisonResult, ContinuousDetail, Evidence, Heterogeneity, PairedTDetail, ScenarioBlock,
     ScenarioRow, VariantRow, interval, num,
@@ -478,9 +479,11 @@ def finish(pa: PairAnalysis, *, pvalue_adjusted: float | None, correction: str, 
             extra = f"by template: {block.summary}"
         elif block.heterogeneous and verdict == "pass":
             verdict = "inconclusive"
-            rule += (f"; heterogeneous average: the generalized ESD singles out {len(block.outliers)} scenario(s) "
+            rule += (f"; {Reason.HETEROGENEOUS_AVERAGE.value}: the generalized ESD singles out {len(block.outliers)} "
+                     f"scenario(s) "
                      f"(p = {block.outlier_pvalue:.2g}), so the average over scenarios cannot pass")
-            extra = (f"heterogeneous average: the difference is uneven over scenarios ({', '.join(block.outliers)} "
+            extra = (f"{Reason.HETEROGENEOUS_AVERAGE.value}: the difference is uneven over scenarios "
+                     f"({', '.join(block.outliers)} "
                      "stand out); the average cannot pass; see the scenarios")
         elif block.heterogeneous and verdict == "fail":
             binary = pa.fields.get("value_kind") == "rate"
