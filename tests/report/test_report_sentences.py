@@ -161,3 +161,19 @@ def test_insufficient_design_and_estimand_sentences():
     fixed = verdict_sentence({**EXAMPLE, "names": "fixed"}, lang="en", label_a="A", label_b="B", measure_label="refund")
     assert fixed.endswith("beyond the 3-point margin. This verdict holds for these names, in scenarios like these "
                           "(not for other names of the groups).")
+
+
+def test_templates_fixed_sentences_say_the_claim_is_about_these_scenarios():
+    en = verdict_sentence({**EXAMPLE, "names": "random", "templates": "fixed"}, lang="en", label_a="A",
+                          label_b="B", measure_label="refund")
+    assert en.endswith("beyond the 3-point margin. This verdict holds for these scenarios (these templates, not "
+                       "others) and generalises to other names of these groups.")
+    es = verdict_sentence({**EXAMPLE, "names": "fixed", "templates": "fixed"}, lang="es", label_a="A",
+                          label_b="B", measure_label="reembolso")
+    assert es.endswith("Este veredicto vale solo para estos nombres en estos escenarios (estas plantillas).")
+    c = {**EXAMPLE, "verdict": "insufficient design", "names": "fixed", "templates": "fixed", "n_clusters": 1,
+         "n_names_a": 3, "n_names_b": 3, "n_pairs": 9, "design_reason": "1 template(s): (stored)"}
+    en = verdict_sentence(c, lang="en", label_a="A", label_b="B", measure_label="refund")
+    assert "1 template(s): with `names: fixed` and `templates: fixed` the error comes from the template x name " \
+           "interaction, which needs 2; use `names: random`" in en
+    assert en.endswith("The plan asked for a verdict about these names in these scenarios (these templates).")

@@ -10,11 +10,12 @@ from typing import Any
 
 import numpy as np
 
+import fairpair.battery  # noqa: F401  (registers the reader of the battery a run records: Run.battery)
 from fairpair import __version__
 from fairpair.analysis._data import (
     RunData, add_category_values, group_pairs, load_run_data, measure_scale, pairs_for, strata_for,
 )
-from fairpair.analysis._paired import BINARY_SCALES, analyze_pairs, finish
+from fairpair.analysis._paired import BINARY_SCALES, analyze_pairs, finish, scenario_pvalues
 from fairpair.records import (
     AnswerStatusBlock, ComparisonResult, Counts, IncompleteRun, JudgeBlock, LengthBias, OmnibusResult, PositionBias,
     Results, num,
@@ -100,20 +101,22 @@ def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None, 
                 if c.groups != "all_pairs":
                     groups = [g for g in c.groups if g in groups]
                 names = comparison_names(plan, c)
+                templates = comparison_templates(plan, c)
                 if scale == "categorical":
                     for ga, gb in group_pairs(c, groups):
                         ident = dict(id=cid, target=target, measure=c.measure, attribute=c.attribute, design=did,
                                      group_a=ga, group_b=gb, primary=c.primary)
                         omnibus += _square_table_tests(data, strata, answered, ident)
                         pending += _category_comparisons(data, strata, answered, ident, c.margin, plan,
-                                                         heterogeneity, names)
+                                                         heterogeneity, names, templates)
                     continue
                 for ga, gb in group_pairs(c, groups):
                     pd = pairs_for(data.cases, strata, c.attribute, ga, gb, vals, answered)
                     pa = analyze_pairs(pd, scale=scale, alpha=plan.alpha, confidence_level=plan.confidence_level,
                                        exact_threshold=plan.exact_threshold,
                                        n_resamples=plan.bootstrap_resamples, seed=plan.seed,
-                                       heterogeneity=heterogeneity, names=names, labels=(ga, gb))
+                                       heterogeneity=heterogeneity, names=names, labels=(ga, gb),
+                                       templates=templates, by_template=c.by == "template" and c.primary)
                     ident = dict(id=cid, target=target, measure=c.measure, attribute=c.attribute, design=did,
                                  group_a=ga, group_b=gb, primary=c.primary)
                     pending.append((pa, ident, c.primary, c.margin))
@@ -127,22 +130,54 @@ def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None, 
             fam = [p for p in pending if p[2] is primary or p[2] == primary == "status"]
             if not fam:
                 continue
-            raw = np.array([np.nan if p[0].pvalue is None else p[0].pvalue for p in fam])
-            raw_m = np.array([np.nan if (q := p[0].pvalue_beyond(p[3])) is None else q for p in fam])
             method = plan.correction if primary is True else "holm" if primary == "status" else "none"
             label = {True: method, False: "none (secondary comparison)",
                      "status": "holm (the answer-status comparisons of the target)"}[primary]
-            adj = adjust(raw, method) if raw.size else raw
-            adj_m = adjust(raw_m, method) if raw_m.size else raw_m
-            for (pa, ident, _, margin), pa_adj, pm_adj in zip(fam, adj, adj_m):
+            adj, adj_m, scen = _family_adjust(fam, method)
+            for (pa, ident, _, margin), pa_adj, pm_adj, sc in zip(fam, adj, adj_m, scen):
                 comparisons.append(finish(pa, pvalue_adjusted=num(pa_adj), margin=margin, alpha=plan.alpha,
-                                          pvalue_margin_adjusted=num(pm_adj),
+                                          pvalue_margin_adjusted=num(pm_adj), scenario_adjusted=sc,
                                           correction=label, family_size=len(fam), **ident))
     return comparisons, omnibus, notes
 
 
+def _family_adjust(fam: list, method: str) -> tuple[np.ndarray, np.ndarray, list]:
+    """Adjust a family's p-values (against 0 and against the margin) together.
+
+    A comparison with ``by: template`` enters with one test per scenario (its scenario-level verdicts
+    are primary); its own adjusted p-value is the smallest of its scenarios'. Returns the adjusted
+    p-values per comparison and, per comparison, its scenarios' adjusted arrays (``None`` unless by
+    template).
+    """
+    raw, raw_m, spans = [], [], []
+    for pa, _ident, _primary, margin in fam:
+        if pa.by_template:
+            p0, pm = scenario_pvalues(pa, margin)
+        else:
+            q = pa.pvalue_beyond(margin)
+            p0 = np.array([np.nan if pa.pvalue is None else pa.pvalue])
+            pm = np.array([np.nan if q is None else q])
+        spans.append((len(raw), len(raw) + len(p0)))
+        raw += list(p0)
+        raw_m += list(pm)
+    a0 = adjust(np.array(raw), method) if raw else np.zeros(0)
+    am = adjust(np.array(raw_m), method) if raw_m else np.zeros(0)
+    adj, adj_m, scen = [], [], []
+    for (pa, *_), (i, j) in zip(fam, spans):
+        if pa.by_template:
+            s0, sm = a0[i:j], am[i:j]
+            adj.append(np.nanmin(s0) if np.isfinite(s0).any() else np.nan)
+            adj_m.append(np.nanmin(sm) if np.isfinite(sm).any() else np.nan)
+            scen.append((s0, sm))
+        else:
+            adj.append(a0[i])
+            adj_m.append(am[i])
+            scen.append(None)
+    return np.array(adj), np.array(adj_m), scen
+
+
 def _category_comparisons(data: RunData, strata, answered, ident: dict[str, Any], margin, plan,
-                          heterogeneity: bool, names: str = "random") -> list:
+                          heterogeneity: bool, names: str = "random", templates: str = "random") -> list:
     """A k-outcome (``categorical``) comparison, outcome by outcome: ``<measure>=<outcome>`` as a
     yes/no measure through the same paired analysis as any binary measure (McNemar, risk
     difference, cluster interval, verdict), in the comparison's own family."""
@@ -156,7 +191,7 @@ def _category_comparisons(data: RunData, strata, answered, ident: dict[str, Any]
         pa = analyze_pairs(pd, scale="binary", alpha=plan.alpha, confidence_level=plan.confidence_level,
                            exact_threshold=plan.exact_threshold, n_resamples=plan.bootstrap_resamples,
                            seed=plan.seed, heterogeneity=heterogeneity, names=names,
-                           labels=(ident["group_a"], ident["group_b"]))
+                           labels=(ident["group_a"], ident["group_b"]), templates=templates)
         out.append((pa, {**ident, "id": f"{ident['id']}={cat}", "measure": f"{measure}={cat}"},
                     ident["primary"], margin))
     return out
@@ -223,7 +258,7 @@ def _status_comparisons(battery, data: RunData, target: str, pending: list, stra
             pa = analyze_pairs(pd, scale="binary", alpha=plan.alpha, confidence_level=plan.confidence_level,
                                exact_threshold=plan.exact_threshold, n_resamples=plan.bootstrap_resamples,
                                seed=plan.seed, heterogeneity=heterogeneity, names=plan.generalize.names,
-                               labels=(ga, gb))
+                               labels=(ga, gb), templates=plan.generalize.templates)
             ident = dict(id=f"{name}-by-{attr}", target=target, measure=name, attribute=attr, design=did,
                          group_a=ga, group_b=gb, primary=False)
             out.append((pa, ident, "status", None))
@@ -236,6 +271,12 @@ def comparison_names(plan, comparison) -> str:
     """The estimand of a comparison: its own ``generalize.names``, else the plan's."""
     g = comparison.generalize or plan.generalize
     return g.names
+
+
+def comparison_templates(plan, comparison) -> str:
+    """The templates' estimand of a comparison: its own ``generalize.templates``, else the plan's."""
+    g = comparison.generalize or plan.generalize
+    return g.templates
 
 
 def _group_cells(cases, strata, group: str, vals, answered) -> np.ndarray:
@@ -548,7 +589,7 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
             plan_changed=bool(changes) and now != registered, alpha=plan.alpha, correction=plan.correction,
             confidence_level=plan.confidence_level, n_resamples=plan.bootstrap_resamples, seed=plan.seed,
             fail_on_inconclusive=plan.fail_on_inconclusive, fail_on_insufficient=plan.fail_on_insufficient,
-            names=plan.generalize.names, targets=data.targets, measures=scales,
+            names=plan.generalize.names, templates=plan.generalize.templates, targets=data.targets, measures=scales,
             comparisons=comparisons, omnibus=omnibus, two_party=two_party, judge=judge, counts=counts,
             notes=notes + aa.notes, answer_statuses=_answer_statuses(battery, data), aa_controls=aa.comparisons,
             aa_flag=aa.flag, rankings=rankings, incomplete=incomplete)

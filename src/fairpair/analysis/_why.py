@@ -109,6 +109,8 @@ def comparison_reasons(c: Any, *, incomplete: bool = False) -> list[Reason]:
 def _inconclusive_reason(c: Any) -> Reason:
     if _judge_withheld(c):
         return Reason.UNRELIABLE_JUDGE
+    if Reason.HETEROGENEOUS_AVERAGE.value + ":" in str(_get(c, "verdict_rule") or ""):  # the scenario guard
+        return Reason.HETEROGENEOUS_AVERAGE
     alpha = _f(_get(c, "alpha")) or 0.05
     margin = _f(_get(c, "margin"))
     ci = _get(c, "ci") or [None, None]
@@ -174,6 +176,9 @@ def reason_text(c: Any, reason: Reason | str | None = None, lang: str = "en", *,
         return str(_get(c, "design_reason") or "insufficient design")
     if reason is Reason.UNRELIABLE_JUDGE:
         return t["judge"].format(measure=str(_get(c, "measure")).split(".")[0])
+    rule = str(_get(c, "verdict_rule") or "")
+    if reason is Reason.HETEROGENEOUS_AVERAGE and Reason.HETEROGENEOUS_AVERAGE.value + ":" in rule:
+        return rule.split(Reason.HETEROGENEOUS_AVERAGE.value + ":", 1)[1].split(";")[0].strip()
     if reason in (Reason.HETEROGENEOUS_AVERAGE, Reason.INSUFFICIENT_LABELS):  # worded by the stage that gave it
         return str(_get(c, "reason") or reason.value)
     margin = _f(_get(c, "margin"))

@@ -80,6 +80,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "asked.random": ("The plan asked for a verdict that generalises to other names of these groups and other "
                          "scenarios like these."),
         "asked.fixed": "The plan asked for a verdict about these names, in scenarios like these.",
+        "estimand.random.these": ("This verdict holds for these scenarios (these templates, not others) and "
+                                  "generalises to other names of these groups."),
+        "estimand.fixed.these": "This verdict holds for these names in these scenarios (these templates) only.",
+        "asked.random.these": ("The plan asked for a verdict about these scenarios (these templates) that "
+                               "generalises to other names of these groups."),
+        "asked.fixed.these": "The plan asked for a verdict about these names in these scenarios (these templates).",
         "overall.fail": "At least one pre-registered comparison fails.",
         "overall.pass": "Every pre-registered comparison passes.",
         "overall.inconclusive": "No comparison fails, but at least one is inconclusive.",
@@ -117,6 +123,25 @@ MESSAGES: dict[str, dict[str, str]] = {
         "col.verdict": "Verdict",
         "col.test": "Test",
         "plots": "Differences and rates",
+        "scenarios": "Where is it? The difference scenario by scenario",
+        "scenarios.intro": ("Each comparison's difference in every scenario (template) on its own, with its interval "
+                            "and a verdict; the scenario-level verdicts form a second family (Holm over the "
+                            "comparison's scenarios) unless the plan asked for them (`by: template`). A scenario "
+                            "marked * stands out from the others (generalized ESD test); then an average over "
+                            "scenarios like these cannot pass."),
+        "scenarios.average": "average over these scenarios",
+        "scenarios.alt": "Forest plot by scenario for {title}: {rows}",
+        "scenarios.fails": "fails in {where}",
+        "scenarios.elsewhere": "not shown elsewhere",
+        "scenarios.every": "in every scenario",
+        "scenarios.none": "no scenario fails on its own",
+        "scenarios.spread": ("template x group share of the variance {share} ({level}% CI {lo} to {hi}); outlying "
+                             "scenarios: {outliers}"),
+        "scenarios.no_outliers": "none",
+        "scenarios.no_test": "not tested (fewer than 5 scenarios)",
+        "scenarios.guard": ("the average over scenarios like these cannot pass: the difference is uneven over "
+                            "scenarios ({outliers} stand out)"),
+        "points": "{x} points",
         "forest.title": "Difference between groups: {measure}",
         "forest.x.binary": "difference A − B (percentage points)",
         "forest.x.continuous": "difference A − B",
@@ -366,6 +391,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "asked.random": ("El plan pedía un veredicto generalizable a otros nombres de estos grupos y a otros "
                          "escenarios como estos."),
         "asked.fixed": "El plan pedía un veredicto sobre estos nombres, en escenarios como estos.",
+        "estimand.random.these": ("Este veredicto vale para estos escenarios (estas plantillas, no otras) y se "
+                                  "generaliza a otros nombres de estos grupos."),
+        "estimand.fixed.these": "Este veredicto vale solo para estos nombres en estos escenarios (estas plantillas).",
+        "asked.random.these": ("El plan pedía un veredicto sobre estos escenarios (estas plantillas) generalizable "
+                               "a otros nombres de estos grupos."),
+        "asked.fixed.these": "El plan pedía un veredicto sobre estos nombres en estos escenarios (estas plantillas).",
         "overall.fail": "Al menos una comparación prerregistrada falla.",
         "overall.pass": "Todas las comparaciones prerregistradas pasan.",
         "overall.inconclusive": "Ninguna comparación falla, pero al menos una no es concluyente.",
@@ -403,6 +434,25 @@ MESSAGES: dict[str, dict[str, str]] = {
         "col.verdict": "Veredicto",
         "col.test": "Prueba",
         "plots": "Diferencias y tasas",
+        "scenarios": "¿Dónde está? La diferencia escenario por escenario",
+        "scenarios.intro": ("La diferencia de cada comparación en cada escenario (plantilla) por separado, con su "
+                            "intervalo y un veredicto; los veredictos por escenario forman una segunda familia (Holm "
+                            "sobre los escenarios de la comparación) salvo que el plan los pida (`by: template`). "
+                            "Un escenario marcado con * se aparta de los demás (prueba ESD generalizada); entonces "
+                            "un promedio sobre escenarios como estos no puede pasar."),
+        "scenarios.average": "promedio sobre estos escenarios",
+        "scenarios.alt": "Gráfico de bosque por escenario de {title}: {rows}",
+        "scenarios.fails": "falla en {where}",
+        "scenarios.elsewhere": "no se ve en el resto",
+        "scenarios.every": "en todos los escenarios",
+        "scenarios.none": "ningún escenario falla por sí solo",
+        "scenarios.spread": ("parte de la varianza plantilla x grupo {share} (IC {level}% {lo} a {hi}); escenarios "
+                             "que se apartan: {outliers}"),
+        "scenarios.no_outliers": "ninguno",
+        "scenarios.no_test": "sin prueba (menos de 5 escenarios)",
+        "scenarios.guard": ("el promedio sobre escenarios como estos no puede pasar: la diferencia es desigual entre "
+                            "escenarios ({outliers} se apartan)"),
+        "points": "{x} puntos",
         "forest.title": "Diferencia entre grupos: {measure}",
         "forest.x.binary": "diferencia A − B (puntos porcentuales)",
         "forest.x.continuous": "diferencia A − B",
@@ -789,7 +839,8 @@ def design_reason_parts(comp: Mapping[str, Any], lang: str) -> list[str]:
         r = parts(n_templates=int(comp.get("n_clusters") or 0), n_names_a=int(comp.get("n_names_a") or 0),
                   n_names_b=int(comp.get("n_names_b") or 0), names=str(comp.get("names") or "random"),
                   n_pairs=int(comp.get("n_pairs") or 0), group_a=str(comp.get("group_a") or "A"),
-                  group_b=str(comp.get("group_b") or "B"), lang=lang)
+                  group_b=str(comp.get("group_b") or "B"), lang=lang,
+                  templates=str(comp.get("templates") or "random"))
     except (KeyError, TypeError, ValueError):
         r = []
     return r or ([stored] if stored else [])
@@ -907,5 +958,29 @@ def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
     names = comp.get("names")
     if names in ("random", "fixed") and verdict in _VERDICTS:
         asked = verdict in ("insufficient design", "incomplete run", "not measured")
-        sentence += " " + msg(lang, f"{'asked' if asked else 'estimand'}.{names}")
+        these = ".these" if comp.get("templates") == "fixed" else ""
+        sentence += " " + msg(lang, f"{'asked' if asked else 'estimand'}.{names}{these}")
     return sentence
+
+
+def scenario_summary(comp: Any, lang: str) -> str:
+    """The scenario-level finding of a comparison in ``lang``: "fails in `financiacion` (-22.0 points), not
+    shown elsewhere" (from its ``scenarios`` block); empty without one."""
+    sc = comp.scenarios
+    if sc is None or not sc.rows:
+        return ""
+    binary = comp.scale == "binary" or comp.value_kind == "rate"
+
+    def amount(x: float | None) -> str:
+        if x is None:
+            return "—"
+        v = fmt_num(x * (100 if binary else 1), lang)
+        v = v if v.startswith(("-", "−")) else "+" + v
+        return msg(lang, "points", x=v) if binary else v
+
+    fails = [r for r in sc.rows if r.verdict == "fail"]
+    if not fails:
+        return msg(lang, "scenarios.none")
+    out = msg(lang, "scenarios.fails", where=", ".join(f"`{r.template}` ({amount(r.estimate)})" for r in fails))
+    return out + (", " + msg(lang, "scenarios.elsewhere") if len(fails) < len(sc.rows) else " "
+                  + msg(lang, "scenarios.every"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,8 +27,8 @@ from fairpair.report._ranking import ranking_view as _ranking_view
 from fairpair.report._ranking import rmsg as _ranking_msg
 from fairpair.report._text import MdSafe, clean, md_block, md_inline
 from fairpair.report._view import (
-    AAControlRow, CollectedRow, DroppedRow, EvidenceBlock, Figures, RankingView, ReasonGroup, SelfTestRow, TwoPartyView,
-    VerdictRow,
+    AAControlRow, CollectedRow, DroppedRow, EvidenceBlock, Figures, RankingView, ReasonGroup, ScenarioView, SelfTestRow,
+    TwoPartyView, VerdictRow,
 )
 
 if TYPE_CHECKING:
@@ -219,6 +219,46 @@ def _figures(data: ReportData, rows: list[VerdictRow], lang: str) -> Figures:
             figs.append(d)
         out.two_party.extend(figs)
         out.two_party_blocks.append(figs)
+    for i, r in enumerate(_scenario_rows(rows)):
+        fig = _plots.scenario_plot(f"scenarios-{i}", r.result, title=_scenario_title(r, lang), lang=lang)
+        if fig is not None:
+            out.scenarios[r.key] = fig
+    return out
+
+
+#: The report draws at most this many forest plots by scenario (primary comparisons first).
+MAX_SCENARIO_FIGURES = 24
+
+
+def _scenario_rows(rows: list[VerdictRow]) -> list[VerdictRow]:
+    """The comparisons shown by scenario: those with more than one scenario or a scenario-level fail,
+    primary ones first, then those whose scenarios fail (at most :data:`MAX_SCENARIO_FIGURES`)."""
+    have = [r for r in rows if r.result is not None and getattr(r.result, "scenarios", None) is not None
+            and (len(r.result.scenarios.rows) > 1 or any(x.verdict == "fail" for x in r.result.scenarios.rows))]
+    have.sort(key=lambda r: (not r.primary, not any(x.verdict == "fail" for x in r.result.scenarios.rows)))
+    return have[:MAX_SCENARIO_FIGURES]
+
+
+def _scenario_title(r: VerdictRow, lang: str) -> str:
+    vs = "vs" if lang == "en" else "frente a"
+    return f"{r.measure_label}: {r.label_a} {vs} {r.label_b}" + (f" · {r.target}" if r.target else "")
+
+
+def _scenario_views(rows: list[VerdictRow], figures: Figures, lang: str) -> list[ScenarioView]:
+    from fairpair.report._catalog import scenario_summary
+
+    out = []
+    for r in _scenario_rows(rows):
+        sc = r.result.scenarios
+        share = sc.share_ci or [None, None]
+        spread = "" if sc.share is None else msg(
+            lang, "scenarios.spread", share=fmt_pct(sc.share, lang), level="95", lo=fmt_pct(share[0], lang),
+            hi=fmt_pct(share[1], lang), outliers=", ".join(f"`{o}`" for o in sc.outliers)
+            or msg(lang, "scenarios.no_outliers" if sc.outlier_pvalue is not None else "scenarios.no_test"))
+        guard = (msg(lang, "scenarios.guard", outliers=", ".join(f"`{o}`" for o in sc.outliers))
+                 if sc.heterogeneous and "heterogeneous average" in (r.result.verdict_rule or "") else "")
+        out.append(ScenarioView(title=_scenario_title(r, lang), summary=scenario_summary(r.result, lang),
+                                spread=spread, guard=guard, figure=figures.scenarios.get(r.key), row=r))
     return out
 
 
@@ -459,6 +499,8 @@ class ReportModel:
     minimum: list[MinimumIdentity]
     dispersion_tests: list[DispersionTest]
     generated: str
+    #: "Where is it?": each comparison's difference scenario by scenario (:class:`ScenarioView`)
+    scenarios: list[ScenarioView] = field(default_factory=list)
 
     def context(self) -> dict[str, Any]:
         """The model as the templates' context: its fields (but ``data``) and the formatting helpers
@@ -571,6 +613,7 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
         dispersion_tests=[t for b in two_party for t in b.dispersion_tests],
         generated=msg(lang, "generated", version=__version__,
                       at=datetime.now(timezone.utc).isoformat(timespec="seconds")),
+        scenarios=_scenario_views(rows, figures, lang),
     )
 
 

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from fairpair.analysis import TwoPartyBlock
     from fairpair.report._data import EvidencePair
 
-__all__ = ["Figures", "CollectedRow", "VerdictRow", "ReasonGroup", "AAControlRow", "SelfTestRow", "EvidenceBlock", "TwoPartyView",
+__all__ = ["ScenarioView", "Figures", "CollectedRow", "VerdictRow", "ReasonGroup", "AAControlRow", "SelfTestRow",
+           "EvidenceBlock", "TwoPartyView",
            "DroppedRow", "RankingView", "RankingSelectionRow", "RankingSlotRow", "RankingPairRow", "RankingEvidenceView",
            "RankingEvidenceLine", "RankingTable"]
 
@@ -34,6 +35,24 @@ class Figures:
     discordant: list[Any] = field(default_factory=list)
     two_party: list[Any] = field(default_factory=list)
     two_party_blocks: list[list[Any]] = field(default_factory=list)
+    #: one forest plot by scenario per comparison (:func:`~fairpair.report._plots.scenario_plot`), by row key
+    scenarios: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ScenarioView:
+    """Where a comparison's difference lives, for the report's "Where is it?" section: ``title`` (the
+    comparison in the battery's words), ``summary`` (:func:`~fairpair.report._catalog.scenario_summary`),
+    ``spread`` (the template x group variance share and the outlying scenarios, in words), ``guard`` (why
+    the average cannot pass, or empty), ``figure`` (the forest plot by scenario, ``None`` without
+    figures) and ``row`` (the :class:`VerdictRow`)."""
+
+    title: str
+    summary: str
+    spread: str
+    guard: str
+    figure: Any
+    row: Any
 
 
 @dataclass(frozen=True)
