@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from fairpair.cli._app import app, console
 from fairpair.cli._common import warn_in_use
-from fairpair.cli._options import JsonOpt, RunArg
+from fairpair.cli._options import IgnoreStatusOpt, JsonOpt, RunArg
 from fairpair.errors import FairpairError
 
 
@@ -39,17 +39,21 @@ def gate(run: RunArg,
                                                        "exits 2).")] = None,
          on_insufficient: Annotated[bool, typer.Option(
              "--on-insufficient", help="Also fail on primary comparisons whose design cannot support a verdict "
-                                       "(verdict 'insufficient design').")] = False) -> None:
+                                       "(verdict 'insufficient design').")] = False,
+         ignore_status: IgnoreStatusOpt = False) -> None:
     """Exit 1 when a primary comparison fails (or is inconclusive / insufficient / worse than --baseline, if asked).
 
+    An automatic comparison of answer statuses that fails (one group gets more
+    failed, empty or refused answers) fails the gate too, unless --ignore-status.
     A comparison with an insufficient design is not a pass: its reason is
-    printed; when no primary comparison has a verdict the gate exits 2.
+    printed; when no primary comparison has a verdict, or the run is
+    incomplete, the gate exits 2.
     """
     from fairpair.analysis import gate_lines, gate_outcome
 
     warn_in_use(run, "the gate judges")
     outcome = gate_outcome(run, on_inconclusive=on_inconclusive, baseline=baseline, junit=junit,
-                           on_insufficient=on_insufficient)
+                           on_insufficient=on_insufficient, ignore_status=ignore_status)
     code = outcome.code
     lines = gate_lines(outcome)
     for line in lines:  # failing comparisons and regressions first, each with its numbers
@@ -65,15 +69,29 @@ def gate(run: RunArg,
 
 @app.command()
 def compare(run_a: Annotated[Path, typer.Argument(help="Run before the change.", show_default=False)],
-            run_b: Annotated[Path, typer.Argument(help="Run after the change.", show_default=False)],
+            run_b: Annotated[Optional[Path], typer.Argument(
+                help="Run after the change (default: RUN_A, to compare two of its targets).",
+                show_default=False)] = None,
+            target_before: Annotated[Optional[str], typer.Option(
+                "--target-before", help="The target of RUN_A to compare (default: each target with the one of "
+                                        "the same name).")] = None,
+            target_after: Annotated[Optional[str], typer.Option(
+                "--target-after", help="The target of RUN_B to compare it with.")] = None,
             as_json: JsonOpt = False) -> None:
     """Compare two runs of the same battery: the change in each gap, matched set by matched set.
 
-    A ranking design's pairs of groups (top pick, ranked above) are compared too.
+    A ranking design's pairs of groups (top pick, ranked above) are compared too. Two targets of one run
+    (the same model under two system prompts) compare with `fairpair compare RUN --target-before A
+    --target-after B`.
     """
     from fairpair.analysis import compare_runs
 
-    cmp = compare_runs(run_a, run_b)
+    if run_b is None:
+        if target_before is None or target_after is None:
+            raise FairpairError("compare: give RUN_B, or --target-before and --target-after to compare two "
+                                "targets of one run", key="RUN_B")
+        run_b = run_a
+    cmp = compare_runs(run_a, run_b, target_before=target_before, target_after=target_after)
     why = cmp.nothing_compared()
     if why is not None:  # only notes: a change that compares nothing is not "no change"
         raise FairpairError(f"compare: no comparison could be compared between {run_a} and {run_b} ({why})",
@@ -90,7 +108,8 @@ def compare(run_a: Annotated[Path, typer.Argument(help="Run before the change.",
         ci = "" if not r.ci or None in r.ci else f" [{f(r.ci[0])}, {f(r.ci[1])}]"
         p = "n/a" if r.pvalue is None else f"{r.pvalue:.3g}"
         what = f"ranking {r.design} {r.ranking} {r.id}" if r.ranking else r.id
-        console.print(f"{r.direction:16} {escape(r.target_after)} {escape(what)} {escape(r.group_a)} vs "
+        who = r.target_after if r.target_before == r.target_after else f"{r.target_before} -> {r.target_after}"
+        console.print(f"{r.direction:16} {escape(who)} {escape(what)} {escape(r.group_a)} vs "
                       f"{escape(r.group_b)}: gap {f(r.gap_before)} -> {f(r.gap_after)}{unit}, change "
                       f"{f(r.change)}{unit}{ci} p={p} (n={r.n_sets})", soft_wrap=True)
     for n in cmp.notes:

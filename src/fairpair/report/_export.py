@@ -83,7 +83,9 @@ def _ranking_rows(run: Any, cases: dict[str, Any], answers: list[dict[str, Any]]
     the names in rank order, how each name matched, renamed picks). None when the battery has no
     ranking measure."""
     try:
-        battery = run.battery().battery
+        from fairpair.battery import recorded_battery
+
+        battery = recorded_battery(run).battery
     except Exception:  # noqa: BLE001 - a run without a readable battery exports the rest
         return None
     measures = [n for n, spec in battery.measures.items() if spec.kind == "ranking"]
