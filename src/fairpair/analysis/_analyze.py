@@ -520,7 +520,8 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
 def _print_summary(console, res: Results) -> None:
     from rich.markup import escape
 
-    colour = {"fail": "red", "pass": "green", "inconclusive": "yellow", "insufficient design": "magenta"}
+    colour = {"fail": "red", "pass": "green", "inconclusive": "yellow", "insufficient design": "magenta",
+              "no verdict": "bold red"}
     for c in res.comparisons:
         est = "n/a" if c.estimate is None else f"{c.estimate:+.3f}"
         ci = "" if not c.ci or None in c.ci else f" [{c.ci[0]:+.3f}, {c.ci[1]:+.3f}]"
@@ -529,7 +530,8 @@ def _print_summary(console, res: Results) -> None:
                       f"{escape(c.id)} {escape(c.group_a)} vs {escape(c.group_b)}: {est}{ci} "
                       f"p_adj={p} (n={c.n_pairs}; names {c.names}: {escape(c.estimand)})")
         if c.design_reason:
-            console.print(f"  why: {escape(c.design_reason)}")
+            console.print(f"  why: {escape((c.reason + ': ') if c.verdict == 'no verdict' else '')}"
+                          f"{escape(c.design_reason)}")
     for c in res.aa_controls:
         console.print(f"A/A control {escape(c.verdict):12} {escape(c.target)} {escape(c.measure)} "
                       f"{escape(c.group_a)} vs {escape(c.group_b)}: "

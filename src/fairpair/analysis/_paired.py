@@ -56,7 +56,9 @@ from fairpair.analysis._results import (
     BinaryDetail, ComparisonResult, ContinuousDetail, Evidence, Heterogeneity, PairedTDetail, VariantRow,
     interval, num,
 )
-from fairpair.analysis._verdict import decide
+from fairpair.analysis._design import NOT_MEASURED
+from fairpair.analysis._verdict import RULE_NOT_MEASURED, decide
+from fairpair.records import Reason
 from fairpair.stats import variant_heterogeneity
 from fairpair.stats import mcnemar
 from fairpair.stats import paired_t, wilcoxon
@@ -327,10 +329,14 @@ def finish(pa: PairAnalysis, *, pvalue_adjusted: float | None, correction: str, 
     """
     if pvalue_margin_adjusted is None and not margin:
         pvalue_margin_adjusted = pvalue_adjusted
+    why = pa.fields.get("design_reason")
     verdict, rule = decide(pa.ci_alpha, pa.ci_equivalence, pvalue_adjusted, margin, alpha,
-                           design_reason=pa.fields.get("design_reason"), pvalue_margin_adjusted=pvalue_margin_adjusted)
+                           design_reason=why, pvalue_margin_adjusted=pvalue_margin_adjusted)
+    reason = Reason.INSUFFICIENT_DESIGN.value if why else None
+    if why == NOT_MEASURED:  # nothing to judge: listed with its reason, never "insufficient design"
+        verdict, rule, reason = "no verdict", RULE_NOT_MEASURED, Reason.NOT_MEASURED.value
     return ComparisonResult(**ident, **pa.fields, pvalue=pa.pvalue, pvalue_adjusted=num(pvalue_adjusted),
                             pvalue_margin=num(pa.pvalue_beyond(margin)),
                             pvalue_margin_adjusted=num(pvalue_margin_adjusted),
                             correction=correction, family_size=family_size, margin=margin, verdict=verdict,
-                            verdict_rule=rule)
+                            reason=reason, verdict_rule=rule)

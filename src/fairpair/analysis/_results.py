@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 RESULTS_SCHEMA = "fairpair.results/2"
-Verdict = Literal["pass", "fail", "inconclusive", "insufficient design"]
+Verdict = Literal["pass", "fail", "inconclusive", "insufficient design", "no verdict"]
 Interval = list[float | None]
 
 
@@ -223,6 +223,9 @@ class ComparisonResult(_Rec):
     alpha: float
     margin: float | None
     verdict: Verdict
+    #: why there is no verdict (``no verdict``) or only ``insufficient design``: a
+    #: :class:`fairpair.records.Reason` value (``not measured``, ``insufficient design``); ``None`` otherwise
+    reason: str | None = None
     pvalue_margin: float | None = None
     pvalue_margin_adjusted: float | None = None
     verdict_rule: str

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from fairpair.battery._lexicons import lexicon_names, load_lexicon
 from fairpair.battery._schema import SLOT_RE, Attribute, Battery
-from fairpair.battery._yaml import Located, _dotted, load_yaml
+from fairpair.battery._yaml import Located, _dotted, load_yaml, read_capped
 from fairpair._text import fold
 from fairpair.errors import BatteryError
 
@@ -196,14 +196,15 @@ def _resolve_system_files(data: dict, path: Path, located: Located) -> None:
         if isinstance(t, dict) and isinstance(t.get("system_file"), str) and t.get("system") is None:
             f = path.parent / t["system_file"]
             try:
-                t["system"] = f.read_text(encoding="utf-8")
+                t["system"] = read_capped(f).decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise BatteryError(f"system prompt not valid UTF-8 ({exc.reason} at byte {exc.start}); save the "
                                    "file as UTF-8", file=f, line=exc.object[: exc.start].count(b"\n") + 1,
                                    key=f"templates[{i}].system_file") from None
-            except OSError as exc:
+            except (OSError, ValueError) as exc:  # ValueError: not a regular file, or too large
                 file, line = located.where(("templates", i, "system_file"))
-                raise BatteryError(f"cannot read system prompt {f}: {exc.strerror}", file=file,
+                why = exc.strerror if isinstance(exc, OSError) else str(exc).replace(f"{f} ", "it ", 1)
+                raise BatteryError(f"cannot read system prompt {f}: {why}", file=file,
                                    line=line, key=f"templates[{i}].system_file") from None
             located.files.append(f)
             del t["system_file"]
@@ -213,7 +214,8 @@ def _resolve_system_files(data: dict, path: Path, located: Located) -> None:
 
 
 def _to_battery_error(exc: ValidationError, data: Any, located: Located) -> BatteryError:
-    err = exc.errors()[0]
+    errors = _first_the_typos(exc.errors())
+    err = errors[0]
     loc = tuple(err["loc"])
     path, model = _data_path(loc, data)
     file, line = located.where(path)
@@ -243,6 +245,9 @@ def _to_battery_error(exc: ValidationError, data: Any, located: Located) -> Batt
         file, line = located.where(path)
     elif err["type"] == "literal_error":
         message = f"{err['msg']} (got {err.get('input')!r})"
+    elif err["type"] == "string_pattern_mismatch" and path and path[-1] == "context_field":
+        message = (f"{_short(err.get('input'))} is not a dotted path of names such as crm.nombre (letters, digits "
+                   "and '_' between the dots, no empty part)")
     elif err["type"] == "string_pattern_mismatch":
         message = (f"{_short(err.get('input'))} is not a valid id: use letters, digits, '_', '.' and '-' "
                    f"(no spaces), starting with a letter, digit or '_'")
@@ -267,10 +272,19 @@ def _to_battery_error(exc: ValidationError, data: Any, located: Located) -> Batt
         if either and isinstance(_at(data, path), dict) and either.group(2) in _at(data, path):
             path = (*path, either.group(2))  # point at the second of the two keys
             file, line = located.where(path)
-    more = len(exc.errors()) - 1
-    if more:
-        hint = (hint + "; " if hint else "") + f"{more} more problem(s) after this one"
+    more = errors[1:]
+    if more:  # listed, not only counted
+        shown = "; ".join(f"[{_dotted(_data_path(tuple(e['loc']), data)[0])}] "
+                          f"{e['msg'].removeprefix('Value error, ')}" for e in more[:3])
+        hint = (hint + "\n  " if hint else "") + f"also: {shown}" + \
+            (f"; and {len(more) - 3} more" if len(more) > 3 else "")
     return BatteryError(message, file=file, line=line, key=_dotted(path), hint=hint)
+
+
+def _first_the_typos(errors: list[dict]) -> list[dict]:
+    """pydantic's errors with unknown keys first: a misspelt key (``templtes``) also makes the key it
+    meant missing, and its "did you mean" is the useful message."""
+    return sorted(errors, key=lambda e: e["type"] != "extra_forbidden")
 
 
 _EITHER = re.compile(r"give either '(\w+)' or '(\w+)'")
@@ -462,6 +476,10 @@ def _check(lb: LoadedBattery) -> None:
                           ("templates", i, "context", k), hint="rename one of them")
         used: list[str] = []  # context paths the prompt channels carry
         for p, text in texts:
+            open_ = _UNCLOSED.search(text)
+            if open_:  # '{nombre' without its '}' would reach the model as written
+                raise lb.fail(f"'{{{open_.group(1)}' opens a slot that is never closed", p,
+                              hint=f"write '{{{open_.group(1)}}}' for the slot, or '{{{{' for a literal brace")
             for m in SLOT_RE.finditer(text):
                 s = m.group(1)
                 if s is None:
@@ -538,8 +556,14 @@ def _check(lb: LoadedBattery) -> None:
         _check_plugin(lb, "fairpair.measures", spec, ("measures", name))
     for ci, c in enumerate(b.analysis.comparisons):
         cpath = ("analysis", "comparisons", ci)
-        if b.measures:  # a measure with several outputs is compared as 'name.field'
-            _need(lb, c.measure.split(".", 1)[0], list(b.measures), (*cpath, "measure"), "measure")
+        # a measure with several outputs is compared as 'name.field'; with no measure declared
+        # (measures: {}) every comparison names an undeclared one and would compare nothing
+        if not b.measures:
+            raise lb.fail(f"measure '{c.measure}' is not declared: the battery declares no measure, so this "
+                          "comparison would compare nothing", (*cpath, "measure"),
+                          hint=f"declare it under 'measures:', e.g. {c.measure.split('.', 1)[0]}: {{kind: keywords, "
+                               "any_of: [...]}")
+        _need(lb, c.measure.split(".", 1)[0], list(b.measures), (*cpath, "measure"), "measure")
         _need(lb, c.attribute, list(attrs), (*cpath, "attribute"), "attribute")
         groups = list(attrs[c.attribute].groups)
         if c.groups != "all_pairs":
@@ -553,6 +577,11 @@ def _check(lb: LoadedBattery) -> None:
     from fairpair.battery._silent import check_silent_paths
 
     check_silent_paths(lb)  # settings that would silently do nothing (mock bias/language, fields, margins)
+
+
+#: ``{name`` not followed by more of a slot's characters nor by ``}`` (a slot left open); ``{{`` is a
+#: literal brace, so a brace after another one is not a slot's.
+_UNCLOSED = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)(?![A-Za-z0-9_}]|\.[A-Za-z0-9_])")
 
 
 def _pairwise_reference(lb: LoadedBattery, b: Any, c: Any, cpath: tuple) -> None:
@@ -647,6 +676,11 @@ def _check_routing(lb: LoadedBattery, i: int, t, shape: dict, origins: list[tupl
                       ("context_channels", "tool", "returns"),
                       hint=f"known: {', '.join(_context_paths(shape)) or '(the context is empty)'}; "
                            f"leave 'returns' empty for the whole context")
+    for tname, returns in b.tool_results.items():  # a path the context lacks would answer null, unseen
+        if returns and not _context_has(shape, returns):
+            raise lb.fail(f"tool '{tname}' returns '{returns}', which template '{t.id}' has no field for: the model "
+                          "would be answered null", ("tool_results", tname),
+                          hint=f"known: {', '.join(_context_paths(shape)) or '(the context is empty)'}")
     if not shape:
         return
     common = list(used) + list(tools.values())

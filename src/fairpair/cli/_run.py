@@ -193,11 +193,12 @@ def check(
     """
     from fairpair.run import check_targets
 
+    from fairpair._text import one_line
+
     for c in check_targets(load(battery), only_targets=target, timeout=timeout):
-        text = " ".join(c.text.split())
         console.print(f"[green]ok[/green] target {escape(c.name)} ({escape(c.kind)}) answered case "
                       f"{escape(c.case_id[:12])} in {c.seconds:.1f} s: "
-                      f"{escape(text[:160])}{'...' if len(text) > 160 else ''}", soft_wrap=True)
+                      f"{escape(one_line(c.text, 163))}", soft_wrap=True)
 
 
 @app.command()

@@ -103,6 +103,10 @@ GREETINGS: frozenset[str] = frozenset({"hola", "buenas", "estimado", "estimada",
 #: Particles of compound names, never masked alone ("María de la O": "de", "la" stay).
 _PARTICLES = frozenset({"de", "del", "la", "las", "los", "el", "y", "e", "i", "da", "das", "do", "dos", "di",
                         "van", "von", "der", "den", "le", "al", "bin", "ben", "ibn", "abu", "bint", "st"})
+#: The largest masking pattern compiled (characters). A multi-character fold (``ß`` -> ``ss``,
+#: ``ﬁ`` -> ``fi``) repeats the rest of its value in the pattern, so a value with many such pairs
+#: doubles the pattern at each; real names stay under 100,000 characters.
+MAX_PATTERN = 4_000_000
 #: A form is a *common word* of a language when it is among its most frequent words.
 COMMON_WORD_RANK = 3000
 
@@ -405,6 +409,8 @@ class Masker:
                     return None
             return node
 
+        rendered: dict[int, str] = {}  # id(node) -> its regex; filled children first (no recursion)
+
         def alternatives(node: _Node, at_start: bool) -> list[str]:
             """Regex alternatives for the edges out of ``node``, longest-first safe.
 
@@ -412,6 +418,7 @@ class Masker:
             point has one fold), so their order does not matter. Edges that
             consume a multi-character fold are bundled behind one class of
             all such code points, so ordinary text fails them with one test.
+            Every node below ``node`` is already in ``rendered``.
             """
             alts, multis = [], []
             for ch, child in node.items():
@@ -419,11 +426,11 @@ class Masker:
                 # Numbers do not start after a decimal separator (67 in 6.67).
                 # Tested after the class, so other words fail on the class.
                 guard = "(?<!\\d[.,].)" if at_start and ch.isdigit() else ""
-                alts.append(rx + guard + render(child, ch))
+                alts.append(rx + guard + rendered[id(child)])
                 for f in multi_by_first.get(ch, ()):
                     target = walk(node, f)
                     if target is not None:
-                        multis.append((_char_class(f), guard + render(target, f[-1])))
+                        multis.append((_char_class(f), guard + rendered[id(target)]))
             if len(multis) == 1:
                 alts.append(multis[0][0] + multis[0][1])
             elif multis:
@@ -445,6 +452,23 @@ class Masker:
             if len(alts) == 1:
                 return alts[0]
             return "(?:" + "|".join(alts) + ")"
+
+        # Iterative, never recursive: a value of hundreds of characters is a trie as deep, and a
+        # recursive walk of it overflowed Python's stack (issue 28). Nodes in preorder, rendered in
+        # reverse, so every node's children (and the targets of its multi-character folds, which
+        # are below it) are rendered before it.
+        order: list[tuple[_Node, str]] = []
+        todo: list[tuple[_Node, str]] = [(child, ch) for ch, child in root.items()]
+        while todo:
+            node, ch = todo.pop()
+            order.append((node, ch))
+            todo.extend((child, c) for c, child in node.items())
+        for node, ch in reversed(order):
+            rendered[id(node)] = render(node, ch)
+            if len(rendered[id(node)]) > MAX_PATTERN:
+                raise ValueError(f"the values to mask compile to a pattern of more than {MAX_PATTERN:,} characters "
+                                 "(a value with many letter pairs that one character folds to, such as 'ss', "
+                                 "'fi', 'pa'); use shorter values")
 
         # A value is only ever preceded by a non-alphanumeric character, so the
         # pattern starts by consuming that separator (texts are searched with

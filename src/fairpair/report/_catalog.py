@@ -41,6 +41,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "verdict.inconclusive": "INCONCLUSIVE",
         "verdict.insufficient design": "INSUFFICIENT DESIGN",
         "verdict.none": "NOT ANALYSED",
+        "verdict.no verdict": "NO VERDICT",
         "overall.insufficient design": ("No comparison fails, but the design cannot support a verdict for at "
                                         "least one (see why next to it)."),
         "clause.insufficient design": "no verdict: the design cannot support one ({reason})",
@@ -293,6 +294,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "verdict.inconclusive": "NO CONCLUYENTE",
         "verdict.insufficient design": "DISEÑO INSUFICIENTE",
         "verdict.none": "SIN ANALIZAR",
+        "verdict.no verdict": "SIN VEREDICTO",
         "overall.insufficient design": ("Ninguna comparación falla, pero el diseño no permite un veredicto en al "
                                         "menos una (ver el motivo junto a ella)."),
         "clause.insufficient design": "sin veredicto: el diseño no lo permite ({reason})",
@@ -692,7 +694,7 @@ def difference(comp: Any) -> tuple[float | None, tuple[float, float] | None]:
 
 
 def verdict_word(verdict: str | None, lang: str) -> str:
-    return msg(lang, f"verdict.{verdict}" if verdict in _VERDICTS else "verdict.none")
+    return msg(lang, f"verdict.{verdict}" if verdict in (*_VERDICTS, "no verdict") else "verdict.none")
 
 
 _VERDICTS = ("fail", "pass", "inconclusive", "insufficient design")
