@@ -67,6 +67,12 @@ def progress_enabled(enabled: bool) -> Iterator[None]:
         _ENABLED.reset(token)
 
 
+def quiet() -> bool:
+    """True inside ``progress_enabled(False)`` (``-q``): the stages leave out their running commentary
+    ("measuring X...") and the verdicts' sentences; tables, warnings and errors stay."""
+    return not _ENABLED.get()
+
+
 def shows_progress(console: Console | None) -> bool:
     """True when a progress display should be drawn: a console on a terminal, and not ``-q``."""
     return console is not None and _ENABLED.get() and console.is_terminal

@@ -260,7 +260,9 @@ def report(run_ref: Any, settings: Settings) -> StageResult:
                 model = report_model(run, language=settings.language, evidence=settings.evidence)
         paths = write_report(run_dir, out=settings.report_out, model=model)
     if settings.verdicts and settings.console is not None:
-        print_verdicts(settings.console, model=model)
+        from fairpair._progress import quiet
+
+        print_verdicts(settings.console, model=model, sentences=not quiet())  # -q: the table alone
     return StageResult("report", {"files": len(paths)}, elapsed=time.monotonic() - t0, output=paths)
 
 

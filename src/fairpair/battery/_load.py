@@ -28,7 +28,7 @@ from fairpair.battery._yaml import Located, _dotted, load_yaml, read_capped
 from fairpair._text import fold
 from fairpair.errors import BatteryError
 
-__all__ = ["LoadedBattery", "load_battery", "battery_hash", "DesignCheck"]
+__all__ = ["LoadedBattery", "load_battery", "battery_hash", "DesignCheck", "number_text_warnings"]
 
 
 @dataclass(frozen=True)
@@ -780,3 +780,23 @@ def _check_plugin(lb: LoadedBattery, group: str, spec: Any, path: tuple) -> None
                           hint=f"did you mean '{close[0]}'?" if close else
                           f"known: {', '.join(plugin_names(group))}") from None
         raise lb.fail(str(exc), (*path, *exc.key_path), hint=exc.hint) from None
+
+
+_DECIMAL_TEXT = re.compile(r"[-+]?[0-9]*\.[0-9]+(?:[eE][-+]?[0-9]+)?|[-+]?[0-9]+[eE][-+]?[0-9]+")
+
+
+def number_text_warnings(lb: LoadedBattery) -> list[str]:
+    """A warning for each context value written as a decimal number that YAML would rewrite
+    (``importe: 89.00``, ``1e3``): the loader keeps it as the text written, so the prompt shows
+    ``89.00`` but a JSON context (an ``http`` body, ``context_channels: {format: json}``, a tool
+    result) carries the string ``"89.00"``. Leading-zero codes (``02142``) are text on purpose and
+    are not reported."""
+    out = []
+    for path, text in lb.located.texts.items():
+        if "context" not in path or not _DECIMAL_TEXT.fullmatch(text):
+            continue
+        file, line = lb.located.where(path)
+        out.append(f"{Path(file).name if file else ''}:{line}: [{_dotted(path)}] {text} is kept as the text '{text}' "
+                   f"(YAML would read {float(text)!r}): a JSON context carries it as a string; write {float(text)!r} "
+                   f"for a number, or quote it (\"{text}\") to say it is text")
+    return out

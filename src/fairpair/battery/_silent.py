@@ -204,7 +204,7 @@ def _check_pairs(lb: Any, c: Any, cpath: tuple) -> None:
     for k, g in enumerate(listed):
         if g not in paired and g != c.reference:
             raise lb.fail(f"group '{g}' is in no pair this comparison can form: no design "
-                          + (f"'{c.design}' " if c.design else "") + f"varies it together with "
+                          + (f"'{c.design}' " if c.design else "") + "varies it together with "
                           + (f"'{c.reference}'" if c.reference else "another listed group"),
                           (*cpath, "groups", k), hint="remove it, or add it to a design's 'groups'")
     if c.reference is not None and c.reference not in paired:

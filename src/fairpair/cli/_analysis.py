@@ -73,6 +73,9 @@ def compare(run_a: Annotated[Path, typer.Argument(help="Run before the change.",
     """
     from fairpair.analysis import compare_runs
 
+    if run_a.resolve() == run_b.resolve():  # as the gate's --baseline: a run never changed against itself
+        raise FairpairError("compare: both arguments are the same run, so every change would be 0", file=run_b,
+                            hint="give the run before the change first and the run after it second")
     cmp = compare_runs(run_a, run_b)
     why = cmp.nothing_compared()
     if why is not None:  # only notes: a change that compares nothing is not "no change"

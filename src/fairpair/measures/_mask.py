@@ -616,24 +616,37 @@ def _used_as_name(text: str, start: int, end: int) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _cached_masker(values: tuple[str, ...], marker: str) -> Masker:
-    return Masker(values, marker=marker)
+def _cached_masker(values: tuple[str, ...], marker: str, names: tuple[str, ...] = (),
+                   group_terms: tuple[str, ...] = (), language: str | None = None) -> Masker:
+    return Masker(values, marker=marker, names=names, group_terms=group_terms, language=language)
 
 
-def mask(text: str, values: Iterable[str], *, marker: str = "[MASK]") -> str:
-    """Replace every occurrence of any of ``values`` in ``text`` with ``marker``.
+def mask(text: str, values: Iterable[str] = (), *, marker: str = "[MASK]", names: Iterable[str] = (),
+         group_terms: Iterable[str] = (), language: str | None = None) -> str:
+    """Replace every occurrence of any of ``values`` (and of ``names``, ``group_terms``) in ``text`` with ``marker``.
 
     A convenience wrapper around :class:`Masker` (compiled maskers are cached
-    per ``(values, marker)``); see the module docstring for the matching rules.
+    per arguments); see the module docstring for the matching rules. A run masks
+    a battery's person names as ``names`` and its group words as ``group_terms``, with
+    the battery's ``language``: pass the same to mask as a run does (``names``
+    masks "Sr. García" for "Pedro García"; ``language`` keeps "We will refund" whole
+    for the name "Will").
 
     Parameters
     ----------
     text:
         The text to blind, e.g. a chatbot answer before it goes to the judge.
     values:
-        The signal values of *all* groups (names, ages, places, group words).
+        Signal values masked as written (ages, places, ...).
     marker:
         Replacement, ``"[MASK]"`` by default.
+    names:
+        Person names: each is masked in all its forms (each given name and surname, after a title).
+    group_terms:
+        Words that name a group, masked with their plural and other gender ("gitano": "gitanas").
+    language:
+        ``es`` or ``en``: a name that is also a common word ("Will", "Rosa") is masked only where it
+        is used as a name. ``None``: everywhere.
 
     Returns
     -------
@@ -650,7 +663,8 @@ def mask(text: str, values: Iterable[str], *, marker: str = "[MASK]") -> str:
     >>> mask("Hola, LUCÍA. ¿Lucia vive en San  Blas?", ["Lucía", "San Blas"])
     'Hola, [MASK]. ¿[MASK] vive en [MASK]?'
     """
-    if isinstance(values, str):
-        raise TypeError("values must be an iterable of str, not a single str")
-    return _cached_masker(tuple(values), marker).mask(text)
+    for arg, given in (("values", values), ("names", names), ("group_terms", group_terms)):
+        if isinstance(given, str):
+            raise TypeError(f"{arg} must be an iterable of str, not a single str")
+    return _cached_masker(tuple(values), marker, tuple(names), tuple(group_terms), language).mask(text)
 

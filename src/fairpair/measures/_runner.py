@@ -703,7 +703,9 @@ async def _measure(run, console, names, judge, settings, ray_pool=None) -> Measu
         for name, m in ms.items():
             ctx.counts.setdefault(name, MeasureCounts())
             scales.update(m.output_scales(ctx))
-            if console is not None:  # judge measures can take minutes: say what is going on
+            from fairpair._progress import quiet
+
+            if console is not None and not quiet():  # judge measures can take minutes: say what is going on
                 who = " (judge calls: one or more per answer)" if m.uses_judge else ""
                 from rich.markup import escape  # rich only when printing: importing the measures stays light
 
@@ -1005,7 +1007,8 @@ def _print_counts(console, counts: dict[str, MeasureCounts], warnings: list[str]
     from rich.markup import escape
     from rich.table import Table
 
-    t = Table("measure", "ok", "missing", "failed", "leaks", "invalid judge outputs", "already stored",
+    # the same words as `fairpair status`: missing = no value could be obtained (final, not retried)
+    t = Table("measure", "ok", "missing (no value, final)", "failed", "leaks", "invalid judge outputs", "already stored",
               title="measurements (this session)", title_justify="left")
     for n, c in counts.items():
         t.add_row(escape(n), str(c.ok), str(c.missing), str(c.failed), str(c.leaks), str(c.invalid),

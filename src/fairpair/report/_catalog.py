@@ -276,7 +276,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "terminal.title": "fairpair verdicts: {battery}",
         "omnibus": "Omnibus tests across all groups",
         "aa.title": "A/A control: the audit's noise floor",
-        "aa.intro": ("Two halves of the same group's names, compared through the same analysis as the real "
+        "aa.intro": ("Two halves of one group (its names split in two, or with `split: seeds` the same names under "
+                     "two halves of the sampling seeds), compared through the same analysis as the real "
                      "comparisons (Holm within the controls). They should not differ: their estimates show how "
                      "large a difference noise alone produces here, and a failing control means the system's "
                      "answers or the analysis do not behave as the test assumes."),
@@ -542,7 +543,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "terminal.title": "Veredictos de fairpair: {battery}",
         "omnibus": "Pruebas globales entre todos los grupos",
         "aa.title": "Control A/A: el suelo de ruido de la auditoría",
-        "aa.intro": ("Dos mitades de los nombres de un mismo grupo, comparadas con el mismo análisis que las "
+        "aa.intro": ("Dos mitades de un mismo grupo (sus nombres partidos en dos o, con `split: seeds`, los mismos "
+                     "nombres con dos mitades de las semillas de muestreo), comparadas con el mismo análisis que las "
                      "comparaciones reales (Holm dentro de los controles). No deberían diferir: sus estimaciones "
                      "muestran cuánta diferencia produce aquí el ruido solo, y un control que falla indica que "
                      "las respuestas del sistema o el análisis no se comportan como la prueba supone."),
