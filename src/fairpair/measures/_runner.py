@@ -1008,8 +1008,9 @@ def _print_counts(console, counts: dict[str, MeasureCounts], warnings: list[str]
     from rich.table import Table
 
     # the same words as `fairpair status`: missing = no value could be obtained (final, not retried)
-    t = Table("measure", "ok", "missing (no value, final)", "failed", "leaks", "invalid judge outputs", "already stored",
-              title="measurements (this session)", title_justify="left")
+    t = Table("measure", "ok", "missing", "failed", "leaks", "invalid judge outputs", "already stored",
+              title="measurements (this session)", title_justify="left",
+              caption="missing: no value, final (not retried); failed: retried by the next run", caption_justify="left")
     for n, c in counts.items():
         t.add_row(escape(n), str(c.ok), str(c.missing), str(c.failed), str(c.leaks), str(c.invalid),
                   str(c.skipped))
