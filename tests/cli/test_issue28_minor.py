@@ -13,22 +13,13 @@ import pytest
 import yaml
 
 from run_helpers import run_cli
-from tests.reliability.conftest import demo_battery
-
-JUDGE = '''
-import json
-
-def judge(messages, context):
-    return json.dumps({"courtesy": 4, "condescension": 1, "distrust": 2, "reason": "ok"})
-'''
+from tests.reliability.conftest import demo_battery, scripted_judge
 
 
 @pytest.fixture(scope="module")
 def shop(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("minor")
-    (tmp / "code").mkdir()
-    (tmp / "code" / "fp_minor_judge.py").write_text(JUDGE, encoding="utf-8")
-    judge = {"kind": "python", "callable": "fp_minor_judge:judge", "path": str(tmp / "code")}
+    judge = scripted_judge(tmp / "code", "fp_minor_judge")
     battery = demo_battery(tmp / "b", {"kind": "mock"}, judge=judge)
     yield tmp, battery
     sys.modules.pop("fp_minor_judge", None)
