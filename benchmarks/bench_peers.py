@@ -29,8 +29,9 @@ at most 160 tokens). Each tool runs in its own process:
   moment, run in the same session as the others so that fairpair's ratio to
   it is read under the same load.
 * **LangFair** (CVS Health): ``ResponseGenerator.generate_responses`` with a
-  langchain ``ChatOpenAI`` on the loopback server (``max_calls_per_min``
-  unlimited; its HTTP client capped at the concurrency). LangFair takes one
+  langchain ``ChatOpenAI`` on the loopback server built as LangFair's docs do
+  (``max_calls_per_min`` unlimited; the openai SDK's own HTTP client and
+  transport, none handed in). LangFair takes one
   system prompt for all prompts and one user string per prompt, while the
   battery's system prompt differs per case (its CRM record and the customer's
   name): each case's system prompt and any earlier exchange are written into
@@ -200,7 +201,6 @@ print(json.dumps({"core_s": t2 - t1, "core_cpu_s": c2 - c1, "answered": ok, "fai
 _LANGFAIR = """
 import asyncio, json, sys, time
 t0 = time.perf_counter()
-import httpx
 from langchain_openai import ChatOpenAI
 from langfair.generator import ResponseGenerator
 prompts, base_url, conc = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -212,11 +212,12 @@ system = ""
 def flat(msgs):
     names = {"system": "Sistema", "user": "Cliente", "assistant": "Asistente"}
     return "\\n\\n".join(f"{names[m['role']]}: {m['content']}" for m in msgs)
-limits = httpx.Limits(max_connections=conc, max_keepalive_connections=conc)
 model, temperature, max_tokens = json.loads(sys.argv[4])
+# As LangFair's own docs build it: a plain ChatOpenAI, whose openai SDK brings its own HTTP client and
+# transport (an httpx.AsyncClient handed in here ran on another transport than the SDK's and cost
+# about 5x the time and 7x the CPU per request: a crippled harness, not LangFair).
 llm = ChatOpenAI(model=model, base_url=base_url, api_key="none", temperature=temperature, max_tokens=max_tokens,
-                 max_retries=2,
-                 http_async_client=httpx.AsyncClient(limits=limits, timeout=60))
+                 max_retries=2)
 gen = ResponseGenerator(langchain_llm=llm, max_calls_per_min=None)
 texts = [flat(r["messages"]) for r in rows]
 t1, c1 = time.perf_counter(), time.process_time()
@@ -388,6 +389,12 @@ def main() -> None:
                 print(f"fp-engine / bare aiohttp, run by run: {ao['core_s'] / eo_i['core_s']:.3f} of its rate, "
                       f"{eo_i['core_cpu_s'] / ao['core_cpu_s']:.2f}x its CPU per request")
         peers = [k for k in results if k not in ("fairpair", "fp-engine", "aiohttp")]
+        if "aiohttp" in results:  # the tell of a crippled harness: a peer's CPU per request far above bare aiohttp's
+            base_cpu = min(ao["core_cpu_s"] for _aw, ao in results["aiohttp"]) / n
+            for name in peers:
+                cpu = best(name)[1]["core_cpu_s"] / n
+                print(f"{name}: {cpu * 1000:.2f} ms CPU per request = {cpu / base_cpu:.1f}x bare aiohttp's "
+                      f"{base_cpu * 1000:.2f} ms" + ("  <- check the harness (over 10x)" if cpu > 10 * base_cpu else ""))
         for name in peers:
             wall, out = best(name)
             print(f"fairpair / {name}: {out['core_s'] / fo['core_s']:.2f}x on the sending call, "

@@ -17,7 +17,7 @@ It prints committed answers/s and measurement rows/s, the combined rate in
 "answers with their measurements per second", and its ratio to the rate the
 paper-scale study needs: 5 models x 11,200 answers (56,000) and their
 measurement rows written within ``--budget-h`` hours (default 1 h, a
-deliberately tight budget: the plan in ``benchmarks/README.md`` finds the
+deliberately tight budget: the plan in ``benchmarks/HISTORY.md`` finds the
 GPUs need several hours at any fleet size below ~50 GPUs). A ratio above 1
 means the single writer is not what limits the study.
 """

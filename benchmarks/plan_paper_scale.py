@@ -13,7 +13,7 @@ on all N GPUs).
 Inputs (flags; defaults in brackets):
 
 * measured here, by ``benchmarks/bench_ray.py`` / ``bench_overhead.py`` /
-  ``bench_store.py`` / ``bench_ray_measures.py`` (see ``benchmarks/README.md``):
+  ``bench_store.py`` / ``bench_ray_measures.py`` (see ``benchmarks/HISTORY.md``):
   the driver's CPU per answer (``--driver-ms-answer`` [0.50 ms]: bench_ray,
   chunks of 8) and per judge call (``--driver-ms-judge`` [3.9 ms:
   bench_ray_measures, 4 actors, at load 9 on 2 cores; it includes masking,

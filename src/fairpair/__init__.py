@@ -10,9 +10,9 @@ __version__ = "0.1.0"
 __all__ = ["__version__", "mask"]
 
 
-def __getattr__(name: str):  # lazy public helpers, so `import fairpair` stays light
-    if name == "mask":
-        from fairpair.measures import mask
+from fairpair._lazy import lazy_getattr
 
-        return mask
-    raise AttributeError(name)
+# lazy public helpers, so `import fairpair` stays light (and a floor that reads __version__ imports
+# nothing above it: tests/test_layers.py)
+_LAZY_EXPORTS = {"mask": "fairpair.measures"}
+__getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())

@@ -5,6 +5,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any, Callable
 
+__all__ = ["lazy_getattr"]
+
 
 def lazy_getattr(package: str, table: dict[str, str], namespace: dict[str, Any]) -> Callable[[str], Any]:
     """The module-level ``__getattr__`` of ``package`` for ``table`` (public name -> module path).

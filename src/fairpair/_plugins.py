@@ -1,8 +1,8 @@
 """Plugin registry: targets and measures are found by entry point, imported lazily.
 
-Built-in plugins are declared in ``pyproject.toml`` under the entry-point
-groups ``fairpair.targets`` and ``fairpair.measures``; third-party packages add
-their own the same way. A plugin is a class with an ``Options`` pydantic model
+Built-in plugins are listed once, here (:data:`_BUILTIN`); third-party packages
+add their own under the entry-point groups ``fairpair.targets`` and
+``fairpair.measures`` (and ``fairpair.battery_checks``). A plugin is a class with an ``Options`` pydantic model
 (``extra="forbid"``) and a constructor ``Plugin(options: dict, *, name: str)``;
 a class without such a model is refused when it is loaded (:func:`load_plugin`
 raises :class:`PluginError`), so no plugin's options go unchecked. Nothing
@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 __all__ = ["PluginError", "check_options_model", "options_problem", "plugin_names", "load_plugin",
-           "validate_options", "ReferenceProblem", "check_reference", "load_reference"]
+           "validate_options", "ReferenceProblem", "check_reference", "load_reference", "battery_checks"]
 
 _BUILTIN: dict[str, dict[str, str]] = {
     "fairpair.targets": {
@@ -50,6 +50,11 @@ _BUILTIN: dict[str, dict[str, str]] = {
         "semantic_distance": "fairpair.measures.embed:SemanticDistanceMeasure",
         "ranking": "fairpair.measures.ranking:RankingMeasure",
         "imported": "fairpair.importers._measure:ImportedMeasure",
+    },
+    # checks run on every battery as it is loaded, after its own (fairpair.battery.load_battery): a
+    # function of the LoadedBattery that raises its ``fail(...)`` error; they live with what they read
+    "fairpair.battery_checks": {
+        "silent_paths": "fairpair.measures._silent:check_silent_paths",
     },
 }
 
@@ -79,6 +84,24 @@ def _registry(group: str) -> dict[str, str]:
 
 def plugin_names(group: str) -> list[str]:
     return sorted(_registry(group))
+
+
+def battery_checks() -> list[Any]:
+    """The functions of the entry-point group ``fairpair.battery_checks`` (the built-in one first,
+    then the installed ones by name), each called with a loaded battery at the end of its checks.
+
+    Raises
+    ------
+    PluginError
+        A check cannot be loaded (its module is not found or raises, the name is missing).
+    """
+    out = []
+    for name, ref in _registry("fairpair.battery_checks").items():
+        try:
+            out.append(load_reference(ref))
+        except ReferenceProblem as exc:
+            raise PluginError(f"battery check '{name}' cannot be loaded: {exc.message} (entry point {ref})") from None
+    return out
 
 
 def check_options_model(cls: type, *, where: str | None = None) -> type[BaseModel]:

@@ -6,6 +6,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, \
     TimeElapsedColumn, TimeRemainingColumn
 
+__all__ = ["RunProgress", "progress_enabled", "shows_progress", "stage_bar", "poll_progress", "stage_status",
+           "CountingTarget"]
+
 
 class RunProgress:
     def __init__(self, console: Console | None = None, *, enabled: bool = True):

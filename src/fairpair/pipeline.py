@@ -173,12 +173,14 @@ def run(run_ref: Any, settings: Settings) -> StageResult:
     FairpairError
         See :func:`fairpair.run.execute_run` (no target, unknown target, a failing preflight, ...).
     """
-    from fairpair.run import execute_run
+    from fairpair.measures import check_self_judging
+    from fairpair.run import execute_run, select_targets
 
     t0 = time.monotonic()
     lb = _battery(settings, "run")
-    outcome = execute_run(lb, _path(run_ref), settings.calls,
-                          only_targets=list(settings.targets) if settings.targets else None,
+    only = list(settings.targets) if settings.targets else None
+    check_self_judging(lb, select_targets(lb, only))  # before anything is sent: the measure stage would refuse it after the run
+    outcome = execute_run(lb, _path(run_ref), settings.calls, only_targets=only,
                           progress=settings.progress, batch=settings.batch)
     per = outcome.manifest.get("counts", {})
     counts = {k: sum(c[k] for c in per.values()) for k in ("answered", "failed", "retried")}

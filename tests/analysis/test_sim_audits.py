@@ -1,4 +1,4 @@
-"""A tiny, seeded run of benchmarks/sim_audits.py's simulation (the full table lives in benchmarks/README.md)."""
+"""A tiny, seeded run of benchmarks/sim_audits.py's simulation (the full table lives in benchmarks/HISTORY.md)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fairpair.analysis._results import RESULTS_SCHEMA
+from fairpair.records import RESULTS_SCHEMA
 from fairpair.battery import load_battery
 from fairpair.errors import BatteryError
 from fairpair.testing import write_battery

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from fairpair.analysis._results import Results
+from fairpair.records import Results
 from fairpair.report import write_report
 
 NBSP = "\u00a0"

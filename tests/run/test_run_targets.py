@@ -21,7 +21,6 @@ from fairpair.cli import main as cli_main
 from fairpair.run._preflight import PreflightError
 from fairpair.run import RunLock, RunSettings, Store, execute_run, run_target
 from fairpair.targets.mock import MockTarget
-from fairpair.targets.openai import OpenAITarget
 from fairpair.testing import Fault, names_table, openai_target, serve_json, serve_openai, write_battery
 
 FAST = RunSettings(concurrency=4, timeout=10, max_attempts=3, backoff_initial=0.01, backoff_max=0.05)

@@ -77,8 +77,9 @@ def test_typed_frozen_records(run_dir):
         assert {type(m.value) for m in ms if m.measure == "refund"} == {bool}
         with pytest.raises(dataclasses.FrozenInstanceError):
             ms[0].value = 1  # type: ignore[misc]
-        # the bare store does not know the scale
-        assert {m.scale for m in run.store.measurements()} == {None}
+        # the scale is stored with each row: the bare store reads it too
+        assert {m.measure: m.scale for m in run.store.measurements()} == {"refund": "binary", "words": "count"}
+        assert run.store.measure_scales() == {"refund": "binary", "words": "count"}
 
 
 def test_results_are_typed(run_dir):

@@ -5,7 +5,7 @@
   multiplicity correction and a pass / fail / inconclusive / insufficient
   design verdict per comparison, written
   to ``RUN/results.json`` (schema ``fairpair.results/2``, see
-  :mod:`fairpair.analysis._results` and :func:`results_schema`).
+  :mod:`fairpair.records._results` and :func:`results_schema`).
 * :func:`compare_runs` -- the same battery before and after a change:
   difference-in-differences of each gap, per matched set.
 * :func:`gate_exit_code` -- 1 when a primary comparison fails (or is
@@ -42,7 +42,7 @@ from fairpair.analysis._analyze import analyze_run, load_results
 from fairpair.analysis._compare import compare_runs
 from fairpair.analysis._gate import gate_exit_code, junit_xml
 from fairpair.analysis._ranking import RankingAnalysis, analyze_ranking
-from fairpair.analysis._results import (
+from fairpair.records import (
     RESULTS_SCHEMA, AnswerStatusBlock, CellMean, ComparisonResult, DispersionRow, DispersionTest, JudgeBlock,
     LengthBias, MinimumIdentity, OmnibusResult, PositionBias, Results, TwoPartyBlock, results_schema,
 )
@@ -52,3 +52,6 @@ __all__ = ["analyze_run", "load_results", "compare_runs", "gate_exit_code", "jun
            # the records of Results, as the report renders them
            "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow", "DispersionTest", "MinimumIdentity",
            "JudgeBlock", "PositionBias", "LengthBias", "AnswerStatusBlock"]
+
+# the lazily imported names are public too (tests/test_layers.py: a name imported across packages is in __all__)
+__all__ += list(_LAZY_EXPORTS)

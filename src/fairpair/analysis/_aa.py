@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fairpair.analysis._data import RunData
-from fairpair.analysis._results import ComparisonResult
+from fairpair.records import ComparisonResult
 
 __all__ = ["AAOutcome", "analyze_aa"]
 

@@ -13,7 +13,7 @@ from fairpair.analysis._data import (
     RunData, add_category_values, group_pairs, load_run_data, measure_scale, pairs_for, strata_for,
 )
 from fairpair.analysis._paired import BINARY_SCALES, analyze_pairs, finish
-from fairpair.analysis._results import (
+from fairpair.records import (
     AnswerStatusBlock, ComparisonResult, Counts, JudgeBlock, LengthBias, OmnibusResult, PositionBias, Results, num,
 )
 from fairpair.errors import FairpairError
@@ -446,7 +446,7 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
     Returns
     -------
     Results
-        The typed record (see :mod:`fairpair.analysis._results`).
+        The typed record (see :mod:`fairpair.records._results`).
 
     Raises
     ------

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from fairpair.analysis._data import group_pairs, load_run_data, measure_scale, strata_for
 from fairpair.analysis._paired import t_interval
-from fairpair.analysis._results import interval, num
+from fairpair.records import interval, num
 from fairpair.errors import FairpairError
 from fairpair.stats._bootstrap import _paired_difference_bootstrap  # silent engine: the t interval below is used
 from fairpair.stats import wilcoxon

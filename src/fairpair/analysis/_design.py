@@ -13,7 +13,7 @@ The thresholds below come from ``benchmarks/sim_audits.py`` (the grid of
 3, 5, 8, 20 templates x 3 and 10 names per group, independent and correlated
 repetitions, template x group bias, name effects; binary, count and 1-5
 measures): they are the smallest designs where every simulated generator met
-the goals. See the table in ``benchmarks/README.md``.
+the goals. See the table in ``benchmarks/HISTORY.md``.
 """
 
 from __future__ import annotations

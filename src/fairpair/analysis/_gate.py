@@ -28,7 +28,7 @@ from fairpair.errors import FairpairError
 from xml.etree import ElementTree as ET
 
 from fairpair.analysis._analyze import analyze_run, load_results
-from fairpair.analysis._results import ComparisonResult, Results
+from fairpair.records import ComparisonResult, Results
 
 __all__ = ["gate_exit_code", "gate_outcome", "GateOutcome", "gate_lines", "junit_xml", "failing",
            "current_results", "RankingRatio", "ranking_pairs", "ranking_ratios"]

@@ -24,7 +24,7 @@ hull of that t interval and Hall's (1992) skewness-corrected t interval
 simulation that chose it is in :mod:`fairpair.stats._crossed`). It uses every answer that exists, not only complete pairs. Yes/no
 measures go through the same route on cell proportions (the estimate is a
 risk difference); their level and coverage were checked by simulation
-(``benchmarks/sim_audits.py``, table in ``benchmarks/README.md``).
+(``benchmarks/sim_audits.py``, table in ``benchmarks/HISTORY.md``).
 
 Designs too small to support the declared estimand (see
 :mod:`fairpair.analysis._design`) get the verdict ``insufficient design``
@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from fairpair.analysis._results import (
+from fairpair.records import (
     BinaryDetail, ComparisonResult, ContinuousDetail, Evidence, Heterogeneity, PairedTDetail, VariantRow,
     interval, num,
 )

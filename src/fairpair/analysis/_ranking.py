@@ -41,7 +41,7 @@ What is computed (see :mod:`fairpair.stats._ranking` for the methods):
 
 Calibration: ``benchmarks/sim_ranking.py`` (Plackett-Luce audits with
 group, slot, template and name effects and nested repetitions); figures in
-``benchmarks/README.md``.
+``benchmarks/HISTORY.md``.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ import numpy as np
 
 from fairpair.analysis._design import design_reason_counts, estimand_words
 from fairpair.analysis._paired import PairData, finish
-from fairpair.analysis._results import ComparisonResult, interval, num
+from fairpair.records import ComparisonResult, interval, num
 from fairpair.stats._common import check_choice, check_level
 from fairpair.stats import adjust
 
@@ -645,7 +645,7 @@ def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str
     notes: list[str] = []
     # No "sometimes pool" of the name component here (pool=None): with it, the family-wise false fail over the
     # 6 pairs of 4 groups was 6-7% (the t's tail at alpha/6 held 1.1% instead of 0.83%); without, 3%
-    # (benchmarks/sim_ranking.py, benchmarks/README.md).
+    # (benchmarks/sim_ranking.py, benchmarks/HISTORY.md).
     cm = paired_difference(x, y, tb.template, tb.nameset, names=names, pool=None)
     n_names = int(np.unique(tb.nameset[keep]).size)
     f: dict[str, Any] = {

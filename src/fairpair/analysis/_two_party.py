@@ -46,7 +46,7 @@ import itertools
 import numpy as np
 
 from fairpair.analysis._data import RunData
-from fairpair.analysis._results import (
+from fairpair.records import (
     CellMean, DispersionRow, DispersionTest, MinimumIdentity, TwoPartyBlock, interval, num,
 )
 from fairpair.stats import (

@@ -120,11 +120,13 @@ class BatteryFile(pytest.File):
 
         from fairpair import pipeline
         from fairpair.analysis._analyze import load_results
+        from fairpair.measures import check_self_judging
         from fairpair.run import RunSettings, execute_run
 
         base = self.config.getoption("fairpair_out")
         root = Path(base) if base else Path(tempfile.mkdtemp(prefix="fairpair-pytest-"))
         run_dir = root / self.path.stem
+        check_self_judging(self.loaded)  # before anything is sent, as `fairpair run` does
         execute_run(self.loaded, run_dir, RunSettings())
         console = Console(quiet=True)
         pipeline.after_run(run_dir, self.loaded, console, report=False)

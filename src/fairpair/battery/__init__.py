@@ -18,7 +18,6 @@ _LAZY_EXPORTS = {
     "Transform": "fairpair.battery._schema",
     "all_lexicons": "fairpair.battery._lexicons",
     "battery_json_schema": "fairpair.battery._jsonschema",
-    "check_silent_paths": "fairpair.battery._silent",
     "default_groups": "fairpair.battery._init",
     "load_yaml": "fairpair.battery._yaml",
     "plain_scalar": "fairpair.battery._yaml",
@@ -35,7 +34,11 @@ from fairpair.battery._designs import (
 )
 from fairpair.battery._schema import SCHEMA_VERSION, Battery
 from fairpair.battery._select import select
+from fairpair.battery._recorded import loaded_from_store
 
-__all__ = ["AAControlDesign", "BaselineDesign", "Battery", "CounterfactualDesign", "CrossedDesign", "DESIGN_KINDS",
+__all__ = ["loaded_from_store", "AAControlDesign", "BaselineDesign", "Battery", "CounterfactualDesign", "CrossedDesign", "DESIGN_KINDS",
            "LoadedBattery", "RankingDesign", "SCHEMA_VERSION", "TwoPartyDesign", "battery_hash", "lexicon_names",
            "lexicon_source", "load_battery", "load_lexicon", "number_text_warnings", "select", "williams_rows"]
+
+# the lazily imported names are public too (tests/test_layers.py: a name imported across packages is in __all__)
+__all__ += list(_LAZY_EXPORTS)

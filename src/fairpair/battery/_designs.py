@@ -22,7 +22,7 @@ here (and to :data:`Design`):
 ``select(axes)``
     The design narrowed to the attributes of ``--axes`` (``None``: dropped).
 ``expand(ex)``
-    Its cases (``ex``: :class:`fairpair.cases._expand.ExpandContext`, the renderer and counts).
+    Its cases (``ex``: :class:`fairpair.battery._expanding.ExpandContext`, the renderer and counts).
 ``plan(battery, stats, comparisons)``
     The sizes ``fairpair plan`` prints for it.
 ``compares(comparison, design_id)`` / ``comparison_groups(battery, attribute)``
@@ -53,8 +53,8 @@ from fairpair.battery._strict import _ID, _Strict
 if TYPE_CHECKING:  # pragma: no cover
     from fairpair.battery._load import DesignCheck
     from fairpair.battery._schema import Battery, Comparison
-    from fairpair.cases import Case
-    from fairpair.cases import ExpandContext
+    from fairpair.battery._expanding import ExpandContext
+    from fairpair.records import Case
 
 __all__ = ["CounterfactualDesign", "CrossedDesign", "TwoPartyDesign", "TwoPartyRoles", "AAControlDesign", "BaselineDesign",
            "RankingDesign", "Design", "DESIGN_KINDS", "williams_rows"]

@@ -574,9 +574,10 @@ def _check(lb: LoadedBattery) -> None:
         _pairwise_reference(lb, b, c, cpath)
         if c.design is not None:
             _need(lb, c.design, [b.design_id(i) for i in range(len(b.designs))], (*cpath, "design"), "design")
-    from fairpair.battery._silent import check_silent_paths
+    from fairpair._plugins import battery_checks
 
-    check_silent_paths(lb)  # settings that would silently do nothing (mock bias/language, fields, margins)
+    for check in battery_checks():  # settings that would silently do nothing (mock bias/language, fields, margins:
+        check(lb)  # fairpair.measures.check_silent_paths, which reads the measures, a floor above the battery)
 
 
 #: ``{name`` not followed by more of a slot's characters nor by ``}`` (a slot left open); ``{{`` is a

@@ -10,9 +10,12 @@ _LAZY_EXPORTS = {
 
 __getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
 
-from fairpair.cases._case import Case
+from fairpair.records import Case
 from fairpair.cases._expand import Expansion, case_json, expand, fill_slots, indefinite_article, write_cases
 from fairpair.cases._plan import Plan, plan
 
 __all__ = ["Case", "Expansion", "Plan", "case_json", "expand", "fill_slots", "indefinite_article",
            "plan", "write_cases"]
+
+# the lazily imported names are public too (tests/test_layers.py: a name imported across packages is in __all__)
+__all__ += list(_LAZY_EXPORTS)

@@ -23,7 +23,7 @@ from fairpair._files import atomic_path
 from fairpair.battery import LoadedBattery
 from fairpair.battery import plain_scalar
 from fairpair.battery import SLOT_RE, AAControlDesign, Attribute, Battery, Template
-from fairpair.cases._case import Case
+from fairpair.records import Case, case_json
 from fairpair.cases._style import apply_transforms
 
 __all__ = ["Expansion", "ExpandContext", "expand", "fill_slots", "context_text", "context_lookup", "indefinite_article",
@@ -358,12 +358,6 @@ def expand(loaded: LoadedBattery, expansion: Expansion | None = None) -> Iterato
             yield case
         stats["matched_sets"] = len(sets)
         exp.designs[did] = stats
-
-
-def case_json(case: Case) -> str:
-    """One canonical JSON line (sorted keys, UTF-8): the byte-identical expansion format."""
-    return json.dumps(case.model_dump(mode="json"), sort_keys=True, ensure_ascii=False,
-                      separators=(",", ":"))
 
 
 def write_cases(loaded: LoadedBattery, out: Path) -> Expansion:

@@ -557,7 +557,7 @@ def _check_plan(li: LoadedImport, battery: Battery) -> None:
     # the checks a run's battery gets (measure rows, duplicate comparisons, margins against the scale, a
     # pairwise-vs-reference measure compared with its own reference), pointing into the import battery
     from fairpair.battery._load import _pairwise_reference
-    from fairpair.battery import check_silent_paths
+    from fairpair.measures import check_silent_paths
 
     probe = _Probe(battery, li.fail)
     for ci, c in enumerate(b.analysis.comparisons):
@@ -728,6 +728,7 @@ def _write(li: LoadedImport, battery: Battery, builder: _Builder, source: Path, 
                 for t, ident in identities.items():
                     store.set_meta_once(f"target.{t}", ident)
                 store.add_cases(cases)
+                store.declare_scales(scales)  # each row stores its measure's scale
                 for loc, t, ckey in builder.rows:
                     _store_row(store, loc.row, t, builder.cases[ckey].case, imported, scales, counts)
                 store.event("imported", {**{k: v for k, v in provenance.items() if k != "files"},

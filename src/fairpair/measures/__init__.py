@@ -10,7 +10,14 @@ The plugins live in :mod:`.rules`, :mod:`.judge` and :mod:`.embed` and are impor
 battery uses them.
 """
 
+import sys
+
+from fairpair import _answer_status as status
 from fairpair._lazy import lazy_getattr
+
+# The answer statuses live on the ground floor (fairpair._answer_status: the run counts them without
+# importing the measures); ``fairpair.measures.status`` stays their import path.
+sys.modules[f"{__name__}.status"] = status
 
 # Names fairpair's other packages (and the benchmarks: the anchors) use, imported from their module on first
 # use (so that importing them through the package adds no import cycle and no start-up cost).
@@ -18,6 +25,7 @@ _LAZY_EXPORTS = {
     "AnchorSet": "fairpair.measures._selftest",
     "Masker": "fairpair.measures._mask",
     "check_self_judging": "fairpair.measures._runner",
+    "check_silent_paths": "fairpair.measures._silent",
     "load_anchors": "fairpair.measures._selftest",
     "mask": "fairpair.measures._mask",
     "masker_for": "fairpair.measures._runner",
@@ -43,3 +51,6 @@ def position_bias(store, measure=None):
 __all__ = ["SCALES", "AnchorSet", "ExportResult", "Measure", "MeasureContext", "MeasureCounts", "MeasureItem",
            "MeasureOptions", "MeasureResult", "MeasureRunResult", "Scale", "build_measures", "load_anchors",
            "measure_run", "measure_scales", "export_labels", "position_bias", "score_label_files", "signal_values"]
+
+# the lazily imported names are public too (tests/test_layers.py: a name imported across packages is in __all__)
+__all__ += list(_LAZY_EXPORTS)

@@ -21,8 +21,6 @@ exception that ends the stage.
 
 from __future__ import annotations
 
-import typing
-
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -42,8 +40,7 @@ __all__ = ["Scale", "SCALES", "MeasureItem", "MeasureResult", "Measure", "Measur
 #: ``categorical`` (k unordered outcomes such as approve / deny / refer:
 #: Stuart-Maxwell and Bowker on the k x k table, and each outcome as a yes/no
 #: measure ``<name>=<outcome>`` with McNemar and its risk difference).
-Scale = Literal["binary", "count", "continuous", "ordinal", "categorical"]
-SCALES: tuple[str, ...] = typing.get_args(Scale)
+from fairpair.records import SCALES, Scale  # noqa: E402 - the one list, beside its documentation
 
 
 class MeasureOptions(BaseModel):

@@ -703,6 +703,7 @@ async def _measure(run, console, names, judge, settings, ray_pool=None) -> Measu
         for name, m in ms.items():
             ctx.counts.setdefault(name, MeasureCounts())
             scales.update(m.output_scales(ctx))
+            store.declare_scales(scales)  # each row stores its measure's scale
             from fairpair._progress import quiet
 
             if console is not None and not quiet():  # judge measures can take minutes: say what is going on

@@ -32,7 +32,7 @@ Thresholds (:class:`Thresholds`) were chosen from measurements on scripted
 judges (one that follows the rubric: rho = 1 on every dimension; one number
 for all dimensions, constant, random, always-first: see
 ``tests/measures/test_selftest.py``) and on the embedded models (the figures
-are in the README). A judge below a threshold fails; ``measure`` then stops
+are in ``benchmarks/HISTORY.md``). A judge below a threshold fails; ``measure`` then stops
 (exit 2) before judging the battery's answers, unless the battery sets
 ``judge_self_test: warn`` (every judge-based verdict then carries the
 warning and is never ``pass``) or ``off`` (no self-test; the report says
@@ -549,7 +549,7 @@ async def run_self_tests(measures: dict[str, Any], ctx, store, mode: str, consol
             "the judge failed its self-test on anchors with known scores, so its scores cannot be trusted; "
             "no answer was judged\n" + "\n".join(lines), key="judge",
             hint="use a more capable judge (e.g. judge: {kind: openai, model: gpt-4o-mini, "
-                 "api_key_env: OPENAI_API_KEY}; neither embedded model passed when measured, see the README), "
+                 "api_key_env: OPENAI_API_KEY}; neither embedded model passed when measured, see docs/judge.md), "
                  "or set 'judge_self_test: warn' to judge anyway (judge-based verdicts are then never 'pass')")
     return warnings
 

@@ -97,8 +97,8 @@ EMNLP; one criterion per question as in G-Eval (Liu et al. 2023).
 its description) to that shared system prompt (:func:`question_rubric`), so a
 judge reads every question knowing the other dimensions are asked apart;
 measured on the embedded 1.5B it did not pass the self-test (rho 0.51 / 0.39 /
-0.39 on the 20 Spanish anchors against 0.59 / 0.39 / 0.50 without it; README,
-"Judge self-test").
+0.39 on the 20 Spanish anchors against 0.59 / 0.39 / 0.50 without it;
+``benchmarks/HISTORY.md``).
 
 ``pairwise`` (Helpful-Honest-Harmless preference, both orders; ordinal 0-1)::
 

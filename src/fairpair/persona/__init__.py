@@ -11,8 +11,7 @@ Submodules load on first use (pandas and scipy are not imported with the package
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from fairpair._lazy import lazy_getattr
 
 _LAZY = {
     "_axes": ("Axis", "TAN_LEE_AXES", "AXIS_KEYS", "PROMPT_TEMPLATE", "SYSTEM_TEMPLATE", "BASELINE_TEMPLATE",
@@ -26,13 +25,7 @@ _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 __all__ = [name for names in _LAZY.values() for name in names]
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fairpair.persona' has no attribute {name!r}")
-    value = getattr(import_module(f"fairpair.persona.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, {name: f"{__name__}.{module}" for name, module in _WHERE.items()}, globals())
 
 
 def __dir__() -> list[str]:

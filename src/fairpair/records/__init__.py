@@ -1,14 +1,43 @@
-"""Typed records that every stage passes on (the ground floor: imports nothing else of fairpair).
+"""Typed records every stage passes on: the ground floor (imports nothing else of fairpair).
 
-Today it holds :mod:`fairpair.records._reasons`, the one list of reasons a comparison can have
-no verdict (or only an ``inconclusive`` one), with their precedence; the case, answer,
-measurement and results records move here too (issue "Records at the ground floor").
+=============================  ==================================================================
+:class:`Case`                  one rendered conversation and its place in the design (``_case``)
+:class:`Response` (``Answer``)  one target's stored answer or failure (``_answer``)
+:class:`Measurement`           one stored value of one measure, with its :data:`Scale`
+:class:`MeasurementColumns`    every measurement row as numpy columns (the analysis's bulk read)
+:class:`Results`               ``results.json``: :class:`ComparisonResult` and the other blocks (``_results``)
+:class:`RunManifest`           ``manifest.json``: a run's provenance (``_manifest``)
+:class:`RankingResult`         one ranking section of ``results.json`` (``_ranking``)
+:class:`Reason`                why a comparison has no verdict, in precedence order (``_reasons``)
+=============================  ==================================================================
+
+The store (:mod:`fairpair.store`) reads and writes these records and imports nothing above
+them; every other package imports them from here (``tests/test_layers.py``).
 """
 
+from fairpair.records._answer import (SCALES, Answer, AnswerToMeasure, Measurement, MeasurementColumns, Response,
+                                      Scale)
+from fairpair.records._case import Case, case_json
+from fairpair.records._manifest import RunManifest
+from fairpair.records._ranking import (RankingPosition, RankingRatio, RankingResult, RankingSelection, RankingSlot,
+                                       RankingTest)
 from fairpair.records._reasons import (
     REASON_VERDICT,
     Reason,
     first_reason,
 )
+from fairpair.records._results import (RESULTS_SCHEMA, AnswerStatusBlock, BinaryDetail, CellMean, ComparisonResult,
+                                       ContinuousDetail, Counts, DispersionRow, DispersionTest, Evidence,
+                                       Heterogeneity, JudgeBlock, LengthBias, MinimumIdentity, OmnibusResult,
+                                       PairedTDetail, PositionBias, Results, TwoPartyBlock, VariantRow, interval,
+                                       num, results_schema)
 
-__all__ = ["REASON_VERDICT", "Reason", "first_reason"]
+__all__ = ["REASON_VERDICT", "Reason", "first_reason",
+           "Case", "case_json",
+           "Response", "Answer", "AnswerToMeasure", "Measurement", "MeasurementColumns", "Scale", "SCALES",
+           "RunManifest",
+           "RankingResult", "RankingSelection", "RankingRatio", "RankingTest", "RankingSlot", "RankingPosition",
+           "RESULTS_SCHEMA", "Results", "ComparisonResult", "BinaryDetail", "ContinuousDetail", "PairedTDetail",
+           "VariantRow", "Heterogeneity", "Evidence", "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow",
+           "DispersionTest", "MinimumIdentity", "PositionBias", "LengthBias", "JudgeBlock", "Counts",
+           "AnswerStatusBlock", "results_schema", "num", "interval"]

@@ -71,3 +71,6 @@ from fairpair.report._terminal import verdict_table
 __all__ = ["write_report", "load_report_data", "ReportData", "ReportModel", "build_model", "report_model",
            "build_view", "verdict_sentence", "verdict_table",
            "export_run", "REPORT_SCHEMA"]
+
+# the lazily imported names are public too (tests/test_layers.py: a name imported across packages is in __all__)
+__all__ += list(_LAZY_EXPORTS)

@@ -29,3 +29,6 @@ from fairpair.store import Measurement, Response, Store
 
 __all__ = ["Measurement", "Response", "RunLock", "RunSettings", "Store", "default_run_dir", "execute_run",
            "loaded_from_store", "open_run", "plan_hash", "redact", "run_target", "select_targets"]
+
+# the lazily imported names are public too (tests/test_layers.py: a name imported across packages is in __all__)
+__all__ += list(_LAZY_EXPORTS)

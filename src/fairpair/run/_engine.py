@@ -147,13 +147,6 @@ async def run_target(store: Store, target_name: str, target, cases: Iterable[Cas
 
     answered = store.answered_ids(target_name)  # one query, not one per case
 
-    def todo() -> Iterator[Case]:
-        for case in cases:
-            if case.id in answered:
-                stats.skipped += 1
-            else:
-                yield case
-
     async def answer(case: Case) -> None:
         outcome, replies, latency = await answer_case(caller, case, tools, tool_map or {})
         error = None if outcome.completion is not None else describe_error(outcome.error)
@@ -161,8 +154,18 @@ async def run_target(store: Store, target_name: str, target, cases: Iterable[Cas
                        stats, secrets=secrets, on_done=on_done, breaker=breaker)
 
     with store.checkpoints_in_background():  # no commit of an answer stalls the requests in flight
-        await worker_pool(todo(), answer, workers=n_workers, buffer=n_workers * 4)
+        await worker_pool(unanswered(cases, answered, stats), answer, workers=n_workers, buffer=n_workers * 4)
     return stats
+
+
+def unanswered(cases: Iterable[Case], answered: set[str], stats: TargetRunStats) -> Iterator[Case]:
+    """The cases of ``cases`` whose id is not in ``answered`` (the target's stored ``ok`` answers), in
+    order, lazily; each one skipped is counted in ``stats.skipped``. The one resume rule of every engine."""
+    for case in cases:
+        if case.id in answered:
+            stats.skipped += 1
+        else:
+            yield case
 
 
 async def answer_case(caller: ModelCaller, case: Case, tools, tool_map) -> tuple[CallOutcome, list[str], float]:

@@ -53,14 +53,14 @@ import itertools
 import math
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from fairpair.cases import Case
 from fairpair.errors import FairpairError
-from fairpair.run._engine import RunSettings, TargetRunStats, record_outcome
+from fairpair.run._engine import RunSettings, TargetRunStats, record_outcome, unanswered
 from fairpair.run._store import Store
 
 __all__ = ["RAY_INSTALL", "require_ray", "ray_session", "run_target_ray", "CaseWorker", "TargetWorker",
@@ -319,14 +319,7 @@ def run_target_ray(store: Store, target_name: str, spec: Any, cases: Iterable[Ca
     if preflight:
         cases = _preflight_on_pool(ray, pool, store, target_name, cases, answered, secrets)
 
-    def todo() -> Iterator[Case]:
-        for case in cases:
-            if case.id in answered:
-                stats.skipped += 1
-            else:
-                yield case
-
-    pending = todo()
+    pending = unanswered(cases, answered, stats)
     in_flight: dict[Any, tuple[list[Case], int]] = {}
     load = [0] * n_actors  # chunks in flight per actor
 

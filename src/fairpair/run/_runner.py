@@ -29,7 +29,8 @@ from fairpair.run._engine import RunSettings, run_target
 from fairpair.run._preflight import CircuitBreaker, CircuitOpen, EarlyPreflight, preflight_into_store
 from fairpair.store import Run, Store, plan_hash
 # moved to fairpair.store; importable from here as before
-from fairpair.store import LOCK_NAME, MANIFEST_NAME, RunLock, loaded_from_store, write_manifest  # noqa: F401
+from fairpair.battery import loaded_from_store  # noqa: F401
+from fairpair.store import LOCK_NAME, MANIFEST_NAME, RunLock, write_manifest  # noqa: F401
 
 __all__ = ["RunLock", "plan_hash", "default_run_dir", "execute_run", "write_manifest", "build_target",
            "target_secrets", "package_versions", "open_run", "select_targets"]
@@ -168,16 +169,13 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
     Raises
     ------
     FairpairError
-        no or unknown target, unknown engine, Ray missing or unreachable, a target that cannot start, a
-        judge that is the same system as a target without ``allow_self_judging``
-        (:func:`fairpair.measures.check_self_judging`).
+        no or unknown target, unknown engine, Ray missing or unreachable, a target that cannot start
+        (a judge that is the same system as a target is refused before this is called, by the stage
+        loop: :func:`fairpair.pipeline.run` calls :func:`fairpair.measures.check_self_judging`).
     """
     specs = select_targets(loaded, only_targets)
     if settings.engine not in ENGINES:
         raise FairpairError(f"unknown engine {settings.engine!r}; use one of {', '.join(ENGINES)}", key="--engine")
-    from fairpair.measures import check_self_judging
-
-    check_self_judging(loaded, specs)  # before anything is sent: the measure stage would refuse it after the run
     ray_session = None
     if settings.engine == "ray":
         from fairpair.run._ray import ray_session as _session
@@ -273,7 +271,7 @@ def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs:
         def to_send() -> Iterable[Case]:
             return iter(kept) if kept is not None else expand(loaded)
 
-        from fairpair.measures.status import StatusTally
+        from fairpair._answer_status import StatusTally
 
         # the manifest's answer statuses, counted from the run's last requests on
         tally = StatusTally(b.language, b.speakers())

@@ -81,7 +81,7 @@ def run_status(run_dir: Path) -> RunStatus:
     FairpairError
         Not a run directory, or its store cannot be read.
     """
-    from fairpair.analysis import RESULTS_NAME
+    from fairpair.store import RESULTS_NAME
     from fairpair.run._runner import open_run
 
     run_dir = Path(run_dir)

@@ -41,8 +41,9 @@ Depends on numpy and scipy only (pandas objects are accepted, never imported).
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from fairpair._lazy import lazy_getattr
 
 # Public name -> private module. Submodules (and scipy.stats, ~1 s) load on
 # first use, so ``import fairpair.stats`` stays instant for the CLI.
@@ -170,13 +171,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from fairpair.stats._signed_rank import PairedTResult, WilcoxonResult, paired_t, wilcoxon  # noqa: F401
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'fairpair.stats' has no attribute {name!r}")
-    value = getattr(import_module(f"fairpair.stats.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, {name: f"{__name__}.{module}" for name, module in _WHERE.items()}, globals())
 
 
 def __dir__() -> list[str]:

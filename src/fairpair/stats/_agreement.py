@@ -32,12 +32,13 @@ categorical data. *Biometrics*, 33(1), 159-174.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+
+from fairpair.stats._common import _is_missing  # None, NaN, pandas NA/NaT
 
 __all__ = [
     "CohenKappaResult",
@@ -73,18 +74,6 @@ def landis_koch(value: float) -> str:
         if value <= upper:
             return name
     return "almost perfect"
-
-
-def _is_missing(x: Any) -> bool:
-    if x is None:
-        return True
-    try:
-        if isinstance(x, float) and math.isnan(x):
-            return True
-        pd = sys.modules.get("pandas")  # pandas values can only exist if pandas is loaded
-        return pd is not None and (x is pd.NA or x is pd.NaT)
-    except TypeError:
-        return False
 
 
 def _as_1d(x: Any, name: str) -> np.ndarray:

@@ -48,7 +48,7 @@ BOOTSTRAP_METHODS = ("percentile", "basic", "bca")
 #: Below this many clusters the bootstrap intervals of the public functions cover too
 #: rarely: a nominal 95% percentile interval of a paired mean difference covered 83% at
 #: 5 clusters, 89% at 8-10, 91% at 15 and 93-94% from 20 up (benchmarks/sim_bootstrap_clusters.py,
-#: 6 pairs per cluster, cluster effect SD = pair SD; its table is in benchmarks/README.md). The
+#: 6 pairs per cluster, cluster effect SD = pair SD; its table is in benchmarks/HISTORY.md). The
 #: bootstrap SE is biased down by (G - 1) / G and the percentile limits use normal, not t(G - 1),
 #: quantiles (Davison & Hinkley 1997, sec. 3.8; Cameron, Gelbach & Miller 2008).
 MIN_CLUSTERS_FOR_INTERVAL = 20

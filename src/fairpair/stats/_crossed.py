@@ -80,7 +80,7 @@ sit at 0 or 1, where the transform stretches them). The hull can only
 make ``pass`` rarer than the t interval, so no row's ``pass`` at the margin
 rises; its price is power to pass (80.8% -> 77.1% on that row, 41% -> 30%
 at 8 templates x 10 names random, rho 0.5; the table in
-``benchmarks/README.md``). The ``1 - alpha`` interval, the p-values and
+``benchmarks/HISTORY.md``). The ``1 - alpha`` interval, the p-values and
 ``fail`` keep the symmetric t. Both intervals contain the estimate, so
 ``pass`` and ``fail`` stay exclusive; on the side the skewness points to,
 the equivalence interval can reach beyond the ``1 - alpha`` t interval
@@ -105,7 +105,7 @@ all are dropped.
 Calibration: ``benchmarks/sim_audits.py`` simulates whole audits (independent
 answers, correlated repetitions, template x group bias, name effects, 3-20
 templates, 3 and 10 names per group, binary, count and 1-5 measures, 15%
-missing answers) through the analysis; the table in ``benchmarks/README.md``
+missing answers) through the analysis; the table in ``benchmarks/HISTORY.md``
 shows the level and coverage this estimator reaches and the designs for which
 fairpair declares ``insufficient design`` instead.
 

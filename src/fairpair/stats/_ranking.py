@@ -45,7 +45,7 @@ simulation).
 The simulation that checked these rules (level, coverage, power, with
 template and name random effects and nested repetitions drawn from a
 Plackett-Luce model) is ``benchmarks/sim_ranking.py``; its figures are in
-``benchmarks/README.md``.
+``benchmarks/HISTORY.md``.
 
 References
 ----------

@@ -25,20 +25,19 @@ import os
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Callable, ClassVar, Iterator, Literal
 
-from fairpair.errors import FairpairError
 from fairpair._files import atomic_write_text
-from fairpair.store._sqlite import Measurement, Response, Store
+from fairpair.errors import FairpairError, validation_summary
+from fairpair.records import RESULTS_SCHEMA, Case, Measurement, Response, Results, RunManifest
+from fairpair.store._sqlite import STORE_NAME, Store
 
-__all__ = ["Run", "RunLock", "loaded_from_store", "plan_hash", "record_battery", "read_results", "results_current",
+__all__ = ["Run", "RunLock", "plan_hash", "record_battery", "read_results", "results_current",
            "write_manifest", "write_results", "LOCK_NAME", "MANIFEST_NAME", "RESULTS_NAME", "RESULTS_SCHEMA"]
 
 LOCK_NAME = ".fairpair.lock"
 MANIFEST_NAME = "manifest.json"
 RESULTS_NAME = "results.json"
-#: The schema of ``results.json`` this fairpair reads and writes.
-RESULTS_SCHEMA = "fairpair.results/2"
 
 
 class RunLock:
@@ -110,26 +109,6 @@ def plan_hash(loaded: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def loaded_from_store(store: Store) -> Any:
-    """The :class:`~fairpair.battery.LoadedBattery` a run was made from (recorded at its start).
-
-    Raises
-    ------
-    FairpairError
-        The store has no battery recorded.
-    """
-    from fairpair.battery import LoadedBattery
-    from fairpair.battery import Battery
-    from fairpair.battery import Located
-
-    data = store.get_meta("battery")
-    if data is None:
-        raise FairpairError("this run directory has no battery recorded", file=store.path)
-    b = Battery.model_validate(data)
-    return LoadedBattery(b, Path(store.get_meta("battery_path", "battery.yaml")), Located(data=data),
-                         store.get_meta("battery_sha256", ""))
-
-
 def record_battery(store: Store, loaded: Any) -> dict[str, Any]:
     """Record ``loaded`` (and its plan's hash, :func:`plan_hash`) in a new store, or note in an
     existing one's events that the plan or the battery changed since (nothing is overwritten).
@@ -165,14 +144,16 @@ def record_battery(store: Store, loaded: Any) -> dict[str, Any]:
 
 
 def write_manifest(run_dir: Path, store: Store, extra: dict[str, Any]) -> dict[str, Any]:
-    """Write ``manifest.json`` atomically (temp file + rename), merged over the one there; never holds
-    a secret. Returns the manifest written.
+    """Write ``manifest.json`` atomically (temp file + rename), ``extra`` (keys of
+    :class:`~fairpair.records.RunManifest`, checked against it) merged over the one there; never
+    holds a secret. Returns the manifest written.
 
     Raises
     ------
     FairpairError
         The file cannot be written (the answers stored so far are kept).
     """
+    RunManifest.model_validate(extra)  # what a stage writes has the types of RunManifest (a ValidationError is a bug)
     path = Path(run_dir) / MANIFEST_NAME
     old: dict[str, Any] = {}
     if path.exists():
@@ -218,8 +199,8 @@ def write_results(run_dir: Path, text: str) -> None:
         raise FairpairError(f"cannot write results.json: {exc.strerror}", file=Path(run_dir)) from None
 
 
-def read_results(run_dir: Path) -> Any:
-    """``RUN/results.json`` as the typed :class:`~fairpair.analysis.Results`.
+def read_results(run_dir: Path) -> Results:
+    """``RUN/results.json`` as the typed :class:`~fairpair.records.Results`.
 
     Raises
     ------
@@ -227,16 +208,12 @@ def read_results(run_dir: Path) -> Any:
         There is no results.json (run ``fairpair analyze`` first), or it is unreadable or does not
         validate (its problems listed).
     """
-    from fairpair.analysis import Results
-
     path = Path(run_dir) / RESULTS_NAME
     try:
         return Results.model_validate(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
         raise FairpairError("no results.json; run `fairpair analyze` first", file=run_dir) from None
     except (ValueError, OSError) as exc:
-        from fairpair.errors import validation_summary
-
         raise FairpairError(f"unreadable results.json: {validation_summary(exc)}", file=path,
                             line=exc.lineno if isinstance(exc, json.JSONDecodeError) else None,
                             hint=_reanalyze_hint(Path(run_dir))) from None
@@ -245,8 +222,6 @@ def read_results(run_dir: Path) -> Any:
 def results_current(run_dir: Path) -> bool:
     """True when ``RUN/results.json`` exists and is at least as new as the store (``store.sqlite``
     and its WAL): no answer or measurement was stored after the analysis that wrote it."""
-    from fairpair.store._sqlite import STORE_NAME
-
     run_dir = Path(run_dir)
     res_path = run_dir / RESULTS_NAME
     store_files = [p for p in (run_dir / STORE_NAME, run_dir / f"{STORE_NAME}-wal") if p.exists()]
@@ -287,6 +262,11 @@ class Run:
         ``"w"`` holds the directory's :class:`RunLock` until :meth:`close`.
     """
 
+    #: Turns the battery recorded in a store into a :class:`~fairpair.battery.LoadedBattery`
+    #: (:func:`fairpair.battery.loaded_from_store`, set when :mod:`fairpair.battery` is imported):
+    #: the store keeps the battery as data and imports nothing of the floors above it.
+    battery_reader: ClassVar[Callable[[Store], Any] | None] = None
+
     def __init__(self, path: Path, store: Store | None, mode: Literal["r", "w"], lock: RunLock | None = None,
                  *, migrate: bool = False, lenient_text: bool = False):
         self.path = Path(path)
@@ -295,8 +275,8 @@ class Run:
         self._lock = lock
         self._migrate, self._lenient = migrate, lenient_text
         self._loaded: Any = None
-        self._results: Any = None
-        self._scales: dict[str, str | None] | None = None
+        self._results: Results | None = None
+        self._scales: dict[str, str] | None = None
 
     @classmethod
     def open(cls, path: Path | str, mode: Literal["r", "w"] = "r", *, create: bool = False,
@@ -378,7 +358,10 @@ class Run:
             No battery is recorded (a store made by another tool, or emptied).
         """
         if self._loaded is None:
-            self._loaded = loaded_from_store(self.store)
+            if Run.battery_reader is None:
+                raise FairpairError("cannot read the recorded battery: fairpair.battery is not imported",
+                                    file=self.path, hint="import fairpair.battery (its loaded_from_store reads it)")
+            self._loaded = Run.battery_reader(self.store)
         return self._loaded
 
     def record_battery(self, loaded: Any) -> dict[str, Any]:
@@ -397,12 +380,26 @@ class Run:
         """
         return _read_json(self.path / MANIFEST_NAME, "run manifest") or {}
 
+    def run_manifest(self) -> RunManifest:
+        """``manifest.json`` as the typed :class:`~fairpair.records.RunManifest` (empty when absent).
+
+        Raises
+        ------
+        FairpairError
+            The file is unreadable, not a JSON object, or a key of the wrong type (its problems listed).
+        """
+        try:
+            return RunManifest.model_validate(self.manifest())
+        except ValueError as exc:
+            raise FairpairError(f"the run manifest is malformed: {validation_summary(exc)}",
+                                file=self.path / MANIFEST_NAME) from None
+
     def write_manifest(self, extra: dict[str, Any]) -> dict[str, Any]:
         """Merge ``extra`` into ``manifest.json`` (see :func:`write_manifest`); returns the manifest."""
         return write_manifest(self.path, self.store, extra)
 
     def results_json(self, *, validate: bool = True) -> dict[str, Any] | None:
-        """``results.json`` as its JSON object, checked against :class:`~fairpair.analysis.Results`
+        """``results.json`` as its JSON object, checked against :class:`~fairpair.records.Results`
         (``validate``; else only read); None when the analysis has not run.
 
         Raises
@@ -423,9 +420,9 @@ class Run:
         self._results = self._validate(data, path)
         return data
 
-    def results(self) -> Any:
-        """``results.json`` as the typed :class:`~fairpair.analysis.Results` (its comparisons
-        :class:`~fairpair.analysis.ComparisonResult` records); None when the analysis has not run.
+    def results(self) -> Results | None:
+        """``results.json`` as the typed :class:`~fairpair.records.Results` (its comparisons
+        :class:`~fairpair.records.ComparisonResult` records); None when the analysis has not run.
 
         Raises
         ------
@@ -437,27 +434,24 @@ class Run:
         return self._results
 
     @staticmethod
-    def _validate(data: dict[str, Any], path: Path) -> Any:
-        from fairpair.analysis import Results
-        from fairpair.errors import validation_summary
-
+    def _validate(data: dict[str, Any], path: Path) -> Results:
         try:  # read as data: a malformed file is refused here, with its problems
             return Results.model_validate(data)
         except ValueError as exc:
             raise FairpairError(f"results.json is malformed: {validation_summary(exc)}", file=path,
                                 hint="rerun `fairpair analyze RUN` to write it again") from None
 
-    def write_results(self, results: Any) -> None:
-        """Write ``results.json`` from a :class:`~fairpair.analysis.Results` (see :func:`write_results`)."""
+    def write_results(self, results: Results) -> None:
+        """Write ``results.json`` from a :class:`~fairpair.records.Results` (see :func:`write_results`)."""
         write_results(self.path, results.to_json() + "\n")
 
     # ------------------------------------------------------------ typed reads
-    def cases(self) -> Iterator[Any]:
-        """Every stored :class:`~fairpair.cases.Case`, in the order of the expansion."""
+    def cases(self) -> Iterator[Case]:
+        """Every stored :class:`~fairpair.records.Case`, in the order of the expansion."""
         return self.store.iter_cases()
 
-    def case(self, case_id: str) -> Any:
-        """The stored :class:`~fairpair.cases.Case` ``case_id``, or None."""
+    def case(self, case_id: str) -> Case | None:
+        """The stored :class:`~fairpair.records.Case` ``case_id``, or None."""
         return self.store.case(case_id)
 
     def responses(self, target: str | None = None, *, status: str | None = "ok") -> Iterator[Response]:
@@ -465,20 +459,13 @@ class Run:
         return self.store.responses(target, status=status)
 
     def measurements(self, measure: str | None = None, *, status: str | None = "ok") -> Iterator[Measurement]:
-        """Stored :class:`Measurement` rows carrying their ``scale`` as the recorded battery declares
-        it (None for a store without a battery or a measure it does not declare)."""
-        for m in self.store.measurements(measure, status=status):
-            yield Measurement(m.target, m.case_id, m.measure, m.status, m.value, m.detail, m.error,
-                              self.scale(m.measure))
+        """Stored :class:`Measurement` rows, each with the ``scale`` stored when it was measured (None
+        for a row stored before fairpair recorded it)."""
+        return self.store.measurements(measure, status=status)
 
     def scale(self, measure: str) -> str | None:
-        """The scale of a stored measure row name (``tone``, ``judge.warmth``) as the recorded
-        battery's measures declare it (:func:`fairpair.measures.measure_scales`); None if unknown."""
+        """The scale stored with a measure row name's rows (``tone``, ``judge.warmth``), or None when
+        none is stored (see :meth:`Store.measure_scales`)."""
         if self._scales is None:
-            try:
-                from fairpair.measures import measure_scales
-
-                self._scales = dict(measure_scales(self.battery().battery))
-            except Exception:  # noqa: BLE001 - no battery, or a measure that cannot be built here
-                self._scales = {}
+            self._scales = self.store.measure_scales()
         return self._scales.get(measure)

@@ -6,8 +6,13 @@ kill -9 included; SQLite docs, "Write-Ahead Logging", section 2.3). Rows are
 never updated or deleted: a case that failed and later succeeded has both rows,
 and a partial unique index allows at most one successful answer per
 (target, case) and one successful measurement per (target, case, measure), so a
-resumed run cannot duplicate one. Schema changes are numbered, append-only
-migrations (the ``simonw/llm`` pattern).
+resumed run cannot duplicate one. Schema changes are named, append-only
+migrations (the ``simonw/llm`` pattern, ``llm/migrations.py``): each one a function in
+:data:`MIGRATIONS`, applied once and recorded by its name in the ``migrations`` table, so two
+branches that each add one cannot collide. Stores written before migrations had names (meta
+``schema_version`` 1 to 3, the count of numbered migrations applied) are read as having the
+first that many named ones applied. Rows are read by column name into the records of
+:mod:`fairpair.records`.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -24,22 +29,50 @@ from pathlib import Path
 from typing import Any
 
 from fairpair.errors import FairpairError
+from fairpair.records import AnswerToMeasure, Case, Measurement, MeasurementColumns, Response, case_json
 
 __all__ = ["Store", "Response", "Measurement", "MeasurementColumns", "AnswerToMeasure", "STORE_NAME", "STORE_FORMAT",
-           "damaged_store_error"]
+           "SCHEMA_VERSION", "MIGRATIONS", "damaged_store_error"]
 
 STORE_NAME = "store.sqlite"
 #: Identifies a fairpair run store; a store with another value is refused.
 STORE_FORMAT = "fairpair-run-store"
 #: SQLite's default ``wal_autocheckpoint`` (pages), restored after :meth:`Store.checkpoints_in_background`.
 WAL_AUTOCHECKPOINT = 1000
-#: The columns a :class:`Response` is read from, in order (see :func:`_response`).
+#: The columns a :class:`Response` is read from (by name, see :func:`_response`).
 _RESPONSE_COLS = ("target, case_id, status, text, turns, tool_calls, prompt_tokens, completion_tokens, latency_s,"
                   " finish_reason, model, system_fingerprint, error, attempts, created_at, text_json")
+#: ``meta.schema_version`` of a store whose migrations are recorded by name; an older fairpair
+#: (which knew only the numbered ones, 1 to 3) refuses it as newer than it understands.
+SCHEMA_VERSION = 4
+#: The numbered migrations of the stores written before migrations had names: a store with
+#: ``schema_version`` n (<= 3) has the first n of :data:`MIGRATIONS` applied.
+_NUMBERED = 3
 
-_MIGRATIONS: list[str] = [
-    # 1: the initial schema
+Migration = Callable[[sqlite3.Connection], None]
+#: Every migration, in the order a new store applies them; recorded by function name once applied.
+MIGRATIONS: list[Migration] = []
+
+
+def migration(fn: Migration) -> Migration:
+    """Register ``fn`` (its name recorded in the ``migrations`` table once it ran) as the next migration.
+
+    Add a migration by appending a function here; never rename, edit or remove one that has
+    been released: a store records the names it has applied.
     """
+    MIGRATIONS.append(fn)
+    return fn
+
+
+def _script(conn: sqlite3.Connection, sql: str) -> None:
+    for stmt in _split_sql(sql):
+        conn.execute(stmt)
+
+
+@migration
+def m001_initial(conn: sqlite3.Connection) -> None:
+    """The initial schema: meta, cases, responses, measurements, events."""
+    _script(conn, """
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TABLE cases (case_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, data TEXT NOT NULL);
     CREATE TABLE responses (
@@ -82,15 +115,23 @@ _MIGRATIONS: list[str] = [
         kind TEXT NOT NULL,
         data TEXT NOT NULL
     );
-    """,
-    # 2: the exact text of an answer that is not valid Unicode (lone surrogates, which UTF-8
-    # cannot hold), as ASCII JSON; ``text`` then holds it with U+FFFD in their place
-    """
+    """)
+
+
+@migration
+def m002_answer_text_json(conn: sqlite3.Connection) -> None:
+    """The exact text of an answer that is not valid Unicode (lone surrogates, which UTF-8 cannot
+    hold), as ASCII JSON; ``text`` then holds it with U+FFFD in their place."""
+    _script(conn, """
     ALTER TABLE responses ADD COLUMN text_json TEXT;
-    """,
-    # 3: provider batch jobs (``fairpair run --batch``): the batches submitted, the cases each one
-    # carries, and every status seen, appended (the last row of a batch is its state)
-    """
+    """)
+
+
+@migration
+def m003_batches(conn: sqlite3.Connection) -> None:
+    """Provider batch jobs (``fairpair run --batch``): the batches submitted, the cases each one
+    carries, and every status seen, appended (the last row of a batch is its state)."""
+    _script(conn, """
     CREATE TABLE batches (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
         target TEXT NOT NULL,
@@ -110,8 +151,14 @@ _MIGRATIONS: list[str] = [
         at TEXT NOT NULL
     );
     CREATE INDEX batch_states_batch ON batch_states(batch_id);
-    """,
-]
+    """)
+
+
+@migration
+def m004_measurement_scale(conn: sqlite3.Connection) -> None:
+    """The scale of each measurement (``binary``, ``count``, ``continuous``, ``ordinal``,
+    ``categorical``), written with the row when it is measured; NULL for rows stored before."""
+    conn.execute("ALTER TABLE measurements ADD COLUMN scale TEXT")
 
 
 #: The store file opened last in this process (names the file when SQLite reports damage later).
@@ -198,90 +245,15 @@ def _write_error(exc: sqlite3.Error, path: Path) -> FairpairError:
     return FairpairError(f"cannot write the run store ({msg})", file=path, hint=hint)
 
 
-@dataclass(frozen=True)
-class Response:
-    """A stored answer (or failure) of one target to one case."""
-
-    target: str
-    case_id: str
-    status: str
-    text: str | None
-    turns: list[str]
-    tool_calls: list[dict[str, Any]]
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    latency_s: float | None
-    finish_reason: str | None
-    model: str | None
-    system_fingerprint: str | None
-    error: str | None
-    attempts: int
-    created_at: str
-
-
-def _response(r: Sequence[Any]) -> Response:
-    """A :class:`Response` from a row of :data:`_RESPONSE_COLS`."""
-    text = r[3] if r[15] is None else json.loads(r[15])
-    return Response(r[0], r[1], r[2], text, json.loads(r[4] or "[]"), json.loads(r[5] or "[]"), *r[6:15])
-
-
-@dataclass(frozen=True)
-class AnswerToMeasure:
-    """An ``ok`` answer as read by :meth:`Store.answers_to_measure`: its row ``id``, whether the
-    measures asked about are all stored for it (``done``), its case's stored JSON (None when
-    ``done`` or when the case is not stored) and the answer."""
-
-    id: int
-    done: bool
-    case_json: str | None
-    response: Response
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """A stored measurement: ``value`` is JSON (bool, number, string, dict) or ``None`` if missing.
-
-    ``scale`` (``binary``, ``count``, ``continuous``, ``ordinal``, ``categorical``) is the
-    measure's scale as the recorded battery declares it when read through
-    :meth:`fairpair.store.Run.measurements`; ``None`` when read from a bare :class:`Store`
-    (the table does not hold it: a scale belongs to the measure, not to one row).
-    """
-
-    target: str
-    case_id: str
-    measure: str
-    status: str
-    value: Any
-    detail: dict[str, Any] | None
-    error: str | None
-    scale: str | None = None
-
-
-@dataclass(frozen=True)
-class MeasurementColumns:
-    """Every stored measurement row of the cases table, as numpy columns (one scan, see
-    :meth:`Store.measurement_columns`).
-
-    ``keys`` holds each distinct ``(target, measure)`` in sorted order; per row (all arrays
-    of one length ``n``): ``key`` (int index into ``keys``), ``seq`` (the case's ``seq``),
-    ``status`` (0 ``ok``, 1 ``missing``, 2 ``failed``), ``value`` (float: JSON numbers,
-    booleans as 0/1; NaN for strings, objects, null, or a row that is not ``ok``), ``kind``
-    (0 other, 1 boolean, 2 number, 3 object), ``extra`` (1 where the row holds an object
-    value or a detail: :meth:`Store.measurement_rows` reads those few whole) and ``id``
-    (the row id, as float).
-    """
-
-    keys: list[tuple[str, str]]
-    key: Any
-    seq: Any
-    status: Any
-    value: Any
-    kind: Any
-    extra: Any
-    id: Any
-
-    def __len__(self) -> int:
-        return len(self.key)
+def _response(r: sqlite3.Row) -> Response:
+    """A :class:`Response` from a row holding the columns of :data:`_RESPONSE_COLS`, read by name."""
+    tj = r["text_json"]
+    return Response(target=r["target"], case_id=r["case_id"], status=r["status"],
+                    text=r["text"] if tj is None else json.loads(tj), turns=json.loads(r["turns"] or "[]"),
+                    tool_calls=json.loads(r["tool_calls"] or "[]"), prompt_tokens=r["prompt_tokens"],
+                    completion_tokens=r["completion_tokens"], latency_s=r["latency_s"],
+                    finish_reason=r["finish_reason"], model=r["model"], system_fingerprint=r["system_fingerprint"],
+                    error=r["error"], attempts=r["attempts"], created_at=r["created_at"])
 
 
 class Store:
@@ -298,6 +270,15 @@ class Store:
         self.conn = conn
         self.path = path
         self.readonly = readonly
+        self._scales: dict[str, str] = {}
+        #: Named migrations not applied to a store opened read-only (a writer applies them).
+        self.pending: frozenset[str] = frozenset()
+
+    def _rows(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
+        """A cursor over ``sql`` whose rows are read by column name (:class:`sqlite3.Row`)."""
+        cur = self.conn.cursor()
+        cur.row_factory = sqlite3.Row
+        return cur.execute(sql, args)
 
     # ------------------------------------------------------------ opening
     @classmethod
@@ -337,6 +318,8 @@ class Store:
             store._migrate(readonly=readonly)
         except sqlite3.DatabaseError as exc:
             msg = str(exc)
+            if "malformed" in msg:  # a damaged page met while reading the applied migrations
+                raise damaged_store_error(exc) from None
             if "readonly" in msg or "unable to open" in msg:
                 raise FairpairError(f"cannot write the run store ({msg}); is the directory read-only?",
                                     file=path) from None
@@ -344,11 +327,14 @@ class Store:
         return store
 
     def _migrate(self, *, readonly: bool) -> None:
+        """Apply the migrations of :data:`MIGRATIONS` this store has not recorded, each in its own
+        transaction with its name. Read-only: a store whose named migrations are pending is read as it
+        is (:attr:`pending` names them), one that lacks a numbered one (``schema_version`` < 3) is refused."""
         tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables:
             if readonly:
                 raise FairpairError("empty store", file=self.path)
-            version = 0
+            version, applied = 0, []
         else:
             if "meta" not in tables:
                 raise FairpairError("not a fairpair run store (no meta table)", file=self.path)
@@ -361,19 +347,50 @@ class Store:
             except (TypeError, ValueError):
                 raise FairpairError("not a fairpair run store (its schema_version is missing or unreadable: "
                                     f"{None if row is None else row[0]!r})", file=self.path) from None
-        if version > len(_MIGRATIONS):
-            raise FairpairError(
-                f"this run store has schema version {version}, newer than this fairpair understands "
-                f"({len(_MIGRATIONS)}); upgrade fairpair", file=self.path)
-        if version < len(_MIGRATIONS) and readonly:
-            raise FairpairError(f"run store schema {version} needs migrating; open it writable once",
-                                file=self.path)
-        for i in range(version, len(_MIGRATIONS)):
+            if version > SCHEMA_VERSION:
+                raise FairpairError(
+                    f"this run store has schema version {version}, newer than this fairpair understands "
+                    f"({SCHEMA_VERSION}); upgrade fairpair", file=self.path)
+            if "migrations" in tables:
+                applied = [r[0] for r in self.conn.execute("SELECT name FROM migrations ORDER BY rowid")]
+            else:  # written before migrations had names: the first ``version`` numbered ones
+                applied = [m.__name__ for m in MIGRATIONS[:min(version, _NUMBERED)]]
+        known = {m.__name__ for m in MIGRATIONS}
+        unknown = [n for n in applied if n not in known]
+        if unknown:
+            raise FairpairError(f"this run store has migrations newer than this fairpair understands "
+                                f"({', '.join(unknown)}); upgrade fairpair", file=self.path)
+        todo = [m for m in MIGRATIONS if m.__name__ not in set(applied)]
+        if not todo and version == SCHEMA_VERSION:
+            return
+        if readonly:
+            if version < _NUMBERED:
+                raise FairpairError(f"run store schema {version} needs migrating; open it writable once",
+                                    file=self.path)
+            # a reader reads a store whose named migrations are pending as it is (what they add reads
+            # as absent: see :meth:`measurements`); the next writer applies them
+            self.pending = frozenset(m.__name__ for m in todo)
+            return
+        record = [] if "migrations" in tables else applied  # a numbered store's names, recorded once
+        for fn in todo or [None]:
             with self.transaction():
-                for stmt in _split_sql(_MIGRATIONS[i]):
-                    self.conn.execute(stmt)
+                if fn is not None:
+                    fn(self.conn)
+                self.conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+                now = _now()
+                self.conn.executemany("INSERT OR IGNORE INTO migrations VALUES (?, ?)",
+                                      [(n, now) for n in (*record, *([fn.__name__] if fn else []))])
+                record = []
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (STORE_FORMAT,))
-                self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(i + 1),))
+                self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+    def applied_migrations(self) -> list[str]:
+        """The names of the migrations this store has applied, in the order applied (a store of
+        before named migrations, opened read-only: its numbered ones)."""
+        if self.pending and "m001_initial" not in self.pending and not self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='migrations'").fetchone():
+            return [m.__name__ for m in MIGRATIONS if m.__name__ not in self.pending]
+        return [r[0] for r in self.conn.execute("SELECT name FROM migrations ORDER BY rowid")]
 
     @contextmanager
     def checkpoints_in_background(self, interval: float = 0.5,
@@ -486,10 +503,8 @@ class Store:
         return [{"at": a, "kind": k, **json.loads(d)} for a, k, d in rows]
 
     # ------------------------------------------------------------ cases
-    def add_cases(self, cases: Iterable[Any], batch: int = 2000) -> int:
+    def add_cases(self, cases: Iterable[Case], batch: int = 2000) -> int:
         """Insert cases not yet stored (by id). Returns how many are stored in all."""
-        from fairpair.cases import case_json
-
         seq = self.conn.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM cases").fetchone()[0]
         buf: list[tuple[str, int, str]] = []
         for c in cases:
@@ -506,15 +521,13 @@ class Store:
         with self.transaction():
             self.conn.executemany("INSERT OR IGNORE INTO cases VALUES (?, ?, ?)", rows)
 
-    def iter_cases(self) -> Iterator[Any]:
-        from fairpair.cases import Case
-
+    def iter_cases(self) -> Iterator[Case]:
+        """Every stored :class:`~fairpair.records.Case`, in the order of the expansion."""
         for (data,) in self.conn.execute("SELECT data FROM cases ORDER BY seq"):
             yield Case.model_validate_json(data)
 
-    def case(self, case_id: str) -> Any:
-        from fairpair.cases import Case
-
+    def case(self, case_id: str) -> Case | None:
+        """The stored :class:`~fairpair.records.Case` ``case_id``, or None."""
         row = self.conn.execute("SELECT data FROM cases WHERE case_id=?", (case_id,)).fetchone()
         return Case.model_validate_json(row[0]) if row else None
 
@@ -537,17 +550,24 @@ class Store:
                      latency_s: float | None = None, finish_reason: str | None = None,
                      model: str | None = None, system_fingerprint: str | None = None,
                      error: str | None = None, attempts: int = 1, created_at: str | None = None) -> bool:
+        """:meth:`add_answer` of the :class:`Response` these fields make (``created_at``: default now)."""
+        return self.add_answer(Response(
+            target=target, case_id=case_id, status=status, text=text, turns=turns or [], tool_calls=tool_calls or [],
+            prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, latency_s=latency_s,
+            finish_reason=finish_reason, model=model, system_fingerprint=system_fingerprint, error=error,
+            attempts=attempts, created_at=created_at or _now()))
+
+    def add_answer(self, answer: Response) -> bool:
         """Append one answer or failure, committed at once (or with the transaction open on this connection).
         Returns False if an ok answer existed.
 
-        ``created_at`` (ISO 8601) is when the answer was produced, for answers
-        imported from elsewhere (``fairpair import-answers``); default: now.
-        ``text`` is kept exactly, NUL characters and lone surrogates included
-        (the latter in ``text_json``; see migration 2). Other strings from the
-        target (model, finish reason, error) are stored with lone surrogates
-        replaced by U+FFFD.
+        ``created_at`` (ISO 8601) is when the answer was produced (for answers imported from
+        elsewhere, ``fairpair import-answers``, not when it was stored). ``text`` is kept exactly,
+        NUL characters and lone surrogates included (the latter in ``text_json``; see migration
+        ``m002_answer_text_json``). Other strings from the target (model, finish reason, error)
+        are stored with lone surrogates replaced by U+FFFD.
         """
-        text_json = None
+        text, text_json = answer.text, None
         if isinstance(text, str) and not _valid_text(text):
             text_json, text = json.dumps(text), _text(text)
         try:
@@ -555,28 +575,30 @@ class Store:
                     "INSERT INTO responses (target, case_id, status, text, turns, tool_calls, prompt_tokens,"
                     " completion_tokens, latency_s, finish_reason, model, system_fingerprint, error, attempts,"
                     " created_at, text_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (target, case_id, status, text, _json(turns or []), _json(tool_calls or [], default=str),
-                     prompt_tokens, completion_tokens, latency_s, _text(finish_reason), _text(model),
-                     _text(system_fingerprint), _text(error), attempts, created_at or _now(), text_json))
+                    (answer.target, answer.case_id, answer.status, text, _json(answer.turns),
+                     _json(answer.tool_calls, default=str), answer.prompt_tokens, answer.completion_tokens,
+                     answer.latency_s, _text(answer.finish_reason), _text(answer.model),
+                     _text(answer.system_fingerprint), _text(answer.error), answer.attempts, answer.created_at,
+                     text_json))
         except sqlite3.IntegrityError:
             return False
         return True
 
     def responses(self, target: str | None = None, *, status: str | None = "ok") -> Iterator[Response]:
         where, args = _where(target=target, status=status)
-        for r in self.conn.execute(f"SELECT {_RESPONSE_COLS} FROM responses{where} ORDER BY id", args):
+        for r in self._rows(f"SELECT {_RESPONSE_COLS} FROM responses{where} ORDER BY id", args):
             yield _response(r)
 
     def responses_after(self, after: int = 0, *, limit: int = 5000) -> list[tuple[int, Response]]:
         """``(row id, response)`` of at most ``limit`` response rows stored after row ``after``, failures
         included, in the order stored; read at once (no statement left open, so a writer on this
         connection may call it between two answers)."""
-        return [(r[-1], _response(r)) for r in self.conn.execute(
+        return [(r["id"], _response(r)) for r in self._rows(
             f"SELECT {_RESPONSE_COLS}, id FROM responses WHERE id > ? ORDER BY id LIMIT ?", (after, limit))]
 
     def answer(self, target: str, case_id: str) -> Response | None:
         """The ``ok`` answer of ``target`` to ``case_id`` (index ``responses_one_ok``); None if absent."""
-        r = self.conn.execute(f"SELECT {_RESPONSE_COLS} FROM responses WHERE target=? AND case_id=?"
+        r = self._rows(f"SELECT {_RESPONSE_COLS} FROM responses WHERE target=? AND case_id=?"
                               " AND status='ok'", (target, case_id)).fetchone()
         return None if r is None else _response(r)
 
@@ -596,14 +618,14 @@ class Store:
         done = (f"(SELECT COUNT(*) FROM measurements m WHERE m.target=r.target AND m.case_id=r.case_id"
                 f" AND m.measure IN ({marks}) AND m.status IN ('ok','missing')) >= {len(names)}") \
             if names else "1"
-        cols = ", ".join(f"r.{c.strip()}" for c in _RESPONSE_COLS.split(","))
-        rows = self.conn.execute(
-            f"SELECT r.id, d.done, CASE WHEN d.done THEN NULL ELSE c.data END, {cols}"
+        cols = ", ".join(f"r.{c.strip()} AS {c.strip()}" for c in _RESPONSE_COLS.split(","))
+        rows = self._rows(
+            f"SELECT r.id AS id, d.done AS done, CASE WHEN d.done THEN NULL ELSE c.data END AS case_json, {cols}"
             f" FROM (SELECT id, {done} AS done FROM responses r WHERE r.status='ok' AND r.id > ?"
             f"       ORDER BY r.id LIMIT ?) d"
             f" JOIN responses r ON r.id = d.id LEFT JOIN cases c ON c.case_id = r.case_id ORDER BY r.id",
             (*names, after, limit)).fetchall()
-        return [AnswerToMeasure(r[0], bool(r[1]), r[2], _response(r[3:])) for r in rows]
+        return [AnswerToMeasure(r["id"], bool(r["done"]), r["case_json"], _response(r)) for r in rows]
 
     def case_fields(self, *paths: str, baseline_only: bool = False) -> Iterator[tuple[Any, ...]]:
         """``(rowid, seq, value of each JSON path)`` for every stored case (``$.block``...), in rowid
@@ -615,12 +637,10 @@ class Store:
         while rows := cur.fetchmany(20_000):
             yield from rows
 
-    def cases_at(self, rowids: Iterable[int]) -> dict[int, Any]:
-        """rowid -> :class:`~fairpair.cases.Case` for the given case row ids (those stored)."""
-        from fairpair.cases import Case
-
+    def cases_at(self, rowids: Iterable[int]) -> dict[int, Case]:
+        """rowid -> :class:`~fairpair.records.Case` for the given case row ids (those stored)."""
         ids = sorted({int(i) for i in rowids})
-        out: dict[int, Any] = {}
+        out: dict[int, Case] = {}
         for k in range(0, len(ids), 500):
             part = ids[k:k + 500]
             for rid, data in self.conn.execute(
@@ -632,7 +652,7 @@ class Store:
         """``(model, system_fingerprint)`` -> number of ``ok`` answers of ``target`` (a fleet's version check)."""
         return {(m, fp): n for m, fp, n in sorted(self.served_models(target), key=lambda r: -r[2])}
 
-    # ------------------------------------------------------------ provider batch jobs (migration 3)
+    # ------------------------------------------------------------ provider batch jobs (migration m003_batches)
     def add_batch(self, *, target: str, batch_id: str, input_file_id: str, base_url: str,
                   case_ids: Sequence[str], state: dict[str, Any]) -> None:
         """Record a submitted batch, the cases it carries and its first state, in one transaction."""
@@ -712,27 +732,48 @@ class Store:
             "SELECT target, case_id FROM measurements WHERE measure=? AND status IN ('ok','missing')",
             (measure,))}
 
+    def declare_scales(self, scales: dict[str, str]) -> None:
+        """Measure row name -> scale (:data:`fairpair.records.Scale`) for the rows this store object
+        writes from now on (:meth:`add_measurement` stores it with each row); the measure stage
+        declares its measures' scales before it measures."""
+        self._scales.update(scales)
+
     def add_measurement(self, *, target: str, case_id: str, measure: str, status: str, value: Any = None,
-                        detail: dict[str, Any] | None = None, error: str | None = None) -> bool:
+                        detail: dict[str, Any] | None = None, error: str | None = None,
+                        scale: str | None = None) -> bool:
+        """Append one measurement row (``scale``: the measure's scale, default the one declared by
+        :meth:`declare_scales`, else NULL); returns False when an ``ok`` or ``missing`` row of
+        (target, case, measure) is stored already."""
         try:
             with self.transaction():
                 self.conn.execute(
-                    "INSERT INTO measurements (target, case_id, measure, status, value, detail, error, created_at)"
-                    " VALUES (?,?,?,?,?,?,?,?)",
+                    "INSERT INTO measurements (target, case_id, measure, status, value, detail, error, created_at,"
+                    " scale) VALUES (?,?,?,?,?,?,?,?,?)",
                     (target, case_id, measure, status,
                      None if value is None else _json(value),
                      None if detail is None else _json(detail, default=str),
-                     _text(error), _now()))
+                     _text(error), _now(), scale if scale is not None else self._scales.get(measure)))
         except sqlite3.IntegrityError:
             return False
         return True
 
     def measurements(self, measure: str | None = None, *, status: str | None = "ok") -> Iterator[Measurement]:
         where, args = _where(measure=measure, status=status)
-        q = f"SELECT target, case_id, measure, status, value, detail, error FROM measurements{where} ORDER BY id"
-        for t, c, m, s, v, d, e in self.conn.execute(q, args):
-            yield Measurement(t, c, m, s, None if v is None else json.loads(v),
-                              None if d is None else json.loads(d), e)
+        scale = "NULL AS scale" if "m004_measurement_scale" in self.pending else "scale"
+        q = f"SELECT target, case_id, measure, status, value, detail, error, {scale} FROM measurements{where} ORDER BY id"
+        for r in self._rows(q, args):
+            v, d = r["value"], r["detail"]
+            yield Measurement(target=r["target"], case_id=r["case_id"], measure=r["measure"], status=r["status"],
+                              value=None if v is None else json.loads(v), detail=None if d is None else json.loads(d),
+                              error=r["error"], scale=r["scale"])
+
+    def measure_scales(self) -> dict[str, str]:
+        """Measure row name -> the scale stored with its rows (rows stored before the scale was
+        recorded, NULL, are left out; the last stored wins)."""
+        if "m004_measurement_scale" in self.pending:
+            return {}
+        return {m: sc for m, sc, _ in self.conn.execute(  # SQLite: the bare column comes from the MAX(id) row
+            "SELECT measure, scale, MAX(id) FROM measurements WHERE scale IS NOT NULL GROUP BY measure")}
 
     def measurement_counts(self) -> dict[str, dict[str, int]]:
         """measure -> status (``ok`` / ``missing`` / ``failed``) -> number of (target, case) keys, a key
@@ -773,7 +814,7 @@ class Store:
                 " text_json FROM responses ORDER BY id"):
             if row[6] is None:
                 yield row[:6]
-            else:  # lone surrogates: the exact text is kept as JSON (migration 2)
+            else:  # lone surrogates: the exact text is kept as JSON (migration m002_answer_text_json)
                 yield (*row[:3], json.loads(row[6]), *row[4:6])
 
     def ok_values(self, measures: Sequence[str]) -> Iterator[tuple[str, str, str, Any]]:
@@ -879,7 +920,7 @@ class Store:
 
     def answer_text(self, target: str, case_id: str) -> str | None:
         """The ``text`` column of ``target``'s ``ok`` answer to ``case_id`` (lone surrogates as U+FFFD,
-        see migration 2; ``""`` for an answer without text); None when there is no ``ok`` answer."""
+        see migration m002_answer_text_json; ``""`` for an answer without text); None when there is no ``ok`` answer."""
         row = self.conn.execute("SELECT text FROM responses WHERE target=? AND case_id=? AND status='ok' "
                                 "ORDER BY id LIMIT 1", (target, case_id)).fetchone()
         return None if row is None else (row[0] or "")

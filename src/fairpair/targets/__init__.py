@@ -34,3 +34,6 @@ __getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
 from fairpair.targets._base import ChatRequest, Completion, Target, TargetBase, TargetError, ToolCall, Usage
 
 __all__ = ["ChatRequest", "Completion", "Target", "TargetBase", "TargetError", "ToolCall", "Usage"]
+
+# the lazily imported names are public too (tests/test_layers.py: a name imported across packages is in __all__)
+__all__ += list(_LAZY_EXPORTS)

@@ -35,7 +35,7 @@ whatever ran before (measured: 8 of 8 answers the same text twice). With
 depend on the batch the sequence shares, so a case's text can change with
 what else is decoded with it, and that depends on timing: two runs of one
 battery can differ. Measured on the shop battery's prompts at temperature 0.7
-(``benchmarks/bench_local_batch.py``, ``benchmarks/README.md``): 4 of 60
+(``benchmarks/bench_local_batch.py``, ``benchmarks/HISTORY.md``): 4 of 60
 answers were the same text with ``parallel: 4`` as one at a time, 3 of 60
 with ``cache_prompt`` too (160 tokens; 0 of 8 at 64 tokens, the first
 difference between character 1 and 150); at temperature 0 (greedy, as the
@@ -108,7 +108,7 @@ from fairpair.targets._gguf import (
     load_default_model_path,
 )
 
-__all__ = ["LocalOptions", "LocalTarget", "load_default_model_path"]
+__all__ = ["LocalOptions", "LocalTarget", "load_default_model_path", "local_tools_supported"]
 
 BACKEND = "xllamacpp"
 _INSTALL_LINE = "pip install 'fairpair[local]'"

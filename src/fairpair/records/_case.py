@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Case"]
+__all__ = ["Case", "case_json"]
 
 
 class Case(BaseModel):
@@ -79,3 +80,10 @@ class Case(BaseModel):
         if self.baseline:
             return "baseline"
         return ",".join(f"{k}={v}" for k, v in self.groups.items())
+
+
+def case_json(case: Case) -> str:
+    """One canonical JSON line (sorted keys, UTF-8): the byte-identical expansion format, and the
+    form a case is stored in."""
+    return json.dumps(case.model_dump(mode="json"), sort_keys=True, ensure_ascii=False,
+                      separators=(",", ":"))

@@ -29,7 +29,7 @@ __all__ = [
     "RESULTS_SCHEMA", "Results", "ComparisonResult", "BinaryDetail", "ContinuousDetail", "PairedTDetail",
     "VariantRow", "Heterogeneity", "Evidence", "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow",
     "DispersionTest", "MinimumIdentity", "PositionBias", "LengthBias", "JudgeBlock", "Counts", "AnswerStatusBlock",
-    "results_schema", "num",
+    "results_schema", "num", "interval",
 ]
 
 RESULTS_SCHEMA = "fairpair.results/2"
@@ -502,6 +502,13 @@ class Results(_Rec):
 
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2)
+
+    def ranking_results(self) -> list[Any]:
+        """``rankings`` as typed :class:`~fairpair.records.RankingResult` records (one per design,
+        ranking measure and target)."""
+        from fairpair.records._ranking import RankingResult  # defined after Results: it holds ComparisonResults
+
+        return [RankingResult.model_validate(r) for r in self.rankings]
 
 
 def results_schema() -> dict[str, Any]:

@@ -120,7 +120,8 @@ from fairpair._text import fold_text
 
 __all__ = ["STATUSES", "DEGENERATE", "REFUSAL_FORMS", "HELP_FORMS", "NARRATION_VERBS", "AnswerStatus", "Roles",
            "answer_status", "case_roles", "is_blank", "is_refusal", "is_loop", "out_of_role", "detect_language", "nfc",
-           "StatusTally", "status_summary"]
+           "StatusTally", "status_summary", "StatusSummary", "response_status", "degenerate_warning",
+           "DEGENERATE_WARNING_SHARE"]
 
 #: Every status, in the order they are tried.
 STATUSES: tuple[str, ...] = ("failed", "filtered", "empty", "refused", "loop", "out_of_role", "truncated",
