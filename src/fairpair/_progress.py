@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, \
     TimeElapsedColumn, TimeRemainingColumn
 
-__all__ = ["RunProgress", "progress_enabled", "shows_progress", "stage_bar", "poll_progress", "stage_status",
+__all__ = ["RunProgress", "progress_enabled", "quiet", "shows_progress", "stage_bar", "poll_progress", "stage_status",
            "CountingTarget"]
 
 
