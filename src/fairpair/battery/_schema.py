@@ -343,8 +343,8 @@ class AnalysisPlan(_Strict):
     comparisons that are inconclusive / have an insufficient design.
     """
 
-    #: above 1e-6 (a smaller level leaves no interval a float can hold) and at most 0.2 (the
-    #: pass rule's 1 - 2 alpha interval must be a real interval, 0.6 at the least)
+    #: above 1e-6 (a smaller level leaves no interval a float can hold) and at most 0.2 (more
+    #: than one false fail in five is no audit; at 0.5 the pass rule's 1 - 2 alpha interval vanishes)
     alpha: float = Field(0.05, gt=1e-6, le=0.2)
     correction: Literal["holm", "bh", "none"] = "holm"
     exact_threshold: int = Field(25, ge=0)
