@@ -5,7 +5,9 @@
 name a built-in ``lexicon``, reads ``system_file`` prompts, validates against
 the strict schema and then checks what a schema cannot: a name in two groups of
 one attribute, too few variants, a slot no attribute fills, a design or
-comparison naming an attribute that does not exist. Every problem is a
+comparison naming an attribute that does not exist, a comparison no design can make (its
+attribute varied by no design, or no pair of its groups varied together by one: issue 28, "a plan
+is a contract"). Every problem is a
 :class:`~fairpair.errors.BatteryError` with file, line and key.
 """
 
@@ -572,12 +574,61 @@ def _check(lb: LoadedBattery) -> None:
         if c.reference is not None:
             _need(lb, c.reference, groups, (*cpath, "reference"), f"group of '{c.attribute}'")
         _pairwise_reference(lb, b, c, cpath)
+        _check_pairs(lb, c, cpath)
         if c.design is not None:
             _need(lb, c.design, [b.design_id(i) for i in range(len(b.designs))], (*cpath, "design"), "design")
     from fairpair._plugins import battery_checks
 
     for check in battery_checks():  # settings that would silently do nothing (mock bias/language, fields, margins:
         check(lb)  # fairpair.measures.check_silent_paths, which reads the measures, a floor above the battery)
+
+
+def _check_pairs(lb: Any, c: Any, cpath: tuple) -> None:
+    """The comparison names an attribute some design varies, and at least one pair of its groups that
+    one design varies together; every group it lists (and its reference) is in such a pair."""
+    b = lb.battery
+    designs = [(b.design_id(i), d) for i, d in enumerate(b.designs)
+               if (c.design is None or c.design == b.design_id(i)) and d.compares(c, b.design_id(i))]
+    if not designs:
+        which = f"design '{c.design}'" if c.design else "no design"
+        raise lb.fail((f"{which} does not vary '{c.attribute}'" if c.design else f"no design varies "
+                       f"'{c.attribute}'") + ", so this comparison could never be made",
+                      (*cpath, "design" if c.design else "attribute"),
+                      hint=f"add a design that varies it (designs: [{{kind: counterfactual, attribute: "
+                           f"{c.attribute}}}]) or remove the comparison")
+    listed = [] if c.groups == "all_pairs" else list(c.groups)
+    paired: set[str] = set()
+    for _did, d in designs:
+        varied = d.comparison_groups(b, c.attribute)
+        chosen = [g for g in (varied if c.groups == "all_pairs" else listed) if g in varied]
+        if c.reference is not None:
+            if c.reference in varied:
+                for g in chosen:
+                    if g != c.reference:
+                        paired |= {g, c.reference}
+        elif len(chosen) >= 2:
+            paired |= set(chosen)
+    if not paired:
+        if c.reference is not None and listed and set(listed) <= {c.reference}:
+            why = f"'groups' holds only the reference group '{c.reference}'"
+            hint = f"list the groups to compare with '{c.reference}' (or leave 'groups' out: every group)"
+        elif c.reference is None and len(listed) == 1:
+            why = f"'groups' holds one group ('{listed[0]}')"
+            hint = "list two groups or more (or leave 'groups' out: all pairs)"
+        else:
+            why = "no design varies two of its groups together"
+            hint = "name groups that one design varies (see the design's 'groups')"
+        raise lb.fail(f"this comparison forms no pair of groups: {why}", (*cpath, "groups" if listed else
+                      "reference"), hint=hint)
+    for k, g in enumerate(listed):
+        if g not in paired and g != c.reference:
+            raise lb.fail(f"group '{g}' is in no pair this comparison can form: no design "
+                          + (f"'{c.design}' " if c.design else "") + "varies it together with "
+                          + (f"'{c.reference}'" if c.reference else "another listed group"),
+                          (*cpath, "groups", k), hint="remove it, or add it to a design's 'groups'")
+    if c.reference is not None and c.reference not in paired:
+        raise lb.fail(f"reference group '{c.reference}' is varied by no design that also varies a compared group",
+                      (*cpath, "reference"), hint="choose a group the design varies")
 
 
 #: ``{name`` not followed by more of a slot's characters nor by ``}`` (a slot left open); ``{{`` is a

@@ -18,11 +18,6 @@ Each is an error with file, line, key and a "did you mean", never a warning:
 * a ``judge:`` (or ``allow_self_judging: true``) in a battery where no measure
   calls a judge (``judge``, ``pairwise``, ``llm_extract``): the judge would never
   be called, and a reader would believe the answers were judged;
-* a comparison no design can make (issue 28, "a plan is a contract"): its
-  attribute is varied by no design (of the one it names), or its ``groups`` /
-  ``reference`` leave no pair of groups that one design varies together (only
-  the reference group listed, a group the design leaves out); the analysis
-  would drop it and the gate would pass without it;
 * ``margin: 0`` on a measure whose values tie (yes/no, count, ordinal,
   categorical): a margin of 0 tolerates no difference at all, so equivalence can
   never be shown and the margin acts as no margin (the verdict rule of
@@ -139,7 +134,6 @@ def _check_comparisons(lb: Any) -> None:
                           "reference and design): it would count one question twice in the "
                           f"{b.analysis.correction} family", cpath, hint="delete one of the two")
         seen[key] = ci
-        _check_pairs(lb, c, cpath)
         if c.margin is None:
             continue
         scale = scales.get(c.measure)
@@ -163,50 +157,3 @@ def _check_comparisons(lb: Any) -> None:
 #: scales whose paired values tie (a margin of 0 can never be met) and how a message names them
 _TIES = {"binary": "yes/no", "count": "count", "ordinal": "ordinal", "categorical": "categorical"}
 
-
-def _check_pairs(lb: Any, c: Any, cpath: tuple) -> None:
-    """The comparison names an attribute some design varies, and at least one pair of its groups that
-    one design varies together; every group it lists (and its reference) is in such a pair."""
-    b = lb.battery
-    designs = [(b.design_id(i), d) for i, d in enumerate(b.designs)
-               if (c.design is None or c.design == b.design_id(i)) and d.compares(c, b.design_id(i))]
-    if not designs:
-        which = f"design '{c.design}'" if c.design else "no design"
-        raise lb.fail((f"{which} does not vary '{c.attribute}'" if c.design else f"no design varies "
-                       f"'{c.attribute}'") + ", so this comparison could never be made",
-                      (*cpath, "design" if c.design else "attribute"),
-                      hint=f"add a design that varies it (designs: [{{kind: counterfactual, attribute: "
-                           f"{c.attribute}}}]) or remove the comparison")
-    listed = [] if c.groups == "all_pairs" else list(c.groups)
-    paired: set[str] = set()
-    for _did, d in designs:
-        varied = d.comparison_groups(b, c.attribute)
-        chosen = [g for g in (varied if c.groups == "all_pairs" else listed) if g in varied]
-        if c.reference is not None:
-            if c.reference in varied:
-                for g in chosen:
-                    if g != c.reference:
-                        paired |= {g, c.reference}
-        elif len(chosen) >= 2:
-            paired |= set(chosen)
-    if not paired:
-        if c.reference is not None and listed and set(listed) <= {c.reference}:
-            why = f"'groups' holds only the reference group '{c.reference}'"
-            hint = f"list the groups to compare with '{c.reference}' (or leave 'groups' out: every group)"
-        elif c.reference is None and len(listed) == 1:
-            why = f"'groups' holds one group ('{listed[0]}')"
-            hint = "list two groups or more (or leave 'groups' out: all pairs)"
-        else:
-            why = "no design varies two of its groups together"
-            hint = "name groups that one design varies (see the design's 'groups')"
-        raise lb.fail(f"this comparison forms no pair of groups: {why}", (*cpath, "groups" if listed else
-                      "reference"), hint=hint)
-    for k, g in enumerate(listed):
-        if g not in paired and g != c.reference:
-            raise lb.fail(f"group '{g}' is in no pair this comparison can form: no design "
-                          + (f"'{c.design}' " if c.design else "") + "varies it together with "
-                          + (f"'{c.reference}'" if c.reference else "another listed group"),
-                          (*cpath, "groups", k), hint="remove it, or add it to a design's 'groups'")
-    if c.reference is not None and c.reference not in paired:
-        raise lb.fail(f"reference group '{c.reference}' is varied by no design that also varies a compared group",
-                      (*cpath, "reference"), hint="choose a group the design varies")
