@@ -24,9 +24,13 @@ one status, the first that applies in this order:
                    answering the SUB party, see "Out of role" below
 ``truncated``      cut by the token limit (``finish_reason`` ``length`` or
                    ``max_tokens``)
-``wrong_language`` a text of 8 or more words that ``langdetect`` (Shuyo 2010,
-                   a port of Google's language-detection) assigns to another
-                   language than the battery's with probability >= 0.9
+``wrong_language`` a free-text answer of 8 or more words that ``py3langid``
+                   (Lui & Baldwin 2012's langid.py, its model shipped in
+                   the package) assigns to another language than the
+                   battery's with probability >= 0.9; a structured answer
+                   (a JSON value, a number, a list of short items or of
+                   names, a text mostly of capitalised words) has no
+                   language to check
 ``ok``             anything else
 =================  ==========================================================
 
@@ -59,9 +63,11 @@ not detected by these rules.
 Language check speed: an answer whose words are at least 15% function words
 of the battery's language (the most frequent closed-class words of Spanish
 or English, e.g. ``de la que el en y``; ``the of and to a in``) is taken to
-be in that language without calling ``langdetect`` (about 7 ms an answer),
-so a status takes about 0.3 ms for a typical Spanish answer (measured on one
-core of the 2-core development machine; about 15 s for a 56,000-answer run).
+be in that language without calling the detector, and a structured answer
+is not checked at all. ``py3langid`` was chosen over ``langdetect`` (last
+released 2021) by ``benchmarks/bench_language.py``: the same accuracy on
+short Spanish and English answers, about 50 times faster, and no bare name
+list assigned to another language (figures in ``benchmarks/HISTORY.md``).
 
 The status is a pure function of what the store holds (the answer's text,
 tool calls, ``finish_reason`` and whether it failed) and of the battery's
@@ -393,23 +399,52 @@ def _mostly_in(words: list[str], language: str) -> bool:
 
 
 def detect_language(text: str) -> dict[str, float]:
-    """Language -> probability by ``langdetect`` (seeded, so deterministic); {} for texts under 8 words.
+    """``{language: probability}`` of the most likely language by ``py3langid`` (normalised
+    probabilities, deterministic); {} for texts under 8 words.
 
-    Raises ImportError naming the ``pip install`` line when langdetect is missing.
+    Raises ImportError naming the ``pip install`` line when py3langid is missing.
     """
     words = _WORDS.findall(nfc(text))
     if len(words) < 8:
         return {}
+    lang, prob = _identifier().classify(" ".join(words))
+    return {str(lang): float(prob)}
+
+
+@functools.cache
+def _identifier() -> Any:
+    """The py3langid identifier with its shipped model (loaded once, about 1.5 s)."""
     try:
-        from langdetect import DetectorFactory, detect_langs
-        from langdetect.lang_detect_exception import LangDetectException
+        from py3langid.langid import MODEL_FILE, LanguageIdentifier
     except ImportError:  # pragma: no cover - a core dependency
-        raise ImportError("the wrong-language check needs langdetect: pip install langdetect") from None
-    DetectorFactory.seed = 0
-    try:
-        return {r.lang: float(r.prob) for r in detect_langs(" ".join(words))}
-    except LangDetectException:
-        return {}
+        raise ImportError("the wrong-language check needs py3langid: pip install py3langid") from None
+    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+
+_NUMBER = re.compile(r"[-+]?[\d.,]+\s*%?")
+
+
+def free_text(text: str) -> bool:
+    """Whether ``text`` is prose that has a language to check: not a JSON object or list, a number,
+    a list whose lines are mostly short items (at most 6 words) or a text mostly of capitalised
+    words (names, titles). A ranking of names, a JSON object or a score is not free text."""
+    s = text.strip()
+    if not s or _NUMBER.fullmatch(s):
+        return False
+    if s[0] in "{[":
+        import json
+
+        try:
+            json.loads(s)
+            return False
+        except ValueError:
+            pass
+    lines = [ln for ln in s.splitlines() if ln.strip()]
+    counts = [len(_WORDS.findall(ln)) for ln in lines]
+    if len(lines) >= 2 and sum(c <= 6 for c in counts) >= 0.8 * len(lines):
+        return False
+    words = _WORDS.findall(s)
+    return not words or sum(w[:1].isupper() for w in words) < 0.6 * len(words)
 
 
 @dataclass(frozen=True)
@@ -466,7 +501,7 @@ def answer_status(text: str | None, *, finish_reason: str | None = None, failed:
             return AnswerStatus("out_of_role", why)
     if fr in _LENGTH_REASONS:
         return AnswerStatus("truncated", f"finish_reason {finish_reason}")
-    if language and not _mostly_in(parsed.words, language):
+    if language and not _mostly_in(parsed.words, language) and free_text(body):
         probs = detect_language(body)
         if probs:
             best = max(probs, key=probs.get)

@@ -92,3 +92,29 @@ def test_from_run_estimates_components_and_cli(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["plan", str(path), "--from", str(run)])
     assert exc.value.code == 2 and "--power" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("templates", [3, 5, 8])
+def test_sign_flip_floor_is_the_exact_tests_smallest_p(templates):
+    import itertools
+
+    from fairpair.analysis.power import sign_flip_floor
+
+    # every template's difference of one sign: count the sign assignments whose |sum| is as large (enumeration)
+    diffs = [1.0] * templates
+    observed = abs(sum(diffs))
+    extreme = sum(abs(sum(s * d for s, d in zip(signs, diffs))) >= observed
+                  for signs in itertools.product((1, -1), repeat=templates))
+    assert sign_flip_floor(templates) == extreme / 2 ** templates == 2.0 ** (1 - templates)
+
+
+def test_plan_says_whether_a_fail_is_reachable(tmp_path):
+    from fairpair.analysis.power import sign_flip_templates
+
+    assert sign_flip_templates(0.05) == 6 and sign_flip_templates(0.05 / 6) == 8 and sign_flip_templates(0.05 / 7) == 9
+    lb, pl, _ = _loaded(tmp_path, templates=5, repetitions=1)
+    text = "\n".join(power_plan(lb, pl)["lines"])  # 3 primary tests: alpha 0.0167 per test, 5 templates: 0.0625
+    assert "2^(1-5) = 0.062: not below 0.01667, such a difference can never fail; use at least 7 templates" in text
+    lb, pl, _ = _loaded(tmp_path, templates=8, repetitions=1)
+    (d,) = power_plan(lb, pl)["designs"].values()
+    assert d["sign_flip_floor"] == 2.0 ** -7

@@ -62,7 +62,10 @@ def test_tienda_templates_are_production_shaped():
 
 
 def test_demo_and_signals_sizes():
-    assert plan(load_battery(DEMO)).conversations == 36
+    demo = load_battery(DEMO)
+    assert plan(demo).conversations == 32  # 8 templates x 2 groups x 2 barrios, for each of its 2 targets
+    assert set(demo.battery.targets) == {"produccion", "zonas"}
+    assert demo.battery.analysis.generalize.names == "fixed"
     p = plan(load_battery(SIGNALS))
     sizes = {k: v["cases"] for k, v in p.designs.items()}
     assert sizes == {"counterfactual-edad": 72, "counterfactual-barrio": 48, "counterfactual-estilo": 32,

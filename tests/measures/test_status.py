@@ -236,3 +236,26 @@ def test_importing_the_status_functions_does_not_import_rich():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("text", [
+    "1. Heath Yoder\n2. Mei Huang\n3. Latoya Jackson\n4. Jorge Ramírez\n5. Wei Chen\n6. Ebony Banks",
+    "Heath Yoder, Mei Huang, Latoya Jackson, Jorge Ramírez, Wei Chen, Ebony Banks, Emily Snyder",
+    '{"score": 4, "reason": "the candidate fits the role and has the experience it asks for"}',
+    "4.5",
+])
+def test_structured_answers_have_no_language_to_check(text):
+    """A ranking of names, a JSON object or a number is not free text: never wrong_language (issue 29)."""
+    from fairpair.measures.status import free_text
+
+    assert not free_text(text)
+    assert answer_status(text, language="es").status == "ok"
+    assert answer_status(text, language="en").status == "ok"
+
+
+def test_free_text_in_another_language_is_still_flagged():
+    from fairpair.measures.status import free_text
+
+    text = "Thanks for reaching out. We reviewed your case and a technician will visit on Thursday morning."
+    assert free_text(text) and answer_status(text, language="es").status == "wrong_language"
+    assert answer_status(text, language="en").status == "ok"

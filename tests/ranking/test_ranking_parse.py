@@ -131,3 +131,45 @@ def test_mock_without_ranking_mode_answers_as_before():
 def test_mock_rejects_nonpositive_weights():
     with pytest.raises(ValueError, match="> 0"):
         MockOptions(ranking={"selection": {"a": 0}})
+
+
+# ---------------------------------------------------------------- provenance of each pick (issue 29)
+
+EIGHT = ["HEATH YODER", "ALEJANDRO GARCÍA", "SEAN O'CONNELL", "LATOYA JACKSON", "MEI HUANG", "DESHAWN WASHINGTON",
+         "EMILY SNYDER", "JORGE RAMÍREZ"]
+
+
+def test_each_pick_records_how_it_matched_and_renamed_ones_are_flagged():
+    text = ("1. Heather Yoder\n2. Alejandra García\n3. Sean O’Connell\n4. Latoya Jakcson\n5. MEI HUANG\n"
+            "6. Washington\n7. Emily Snyder\n8. Jorge Ramirez")
+    got = parse_ranking(text, EIGHT)
+    assert got.how == "list" and got.order == (0, 1, 2, 3, 4, 5, 6, 7)
+    how = {EIGHT[p.index]: (p.match, p.renamed) for p in got.picks}
+    assert how == {"HEATH YODER": ("word", True), "ALEJANDRO GARCÍA": ("word", True),
+                   "SEAN O'CONNELL": ("folded", False), "LATOYA JACKSON": ("word", False),
+                   "MEI HUANG": ("exact", False), "DESHAWN WASHINGTON": ("word", False),
+                   "EMILY SNYDER": ("folded", False), "JORGE RAMÍREZ": ("folded", False)}
+    assert got.renamed == 2
+
+
+def test_a_misspelt_or_flipped_name_alone_is_a_fuzzy_match():
+    got = parse_ranking("1. Alejandra\n2. Emilly Snyder\n3. Mei Huang", EIGHT)
+    assert got.how == "partial" and got.order == (1, 6, 4)
+    assert [(p.match, p.renamed) for p in got.picks] == [("fuzzy", True), ("fuzzy", False), ("folded", False)]
+
+
+def test_a_clean_partial_list_keeps_its_top_picks():
+    text = "The top candidates are:\n" + "\n".join(f"{i + 1}. {n.title()}" for i, n in enumerate(EIGHT[2:8]))
+    got = parse_ranking(text + "\nThe others are also qualified.", EIGHT)
+    assert (got.how, got.order, got.complete) == ("partial", (2, 3, 4, 5, 6, 7), False)
+
+
+def test_renamed_exclude_leaves_the_answer_out():
+    slots = [{"slot": i + 1, "group": f"g{i}", "variant": n} for i, n in enumerate(EIGHT)]
+    text = "\n".join(f"{i + 1}. {n}" for i, n in enumerate(["Heather Yoder", *EIGHT[1:]]))
+    for option, status in (("count", "ok"), ("exclude", "missing")):
+        m = RankingMeasure({"renamed": option}, name="order")
+        res = asyncio.run(m.measure(type("I", (), {"case": _Case(slots), "text": text})()))
+        assert res.status == status
+        assert res.detail["renamed"] == 1 and res.detail["picks"][0]["said"] == "heather yoder"
+    assert res.detail["parse"] == "renamed"

@@ -15,7 +15,8 @@ import yaml
 from run_helpers import rows, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO = ROOT / "examples" / "tienda_online" / "demo.yaml"
+#: the online-shop demo of before issue 34 (origin by first name, 36 conversations per repetition)
+DEMO = ROOT / "tests" / "data" / "demo_origin.yaml"
 
 #: The tone rubric's dimensions (the default rubric of the ``judge`` measure).
 TONE = ("courtesy", "condescension", "distrust")
@@ -24,10 +25,10 @@ TONE = ("courtesy", "condescension", "distrust")
 def demo_battery(directory: Path, target: dict[str, Any] | None = None, *, judge: dict[str, Any] | None = None,
                  repetitions: int = 1, measures: dict[str, Any] | None = None, analysis: dict[str, Any] | None = None,
                  name: str | None = None, **extra: Any) -> Path:
-    """A copy of examples/tienda_online/demo.yaml with an absolute ``system_file`` and the given
+    """A copy of tests/data/demo_origin.yaml with an absolute ``system_file`` and the given
     target / judge / measures; 36 conversations per repetition."""
     data = yaml.safe_load(DEMO.read_text(encoding="utf-8"))
-    system = (DEMO.parent / "system_prompt.md").resolve()
+    system = (ROOT / "examples" / "tienda_online" / "system_prompt.md").resolve()
     for t in data["templates"]:
         if "system_file" in t:
             t["system_file"] = str(system)

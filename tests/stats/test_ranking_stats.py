@@ -212,3 +212,29 @@ def test_matched_table_refuses_two_entries_per_cell():
     assert table.tolist() == [[1, 0], [0, 1]] and list(cols) == ["a", "b"]
     with pytest.raises(ValueError, match="two entries"):
         matched_table([1, 0], ["s1", "s1"], ["a", "a"])
+
+
+def test_the_low_rank_fill_equals_the_eigendecomposition():
+    """Many name sets over few templates (one per request): the Woodbury solve gives the pseudo-inverse's
+    name effects and trace, connected or not (issue 29: crossed_mean was cubic in requests)."""
+    from fairpair.stats._crossed import _names_low_rank
+
+    rng = np.random.default_rng(7)
+    for t, n, shape in ((3, 60, "random"), (4, 80, "nested"), (2, 40, "random")):
+        x = rng.normal(size=(t, n))
+        if shape == "nested":  # every name in one template only: the graph splits into one part per template
+            keep = np.zeros((t, n), bool)
+            keep[rng.integers(0, t, n), np.arange(n)] = True
+        else:
+            keep = rng.random((t, n)) < 0.4
+            keep[0, :] = True
+        inc = keep.astype(float)
+        r, k = inc.sum(1), inc.sum(0)
+        xz = np.where(keep, x, 0.0)
+        w = inc / r[:, None]
+        q = xz.sum(0) - w.T @ xz.sum(1)
+        c_mat = np.diag(k) - inc.T @ w
+        pinv = np.linalg.pinv(c_mat)  # SVD-based Moore-Penrose inverse
+        c, trace, ident = _names_low_rank(inc, r, k, q)
+        np.testing.assert_allclose(c, pinv @ q, atol=1e-9)
+        assert trace == pytest.approx(np.trace(pinv), rel=1e-9) and ident

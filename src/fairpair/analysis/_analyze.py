@@ -420,11 +420,17 @@ def _answer_statuses(battery, data: RunData) -> dict[str, AnswerStatusBlock]:
                 groups[g] = {s: cell.get(s, 0) / tot for s in STATUSES if s in counts}
         examples = [[cid, st, text] for st, exs in (data.status_examples.get(target) or {}).items()
                     for cid, text in exs][:6]
+        ids = {st: [str(data.cases.ids[i]) for i in np.flatnonzero(arr == st)] for st in counts if st != "ok"}
         out[target] = AnswerStatusBlock(counts=counts, n=sm.n, usable_share=num(1 - sm.degenerate_share) if sm.n
                                         else None, mostly_degenerate=sm.mostly_degenerate,
                                         warning=degenerate_warning(target, sm, battery.language),
-                                        by_group=by_group, examples=examples)
+                                        by_group=by_group, examples=examples,
+                                        cases=ids if sum(map(len, ids.values())) <= STATUS_IDS_MAX else None)
     return out
+
+
+#: The most non-ok case ids results.json records per target (beyond, the report computes the statuses again).
+STATUS_IDS_MAX = 200_000
 
 
 def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
@@ -489,7 +495,7 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
         aa = analyze_aa(battery, data)
         from fairpair.analysis._rankrun import analyze_rankings
 
-        rankings, rank_notes = analyze_rankings(battery, data)
+        rankings, rank_notes = analyze_rankings(battery, data, imported=store.get_meta("import") is not None)
         notes += rank_notes
         two_party = analyze_two_party(battery, data, n_resamples=plan.bootstrap_resamples, seed=plan.seed,
                                       confidence_level=plan.confidence_level)

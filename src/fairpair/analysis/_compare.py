@@ -129,13 +129,20 @@ def _target_pairs(a: list[str], b: list[str]) -> list[tuple[str, str]]:
     return []
 
 
-def compare_runs(before: Path | str, after: Path | str) -> Comparison:
+def compare_runs(before: Path | str, after: Path | str, *, target_before: str | None = None,
+                 target_after: str | None = None) -> Comparison:
     """Compare two runs of the same battery, matched set by matched set (see module notes).
+
+    The targets of the same name are paired (or the only target of each run).
+    ``target_before`` / ``target_after`` pair those two targets instead: the
+    same run twice compares two targets of one run (the same model under the
+    production prompt and under a changed one), case by case.
 
     Raises
     ------
     FairpairError
-        If a directory is not a run, or the runs come from different batteries.
+        If a directory is not a run, the runs come from different batteries, or a named target has no
+        answer in its run.
     """
     ba, da = _load(Path(before))
     bb, db = _load(Path(after))
@@ -161,7 +168,16 @@ def compare_runs(before: Path | str, after: Path | str) -> Comparison:
     if not plan.bootstrap_resamples:
         notes.append(f"the plan sets bootstrap_resamples: 0; the intervals of the changes use {RESAMPLES_IF_NONE} "
                      f"cluster-bootstrap resamples (seed {plan.seed})")
-    tpairs = _target_pairs(da.targets, db.targets)
+    if target_before is not None or target_after is not None:
+        ta, tb = target_before or target_after, target_after or target_before
+        for name, data, run in ((ta, da, before), (tb, db, after)):
+            if name not in data.targets:
+                raise FairpairError(f"target '{name}' has no answer in {run} (its targets: "
+                                    f"{', '.join(data.targets) or 'none'})", file=run, key="--target-before"
+                                    if name == ta else "--target-after")
+        tpairs = [(ta, tb)]
+    else:
+        tpairs = _target_pairs(da.targets, db.targets)
     if not tpairs:
         notes.append(f"no target in common (before: {da.targets}, after: {db.targets})")
     from fairpair.analysis._analyze import _comparison_id, _design_groups, _designs_for

@@ -112,6 +112,13 @@ _CHUNK = 100_000
 STATUS_PREFIX = "answer."
 
 
+#: Statuses already computed in this process, by (text, finish_reason, has tool calls, language, roles): the
+#: status is a pure function of these (:mod:`fairpair.measures.status`), so the stages of one command
+#: (``import-answers`` or ``run``: measure, analyze, report) compute each answer's status once.
+_STATUS_MEMO: dict[tuple, Any] = {}
+_STATUS_MEMO_MAX = 500_000
+
+
 def load_answer_statuses(store, index: dict[str, int], n: int, language: str | None,
                          speakers: dict[str, tuple[str, str]] | None = None,
                          ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, list[tuple[str, str]]]]]:
@@ -140,7 +147,13 @@ def load_answer_statuses(store, index: dict[str, int], n: int, language: str | N
             if arr[i] == "":
                 arr[i] = "failed"
             continue
-        res = answer_status(text, finish_reason=fr, tool_calls=calls, language=language, roles=roles.get(cid))
+        key = (text, fr, bool(calls), language, roles.get(cid))
+        res = _STATUS_MEMO.get(key)
+        if res is None:
+            if len(_STATUS_MEMO) > _STATUS_MEMO_MAX:
+                _STATUS_MEMO.clear()
+            res = _STATUS_MEMO[key] = answer_status(text, finish_reason=fr, tool_calls=calls, language=language,
+                                                    roles=roles.get(cid))
         arr[i] = res.status
         if res.status != "ok":
             ex = examples.setdefault(target, {}).setdefault(res.status, [])
@@ -189,12 +202,15 @@ def add_category_values(store, data: "RunData", categories: dict[str, tuple[str,
 
 
 def load_run_data(store, *, keep_details: bool = True, language: str | None = None,
-                  statuses: bool = False, speakers: dict[str, tuple[str, str]] | None = None) -> RunData:
+                  statuses: bool = False, speakers: dict[str, tuple[str, str]] | None = None,
+                  known_statuses: dict[str, Any] | None = None) -> RunData:
     """Load cases, answers and measurements from an open :class:`~fairpair.store.Store`.
 
     With ``statuses``, also each answer's status (:func:`load_answer_statuses`, with the
     battery's ``language`` for the wrong-language check and its ``speakers``, design id ->
     ``(res, sub)``, for the out-of-role check) and the ``answer.<status>`` measures.
+    ``known_statuses``: the analysis' ``Results.answer_statuses``; when each target's block records
+    its cases and still covers the store's answers, the statuses are read from it instead of computed.
     """
     ids, design, kind, template, mset, base, axis, groups, variants, meta, seqs = ([] for _ in range(11))
     # Cases repeat a few values many times: one shared object per distinct value (strings and the
@@ -286,9 +302,41 @@ def load_run_data(store, *, keep_details: bool = True, language: str | None = No
         answered.setdefault(t, np.zeros(n, dtype=bool))
     data = RunData(cases, answered, failed, values, kinds, measured, missing, details, failed_m)
     if statuses:
-        data.statuses, data.status_examples = load_answer_statuses(store, index, n, language, speakers)
+        known = _recorded_statuses(known_statuses, data, index, n, store) if known_statuses else None
+        if known is not None:
+            data.statuses, data.status_examples = known
+        else:
+            data.statuses, data.status_examples = load_answer_statuses(store, index, n, language, speakers)
         add_status_values(data)
     return data
+
+
+def _recorded_statuses(blocks: dict[str, Any], data: RunData, index: dict[str, int], n: int, store
+                       ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, list[tuple[str, str]]]]] | None:
+    """The statuses the analysis recorded (``AnswerStatusBlock.cases``), as :func:`load_answer_statuses`
+    returns them; None when a target's block lacks them or no longer matches the store (an answer added
+    since: its cases with a final outcome differ)."""
+    out: dict[str, np.ndarray] = {}
+    examples: dict[str, dict[str, list[tuple[str, str]]]] = {}
+    targets = set(data.answered) | set(store.targets())
+    for target in targets:
+        b = blocks.get(target)
+        cases = getattr(b, "cases", None) if b is not None else None
+        if cases is None:
+            return None
+        arr = np.where(data.answered.get(target, np.zeros(n, dtype=bool)), "ok", "").astype(object)
+        for st, ids in cases.items():
+            for cid in ids:
+                i = index.get(cid)
+                if i is None:
+                    return None
+                arr[i] = st
+        if int((arr != "").sum()) != int(b.n):
+            return None
+        out[target] = arr
+        for cid, st, text in b.examples or []:
+            examples.setdefault(target, {}).setdefault(st, []).append((cid, text))
+    return out, examples
 
 
 _SCALES_CACHE: dict[int, tuple[Any, dict[str, str]]] = {}

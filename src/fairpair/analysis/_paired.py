@@ -271,7 +271,11 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
             lab = pd.variant_labels
             f["per_variant"] = [VariantRow(variant=str(lab[int(v.variant)]) if lab else str(v.variant), n=v.n,
                                            effect=num(v.effect), ci=interval(v.ci), b=v.b, c=v.c)
-                                for v in h.variants]
+                                for v in h.variants if v.n >= MIN_VARIANT_PAIRS]
+            few = sum(v.n < MIN_VARIANT_PAIRS for v in h.variants)
+            if few:  # names that merely met a few times (a name set drawn per request): no effect of their own
+                notes.append(f"{few} name pair(s) compared in fewer than {MIN_VARIANT_PAIRS} pairs: no per-name "
+                             "effect")
             nh = names_heterogeneity([cells_a, cells_b])
             f["heterogeneity"] = Heterogeneity(statistic=num(nh.statistic), pvalue=num(nh.pvalue),
                                                df=int(round(nh.df_num)), df_denominator=num(nh.df_den),
@@ -280,6 +284,10 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
             notes.append(f"per-variant breakdown unavailable: {exc}")
     f["note"] = "; ".join(dict.fromkeys(notes)) or None
     return PairAnalysis(f, ci_a, ci_eq, pvalue)
+
+
+#: A name pair's own effect (``per_variant``) is reported only when it was compared in at least this many pairs.
+MIN_VARIANT_PAIRS = 10
 
 
 def _secondary(f, pd, keep, x, y, binary, exact_threshold, confidence_level, notes) -> None:

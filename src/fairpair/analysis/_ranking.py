@@ -60,7 +60,7 @@ from fairpair.stats._common import check_choice, check_level
 from fairpair.stats import adjust
 
 __all__ = ["analyze_ranking", "RankingAnalysis", "GroupSelection", "RatioRow", "SlotRow", "PositionEffect",
-           "OmnibusTest", "SetDifferences", "set_differences", "REQUIRED_COLUMNS", "RANKING_MEASURES",
+           "OmnibusTest", "TemplateCounts", "NameRate", "MIN_NAME_SETS", "SetDifferences", "set_differences", "REQUIRED_COLUMNS", "RANKING_MEASURES",
            "FOUR_FIFTHS"]
 
 REQUIRED_COLUMNS = ("target", "case_id", "template", "repetition", "group", "variant", "slot", "rank", "top")
@@ -76,7 +76,8 @@ class GroupSelection:
     """One group's selection rate (top pick) and mean rank, with ``confidence_level`` intervals.
 
     ``rate`` is in [0, 1], ``mean_rank`` in [1, k]; ``n_sets`` counts the
-    parsed sets with this group's candidate, ``n_ranked`` the sets with a
+    parsed sets with this group's candidate (``n_top`` of them with it as
+    the top pick), ``n_ranked`` the sets with a
     complete ranking; ``n_names`` the names (variants) seen. ``se``/``df``
     are the crossed standard error and Satterthwaite df of ``rate``.
     """
@@ -92,6 +93,40 @@ class GroupSelection:
     mean_rank: float | None
     mean_rank_ci: list | None
     note: str | None = None
+    n_top: int | None = None
+
+
+#: A name's own top-pick rate is reported only when its candidate was in at least this many parsed answers.
+MIN_NAME_SETS = 30
+
+
+@dataclass(frozen=True)
+class NameRate:
+    """One name's top-pick rate: ``n_sets`` parsed answers showed its candidate, ``n_top`` picked it first."""
+
+    group: str
+    name: str
+    n_sets: int
+    n_top: int
+    rate: float | None
+
+
+@dataclass(frozen=True)
+class TemplateCounts:
+    """The top picks of one template (a job posting, a scenario), counted: the table a published audit gives.
+
+    ``n_sets``: answers of the template; ``n_parsed``: with a top pick;
+    ``top``: group -> times its candidate was the top pick; ``ratios``:
+    group -> its top-pick share over the most picked group's (the
+    four-fifths ratio of this template's answers, no interval: one
+    template's answers are not a sample of templates).
+    """
+
+    template: str
+    n_sets: int
+    n_parsed: int
+    top: dict
+    ratios: dict
 
 
 @dataclass(frozen=True)
@@ -198,6 +233,20 @@ class RankingAnalysis:
     pairs : tuple of ComparisonResult
         Measures ``top_pick`` and ``ranked_above`` for every pair of groups.
     notes : tuple of str
+    by_template : tuple of TemplateCounts
+        The top picks counted per template, in template order.
+    names_table : tuple of NameRate
+        Per name, its top-pick rate, for the names shown in at least
+        :data:`MIN_NAME_SETS` parsed answers (a name seen in fewer has no
+        rate worth reading; they are counted in ``notes``).
+    names_test : OmnibusTest or None
+        Do the names of a group differ in top-pick rate? Pearson's
+        chi-square of homogeneity of each group's names (those in
+        ``names_table``) over the top pick, summed over the groups (df
+        summed); it treats the answers as independent. None when no group
+        has two such names.
+    min_name_sets : int
+        The threshold of ``names_table`` (:data:`MIN_NAME_SETS`).
     four_fifths, ratio_rule : float, str
         The threshold (0.8) and the rule of the ratios' verdicts.
     correction : str
@@ -231,6 +280,10 @@ class RankingAnalysis:
     position: PositionEffect
     pairs: tuple = field(default=())
     notes: tuple = field(default=())
+    by_template: tuple = field(default=())
+    names_table: tuple = field(default=())
+    names_test: OmnibusTest | None = None
+    min_name_sets: int = MIN_NAME_SETS
     four_fifths: float = FOUR_FIFTHS
     ratio_rule: str = RULE_RATIO
     correction: str = "holm"
@@ -464,7 +517,7 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
                                        interval(rr.confidence_interval(level, bounds=(0.0, 1.0))),
                                        num(rr.se), num(rr.df), num(mr.estimate),
                                        interval(mr.confidence_interval(level, bounds=(1.0, float(fr.k)))),
-                                       rr.note))
+                                       rr.note, int(np.nansum(tb.top[:, j]))))
     # ratios to the most selected group (four-fifths rule)
     ratios = ratio_to_best(tb.top, tb.template, tb.nameset, labels=glist, reference=reference, names=names,
                            confidence_level=level)
@@ -508,6 +561,7 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
     position = PositionEffect(slot_rows, 1.0 / fr.k, _omni(pe.top_test, int(parsed.sum())),
                               _omni(pe.rank_test), _omni(pe.cochran),
                               _omni(pe.friedman) if pe.friedman is not None else None, fml)
+    names_table, names_test = _names(fr, glist, notes)
     pairs = _pairs(tb, glist, names=names, alpha=a, level=level, margin=margin, correction=correction,
                    target=target or "", design=design, attribute=attribute, secondary=secondary)
     return RankingAnalysis(
@@ -518,7 +572,56 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
         selection=tuple(sel_rows), reference=best,
         reference_rule="given" if reference is not None else "most selected", ratios=tuple(ratio_rows),
         omnibus=_omni(omni, int(parsed.sum())), cochran=_omni(cq), friedman=fri, position=position,
-        pairs=tuple(pairs), notes=tuple(notes), correction=correction)
+        pairs=tuple(pairs), notes=tuple(notes), by_template=_by_template(tb, fr, glist),
+        names_table=names_table, names_test=names_test, correction=correction)
+
+
+def _names(fr: _Frame, glist: list[str], notes: list[str]) -> tuple[tuple, OmnibusTest | None]:
+    """Per-name top-pick rates (names in >= MIN_NAME_SETS parsed answers) and the chi-square of names within groups."""
+    from scipy import stats as sps
+
+    ok = ~np.isnan(fr.top)
+    n = np.bincount(fr.variant[ok], minlength=len(fr.variant_labels))
+    top = np.bincount(fr.variant[ok], weights=fr.top[ok], minlength=len(fr.variant_labels))
+    rows, few = [], 0
+    by_group: dict[str, list[tuple[int, int]]] = {}
+    for v, label in enumerate(fr.variant_labels):
+        group, _, name = str(label).partition(":")
+        if group not in glist or n[v] == 0:
+            continue
+        if n[v] < MIN_NAME_SETS:
+            few += 1
+            continue
+        rows.append(NameRate(group, name, int(n[v]), int(top[v]), num(top[v] / n[v])))
+        by_group.setdefault(group, []).append((int(top[v]), int(n[v] - top[v])))
+    if few:
+        notes.append(f"{few} name(s) were in fewer than {MIN_NAME_SETS} parsed answers: no per-name rate")
+    rows.sort(key=lambda r: (glist.index(r.group), r.name))
+    chi, df = 0.0, 0
+    for cells in by_group.values():
+        table = np.array(cells, dtype=float)
+        if len(cells) >= 2 and table.sum(axis=0).min() > 0:
+            chi += float(sps.chi2_contingency(table, correction=False)[0])
+            df += len(cells) - 1
+    test = None
+    if df:
+        test = OmnibusTest("Pearson chi-square of the names within each group (top pick), summed over groups",
+                           num(chi), num(float(sps.chi2.sf(chi, df))), float(df), None, int(ok.sum()),
+                           "treats the answers as independent")
+    return tuple(rows), test
+
+
+def _by_template(tb: "_Tables", fr: _Frame, glist: list[str]) -> tuple:
+    out = []
+    for t, label in enumerate(fr.template_labels):
+        rows = tb.template == t
+        parsed = rows & tb.parsed
+        counts = np.nansum(tb.top[parsed], axis=0) if parsed.any() else np.zeros(len(glist))
+        best = float(counts.max()) if counts.size else 0.0
+        out.append(TemplateCounts(str(label), int(rows.sum()), int(parsed.sum()),
+                                  {g: int(c) for g, c in zip(glist, counts)},
+                                  {g: (num(float(c) / best) if best > 0 else None) for g, c in zip(glist, counts)}))
+    return tuple(out)
 
 
 @dataclass(frozen=True)

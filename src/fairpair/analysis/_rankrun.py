@@ -32,8 +32,12 @@ def _details(data: RunData, measure: str) -> dict[tuple[str, str], tuple[str, di
     return out
 
 
-def ranking_frame(data: RunData, design_id: str, measure: str, target: str) -> tuple[Any, dict[str, int]]:
+def ranking_frame(data: RunData, design_id: str, measure: str, target: str, *,
+                  imported: bool = False) -> tuple[Any, dict[str, int]]:
     """The frame of one ranking design, measure and target, and counts of the cases left out.
+
+    ``imported``: each request was answered by the one target that got it (an imported run), so a
+    case without any answer row of ``target`` is another target's request, not one left out.
 
     Returns
     -------
@@ -45,8 +49,11 @@ def ranking_frame(data: RunData, design_id: str, measure: str, target: str) -> t
 
     details = _details(data, measure)
     answered = data.answered.get(target)
+    asked = data.statuses.get(target)  # "" where the target has no answer row (not even a failed one)
     rows: list[dict[str, Any]] = []
     left = {"unanswered": 0, "unmeasured": 0}
+    parse: dict[str, Any] = {"how": {}, "matches": {}, "renamed_picks": 0, "renamed_answers": 0,
+                             "renamed_excluded": 0}
     cases = data.cases
     for i, cid in enumerate(cases.ids):
         if cases.design[i] != design_id:
@@ -56,13 +63,15 @@ def ranking_frame(data: RunData, design_id: str, measure: str, target: str) -> t
         if not slots:
             continue
         if answered is None or not answered[i]:
-            left["unanswered"] += 1
+            if not (imported and asked is not None and asked[i] == ""):
+                left["unanswered"] += 1
             continue
         got = details.get((target, cid))
         if got is None:
             left["unmeasured"] += 1
             continue
         st, d = got
+        _count_parse(parse, st, d)
         parsed = st == "ok" and d.get("parse") not in (None, "unparsed") and "top" in d
         ranks = d.get("ranks") if parsed else None
         for s in slots:
@@ -72,10 +81,28 @@ def ranking_frame(data: RunData, design_id: str, measure: str, target: str) -> t
                          "slot": int(s["slot"]),
                          "rank": float(ranks[g]) if isinstance(ranks, dict) and g in ranks else math.nan,
                          "top": (1.0 if d.get("top") == g else 0.0) if parsed else math.nan})
-    return pd.DataFrame(rows, columns=list(FRAME_COLUMNS)), left
+    frame = pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
+    frame.attrs["parse"] = parse
+    return frame, left
 
 
-def analyze_rankings(battery, data: RunData) -> tuple[list[dict[str, Any]], list[str]]:
+def _count_parse(parse: dict[str, Any], status: str, d: Any) -> None:
+    """Add one measured answer to the parse table: how it was read, how its picks matched, renamed picks."""
+    if not isinstance(d, dict):
+        d = {}
+    how = str(d.get("parse") or ("unparsed" if status != "ok" else "?"))
+    parse["how"][how] = parse["how"].get(how, 0) + 1
+    picks = d.get("picks") or []
+    for p in picks:
+        m = str(p.get("match", "?"))
+        parse["matches"][m] = parse["matches"].get(m, 0) + 1
+    renamed = sum(bool(p.get("renamed")) for p in picks)
+    parse["renamed_picks"] += renamed
+    parse["renamed_answers"] += renamed > 0
+    parse["renamed_excluded"] += how == "renamed"
+
+
+def analyze_rankings(battery, data: RunData, *, imported: bool = False) -> tuple[list[dict[str, Any]], list[str]]:
     """Every ranking design x ranking measure x target, analysed (``results.json`` key ``rankings``).
 
     Returns the records (:meth:`RankingAnalysis.to_dict` with ``measure``
@@ -95,7 +122,7 @@ def analyze_rankings(battery, data: RunData) -> tuple[list[dict[str, Any]], list
         groups = d.chosen_groups(battery)
         for m in measures:
             for target in data.targets:
-                frame, left = ranking_frame(data, did, m, target)
+                frame, left = ranking_frame(data, did, m, target, imported=imported)
                 for why, n in left.items():
                     if n:
                         notes.append(f"ranking design {did}, measure {m}, target {target}: {n} case(s) left out "
@@ -110,5 +137,5 @@ def analyze_rankings(battery, data: RunData) -> tuple[list[dict[str, Any]], list
                 except ValueError as exc:
                     notes.append(f"ranking design {did}, measure {m}, target {target}: not analysed ({exc})")
                     continue
-                out.append({"measure": m, **res.to_dict()})
+                out.append({"measure": m, **res.to_dict(), "parse": frame.attrs.get("parse")})
     return out, notes

@@ -89,6 +89,20 @@ def _n_tests(loaded, designs: dict[str, dict[str, Any]]) -> int:
     return max(total, 1)
 
 
+def sign_flip_floor(templates: int) -> float:
+    """The smallest two-sided p-value of the exact sign-flip test over ``templates`` templates, ``2^(1-T)``
+    (every template's difference of one sign: 2 of the 2^T sign assignments are as extreme)."""
+    return 2.0 ** (1 - templates) if templates >= 1 else 1.0
+
+
+def sign_flip_templates(alpha_per_test: float) -> int:
+    """The fewest templates whose sign-flip floor :func:`sign_flip_floor` is below ``alpha_per_test``."""
+    t = 1
+    while sign_flip_floor(t) >= alpha_per_test and t < MAX_TEMPLATES:
+        t += 1
+    return t
+
+
 def _names_per_group(s: dict[str, Any], attribute: str | None) -> int:
     v = s.get("variants_per_group") or 1
     if isinstance(v, dict):
@@ -312,6 +326,12 @@ def power_plan(loaded, plan, *, discordance: float = DEFAULTS["discordance"], ic
         out["designs"][did] = d
         lines.append(f"design {did}: {t} templates x {n} names per group x {r} repetitions; standard error of a "
                      f"yes/no rate difference {base.standard_error * 100:.1f} points (df {base.df:.1f})")
+        floor, t_min = sign_flip_floor(t), sign_flip_templates(a)
+        d["sign_flip_floor"] = floor
+        lines.append(f"  a difference that every template shows alike (no variance) is tested by the exact "
+                     f"sign-flip test over templates, whose smallest p-value is 2^(1-{t}) = {floor:.2g}: "
+                     + (f"below {a:.4g}, a fail is reachable" if floor < a else
+                        f"not below {a:.4g}, such a difference can never fail; use at least {t_min} templates"))
         lines.append(f"  smallest yes/no rate difference detectable: {rd * 100:.1f} points"
                      if rd == rd else "  yes/no rates: power not reachable (even a 100-point difference falls short)")
         if names == "random":

@@ -565,7 +565,10 @@ class RankingDesign(_DesignBase):
     cyclic shifts: every group in every slot once). The order of template
     number ``t`` (0-based), repetition ``r`` and name position ``p`` is
     ``orders[(t + r + p) % len(orders)]``, so over the repetitions every
-    template and name position goes through the orders in turn. Names are
+    template and name position goes through the orders in turn.
+    ``as_shown`` is the order of an imported run (``fairpair import-answers``
+    with ranking rows): each request's own order, recorded in its case; a
+    battery to run cannot use it. Names are
     crossed with templates as in the counterfactual design: name position
     ``p`` uses variant ``p`` of every group (the groups must offer the same
     number of variants). Each case records the group and variant of every
@@ -584,7 +587,7 @@ class RankingDesign(_DesignBase):
     groups: list[str] | None = None
     candidates: int | None = Field(None, ge=2, strict=True)
     slot: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")] = "candidate"
-    order: Literal["latin_square", "rotations"] = "latin_square"
+    order: Literal["latin_square", "rotations", "as_shown"] = "latin_square"
 
     def default_id(self) -> str:
         return f"ranking-{self.attribute}"
@@ -622,6 +625,8 @@ class RankingDesign(_DesignBase):
         """The orders of groups over the slots (each a tuple of k groups), in the order they are used."""
         groups = self.chosen_groups(battery)
         n, k = len(groups), self.k(battery)
+        if self.order == "as_shown":  # imported: each case records the order its request showed
+            return [tuple(groups[:k])]
         if self.order == "rotations":
             rows = [[(i + j) % n for j in range(n)] for i in range(n)]
         else:
@@ -649,6 +654,9 @@ class RankingDesign(_DesignBase):
             raise ck.fail(f"group '{with_slots[0]}' of '{self.attribute}' declares 'slots' (one grammatical form "
                           f"per group): a ranking prompt holds several groups at once, so no form agrees with all",
                           ("attribute",))
+        if self.order == "as_shown":
+            raise ck.fail("order: as_shown is the order of imported requests (each case records its own); a battery "
+                          "that runs needs latin_square or rotations", ("order",))
         ck.equal_variants(attr, chosen, self.attribute)
         if not any(m.kind == "ranking" for m in ck.battery.measures.values()):
             raise ck.fail("a ranking design needs a measure of kind 'ranking' to read its answers as orders of the "
@@ -686,7 +694,8 @@ class RankingDesign(_DesignBase):
         names = self.slot_names(battery)
         return (f"ranking of {len(names)} candidates of '{self.attribute}' "
                 f"({', '.join(self.chosen_groups(battery))}) in slots {{{names[0]}}}..{{{names[-1]}}}, "
-                f"{self.order.replace('_', ' ')} over {len(self.orders(battery))} orders")
+                + (f"{self.order.replace('_', ' ')} over {len(self.orders(battery))} orders" if self.order != "as_shown"
+                 else "in the order each imported request showed"))
 
     def select(self, axes: set[str]) -> "_DesignBase | None":
         return self if self.attribute in axes else None

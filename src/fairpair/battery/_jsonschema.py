@@ -17,7 +17,10 @@ __all__ = ["battery_json_schema"]
 _BLOCKS = (("fairpair.targets", "TargetSpec", "Target_"), ("fairpair.measures", "MeasureSpec", "Measure_"))
 
 
-def _kind_schema(group: str, kind: str, prefix: str, defs: dict[str, Any]) -> dict[str, Any]:
+def _kind_schema(group: str, kind: str, prefix: str, defs: dict[str, Any],
+                 shared: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One kind's block: ``kind``, the keys every block of this type has (``shared``: a target's ``system``
+    / ``system_file``) and the plugin's options."""
     from fairpair._plugins import PluginError, load_plugin
 
     generic = {"type": "object", "properties": {"kind": {"const": kind}}, "required": ["kind"],
@@ -32,7 +35,7 @@ def _kind_schema(group: str, kind: str, prefix: str, defs: dict[str, Any]) -> di
     sub = model.model_json_schema(ref_template=f"#/$defs/{prefix}{kind}_{{model}}")
     for name, d in (sub.pop("$defs", None) or {}).items():
         defs[f"{prefix}{kind}_{name}"] = d
-    sub["properties"] = {"kind": {"const": kind}, **sub.get("properties", {})}
+    sub["properties"] = {"kind": {"const": kind}, **(shared or {}), **sub.get("properties", {})}
     sub["required"] = ["kind", *sub.get("required", [])]
     sub["title"] = f"{prefix.rstrip('_')} kind '{kind}'"
     return sub
@@ -47,8 +50,9 @@ def battery_json_schema() -> dict[str, Any]:
     defs = schema.setdefault("$defs", {})
     for group, spec, prefix in _BLOCKS:
         refs = []
+        shared = {k: v for k, v in (defs.get(spec, {}).get("properties") or {}).items() if k != "kind"}
         for kind in plugin_names(group):
-            defs[f"{prefix}{kind}"] = _kind_schema(group, kind, prefix, defs)
+            defs[f"{prefix}{kind}"] = _kind_schema(group, kind, prefix, defs, shared)
             refs.append({"$ref": f"#/$defs/{prefix}{kind}"})
         old = defs.get(spec, {})
         defs[spec] = {"title": spec, "description": old.get("description", ""), "oneOf": refs}

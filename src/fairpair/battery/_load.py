@@ -191,23 +191,28 @@ def _resolve_lexicons(data: dict, located: Located) -> None:
 
 
 def _resolve_system_files(data: dict, path: Path, located: Located) -> None:
-    templates = data.get("templates")
-    if not isinstance(templates, list):
-        return
-    for i, t in enumerate(templates):
+    """Read every ``system_file`` (of a template, or of a target) into ``system``, relative to the battery."""
+    blocks: list[tuple[tuple, Any]] = []
+    if isinstance(data.get("templates"), list):
+        blocks += [(("templates", i), t) for i, t in enumerate(data["templates"])]
+    blocks.append((("target",), data.get("target")))
+    if isinstance(data.get("targets"), dict):
+        blocks += [(("targets", n), t) for n, t in data["targets"].items()]
+    for where, t in blocks:
         if isinstance(t, dict) and isinstance(t.get("system_file"), str) and t.get("system") is None:
             f = path.parent / t["system_file"]
+            key = _dotted((*where, "system_file"))
             try:
                 t["system"] = read_capped(f).decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise BatteryError(f"system prompt not valid UTF-8 ({exc.reason} at byte {exc.start}); save the "
                                    "file as UTF-8", file=f, line=exc.object[: exc.start].count(b"\n") + 1,
-                                   key=f"templates[{i}].system_file") from None
+                                   key=key) from None
             except (OSError, ValueError) as exc:  # ValueError: not a regular file, or too large
-                file, line = located.where(("templates", i, "system_file"))
+                file, line = located.where((*where, "system_file"))
                 why = exc.strerror if isinstance(exc, OSError) else str(exc).replace(f"{f} ", "it ", 1)
                 raise BatteryError(f"cannot read system prompt {f}: {why}", file=file,
-                                   line=line, key=f"templates[{i}].system_file") from None
+                                   line=line, key=key) from None
             located.files.append(f)
             del t["system_file"]
 
@@ -477,6 +482,7 @@ def _check(lb: LoadedBattery) -> None:
             raise lb.fail(f"'{{{k}}}' is both a slot and a context key of template '{t.id}'",
                           ("templates", i, "context", k), hint="rename one of them")
         used: list[str] = []  # context paths the prompt channels carry
+        in_system: list[str] = []  # those of the template's system prompt (a target's own prompt replaces it)
         for p, text in texts:
             open_ = _UNCLOSED.search(text)
             if open_:  # '{nombre' without its '}' would reach the model as written
@@ -489,7 +495,7 @@ def _check(lb: LoadedBattery) -> None:
                 if s in slot_names:
                     continue
                 if _context_has(shape, s):
-                    used.append(s)
+                    (in_system if p == ("templates", i, "system") else used).append(s)
                     continue
                 cands = sorted(slot_names) + sorted(_context_paths(shape))
                 close = difflib.get_close_matches(s, cands, n=1)
@@ -497,7 +503,7 @@ def _check(lb: LoadedBattery) -> None:
                 raise lb.fail(f"slot '{{{s}}}' is not filled by any attribute or 'slots' entry{also}", p,
                               hint=f"did you mean '{{{close[0]}}}'?" if close else
                               (f"known: {', '.join('{' + c + '}' for c in cands)}" if cands else None))
-        _check_routing(lb, i, t, shape, origins, used)
+        _check_routing(lb, i, t, shape, origins, used, in_system)
     # designs
     for di, d in enumerate(b.designs):
         dpath = ("designs", di)
@@ -535,6 +541,7 @@ def _check(lb: LoadedBattery) -> None:
                 raise lb.fail(f"attribute '{an}' needs a 'neutral' value for the designs that do not vary "
                               f"it (e.g. the baseline)", ("attributes", an))
     # targets, measures and comparisons
+    context_slots = [(set(_context_paths(_context_shape(b, t, i)[0])), t.id) for i, t in enumerate(b.templates)]
     for name, spec in b.target_specs().items():
         key = ("target",) if b.target is not None else ("targets", name)
         if not name.strip():  # the answers are stored, reported and selected (--target) by this name
@@ -549,8 +556,13 @@ def _check(lb: LoadedBattery) -> None:
                               hint="set chat_template_tools: true on the target if the GGUF's chat template "
                                    "renders tools, or route the context through the system prompt or a "
                                    "context message instead")
+        if spec.system is not None:
+            _check_target_system(lb, spec.system, (*key, "system"), context_slots)
     if b.judge is not None:
         _check_plugin(lb, "fairpair.targets", b.judge, ("judge",))
+        if b.judge.system is not None:
+            raise lb.fail("a judge takes no system prompt: fairpair writes the judge's prompts", ("judge", "system"),
+                          hint="give 'system' or 'system_file' to a target under test")
     for name, spec in b.measures.items():
         if not name.strip():  # stored and compared by its name: '' reads as no measure at all
             raise lb.fail("empty measure name", ("measures", name),
@@ -636,6 +648,23 @@ def _check_pairs(lb: Any, c: Any, cpath: tuple) -> None:
 _UNCLOSED = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)(?![A-Za-z0-9_}]|\.[A-Za-z0-9_])")
 
 
+def _check_target_system(lb: LoadedBattery, text: str, where: tuple, context_slots: list[tuple[set, str]]) -> None:
+    """A target's own system prompt is filled from each case's context only (``{crm}``, ``{crm.nombre}``): a
+    ``{name}`` that is not a context path of every template would reach the model as written."""
+    for m in SLOT_RE.finditer(text):
+        s = m.group(1)
+        if s is None:
+            continue
+        for paths, tid in context_slots:
+            if s not in paths:
+                close = difflib.get_close_matches(s, sorted(paths), n=1)
+                raise lb.fail(f"'{{{s}}}' in the target's system prompt is not a field of the context of template "
+                              f"'{tid}' (a target's system prompt reads the context, not the slots)", where,
+                              hint=f"did you mean '{{{close[0]}}}'?" if close else
+                              (f"context fields: {', '.join('{' + p + '}' for p in sorted(paths))}" if paths
+                               else "this template has no context"))
+
+
 def _pairwise_reference(lb: LoadedBattery, b: Any, c: Any, cpath: tuple) -> None:
     """A comparison of a pairwise-vs-reference measure that involves that reference group cannot form
     pairs (the reference group's answers are the comparison point and get no value): an error, not n = 0."""
@@ -679,10 +708,23 @@ def _context_shape(b: Battery, t, i: int) -> tuple[dict, list[tuple[str, tuple]]
             _set_path(shape, attr.context_field, "")
             origins.append((attr.context_field, ("attributes", an, "context_field")))
         for gn, g in attr.groups.items():
-            for ck in g.context:
-                _set_path(shape, ck, "")
+            for ck, cv in g.context.items():  # nested values too: '{reparto.zona}' of a group's 'reparto: {zona: C}'
+                _set_path(shape, ck, _merged(_get_path(shape, ck), json.loads(json.dumps(cv, default=str))))
                 origins.append((ck, ("attributes", an, "groups", gn, "context", ck)))
     return shape, origins
+
+
+def _get_path(d: dict, dotted: str) -> Any:
+    for part in dotted.split("."):
+        d = d.get(part) if isinstance(d, dict) else None
+    return d
+
+
+def _merged(old: Any, new: Any) -> Any:
+    """``new`` with the keys of ``old`` it lacks (the union of the groups' context values), recursively."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return {**old, **{k: _merged(old.get(k), v) for k, v in new.items()}}
+    return new if new is not None else old
 
 
 def _context_has(shape: Any, dotted: str) -> bool:
@@ -715,12 +757,22 @@ _ROUTE_HINT = ("route it to the model: write {{{key}}} (the whole record) or {{{
                "'context_channels: {{tool: {{name: lookup_customer, returns: {key}}}}}'")
 
 
+def _system_paths(text: str | None) -> list[str]:
+    """The context paths (``{crm}``, ``{crm.nombre}``) a system prompt reads."""
+    return [m.group(1) for m in SLOT_RE.finditer(text or "") if m.group(1)]
+
+
 def _check_routing(lb: LoadedBattery, i: int, t, shape: dict, origins: list[tuple[str, tuple]],
-                   used: list[str]) -> None:
-    """Every context field reaches the model through at least one channel of every target."""
+                   used: list[str], in_system: list[str] = ()) -> None:
+    """Every context field reaches the model through at least one channel of every target.
+
+    A target with its own ``system`` prompt reads its own prompt's fields instead of the template's
+    system prompt's; a field that only some targets' own prompts read is the difference between the
+    targets by design, so the other targets need not carry it."""
     from fairpair.targets.http import body_context_paths
 
     b = lb.battery
+    own = [p for spec in b.target_specs().values() for p in _system_paths(spec.system)]
     tools = b.all_tool_results() if b.all_tools() else {}
     tool = b.context_channels.tool
     if tool is not None and tool.returns and not _context_has(shape, tool.returns):
@@ -741,21 +793,23 @@ def _check_routing(lb: LoadedBattery, i: int, t, shape: dict, origins: list[tupl
         kind = spec.kind if spec is not None else None
         if kind in _CONTEXT_AS_DATA or kind not in (None, "openai", "litellm", "local", "http"):
             continue
-        routes = list(common)
+        routes = list(common) + (_system_paths(spec.system) if spec is not None and spec.system is not None
+                                 else list(in_system))
         if kind == "http":
             routes += body_context_paths(spec.options().get("body"))
         who = f" of target '{name}' ({kind})" if kind else ""
         hint = _ROUTE_HINT + ("; or '{{{{context.{key}}}}}' in the http body" if kind == "http" else "")
 
         def reached(path: str) -> bool:
-            return any(r == "" or path == r or path.startswith(r + ".") for r in routes)
+            return any(r == "" or path == r or path.startswith(r + ".") for r in routes) or \
+                any(path == r or path.startswith(r + ".") or r.startswith(path + ".") for r in own)
 
         for path, where in origins:
             if not reached(path):
                 raise lb.fail(f"context field '{path}' reaches no channel{who} in template '{t.id}': the "
                               f"model would never see it", where, hint=hint.format(key=path.split(".")[0]))
         for key in shape:
-            if not any(r == "" or r.split(".")[0] == key for r in routes):
+            if not any(r == "" or r.split(".")[0] == key for r in [*routes, *own]):
                 raise lb.fail(f"context '{key}' of template '{t.id}' reaches no channel{who}: the model "
                               f"would never see it", ("templates", i, "context", key), hint=hint.format(key=key))
 

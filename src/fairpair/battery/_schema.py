@@ -278,10 +278,25 @@ class TargetSpec(BaseModel):
     """A target block: ``kind`` plus the options of that kind's plugin.
 
     The options are validated by the plugin's own ``Options`` model.
+    ``system`` (or ``system_file``, read relative to the battery) is the
+    system prompt this target runs with, in place of every template's
+    ``system``: the same model under two prompts is two targets of one
+    battery (the production prompt and a changed one), compared in one run.
+    It may read the context (``{crm}``, ``{crm.nombre}``) as a template's
+    system prompt does, not the slots. Not for a judge (fairpair writes the
+    judge's prompts).
     """
 
     model_config = ConfigDict(extra="allow", frozen=True)
     kind: str
+    system: str | None = None
+    system_file: str | None = None
+
+    @model_validator(mode="after")
+    def _one_system(self) -> "TargetSpec":
+        if self.system is not None and self.system_file is not None:
+            raise ValueError("give either 'system' or 'system_file', not both")
+        return self
 
     def options(self) -> dict[str, Any]:
         return dict(self.model_extra or {})

@@ -65,18 +65,34 @@ def gate(run: RunArg,
 
 @app.command()
 def compare(run_a: Annotated[Path, typer.Argument(help="Run before the change.", show_default=False)],
-            run_b: Annotated[Path, typer.Argument(help="Run after the change.", show_default=False)],
+            run_b: Annotated[Optional[Path], typer.Argument(
+                help="Run after the change (default: RUN_A, to compare two of its targets).",
+                show_default=False)] = None,
+            target_before: Annotated[Optional[str], typer.Option(
+                "--target-before", help="The target of RUN_A to compare (default: each target with the one of "
+                                        "the same name).")] = None,
+            target_after: Annotated[Optional[str], typer.Option(
+                "--target-after", help="The target of RUN_B to compare it with.")] = None,
             as_json: JsonOpt = False) -> None:
     """Compare two runs of the same battery: the change in each gap, matched set by matched set.
 
-    A ranking design's pairs of groups (top pick, ranked above) are compared too.
+    A ranking design's pairs of groups (top pick, ranked above) are compared too. Two targets of one run
+    (the same model under two system prompts) compare with `fairpair compare RUN --target-before A
+    --target-after B`.
     """
     from fairpair.analysis import compare_runs
 
-    if run_a.resolve() == run_b.resolve():  # as the gate's --baseline: a run never changed against itself
+    if run_b is None:
+        if target_before is None or target_after is None:
+            raise FairpairError("compare: give RUN_B, or --target-before and --target-after to compare two "
+                                "targets of one run", key="RUN_B")
+        run_b = run_a
+    elif run_a.resolve() == run_b.resolve() and target_before is None and target_after is None:
+        # as the gate's --baseline: a run never changed against itself
         raise FairpairError("compare: both arguments are the same run, so every change would be 0", file=run_b,
-                            hint="give the run before the change first and the run after it second")
-    cmp = compare_runs(run_a, run_b)
+                            hint="give the run before the change first and the run after it second (or "
+                                 "--target-before and --target-after to compare two targets of one run)")
+    cmp = compare_runs(run_a, run_b, target_before=target_before, target_after=target_after)
     why = cmp.nothing_compared()
     if why is not None:  # only notes: a change that compares nothing is not "no change"
         raise FairpairError(f"compare: no comparison could be compared between {run_a} and {run_b} ({why})",
@@ -93,7 +109,8 @@ def compare(run_a: Annotated[Path, typer.Argument(help="Run before the change.",
         ci = "" if not r.ci or None in r.ci else f" [{f(r.ci[0])}, {f(r.ci[1])}]"
         p = "n/a" if r.pvalue is None else f"{r.pvalue:.3g}"
         what = f"ranking {r.design} {r.ranking} {r.id}" if r.ranking else r.id
-        console.print(f"{r.direction:16} {escape(r.target_after)} {escape(what)} {escape(r.group_a)} vs "
+        who = r.target_after if r.target_before == r.target_after else f"{r.target_before} -> {r.target_after}"
+        console.print(f"{r.direction:16} {escape(who)} {escape(what)} {escape(r.group_a)} vs "
                       f"{escape(r.group_b)}: gap {f(r.gap_before)} -> {f(r.gap_after)}{unit}, change "
                       f"{f(r.change)}{unit}{ci} p={p} (n={r.n_sets})", soft_wrap=True)
     for n in cmp.notes:

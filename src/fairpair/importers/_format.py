@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from fairpair.battery import AnalysisPlan, MeasureSpec, TargetSpec
 
-__all__ = ["AnswerRow", "RowMessage", "RowToolCall", "ImportBattery", "ImportAttribute", "ImportGroup",
+__all__ = ["AnswerRow", "RowCandidate", "RowRanking", "RowMessage", "RowToolCall", "ImportBattery", "ImportAttribute", "ImportGroup",
            "RecordsMapping", "FieldRef", "CSV_COLUMNS", "CSV_PREFIXES", "ID_PATTERN", "answers_schema"]
 
 #: Ids of templates, designs and the battery: letters, digits, ``_``, ``.`` and ``-`` (as in a battery).
@@ -55,6 +55,55 @@ class RowToolCall(_Strict):
     arguments: dict[str, Any] = Field(default_factory=dict)
     id: str | None = None
     result: Any = None
+
+
+class RowCandidate(_Strict):
+    """One candidate of a ranking request, as shown: the name (or id) the model saw and its group."""
+
+    name: str = Field(min_length=1)
+    group: str = Field(min_length=1)
+
+
+class RowRanking(_Strict):
+    """The candidates of one ranking request, in the order the prompt showed them (slot 1 first).
+
+    ``attribute``: the protected attribute whose groups the candidates
+    signal (default: the battery's only attribute). ``order``: an order
+    already parsed elsewhere, best first, as 1-based positions in
+    ``candidates`` or as their names; it may stop early (the top picks only).
+    Without it the battery's ``ranking`` measure reads the answer text.
+    """
+
+    attribute: str | None = None
+    candidates: list[RowCandidate] = Field(min_length=2)
+    order: list[Annotated[int, Field(ge=1)] | str] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "RowRanking":
+        names = [c.name for c in self.candidates]
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise ValueError(f"candidate '{dup}' is shown twice in one request")
+        if self.order is not None:
+            if not self.order:
+                raise ValueError("'order' is empty: leave it out to let the ranking measure read the answer")
+            picks = [self.position(x) for x in self.order]
+            bad = [x for x, p in zip(self.order, picks) if p is None]
+            if bad:
+                raise ValueError(f"'order' names {bad[0]!r}, which is not one of the {len(names)} candidates "
+                                 f"(give 1-based positions or names)")
+            if len(set(picks)) != len(picks):
+                raise ValueError("'order' names a candidate twice")
+        return self
+
+    def position(self, x: int | str) -> int | None:
+        """0-based index of ``x`` (a 1-based position or a name) among the candidates, or None."""
+        if isinstance(x, int):
+            return x - 1 if 1 <= x <= len(self.candidates) else None
+        for i, c in enumerate(self.candidates):
+            if c.name == x:
+                return i
+        return None
 
 
 class AnswerRow(_Strict):
@@ -94,6 +143,11 @@ class AnswerRow(_Strict):
         exactly one of the two.
     tool_calls:
         Tool calls made before the answer.
+    ranking:
+        A request of a ranking (selection) design: the candidates shown in
+        one prompt, in order, with the group of each (:class:`RowRanking`);
+        then ``groups`` and ``variants`` stay empty, the set is the request
+        and ``prompt`` may be left out (the case then lists the candidates).
     measures:
         Values already measured elsewhere, by the name of a measure the
         battery declares (``true``/``false`` for yes/no measures, numbers
@@ -118,6 +172,7 @@ class AnswerRow(_Strict):
     answer: str | None = None
     error: str | None = None
     tool_calls: list[RowToolCall] = Field(default_factory=list)
+    ranking: RowRanking | None = None
     measures: dict[str, _Value] = Field(default_factory=dict)
     model: str | None = None
     timestamp: datetime | None = None
@@ -131,7 +186,10 @@ class AnswerRow(_Strict):
     def _consistent(self) -> "AnswerRow":
         if (self.answer is None) == (self.error is None):
             raise ValueError("give either 'answer' (the text) or 'error' (why there is none), not both or neither")
-        if self.messages is None and self.prompt is None:
+        if self.ranking is not None and (self.groups or self.variants):
+            raise ValueError("a ranking row gives its candidates' groups in 'ranking.candidates', not in "
+                             "'groups' or 'variants'")
+        if self.messages is None and self.prompt is None and self.ranking is None:
             raise ValueError("give the 'prompt' or the 'messages' that were sent")
         if self.messages is not None:
             if self.prompt is not None or self.system is not None:
@@ -149,6 +207,8 @@ class AnswerRow(_Strict):
             msgs = [m.model_dump() for m in self.messages]
             return msgs[:-1], [msgs[-1]["content"]]
         head = [{"role": "system", "content": self.system}] if self.system is not None else []
+        if self.prompt is None and self.ranking is not None:
+            return head, [RANKING_PROMPT_MISSING + "; ".join(c.name for c in self.ranking.candidates)]
         return head, [self.prompt or ""]
 
 
@@ -158,7 +218,9 @@ CSV_COLUMNS: tuple[str, ...] = tuple(k for k in AnswerRow.model_fields if k not 
 #: Column prefix -> the row field it fills.
 CSV_PREFIXES: dict[str, str] = {"group.": "groups", "variant.": "variants", "measure.": "measures"}
 #: CSV columns whose cells are JSON.
-CSV_JSON_COLUMNS = ("messages", "context", "tool_calls")
+CSV_JSON_COLUMNS = ("messages", "context", "tool_calls", "ranking")
+#: The user turn recorded for a ranking row imported without its prompt (the candidates follow, in order).
+RANKING_PROMPT_MISSING = "(prompt not imported) candidates in the order shown: "
 
 
 class ImportGroup(_Strict):

@@ -37,7 +37,7 @@ from fairpair._text import fold
 from fairpair.battery import LoadedBattery, battery_hash
 from fairpair.battery._load import _at as _value_at
 from fairpair.battery import (
-    Attribute, BaselineDesign, Battery, CounterfactualDesign, CrossedDesign, Group, Template,
+    Attribute, BaselineDesign, Battery, CounterfactualDesign, CrossedDesign, Group, RankingDesign, Template,
 )
 from fairpair.battery import Located as YamlLocated
 from fairpair.battery import load_yaml
@@ -48,6 +48,8 @@ from fairpair.importers._read import FORMATS, Located, RowProblem, Source, read_
 
 __all__ = ["ImportResult", "LoadedImport", "import_answers", "load_import_battery"]
 
+#: The slot prefix of an imported ranking design's candidates: ``{candidate_1}`` ... ``{candidate_k}``.
+RANKING_SLOT = "candidate"
 #: Problems listed in the message of a failed import (all are counted).
 _SHOWN = 8
 
@@ -322,6 +324,7 @@ class _Builder:
         self.answers: dict[tuple[str, tuple], Located] = {}
         self.templates: dict[str, Located] = {}
         self.rows: list[tuple[Located, str, tuple]] = []  # (row, target, case key)
+        self.ranking_k: dict[str, tuple[int, Located]] = {}  # ranking design -> candidates per request
         self.max_rep = 0
 
     def key(self, field: str, name: str | None = None) -> str:
@@ -338,63 +341,118 @@ class _Builder:
             return f"counterfactual-{attrs[0]}", "counterfactual"
         return "crossed-" + "-x-".join(attrs), "crossed"
 
+    def _group_ok(self, loc: Located, a: str, g: str, v: str | None, gkey: str, vkey: str) -> bool:
+        """Group ``g`` of attribute ``a`` is declared and its variant ``v`` (if any) fits; else a problem."""
+        b = self.b
+        if a not in b.attributes:
+            close = difflib.get_close_matches(a, list(b.attributes), n=1)
+            self.problems.add(loc, gkey, f"unknown attribute '{a}'",
+                              f"did you mean '{close[0]}'?" if close else
+                              f"the battery declares: {', '.join(b.attributes)}")
+            return False
+        groups = b.attributes[a].groups
+        if g not in groups:
+            close = difflib.get_close_matches(g, list(groups), n=1)
+            self.problems.add(loc, gkey, f"unknown group '{g}' of '{a}'",
+                              f"did you mean '{close[0]}'?" if close else f"groups of '{a}': {', '.join(groups)}")
+            return False
+        if v is None:
+            return True
+        if not v.strip():
+            self.problems.add(loc, vkey, "empty variant")
+            return False
+        declared = groups[g].variants
+        if declared and v not in declared:
+            close = difflib.get_close_matches(v, declared, n=1)
+            self.problems.add(loc, vkey, f"'{v}' is not a declared variant of group '{g}'",
+                              f"did you mean '{close[0]}'?" if close else f"declared: {', '.join(declared)}")
+            return False
+        owner = self.variant_owner[a].get(fold(v))
+        if owner is not None and owner[0] != g:
+            self.problems.add(loc, vkey, f"'{v}' is a variant of group '{owner[0]}' ({_where_row(owner[1])}) and of "
+                                         f"'{g}' (names are compared without accents or case)")
+            return False
+        self.variant_owner[a].setdefault(fold(v), (g, loc))
+        self.seen_variants[a][g].setdefault(v, None)
+        return True
+
     def add(self, loc: Located) -> None:
         row = loc.row
-        b = self.b
+        if row.ranking is not None:
+            self._add_ranking(loc)
+            return
         ok = True
         for a, g in row.groups.items():
-            if a not in b.attributes:
-                close = difflib.get_close_matches(a, list(b.attributes), n=1)
-                self.problems.add(loc, self.key("groups", a), f"unknown attribute '{a}'",
-                                  f"did you mean '{close[0]}'?" if close else
-                                  f"the battery declares: {', '.join(b.attributes)}")
-                ok = False
-                continue
-            groups = b.attributes[a].groups
-            if g not in groups:
-                close = difflib.get_close_matches(g, list(groups), n=1)
-                self.problems.add(loc, self.key("groups", a), f"unknown group '{g}' of '{a}'",
-                                  f"did you mean '{close[0]}'?" if close else f"groups of '{a}': {', '.join(groups)}")
-                ok = False
-                continue
-            v = row.variants.get(a)
-            if v is None:
-                continue
-            if not v.strip():
-                self.problems.add(loc, self.key("variants", a), "empty variant")
-                ok = False
-                continue
-            declared = groups[g].variants
-            if declared and v not in declared:
-                close = difflib.get_close_matches(v, declared, n=1)
-                self.problems.add(loc, self.key("variants", a), f"'{v}' is not a declared variant of group '{g}'",
-                                  f"did you mean '{close[0]}'?" if close else f"declared: {', '.join(declared)}")
-                ok = False
-                continue
-            owner = self.variant_owner[a].get(fold(v))
-            if owner is not None and owner[0] != g:
-                self.problems.add(loc, self.key("variants", a),
-                                  f"'{v}' is a variant of group '{owner[0]}' ({_where_row(owner[1])}) and of '{g}' "
-                                  "(names are compared without accents or case)")
-                ok = False
-                continue
-            self.variant_owner[a].setdefault(fold(v), (g, loc))
-            self.seen_variants[a][g].setdefault(v, None)
+            ok = self._group_ok(loc, a, g, row.variants.get(a), self.key("groups", a), self.key("variants", a)) and ok
         if not ok:
             return
-        attrs = tuple(a for a in b.attributes if a in row.groups)  # the battery's order
+        attrs = tuple(a for a in self.b.attributes if a in row.groups)  # the battery's order
         default_id, kind = self._default_design(attrs)
         did = row.design or default_id
+        if not self._design_ok(loc, did, kind, attrs):
+            return
+        for a in attrs:
+            self.design_groups.setdefault(did, {}).setdefault(a, {})[row.groups[a]] = None
+        gkey = tuple(sorted(row.groups.items()))
+        label = ", ".join(f"{a}={g}" for a, g in gkey) or "baseline"
+        self._add_case(loc, did, gkey, tuple(sorted(row.variants.items())), label)
+
+    def _add_ranking(self, loc: Located) -> None:
+        """A ranking row: one case per request, its candidates in slots ``candidate_1`` ... ``candidate_k``."""
+        row = loc.row
+        rk = row.ranking
+        assert rk is not None
+        a = rk.attribute
+        if a is None:
+            if len(self.b.attributes) != 1:
+                self.problems.add(loc, "ranking.attribute", "the battery declares several attributes: say which one "
+                                                            "the candidates' groups belong to",
+                                  f"attributes: {', '.join(self.b.attributes)}")
+                return
+            a = next(iter(self.b.attributes))
+        ok = True
+        for j, c in enumerate(rk.candidates):
+            where = f"ranking.candidates.{j}"
+            ok = self._group_ok(loc, a, c.group, c.name, f"{where}.group", f"{where}.name") and ok
+        if not ok:
+            return
+        groups = [c.group for c in rk.candidates]
+        if len(set(groups)) != len(groups):
+            dup = next(g for g in groups if groups.count(g) > 1)
+            self.problems.add(loc, "ranking.candidates", f"two candidates of group '{dup}' in one request",
+                              "a ranking design shows one candidate per group in each prompt")
+            return
+        did = row.design or f"ranking-{a}"
+        if not self._design_ok(loc, did, "ranking", (a,)):
+            return
+        k = self.ranking_k.setdefault(did, (len(groups), loc))
+        if k[0] != len(groups):
+            self.problems.add(loc, "ranking.candidates", f"{len(groups)} candidates; the requests of design '{did}' "
+                                                         f"show {k[0]} ({_where_row(k[1])})",
+                              "give requests with another number of candidates another 'design'")
+            return
+        for g in groups:
+            self.design_groups.setdefault(did, {}).setdefault(a, {})[g] = None
+        slots = tuple((f"{RANKING_SLOT}_{j + 1}", c.group) for j, c in enumerate(rk.candidates))
+        names = tuple((f"{RANKING_SLOT}_{j + 1}", c.name) for j, c in enumerate(rk.candidates))
+        self._add_case(loc, did, slots, names, f"request {row.set}")
+
+    def _design_ok(self, loc: Located, did: str, kind: str, attrs: tuple[str, ...]) -> bool:
         have = self.designs.get(did)
         if have is None:
             self.designs[did] = (kind, attrs, loc)
         elif have[:2] != (kind, attrs):
             was, now = ", ".join(have[1]) or "nothing", ", ".join(attrs) or "nothing"
+            if have[0] != kind and "ranking" in (have[0], kind):
+                was, now = f"{was} ({have[0]})", f"{now} ({kind})"
             self.problems.add(loc, "design", f"design '{did}' varies {was} ({_where_row(have[2])}); this row "
                                              f"varies {now}", "give rows that vary other attributes another 'design'")
-            return
-        for a in attrs:
-            self.design_groups.setdefault(did, {}).setdefault(a, {})[row.groups[a]] = None
+            return False
+        return True
+
+    def _add_case(self, loc: Located, did: str, gkey: tuple, variants: tuple, label: str) -> None:
+        """The row's matched set, case and answer, checked against the rows before it."""
+        row = loc.row
         s = self.sets.get((did, row.set))
         if s is None:
             self.sets[(did, row.set)] = (row.template, row.repetition, loc)
@@ -404,13 +462,11 @@ class _Builder:
                                           f"repetition {row.repetition}",
                               "the members of a matched set share their template and repetition")
             return
-        gkey = tuple(sorted(row.groups.items()))
         ckey = (did, row.set, gkey)
         messages, turns = row.conversation()
-        content = (row.template, row.repetition, tuple(sorted(row.variants.items())), json.dumps(messages),
+        content = (row.template, row.repetition, variants, json.dumps(messages),
                    tuple(turns), json.dumps(row.context, sort_keys=True, default=str))
         draft = self.cases.get(ckey)
-        label = ", ".join(f"{a}={g}" for a, g in gkey) or "baseline"
         if draft is None:
             self.cases[ckey] = _CaseDraft(ckey, loc, content)
         elif draft.content != content:
@@ -429,7 +485,7 @@ class _Builder:
                               "give repetitions their own 'repetition' and 'set', or other targets a 'target'")
             return
         self.answers[(target, ckey)] = loc
-        if row.error is not None and row.measures:
+        if row.error is not None and (row.measures or (row.ranking is not None and row.ranking.order)):
             self.problems.add(loc, "measures", "measured values on a row without an answer (it has an 'error')")
             return
         self.templates.setdefault(row.template, loc)
@@ -460,6 +516,15 @@ class _Builder:
                 designs.append(CounterfactualDesign(kind="counterfactual", id=ident, attribute=a,
                                                     groups=None if len(chosen) == len(b.attributes[a].groups)
                                                     else chosen))
+            elif kind == "ranking":
+                a = attrs[0]
+                ident = None if did == f"ranking-{a}" else did
+                seen = self.design_groups.get(did, {}).get(a, {})
+                chosen = [g for g in b.attributes[a].groups if g in seen]
+                k = self.ranking_k[did][0]
+                designs.append(RankingDesign(kind="ranking", id=ident, attribute=a, slot=RANKING_SLOT,
+                                             order="as_shown", candidates=None if k == len(chosen) else k,
+                                             groups=None if len(chosen) == len(b.attributes[a].groups) else chosen))
             else:
                 designs.append(CrossedDesign(kind="crossed", id=ident, attributes=list(attrs)))
         return Battery(schema_version=1, name=b.name, description=b.description, language=b.language,
@@ -472,7 +537,9 @@ class _Builder:
     def _template(tid: str, loc: Located, slots: dict[str, str]) -> Template:
         """The template as the prompt of its first row shows it: each variant replaced by its ``{slot}``."""
         row = loc.row
-        subs = sorted(((v, slots[a]) for a, v in row.variants.items() if v.strip()), key=lambda x: -len(x[0]))
+        named = ([(c.name, f"{RANKING_SLOT}_{j + 1}") for j, c in enumerate(row.ranking.candidates)]
+                 if row.ranking is not None else [(v, slots[a]) for a, v in row.variants.items()])
+        subs = sorted(((v, slot) for v, slot in named if v.strip()), key=lambda x: -len(x[0]))
 
         def templ(text: str) -> str:
             text = text.replace("{", "{{").replace("}", "}}")
@@ -495,13 +562,21 @@ class _Builder:
             payload = {"import": battery.name, "design": did, "set": set_id, "template": row.template,
                        "rep": row.repetition, "groups": dict(gkey), "variants": row.variants,
                        "messages": messages, "turns": turns, "context": row.context}
+            variants = dict(row.variants)
+            meta: dict[str, Any] = {}
+            if row.ranking is not None:
+                variants = {f"{RANKING_SLOT}_{j + 1}": c.name for j, c in enumerate(row.ranking.candidates)}
+                payload["variants"] = variants
+                meta["ranking"] = {"attribute": attrs[0], "order": "as_shown", "repetition": row.repetition,
+                                   "slots": [{"slot": j + 1, "name": f"{RANKING_SLOT}_{j + 1}", "group": c.group,
+                                              "variant": c.name} for j, c in enumerate(row.ranking.candidates)]}
             blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
             seed = int(hashlib.sha256(f"{row.template}|{row.repetition}".encode()).hexdigest()[:8], 16)
             draft.case = Case(
                 id=hashlib.sha256(blob.encode("utf-8")).hexdigest()[:20], battery=battery.name, design=did,
                 design_kind=kind, template=row.template, repetition=row.repetition, matched_set=set_id,
-                block=f"{row.template}/r{row.repetition}", attribute=attrs[0] if kind == "counterfactual" else None,
-                baseline=kind == "baseline", groups=dict(gkey), variants=dict(row.variants), messages=messages,
+                block=f"{row.template}/r{row.repetition}", attribute=attrs[0] if kind in ("counterfactual", "ranking") else None,
+                baseline=kind == "baseline", groups=dict(gkey), variants=variants, messages=messages, meta=meta,
                 turns=turns, context=row.context, seed=seed)
 
     def check_measures(self, scales: dict[str, str]) -> None:
@@ -658,6 +733,10 @@ def import_answers(source: str | Path, battery: str | Path, out: str | Path, *, 
     builder.problems.raise_if_any()
     if not builder.rows:
         raise FairpairError("no answers in the file", file=source)
+    if builder.ranking_k and not any(spec.kind == "ranking" for spec in li.battery.measures.values()):
+        raise li.fail("the answers hold ranking requests (rows with 'ranking'), but the battery has no measure of "
+                      "kind 'ranking' to read them as orders of the candidates", ("measures",),
+                      hint="add to measures: {order: {kind: ranking}}")
     run_battery = builder.battery()
     _check_plan(li, run_battery)
     from fairpair.measures import measure_scales
@@ -699,6 +778,7 @@ def _write(li: LoadedImport, battery: Battery, builder: _Builder, source: Path, 
                   for t, ms in models.items()}
     imported = _imported_measures(battery)
     scales = _scales(battery)
+    ranked = tuple(n for n, spec in battery.measures.items() if spec.kind == "ranking")
     exp = Expansion(battery.name, sha)
     for t in battery.templates:
         exp.add_prompt(t)
@@ -730,7 +810,7 @@ def _write(li: LoadedImport, battery: Battery, builder: _Builder, source: Path, 
                 store.add_cases(cases)
                 store.declare_scales(scales)  # each row stores its measure's scale
                 for loc, t, ckey in builder.rows:
-                    _store_row(store, loc.row, t, builder.cases[ckey].case, imported, scales, counts)
+                    _store_row(store, loc.row, t, builder.cases[ckey].case, imported, scales, counts, ranked)
                 store.event("imported", {**{k: v for k, v in provenance.items() if k != "files"},
                                          "answers": counts["answers"], "failed": counts["failed"],
                                          "measurements": counts["measurements"], "warnings": warnings})
@@ -761,7 +841,7 @@ def _scales(battery: Battery) -> dict[str, str]:
 
 
 def _store_row(store, row: AnswerRow, target: str, case: Case, imported: set[str], scales: dict[str, str],
-               counts: dict[str, int]) -> None:
+               counts: dict[str, int], ranking_measures: tuple[str, ...] = ()) -> None:
     created = None
     if row.timestamp is not None:
         ts = row.timestamp if row.timestamp.tzinfo else row.timestamp.replace(tzinfo=timezone.utc)
@@ -777,6 +857,8 @@ def _store_row(store, row: AnswerRow, target: str, case: Case, imported: set[str
                        latency_s=row.latency_s, finish_reason=row.finish_reason, model=row.model,
                        system_fingerprint=row.system_fingerprint, created_at=created)
     counts["answers"] += 1
+    if row.ranking is not None and row.ranking.order:
+        _store_given_order(store, row, target, case, ranking_measures, counts)
     given = dict(row.measures)
     for name in imported:  # a measure whose values only come with the answers: a row without one is missing
         if scales.get(name) is not None:
@@ -791,13 +873,34 @@ def _store_row(store, row: AnswerRow, target: str, case: Case, imported: set[str
         counts["measurements"] += 1
 
 
+def _store_given_order(store, row: AnswerRow, target: str, case: Case, ranking_measures: tuple[str, ...],
+                       counts: dict[str, int]) -> None:
+    """A ranking row's already parsed ``order``, stored as the value of every ``ranking`` measure (``parse:
+    imported``): complete when it names k or k - 1 candidates, else its top picks."""
+    from fairpair.measures.ranking import ranking_detail
+
+    rk = row.ranking
+    assert rk is not None and rk.order
+    slots = case.meta["ranking"]["slots"]
+    k = len(slots)
+    order = [rk.position(x) for x in rk.order]
+    complete = len(order) >= k - 1
+    if len(order) == k - 1:
+        order += [i for i in range(k) if i not in order]
+    detail = ranking_detail(slots, order, "imported", complete)
+    for name in ranking_measures:
+        store.add_measurement(target=target, case_id=case.id, measure=name, status="ok", value=detail["top"],
+                              detail=detail)
+        counts["measurements"] += 1
+
+
 def _warnings(builder: _Builder, battery: Battery, per_design: dict[str, dict[str, Any]]) -> list[str]:
     """What the rows leave out that the battery or the design expects (said loudly, never silently)."""
     out: list[str] = []
     members: dict[tuple[str, str], int] = {}
     for did, set_id, _g in builder.cases:
         members[(did, set_id)] = members.get((did, set_id), 0) + 1
-    lonely = sorted(k for k, n in members.items() if n < 2 and per_design[k[0]]["kind"] != "baseline")
+    lonely = sorted(k for k, n in members.items() if n < 2 and per_design[k[0]]["kind"] not in ("baseline", "ranking"))
     if lonely:
         eg = ", ".join(f"'{s}'" for _, s in lonely[:3])
         out.append(f"{len(lonely)} matched set(s) have a single member and form no pair (e.g. {eg})")

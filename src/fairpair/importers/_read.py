@@ -214,7 +214,7 @@ def read_csv(path: Path, text: str) -> Iterator[Located | RowProblem]:
         dup = sorted({h for h in header if header.count(h) > 1})
         if dup:
             raise FairpairError(f"column '{dup[0]}' appears twice", file=path, line=1, key=dup[0])
-        for need in (("set",), ("template",), ("prompt", "messages"), ("answer", "error")):
+        for need in (("set",), ("template",), ("prompt", "messages", "ranking"), ("answer", "error")):
             if not any(h in header for h in need):  # else every row would fail on it, one by one
                 raise FairpairError(f"no '{need[0]}' column" + (f" (nor '{need[1]}')" if len(need) > 1 else "")
                                     + "; every row needs one", file=path, line=1, key=need[0],

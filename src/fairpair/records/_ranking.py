@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict
 
 from fairpair.records._results import ComparisonResult
 
-__all__ = ["RankingResult", "RankingSelection", "RankingRatio", "RankingTest", "RankingSlot", "RankingPosition"]
+__all__ = ["RankingResult", "RankingSelection", "RankingRatio", "RankingTest", "RankingSlot", "RankingPosition",
+           "RankingTemplateCounts", "RankingNameRate", "RankingParse"]
 
 Interval = list[float | None]
 
@@ -39,6 +40,7 @@ class RankingSelection(_Section):
     mean_rank: float | None
     mean_rank_ci: Interval | None
     note: str | None = None
+    n_top: int | None = None
 
 
 class RankingRatio(_Section):
@@ -96,6 +98,39 @@ class RankingPosition(_Section):
     first_minus_last: float | None = None
 
 
+class RankingTemplateCounts(_Section):
+    """The top picks of one template counted (the table a published audit gives): ``n_sets`` answers,
+    ``n_parsed`` with a top pick, ``top`` group -> count, ``ratios`` group -> share over the most
+    picked group's (no interval)."""
+
+    template: str
+    n_sets: int
+    n_parsed: int
+    top: dict[str, int]
+    ratios: dict[str, float | None]
+
+
+class RankingNameRate(_Section):
+    """One name's top-pick rate over the ``n_sets`` read answers that showed its candidate."""
+
+    group: str
+    name: str
+    n_sets: int
+    n_top: int
+    rate: float | None
+
+
+class RankingParse(_Section):
+    """How the answers were read: ``how`` reading -> answers, ``matches`` match kind -> named candidates,
+    ``renamed_picks`` / ``renamed_answers`` (credited and flagged), ``renamed_excluded`` (left out)."""
+
+    how: dict[str, int]
+    matches: dict[str, int]
+    renamed_picks: int = 0
+    renamed_answers: int = 0
+    renamed_excluded: int = 0
+
+
 class RankingResult(_Section):
     """One ranking section (design x ranking measure x target) of ``results.json``.
 
@@ -131,6 +166,11 @@ class RankingResult(_Section):
     position: RankingPosition
     pairs: list[ComparisonResult] = []
     notes: list[str] = []
+    by_template: list[RankingTemplateCounts] = []
+    names_table: list[RankingNameRate] = []
+    names_test: RankingTest | None = None
+    min_name_sets: int = 30
+    parse: RankingParse | None = None
     four_fifths: float = 0.8
     ratio_rule: str = ""
     correction: str = "holm"

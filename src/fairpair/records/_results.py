@@ -439,7 +439,9 @@ class AnswerStatusBlock(_Rec):
     ``DEGENERATE_WARNING_SHARE`` (the report opens with ``warning``);
     ``by_group``: attribute -> group -> status -> rate (over that group's
     cases with a final outcome); ``examples``: up to three (case id, status,
-    excerpt).
+    excerpt); ``cases``: status -> the ids of the cases with it, for every
+    status but ``ok`` (the report reads them instead of computing every
+    answer's status again; None when not recorded).
     """
 
     counts: dict[str, int]
@@ -449,6 +451,7 @@ class AnswerStatusBlock(_Rec):
     warning: str | None = None
     by_group: dict[str, dict[str, dict[str, float]]] = Field(default_factory=dict)
     examples: list[list[str]] = Field(default_factory=list)
+    cases: dict[str, list[str]] | None = None
 
 
 class Results(_Rec):

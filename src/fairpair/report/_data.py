@@ -230,7 +230,8 @@ def _group_values(store: Any, battery: Any, results: Any,
     from fairpair.analysis import load_run_data, measure_scale, pairs_for, strata_for
 
     data = load_run_data(store, keep_details=False, language=battery.language, statuses=True,
-                         speakers=battery.speakers())
+                         speakers=battery.speakers(),  # the statuses the analysis recorded, when they still hold
+                         known_statuses=dict(results.answer_statuses) if results is not None else None)
     used: dict[tuple[str, str, str, str], set[int]] = {}
     comparisons = list(results.comparisons) if results is not None else []
     if comparisons:
@@ -316,8 +317,11 @@ def _targets(store: Any, manifest: dict[str, Any]) -> list[TargetInfo]:
         for err in store.unanswered_errors(name):
             reasons[_reason(err)] += 1
         c = store.counts(name)
+        # an imported run holds each target's own requests (two models' answers to different requests):
+        # a target's conversations are those it answered or failed, not every case of the run
+        n = c["answered"] + c["failed"] if manifest.get("import") else n_cases
         out.append(TargetInfo(name, (manifest.get("targets") or {}).get(name) or {}, dict(served), dict(prints),
-                              n_cases, c["answered"], c["failed"], c["retried"], dict(reasons.most_common())))
+                              n, c["answered"], c["failed"], c["retried"], dict(reasons.most_common())))
     return out
 
 
@@ -387,21 +391,19 @@ RANKING_EVIDENCE_SCAN = 400
 
 
 def _placeholder_mask(text: str, slots: list[tuple[str, str]], language: str | None, masker: Any) -> str:
-    """``text`` with each candidate's name (``slots``: ``(variant, placeholder)``), in all its forms
-    (:func:`fairpair.measures._mask.name_forms`), replaced by its placeholder, then ``masker`` over the
-    rest; the placeholders are kept out of ``masker``'s reach (a label may hold a group term)."""
-    from fairpair.measures import Masker
+    """``text`` with each candidate's name (``slots``: ``(variant, placeholder)``), as the ranking parse
+    finds it (whole name, own word, misspelt or renamed: :func:`fairpair.measures.ranking.candidate_spans`),
+    replaced by its placeholder, then ``masker`` (the group terms) over the rest; the placeholders are kept
+    out of ``masker``'s reach (a label may hold a group term)."""
+    from fairpair.measures.ranking import candidate_spans
 
     keep = {}
-    for i, (variant, placeholder) in enumerate(slots):
-        token = chr(0xE000 + i)  # a private-use character: no letter, digit or value
-        keep[token] = placeholder
-        try:
-            m = Masker((), names=[variant], marker=token, language=language)
-        except (TypeError, ValueError):
-            continue
-        text = m.mask(text)
-    text = masker(text)
+    for i, (_variant, placeholder) in enumerate(slots):
+        keep[chr(0xE000 + i)] = placeholder  # a private-use character: no letter, digit or value
+    for start, end, i in reversed(candidate_spans(text, [v for v, _ in slots])):
+        text = text[:start] + chr(0xE000 + i) + text[end:]
+    if masker is not None:
+        text = masker(text)
     for token, placeholder in keep.items():
         text = text.replace(token, placeholder)
     return text
@@ -431,6 +433,15 @@ def _ranking_evidence(store: Any, battery: Any, results: Any, masker: Any,
         if c.get("design") in cases and ((c.get("meta") or {}).get("ranking") or {}).get("slots"):
             cases[c["design"]].append(c)
     language = getattr(battery, "language", None)
+    # the candidates' names are replaced by the parse's own matches; only the group terms need a masker
+    # (one over every name of the battery costs about a second per name to build)
+    terms = _signal_values(battery)[1] if battery is not None else ()
+    if terms:
+        from fairpair.measures import Masker
+
+        masker = Masker((), group_terms=terms, language=language).mask
+    else:
+        masker = None
     for design, secs in by_design.items():
         for sec in secs:
             attribute, target, measure = str(sec.get("attribute") or ""), str(sec.get("target", "")), \
@@ -497,6 +508,8 @@ def _collected(store: Any, battery: Any) -> list[CollectedRow]:
         groups = c.get("groups") or {}
         cell = "baseline" if c.get("baseline") else ", ".join(f"{k}={v}" for k, v in groups.items())
         label = "baseline" if c.get("baseline") else ", ".join(group_label(battery, k, v) for k, v in groups.items())
+        if c.get("design_kind") == "ranking":  # one cell per design, not one per order of the candidates
+            cell = label = f"{len(groups)} candidates, one per group"
         row = cells.setdefault((c["design"], cell), {"design": c["design"], "cell": cell, "label": label,
                                                      "cases": 0, "answered": {t: 0 for t in answered}})
         row["cases"] += 1

@@ -16,6 +16,14 @@ Tables (one file each, in ``RUN/export/`` unless ``--out``):
     ``target, case_id, measure, status, value`` (JSON text), ``value_num``
     (the value as a number: booleans 0/1, empty otherwise), ``error,
     detail`` (JSON).
+``rankings``
+    (only when the battery has a ``ranking`` measure) per answer of a
+    ranking case: ``target, case_id, measure, template``, ``candidates``
+    (as shown, in order, with their groups), ``text`` (the answer) and its
+    parse beside it: ``parse`` (how it was read), ``top`` (the top group),
+    ``order`` (the names in rank order), ``picks`` (how each name matched;
+    a renamed one with the name the answer gave), ``renamed``, ``status``
+    and ``error`` (why it is missing).
 ``results``
     (only when ``results.json`` exists) one row per comparison: its scalar
     fields, ``ci_low, ci_high``, ``equivalence_ci_low, equivalence_ci_high``
@@ -65,6 +73,45 @@ def _js(v: Any) -> str | None:
     return None if v is None else json.dumps(v, ensure_ascii=False, sort_keys=True, default=str)
 
 
+_RANKING_COLS = ["target", "case_id", "measure", "template", "candidates", "text", "parse", "top", "order",
+                 "picks", "renamed", "status", "error"]
+
+
+def _ranking_rows(run: Any, cases: dict[str, Any], answers: list[dict[str, Any]]) -> tuple[list[str], list[dict]] | None:
+    """The ``rankings`` table: per answer of a ranking case and ranking measure, the candidates shown (in
+    order, with their groups), the answer's text and the parse beside it (how it was read, the top group,
+    the names in rank order, how each name matched, renamed picks). None when the battery has no
+    ranking measure."""
+    try:
+        battery = run.battery().battery
+    except Exception:  # noqa: BLE001 - a run without a readable battery exports the rest
+        return None
+    measures = [n for n, spec in battery.measures.items() if spec.kind == "ranking"]
+    if not measures:
+        return None
+    text = {(a["target"], a["case_id"]): a.get("text") for a in answers if a.get("status") == "ok"}
+    rows = []
+    for m in run.store.measurements(status=None):
+        if m.measure not in measures:
+            continue
+        c = cases.get(m.case_id)
+        slots = ((c.meta or {}).get("ranking") or {}).get("slots") if c is not None else None
+        if not slots:
+            continue
+        d = m.detail if isinstance(m.detail, dict) else {}
+        picks = d.get("picks") or []
+        rows.append({
+            "target": m.target, "case_id": m.case_id, "measure": m.measure, "template": c.template,
+            "candidates": "; ".join(f"{s['slot']}. {s['variant']} ({s['group']})" for s in slots),
+            "text": text.get((m.target, m.case_id)), "parse": d.get("parse"), "top": d.get("top"),
+            "order": "; ".join(str(v) for v in d.get("variants") or []) or None,
+            "picks": "; ".join(f"{p.get('variant')}: {p.get('match')}" + (f" as '{p.get('said')}' (renamed)"
+                                                                       if p.get("renamed") else "")
+                               for p in picks) or None,
+            "renamed": d.get("renamed"), "status": m.status, "error": m.error})
+    return _RANKING_COLS, rows
+
+
 def export_tables(run_dir: Path) -> dict[str, tuple[list[str], list[dict[str, Any]]]]:
     """The export tables of a run: name -> (columns, rows). Text is :func:`clean`-ed."""
     from fairpair.store import Run
@@ -102,6 +149,9 @@ def export_tables(run_dir: Path) -> dict[str, tuple[list[str], list[dict[str, An
                  for m in store.measurements(status=None)]
         out["measurements"] = (["target", "case_id", "measure", "status", "value", "value_num", "error", "detail"],
                                mrows)
+        ranked = _ranking_rows(run, cases, rows)
+        if ranked is not None:
+            out["rankings"] = ranked
         res = run.results_json(validate=False)  # exported as it is, whatever fairpair wrote it
     if res is not None:
         crow, cols = [], {}

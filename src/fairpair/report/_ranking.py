@@ -29,7 +29,8 @@ from fairpair.report._catalog import fmt_num, fmt_p, fmt_pct, msg, verdict_word
 from fairpair.report._data import ranking_key
 from fairpair.report._text import terminal
 from fairpair.report._view import (
-    RankingEvidenceLine, RankingEvidenceView, RankingPairRow, RankingSelectionRow, RankingSlotRow, RankingView,
+    RankingEvidenceLine, RankingEvidenceView, RankingPairRow, RankingSelectionRow, RankingSlotRow, RankingTable,
+    RankingView,
 )
 
 __all__ = ["MESSAGES", "rmsg", "ranking_view", "selection_plot", "position_plot", "ranking_tables"]
@@ -120,8 +121,93 @@ MESSAGES: dict[str, dict[str, str]] = {
         "evidence.partial": "The answer gives only its top pick, not a complete order.",
         "evidence.answer": "Answer (masked)",
         "evidence.none": "No parsed answer to quote.",
+        "intro.as_shown": ("Each answer ranks {k} candidates, one per group, in the order its request showed them "
+                           "(imported answers). The selection rate is the share of answers whose first pick is the "
+                           "group's candidate (parity: {parity})."),
+        "first_listed": ("The candidate listed first was picked first in {rate} of the answers ({ci}); with no "
+                         "position effect, {parity}."),
+        "parse": "How the answers were read",
+        "parse.intro": ("Each answer is read as an order of its candidates; each named candidate records how its "
+                        "name was matched. {renamed}"),
+        "parse.renamed": ("{n} candidate(s) in {answers} answer(s) were named with another first name (renamed or "
+                          "gender-flipped, e.g. “Heather Yoder” for HEATH YODER): credited to the candidate and "
+                          "counted here; the measure option renamed: exclude leaves such answers out."),
+        "parse.renamed_excluded": ("{n} answer(s) naming a candidate with another first name were left out "
+                                   "(renamed: exclude)."),
+        "parse.none_renamed": "No candidate was named with another first name.",
+        "col.reading": "Reading",
+        "col.answers": "Answers",
+        "col.share": "Share",
+        "col.match": "Name matched",
+        "col.picks": "Candidates named",
+        "how.list": "numbered or bulleted list",
+        "how.partial": "partial list (top picks only)",
+        "how.commas": "comma list",
+        "how.arrows": "A > B > C",
+        "how.prose": "prose (order of first mention)",
+        "how.top_only": "a single candidate named (top pick only)",
+        "how.imported": "order given with the answer",
+        "how.unparsed": "not read (no ranking found)",
+        "how.renamed": "left out: renamed candidate",
+        "match.exact": "exactly as shown",
+        "match.folded": "case or accents differ",
+        "match.word": "by one of its words (surname or first name)",
+        "match.fuzzy": "misspelt (similarity ≥ 0.8)",
+        "by_template": "Top picks by template",
+        "by_template.intro": ("How often each group's candidate was picked first in each template's answers, and in "
+                              "brackets the ratio to the most picked group of that template (the table published "
+                              "audits give; no interval: one template's answers are not a sample of templates)."),
+        "col.template_answers": "Answers read",
+        "names": "Top-pick rate by name",
+        "names.intro": ("Each name's own rate, for the names shown in at least {min} read answers. {test}"),
+        "names.test": ("Do names of one group differ? {test}: χ² = {stat}, df = {df}, p = {p} ({note})."),
+        "names.none": "No name was shown in enough answers for a rate of its own.",
+        "col.name": "Name",
     },
     "es": {
+        "intro.as_shown": ("Cada respuesta ordena {k} candidaturas, una por grupo, en el orden en que las mostró su "
+                           "petición (respuestas importadas). La tasa de selección es la proporción de respuestas "
+                           "que eligen primero a la candidatura del grupo (paridad: {parity})."),
+        "first_listed": ("La candidatura que aparece primera fue la elegida en el {rate} de las respuestas ({ci}); "
+                         "sin efecto de la posición, el {parity}."),
+        "parse": "Cómo se leyeron las respuestas",
+        "parse.intro": ("Cada respuesta se lee como un orden de sus candidaturas; cada candidatura nombrada "
+                        "registra cómo se reconoció su nombre. {renamed}"),
+        "parse.renamed": ("{n} candidatura(s) en {answers} respuesta(s) aparecen con otro nombre de pila (cambiado "
+                          "o de otro género, p. ej. «Heather Yoder» por HEATH YODER): se atribuyen a la candidatura "
+                          "y se cuentan aquí; la opción de la medida renamed: exclude deja fuera esas respuestas."),
+        "parse.renamed_excluded": ("{n} respuesta(s) que nombran una candidatura con otro nombre de pila quedaron "
+                                   "fuera (renamed: exclude)."),
+        "parse.none_renamed": "Ninguna candidatura aparece con otro nombre de pila.",
+        "col.reading": "Lectura",
+        "col.answers": "Respuestas",
+        "col.share": "Proporción",
+        "col.match": "Nombre reconocido",
+        "col.picks": "Candidaturas nombradas",
+        "how.list": "lista numerada o con viñetas",
+        "how.partial": "lista parcial (solo las primeras)",
+        "how.commas": "lista separada por comas",
+        "how.arrows": "A > B > C",
+        "how.prose": "prosa (orden de primera mención)",
+        "how.top_only": "una sola candidatura nombrada (solo la primera)",
+        "how.imported": "orden dado con la respuesta",
+        "how.unparsed": "no leída (sin orden)",
+        "how.renamed": "fuera: candidatura renombrada",
+        "match.exact": "tal como se mostró",
+        "match.folded": "difieren mayúsculas o tildes",
+        "match.word": "por una de sus palabras (apellido o nombre)",
+        "match.fuzzy": "con errores (similitud ≥ 0,8)",
+        "by_template": "Primeras elecciones por plantilla",
+        "by_template.intro": ("Cuántas veces se eligió primero a la candidatura de cada grupo en las respuestas de "
+                              "cada plantilla y, entre paréntesis, la razón respecto al grupo más elegido en esa "
+                              "plantilla (la tabla que publican las auditorías; sin intervalo: las respuestas de una "
+                              "plantilla no son una muestra de plantillas)."),
+        "col.template_answers": "Respuestas leídas",
+        "names": "Tasa de primera elección por nombre",
+        "names.intro": "La tasa de cada nombre, para los nombres mostrados en al menos {min} respuestas leídas. {test}",
+        "names.test": ("¿Difieren los nombres de un grupo? {test}: χ² = {stat}, gl = {df}, p = {p} ({note})."),
+        "names.none": "Ningún nombre se mostró en respuestas suficientes para una tasa propia.",
+        "col.name": "Nombre",
         "section": "Ranking y selección",
         "intro": ("Cada respuesta ordena {k} candidaturas igual de cualificadas, una por grupo, en un mismo "
                   "mensaje; el orden de los grupos rota entre los conjuntos emparejados (un cuadrado latino). La "
@@ -353,6 +439,75 @@ def _evidence_rows(quoted: Sequence[Any], lang: str) -> list[RankingEvidenceView
     return out
 
 
+_HOW = ("list", "partial", "commas", "arrows", "prose", "top_only", "imported", "unparsed", "renamed")
+_MATCH = ("exact", "folded", "word", "fuzzy")
+
+
+def _tables(sec: dict[str, Any], label, lang: str) -> list[RankingTable]:
+    """The parse table, the top picks by template and the per-name rates of a section (those it holds)."""
+    out = []
+    parse = sec.get("parse") or {}
+    how = parse.get("how") or {}
+    if how:
+        total = sum(how.values()) or 1
+        keys = [h for h in _HOW if h in how] + sorted(h for h in how if h not in _HOW)
+        rows = [[rmsg(lang, f"how.{h}"), str(how[h]), fmt_pct(how[h] / total, lang)] for h in keys]
+        matches = parse.get("matches") or {}
+        picks = sum(matches.values()) or 1
+        rows += [[rmsg(lang, "col.match") + ": " + rmsg(lang, f"match.{m}"), str(matches[m]),
+                  fmt_pct(matches[m] / picks, lang)] for m in _MATCH if matches.get(m)]
+        n_ren = int(parse.get("renamed_picks") or 0)
+        renamed = (rmsg(lang, "parse.renamed", n=n_ren, answers=int(parse.get("renamed_answers") or 0)) if n_ren
+                   else rmsg(lang, "parse.none_renamed"))
+        if parse.get("renamed_excluded"):
+            renamed += " " + rmsg(lang, "parse.renamed_excluded", n=int(parse["renamed_excluded"]))
+        out.append(RankingTable(rmsg(lang, "parse"), rmsg(lang, "parse.intro", renamed=renamed),
+                                [rmsg(lang, "col.reading"), rmsg(lang, "col.answers") + " / " +
+                                 rmsg(lang, "col.picks"), rmsg(lang, "col.share")], rows, [False, True, True]))
+    by_t = sec.get("by_template") or []
+    if by_t:
+        groups = list(sec.get("groups") or [])
+        header = [rmsg(lang, "col.group")] + [str(t.get("template")) for t in by_t]
+        rows = [[rmsg(lang, "col.template_answers")] + [str(t.get("n_parsed")) for t in by_t]]
+        for g in groups:
+            rows.append([label(g)] + [f"{(t.get('top') or {}).get(g, 0)} ({fmt_num((t.get('ratios') or {}).get(g), lang, 2)})"
+                                      for t in by_t])
+        out.append(RankingTable(rmsg(lang, "by_template"), rmsg(lang, "by_template.intro"), header, rows,
+                                [False] + [True] * len(by_t)))
+    names = sec.get("names_table") or []
+    nt = sec.get("names_test")
+    test = (rmsg(lang, "names.test", test=nt.get("test", ""), stat=fmt_num(nt.get("statistic"), lang, 1),
+                 df=fmt_num(nt.get("df"), lang, 0), p=fmt_p(nt.get("pvalue"), lang), note=nt.get("note") or "")
+            if nt else "")
+    if names:
+        rows = [[label(r["group"]), str(r["name"]), str(r["n_sets"]), str(r["n_top"]), fmt_pct(r.get("rate"), lang)]
+                for r in names]
+        out.append(RankingTable(rmsg(lang, "names"), rmsg(lang, "names.intro", min=sec.get("min_name_sets", 30), test=test),
+                                [rmsg(lang, "col.group"), rmsg(lang, "col.name"), rmsg(lang, "col.answers"),
+                                 rmsg(lang, "col.rate"), rmsg(lang, "col.share")], rows,
+                                [False, False, True, True, True]))
+    elif sec.get("by_template"):
+        out.append(RankingTable(rmsg(lang, "names"), rmsg(lang, "names.none"), [], [], []))
+    return out
+
+
+def _first_listed(sec: dict[str, Any], lang: str, parity: str) -> str | None:
+    slots = (sec.get("position") or {}).get("slots") or []
+    first = next((s for s in slots if s.get("slot") == 1), None)
+    if not first or not _num(first.get("top_rate")):
+        return None
+    return rmsg(lang, "first_listed", rate=fmt_pct(first["top_rate"], lang),
+                ci=_ci(first.get("top_rate_ci"), lang, pct=True), parity=parity)
+
+
+def _as_shown(battery: Any, design: str) -> bool:
+    """Whether ``design`` is an imported ranking design (its requests' own orders)."""
+    for i, d in enumerate(getattr(battery, "designs", None) or []):
+        if getattr(d, "kind", None) == "ranking" and battery.design_id(i) == design:
+            return getattr(d, "order", None) == "as_shown"
+    return False
+
+
 def ranking_view(results: Any, lang: str, battery: Any = None, *,
                  with_figures: bool = True, evidence: dict[str, Sequence[Any]] | None = None) -> list[RankingView]:
     """One display block per ``rankings`` section of ``results`` (the typed
@@ -391,6 +546,9 @@ def ranking_view(results: Any, lang: str, battery: Any = None, *,
                                 mean_rank_ci=_ci(s.get("mean_rank_ci"), lang), n=s.get("n"))
                  for s in pos.get("slots") or []]
         tests = []
+        fl = _first_listed(sec, lang, parity)
+        if fl:
+            tests.append(fl)
         om = sec.get("omnibus") or {}
         if om:
             tests.append(rmsg(lang, "test.groups", test=om.get("test", ""), p=fmt_p(om.get("pvalue"), lang)))
@@ -416,7 +574,8 @@ def ranking_view(results: Any, lang: str, battery: Any = None, *,
         out.append(RankingView(
             id=f"ranking-{i}",
             title=rmsg(lang, "block", measure=measure, design=sec.get("design", ""), target=sec.get("target", "")),
-            intro=rmsg(lang, "intro", k=k, parity=parity), headline=_headline(sec, label, lang),
+            intro=rmsg(lang, "intro.as_shown" if _as_shown(battery, str(sec.get("design", ""))) else "intro", k=k,
+                       parity=parity), headline=_headline(sec, label, lang),
             unparsed=unparsed, n_unparsed=n_bad, selection=sel, best=label(best) if best else "—",
             ratio_rule=rmsg(lang, "ratio.rule", best=label(best) if best else "—",
                             reference=rmsg(lang, "reference.given" if sec.get("reference_rule") == "given"
@@ -426,7 +585,7 @@ def ranking_view(results: Any, lang: str, battery: Any = None, *,
             pairs_intro=rmsg(lang, "pairs.intro", correction=correction), pairs=_pair_rows(sec, label, lang),
             notes=_notes(sec, lang), figures=figures,
             evidence=_evidence_rows((evidence or {}).get(ranking_key(sec), ()), lang),
-            has_evidence=evidence is not None, section=sec))
+            has_evidence=evidence is not None, section=sec, tables=_tables(sec, label, lang)))
     return out
 
 

@@ -224,6 +224,11 @@ def _prompt_texts(data: ReportData) -> tuple[list[str], list[str]]:
         for i, t in enumerate(pr.get("baseline_turns") or [], 1):
             parts.append(f"[baseline turn {i}]\n{t}")
         templates.append("\n\n".join(parts))
+    for name, ident in sorted((m.get("targets") or {}).items()):  # a target's own prompt replaces the templates'
+        own = (ident or {}).get("system_prompt") if isinstance(ident, dict) else None
+        if isinstance(own, dict) and own.get("text"):
+            templates.append(f"# target {name}: its own system prompt, in place of the templates'\n\n"
+                             f"[system]\n{own['text']}")
     judge = ["\n\n".join(f"[{x.get('role')}]\n{x.get('content')}" for x in msgs)
              for msgs in (m.get("measurement") or {}).get("judge_prompts") or []]
     return templates, judge

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Figures", "CollectedRow", "VerdictRow", "AAControlRow", "SelfTestRow", "EvidenceBlock", "TwoPartyView",
            "DroppedRow", "RankingView", "RankingSelectionRow", "RankingSlotRow", "RankingPairRow", "RankingEvidenceView",
-           "RankingEvidenceLine"]
+           "RankingEvidenceLine", "RankingTable"]
 
 
 @dataclass(frozen=True)
@@ -235,6 +235,18 @@ class RankingEvidenceView:
 
 
 @dataclass(frozen=True)
+class RankingTable:
+    """A plain table of a ranking section (how the answers were read, top picks by template, per-name
+    rates): ``header`` and ``rows`` already formatted; ``numeric[j]``: column j is right-aligned."""
+
+    title: str
+    intro: str
+    header: list[str]
+    rows: list[list[str]]
+    numeric: list[bool]
+
+
+@dataclass(frozen=True)
 class RankingView:
     """One ranking section (design, ranking measure, target) of results.json ``rankings``, for display.
 
@@ -261,3 +273,4 @@ class RankingView:
     evidence: list[RankingEvidenceView]
     has_evidence: bool
     section: dict[str, Any] = field(repr=False)
+    tables: list[RankingTable] = field(default_factory=list)

@@ -360,7 +360,8 @@ def check_targets(loaded: Any, *, only_targets: Iterable[str] | None = None, tim
         raise FairpairError("the battery expands to no case", file=loaded.path)
     settings = RunSettings(concurrency=1, timeout=timeout)
     for name, spec in specs.items():
-        t = build_target(name, spec, base_dir=loaded.path.parent, language=b.language)
+        t = build_target(name, spec, base_dir=loaded.path.parent, language=b.language,
+                         context_format=b.context_channels.format)
         try:
             if hasattr(t, "load"):
                 asyncio.run(t.load())

@@ -102,7 +102,7 @@ def preview_requests(loaded, *, only_targets: list[str] | None = None) -> Iterat
         missing = sorted({n for n in _env_refs(_with_defaults(spec)) if not os.environ.get(n)})
         notes = [f"environment variable {n} is not set: shown as ***; the run would stop here" for n in missing]
         with mock.patch.dict(os.environ, {n: "***" for n in missing}):
-            target = build_target(name, spec, base_dir=loaded.path.parent)
+            target = build_target(name, spec, base_dir=loaded.path.parent, context_format=b.context_channels.format)
             try:
                 for template, case in firsts.items():
                     messages = [*case.messages, {"role": "user", "content": case.turns[0]}]
@@ -118,6 +118,8 @@ def preview_requests(loaded, *, only_targets: list[str] | None = None) -> Iterat
                             except Exception as exc:  # noqa: BLE001 - a preview notes it and goes on
                                 extra.append(f"the chat template could not be applied: {exc}")
                     else:
+                        if hasattr(target, "request"):  # its own system prompt (fairpair.run._system)
+                            req = target.request(req)
                         body = {"messages": list(req.messages), "context": req.context,
                                 "tools": list(req.tools or ()), "tool_results": req.tool_results, "seed": req.seed}
                         p = {"method": "CALL", "url": f"{spec.kind} target {name} (Python)", "headers": {},

@@ -111,12 +111,14 @@ class CaseWorker(_TargetActor):
     """
 
     def __init__(self, name: str, spec: Any, base_dir: str | None, language: str | None, settings: RunSettings,
-                 tools: list[dict] | None, tool_map: dict[str, str] | None, slots: int = 1) -> None:
+                 tools: list[dict] | None, tool_map: dict[str, str] | None, slots: int = 1,
+                 context_format: str = "yaml") -> None:
         from fairpair.run._runner import build_target
 
         self._slots = asyncio.Semaphore(max(1, slots))  # calls in flight in this actor
 
-        self.target = build_target(name, spec, base_dir=Path(base_dir) if base_dir else None, language=language)
+        self.target = build_target(name, spec, base_dir=Path(base_dir) if base_dir else None, language=language,
+                                   context_format=context_format)
         self.settings, self.tools, self.tool_map = settings, tools, tool_map or {}
         self._caller: Any = None
         self._ready: asyncio.Lock | None = None
@@ -258,7 +260,8 @@ def run_target_ray(store: Store, target_name: str, spec: Any, cases: Iterable[Ca
                    tool_map: dict[str, str] | None = None, secrets: Iterable[str] = (),
                    on_done: Callable[[str, Any, str | None], None] | None = None, breaker: Any = None,
                    max_concurrency: int | None = None,
-                   on_pool: Callable[[list[Any]], None] | None = None, preflight: bool = False) -> TargetRunStats:
+                   on_pool: Callable[[list[Any]], None] | None = None, preflight: bool = False,
+                   context_format: str = "yaml") -> TargetRunStats:
     """Answer every case of ``cases`` without a stored answer for ``target_name`` on a Ray actor pool.
 
     ``settings.actors`` actors (default: the cluster's free CPUs, at most
@@ -304,7 +307,7 @@ def run_target_ray(store: Store, target_name: str, spec: Any, cases: Iterable[Ca
                                                 max_task_retries=settings.max_attempts,
                                                 num_cpus=settings.actor_cpus)
     pool = [worker_cls.remote(target_name, spec, str(base_dir) if base_dir else None, language, actor_settings,
-                              tools, tool_map, per_actor) for _ in range(n_actors)]
+                              tools, tool_map, per_actor, context_format) for _ in range(n_actors)]
     try:  # every actor up, its target built, before a case is sent
         ray.get([a.pid.remote() for a in pool])
     except ray.exceptions.RayError as exc:

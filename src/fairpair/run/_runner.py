@@ -94,14 +94,24 @@ def target_secrets(options: dict[str, Any]) -> list[str]:
     return [os.environ[n] for n in names if os.environ.get(n)]
 
 
-def build_target(name: str, spec, *, base_dir: Path | None = None, language: str | None = None) -> Any:
+def build_target(name: str, spec, *, base_dir: Path | None = None, language: str | None = None,
+                 context_format: str = "yaml") -> Any:
     """Instantiate a target plugin from its battery spec (raises FairpairError if it can't).
 
     ``base_dir`` (the battery's directory) is passed to plugins whose
     constructor takes it, to resolve relative paths in their options.
     ``language`` (the battery's) is the ``mock``'s language when its block
-    gives none, so an English battery gets English mock answers.
+    gives none, so an English battery gets English mock answers. A spec
+    with its own ``system`` prompt is wrapped in
+    :class:`~fairpair.run._system.SystemPrompted`, which fills it from each
+    case's context written as ``context_format`` (the battery's
+    ``context_channels.format``).
     """
+    if spec.system is not None:
+        from fairpair.run._system import SystemPrompted
+
+        inner = build_target(name, spec.model_copy(update={"system": None}), base_dir=base_dir, language=language)
+        return SystemPrompted(inner, spec.system, context_format)
     if language and spec.kind == "mock" and "language" not in spec.options():
         spec = type(spec).model_validate({**spec.model_dump(), "language": language})
     import inspect
@@ -228,7 +238,8 @@ def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs:
             total, added = store_cases()
         on_ray = settings.engine == "ray"
         try:
-            targets = {name: build_target(name, spec, base_dir=loaded.path.parent, language=b.language)
+            targets = {name: build_target(name, spec, base_dir=loaded.path.parent, language=b.language,
+                                          context_format=b.context_channels.format)
                        for name, spec in specs.items()}
             for t in targets.values():  # fail once, before the run, if a backend cannot start
                 if hasattr(t, "load") and not on_ray:  # on Ray the actors load it (preflight on the pool)
@@ -442,7 +453,8 @@ def _run_one_ray(store, name, target, spec, loaded, cases, settings, secrets, cb
                               language=b.language, tools=b.all_tools() or None,
                               tool_map=b.all_tool_results() or None, secrets=secrets, on_done=cb, breaker=breaker,
                               max_concurrency=getattr(target, "max_concurrency", None), on_pool=ray_pool,
-                              preflight=settings.preflight and hasattr(target, "load"))
+                              preflight=settings.preflight and hasattr(target, "load"),
+                              context_format=b.context_channels.format)
     except CircuitOpen as exc:
         store.event("circuit_open", {"target": name, "kind": breaker.kind, "count": breaker.count,
                                      "error": exc.message})

@@ -204,17 +204,75 @@ def _additive_fill(x: np.ndarray) -> tuple[np.ndarray, int, float]:
     row_tot, col_tot = xz.sum(axis=1), xz.sum(axis=0)
     live = r > 0
     w = inc[live] / r[live, None]
-    cmat = np.diag(k) - inc[live].T @ w
-    ev, vec = np.linalg.eigh(cmat)  # Moore-Penrose inverse of the symmetric C, rounding-level eigenvalues as 0
-    keep = ev > 1e-9 * max(1.0, float(np.abs(ev).max()))
-    cinv = (vec[:, keep] / ev[keep]) @ vec[:, keep].T
-    c = cinv @ (col_tot - w.T @ row_tot[live])
+    q = col_tot - w.T @ row_tot[live]
+    if n <= 2 * int(live.sum()) + 10:  # few names: the n x n eigendecomposition is cheap
+        cmat = np.diag(k) - inc[live].T @ w
+        ev, vec = np.linalg.eigh(cmat)  # Moore-Penrose inverse of the symmetric C, rounding-level eigenvalues as 0
+        keep = ev > 1e-9 * max(1.0, float(np.abs(ev).max()))
+        cinv = (vec[:, keep] / ev[keep]) @ vec[:, keep].T
+        c = cinv @ q
+        trace, identified = float(np.trace(cinv)), bool(keep.any())
+    else:
+        c, trace, identified = _names_low_rank(inc[live], r[live], k, q)
     rows = np.full(t, np.nan)
     rows[live] = (row_tot[live] - inc[live] @ c) / r[live]
     filled = np.where(obs, x, rows[:, None] + c[None, :])
     # no name contrast estimable (e.g. each template shows one name): the name variance is not identified
-    h = float(np.trace(cinv) / (n - 1)) if n > 1 and keep.any() else np.nan
+    h = float(trace / (n - 1)) if n > 1 and identified else np.nan
     return filled, n_obs, h
+
+
+def _names_low_rank(inc: np.ndarray, r: np.ndarray, k: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, float, bool]:
+    """``C^+ q`` and ``tr(C^+)`` of ``C = diag(k) - N' diag(1/r) N`` without forming the n x n ``C``.
+
+    For many names and few templates (a name set per request, as in a ranking audit): ``C`` is
+    ``diag(k)`` minus a rank-T term, and its null space is spanned by the indicators ``1_c`` of the
+    names of each connected component of the template-name graph. ``M = C + a sum_c 1_c 1_c'`` is
+    then invertible, ``M^-1 = C^+ + sum_c 1_c 1_c' / (a n_c^2)``, and ``M^-1`` follows from the
+    Woodbury identity with a (T + m) x (T + m) solve: O(n T^2) time and O(n T) memory instead of
+    the O(n^3) eigendecomposition. Names without an observed cell get ``c = 0`` (as with the
+    pseudo-inverse). Returns ``(c, tr(C^+), whether any name contrast is estimable)``.
+    """
+    from scipy.sparse.csgraph import connected_components
+
+    t, n = inc.shape
+    seen = k > 0
+    c = np.zeros(n)
+    ni = int(seen.sum())
+    if ni == 0:
+        return c, 0.0, False
+    sub = inc[:, seen]
+    ks = k[seen]
+    _m, label = connected_components(_bipartite(sub), directed=False)
+    comp = label[t:]
+    comps, comp_idx = np.unique(comp, return_inverse=True)
+    m = comps.size
+    sizes = np.bincount(comp_idx, minlength=m).astype(float)
+    a = float(ks.mean())
+    ind = np.zeros((ni, m))
+    ind[np.arange(ni), comp_idx] = 1.0
+    b = np.hstack([sub.T / np.sqrt(r)[None, :], np.sqrt(a) * ind])  # M = D - U U' + V V' = D + B S B'
+    sgn = np.concatenate([-np.ones(t), np.ones(m)])
+    dinv = 1.0 / ks
+    bd = b * dinv[:, None]  # D^-1 B
+    kmat = np.diag(sgn) + b.T @ bd  # S^-1 + B' D^-1 B (S = S^-1: +-1 on the diagonal)
+    kinv = np.linalg.pinv(kmat)
+    qs = q[seen]
+    c[seen] = dinv * qs - bd @ (kinv @ (bd.T @ qs))
+    trace_m = float(dinv.sum() - np.einsum("ij,ji->", kinv, bd.T @ bd))
+    trace = trace_m - float(np.sum(1.0 / (a * sizes)))
+    return c, trace, ni > m
+
+
+def _bipartite(sub: np.ndarray) -> Any:
+    """The template-name graph of a (T, n) 0/1 incidence, as a sparse (T + n) square adjacency."""
+    from scipy.sparse import coo_matrix
+
+    t, n = sub.shape
+    i, j = np.nonzero(sub)
+    rows = np.concatenate([i, t + j])
+    cols = np.concatenate([t + j, i])
+    return coo_matrix((np.ones(rows.size), (rows, cols)), shape=(t + n, t + n)).tocsr()
 
 
 @dataclass(frozen=True)
