@@ -1,10 +1,12 @@
 """Benchmark: the whole analysis of a 56,000-answer study from a store.
 
-Study: 5 targets x 11,200 answers (4 origin groups x 4 names x 35 templates x
-20 repetitions), 4 measures (two yes/no, a count, a continuous score), all
-pairs of groups (6 comparisons per measure and target: 120 comparisons of
-2,800 pairs each, plus 20 omnibus tests), Holm over the family, 2,000
-cluster-bootstrap resamples per comparison, per-variant heterogeneity.
+Study: 5 targets x 11,200 answers (4 origin groups x 5 names x 28 templates x
+20 repetitions: a design that gives verdicts with names and templates random),
+4 measures (two yes/no, a count, a continuous score), all pairs of groups (6
+comparisons per measure and target: 120 comparisons of 2,800 pairs each, plus
+20 omnibus tests), Holm over the family, per-variant heterogeneity, and each
+comparison's breakdown by scenario (28 per-template differences, the
+scenario-level Holm family, the heterogeneity guard).
 
 The store is built directly with SQL (cases from the real expansion, answers
 and measurements synthetic with a planted gap), then ``analyze_run`` runs in
@@ -31,8 +33,10 @@ import yaml
 GOAL_S = 10.0
 GOAL_MEM = 1 << 30
 TARGETS = [f"model{i}" for i in range(5)]
-NAMES = {"espana": ["Lucía", "María", "Carmen", "Elena"], "magreb": ["Fátima", "Aicha", "Khadija", "Salma"],
-         "rumania": ["Ioana", "Andreea", "Mihaela", "Roxana"], "china": ["Wei", "Li", "Mei", "Xiu"]}
+NAMES = {"espana": ["Lucía", "María", "Carmen", "Elena", "Pilar"],
+         "magreb": ["Fátima", "Aicha", "Khadija", "Salma", "Nadia"],
+         "rumania": ["Ioana", "Andreea", "Mihaela", "Roxana", "Irina"], "china": ["Wei", "Li", "Mei", "Xiu", "Lan"]}
+TEMPLATES = 28
 
 
 def battery() -> dict:
@@ -40,7 +44,7 @@ def battery() -> dict:
         "schema_version": 1, "name": "bench_analysis", "language": "es", "seed": 1, "repetitions": 20,
         "attributes": {"origen": {"signal": "name", "slot": "nombre", "neutral": "un cliente",
                                   "groups": {g: {"variants": v} for g, v in NAMES.items()}}},
-        "templates": [{"id": f"t{i:02d}", "turns": [f"Hola, soy {{nombre}}. Caso {i}."]} for i in range(35)],
+        "templates": [{"id": f"t{i:02d}", "turns": [f"Hola, soy {{nombre}}. Caso {i}."]} for i in range(TEMPLATES)],
         "designs": [{"kind": "counterfactual", "attribute": "origen"}],
         "targets": {t: {"kind": "mock"} for t in TARGETS},
         "measures": {"refund": {"kind": "regex", "pattern": "reembolso"},
@@ -107,7 +111,9 @@ from fairpair.analysis import analyze_run
 res = analyze_run(sys.argv[1])
 dt = time.perf_counter() - t0
 ru = resource.getrusage(resource.RUSAGE_SELF)
-print(dt, ru.ru_maxrss * 1024, len(res.comparisons), len(res.omnibus), ru.ru_utime + ru.ru_stime)
+verdicts = sum(c.verdict != "insufficient design" for c in res.comparisons)
+scen = sum(len(c.scenarios.rows) for c in res.comparisons if c.scenarios is not None)
+print(dt, ru.ru_maxrss * 1024, len(res.comparisons), len(res.omnibus), ru.ru_utime + ru.ru_stime, verdicts, scen)
 """
 
 
@@ -128,7 +134,10 @@ def main() -> None:
         cmd = ["taskset", "-c", ",".join(map(str, cpus)), *cmd]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True).stdout.split()
     wall, rss, n_cmp, n_omni, cpu = float(out[0]), int(out[1]), int(out[2]), int(out[3]), float(out[4])
-    print(f"analysis: {n_cmp} comparisons + {n_omni} omnibus tests, 2,000 bootstrap resamples each")
+    n_verdicts, n_scen = int(out[5]), int(out[6])
+    print(f"analysis: {n_cmp} comparisons ({n_verdicts} with a verdict, not 'insufficient design') + {n_omni} "
+          f"omnibus tests; {n_scen} per-scenario differences")
+    print(f"CPU time: {cpu:.2f} s (goal < {GOAL_S:.0f} s of CPU with the scenario breakdown; ratio {cpu / GOAL_S:.2f})")
     print(f"wall time: {wall:.2f} s (goal < {GOAL_S:.0f} s; ratio {wall / GOAL_S:.2f})")
     print(f"CPU time (user + sys, whole process incl. imports): {cpu:.2f} s; load average now "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall time suffers when the machine is shared)")

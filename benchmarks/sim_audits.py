@@ -21,7 +21,29 @@ Holm / BH over the plan, ``finish``). One table:
 * ``pow_fail``: ``fail`` at twice the margin; ``pow_pass``: ``pass`` at 0;
 * ``raw_rej`` / ``raw_cov``: the crossed t's rejection rate at 0 and 95%
   coverage *ignoring* the design rule: why small designs get ``insufficient
-  design``.
+  design``;
+* ``guard0``: points of ``pass`` at a true difference of 0 that the
+  heterogeneity guard turns into ``inconclusive`` (templates random; per
+  comparison); goal <= 5 points where the template bias is normal;
+* ``pm_ng``: ``pm`` without the guard (the passes at the margin it holds back);
+* ``scen_ff``: audits in which some scenario whose true difference is within
+  the margin gets a scenario-level ``fail`` (the secondary Holm family over a
+  comparison's templates; pooled over the three truths); goal <= alpha + 1;
+* ``found``: sparse-bias rows, audits (at the margin) in which a biased
+  scenario was sampled and one is named (scenario-level ``fail``); goal >= 80%.
+
+Rows with ``templates fixed`` judge the average over the audit's own
+templates (the truth is re-solved per audit so that it equals 0, the margin
+or twice the margin over *these* templates). Sparse-bias rows put the whole
+difference into 10% of the scenarios (20 points each on a 0-100 ``score``,
+ten times the latent score; margin 2 points): their truth is the average over
+the scenario population, and the templates-random t is not calibrated there
+(no method bounds such a mean from 8-20 templates): coverage is shown, not a
+goal; the goals are ``pm``, ``ff0`` and ``found``. The informative-failure
+row (the reference group's "yes" answers lost 30%, its "no" answers 10%) has
+no calibrated interval either (the answers that exist are biased): its goal is
+an honest ``inconclusive``: no false ``fail`` and no ``pass`` at the margin
+(the worst-case bounds of :mod:`fairpair.analysis._paired`).
 
 Monte Carlo standard errors in parentheses. For names fixed with name
 effects, the truth is the difference between *these* names (not 0): false
@@ -47,6 +69,7 @@ RHO8 = Gen("reps rho 0.8", rho=0.8)
 TGB = Gen("template x group bias", template_group=0.1, rho=0.5)
 NAMES = Gen("name effects 0.05", name=0.05, rho=0.5)
 NAMES_S = Gen("name effects 0.01", name=0.01, rho=0.5)
+SPARSE = Gen("sparse 10% x 20 points", sparse=0.1, sparse_shift=20.0, rho=0.5)
 
 
 def rows() -> list[Row]:
@@ -85,6 +108,21 @@ def rows() -> list[Row]:
         Row(RHO5, "binary", 20, 3, 5, "fixed", comparisons=3, correction="holm"),
         Row(INDEP, "binary", 3, 3, 1, "fixed"),
         Row(INDEP, "binary", 3, 3, 1, "random"),
+        # templates fixed: a claim about these scenarios (issue 29 (b))
+        Row(RHO5, "binary", 1, 5, 5, "random", templates_estimand="fixed"),
+        Row(NAMES, "binary", 1, 5, 5, "random", templates_estimand="fixed"),
+        Row(RHO5, "binary", 4, 10, 5, "random", templates_estimand="fixed"),
+        Row(NAMES, "binary", 4, 5, 2, "random", templates_estimand="fixed"),
+        Row(TGB, "binary", 2, 3, 5, "fixed", templates_estimand="fixed"),
+        Row(TGB, "continuous", 4, 3, 5, "fixed", templates_estimand="fixed"),
+        Row(RHO5, "binary", 8, 3, 5, "fixed", templates_estimand="fixed"),
+        # bias that lives in a few scenarios (issue 30)
+        Row(SPARSE, "score", 8, 5, 2, "random"),
+        Row(SPARSE, "score", 20, 5, 2, "random"),
+        Row(SPARSE, "score", 40, 5, 2, "random"),
+        Row(TGB, "score", 40, 5, 2, "random"),
+        # informative failures: the reference group's yes answers lost 30%, its no answers 10%
+        Row(RHO5, "binary", 20, 10, 5, "random", informative=(0.3, 0.1)),
     ]
 
 
@@ -100,12 +138,20 @@ def main() -> None:
     ap.add_argument("--audits", type=int, default=2000, help="audits per row and truth (default 2000)")
     ap.add_argument("--only", default=None, help="only rows whose label contains this")
     ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--cutoff", type=float, default=None, help="the heterogeneity guard's level (default: fairpair's)")
     ap.add_argument("--rows", default=None, help="only rows FIRST-LAST (0-based, inclusive), e.g. 0-16, to split a run")
     args = ap.parse_args()
+    if args.cutoff is not None:
+        import fairpair.analysis._paired as paired
+
+        paired.HETEROGENEITY_CUTOFF = args.cutoff
     t0 = time.perf_counter()
-    print(f"{args.audits} audits per row and truth; alpha {ALPHA}; load {os.getloadavg()[0]:.1f}")
+    import fairpair.analysis._paired as paired
+
+    print(f"{args.audits} audits per row and truth; alpha {ALPHA}; guard level {paired.HETEROGENEITY_CUTOFF}; "
+          f"load {os.getloadavg()[0]:.1f}")
     head = ("| scenario | audits | ff0 | ffm0 | ffm | pm | insuf | cov95 | cov90 | pow_fail | pow_pass | raw_rej | "
-            "raw_cov | goals |")
+            "raw_cov | guard0 | pm_ng | scen_ff | found | goals |")
     print(head)
     print("|" + " --- |" * (head.count("|") - 1))
     all_ok = True
@@ -116,7 +162,9 @@ def main() -> None:
             continue
         out = run_row(row, args.audits, seed=args.seed + i)
         nul, mar, pw = out["null"], out["margin"], out["power"]
-        cond = row.estimand == "fixed" and row.gen.name > 0  # the truth is these names' difference, not 0
+        # names fixed with name effects: the truth is these names' difference, not 0 (templates fixed re-solves it)
+        cond = row.estimand == "fixed" and row.gen.name > 0 and row.templates_estimand == "random"
+        sparse = row.gen.sparse > 0 or row.informative is not None  # no calibrated interval exists: goals on verdicts
         n_cov = nul.n_cov + mar.n_cov + pw.n_cov
         cov95 = nul.cov95 + mar.cov95 + pw.cov95
         cov90 = nul.cov90 + mar.cov90 + pw.cov90
@@ -127,7 +175,11 @@ def main() -> None:
             ok &= cond or nul.fail_nomargin / nul.n <= lim
             ok &= cond or mar.fail_margin / mar.n <= ALPHA / 2 + 0.01
             ok &= cond or mar.pass_each / mar.n_each <= lim
-            ok &= n_cov == 0 or 0.935 <= cov95 / n_cov <= 0.965
+            ok &= sparse or n_cov == 0 or 0.935 <= cov95 / n_cov <= 0.965
+            ok &= sparse or row.templates_estimand == "fixed" or nul.guarded / nul.n_each <= 0.05
+            scen_n = nul.n + mar.n + pw.n
+            ok &= (nul.scen_false + mar.scen_false + pw.scen_false) / scen_n <= lim
+            ok &= not sparse or mar.scen_found >= 0.8 * mar.scen_sampled
         all_ok &= ok
         raw_n = nul.n_raw + mar.n_raw + pw.n_raw
         raw_c = nul.raw_cov95 + mar.raw_cov95 + pw.raw_cov95
@@ -136,7 +188,10 @@ def main() -> None:
               f"{'-' if cond else _pct(mar.pass_each, mar.n_each)} | {_pct(nul.insufficient, nul.n)} | "
               f"{_pct(cov95, n_cov)} | {_pct(cov90, n_cov)} | {_pct(pw.fail_margin, pw.n)} | "
               f"{_pct(nul.pass_margin, nul.n)} | {'-' if cond else _pct(nul.raw_reject, nul.n_raw)} | "
-              f"{_pct(raw_c, raw_n)} | {'ok' if ok else 'OUT'}{'' if given else ' (no verdict)'} |", flush=True)
+              f"{_pct(raw_c, raw_n)} | {_pct(nul.guarded, nul.n_each)} | {_pct(mar.pass_each + mar.guarded, mar.n_each)} | "
+              f"{_pct(nul.scen_false + mar.scen_false + pw.scen_false, nul.n + mar.n + pw.n)} | "
+              f"{_pct(mar.scen_found, mar.scen_sampled) if sparse else '-'} | "
+              f"{'ok' if ok else 'OUT'}{'' if given else ' (no verdict)'} |", flush=True)
     print(f"{'all rows meet the goals' if all_ok else 'SOME ROWS MISS THE GOALS'} in {time.perf_counter() - t0:.0f} s; "
           f"load {os.getloadavg()[0]:.1f}")
 

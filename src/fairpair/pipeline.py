@@ -66,6 +66,11 @@ class Settings:
         ``analyze``: print the one-line summary of each comparison on ``console``.
     verdicts : bool
         ``report``: print the verdict table on ``console``.
+    summaries : bool
+        ``measure``: print its counts table, self-test results and warnings on ``console`` (off when the
+        report follows and prints each warning once).
+    verbose : bool
+        ``report``: print each comparison's sentence under the table too.
     """
 
     battery: Any = None
@@ -81,6 +86,8 @@ class Settings:
     batch: bool = False
     analysis_table: bool = True
     verdicts: bool = True
+    summaries: bool = True
+    verbose: bool = False
 
 
 @dataclass(frozen=True)
@@ -209,7 +216,7 @@ def measure(run_ref: Any, settings: Settings) -> StageResult:
     t0 = time.monotonic()
     res = measure_run(_path(run_ref), console=settings.console,
                       measures=list(settings.measures) if settings.measures else None,
-                      settings=settings.judge_calls)
+                      settings=settings.judge_calls, summary=settings.summaries)
     counts = {k: sum(getattr(c, k) for c in res.counts.values()) for k in ("ok", "missing", "failed", "skipped")}
     return StageResult("measure", counts, tuple(res.warnings), time.monotonic() - t0, res)
 
@@ -262,9 +269,7 @@ def report(run_ref: Any, settings: Settings) -> StageResult:
                 model = report_model(run, language=settings.language, evidence=settings.evidence)
         paths = write_report(run_dir, out=settings.report_out, model=model)
     if settings.verdicts and settings.console is not None:
-        from fairpair._progress import quiet
-
-        print_verdicts(settings.console, model=model, sentences=not quiet())  # -q: the table alone
+        print_verdicts(settings.console, model=model, verbose=settings.verbose)
     return StageResult("report", {"files": len(paths)}, elapsed=time.monotonic() - t0, output=paths)
 
 
@@ -299,7 +304,8 @@ def _unmeasured(run_dir: Any, measures: list[str]) -> tuple[dict[str, int], int]
 
 
 def after_run(run_dir: Any, loaded, console, *, measure: bool = True, analyze: bool = True,
-              report: bool = True, gate: bool = False, judge_calls: RunSettings | None = None) -> int:
+              report: bool = True, gate: bool = False, judge_calls: RunSettings | None = None,
+              verbose: bool = False, ignore_status: bool = False) -> int:
     """Run the later stages on ``run_dir``; returns the exit code for ``--gate`` (0 = pass).
 
     ``measure`` runs when the battery declares measures; ``analyze`` when it also has comparisons or a
@@ -346,9 +352,11 @@ def after_run(run_dir: Any, loaded, console, *, measure: bool = True, analyze: b
     ranked = any(getattr(d, "kind", None) == "ranking" for d in b.designs)
     names = [n for n, on in (("measure", measure and bool(b.measures)), ("analyze", analyzed), ("report", report))
              if on]
+    verdicts = analyzed and (bool(b.analysis.comparisons) or ranked)
     settings = Settings(battery=loaded, console=console, analysis_table=not report,
-                        judge_calls=judge_calls or RunSettings(),
-                        verdicts=analyzed and (bool(b.analysis.comparisons) or ranked))  # verdicts and ranking tables
+                        judge_calls=judge_calls or RunSettings(), verbose=verbose,
+                        summaries=verbose or not (report and verdicts),  # the report prints each warning once
+                        verdicts=verdicts)  # verdicts and ranking tables
     for result in run_stages(run_dir, names, settings):
         if result.stage == "report":
             console.print(f"report: {result.output['html']}", soft_wrap=True)
@@ -359,5 +367,5 @@ def after_run(run_dir: Any, loaded, console, *, measure: bool = True, analyze: b
                                 file=loaded.path, key="analysis.comparisons")
         from fairpair.analysis import gate_exit_code
 
-        return gate_exit_code(_path(run_dir))
+        return gate_exit_code(_path(run_dir), ignore_status=ignore_status)
     return 0

@@ -112,8 +112,9 @@ def test_all_answers_looping_warns_in_run_and_opens_the_report(tmp_path):
     assert result.exit_code == 0, result.output
     out = " ".join(result.output.split())
     assert "0% usable answers" in out
-    assert "warning: most answers of 'python' are not usable (100% degenerate" in out
-    assert "[loop]" in out
+    # said once, after the verdicts, in the report's words (the run stage leaves it to the report)
+    assert out.count("la mayoría de las respuestas de 'python' no son utilizables (100 % degeneradas") == 1
+    assert "most answers of 'python'" not in out and "[loop]" in out
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["answer_statuses"]["python"]["usable_share"] == 0.0
     res = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))
@@ -123,8 +124,8 @@ def test_all_answers_looping_warns_in_run_and_opens_the_report(tmp_path):
     assert "no son utilizables" in head
     # the HTML report too: the warning is an alert above the first section
     html = (tmp_path / "run" / "report" / "report.html").read_text(encoding="utf-8")
-    alert = html.index('<div class="warn" role="alert">Aviso: la mayoría de las respuestas de')
-    assert alert < html.index("<h2") and "100\u00a0% degeneradas: 96 loop" in html[alert:alert + 300]
+    alert = html.index('<li>Aviso: la mayoría de las respuestas de')
+    assert html.index('<div class="warn" role="alert" id="warnings">') < alert < html.index("<h2") and "100\u00a0% degeneradas: 96 loop" in html[alert:alert + 300]
 
 
 def test_report_uses_one_set_of_pairs_and_says_why_pairs_were_dropped(tmp_path):
@@ -145,8 +146,12 @@ def test_report_uses_one_set_of_pairs_and_says_why_pairs_were_dropped(tmp_path):
                      "los gráficos usan los mismos 24 pares"]
     assert view["answer_statuses"] == ["python: 75\u00a0% utilizables (24 filtered); por grupo: "
                                        "espana 0\u00a0%; magreb 50\u00a0% filtered"]
-    # differential missingness, in the report's language, at the top
-    gap = [w for w in view["warnings"] if w.startswith("las respuestas de los usuarios")]
+    # differential missingness, in the report's language, at the top: a failing row the headline names,
+    # said in its sentence (not again among the warnings)
+    assert not [w for w in view["warnings"] if w.startswith("las respuestas de los usuarios")]
+    row = next(r for r in view["failing"] if r.measure == "answer.filtered")
+    assert row.label == "answer.filtered: magreb − espana †" and row.label in view["overall_text"]
+    gap = [row.sentence]
     assert gap and gap[0].startswith("las respuestas de los usuarios con magreb fueron bloqueadas por el filtro "
                                      "de contenido el 50\u00a0% de las veces frente al 0\u00a0% de los usuarios "
                                      "con espana")

@@ -1,6 +1,7 @@
 """Tiny or degenerate data never establish equivalence: they get `insufficient design` (with the reason)."""
 
 import numpy as np
+import pytest
 from scipy import stats
 
 from fairpair.analysis._paired import PairData, analyze_pairs, finish
@@ -44,3 +45,26 @@ def test_many_pairs_get_the_template_t_interval():
     assert res.verdict in ("pass", "inconclusive", "fail") and res.design_reason is None
     assert res.ci == list(ref.confidence_interval(0.95)) or np.allclose(res.ci, ref.confidence_interval(0.95))
     assert np.isclose(res.pvalue, ref.pvalue)
+
+
+def test_every_pair_disagreeing_the_same_way_gets_an_interval_not_a_point():
+    """48 pairs in 8 templates, every one of them A "no", B "yes": the crossed t has no variance; the
+    interval inverts an exact test over templates: P(all 8 templates at -1) <= ((1 - delta) / 2)^8, so
+    delta < 1 - 2 * 0.025^(1/8) = -0.2612 (it was the zero-width -1..-1)."""
+    import math
+
+    from fairpair.analysis._paired import sign_flip_interval
+
+    pa, res = _verdict([0] * 48, [1] * 48, np.repeat(np.arange(8), 6))
+    upper = 1 - 2 * 0.025 ** (1 / 8)
+    assert upper == pytest.approx(-0.26116, abs=1e-5)
+    assert res.estimate == -1 and res.ci == [-1.0, pytest.approx(upper)]
+    assert res.pvalue == 2 ** -7 and res.verdict == "fail"  # the exact sign-flip test over 8 templates
+    # 5 templates: p = 2^-4 = 0.0625, no fail; the interval reaches past zero
+    pa, res = _verdict([0] * 30, [1] * 30, np.repeat(np.arange(5), 6))
+    assert res.ci == [-1.0, pytest.approx(1 - 2 * 0.025 ** (1 / 5))] and res.ci[1] > 0
+    assert res.verdict == "inconclusive"
+    # at the other bound, mirrored; strictly inside the bounds, the sign-flip test's own inversion
+    assert sign_flip_interval(1.0, 8, 0.05, (-1.0, 1.0)) == (pytest.approx(-upper), 1.0)
+    assert sign_flip_interval(3.0, 8, 0.05, None) == (3.0, 3.0)
+    assert sign_flip_interval(3.0, 5, 0.05, None) == (-math.inf, math.inf)

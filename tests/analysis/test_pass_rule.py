@@ -59,6 +59,8 @@ def test_equivalence_interval_is_the_hull_and_a_skewed_pass_becomes_inconclusive
     assert tuple(res.equivalence_ci) == pytest.approx(hull, rel=1e-9)
     assert res.verdict == "inconclusive"
     _, wide = _analyse(pd, hull[1] * 1.01)
+    # no template stands out at the guard's level (the generalized ESD's p-value is above it)
+    assert not wide.scenarios.heterogeneous
     assert wide.verdict == "pass" and wide.equivalence_ci[1] < hull[1] * 1.01
 
 

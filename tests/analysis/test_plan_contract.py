@@ -58,11 +58,11 @@ def test_every_planned_comparison_is_in_results_json(unstored):
     esc = [c for c in res.comparisons if c.id == "escalation"]
     assert len(esc) == 3  # magreb, rumania, china against espana: listed, none dropped
     for c in esc:
-        assert c.verdict == "no verdict" and c.reason == Reason.NOT_MEASURED.value
-        assert REASON_VERDICT[Reason(c.reason)] is None and c.n_pairs == 0
+        assert c.verdict == "no verdict" and c.reasons[0] == Reason.NOT_MEASURED.value
+        assert REASON_VERDICT[Reason(c.reasons[0])] is None and c.n_pairs == 0
     data = json.loads((unstored / "results.json").read_text(encoding="utf-8"))
     rows = [c for c in data["comparisons"] if c["id"] == "escalation"]
-    assert len(rows) == 3 and {(c["verdict"], c["reason"]) for c in rows} == {("no verdict", "not measured")}
+    assert len(rows) == 3 and {(c["verdict"], c["reasons"][0]) for c in rows} == {("no verdict", "not measured")}
 
 
 def test_the_gate_refuses_a_primary_comparison_without_a_verdict(unstored, tmp_path, capsys):
@@ -84,6 +84,6 @@ def test_measurements_stored_missing_are_not_a_silent_pass(run):
     listed; it is never pass, and the gate does not pass on it silently."""
     res = analyze_run(run)
     esc = [c for c in res.comparisons if c.id == "escalation"]
-    assert len(esc) == 3 and all(c.verdict in ("no verdict", "insufficient design") and c.reason for c in esc)
+    assert len(esc) == 3 and all(c.verdict in ("no verdict", "insufficient design") and c.reasons for c in esc)
     with pytest.raises(FairpairError, match="nothing to gate"):
         gate_exit_code(run)

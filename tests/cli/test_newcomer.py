@@ -160,8 +160,8 @@ def test_init_labels_groups_in_words_not_lexicon_ids(tmp_path, capsys):
         assert name not in spec["label"].values()
     code, out, err = _cli(["init", tmp_path / "b.yaml", "--lang", "en"], capsys)
     assert code == 0
-    code, out, err = _cli(["run", tmp_path / "b.yaml", "--out", tmp_path / "run"], capsys)
-    assert code == 0
+    code, out, err = _cli(["run", tmp_path / "b.yaml", "--out", tmp_path / "run", "--verbose"], capsys)
+    assert code == 0  # --verbose: each comparison's sentence under the table
     assert "Users with African-American-sounding female names" in out
     assert "than users with White-sounding female names" in out
     assert "en/black/female" not in out and "en/white/female" not in out

@@ -6,7 +6,8 @@ from fairpair.records import REASON_VERDICT, Reason, first_reason
 def test_precedence_order_is_the_contract():
     assert [r.value for r in Reason] == [
         "incomplete run", "not measured", "insufficient design", "heterogeneous average",
-        "insufficient labels", "interval", "adjusted p against zero", "adjusted p against the margin"]
+        "insufficient labels", "unreliable judge", "interval", "adjusted p against zero",
+        "adjusted p against the margin"]
 
 
 def test_first_reason_picks_highest_precedence():

@@ -72,12 +72,12 @@ def test_exact_sentences_in_both_languages(handmade):
     s_en = next(v["sentence"] for v in json.loads(en["json"].read_text(encoding="utf-8"))["verdicts"]
                 if v["group_a"] == "magreb" and v["measure"] == "reembolso")
     assert s_es == (f"A los usuarios con nombres árabes se les ofreció el reembolso 5,2 puntos menos que a los "
-                    f"usuarios con nombres españoles (66,0{NBSP}% frente a 71,2{NBSP}%; IC 95{NBSP}% 1,9 a 8,4; "
+                    f"usuarios con nombres españoles (66,0{NBSP}% frente a 71,2{NBSP}%; IC 95{NBSP}% −8,4 a −1,9; "
                     f"t de efectos aleatorios cruzados p = 0,004, ajustado por Holm 0,02): por encima del margen de 3 "
                     f"puntos. Este veredicto vale para estos nombres, en escenarios como estos (no para otros nombres "
                     f"de los grupos).")
     assert s_en == ("Users with nombres árabes were offered a refund 5.2 points less often than users with nombres "
-                    "españoles (66.0% vs 71.2%; 95% CI 1.9 to 8.4; crossed random-effects t p = 0.004, Holm-adjusted "
+                    "españoles (66.0% vs 71.2%; 95% CI −8.4 to −1.9; crossed random-effects t p = 0.004, Holm-adjusted "
                     "0.02): beyond the 3-point margin. This verdict holds for these names, in scenarios like these "
                     "(not for other names of the groups).")
     md = en["md"].read_text(encoding="utf-8")

@@ -24,7 +24,7 @@ def test_example_sentence_english():
     s = verdict_sentence(EXAMPLE, lang="en", label_a="Arabic names", label_b="Spanish names",
                          measure_label="refund", signal="name")
     assert s == ("Users with Arabic names were offered a refund 5.2 points less often than users with Spanish "
-                 "names (66.0% vs 71.2%; 95% CI 1.9 to 8.4; McNemar p = 0.004, Holm-adjusted 0.02): beyond the "
+                 "names (66.0% vs 71.2%; 95% CI −8.4 to −1.9; McNemar p = 0.004, Holm-adjusted 0.02): beyond the "
                  "3-point margin.")
 
 
@@ -32,7 +32,7 @@ def test_example_sentence_spanish_uses_decimal_comma():
     s = verdict_sentence(EXAMPLE, lang="es", label_a="nombres árabes", label_b="nombres españoles",
                          measure_label="reembolso", signal="name")
     assert s == (f"A los usuarios con nombres árabes se les ofreció el reembolso 5,2 puntos menos que a los "
-                 f"usuarios con nombres españoles (66,0{NBSP}% frente a 71,2{NBSP}%; IC 95{NBSP}% 1,9 a 8,4; "
+                 f"usuarios con nombres españoles (66,0{NBSP}% frente a 71,2{NBSP}%; IC 95{NBSP}% −8,4 a −1,9; "
                  f"McNemar p = 0,004, ajustado por Holm 0,02): por encima del margen de 3 puntos.")
 
 
@@ -66,7 +66,7 @@ def test_continuous_sentence():
                           signal="name")
     # 12.25 and 52.25 round half to even in Python's formatting: 12.2, 52.2.
     assert en == ("Users with Arabic names got answers 12.2 words shorter on average than users with Spanish names "
-                  "(40.0 vs 52.2; 95% CI 9.0 to 15.5; Wilcoxon signed-rank p < 0.001, Benjamini-Hochberg-adjusted "
+                  "(40.0 vs 52.2; 95% CI −15.5 to −9.0; Wilcoxon signed-rank p < 0.001, Benjamini-Hochberg-adjusted "
                   "0.001): beyond the ±5 margin.")
 
 
@@ -87,7 +87,7 @@ def test_mock_run_verdicts_recover_the_planted_bias(mock_run):
     summary = json.loads(paths["json"].read_text(encoding="utf-8"))
     assert summary["schema"] == "fairpair.report/1" and summary["overall"] == "fail" and summary["analysed"]
     row = next(v for v in summary["verdicts"] if v["group_a"] == "magreb" and v["measure"] == "reembolso")
-    lo, hi = sorted(-x * 100 for x in refund["ci"])
+    lo, hi = (x * 100 for x in refund["ci"])  # the interval of A - B, with the table's signs
     expected = (f"A los usuarios con nombres árabes se les ofreció el reembolso {_es(-refund['estimate'] * 100)} "
                 f"puntos menos que a los usuarios con nombres españoles ({_es(refund['value_a'] * 100)}{NBSP}% frente "
                 f"a {_es(refund['value_b'] * 100)}{NBSP}%; IC 95{NBSP}% {_es(lo)} a {_es(hi)}; t de efectos aleatorios cruzados p "
@@ -161,3 +161,19 @@ def test_insufficient_design_and_estimand_sentences():
     fixed = verdict_sentence({**EXAMPLE, "names": "fixed"}, lang="en", label_a="A", label_b="B", measure_label="refund")
     assert fixed.endswith("beyond the 3-point margin. This verdict holds for these names, in scenarios like these "
                           "(not for other names of the groups).")
+
+
+def test_templates_fixed_sentences_say_the_claim_is_about_these_scenarios():
+    en = verdict_sentence({**EXAMPLE, "names": "random", "templates": "fixed"}, lang="en", label_a="A",
+                          label_b="B", measure_label="refund")
+    assert en.endswith("beyond the 3-point margin. This verdict holds for these scenarios (these templates, not "
+                       "others) and generalises to other names of these groups.")
+    es = verdict_sentence({**EXAMPLE, "names": "fixed", "templates": "fixed"}, lang="es", label_a="A",
+                          label_b="B", measure_label="reembolso")
+    assert es.endswith("Este veredicto vale solo para estos nombres en estos escenarios (estas plantillas).")
+    c = {**EXAMPLE, "verdict": "insufficient design", "names": "fixed", "templates": "fixed", "n_clusters": 1,
+         "n_names_a": 3, "n_names_b": 3, "n_pairs": 9, "design_reason": "1 template(s): (stored)"}
+    en = verdict_sentence(c, lang="en", label_a="A", label_b="B", measure_label="refund")
+    assert "1 template(s): with `names: fixed` and `templates: fixed` the error comes from the template x name " \
+           "interaction, which needs 2; use `names: random`" in en
+    assert en.endswith("The plan asked for a verdict about these names in these scenarios (these templates).")

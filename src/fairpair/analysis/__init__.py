@@ -6,6 +6,11 @@
   design verdict per comparison, written
   to ``RUN/results.json`` (schema ``fairpair.results/2``, see
   :mod:`fairpair.records._results` and :func:`results_schema`).
+  Every comparison also says where its difference lives (``scenarios``:
+  each template's difference, a scenario-level Holm family, the
+  heterogeneity guard of the average; ``docs/scenarios.md``), and
+  ``generalize.templates: fixed`` makes the verdict a claim about these
+  scenarios (:func:`fairpair.stats.scenario_differences`).
 * :func:`compare_runs` -- the same battery before and after a change:
   difference-in-differences of each gap, per matched set.
 * :func:`gate_exit_code` -- 1 when a primary comparison fails (or is
@@ -25,6 +30,9 @@ from fairpair._lazy import lazy_getattr
 # importing them through the package adds no import cycle and no start-up cost).
 _LAZY_EXPORTS = {
     "RESULTS_NAME": "fairpair.analysis._analyze",
+    "comparison_reasons": "fairpair.analysis._why",
+    "design_reason_parts": "fairpair.analysis._design",
+    "reason_text": "fairpair.analysis._why",
     "design_reason_counts": "fairpair.analysis._design",
     "gate_lines": "fairpair.analysis._gate",
     "gate_outcome": "fairpair.analysis._gate",
@@ -44,14 +52,15 @@ from fairpair.analysis._gate import gate_exit_code, junit_xml
 from fairpair.analysis._ranking import RankingAnalysis, analyze_ranking
 from fairpair.records import (
     RESULTS_SCHEMA, AnswerStatusBlock, CellMean, ComparisonResult, DispersionRow, DispersionTest, JudgeBlock,
-    LengthBias, MinimumIdentity, OmnibusResult, PositionBias, Results, TwoPartyBlock, results_schema,
+    LengthBias, MinimumIdentity, OmnibusResult, PositionBias, Results, ScenarioBlock, ScenarioRow, TwoPartyBlock,
+    results_schema,
 )
 
 __all__ = ["analyze_run", "load_results", "compare_runs", "gate_exit_code", "junit_xml", "Results",
            "ComparisonResult", "results_schema", "RESULTS_SCHEMA", "analyze_ranking", "RankingAnalysis",
            # the records of Results, as the report renders them
            "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow", "DispersionTest", "MinimumIdentity",
-           "JudgeBlock", "PositionBias", "LengthBias", "AnswerStatusBlock"]
+           "JudgeBlock", "PositionBias", "LengthBias", "AnswerStatusBlock", "ScenarioBlock", "ScenarioRow"]
 
 # the lazily imported names are public too (tests/test_layers.py: a name imported across packages is in __all__)
 __all__ += list(_LAZY_EXPORTS)

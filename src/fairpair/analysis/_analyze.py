@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import json
+import shlex
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+import fairpair.battery  # noqa: F401  (registers the reader of the battery a run records: Run.battery)
 from fairpair import __version__
 from fairpair.analysis._data import (
     RunData, add_category_values, group_pairs, load_run_data, measure_scale, pairs_for, strata_for,
 )
-from fairpair.analysis._paired import BINARY_SCALES, analyze_pairs, finish
+from fairpair.analysis._paired import BINARY_SCALES, analyze_pairs, finish, scenario_pvalues
 from fairpair.records import (
-    AnswerStatusBlock, ComparisonResult, Counts, JudgeBlock, LengthBias, OmnibusResult, PositionBias, Results, num,
+    AnswerStatusBlock, ComparisonResult, Counts, IncompleteRun, JudgeBlock, LengthBias, OmnibusResult, PositionBias,
+    Results, num,
 )
 from fairpair.errors import FairpairError
 from fairpair.stats import adjust
@@ -97,20 +101,22 @@ def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None, 
                 if c.groups != "all_pairs":
                     groups = [g for g in c.groups if g in groups]
                 names = comparison_names(plan, c)
+                templates = comparison_templates(plan, c)
                 if scale == "categorical":
                     for ga, gb in group_pairs(c, groups):
                         ident = dict(id=cid, target=target, measure=c.measure, attribute=c.attribute, design=did,
                                      group_a=ga, group_b=gb, primary=c.primary)
                         omnibus += _square_table_tests(data, strata, answered, ident)
                         pending += _category_comparisons(data, strata, answered, ident, c.margin, plan,
-                                                         heterogeneity, names)
+                                                         heterogeneity, names, templates)
                     continue
                 for ga, gb in group_pairs(c, groups):
                     pd = pairs_for(data.cases, strata, c.attribute, ga, gb, vals, answered)
                     pa = analyze_pairs(pd, scale=scale, alpha=plan.alpha, confidence_level=plan.confidence_level,
                                        exact_threshold=plan.exact_threshold,
                                        n_resamples=plan.bootstrap_resamples, seed=plan.seed,
-                                       heterogeneity=heterogeneity, names=names, labels=(ga, gb))
+                                       heterogeneity=heterogeneity, names=names, labels=(ga, gb),
+                                       templates=templates, by_template=c.by == "template" and c.primary)
                     ident = dict(id=cid, target=target, measure=c.measure, attribute=c.attribute, design=did,
                                  group_a=ga, group_b=gb, primary=c.primary)
                     pending.append((pa, ident, c.primary, c.margin))
@@ -124,22 +130,54 @@ def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None, 
             fam = [p for p in pending if p[2] is primary or p[2] == primary == "status"]
             if not fam:
                 continue
-            raw = np.array([np.nan if p[0].pvalue is None else p[0].pvalue for p in fam])
-            raw_m = np.array([np.nan if (q := p[0].pvalue_beyond(p[3])) is None else q for p in fam])
             method = plan.correction if primary is True else "holm" if primary == "status" else "none"
             label = {True: method, False: "none (secondary comparison)",
                      "status": "holm (the answer-status comparisons of the target)"}[primary]
-            adj = adjust(raw, method) if raw.size else raw
-            adj_m = adjust(raw_m, method) if raw_m.size else raw_m
-            for (pa, ident, _, margin), pa_adj, pm_adj in zip(fam, adj, adj_m):
+            adj, adj_m, scen = _family_adjust(fam, method)
+            for (pa, ident, _, margin), pa_adj, pm_adj, sc in zip(fam, adj, adj_m, scen):
                 comparisons.append(finish(pa, pvalue_adjusted=num(pa_adj), margin=margin, alpha=plan.alpha,
-                                          pvalue_margin_adjusted=num(pm_adj),
+                                          pvalue_margin_adjusted=num(pm_adj), scenario_adjusted=sc,
                                           correction=label, family_size=len(fam), **ident))
     return comparisons, omnibus, notes
 
 
+def _family_adjust(fam: list, method: str) -> tuple[np.ndarray, np.ndarray, list]:
+    """Adjust a family's p-values (against 0 and against the margin) together.
+
+    A comparison with ``by: template`` enters with one test per scenario (its scenario-level verdicts
+    are primary); its own adjusted p-value is the smallest of its scenarios'. Returns the adjusted
+    p-values per comparison and, per comparison, its scenarios' adjusted arrays (``None`` unless by
+    template).
+    """
+    raw, raw_m, spans = [], [], []
+    for pa, _ident, _primary, margin in fam:
+        if pa.by_template:
+            p0, pm = scenario_pvalues(pa, margin)
+        else:
+            q = pa.pvalue_beyond(margin)
+            p0 = np.array([np.nan if pa.pvalue is None else pa.pvalue])
+            pm = np.array([np.nan if q is None else q])
+        spans.append((len(raw), len(raw) + len(p0)))
+        raw += list(p0)
+        raw_m += list(pm)
+    a0 = adjust(np.array(raw), method) if raw else np.zeros(0)
+    am = adjust(np.array(raw_m), method) if raw_m else np.zeros(0)
+    adj, adj_m, scen = [], [], []
+    for (pa, *_), (i, j) in zip(fam, spans):
+        if pa.by_template:
+            s0, sm = a0[i:j], am[i:j]
+            adj.append(np.nanmin(s0) if np.isfinite(s0).any() else np.nan)
+            adj_m.append(np.nanmin(sm) if np.isfinite(sm).any() else np.nan)
+            scen.append((s0, sm))
+        else:
+            adj.append(a0[i])
+            adj_m.append(am[i])
+            scen.append(None)
+    return np.array(adj), np.array(adj_m), scen
+
+
 def _category_comparisons(data: RunData, strata, answered, ident: dict[str, Any], margin, plan,
-                          heterogeneity: bool, names: str = "random") -> list:
+                          heterogeneity: bool, names: str = "random", templates: str = "random") -> list:
     """A k-outcome (``categorical``) comparison, outcome by outcome: ``<measure>=<outcome>`` as a
     yes/no measure through the same paired analysis as any binary measure (McNemar, risk
     difference, cluster interval, verdict), in the comparison's own family."""
@@ -153,7 +191,7 @@ def _category_comparisons(data: RunData, strata, answered, ident: dict[str, Any]
         pa = analyze_pairs(pd, scale="binary", alpha=plan.alpha, confidence_level=plan.confidence_level,
                            exact_threshold=plan.exact_threshold, n_resamples=plan.bootstrap_resamples,
                            seed=plan.seed, heterogeneity=heterogeneity, names=names,
-                           labels=(ident["group_a"], ident["group_b"]))
+                           labels=(ident["group_a"], ident["group_b"]), templates=templates)
         out.append((pa, {**ident, "id": f"{ident['id']}={cat}", "measure": f"{measure}={cat}"},
                     ident["primary"], margin))
     return out
@@ -220,7 +258,7 @@ def _status_comparisons(battery, data: RunData, target: str, pending: list, stra
             pa = analyze_pairs(pd, scale="binary", alpha=plan.alpha, confidence_level=plan.confidence_level,
                                exact_threshold=plan.exact_threshold, n_resamples=plan.bootstrap_resamples,
                                seed=plan.seed, heterogeneity=heterogeneity, names=plan.generalize.names,
-                               labels=(ga, gb))
+                               labels=(ga, gb), templates=plan.generalize.templates)
             ident = dict(id=f"{name}-by-{attr}", target=target, measure=name, attribute=attr, design=did,
                          group_a=ga, group_b=gb, primary=False)
             out.append((pa, ident, "status", None))
@@ -233,6 +271,12 @@ def comparison_names(plan, comparison) -> str:
     """The estimand of a comparison: its own ``generalize.names``, else the plan's."""
     g = comparison.generalize or plan.generalize
     return g.names
+
+
+def comparison_templates(plan, comparison) -> str:
+    """The templates' estimand of a comparison: its own ``generalize.templates``, else the plan's."""
+    g = comparison.generalize or plan.generalize
+    return g.templates
 
 
 def _group_cells(cases, strata, group: str, vals, answered) -> np.ndarray:
@@ -388,6 +432,36 @@ def _distrust_judge(battery, comparisons: list[ComparisonResult], judge: JudgeBl
     return out
 
 
+def _incomplete(run_dir: Path, counts: dict[str, Counts]) -> IncompleteRun | None:
+    """The run's :class:`IncompleteRun` when some case of a target has no outcome stored yet (neither an
+    answer nor a final failure), else ``None``."""
+    cases = sum(c.cases for c in counts.values())
+    done = sum(c.answered + c.failed for c in counts.values())
+    if not counts or done >= cases:
+        return None
+    try:
+        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+        battery = manifest.get("battery_path") or "BATTERY"
+    except (OSError, ValueError, AttributeError):
+        battery = "BATTERY"
+    command = f"fairpair run {shlex.quote(str(battery))} --out {shlex.quote(str(run_dir))}"
+    return IncompleteRun(answered=sum(c.answered for c in counts.values()), cases=cases, command=command)
+
+
+def with_reasons(comparisons: list[ComparisonResult], incomplete: IncompleteRun | None = None
+                 ) -> list[ComparisonResult]:
+    """Each comparison with its ``reasons`` (:func:`fairpair.analysis._why.comparison_reasons`) and its
+    headline ``reason`` in words."""
+    from fairpair.analysis._why import comparison_reasons, reason_text
+
+    out = []
+    for c in comparisons:
+        reasons = comparison_reasons(c, incomplete=incomplete is not None)
+        text = reason_text(c, reasons[0], "en", incomplete=incomplete) if reasons else None
+        out.append(c.model_copy(update={"reasons": [r.value for r in reasons], "reason": text}))
+    return out
+
+
 def _counts(data: RunData) -> dict[str, Counts]:
     n = len(data.cases)
     leaks: dict[str, int] = {}
@@ -501,6 +575,9 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
                                       confidence_level=plan.confidence_level)
         judge = _judge_block(battery, store, data)
         comparisons = _distrust_judge(battery, comparisons, judge)
+        counts = _counts(data)
+        incomplete = _incomplete(run_dir, counts)
+        comparisons = with_reasons(comparisons, incomplete)
         measures = sorted({m for (_t, m) in data.values} | set(battery.measures))
         scales = {m: measure_scale(battery, m, data.raw_kinds.get(m)) for m in measures}
         if changes:
@@ -512,10 +589,10 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
             plan_changed=bool(changes) and now != registered, alpha=plan.alpha, correction=plan.correction,
             confidence_level=plan.confidence_level, n_resamples=plan.bootstrap_resamples, seed=plan.seed,
             fail_on_inconclusive=plan.fail_on_inconclusive, fail_on_insufficient=plan.fail_on_insufficient,
-            names=plan.generalize.names, targets=data.targets, measures=scales,
-            comparisons=comparisons, omnibus=omnibus, two_party=two_party, judge=judge, counts=_counts(data),
+            names=plan.generalize.names, templates=plan.generalize.templates, targets=data.targets, measures=scales,
+            comparisons=comparisons, omnibus=omnibus, two_party=two_party, judge=judge, counts=counts,
             notes=notes + aa.notes, answer_statuses=_answer_statuses(battery, data), aa_controls=aa.comparisons,
-            aa_flag=aa.flag, rankings=rankings)
+            aa_flag=aa.flag, rankings=rankings, incomplete=incomplete)
     if write:
         write_results(run_dir, res.to_json() + "\n")
     if console is not None:
@@ -526,26 +603,38 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
 def _print_summary(console, res: Results) -> None:
     from rich.markup import escape
 
+    from fairpair.analysis._design import design_reason_parts
+
     colour = {"fail": "red", "pass": "green", "inconclusive": "yellow", "insufficient design": "magenta",
               "no verdict": "bold red"}
+    if res.incomplete is not None:  # said first, once
+        console.print(escape(res.incomplete.text()), soft_wrap=True)
+    why: dict[tuple[str, str], list[str]] = {}  # each reason once, with the comparisons it covers
     for c in res.comparisons:
         est = "n/a" if c.estimate is None else f"{c.estimate:+.3f}"
         ci = "" if not c.ci or None in c.ci else f" [{c.ci[0]:+.3f}, {c.ci[1]:+.3f}]"
         p = "n/a" if c.pvalue_adjusted is None else f"{c.pvalue_adjusted:.3g}"
         console.print(f"[{colour[c.verdict]}]{c.verdict:12}[/{colour[c.verdict]}] {escape(c.target)} "
                       f"{escape(c.id)} {escape(c.group_a)} vs {escape(c.group_b)}: {est}{ci} "
-                      f"p_adj={p} (n={c.n_pairs}; names {c.names}: {escape(c.estimand)})")
-        if c.design_reason:
-            console.print(f"  why: {escape((c.reason + ': ') if c.verdict == 'no verdict' else '')}"
-                          f"{escape(c.design_reason)}")
+                      f"p_adj={p} (n={c.n_pairs}; names {c.names}: {escape(c.estimand)})", soft_wrap=True)
+        if c.reasons and c.reason and c.reasons[0] != "incomplete run":
+            parts = [c.reason]
+            if c.reasons[0] == "insufficient design" and (c.design_reason or "")[:1].isdigit():
+                parts = design_reason_parts(n_templates=c.n_clusters, n_names_a=c.n_names_a,
+                                            n_names_b=c.n_names_b, names=c.names, n_pairs=c.n_pairs,
+                                            group_a=c.group_a, group_b=c.group_b) or parts
+            for part in parts:  # an insufficient design part by part: a part shared by many is one line
+                why.setdefault((c.reasons[0], part), []).append(f"{c.id} {c.group_a} vs {c.group_b}")
+    for (kind, text), which in why.items():
+        console.print(f"  {escape(kind)}: {escape(text)} ({escape('; '.join(which))})", soft_wrap=True)
     for c in res.aa_controls:
         console.print(f"A/A control {escape(c.verdict):12} {escape(c.target)} {escape(c.measure)} "
                       f"{escape(c.group_a)} vs {escape(c.group_b)}: "
                       + ("n/a" if c.estimate is None else f"{c.estimate:+.3f}"))
     if res.aa_flag:
         console.print(f"[red]A/A control failed:[/red] {escape(res.aa_flag)}")
-    for n in res.notes:
-        console.print(f"note: {escape(n)}")
+    for n in dict.fromkeys(res.notes):
+        console.print(f"note: {escape(n)}", soft_wrap=True)
 
 
 def load_results(run_dir: Path | str) -> Results:

@@ -460,7 +460,7 @@ def pairs_for(cases: CaseTable, strata: Strata, attribute: str, group_a: str, gr
     labels = tuple(f"{vl[k // nv]} / {vl[k % nv]}" for k in uniq)
     return PairData(x, y, arr["template_code"][ia], codes.reshape(-1).astype(np.intp), labels, arr["sets"][ia],
                     arr["ids"][ia], arr["ids"][ib], name_a=strata.variant_code[ia].astype(np.intp),
-                    name_b=strata.variant_code[ib].astype(np.intp))
+                    name_b=strata.variant_code[ib].astype(np.intp), template_labels=tuple(arr["template_labels"]))
 
 
 def group_pairs(comparison, groups: list[str]) -> list[tuple[str, str]]:

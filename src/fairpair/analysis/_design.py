@@ -1,8 +1,9 @@
 """When a design can support a verdict: the `insufficient design` rule and the estimand in words.
 
-A comparison's verdict generalises over templates (always) and over names
-(``analysis.generalize.names: random``, the default) or holds for the names
-used (``fixed``). With too few templates, or too few names per group for
+A comparison's verdict generalises over templates (``analysis.generalize.templates:
+random``, the default) or holds for the templates used (``fixed``: these
+scenarios), and over names (``analysis.generalize.names: random``, the
+default) or holds for the names used (``fixed``). With too few templates, or too few names per group for
 names random, the crossed t of :func:`fairpair.stats.crossed_difference`
 has so few degrees of freedom, or its variance estimate is so unstable,
 that its level and coverage no longer meet the goals (false ``fail`` at most
@@ -21,24 +22,33 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["MIN_TEMPLATES", "MIN_NAMES", "MIN_PAIRS", "design_reason", "design_reason_counts", "estimand_words"]
+__all__ = ["MIN_TEMPLATES", "MIN_TEMPLATES_FIXED", "MIN_NAMES", "MIN_PAIRS", "design_reason", "design_reason_counts",
+           "design_reason_parts", "estimand_words"]
 
 #: Smallest number of templates for a verdict, per estimand (``benchmarks/sim_audits.py``).
 MIN_TEMPLATES = {"random": 8, "fixed": 5}
+#: The same with ``templates: fixed`` (the claim is about these scenarios), per names estimand: names random
+#: needs no second template (the names are the random units); names fixed needs a template x name
+#: interaction to estimate the error from (``benchmarks/sim_audits.py``).
+MIN_TEMPLATES_FIXED = {"random": 1, "fixed": 2}
 #: Smallest number of names per group for a verdict with names random (``benchmarks/sim_audits.py``).
 MIN_NAMES = 5
 #: Fewer complete matched pairs than this: no verdict.
 MIN_PAIRS = 10
 
 _ESTIMAND = {
-    "random": "generalises to other names of these groups and other scenarios like these templates",
-    "fixed": "holds for these names, in scenarios like these templates (not for other names of the groups)",
+    ("random", "random"): "generalises to other names of these groups and other scenarios like these templates",
+    ("fixed", "random"): "holds for these names, in scenarios like these templates (not for other names of the "
+                         "groups)",
+    ("random", "fixed"): "holds for these scenarios (these templates) and generalises to other names of these "
+                         "groups (not to other scenarios)",
+    ("fixed", "fixed"): "holds for these names in these scenarios (these templates) only",
 }
 
 
-def estimand_words(names: str) -> str:
-    """The estimand of a comparison in plain words (``names`` is ``"random"`` or ``"fixed"``)."""
-    return _ESTIMAND[names]
+def estimand_words(names: str, templates: str = "random") -> str:
+    """The estimand of a comparison in plain words (``names`` and ``templates`` are ``"random"`` or ``"fixed"``)."""
+    return _ESTIMAND[(names, templates)]
 
 
 _WORDS = {
@@ -46,36 +56,53 @@ _WORDS = {
                         "them; use at least {need}",
            "names": "{n} name(s) in group {g}: the result cannot generalise to other names of this group; use at "
                     "least {need}, or declare `names: fixed` (the verdict then holds for these names only)",
+           "templates_fixed": "{n} template(s): with `names: fixed` and `templates: fixed` the error comes from "
+                              "the template x name interaction, which needs {need}; use `names: random`",
            "pairs": "{n} complete matched pair(s): use at least {need}"},
     "es": {"templates": "{n} plantilla(s): demasiado pocos escenarios para estimar cuánto varía la diferencia entre "
                         "ellos; usa al menos {need}",
            "names": "{n} nombre(s) en el grupo {g}: el resultado no se puede generalizar a otros nombres de este "
                     "grupo; usa al menos {need}, o declara `names: fixed` (el veredicto valdrá solo para estos "
                     "nombres)",
+           "templates_fixed": "{n} plantilla(s): con `names: fixed` y `templates: fixed` el error sale de la "
+                              "interacción plantilla x nombre, que necesita {need}; usa `names: random`",
            "pairs": "{n} pares emparejados completos: usa al menos {need}"},
 }
 
 
 def design_reason_counts(*, n_templates: int, n_names_a: int, n_names_b: int, names: str,
                          n_pairs: int | None = None, group_a: str = "A", group_b: str = "B",
-                         lang: str = "en") -> str | None:
+                         lang: str = "en", templates: str = "random") -> str | None:
     """Why a design of this size cannot support a verdict, in plain words (``lang`` en or es); ``None`` when it can.
 
     Used before anything is sent (``fairpair validate`` / ``plan``, from
     the planned counts) and after (from the counts that have answers).
     """
+    return "; ".join(design_reason_parts(n_templates=n_templates, n_names_a=n_names_a, n_names_b=n_names_b,
+                                         names=names, n_pairs=n_pairs, group_a=group_a, group_b=group_b,
+                                         lang=lang, templates=templates)) or None
+
+
+def design_reason_parts(*, n_templates: int, n_names_a: int, n_names_b: int, names: str,
+                        n_pairs: int | None = None, group_a: str = "A", group_b: str = "B",
+                        lang: str = "en", templates: str = "random") -> list[str]:
+    """The parts of :func:`design_reason_counts` one by one (templates, names of each group, pairs), so an
+    output can say a part shared by several comparisons once; empty when the design can support a verdict."""
     w = _WORDS.get(lang, _WORDS["en"])
     reasons: list[str] = []
-    need_t = MIN_TEMPLATES[names]
-    if n_templates < need_t:
-        reasons.append(w["templates"].format(n=n_templates, need=need_t))
+    if templates == "fixed":
+        need_t = MIN_TEMPLATES_FIXED[names]
+        if n_templates < need_t:
+            reasons.append(w["templates_fixed"].format(n=n_templates, need=need_t))
+    elif n_templates < MIN_TEMPLATES[names]:
+        reasons.append(w["templates"].format(n=n_templates, need=MIN_TEMPLATES[names]))
     if names == "random":
         for g, k in ((group_a, n_names_a), (group_b, n_names_b)):
             if k < MIN_NAMES:
                 reasons.append(w["names"].format(n=k, g=g, need=MIN_NAMES))
     if n_pairs is not None and n_pairs < MIN_PAIRS:
         reasons.append(w["pairs"].format(n=n_pairs, need=MIN_PAIRS))
-    return "; ".join(dict.fromkeys(reasons)) or None
+    return list(dict.fromkeys(reasons))
 
 
 #: The design reason of a comparison whose measure has no value at all: its verdict is ``no verdict``
@@ -84,7 +111,7 @@ NOT_MEASURED = "no answer of these groups has a value for this measure: check th
 
 
 def design_reason(cr: Any, *, names: str, n_pairs: int, constant: bool = False, group_a: str = "A",
-                  group_b: str = "B") -> str | None:
+                  group_b: str = "B", templates: str = "random") -> str | None:
     """:func:`design_reason_counts` from a :class:`~fairpair.stats.CrossedDifferenceResult`, plus "no variance"."""
     if cr.n_values == 0:
         return NOT_MEASURED
@@ -92,7 +119,8 @@ def design_reason(cr: Any, *, names: str, n_pairs: int, constant: bool = False, 
         return ("no template has measured answers from both groups: check the measures stage (one group's "
                 "measurements are missing)")
     r = design_reason_counts(n_templates=cr.n_templates, n_names_a=cr.n_names_a, n_names_b=cr.n_names_b,
-                             names=names, n_pairs=n_pairs, group_a=group_a, group_b=group_b)
+                             names=names, n_pairs=n_pairs, group_a=group_a, group_b=group_b,
+                             templates=templates)
     if r:
         return r
     if constant:
@@ -118,13 +146,14 @@ def plan_warnings(loaded: Any, plan: Any) -> list[str]:
     out: list[str] = []
     for k, c in enumerate(b.analysis.comparisons):
         names = (c.generalize or b.analysis.generalize).names
+        templates = (c.generalize or b.analysis.generalize).templates
         for did, s in plan.designs.items():
             if s.get("attribute") != c.attribute or (c.design and c.design != did):
                 continue
             per = int(s.get("variants_per_group") or 0)
             reason = design_reason_counts(n_templates=int(s.get("templates") or 0), n_names_a=per, n_names_b=per,
                                           names=names, n_pairs=int(s.get("pairs") or 0), group_a="each",
-                                          group_b="each")
+                                          group_b="each", templates=templates)
             if reason:
                 cid = c.id or f"{c.measure}-by-{c.attribute}"
                 out.append(f"comparison {cid} (design {did}, names {names}): the verdict will be "

@@ -1,6 +1,8 @@
 """The gate: an exit code and JUnit XML for CI pipelines.
 
-Exit 1 when any *primary* comparison's verdict is ``fail`` (the ranking
+Exit 1 when any *primary* comparison's verdict is ``fail``, or an automatic
+comparison of answer statuses (failed, empty, refused answers between the
+groups) fails and ``ignore_status`` is not set (the ranking
 designs' verdicts included: every pair of groups on the top pick and on
 "ranked above", and every group's four-fifths ratio, read from
 ``results.json``'s ``rankings``); also when it is
@@ -16,7 +18,8 @@ groups included, set by set). Else 0.
 like ``inconclusive`` (the data cannot tell) but the CLI prints the reason
 for each one, and when *no* primary comparison has a verdict at all the gate
 refuses to answer (exit 2: there is nothing to gate), as it does when
-nothing was measured.
+nothing was measured. An incomplete run is never gated (exit 2, "run
+incomplete: ..." before any other reason).
 """
 
 from __future__ import annotations
@@ -44,9 +47,28 @@ def current_results(run_dir: Path | str) -> Results:
     return analyze_run(run_dir)
 
 
-def failing(c: ComparisonResult, *, on_inconclusive: bool, on_insufficient: bool = False) -> bool:
-    """Whether a comparison fails the gate (primary and fail, or inconclusive / insufficient when asked)."""
+def is_status(c: ComparisonResult) -> bool:
+    """An automatic comparison of an answer status (``answer.failed``, ``answer.empty``, ``answer.refused``...)."""
+    return c.measure.startswith("answer.")
+
+
+def failing(c: ComparisonResult, *, on_inconclusive: bool, on_insufficient: bool = False,
+            ignore_status: bool = False) -> bool:
+    """Whether a comparison fails the gate: primary and fail (or inconclusive / insufficient when asked), or
+    an automatic answer-status comparison that fails (unless ``ignore_status``)."""
+    if is_status(c):
+        return not ignore_status and c.verdict == "fail"
     return c.primary and _fails(c.verdict, on_inconclusive=on_inconclusive, on_insufficient=on_insufficient)
+
+
+def why(c: ComparisonResult) -> str:
+    """``; REASON: words`` for a comparison that has a reason (:mod:`fairpair.analysis._why`), else ``""``."""
+    from fairpair.analysis._why import comparison_reasons, reason_text
+
+    reasons = c.reasons or [r.value for r in comparison_reasons(c)]
+    if not reasons:
+        return ""
+    return f"; {reasons[0]}: {c.reason or reason_text(c, reasons[0])}"
 
 
 def _fails(verdict: str | None, *, on_inconclusive: bool, on_insufficient: bool) -> bool:
@@ -131,11 +153,11 @@ def _desc(c: ComparisonResult) -> str:
     return (f"{c.measure}: {c.group_a} {c.value_a} vs {c.group_b} {c.value_b}; estimate {c.estimate} "
             f"CI {c.ci}; {c.test} p={c.pvalue} adjusted={c.pvalue_adjusted}; margin {c.margin}; "
             f"verdict {c.verdict}; names {c.names}: {c.estimand}"
-            + (f"; why: {c.design_reason}" if c.design_reason else "") + (f"; note: {c.note}" if c.note else ""))
+            + why(c) + (f"; note: {c.note}" if c.note else ""))
 
 
 def junit_xml(res: Results, *, on_inconclusive: bool = False, worse: list | None = None,
-              on_insufficient: bool = False) -> str:
+              on_insufficient: bool = False, ignore_status: bool = False) -> str:
     """JUnit XML: one testcase per comparison; failures for failing verdicts, skipped for the rest not passed."""
     suite = ET.Element("testsuite", name=f"fairpair:{res.battery}")
     n_fail = n_skip = 0
@@ -143,7 +165,8 @@ def junit_xml(res: Results, *, on_inconclusive: bool = False, worse: list | None
     on_ins = on_insufficient or res.fail_on_insufficient
     for c in res.comparisons:
         f, k = _testcase(suite, f"fairpair.{res.battery}.{c.target}", _label(c), c.verdict,
-                         failing(c, on_inconclusive=on_inc, on_insufficient=on_ins), _desc(c), not c.primary)
+                         failing(c, on_inconclusive=on_inc, on_insufficient=on_ins, ignore_status=ignore_status),
+                         _desc(c), not c.primary)
         n_fail, n_skip = n_fail + f, n_skip + k
     for m, c in ranking_pairs(res):  # the ranking designs' verdicts (results.json "rankings")
         f, k = _testcase(suite, f"fairpair.{res.battery}.{c.target}.ranking", _label(c, m), c.verdict,
@@ -183,6 +206,7 @@ class GateOutcome:
     on_inconclusive: bool
     on_insufficient: bool = False
     baseline_notes: tuple[str, ...] = ()
+    ignore_status: bool = False
 
 
 def _num(x: float | None, binary: bool) -> str:
@@ -225,12 +249,16 @@ def gate_lines(outcome: GateOutcome) -> list[str]:
     reads ``FAIL  mock ranking seleccion orden ranked_above g2 vs g3: ...`` or ``... orden four-fifths g2:
     selection rate 0.36 of g3's (95% CI 0.13 to 1.00), holm-adjusted p=0.01 against ratio >= 0.8``."""
     res, on_inc = outcome.results, outcome.on_inconclusive
-    prim = [c for c in res.comparisons if c.primary]
+    # the primary comparisons, and the automatic answer-status comparisons that fail (marked "(answer status)")
+    prim = [c for c in res.comparisons if c.primary or (is_status(c) and c.verdict == "fail")]
     lines: list[tuple[int, str]] = []
     for c in prim:
         binary = c.scale == "binary"
-        fails = failing(c, on_inconclusive=on_inc, on_insufficient=outcome.on_insufficient)
+        fails = failing(c, on_inconclusive=on_inc, on_insufficient=outcome.on_insufficient,
+                        ignore_status=outcome.ignore_status)
         mark, rank = _mark(c.verdict, fails)
+        if is_status(c):
+            mark, rank = ("FAIL" if fails else "fail (answer status, --ignore-status)"), (0 if fails else 1)
         margin = "no margin" if not c.margin else \
             (f"margin {100 * c.margin:.1f} points" if binary else f"margin {c.margin:g}")
         level = f"{100 * c.confidence_level:g}%"
@@ -238,7 +266,7 @@ def gate_lines(outcome: GateOutcome) -> list[str]:
                 f"({level} {_ci(c.ci, binary)}), {margin}, {c.test} {_p_is(c.pvalue)}"
                 + (f", {c.correction}-adjusted {_p(c.pvalue_adjusted)}" if c.correction != "none" else "")
                 + f", {c.n_pairs} pairs; names {c.names}: {c.estimand}"
-                + (f"; insufficient design: {c.design_reason}" if c.design_reason else ""))
+                + (" (automatic comparison of an answer status)" if is_status(c) else "") + why(c))
         lines.append((rank, text))
     for m, c in ranking_pairs(res):  # the ranking designs' pairs: the top pick and "ranked above"
         fails = failing(c, on_inconclusive=on_inc, on_insufficient=outcome.on_insufficient)
@@ -250,8 +278,7 @@ def gate_lines(outcome: GateOutcome) -> list[str]:
                             f"{_num(c.estimate, binary)} ({100 * c.confidence_level:g}% {_ci(c.ci, binary)}), "
                             f"{margin}, {c.test} {_p_is(c.pvalue)}"
                             + (f", {c.correction}-adjusted {_p(c.pvalue_adjusted)}" if c.correction != "none" else "")
-                            + f", {c.n_pairs} matched sets; names {c.names}"
-                            + (f"; insufficient design: {c.design_reason}" if c.design_reason else "")))
+                            + f", {c.n_pairs} matched sets; names {c.names}" + why(c)))
     for q in ranking_ratios(res):  # the four-fifths rule, group by group
         fails = _fails(q.verdict, on_inconclusive=on_inc, on_insufficient=outcome.on_insufficient)
         mark, rank = _mark(q.verdict, fails)
@@ -272,24 +299,33 @@ def gate_lines(outcome: GateOutcome) -> list[str]:
 
 
 def gate_exit_code(run_dir: Path | str, *, on_inconclusive: bool = False, baseline: Path | str | None = None,
-                   junit: Path | str | None = None, on_insufficient: bool = False) -> int:
+                   junit: Path | str | None = None, on_insufficient: bool = False,
+                   ignore_status: bool = False) -> int:
     """0 when the gate passes, 1 when it fails (see module notes); optionally writes JUnit XML to
     ``junit`` (only when the gate decides: never when it raises, so no file reports a gate that erred).
+
+    ``ignore_status``: an automatic answer-status comparison that fails (one group gets more empty,
+    refused or failed answers) does not fail the gate.
 
     Raises
     ------
     FairpairError
-        Nothing measured, or no primary comparison has a verdict (all
+        The run is incomplete ("run incomplete: 726 of 2,400 answered; resume with ..."), said before
+        any other reason; nothing measured; or no primary comparison has a verdict (all
         ``insufficient design``) and ``on_insufficient`` is not set.
     """
     return gate_outcome(run_dir, on_inconclusive=on_inconclusive, baseline=baseline, junit=junit,
-                        on_insufficient=on_insufficient).code
+                        on_insufficient=on_insufficient, ignore_status=ignore_status).code
 
 
 def gate_outcome(run_dir: Path | str, *, on_inconclusive: bool = False, baseline: Path | str | None = None,
-                 junit: Path | str | None = None, on_insufficient: bool = False) -> GateOutcome:
+                 junit: Path | str | None = None, on_insufficient: bool = False,
+                 ignore_status: bool = False) -> GateOutcome:
     """The gate's decision with what it was made from (see :func:`gate_exit_code`)."""
     res = current_results(run_dir)
+    if res.incomplete is not None:  # before any design reason: the verdicts wait for the rest of the answers
+        raise FairpairError(f"nothing to gate: {res.incomplete.text()}", file=run_dir,
+                            hint=f"run `{res.incomplete.command}`, then gate again")
     pairs = [c for _, c in ranking_pairs(res)]
     ratios = ranking_ratios(res)
     if not any((c.n_pairs or 0) > 0 for c in res.comparisons + pairs):
@@ -301,13 +337,14 @@ def gate_outcome(run_dir: Path | str, *, on_inconclusive: bool = False, baseline
         c = unjudged[0]
         more = f" (and {len(unjudged) - 1} more)" if len(unjudged) > 1 else ""
         raise FairpairError(f"nothing to gate for {c.id} [{c.target}: {c.group_a} vs {c.group_b}]: "
-                            f"{c.reason or 'no verdict'}{more}", file=run_dir,
+                            f"{(c.reasons or ['no verdict'])[0]}{more}", file=run_dir,
                             hint=f"run `fairpair measure {run_dir}` (and check its failures) so that '{c.measure}' "
-                                 "has values, then gate again" if c.reason == "not measured" else None)
+                                 "has values, then gate again" if "not measured" in c.reasons else None)
     on_inc = on_inconclusive or res.fail_on_inconclusive
     on_ins = on_insufficient or res.fail_on_insufficient
     prim = res.primary() + [c for c in pairs if c.primary]
-    bad = any(failing(c, on_inconclusive=on_inc, on_insufficient=on_ins) for c in res.comparisons + pairs) or \
+    bad = any(failing(c, on_inconclusive=on_inc, on_insufficient=on_ins, ignore_status=ignore_status)
+              for c in res.comparisons + pairs) or \
         any(_fails(q.verdict, on_inconclusive=on_inc, on_insufficient=on_ins) for q in ratios)
     worse = []
     notes: tuple[str, ...] = ()
@@ -336,9 +373,9 @@ def gate_outcome(run_dir: Path | str, *, on_inconclusive: bool = False, baseline
     # written only once the gate has a verdict: no JUnit file passing a gate that exited 2
     if junit is not None:
         try:
-            Path(junit).write_text(junit_xml(res, on_inconclusive=on_inc, worse=worse, on_insufficient=on_ins),
-                                   encoding="utf-8")
+            Path(junit).write_text(junit_xml(res, on_inconclusive=on_inc, worse=worse, on_insufficient=on_ins,
+                                             ignore_status=ignore_status), encoding="utf-8")
         except OSError as exc:
             raise FairpairError(f"cannot write the JUnit XML file: {exc.strerror}", file=junit,
                                 hint="--junit takes a file path such as fairness.xml") from None
-    return GateOutcome(1 if bad else 0, res, worse, on_inc, on_ins, notes)
+    return GateOutcome(1 if bad else 0, res, worse, on_inc, on_ins, notes, ignore_status)

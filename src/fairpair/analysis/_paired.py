@@ -47,24 +47,38 @@ Satterthwaite, F. E. (1946). *Biometrics Bulletin*, 2, 110-114.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import math
 from typing import Any
 
 import numpy as np
 from scipy import special
 
+from fairpair.records import Reason
 from fairpair.records import (
-    BinaryDetail, ComparisonResult, ContinuousDetail, Evidence, Heterogeneity, PairedTDetail, VariantRow,
-    interval, num,
+    BinaryDetail, ComparisonResult, ContinuousDetail, Evidence, Heterogeneity, PairedTDetail, ScenarioBlock,
+    ScenarioRow, VariantRow, interval, num,
 )
 from fairpair.analysis._design import NOT_MEASURED
-from fairpair.analysis._verdict import RULE_NOT_MEASURED, decide
-from fairpair.records import Reason
+from fairpair.analysis._verdict import RULE_BY_TEMPLATE, RULE_NOT_MEASURED, decide
 from fairpair.stats import variant_heterogeneity
 from fairpair.stats import mcnemar
 from fairpair.stats import paired_t, wilcoxon
 
-__all__ = ["PairData", "PairAnalysis", "analyze_pairs", "finish", "pair_cells", "BINARY_SCALES", "CI_METHOD", "t_interval"]
+__all__ = ["PairData", "PairAnalysis", "analyze_pairs", "finish", "pair_cells", "BINARY_SCALES", "CI_METHOD",
+           "t_interval", "HETEROGENEITY_CUTOFF", "scenario_pvalues"]
 
+#: The guard of the templates-random average: when the generalized ESD (Rosner 1983) singles out at
+#: least one template at this level (:func:`fairpair.stats.scenario_heterogeneity`), the average cannot
+#: ``pass`` (``inconclusive``, reason ``heterogeneous average``). Chosen by ``benchmarks/sim_audits.py``:
+#: the ESD is anti-conservative on yes/no and count template differences (at 0.02 it fired in 6-7% of fair
+#: audits of 20 templates x 10 names, and took 5-6 points of ``pass`` at 0 there, above the 5 allowed); at
+#: 0.005 it fires in 1.7-2.1% of them and still names a sampled biased scenario in 31-43% of the sparse-bias
+#: audits of 20-40 templates (table in ``benchmarks/README.md``).
+HETEROGENEITY_CUTOFF = 0.005
+
+CI_METHOD_FIXED = ("templates fixed (these scenarios): the average over these templates +/- t x SE "
+                   "(names random: Welch on the names' means; names fixed: the template x name interaction as "
+                   "error); the (1-2alpha) equivalence interval is the same t at that level")
 CI_METHOD = ("crossed random effects on template x name cell means (method of moments): "
              "estimate +/- t(Satterthwaite df) x SE; the (1-2alpha) equivalence interval is its hull with "
              "Hall's (1992) skewness-corrected t")
@@ -117,16 +131,27 @@ class PairData:
     case_b: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=object))
     name_a: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.intp))
     name_b: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.intp))
+    template_labels: tuple = ()
 
 
 @dataclass
 class PairAnalysis:
-    """Everything about a comparison except the adjusted p-value and verdict."""
+    """Everything about a comparison except the adjusted p-value and verdict.
+
+    ``scenario`` / ``spread``: :func:`fairpair.stats.scenario_differences` and
+    :func:`fairpair.stats.scenario_heterogeneity` of its cells (``None`` without answers);
+    ``template_labels``: the label of each cell row; ``by_template``: the scenario-level verdicts
+    are primary (``by: template``).
+    """
 
     fields: dict[str, Any]
     ci_alpha: tuple[float, float] | None
     ci_equivalence: tuple[float, float] | None
     pvalue: float | None
+    scenario: Any = None
+    spread: Any = None
+    template_labels: tuple = ()
+    by_template: bool = False
 
     def pvalue_beyond(self, margin: float | None) -> float | None:
         """Two-sided p-value of the crossed t against ``|difference| <= margin``: ``min(1, 2 P(T > (|D| - m) / SE))``.
@@ -148,6 +173,35 @@ class PairAnalysis:
             return None
         z = (abs(est) - m) / se
         return float(min(1.0, 2.0 * special.stdtr(df, -z))) if z > 0 else 1.0
+
+
+def sign_flip_interval(estimate: float, n_templates: int, alpha: float,
+                       bounds: tuple[float, float] | None) -> tuple[float, float]:
+    """The ``1 - alpha`` interval of a difference whose ``T = n_templates`` template differences all
+    equal ``estimate``, inverting an exact test over templates (the exchangeable unit).
+
+    * ``estimate`` at a bound of the measure (``bounds``, e.g. ``-1``: every pair of every template
+      disagrees the same way): a template difference ``d`` lies in ``[lo, hi]`` with mean ``delta``, so
+      ``P(d = lo) <= (hi - delta) / (hi - lo)`` and all ``T`` templates sit at ``lo`` with probability at
+      most ``((hi - delta) / (hi - lo))^T``. Rejecting below ``alpha / 2`` gives
+      ``[lo, hi - (hi - lo) (alpha / 2)^(1/T)]`` (mirrored at ``hi``): valid whatever the dependence
+      within a template. Inverting the sign-flip test alone gives a point there (every
+      ``delta != estimate`` gets ``p = 2^(1 - T)``), which covered 0% of audits whose true difference
+      was 1 point inside the bound (``benchmarks/sim_signflip.py``).
+    * otherwise, the sign-flip test's own inversion: ``(estimate, estimate)`` when ``2^(1 - T) <= alpha``,
+      else the whole range (``bounds``, or ``(-inf, inf)`` for an unbounded measure).
+    """
+    est = float(estimate)
+    if bounds is not None:
+        lo, hi = (float(b) for b in bounds)
+        far = (hi - lo) * (alpha / 2.0) ** (1.0 / n_templates)
+        if est <= lo:
+            return (lo, hi - far)
+        if est >= hi:
+            return (lo + far, hi)
+    if 2.0 ** (1 - n_templates) <= alpha:
+        return (est, est)
+    return tuple(bounds) if bounds is not None else (-math.inf, math.inf)
 
 
 def _evidence(pd: PairData, keep: np.ndarray, order: np.ndarray) -> list[Evidence]:
@@ -190,10 +244,13 @@ def pair_cells(pd: PairData) -> tuple[np.ndarray, np.ndarray]:
 
 def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: float, exact_threshold: int,
                   n_resamples: int, seed: int, heterogeneity: bool = True, names: str = "random",
-                  secondary: bool = True, labels: tuple[str, str] = ("A", "B")) -> PairAnalysis:
+                  secondary: bool = True, labels: tuple[str, str] = ("A", "B"), templates: str = "random",
+                  by_template: bool = False) -> PairAnalysis:
     """The cluster-aware inference, intervals and secondary statistics of one comparison (verdict pending).
 
-    ``names`` is the estimand (``"random"`` or ``"fixed"``); ``secondary``
+    ``names`` and ``templates`` are the estimand (each ``"random"`` or ``"fixed"``; templates fixed:
+    the average over these scenarios, :func:`fairpair.stats.scenario_differences`); ``by_template``:
+    the scenario-level verdicts are primary; ``secondary``
     False skips McNemar / Wilcoxon and the evidence list (the simulation
     does: the verdict does not use them); ``labels`` name the two groups
     in the design reason. Never raises for degenerate data: undefined
@@ -201,7 +258,9 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
     a verdict carry ``design_reason`` (see :mod:`fairpair.analysis._design`).
     """
     from fairpair.analysis._design import design_reason, estimand_words
-    from fairpair.stats import crossed_from_cells, names_heterogeneity
+    from fairpair.stats import (
+        crossed_from_cells, names_heterogeneity, scenario_differences_from_cells, scenario_heterogeneity,
+    )
 
     binary = scale in BINARY_SCALES
     keep = ~(np.isnan(pd.x) | np.isnan(pd.y))
@@ -211,8 +270,8 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
                          "value_kind": "rate" if binary else "mean",
                          "estimate_name": ("risk difference" if binary else "mean difference") + " (A - B)",
                          "confidence_level": confidence_level, "n_resamples": n_resamples, "seed": seed,
-                         "ci_method": CI_METHOD, "alpha": alpha, "names": names,
-                         "estimand": estimand_words(names)}
+                         "ci_method": CI_METHOD if templates == "random" else CI_METHOD_FIXED, "alpha": alpha,
+                         "names": names, "templates": templates, "estimand": estimand_words(names, templates)}
     if f["n_dropped"]:
         notes.append(f"{f['n_dropped']} pairs have a missing answer or measurement (the other side still counts)")
     x, y = pd.x[keep], pd.y[keep]
@@ -223,17 +282,25 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
         f["value_kind"] = "mean"
         f["estimate_name"] = "mean difference (A - B)"
     cells_a, cells_b = pair_cells(pd)
-    cr = crossed_from_cells(cells_a, cells_b, names=names, n_values=int(answers.size))
+    sd = scenario_differences_from_cells(cells_a, cells_b, names=names, n_values=int(answers.size))
+    spread = scenario_heterogeneity(cells_a, cells_b, outlier_alpha=HETEROGENEITY_CUTOFF)
+    if templates == "fixed":
+        cr = sd.as_crossed()
+    else:
+        cr = crossed_from_cells(cells_a, cells_b, names=names, n_values=int(answers.size))
+    extra = dict(scenario=sd, spread=spread, template_labels=tuple(pd.template_labels), by_template=by_template)
+    _missing_bounds(f, pd, answers, binary, alpha)
     f["n_clusters"] = cr.n_templates
     f["n_names_a"], f["n_names_b"] = cr.n_names_a, cr.n_names_b
     f["df"] = num(cr.df)
     f["se"] = num(cr.se)
     f["variance_components"] = {k: num(v) for k, v in cr.variance_components.items()}
-    f["test"] = f"crossed t (templates random, names {names}; Satterthwaite df)"
+    f["test"] = (f"crossed t (templates random, names {names}; Satterthwaite df)" if templates == "random" else
+                 f"templates-fixed t (these scenarios, names {names})")
     f["statistic"] = num(cr.statistic)
     bounds = (-1.0, 1.0) if binary else None
     reason = design_reason(cr, names=names, n_pairs=n, constant=answers.size > 0 and np.unique(answers).size == 1,
-                           group_a=labels[0], group_b=labels[1])
+                           group_a=labels[0], group_b=labels[1], templates=templates)
     f["design_reason"] = reason
     ci_a = ci_eq = None
     pvalue = None
@@ -241,16 +308,17 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
         notes.append("no answers")
         f.update(value_a=None, value_b=None, estimate=None, ci=None, equivalence_ci=None)
         f["note"] = "; ".join(notes)
-        return PairAnalysis(f, None, None, None)
+        return PairAnalysis(f, None, None, None)  # no answers: no scenario either
     f["value_a"], f["value_b"] = num(cr.mean_a), num(cr.mean_b)
     f["estimate"] = num(cr.estimate)
     f["ci"] = interval(cr.confidence_interval(confidence_level, bounds=bounds))
     if reason is None and cr.se == 0:
         # Every template (and name) shows exactly the same non-zero difference (e.g. 100% vs 0%): no
         # variance to estimate, but the exact sign-flip test over templates (the exchangeable unit) gives
-        # p = 2^(1 - T). The zero-width interval may support a fail, never a pass.
+        # p = 2^(1 - T). The interval inverts an exact test over templates (sign_flip_interval; its
+        # coverage: benchmarks/sim_signflip.py). It may support a fail, never a pass.
         pvalue = min(1.0, 2.0 ** (1 - cr.n_templates))
-        ci_a = (cr.estimate, cr.estimate)
+        ci_a = sign_flip_interval(cr.estimate, cr.n_templates, 1.0 - confidence_level, bounds)
         f["test"] = "exact sign-flip test over templates (no variance)"
         f["ci"] = interval(ci_a)
         notes.append(f"every template shows the same difference: no variance to estimate; p-value from the exact "
@@ -283,7 +351,30 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
         except ValueError as exc:  # e.g. a single variant label set the stats package refuses
             notes.append(f"per-variant breakdown unavailable: {exc}")
     f["note"] = "; ".join(dict.fromkeys(notes)) or None
-    return PairAnalysis(f, ci_a, ci_eq, pvalue)
+    return PairAnalysis(f, ci_a, ci_eq, pvalue, **extra)
+
+
+def _missing_bounds(f: dict[str, Any], pd: PairData, answers: np.ndarray, binary: bool, alpha: float) -> None:
+    """Worst-case bounds for missing answers (Manski 1990): each side's missing answers set to either end of
+    the measure's scale (0 and 1 for yes/no, else the smallest and largest answer of the comparison), and
+    whether missingness differs by group (McNemar's exact test on the matched sets' missing / present
+    pattern, p < alpha: ``missing_informative``). With informative missingness a ``pass`` needs the bounds
+    widened by the estimate's sampling error inside the margin and a ``fail`` needs them beyond it
+    (:func:`finish`; Horowitz & Manski 2000)."""
+    miss_a, miss_b = np.isnan(pd.x), np.isnan(pd.y)
+    if not (miss_a.any() or miss_b.any()) or answers.size == 0:
+        return
+    lo, hi = (0.0, 1.0) if binary else (float(answers.min()), float(answers.max()))
+    f["missing_shares"] = [num(miss_a.mean()), num(miss_b.mean())]
+    ends = []
+    for fill_a, fill_b in ((lo, hi), (hi, lo)):
+        filled = PairData(np.where(miss_a, fill_a, pd.x), np.where(miss_b, fill_b, pd.y), pd.clusters, pd.variants,
+                          name_a=pd.name_a, name_b=pd.name_b)
+        ca, cb = pair_cells(filled)
+        ends.append(float(np.nanmean(np.nanmean(ca, axis=1) - np.nanmean(cb, axis=1))))
+    f["missing_bounds"] = [num(ends[0]), num(ends[1])]
+    table = mcnemar(miss_a.astype(float), miss_b.astype(float), exact=True)
+    f["missing_informative"] = bool(np.isfinite(table.pvalue) and table.pvalue < alpha)
 
 
 #: A name pair's own effect (``per_variant``) is reported only when it was compared in at least this many pairs.
@@ -327,24 +418,160 @@ def _secondary(f, pd, keep, x, y, binary, exact_threshold, confidence_level, not
         f["evidence"] = _evidence(pd, keep, order)
 
 
+def scenario_pvalues(pa: PairAnalysis, margin: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Raw per-scenario p-values of a comparison against 0 and against ``|D_t| <= margin`` (empty without answers)."""
+    sd = pa.scenario
+    if sd is None or sd.n_templates == 0:
+        return np.zeros(0), np.zeros(0)
+    return np.asarray(sd.pvalues, dtype=float), np.asarray(sd.pvalues_beyond(margin), dtype=float)
+
+
+def _pts(x: float, binary: bool) -> str:
+    return f"{100 * x:+.1f} points" if binary else f"{x:+.3g}"
+
+
+def _scenario_block(pa: PairAnalysis, *, margin: float | None, alpha: float,
+                    adjusted: tuple[np.ndarray, np.ndarray] | None) -> ScenarioBlock | None:
+    """Every scenario's difference and verdict, the spread between them, and the one-sentence finding."""
+    from fairpair.analysis._design import design_reason_counts
+    from fairpair.stats import adjust
+
+    sd, spread = pa.scenario, pa.spread
+    if sd is None or sd.n_templates == 0:
+        return None
+    binary = pa.fields.get("value_kind") == "rate"
+    bounds = (-1.0, 1.0) if binary else None
+    p0, pm = scenario_pvalues(pa, margin)
+    if adjusted is None:
+        a0, am = adjust(p0, "holm"), adjust(pm, "holm")
+        correction = "holm (this comparison's scenarios; secondary)"
+    else:
+        a0, am = adjusted
+        correction = "holm (the plan's primary tests, by template)"
+    ci = sd.confidence_intervals(1.0 - alpha)
+    eq = sd.confidence_intervals(1.0 - 2.0 * alpha)
+    if bounds is not None:
+        ci, eq = np.clip(ci, *bounds), np.clip(eq, *bounds)
+    lab = pa.template_labels
+    names = [str(lab[int(r)]) if int(r) < len(lab) else str(int(r)) for r in sd.templates]
+    reason = design_reason_counts(n_templates=sd.n_templates, n_names_a=sd.n_names_a, n_names_b=sd.n_names_b,
+                                  names=sd.names, templates="fixed")
+    if not np.isfinite(sd.df):
+        reason = reason or "no error to estimate a scenario's uncertainty from"
+    outl = set(int(r) for r in spread.outliers) if spread is not None else set()
+    rows = []
+    for i, row in enumerate(sd.templates):
+        v, _rule = decide(tuple(ci[i]), tuple(eq[i]), num(a0[i]), margin, alpha, design_reason=reason,
+                          pvalue_margin_adjusted=num(am[i]))
+        rows.append(ScenarioRow(template=names[i], estimate=num(sd.estimates[i]), se=num(sd.se[i]),
+                                ci=interval(ci[i]), equivalence_ci=interval(eq[i]), pvalue=num(p0[i]),
+                                pvalue_adjusted=num(a0[i]), pvalue_margin_adjusted=num(am[i]),
+                                n_names_a=int(sd.k_a[i]), n_names_b=int(sd.k_b[i]), verdict=v,
+                                outlier=int(row) in outl))
+    fails = [r for r in rows if r.verdict == "fail"]
+    if fails:
+        summary = "fails in " + ", ".join(f"`{r.template}` ({_pts(r.estimate, binary)})" for r in fails)
+        summary += ", not shown elsewhere" if len(fails) < len(rows) else " (every scenario)"
+    elif reason:
+        summary = f"no scenario-level verdict: {reason}"
+    else:
+        summary = "no scenario fails on its own"
+    avg_ci = sd.confidence_interval(1.0 - alpha, bounds=bounds)
+    heterogeneous = bool(spread is not None and spread.outliers.size and pa.fields.get("templates") != "fixed")
+    return ScenarioBlock(
+        names=sd.names, df=num(sd.df), correction=correction, family_size=int(np.isfinite(p0).sum()),
+        by_template=pa.by_template, rows=rows, average=num(sd.estimate), average_ci=interval(avg_ci),
+        share=num(spread.share) if spread else None,
+        share_ci=interval((spread.share_low, spread.share_high)) if spread else None,
+        heterogeneity_pvalue=num(spread.pvalue) if spread else None,
+        outlier_pvalue=num(spread.outlier_pvalue) if spread else None,
+        outliers=[names[list(sd.templates).index(r)] for r in (spread.outliers if spread else [])
+                  if r in list(sd.templates)],
+        without_outliers=num(spread.estimate_without) if spread else None, heterogeneous=heterogeneous,
+        summary=summary, note="; ".join(x for x in (sd.note, spread.note if spread else None) if x) or None)
+
+
 def finish(pa: PairAnalysis, *, pvalue_adjusted: float | None, correction: str, family_size: int,
            margin: float | None, alpha: float, pvalue_margin_adjusted: float | None = None,
-           **ident: Any) -> ComparisonResult:
+           scenario_adjusted: tuple[np.ndarray, np.ndarray] | None = None, **ident: Any) -> ComparisonResult:
     """Attach the adjusted p-value and the verdict; build the record.
 
     ``ident`` holds id, target, measure, attribute, design, group_a,
-    group_b and primary.
+    group_b and primary. ``scenario_adjusted``: the per-scenario p-values
+    against 0 and against the margin adjusted over the plan's primary tests
+    (``by: template``); without it the scenarios are their own Holm family.
+    The templates-random average cannot ``pass`` when its scenarios are
+    heterogeneous (:data:`HETEROGENEITY_CUTOFF`): ``inconclusive`` with the
+    reason ``heterogeneous average``; a ``fail`` carried by outlying
+    scenarios says so in its note.
     """
     if pvalue_margin_adjusted is None and not margin:
         pvalue_margin_adjusted = pvalue_adjusted
     why = pa.fields.get("design_reason")
     verdict, rule = decide(pa.ci_alpha, pa.ci_equivalence, pvalue_adjusted, margin, alpha,
                            design_reason=why, pvalue_margin_adjusted=pvalue_margin_adjusted)
-    reason = Reason.INSUFFICIENT_DESIGN.value if why else None
-    if why == NOT_MEASURED:  # nothing to judge: listed with its reason, never "insufficient design"
-        verdict, rule, reason = "no verdict", RULE_NOT_MEASURED, Reason.NOT_MEASURED.value
-    return ComparisonResult(**ident, **pa.fields, pvalue=pa.pvalue, pvalue_adjusted=num(pvalue_adjusted),
+    if why == NOT_MEASURED:  # nothing to judge: listed with its reason (not measured), never "insufficient design"
+        verdict, rule = "no verdict", RULE_NOT_MEASURED
+    block = _scenario_block(pa, margin=margin, alpha=alpha, adjusted=scenario_adjusted)
+    fields = dict(pa.fields)
+    if block is not None:
+        fields["scenarios"] = block
+        extra = None
+        if pa.by_template:
+            verdict, rule = _by_template(block), RULE_BY_TEMPLATE
+            extra = f"by template: {block.summary}"
+        elif block.heterogeneous and verdict == "pass":
+            verdict = "inconclusive"
+            rule += (f"; {Reason.HETEROGENEOUS_AVERAGE.value}: the generalized ESD singles out {len(block.outliers)} "
+                     f"scenario(s) "
+                     f"(p = {block.outlier_pvalue:.2g}), so the average over scenarios cannot pass")
+            extra = (f"{Reason.HETEROGENEOUS_AVERAGE.value}: the difference is uneven over scenarios "
+                     f"({', '.join(block.outliers)} "
+                     "stand out); the average cannot pass; see the scenarios")
+        elif block.heterogeneous and verdict == "fail":
+            binary = pa.fields.get("value_kind") == "rate"
+            w = block.without_outliers
+            extra = (f"carried by {len(block.outliers)} scenario(s) ({', '.join(block.outliers)})"
+                     + (f": without them the average is {_pts(w, binary)}" if w is not None else ""))
+        if extra:
+            fields["note"] = f"{fields['note']}; {extra}" if fields.get("note") else extra
+    bounds = fields.get("missing_bounds")
+    est = fields.get("estimate")
+    if fields.get("missing_informative") and bounds and None not in bounds and est is not None:
+        why = (f"missing answers differ by group ({100 * fields['missing_shares'][0]:.0f}% vs "
+               f"{100 * fields['missing_shares'][1]:.0f}%): with them at either end of the scale the difference "
+               f"could be {bounds[0]:+.3g} to {bounds[1]:+.3g}")
+        fields["note"] = f"{fields['note']}; {why}" if fields.get("note") else why
+        m = float(margin or 0.0)
+        # the bounds widened by the sampling error of the estimate (the union of the intervals around each end,
+        # Horowitz & Manski 2000): fail needs it beyond the margin, pass inside it
+        ci, eq = pa.ci_alpha, pa.ci_equivalence
+        if verdict == "fail" and ci is not None:
+            lo, hi = bounds[0] - (est - ci[0]), bounds[1] + (ci[1] - est)
+            if not (lo > m or hi < -m):
+                verdict = "inconclusive"
+                rule += ("; informative missingness: the worst-case bounds (with their sampling error) do not lie "
+                         "beyond the margin, so the comparison cannot fail on the answers that exist alone")
+        elif verdict == "pass" and eq is not None:
+            lo, hi = bounds[0] - (est - eq[0]), bounds[1] + (eq[1] - est)
+            if not (-m < lo and hi < m):
+                verdict = "inconclusive"
+                rule += ("; informative missingness: the worst-case bounds (with their sampling error) cross the "
+                         "margin, so the comparison cannot pass")
+    return ComparisonResult(**ident, **fields, pvalue=pa.pvalue, pvalue_adjusted=num(pvalue_adjusted),
                             pvalue_margin=num(pa.pvalue_beyond(margin)),
                             pvalue_margin_adjusted=num(pvalue_margin_adjusted),
                             correction=correction, family_size=family_size, margin=margin, verdict=verdict,
-                            reason=reason, verdict_rule=rule)
+                            verdict_rule=rule)
+
+
+def _by_template(block: ScenarioBlock) -> str:
+    """The comparison's verdict from its scenarios': one fails -> fail; all pass -> pass."""
+    vs = [r.verdict for r in block.rows]
+    if "fail" in vs:
+        return "fail"
+    if vs and all(v == "insufficient design" for v in vs):
+        return "insufficient design"
+    if vs and all(v == "pass" for v in vs):
+        return "pass"
+    return "inconclusive"

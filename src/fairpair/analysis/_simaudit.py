@@ -40,8 +40,9 @@ from fairpair.stats import adjust
 
 __all__ = ["Gen", "Row", "true_mean", "run_row", "MARGINS"]
 
-#: Margin of each measure kind, in its units (0.10 = 10 points for yes/no).
-MARGINS = {"binary": 0.10, "continuous": 0.25, "count": 0.30, "ordinal": 0.25}
+#: Margin of each measure kind, in its units (0.10 = 10 points for yes/no; ``score``: a 0-100-like score
+#: in points, ten times the latent score, so 2 points are 0.2 latent standard deviations).
+MARGINS = {"binary": 0.10, "continuous": 0.25, "count": 0.30, "ordinal": 0.25, "score": 2.0}
 _CUTS = np.array([-1.2, -0.4, 0.4, 1.2])
 _BIN_CUT = float(stats.norm.ppf(0.3))  # P(eta > cut) = 0.7 at mu = 0
 
@@ -56,6 +57,11 @@ class Gen:
     name: float = 0.0  # b_n
     rho: float = 0.0  # share of the within-cell remainder shared by a cell's repetitions
     matched_set: float = 0.1  # s_{t,r}
+    #: sparse bias: each template carries a difference (group A minus B) of ``sparse_shift`` in the measure's
+    #: units with probability ``sparse``, the others none (``score`` measures; the truth is then carried by the
+    #: sparse shift: at the margin ``sparse * shift`` = the margin)
+    sparse: float = 0.0
+    sparse_shift: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -72,19 +78,28 @@ class Row:
     comparisons: int = 1  # > 1: groups B, C, ... each vs A (the reference), one family
     correction: str = "holm"
     alpha: float = 0.05
+    templates_estimand: str = "random"
+    #: informative failures (yes/no measures): the reference group's (group 0's) "yes" answers are lost with the
+    #: first probability, its "no" answers with the second (issue 30: 0.3 and 0.1)
+    informative: tuple[float, float] | None = None
 
     @property
     def label(self) -> str:
         extra = f", {self.missing:.0%} missing" if self.missing else ""
         fam = f", plan of {self.comparisons} ({self.correction})" if self.comparisons > 1 else ""
+        tf = ", templates fixed" if self.templates_estimand == "fixed" else ""
+        if self.informative:
+            tf += f", reference loses {self.informative[0]:.0%} of yes / {self.informative[1]:.0%} of no"
         return (f"{self.gen.label}; {self.measure}; {self.templates}T x {self.names}N x {self.reps}R; "
-                f"names {self.estimand}{extra}{fam}")
+                f"names {self.estimand}{tf}{extra}{fam}")
 
 
 def _mean_given(measure: str, mu: np.ndarray, sd: float) -> np.ndarray:
     """E[measure] when eta ~ N(mu, sd^2)."""
     if measure == "continuous":
         return mu
+    if measure == "score":
+        return 10.0 * mu
     if measure == "binary":
         return special.ndtr((mu - _BIN_CUT) / sd)
     if measure == "count":
@@ -108,6 +123,8 @@ def _mu_for(measure: str, delta: float) -> float:
 def _measure(measure: str, eta: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     if measure == "continuous":
         return eta
+    if measure == "score":
+        return 10.0 * eta
     if measure == "binary":
         return (eta > _BIN_CUT).astype(float)
     if measure == "count":
@@ -115,23 +132,57 @@ def _measure(measure: str, eta: np.ndarray, rng: np.random.Generator) -> np.ndar
     return 1.0 + (eta[..., None] > _CUTS).sum(axis=-1).astype(float)
 
 
-def _draw(row: Row, mus: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Answers ``y[g, t, k, r]`` of ``len(mus)`` groups and the truth given the names ``[g]``."""
+def _draw(row: Row, mus: np.ndarray, rng: np.random.Generator, delta: float = 0.0,
+          margin: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Answers ``y[g, t, k, r]`` of ``len(mus)`` groups; the truth given the names ``[g]``; each group's
+    truth per template ``[g, t]`` (given the template effects; given the names with names fixed); which
+    templates carry the sparse bias ``[t]``.
+
+    With ``templates_estimand == "fixed"`` the groups' latent means (``mus[1:]``) are re-solved for this
+    audit so that the difference averaged over *these* templates is exactly ``delta`` (the
+    templates-fixed estimand; also given the names with names fixed).
+    """
     g, t, k, r = len(mus), row.templates, row.names, row.reps
     gen = row.gen
     rest = 1.0 - gen.template - gen.template_group - gen.name - gen.matched_set
     cell, noise = rest * gen.rho, rest * (1 - gen.rho)
     b = rng.normal(0, np.sqrt(gen.name), (g, 1, k, 1))
-    eta = (mus[:, None, None, None] + rng.normal(0, np.sqrt(gen.template), (1, t, 1, 1))
-           + rng.normal(0, np.sqrt(gen.template_group), (g, t, 1, 1)) + b
+    a_t = rng.normal(0, np.sqrt(gen.template), (1, t, 1, 1))
+    g_t = rng.normal(0, np.sqrt(gen.template_group), (g, t, 1, 1))
+    fixed_names = row.estimand == "fixed"
+    sd_t = np.sqrt(1.0 - gen.template - gen.template_group - (gen.name if fixed_names else 0.0))
+
+    def per_template(m: float, j: int) -> np.ndarray:  # [t]: group j's E[measure | template effects (, names)]
+        lat = m + a_t[0, :, 0, 0][:, None] + g_t[j, :, 0, 0][:, None] + (b[j, 0, :, 0][None, :] if fixed_names
+                                                                          else 0.0)
+        return np.asarray(_mean_given(row.measure, lat, sd_t)).mean(axis=1)
+
+    if row.templates_estimand == "fixed":
+        base = per_template(mus[0], 0).mean()
+        for j in range(1, g):
+            # a bounded measure may not reach base + delta in these templates: then base - delta (the rules
+            # are symmetric in the sign)
+            sign = 1.0 if per_template(8.0, j).mean() - base - delta > 0 else -1.0
+            mus[j] = optimize.brentq(lambda m: per_template(m, j).mean() - base - sign * delta, -8, 8, xtol=1e-12)
+    eta = (mus[:, None, None, None] + a_t + g_t + b
            + rng.normal(0, np.sqrt(cell), (g, t, k, 1)) + rng.normal(0, np.sqrt(gen.matched_set), (1, t, 1, r))
            + rng.normal(0, np.sqrt(noise), (g, t, k, r)))
     y = _measure(row.measure, eta, rng)
+    biased = np.zeros(t, dtype=bool)
+    truth_t = np.stack([per_template(mus[j], j) for j in range(g)])
+    if gen.sparse:
+        biased = rng.random(t) < gen.sparse
+        shift = gen.sparse_shift * (delta / margin)
+        y[1:, biased] += shift  # groups 1.. (compared with group 0) carry it in the biased templates
+        truth_t[1:, biased] += shift
     if row.missing:
         y[rng.random(y.shape) < row.missing] = np.nan
+    if row.informative:
+        lose = np.where(y[0] == 1, row.informative[0], row.informative[1])
+        y[0][rng.random(y[0].shape) < lose] = np.nan
     sd_given = np.sqrt(1.0 - gen.name)
     truth = _mean_given(row.measure, mus[:, None] + b[:, 0, :, 0], sd_given).mean(axis=1)
-    return y, truth
+    return y, truth, truth_t, biased
 
 
 def _pairs(y: np.ndarray, ga: int, gb: int) -> PairData:
@@ -140,7 +191,8 @@ def _pairs(y: np.ndarray, ga: int, gb: int) -> PairData:
     x = y[ga].reshape(-1)
     yy = y[gb].reshape(-1)
     kk = kk.reshape(-1).astype(np.intp)
-    return PairData(x, yy, tt.reshape(-1).astype(np.intp), kk, ("v",) * k, name_a=kk, name_b=kk)
+    return PairData(x, yy, tt.reshape(-1).astype(np.intp), kk, ("v",) * k, name_a=kk, name_b=kk,
+                    template_labels=tuple(range(t)))
 
 
 @dataclass
@@ -160,6 +212,10 @@ class Tally:
     n_raw: int = 0
     pass_each: int = 0  # pass verdicts over comparisons (per comparison, not family-wise)
     n_each: int = 0
+    guarded: int = 0  # comparisons whose pass the heterogeneity guard turned into inconclusive (per comparison)
+    scen_false: int = 0  # audits where a scenario whose true difference is within the margin fails
+    scen_sampled: int = 0  # audits that sampled at least one sparse-biased scenario
+    scen_found: int = 0  # ... and named one (scenario-level verdict fail)
 
     def add(self, o: "Tally") -> None:
         for f in self.__dataclass_fields__:
@@ -167,18 +223,19 @@ class Tally:
 
 
 def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: int) -> Tally:
-    mu_a = _mu_for(row.measure, delta)
     ng = row.comparisons + 1
     mus = np.zeros(ng)
-    mus[1:] = mu_a  # groups 1.. are compared with group 0 (the reference), each truly delta apart
-    y, truth = _draw(row, mus, rng)
-    scale = "binary" if row.measure == "binary" else row.measure
+    if not row.gen.sparse:  # sparse rows: the difference is carried by the sparse templates alone
+        mus[1:] = _mu_for(row.measure, delta)  # groups 1.. vs group 0 (the reference), each truly delta apart
+    y, truth, truth_t, biased = _draw(row, mus, rng, delta, margin)
+    scale = "continuous" if row.measure == "score" else row.measure
     tl = Tally()
     pas = []
     for j in range(1, ng):
         pd = _pairs(y, j, 0)
         pa = analyze_pairs(pd, scale=scale, alpha=row.alpha, confidence_level=1 - row.alpha, exact_threshold=25,
-                           n_resamples=0, seed=seed, heterogeneity=False, names=row.estimand, secondary=False)
+                           n_resamples=0, seed=seed, heterogeneity=False, names=row.estimand, secondary=False,
+                           templates=row.templates_estimand)
         pas.append(pa)
     raw = np.array([np.nan if p.pvalue is None else p.pvalue for p in pas])
     adj = adjust(raw, row.correction if ng > 2 else "none")
@@ -187,14 +244,27 @@ def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: 
     ident = dict(id="sim", target="sim", measure="m", attribute="a", design="d", group_a="A", group_b="B",
                  primary=True)
     verdict_nm, verdict_m = [], []
+    guarded = 0
+    scen_false = found = False
     for j, (pa, pj, pmj) in enumerate(zip(pas, adj, adj_m)):
-        true = truth[j + 1] - truth[0] if row.estimand == "fixed" else delta
+        if row.templates_estimand == "fixed" or row.gen.sparse:
+            true = float((truth_t[j + 1] - truth_t[0]).mean()) if row.templates_estimand == "fixed" else delta
+        else:
+            true = truth[j + 1] - truth[0] if row.estimand == "fixed" else delta
         r0 = finish(pa, pvalue_adjusted=pj, correction="x", family_size=len(pas), margin=None, alpha=row.alpha,
                     **ident)
         r1 = finish(pa, pvalue_adjusted=pj, correction="x", family_size=len(pas), margin=margin,
                     alpha=row.alpha, pvalue_margin_adjusted=pmj, **ident)
         verdict_nm.append(r0.verdict)
         verdict_m.append(r1.verdict)
+        sc = r1.scenarios
+        if sc is not None:
+            guarded += sc.heterogeneous and "heterogeneous average" in r1.verdict_rule
+            d_t = truth_t[j + 1] - truth_t[0]
+            for srow in sc.rows:
+                tt = int(srow.template)
+                scen_false |= srow.verdict == "fail" and abs(d_t[tt]) <= margin
+                found |= srow.verdict == "fail" and bool(biased[tt])
         f = pa.fields
         # raw (ungated) coverage and rejection, to show why the design rule exists
         if f["se"] is not None and f["df"] is not None and f["estimate"] is not None:
@@ -205,7 +275,8 @@ def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: 
         if r0.verdict != "insufficient design" and pa.ci_alpha is not None:
             tl.n_cov += 1
             tl.cov95 += pa.ci_alpha[0] <= true <= pa.ci_alpha[1]
-            tl.cov90 += pa.ci_equivalence[0] <= true <= pa.ci_equivalence[1]
+            eq = pa.ci_equivalence if pa.ci_equivalence is not None else pa.ci_alpha  # zero variance: no pass interval
+            tl.cov90 += eq[0] <= true <= eq[1]
     tl.n = 1
     # family-wise: an audit counts once (any comparison)
     tl.fail_nomargin = int("fail" in verdict_nm)
@@ -214,6 +285,10 @@ def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: 
     tl.pass_each = sum(v == "pass" for v in verdict_m)
     tl.n_each = len(verdict_m)
     tl.insufficient = int(all(v == "insufficient design" for v in verdict_nm))
+    tl.guarded = int(guarded)  # over tl.n_each comparisons
+    tl.scen_false = int(scen_false)
+    tl.scen_sampled = int(biased.any())
+    tl.scen_found = int(found and biased.any())
     return tl
 
 

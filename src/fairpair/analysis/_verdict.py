@@ -39,7 +39,8 @@ import math
 
 from fairpair.stats import verdict as _ci_verdict
 
-__all__ = ["decide", "RULE_MARGIN", "RULE_NO_MARGIN", "RULE_DESIGN", "RULE_NOT_MEASURED", "VERDICTS"]
+__all__ = ["decide", "RULE_BY_TEMPLATE", "RULE_MARGIN", "RULE_NO_MARGIN", "RULE_DESIGN", "RULE_NOT_MEASURED",
+           "VERDICTS"]
 
 #: ``no verdict``: the comparison is listed with the reason it has none (``ComparisonResult.reason``,
 #: a :class:`fairpair.records.Reason` whose ``REASON_VERDICT`` is ``None``, e.g. ``not measured``)
@@ -53,6 +54,9 @@ RULE_MARGIN = ("fail: (1-alpha) CI entirely beyond +/-margin, adjusted p < alpha
                "|difference| <= margin < alpha; "
                "pass: (1-2alpha) CI inside (-margin, margin) (TOST); else inconclusive")
 RULE_NO_MARGIN = "no margin: fail if adjusted p < alpha, else inconclusive (never pass without a margin)"
+RULE_BY_TEMPLATE = ("by template: each scenario judged by the rule above on its own difference, Holm over the "
+                    "plan's primary tests; fail if one scenario fails, pass only if every scenario passes, else "
+                    "inconclusive")
 
 
 def _finite(*xs) -> bool:
@@ -96,3 +100,4 @@ def decide(ci: tuple[float, float] | None, equivalence_ci: tuple[float, float] |
     if v.decision == "fail" and not (significant and beyond):
         return "inconclusive", RULE_MARGIN
     return v.decision, RULE_MARGIN
+

@@ -16,7 +16,11 @@ estimand (what the verdict generalises over). A ``ranking`` design adds
 one item per pair of groups on the top pick and on "ranked above"
 (``orden:ranked_above:g1-vs-g2[mock:seleccion]``) and one per group's
 four-fifths ratio (``orden:four_fifths:g2[mock:seleccion]``), judged by the
-same rule, as the gate judges them.
+same rule, as the gate judges them. One item per target, ``answer-statuses[TARGET]``,
+fails when an automatic comparison of answer statuses fails (one group gets more
+failed, empty or refused answers), as the gate does. Every item of an incomplete
+run fails with "run incomplete: ..."; a skip or failure message ends with the
+comparison's reason (:class:`fairpair.records.Reason`) in words.
 
 Options: ``--fairpair-out DIR`` keeps the run directories there (default:
 a temporary directory per session; an existing run directory is resumed).
@@ -84,6 +88,9 @@ class BatteryFile(pytest.File):
                         yield ComparisonItem.from_parent(
                             self, name=f"{cid}[{target}:{did}:{ga}-vs-{gb}]",
                             key=(cid, target, did, ga, gb), primary=c.primary)
+        if b.analysis.comparisons:
+            for target in b.target_specs():  # the automatic answer-status comparisons, made for every plan
+                yield StatusItem.from_parent(self, name=f"answer-statuses[{target}]", key=(target,), primary=False)
         from itertools import combinations
 
         from fairpair.analysis._ranking import RANKING_MEASURES
@@ -146,17 +153,19 @@ class ComparisonItem(pytest.Item):
                  if (c.id, c.target, c.design, c.group_a, c.group_b) == (cid, target, did, ga, gb)]
         if not match:
             raise FairnessFailure(f"comparison {self.name} is missing from results.json (see its notes: {res.notes})")
+        from fairpair.analysis._gate import why
+
         c = match[0]
         self.user_properties.append(("verdict", c.verdict))
+        _incomplete(res)
         summary = (f"{c.measure}: {c.group_a} {c.value_a} vs {c.group_b} {c.value_b}, "
                    f"estimate {c.estimate} CI {c.ci}, {c.test} p={c.pvalue} (adjusted {c.pvalue_adjusted}), "
-                   f"margin {c.margin}: {c.verdict} (names {c.names}: {c.estimand})"
-                   + (f"; why: {c.design_reason}" if c.design_reason else ""))
+                   f"margin {c.margin}: {c.verdict} (names {c.names}: {c.estimand})" + why(c))
         if (c.verdict == "fail" or (c.verdict == "inconclusive" and res.fail_on_inconclusive and c.primary)
                 or (c.verdict == "insufficient design" and res.fail_on_insufficient and c.primary)):
             raise FairnessFailure(summary)
         if c.verdict == "no verdict" and c.primary:  # a pre-registered comparison that says nothing
-            raise FairnessFailure(f"no verdict ({c.reason}): {summary}")
+            raise FairnessFailure(f"no verdict ({(c.reasons or ['not measured'])[0]}): {summary}")
         if c.verdict in ("inconclusive", "insufficient design", "no verdict"):
             pytest.skip(f"{c.verdict}: {summary}")
 
@@ -171,6 +180,30 @@ class ComparisonItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, None, f"fairness: {self.name}"
+
+
+def _incomplete(res) -> None:
+    """An incomplete run has no verdict: every item says so first."""
+    if res.incomplete is not None:
+        raise FairnessFailure(res.incomplete.text())
+
+
+class StatusItem(ComparisonItem):
+    """The automatic comparisons of a target's answer statuses (failed, empty, refused... answers between
+    the groups of every comparison of the plan): fails when one fails, as the gate does."""
+
+    def runtest(self) -> None:
+        res = self.parent.results()
+        _incomplete(res)
+        (target,) = self.key
+        comps = [c for c in res.comparisons if c.target == target and c.measure.startswith("answer.")]
+        bad = [c for c in comps if c.verdict == "fail"]
+        self.user_properties.append(("verdict", "fail" if bad else "pass"))
+        if bad:
+            raise FairnessFailure("; ".join(
+                f"{c.measure}: {c.group_a} {c.value_a} vs {c.group_b} {c.value_b}, estimate {c.estimate} CI {c.ci}, "
+                f"{c.test} adjusted p={c.pvalue_adjusted}: fail (automatic comparison of an answer status)"
+                for c in bad))
 
 
 class RankingItem(ComparisonItem):

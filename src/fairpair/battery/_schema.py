@@ -322,9 +322,17 @@ class Generalize(_Strict):
     2012); it needs enough names per group. ``names: fixed``: it holds for
     the names used ("a customer called Fatima is treated worse than one
     called Lucia"), a narrower but legitimate claim.
+
+    ``templates: random`` (default): the verdict speaks of other scenarios
+    like these templates, and needs 8 of them. ``templates: fixed``: it holds
+    for these scenarios (one job posting, a handful of them): the spread of
+    the difference between them is part of the claim, not noise, so a single
+    template can give a verdict (:func:`fairpair.stats.scenario_differences`;
+    ``docs/scenarios.md``).
     """
 
     names: Literal["random", "fixed"] = "random"
+    templates: Literal["random", "fixed"] = "random"
 
 
 class Comparison(_Strict):
@@ -335,7 +343,11 @@ class Comparison(_Strict):
     difference tolerated (proportion for yes/no measures, e.g. 0.03 = 3
     points; measure units for continuous ones), judged on the confidence
     interval. ``design``: restrict to one design id. ``generalize``:
-    overrides the plan's estimand for this comparison.
+    overrides the plan's estimand for this comparison. ``by: template``:
+    the verdict is made scenario by scenario (each template's difference is a
+    primary test, Holm over them with the plan's other primary tests): one
+    unfair scenario fails the comparison, and it passes only when every
+    scenario passes.
     """
 
     id: Annotated[str, Field(pattern=_ID)] | None = None
@@ -347,6 +359,7 @@ class Comparison(_Strict):
     design: str | None = None
     primary: bool = True
     generalize: Generalize | None = None
+    by: Literal["template"] | None = None
 
 
 class AnalysisPlan(_Strict):

@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from fairpair.cli._app import app, console
 from fairpair.cli._common import warn_in_use
-from fairpair.cli._options import JsonOpt, RunArg
+from fairpair.cli._options import IgnoreStatusOpt, JsonOpt, RunArg
 from fairpair.errors import FairpairError
 
 
@@ -39,17 +39,21 @@ def gate(run: RunArg,
                                                        "exits 2).")] = None,
          on_insufficient: Annotated[bool, typer.Option(
              "--on-insufficient", help="Also fail on primary comparisons whose design cannot support a verdict "
-                                       "(verdict 'insufficient design').")] = False) -> None:
+                                       "(verdict 'insufficient design').")] = False,
+         ignore_status: IgnoreStatusOpt = False) -> None:
     """Exit 1 when a primary comparison fails (or is inconclusive / insufficient / worse than --baseline, if asked).
 
+    An automatic comparison of answer statuses that fails (one group gets more
+    failed, empty or refused answers) fails the gate too, unless --ignore-status.
     A comparison with an insufficient design is not a pass: its reason is
-    printed; when no primary comparison has a verdict the gate exits 2.
+    printed; when no primary comparison has a verdict, or the run is
+    incomplete, the gate exits 2.
     """
     from fairpair.analysis import gate_lines, gate_outcome
 
     warn_in_use(run, "the gate judges")
     outcome = gate_outcome(run, on_inconclusive=on_inconclusive, baseline=baseline, junit=junit,
-                           on_insufficient=on_insufficient)
+                           on_insufficient=on_insufficient, ignore_status=ignore_status)
     code = outcome.code
     lines = gate_lines(outcome)
     for line in lines:  # failing comparisons and regressions first, each with its numbers

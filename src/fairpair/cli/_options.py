@@ -145,6 +145,11 @@ AnalyzeStageOpt = Annotated[bool, typer.Option("--analyze/--no-analyze", help="R
                                                "measuring.")]
 ReportStageOpt = Annotated[bool, typer.Option("--report/--no-report", help="Write the report at the end.")]
 GateOpt = Annotated[bool, typer.Option("--gate", help="Exit 1 when a pre-registered comparison fails.")]
+IgnoreStatusOpt = Annotated[bool, typer.Option(
+    "--ignore-status", help="The gate does not fail on an automatic comparison of answer statuses (one group "
+                            "gets more failed, empty or refused answers).")]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Also print each comparison's sentence, the "
+                                          "adjusted p-values and pairs, and each stage's own summary.")]
 
 
 # ---------------------------------------------------------------- output

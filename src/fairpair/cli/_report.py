@@ -10,7 +10,7 @@ from rich.text import Text
 
 from fairpair.cli._app import app, console
 from fairpair.cli._common import warn_in_use
-from fairpair.cli._options import ExportFormat, LangOpt, RunArg, choice, out_option
+from fairpair.cli._options import ExportFormat, LangOpt, RunArg, VerboseOpt, choice, out_option
 
 
 @app.command()
@@ -21,13 +21,14 @@ def report(
                                               "RUN/report/).")] = None,
     evidence: Annotated[int, typer.Option("--evidence", min=0, help="Matched sets quoted per failing "
                                           "comparison.")] = 3,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Write the HTML, Markdown and JSON report of a run and print its verdicts."""
     from fairpair import pipeline
 
     warn_in_use(run, "the report shows")
     res = pipeline.report(run, pipeline.Settings(console=console, language=lang.value if lang else None,
-                                                 evidence=evidence, report_out=out))
+                                                 evidence=evidence, report_out=out, verbose=verbose))
     paths = res.output
     for kind in ("html", "md", "json"):
         console.print(Text(f"{kind}: {paths[kind]}"), soft_wrap=True)

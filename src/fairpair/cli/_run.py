@@ -12,8 +12,9 @@ from rich.markup import escape
 from fairpair.cli._app import app, console, current_run
 from fairpair.cli._common import confirm_size, load
 from fairpair.cli._options import (
-    AnalyzeStageOpt, AxesOpt, BatteryArg, ConcurrencyOpt, Engine, GateOpt, MaxAttemptsOpt, MeasureStageOpt, QuietOpt,
-    ReportStageOpt, RunArg, TargetsOpt, TemplatesOpt, TimeoutOpt, YesOpt, out_option,
+    AnalyzeStageOpt, AxesOpt, BatteryArg, ConcurrencyOpt, Engine, GateOpt, IgnoreStatusOpt, MaxAttemptsOpt,
+    MeasureStageOpt, QuietOpt, ReportStageOpt, RunArg, TargetsOpt, TemplatesOpt, TimeoutOpt, VerboseOpt, YesOpt,
+    out_option,
 )
 
 
@@ -44,7 +45,9 @@ def run(
     analyze_stage: AnalyzeStageOpt = True,
     report_stage: ReportStageOpt = True,
     gate: GateOpt = False,
+    ignore_status: IgnoreStatusOpt = False,
     quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
     preflight: Annotated[bool, typer.Option("--preflight/--no-preflight", help="Send one case first and stop "
                                             "(exit 2) if it fails.")] = True,
     max_consecutive_failures: Annotated[int, typer.Option(min=0, help="Stop (exit 2) after this many cases in a "
@@ -129,19 +132,20 @@ def run(
                       f"{c['retried']} retried")
     for w in res.warnings:  # a fleet that mixed model versions, a battery changed since the run began
         console.print(f"[bold yellow]warning:[/bold yellow] {escape(w)}", soft_wrap=True)
-    _print_answer_statuses(manifest.get("answer_statuses") or {})
+    # the report says a degenerate target's warning once, after the verdicts
+    _print_answer_statuses(manifest.get("answer_statuses") or {}, warn=verbose or not report_stage)
     _print_failures(run_dir, list(manifest.get("counts", {})))
     with progress_enabled(not quiet):  # -q: no bars in the later stages either
         code = pipeline.after_run(run_dir, lb, console, measure=measure_stage, analyze=analyze_stage,
-                                  report=report_stage, gate=gate,
+                                  report=report_stage, gate=gate, verbose=verbose, ignore_status=ignore_status,
                                   judge_calls=RunSettings(engine=engine.value, address=address, actors=actors))
     if code:
         raise typer.Exit(code)
 
 
-def _print_answer_statuses(statuses: dict) -> None:
+def _print_answer_statuses(statuses: dict, *, warn: bool = True) -> None:
     """One line per target with its usable share and degenerate kinds; a warning with examples when
-    most answers are degenerate (see fairpair.measures.status)."""
+    most answers are degenerate (see fairpair.measures.status) and ``warn``."""
     from fairpair.measures.status import StatusSummary, degenerate_warning
 
     for name, js in statuses.items():
@@ -149,7 +153,7 @@ def _print_answer_statuses(statuses: dict) -> None:
         kinds = ", ".join(f"{n} {s}" for s, n in sm.counts.items() if s != "ok")
         console.print(f"target {escape(name)}: {1 - sm.degenerate_share:.0%} usable answers"
                       + (f" ({escape(kinds)})" if kinds else ""), soft_wrap=True)
-        warning = degenerate_warning(name, sm)
+        warning = degenerate_warning(name, sm) if warn else None
         if warning:
             console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
             for cid, st, text in sm.examples:

@@ -629,7 +629,7 @@ class _Counterparts:
 
 
 def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | None = None, judge: Any = None,
-                settings: Any = None, ray_pool: Any = None) -> MeasureRunResult:
+                settings: Any = None, ray_pool: Any = None, summary: bool = True) -> MeasureRunResult:
     """Measure every stored answer of a run; resumable.
 
     Parameters
@@ -651,6 +651,10 @@ def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | 
     ray_pool:
         With ``engine="ray"``: a callable given the judge pool's actor
         handles (the tests kill one).
+    summary:
+        Print the counts table, the self-tests' results and the warnings on
+        ``console`` at the end (``fairpair run`` passes False: its report
+        prints each warning once, after the verdicts).
 
     Returns
     -------
@@ -669,14 +673,14 @@ def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | 
         raise FairpairError(f"unknown engine {settings.engine!r}; use one of inprocess, ray", key="--engine")
     with Run.open(run_dir, "w") as run:
         if getattr(settings, "engine", "inprocess") != "ray":
-            return asyncio.run(_measure(run, console, measures, judge, settings))
+            return asyncio.run(_measure(run, console, measures, judge, settings, summary=summary))
         from fairpair.run import ray_session
 
         with ray_session(settings.address):  # exit 2 when Ray is missing or the cluster unreachable
-            return asyncio.run(_measure(run, console, measures, judge, settings, ray_pool))
+            return asyncio.run(_measure(run, console, measures, judge, settings, ray_pool, summary=summary))
 
 
-async def _measure(run, console, names, judge, settings, ray_pool=None) -> MeasureRunResult:
+async def _measure(run, console, names, judge, settings, ray_pool=None, *, summary: bool = True) -> MeasureRunResult:
     store, loaded, run_dir = run.store, run.battery(), run.path
     b = loaded.battery
     ms = build_measures(b, names)
@@ -699,7 +703,8 @@ async def _measure(run, console, names, judge, settings, ray_pool=None) -> Measu
             if pools is not None:
                 pools.judge_on()
 
-            warnings += await run_self_tests(ms, ctx, store, getattr(b, "judge_self_test", "stop"), console)
+            warnings += await run_self_tests(ms, ctx, store, getattr(b, "judge_self_test", "stop"), console,
+                                             summary=summary)
         for name, m in ms.items():
             ctx.counts.setdefault(name, MeasureCounts())
             scales.update(m.output_scales(ctx))
@@ -744,7 +749,7 @@ async def _measure(run, console, names, judge, settings, ray_pool=None) -> Measu
     _record_in_manifest(run, ctx, list(ms), warnings,
                         judged={n: m.options.model_dump(mode="json", by_alias=True, exclude_none=True)
                                 for n, m in ms.items() if m.uses_judge})
-    if console is not None:
+    if console is not None and summary:
         _print_counts(console, ctx.counts, warnings)
     return MeasureRunResult(Path(run_dir), dict(ctx.counts), scales, ctx.judge_identity, dict(ctx.embedders),
                             tuple(warnings))
@@ -1016,5 +1021,5 @@ def _print_counts(console, counts: dict[str, MeasureCounts], warnings: list[str]
         t.add_row(escape(n), str(c.ok), str(c.missing), str(c.failed), str(c.leaks), str(c.invalid),
                   str(c.skipped))
     console.print(t)
-    for w in warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(w)}")
+    for w in dict.fromkeys(warnings):
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}", soft_wrap=True)

@@ -480,8 +480,12 @@ def _key(result_or_spec: dict[str, Any]) -> str:
                       sort_keys=True, default=str)
 
 
-async def run_self_tests(measures: dict[str, Any], ctx, store, mode: str, console=None) -> list[str]:
+async def run_self_tests(measures: dict[str, Any], ctx, store, mode: str, console=None, *,
+                         summary: bool = True) -> list[str]:
     """Self-test every judge measure of ``measures`` before any answer is judged; returns warnings.
+
+    ``console`` shows which test runs; with ``summary`` also each result (``fairpair run`` leaves it to
+    the warnings it prints once after the verdicts).
 
     Each result is stored as a ``judge_self_test`` event (append-only); a
     result already stored for the same measure, judge, options and anchors is
@@ -534,7 +538,7 @@ async def run_self_tests(measures: dict[str, Any], ctx, store, mode: str, consol
             store.event(SELF_TEST_EVENT, res)
         else:
             res = {**res, "reused": True}
-        if console is not None:
+        if console is not None and summary:
             colour = {"passed": "green", "failed": "red"}.get(res["status"], "yellow")
             console.print(f"[{colour}]{escape(summary_line(res))}[/{colour}]", soft_wrap=True)
         if res["status"] == "failed":

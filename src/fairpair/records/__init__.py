@@ -28,11 +28,11 @@ from fairpair.records._reasons import (
 )
 from fairpair.records._results import (RESULTS_SCHEMA, AnswerStatusBlock, BinaryDetail, CellMean, ComparisonResult,
                                        ContinuousDetail, Counts, DispersionRow, DispersionTest, Evidence,
-                                       Heterogeneity, JudgeBlock, LengthBias, MinimumIdentity, OmnibusResult,
-                                       PairedTDetail, PositionBias, Results, TwoPartyBlock, VariantRow, interval,
-                                       num, results_schema)
+                                       Heterogeneity, IncompleteRun, JudgeBlock, LengthBias, MinimumIdentity,
+                                       OmnibusResult, PairedTDetail, PositionBias, Results, ScenarioBlock, ScenarioRow,
+                                       TwoPartyBlock, VariantRow, incomplete_text, interval, num, results_schema)
 
-__all__ = ["REASON_VERDICT", "Reason", "first_reason",
+__all__ = ["REASON_VERDICT", "Reason", "first_reason", "IncompleteRun", "incomplete_text",
            "Case", "case_json",
            "Response", "Answer", "AnswerToMeasure", "Measurement", "MeasurementColumns", "Scale", "SCALES",
            "RunManifest",
@@ -40,4 +40,4 @@ __all__ = ["REASON_VERDICT", "Reason", "first_reason",
            "RESULTS_SCHEMA", "Results", "ComparisonResult", "BinaryDetail", "ContinuousDetail", "PairedTDetail",
            "VariantRow", "Heterogeneity", "Evidence", "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow",
            "DispersionTest", "MinimumIdentity", "PositionBias", "LengthBias", "JudgeBlock", "Counts",
-           "AnswerStatusBlock", "results_schema", "num", "interval"]
+           "AnswerStatusBlock", "results_schema", "num", "interval", "ScenarioBlock", "ScenarioRow"]

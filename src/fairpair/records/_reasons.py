@@ -11,6 +11,8 @@ the headline reason (the others may be listed after it). The order is the projec
 4. ``heterogeneous average`` -- the difference is spread so unevenly over scenarios that an
    average cannot be called equivalent (issue "Bias that lives in a few scenarios");
 5. ``insufficient labels`` -- too few human labels to correct the judge (issue "Human labels");
+   ``unreliable judge`` -- the judge failed its self-test on anchors with known scores, so a
+   ``pass`` is withheld (``judge_self_test: warn``);
 6. the interval and p-value reasons of an ``inconclusive``: the interval does not settle the
    margin, the adjusted p-value against zero, the adjusted p-value against the margin.
 
@@ -34,6 +36,7 @@ class Reason(str, Enum):
     INSUFFICIENT_DESIGN = "insufficient design"
     HETEROGENEOUS_AVERAGE = "heterogeneous average"
     INSUFFICIENT_LABELS = "insufficient labels"
+    UNRELIABLE_JUDGE = "unreliable judge"
     INTERVAL = "interval"
     ADJUSTED_P_ZERO = "adjusted p against zero"
     ADJUSTED_P_MARGIN = "adjusted p against the margin"
@@ -54,6 +57,7 @@ REASON_VERDICT: dict[Reason, str | None] = {
     Reason.INSUFFICIENT_DESIGN: "insufficient design",
     Reason.HETEROGENEOUS_AVERAGE: "inconclusive",
     Reason.INSUFFICIENT_LABELS: "insufficient labels",
+    Reason.UNRELIABLE_JUDGE: "inconclusive",
     Reason.INTERVAL: "inconclusive",
     Reason.ADJUSTED_P_ZERO: "inconclusive",
     Reason.ADJUSTED_P_MARGIN: "inconclusive",

@@ -29,7 +29,7 @@ __all__ = [
     "RESULTS_SCHEMA", "Results", "ComparisonResult", "BinaryDetail", "ContinuousDetail", "PairedTDetail",
     "VariantRow", "Heterogeneity", "Evidence", "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow",
     "DispersionTest", "MinimumIdentity", "PositionBias", "LengthBias", "JudgeBlock", "Counts", "AnswerStatusBlock",
-    "results_schema", "num", "interval",
+    "results_schema", "num", "interval", "IncompleteRun", "incomplete_text", "ScenarioRow", "ScenarioBlock",
 ]
 
 RESULTS_SCHEMA = "fairpair.results/2"
@@ -157,6 +157,64 @@ class Evidence(_Rec):
     value_b: float | None
 
 
+class ScenarioRow(_Rec):
+    """One template (scenario) of a comparison: its difference ``group_a - group_b`` and verdict.
+
+    ``estimate`` / ``ci`` / ``pvalue`` from :func:`fairpair.stats.scenario_differences` (this template's
+    names, names random or fixed as the comparison); ``pvalue_adjusted`` / ``pvalue_margin_adjusted``:
+    Holm over the comparison's templates (the scenario-level family), or over the plan's primary tests
+    with ``by: template``; ``verdict`` by the comparison's rule and margin; ``outlier``: the generalized
+    ESD singles it out from the other templates (:func:`fairpair.stats.scenario_heterogeneity`).
+    """
+
+    template: str
+    estimate: float | None
+    se: float | None
+    ci: Interval | None
+    equivalence_ci: Interval | None
+    pvalue: float | None
+    pvalue_adjusted: float | None
+    pvalue_margin_adjusted: float | None = None
+    n_names_a: int
+    n_names_b: int
+    verdict: Verdict
+    outlier: bool = False
+
+
+class ScenarioBlock(_Rec):
+    """Where a comparison's difference lives: every scenario's difference and the spread between them.
+
+    ``rows``: one :class:`ScenarioRow` per template with answers from both groups; ``df``: their
+    t's degrees of freedom; ``correction`` / ``family_size``: the scenario-level family (secondary:
+    Holm over this comparison's templates; ``by_template``: primary). ``average`` / ``average_ci``:
+    the average over these templates (templates fixed). ``share`` / ``share_ci``: the template x group
+    variance share ``I^2`` with its interval and ``heterogeneity_pvalue`` its F test; ``outlier_pvalue``:
+    the generalized ESD's (Rosner 1983) for a few outlying templates; ``without_outliers``: the average
+    over the other templates; ``heterogeneous``: the guard holds the templates-random average back
+    from ``pass`` (outlier p-value below :data:`fairpair.analysis._paired.HETEROGENEITY_CUTOFF`).
+    ``summary``: the scenario-level finding in one sentence (English; the report words it in its
+    language).
+    """
+
+    names: Literal["random", "fixed"]
+    df: float | None
+    correction: str
+    family_size: int
+    by_template: bool = False
+    rows: list[ScenarioRow]
+    average: float | None
+    average_ci: Interval | None
+    share: float | None = None
+    share_ci: Interval | None = None
+    heterogeneity_pvalue: float | None = None
+    outlier_pvalue: float | None = None
+    outliers: list[str] = Field(default_factory=list)
+    without_outliers: float | None = None
+    heterogeneous: bool = False
+    summary: str = ""
+    note: str | None = None
+
+
 class ComparisonResult(_Rec):
     """One pre-registered comparison of two groups, for one target and one design.
 
@@ -165,7 +223,8 @@ class ComparisonResult(_Rec):
     difference between the groups' name-averaged cell means; ``value_a`` /
     ``value_b`` the two terms. ``names`` is the pre-registered estimand
     (``random``: generalises to other names of the groups; ``fixed``: these
-    names), ``estimand`` says it in words. ``statistic`` is the crossed t,
+    names), ``templates`` the same for scenarios (``fixed``: these templates,
+    :func:`fairpair.stats.scenario_differences`), ``estimand`` says it in words. ``statistic`` is the crossed t,
     ``df`` its Satterthwaite degrees of freedom, ``se`` its standard error
     and ``variance_components`` the contributions of templates and names
     to ``se**2`` (:func:`fairpair.stats.crossed_difference`); ``ci``,
@@ -198,6 +257,7 @@ class ComparisonResult(_Rec):
     n_names_a: int = 0
     n_names_b: int = 0
     names: Literal["random", "fixed"] = "random"
+    templates: Literal["random", "fixed"] = "random"
     estimand: str = ""
     df: float | None = None
     se: float | None = None
@@ -223,18 +283,30 @@ class ComparisonResult(_Rec):
     alpha: float
     margin: float | None
     verdict: Verdict
-    #: why there is no verdict (``no verdict``) or only ``insufficient design``: a
-    #: :class:`fairpair.records.Reason` value (``not measured``, ``insufficient design``); ``None`` otherwise
-    reason: str | None = None
     pvalue_margin: float | None = None
     pvalue_margin_adjusted: float | None = None
     verdict_rule: str
+    #: Why there is no verdict or only an ``inconclusive`` one, highest precedence first
+    #: (:class:`fairpair.records.Reason` values; empty for a ``pass`` or ``fail`` of a complete run).
+    reasons: list[str] = Field(default_factory=list)
+    #: The first of ``reasons`` in words, with the numbers that decided it (:mod:`fairpair.analysis._why`).
+    reason: str | None = None
     note: str | None = None
     binary: BinaryDetail | None = None
     continuous: ContinuousDetail | None = None
     per_variant: list[VariantRow] = Field(default_factory=list)
     heterogeneity: Heterogeneity | None = None
     evidence: list[Evidence] = Field(default_factory=list)
+    #: Where the difference lives: per-scenario differences, the scenario-level family, the guard.
+    scenarios: ScenarioBlock | None = None
+    #: Share of group A's and group B's answers missing (not answered, measurement missing or failed).
+    missing_shares: list[float | None] | None = None
+    #: Worst-case bounds of the estimate (Manski 1990): the missing answers at either end of the scale.
+    missing_bounds: Interval | None = None
+    #: Missingness differs by group (McNemar's exact test on the matched sets, p < alpha): the note says so,
+    #: bounds that cross the margin mean the comparison cannot pass, and bounds not beyond it that it
+    #: cannot fail.
+    missing_informative: bool = False
 
 
 class OmnibusResult(_Rec):
@@ -454,6 +526,34 @@ class AnswerStatusBlock(_Rec):
     cases: dict[str, list[str]] | None = None
 
 
+class IncompleteRun(_Rec):
+    """A run that has not stored every case's outcome: ``answered`` of ``cases`` (summed over the
+    targets; a case whose every attempt failed counts as done), ``command`` resumes it. Every
+    comparison of such a run carries the reason ``incomplete run`` first."""
+
+    answered: int
+    cases: int
+    command: str
+
+    def text(self, lang: str = "en") -> str:
+        """``run incomplete: 726 of 2,400 answered; resume with `fairpair run ...```."""
+        return incomplete_text(self.answered, self.cases, self.command, lang)
+
+
+_INCOMPLETE = {"en": "run incomplete: {answered} of {cases} answered; resume with `{command}`",
+               "es": "run incompleto: {answered} de {cases} respondidos; reanuda con `{command}`"}
+
+
+def incomplete_text(answered: int, cases: int, command: str, lang: str = "en") -> str:
+    """``run incomplete: 726 of 2,400 answered; resume with `fairpair run ...``` (``es``: ``2.400``): the
+    headline of an incomplete run in every output."""
+    def n(x: int) -> str:
+        s = f"{x:,}"
+        return s.replace(",", ".") if lang == "es" else s
+
+    return _INCOMPLETE.get(lang, _INCOMPLETE["en"]).format(answered=n(answered), cases=n(cases), command=command)
+
+
 class Results(_Rec):
     """The whole analysis of a run: written to ``RUN/results.json``.
 
@@ -480,6 +580,7 @@ class Results(_Rec):
     fail_on_inconclusive: bool
     fail_on_insufficient: bool = False
     names: Literal["random", "fixed"] = "random"
+    templates: Literal["random", "fixed"] = "random"
     targets: list[str]
     measures: dict[str, str]
     comparisons: list[ComparisonResult]
@@ -497,6 +598,8 @@ class Results(_Rec):
     #: Ranking designs (issue 17): per design, ranking measure and target, the ranking statistics
     #: (:meth:`fairpair.analysis._ranking.RankingAnalysis.to_dict`, with ``measure`` added).
     rankings: list[dict[str, Any]] = Field(default_factory=list)
+    #: Set when the run has not stored every case's outcome (the verdicts are of the answers so far).
+    incomplete: IncompleteRun | None = None
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 

@@ -21,7 +21,8 @@
           "analysed": bool,                  # false when RUN/results.json is absent
           "battery": {"name": str, "sha256": str | null, "plan_sha256": str | null,
                       "plan_sha256_now": str | null, "plan_changed": bool},
-          "overall": "fail" | "pass" | "inconclusive" | "none",   # over primary comparisons
+          "overall": "fail" | "pass" | "inconclusive" | "insufficient design" | "incomplete run" | "none",
+                                             # primary comparisons and failing answer-status ones
           "verdicts": [{
               "id", "target", "measure", "attribute", "design", "group_a", "group_b": str,
               "label_a", "label_b": str,     # the battery's group labels
@@ -31,8 +32,15 @@
               "ci": [low, high] | null, "margin": float | null,
               "test": str, "pvalue": float | null, "pvalue_adjusted": float | null,
               "correction": str, "n_pairs": int, "n_dropped": int,
-              "sentence": str                # the plain-words verdict in `language`
+              "sentence": str,               # the plain-words verdict in `language`
+              "shown": str,                  # the verdict shown: `verdict`, or "incomplete run" / "not measured"
+              "reasons": [str],              # fairpair.records.Reason values, headline first
+              "reason": str,                 # the headline reason in `language` ("" without one)
+              "mark": "" | "*" | "†"         # secondary / automatic answer-status comparison
           }],
+          "incomplete": {"answered": int, "cases": int, "command": str} | null,
+          "counts": str,                     # how many fail, pass, are inconclusive, insufficient
+          "reasons": [{"kind": str, "text": str, "comparisons": [str]}],   # each reason once
           "targets": [{"name": str, "served_models": {model: answers}, "system_fingerprints": {fp: answers},
                        "cases": int, "answered": int, "failed": int, "retried": int,
                        "failure_reasons": {reason: cases}}],
@@ -40,8 +48,10 @@
           "files": {"html": path, "md": path, "json": path}
         }
 
-Sections, in order: overall verdict and warnings (plan changed after
-registration, self-judging); one sentence per pre-registered comparison and
+Sections, in order: the answer (overall verdict, the counts of verdicts, each
+failing comparison with its effect and interval, a design note, each reason
+once with the comparisons it covers, one box of warnings: plan changed after
+registration, self-judging...); one sentence per pre-registered comparison and
 the numbers table; forest plot, discordant pairs and rates/means by group;
 the two-party SUB x RES heat maps and dispersion by power condition; masked
 answers side by side for every failing comparison; remedies in order of

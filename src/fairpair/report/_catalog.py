@@ -42,15 +42,51 @@ MESSAGES: dict[str, dict[str, str]] = {
         "verdict.insufficient design": "INSUFFICIENT DESIGN",
         "verdict.none": "NOT ANALYSED",
         "verdict.no verdict": "NO VERDICT",
+        "verdict.incomplete run": "RUN INCOMPLETE",
+        "verdict.not measured": "NOT MEASURED",
+        "overall.incomplete run": "The run is incomplete: no verdict until every case has an outcome.",
+        "overall.fail.named": "Fails: {names}.",
+        "reason.incomplete run": "run incomplete",
+        "reason.not measured": "not measured",
+        "reason.insufficient design": "insufficient design",
+        "reason.heterogeneous average": "heterogeneous average",
+        "reason.insufficient labels": "insufficient labels",
+        "reason.unreliable judge": "unreliable judge",
+        "reason.interval": "inconclusive",
+        "reason.adjusted p against zero": "inconclusive",
+        "reason.adjusted p against the margin": "inconclusive",
+        "reason.covers": "{kind}: {why} ({which})",
+        "reason.all": "all {n} comparisons",
+        "mark.secondary": "* secondary comparison: not in the family the plan's correction and the gate judge",
+        "mark.status": ("† automatic comparison of an answer status (failed, empty, refused...) between the groups: "
+                        "a fail fails the gate unless --ignore-status"),
+        "counts.line": "{fail} fail, {pass_} pass, {inconclusive} inconclusive, {insufficient} insufficient design",
+        "counts.more": "{n} more without a verdict ({what})",
+        "design.note": "Design: {templates} template(s), {names}.",
+        "design.names.random": "names random (the verdicts generalise to other names of the groups)",
+        "design.names.fixed": "names fixed (the verdicts hold for these names)",
+        "warnings.title": "Warnings",
+        "reasons.title": "Why some comparisons have no verdict or are inconclusive",
+        "failing.title": "Failing comparisons",
+        "verbose.hint": "details: fairpair status {run}, or --verbose",
         "overall.insufficient design": ("No comparison fails, but the design cannot support a verdict for at "
                                         "least one (see why next to it)."),
         "clause.insufficient design": "no verdict: the design cannot support one ({reason})",
+        "clause.insufficient design.said": "no verdict: the design cannot support one (why: under the verdicts)",
+        "clause.incomplete run": "no verdict until the run is complete (see the headline)",
+        "clause.not measured": "no verdict: not measured (why: under the verdicts)",
         "estimand.random": "This verdict generalises to other names of these groups and other scenarios like these.",
         "estimand.fixed": ("This verdict holds for these names, in scenarios like these (not for other names of "
                            "the groups)."),
         "asked.random": ("The plan asked for a verdict that generalises to other names of these groups and other "
                          "scenarios like these."),
         "asked.fixed": "The plan asked for a verdict about these names, in scenarios like these.",
+        "estimand.random.these": ("This verdict holds for these scenarios (these templates, not others) and "
+                                  "generalises to other names of these groups."),
+        "estimand.fixed.these": "This verdict holds for these names in these scenarios (these templates) only.",
+        "asked.random.these": ("The plan asked for a verdict about these scenarios (these templates) that "
+                               "generalises to other names of these groups."),
+        "asked.fixed.these": "The plan asked for a verdict about these names in these scenarios (these templates).",
         "overall.fail": "At least one pre-registered comparison fails.",
         "overall.pass": "Every pre-registered comparison passes.",
         "overall.inconclusive": "No comparison fails, but at least one is inconclusive.",
@@ -64,6 +100,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "clause.fail.nomargin": "a significant difference (no margin was pre-registered)",
         "clause.pass.nomargin": "no significant difference (no margin was pre-registered)",
         "clause.inconclusive.nomargin": "inconclusive (no margin was pre-registered)",
+        "clause.inconclusive.why": "inconclusive: {why}",
         "margin.points": "{m}-point",
         "margin.units": "±{m}",
         "ci": "{level}% CI {lo} to {hi}",
@@ -87,6 +124,25 @@ MESSAGES: dict[str, dict[str, str]] = {
         "col.verdict": "Verdict",
         "col.test": "Test",
         "plots": "Differences and rates",
+        "scenarios": "Where is it? The difference scenario by scenario",
+        "scenarios.intro": ("Each comparison's difference in every scenario (template) on its own, with its interval "
+                            "and a verdict; the scenario-level verdicts form a second family (Holm over the "
+                            "comparison's scenarios) unless the plan asked for them (`by: template`). A scenario "
+                            "marked * stands out from the others (generalized ESD test); then an average over "
+                            "scenarios like these cannot pass."),
+        "scenarios.average": "average over these scenarios",
+        "scenarios.alt": "Forest plot by scenario for {title}: {rows}",
+        "scenarios.fails": "fails in {where}",
+        "scenarios.elsewhere": "not shown elsewhere",
+        "scenarios.every": "in every scenario",
+        "scenarios.none": "no scenario fails on its own",
+        "scenarios.spread": ("template x group share of the variance {share} ({level}% CI {lo} to {hi}); outlying "
+                             "scenarios: {outliers}"),
+        "scenarios.no_outliers": "none",
+        "scenarios.no_test": "not tested (fewer than 5 scenarios)",
+        "scenarios.guard": ("the average over scenarios like these cannot pass: the difference is uneven over "
+                            "scenarios ({outliers} stand out)"),
+        "points": "{x} points",
         "forest.title": "Difference between groups: {measure}",
         "forest.x.binary": "difference A − B (percentage points)",
         "forest.x.continuous": "difference A − B",
@@ -296,9 +352,41 @@ MESSAGES: dict[str, dict[str, str]] = {
         "verdict.insufficient design": "DISEÑO INSUFICIENTE",
         "verdict.none": "SIN ANALIZAR",
         "verdict.no verdict": "SIN VEREDICTO",
+        "verdict.incomplete run": "RUN INCOMPLETO",
+        "verdict.not measured": "SIN MEDIR",
+        "overall.incomplete run": "El run está incompleto: no hay veredicto hasta que cada caso tenga un resultado.",
+        "overall.fail.named": "Fallan: {names}.",
+        "reason.incomplete run": "run incompleto",
+        "reason.not measured": "sin medir",
+        "reason.insufficient design": "diseño insuficiente",
+        "reason.heterogeneous average": "promedio heterogéneo",
+        "reason.insufficient labels": "etiquetas insuficientes",
+        "reason.unreliable judge": "juez poco fiable",
+        "reason.interval": "no concluyente",
+        "reason.adjusted p against zero": "no concluyente",
+        "reason.adjusted p against the margin": "no concluyente",
+        "reason.covers": "{kind}: {why} ({which})",
+        "reason.all": "las {n} comparaciones",
+        "mark.secondary": ("* comparación secundaria: fuera de la familia que juzgan la corrección del plan y "
+                           "el gate"),
+        "mark.status": ("† comparación automática de un estado de respuesta (fallida, vacía, rechazada...) entre "
+                        "los grupos: si falla, el gate falla salvo con --ignore-status"),
+        "counts.line": ("{fail} fallan, {pass_} pasan, {inconclusive} no concluyentes, {insufficient} con diseño "
+                        "insuficiente"),
+        "counts.more": "{n} más sin veredicto ({what})",
+        "design.note": "Diseño: {templates} plantilla(s), {names}.",
+        "design.names.random": "nombres aleatorios (los veredictos se generalizan a otros nombres de los grupos)",
+        "design.names.fixed": "nombres fijos (los veredictos valen para estos nombres)",
+        "warnings.title": "Avisos",
+        "reasons.title": "Por qué algunas comparaciones no tienen veredicto o no son concluyentes",
+        "failing.title": "Comparaciones que fallan",
+        "verbose.hint": "detalles: fairpair status {run}, o --verbose",
         "overall.insufficient design": ("Ninguna comparación falla, pero el diseño no permite un veredicto en al "
                                         "menos una (ver el motivo junto a ella)."),
         "clause.insufficient design": "sin veredicto: el diseño no lo permite ({reason})",
+        "clause.insufficient design.said": "sin veredicto: el diseño no lo permite (el motivo, bajo los veredictos)",
+        "clause.incomplete run": "sin veredicto hasta que el run esté completo (ver el titular)",
+        "clause.not measured": "sin veredicto: sin medir (el motivo, bajo los veredictos)",
         "estimand.random": ("Este veredicto se generaliza a otros nombres de estos grupos y a otros escenarios "
                             "como estos."),
         "estimand.fixed": ("Este veredicto vale para estos nombres, en escenarios como estos (no para otros nombres "
@@ -306,6 +394,12 @@ MESSAGES: dict[str, dict[str, str]] = {
         "asked.random": ("El plan pedía un veredicto generalizable a otros nombres de estos grupos y a otros "
                          "escenarios como estos."),
         "asked.fixed": "El plan pedía un veredicto sobre estos nombres, en escenarios como estos.",
+        "estimand.random.these": ("Este veredicto vale para estos escenarios (estas plantillas, no otras) y se "
+                                  "generaliza a otros nombres de estos grupos."),
+        "estimand.fixed.these": "Este veredicto vale solo para estos nombres en estos escenarios (estas plantillas).",
+        "asked.random.these": ("El plan pedía un veredicto sobre estos escenarios (estas plantillas) generalizable "
+                               "a otros nombres de estos grupos."),
+        "asked.fixed.these": "El plan pedía un veredicto sobre estos nombres en estos escenarios (estas plantillas).",
         "overall.fail": "Al menos una comparación prerregistrada falla.",
         "overall.pass": "Todas las comparaciones prerregistradas pasan.",
         "overall.inconclusive": "Ninguna comparación falla, pero al menos una no es concluyente.",
@@ -319,6 +413,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "clause.fail.nomargin": "diferencia significativa (no se prerregistró un margen)",
         "clause.pass.nomargin": "sin diferencia significativa (no se prerregistró un margen)",
         "clause.inconclusive.nomargin": "no concluyente (no se prerregistró un margen)",
+        "clause.inconclusive.why": "no concluyente: {why}",
         "margin.points": "{m} puntos",
         "margin.units": "±{m}",
         "ci": "IC {level}{nbsp}% {lo} a {hi}",
@@ -342,6 +437,25 @@ MESSAGES: dict[str, dict[str, str]] = {
         "col.verdict": "Veredicto",
         "col.test": "Prueba",
         "plots": "Diferencias y tasas",
+        "scenarios": "¿Dónde está? La diferencia escenario por escenario",
+        "scenarios.intro": ("La diferencia de cada comparación en cada escenario (plantilla) por separado, con su "
+                            "intervalo y un veredicto; los veredictos por escenario forman una segunda familia (Holm "
+                            "sobre los escenarios de la comparación) salvo que el plan los pida (`by: template`). "
+                            "Un escenario marcado con * se aparta de los demás (prueba ESD generalizada); entonces "
+                            "un promedio sobre escenarios como estos no puede pasar."),
+        "scenarios.average": "promedio sobre estos escenarios",
+        "scenarios.alt": "Gráfico de bosque por escenario de {title}: {rows}",
+        "scenarios.fails": "falla en {where}",
+        "scenarios.elsewhere": "no se ve en el resto",
+        "scenarios.every": "en todos los escenarios",
+        "scenarios.none": "ningún escenario falla por sí solo",
+        "scenarios.spread": ("parte de la varianza plantilla x grupo {share} (IC {level}% {lo} a {hi}); escenarios "
+                             "que se apartan: {outliers}"),
+        "scenarios.no_outliers": "ninguno",
+        "scenarios.no_test": "sin prueba (menos de 5 escenarios)",
+        "scenarios.guard": ("el promedio sobre escenarios como estos no puede pasar: la diferencia es desigual entre "
+                            "escenarios ({outliers} se apartan)"),
+        "points": "{x} puntos",
         "forest.title": "Diferencia entre grupos: {measure}",
         "forest.x.binary": "diferencia A − B (puntos porcentuales)",
         "forest.x.continuous": "diferencia A − B",
@@ -699,7 +813,7 @@ def verdict_word(verdict: str | None, lang: str) -> str:
     return msg(lang, f"verdict.{verdict}" if verdict in (*_VERDICTS, "no verdict") else "verdict.none")
 
 
-_VERDICTS = ("fail", "pass", "inconclusive", "insufficient design")
+_VERDICTS = ("fail", "pass", "inconclusive", "insufficient design", "incomplete run", "not measured")
 _DATA_REASONS_ES = {
     "no answer of these groups has a value for this measure": "ninguna respuesta de estos grupos tiene valor para "
         "esta medida: revisa la etapa de medidas (faltan o fallaron)",
@@ -714,24 +828,41 @@ _DATA_REASONS_ES = {
 
 def design_reason_text(comp: Mapping[str, Any], lang: str) -> str:
     """Why a comparison has an insufficient design, in ``lang`` (rebuilt from its counts; else as stored)."""
-    from fairpair.analysis import design_reason_counts
+    return "; ".join(design_reason_parts(comp, lang))
+
+
+def design_reason_parts(comp: Mapping[str, Any], lang: str) -> list[str]:
+    """:func:`design_reason_text` part by part (templates, each group's names, pairs), so a part shared
+    by several comparisons is said once."""
+    from fairpair.analysis import design_reason_parts as parts
 
     stored = str(comp.get("design_reason") or "")
     if stored and not stored[:1].isdigit():  # a data reason (nothing measured, constant, no variance)
-        return _DATA_REASONS_ES.get(stored.split(":")[0], stored) if lang == "es" else stored
+        return [_DATA_REASONS_ES.get(stored.split(":")[0], stored) if lang == "es" else stored]
     try:
-        r = design_reason_counts(n_templates=int(comp.get("n_clusters") or 0), n_names_a=int(comp.get("n_names_a") or 0),
-                                 n_names_b=int(comp.get("n_names_b") or 0), names=str(comp.get("names") or "random"),
-                                 n_pairs=int(comp.get("n_pairs") or 0), group_a=str(comp.get("group_a") or "A"),
-                                 group_b=str(comp.get("group_b") or "B"), lang=lang)
+        r = parts(n_templates=int(comp.get("n_clusters") or 0), n_names_a=int(comp.get("n_names_a") or 0),
+                  n_names_b=int(comp.get("n_names_b") or 0), names=str(comp.get("names") or "random"),
+                  n_pairs=int(comp.get("n_pairs") or 0), group_a=str(comp.get("group_a") or "A"),
+                  group_b=str(comp.get("group_b") or "B"), lang=lang,
+                  templates=str(comp.get("templates") or "random"))
     except (KeyError, TypeError, ValueError):
-        r = None
-    return r or stored
+        r = []
+    return r or ([stored] if stored else [])
+
+
+def _decided_by_p(comp: Mapping[str, Any]) -> bool:
+    """An ``inconclusive`` decided by an adjusted p-value (against zero or the margin), not by the
+    interval (whose limits the sentence already gives) nor by the judge."""
+    from fairpair.analysis import comparison_reasons
+    from fairpair.records import Reason
+
+    first = (comparison_reasons(comp) or [None])[0]
+    return first in (Reason.ADJUSTED_P_ZERO, Reason.ADJUSTED_P_MARGIN, Reason.UNRELIABLE_JUDGE)
 
 
 def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
                      measure_label: str, signal: str | None = None, confidence_level: float = 0.95,
-                     phrase: bool = True) -> str:
+                     phrase: bool = True, reason_said: bool = False) -> str:
     """One comparison in plain words, with its numbers, in ``lang`` (``es`` or ``en``).
 
     Parameters
@@ -752,6 +883,9 @@ def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
         The attribute's signal (``name`` makes "users with ...").
     phrase:
         Use a recognised measure's own sentence frame (:data:`PHRASES`).
+    reason_said:
+        The output says the design's reason once for all the comparisons it covers: an
+        ``insufficient design`` sentence points there instead of repeating it.
     """
     if not isinstance(comp, Mapping):  # the typed record: the sentence reads its fields by name
         comp = comp.model_dump()
@@ -784,8 +918,8 @@ def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
     if _finite(va) and _finite(vb):
         f = fmt_pct if binary else fmt_num
         parts.append(msg(lang, "vs", a=f(va, lang), b=f(vb, lang)))
-    if ci is not None and d is not None:
-        lo, hi = (ci if d >= 0 else (-ci[1], -ci[0]))
+    if ci is not None and d is not None:  # the interval of A - B, as in every table (one sign convention)
+        lo, hi = ci
         parts.append(msg(lang, "ci", level=level, lo=fmt_num(lo * scale_f, lang), hi=fmt_num(hi * scale_f, lang)))
     if _finite(comp.get("pvalue")):
         p = fmt_p(comp["pvalue"], lang)
@@ -799,12 +933,22 @@ def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
     from fairpair.analysis import no_data_clause
 
     nodata = no_data_clause(comp, lang) if verdict not in ("fail", "insufficient design") else None
-    if verdict == "insufficient design":
+    if verdict == "incomplete run":  # said by the headline, once
+        clause = msg(lang, "clause.incomplete run")
+    elif verdict == "insufficient design" and reason_said:
+        clause = msg(lang, "clause.insufficient design.said")
+    elif verdict == "insufficient design":
         clause = msg(lang, "clause.insufficient design", reason=design_reason_text(comp, lang))
     elif nodata is not None:  # 0 pairs or a constant measure: the reason, not "the interval does not settle"
         clause = nodata
+    elif verdict == "not measured":
+        clause = msg(lang, "clause.not measured")
     elif verdict not in ("fail", "pass", "inconclusive"):
         clause = verdict_word(verdict, lang).lower()
+    elif verdict == "inconclusive" and _decided_by_p(comp):  # the p-value that decided, with its value
+        from fairpair.analysis import reason_text
+
+        clause = msg(lang, "clause.inconclusive.why", why=reason_text(comp, None, lang))
     elif _finite(margin) and margin > 0:
         m = fmt_margin_value(margin * scale_f, lang)
         mtext = msg(lang, "margin.points", m=m) if binary else msg(lang, "margin.units", m=m)
@@ -817,5 +961,30 @@ def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
     sentence = sentence + ": " + clause + "."
     names = comp.get("names")
     if names in ("random", "fixed") and verdict in _VERDICTS:
-        sentence += " " + msg(lang, f"{'asked' if verdict == 'insufficient design' else 'estimand'}.{names}")
+        asked = verdict in ("insufficient design", "incomplete run", "not measured")
+        these = ".these" if comp.get("templates") == "fixed" else ""
+        sentence += " " + msg(lang, f"{'asked' if asked else 'estimand'}.{names}{these}")
     return sentence
+
+
+def scenario_summary(comp: Any, lang: str) -> str:
+    """The scenario-level finding of a comparison in ``lang``: "fails in `financiacion` (-22.0 points), not
+    shown elsewhere" (from its ``scenarios`` block); empty without one."""
+    sc = comp.scenarios
+    if sc is None or not sc.rows:
+        return ""
+    binary = comp.scale == "binary" or comp.value_kind == "rate"
+
+    def amount(x: float | None) -> str:
+        if x is None:
+            return "—"
+        v = fmt_num(x * (100 if binary else 1), lang)
+        v = v if v.startswith(("-", "−")) else "+" + v
+        return msg(lang, "points", x=v) if binary else v
+
+    fails = [r for r in sc.rows if r.verdict == "fail"]
+    if not fails:
+        return msg(lang, "scenarios.none")
+    out = msg(lang, "scenarios.fails", where=", ".join(f"`{r.template}` ({amount(r.estimate)})" for r in fails))
+    return out + (", " + msg(lang, "scenarios.elsewhere") if len(fails) < len(sc.rows) else " "
+                  + msg(lang, "scenarios.every"))

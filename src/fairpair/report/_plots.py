@@ -28,7 +28,7 @@ from fairpair.report._text import terminal
 if TYPE_CHECKING:
     from fairpair.analysis import CellMean, ComparisonResult, TwoPartyBlock
 
-__all__ = ["Figure", "forest_plot", "group_plot", "discordant_plot", "heatmap_plots", "dispersion_plot",
+__all__ = ["Figure", "forest_plot", "scenario_plot", "group_plot", "discordant_plot", "heatmap_plots", "dispersion_plot",
            "OKABE_ITO", "VERDICT_STYLE"]
 
 OKABE_ITO = {"orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73", "yellow": "#F0E442",
@@ -124,6 +124,50 @@ def forest_plot(fid: str, comps: Sequence[ComparisonResult], *, measure: str, la
         f"[{fmt_num(ci[0] * f if ci else None, lang)}, {fmt_num(ci[1] * f if ci else None, lang)}] "
         f"{verdict_word(v, lang)}" for lab, d, ci, _m, v in rows)
     return Figure(fid, title, msg(lang, "forest.alt", measure=_label(measure), rows=described), "", svg)
+
+
+def scenario_plot(fid: str, comp: ComparisonResult, *, title: str, lang: str) -> Figure | None:
+    """Forest plot of one comparison by scenario: each template's difference (A − B) with its interval, the
+    verdict of its scenario-level test as colour + shape, the margin shaded and the average dashed.
+
+    ``None`` when the comparison has no scenario breakdown. Binary differences in percentage points.
+    """
+    sc = comp.scenarios
+    if sc is None or not sc.rows:
+        return None
+    matplotlib, plt = _plt()
+    binary = comp.scale == "binary" or comp.value_kind == "rate"
+    f = 100.0 if binary else 1.0
+    rows = [(r.template + (" *" if r.outlier else ""), r.estimate, r.ci, r.verdict) for r in sc.rows]
+    with matplotlib.rc_context(_RC):
+        fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(rows) + 1.6))
+        if isinstance(comp.margin, (int, float)) and comp.margin > 0:
+            ax.axvspan(-comp.margin * f, comp.margin * f, color="#dddddd", zorder=0, label=msg(lang, "forest.margin"))
+        ax.axvline(0, color="#555555", lw=0.8, zorder=1)
+        if sc.average is not None:
+            ax.axvline(sc.average * f, color=OKABE_ITO["black"], lw=1.0, ls="--", zorder=1,
+                       label=msg(lang, "scenarios.average"))
+        seen = set()
+        for y, (_lab, d, ci, v) in enumerate(reversed(rows)):
+            colour, marker = VERDICT_STYLE.get(v, ("#777777", "D"))
+            if ci is not None and None not in ci:
+                ax.hlines(y, ci[0] * f, ci[1] * f, color=colour, lw=1.8, zorder=2)
+            if d is not None:
+                ax.plot([d * f], [y], marker=marker, color=colour, markersize=7, zorder=3, ls="none",
+                        label=verdict_word(v, lang) if v not in seen else None)
+                seen.add(v)
+        ax.set_yticks(range(len(rows)), [_label(r[0], 40) for r in reversed(rows)])
+        ax.set_ylim(-0.7, len(rows) - 0.3)
+        ax.set_xlabel(msg(lang, "forest.x.binary" if binary else "forest.x.continuous"))
+        ax.set_title(_label(title, 90), loc="left")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False, fontsize=9)
+        svg = _render(fig)
+    described = "; ".join(
+        f"{_label(lab)}: {fmt_num(d * f if d is not None else None, lang)} "
+        f"[{fmt_num(ci[0] * f if ci and ci[0] is not None else None, lang)}, "
+        f"{fmt_num(ci[1] * f if ci and ci[1] is not None else None, lang)}] {verdict_word(v, lang)}"
+        for lab, d, ci, v in rows)
+    return Figure(fid, title, msg(lang, "scenarios.alt", title=_label(title), rows=described), "", svg)
 
 
 def _key(c: ComparisonResult) -> str:

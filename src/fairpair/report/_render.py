@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +17,7 @@ from markupsafe import Markup
 from fairpair import __version__
 from fairpair._files import atomic_write_text
 from fairpair.report._catalog import (
-    fmt_num, fmt_p, fmt_pct, msg, test_name, verdict_sentence, verdict_word,
+    design_reason_parts, design_reason_text, fmt_num, fmt_p, fmt_pct, msg, test_name, verdict_sentence, verdict_word,
 )
 from fairpair.report._data import (
     ReportData, TargetInfo, comparison_key, group_label, load_report_data, measure_label, read_report_data,
@@ -27,7 +27,8 @@ from fairpair.report._ranking import ranking_view as _ranking_view
 from fairpair.report._ranking import rmsg as _ranking_msg
 from fairpair.report._text import MdSafe, clean, md_block, md_inline
 from fairpair.report._view import (
-    AAControlRow, CollectedRow, DroppedRow, EvidenceBlock, Figures, RankingView, SelfTestRow, TwoPartyView, VerdictRow,
+    AAControlRow, CollectedRow, DroppedRow, EvidenceBlock, Figures, RankingView, ReasonGroup, ScenarioView, SelfTestRow,
+    TwoPartyView, VerdictRow,
 )
 
 if TYPE_CHECKING:
@@ -42,17 +43,21 @@ REPORT_DIR = "report"
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
 
-def overall_verdict(rows: list[VerdictRow], ranking: list[str] | None = None) -> str:
-    """``fail`` if a primary comparison fails, else ``insufficient design`` if one has no verdict for that reason,
-    else ``inconclusive`` if one is, else ``pass``; ``none`` if empty.
+def overall_verdict(rows: list[VerdictRow], ranking: list[str] | None = None, *, incomplete: bool = False) -> str:
+    """``incomplete run`` if the run is incomplete, else ``fail`` if a primary comparison or an automatic
+    answer-status comparison fails, else ``insufficient design`` if a primary one has no verdict for that
+    reason, else ``inconclusive`` if one is (or has no verdict for another reason), else ``pass``; ``none``
+    if empty.
 
     ``ranking``: the verdicts of the ranking designs (:func:`ranking_verdicts`), primary comparisons too,
     as the gate counts them."""
+    if incomplete:
+        return "incomplete run"
     prim = [r for r in rows if r.primary] or rows
     if not prim and not ranking:
         return "none"
     vs = {r.verdict for r in prim} | set(ranking or ())
-    if "fail" in vs:
+    if "fail" in vs or any(r.status and r.verdict == "fail" for r in rows):
         return "fail"
     if "insufficient design" in vs:
         return "insufficient design"
@@ -74,31 +79,108 @@ def ranking_verdicts(res: Any) -> list[str]:
 
 def _verdict_rows(data: ReportData, lang: str) -> list[VerdictRow]:
     """One :class:`VerdictRow` per comparison of the run's :class:`~fairpair.analysis.Results`."""
+    from fairpair.analysis import comparison_reasons
+    from fairpair.records import REASON_VERDICT, first_reason
+
     rows = []
     level = float(data.results.confidence_level or 0.95) if data.results is not None else 0.95
+    incomplete = data.results.incomplete if data.results is not None else None
     for c in data.comparisons:
         binary = c.scale == "binary"
         f = 100.0 if binary else 1.0
         la = group_label(data.battery, c.attribute, c.group_a)
         lb = group_label(data.battery, c.attribute, c.group_b)
         mlab = measure_label(data.battery, c.measure)
-        sentence = verdict_sentence(c, lang=lang, label_a=clean(la), label_b=clean(lb), measure_label=clean(mlab),
-                                    signal=data.attribute_signal(c.attribute), confidence_level=level)
+        reasons = tuple(c.reasons) or tuple(r.value for r in comparison_reasons(c, incomplete=incomplete is not None))
+        first = first_reason(reasons)
+        shown = c.verdict if first is None or REASON_VERDICT[first] is not None else first.value
+        # a comparison with no verdict (an incomplete run, nothing measured) says that, not the stored rule
+        said = c if shown == c.verdict else {**c.model_dump(), "verdict": shown}
+        sentence = _status_sentence(data, c, lang) if c.measure.startswith("answer.") and shown == "fail" \
+            else verdict_sentence(said, lang=lang, label_a=clean(la), label_b=clean(lb), measure_label=clean(mlab),
+                                  signal=data.attribute_signal(c.attribute), confidence_level=level,
+                                  reason_said=True)
         ci = c.ci or [None, None]
         unit = (" pp" if lang == "en" else " p.\u00a0p.") if binary else ""
         est = c.estimate
+        mark = "†" if c.measure.startswith("answer.") else "" if c.primary else "*"
         rows.append(VerdictRow(
             key=comparison_key(c), id=c.id, target=c.target, measure=c.measure, measure_label=mlab,
             attribute=c.attribute, design=c.design, group_a=c.group_a, group_b=c.group_b,
             label_a=la, label_b=lb, scale=c.scale, primary=c.primary,
-            verdict=c.verdict, verdict_word=verdict_word(c.verdict, lang), sentence=sentence,
+            verdict=shown, verdict_word=verdict_word(shown, lang), sentence=sentence,
             estimate=(fmt_num(est * f, lang) + unit) if isinstance(est, (int, float)) else "—",
             ci=(f"{fmt_num(ci[0] * f, lang)} … {fmt_num(ci[1] * f, lang)}"
                 if all(isinstance(v, (int, float)) for v in ci) else "—"),
             p=fmt_p(c.pvalue, lang), p_adjusted=fmt_p(c.pvalue_adjusted, lang),
             test=test_name(c.test, lang), n_pairs=c.n_pairs, n_dropped=c.n_dropped,
-            note=translate_note(c.note or "", lang), result=c))
+            note=translate_note(c.note or "", lang), result=c, reasons=reasons,
+            reason=_reason_words(c, first, lang, incomplete), mark=mark))
     return rows
+
+
+def _reason_words(c: Any, reason: Any, lang: str, incomplete: Any) -> str:
+    """The headline reason of a comparison in ``lang`` (the design's in the catalog's words)."""
+    from fairpair.analysis import reason_text
+    from fairpair.records import Reason
+
+    if reason is None:
+        return ""
+    if reason is Reason.INSUFFICIENT_DESIGN:
+        return design_reason_text(c.model_dump(), lang)
+    return reason_text(c, reason, lang, incomplete=incomplete)
+
+
+def verdict_counts(rows: list[VerdictRow], lang: str) -> str:
+    """How many comparisons fail, pass, are inconclusive, have an insufficient design (and how many
+    have no verdict for another reason), in ``lang``."""
+    n = {v: sum(r.verdict == v for r in rows) for v in ("fail", "pass", "inconclusive", "insufficient design")}
+    text = msg(lang, "counts.line", fail=n["fail"], pass_=n["pass"], inconclusive=n["inconclusive"],
+               insufficient=n["insufficient design"])
+    other: dict[str, int] = {}
+    for r in rows:
+        if r.verdict not in n:
+            other[r.verdict] = other.get(r.verdict, 0) + 1
+    if other:
+        text += "; " + msg(lang, "counts.more", n=sum(other.values()),
+                           what=", ".join(f"{k} {msg(lang, 'reason.' + v)}" for v, k in other.items()))
+    return text
+
+
+def shared_reasons(rows: list[VerdictRow], lang: str) -> list[ReasonGroup]:
+    """Each distinct reason once, with the comparisons it covers (an insufficient design's parts one by
+    one: "3 template(s) ..." covers all nine comparisons, "3 name(s) in group china" three of them).
+    A run's ``incomplete run`` is said once by the headline and is left out here."""
+    from fairpair.records import Reason, first_reason
+
+    groups: dict[tuple[str, str], list[VerdictRow]] = {}
+    for r in rows:
+        first = first_reason(r.reasons)
+        if first is None or first is Reason.INCOMPLETE_RUN or not r.reason:
+            continue
+        parts = design_reason_parts(r.result.model_dump(), lang) if first is Reason.INSUFFICIENT_DESIGN \
+            else [r.reason]
+        for part in parts:
+            groups.setdefault((first.value, part), []).append(r)
+    out = []
+    for (kind, text), rs in groups.items():
+        every = len(rs) == len(rows) and len(rs) > 1  # every comparison of the table
+        which = msg(lang, "reason.all", n=len(rs)) if every else "; ".join(r.label for r in rs)
+        out.append(ReasonGroup(kind=msg(lang, f"reason.{kind}"), text=text, which=which,
+                               labels=[r.label for r in rs],
+                               line=msg(lang, "reason.covers", kind=msg(lang, f"reason.{kind}"), why=text,
+                                        which=which)))
+    return out
+
+
+def _design_note(res: Any, lang: str) -> str:
+    """One sentence on the design the verdicts rest on: templates and the names' estimand."""
+    if res is None or not res.comparisons:
+        return ""
+    templates = max((c.n_clusters or 0) for c in res.comparisons)
+    names = res.names if res.names in ("random", "fixed") else "random"
+    return msg(lang, "design.note", templates=templates, names=msg(lang, f"design.names.{names}"),
+               estimand=msg(lang, f"estimand.{names}"))
 
 
 def _figures(data: ReportData, rows: list[VerdictRow], lang: str) -> Figures:
@@ -137,6 +219,46 @@ def _figures(data: ReportData, rows: list[VerdictRow], lang: str) -> Figures:
             figs.append(d)
         out.two_party.extend(figs)
         out.two_party_blocks.append(figs)
+    for i, r in enumerate(_scenario_rows(rows)):
+        fig = _plots.scenario_plot(f"scenarios-{i}", r.result, title=_scenario_title(r, lang), lang=lang)
+        if fig is not None:
+            out.scenarios[r.key] = fig
+    return out
+
+
+#: The report draws at most this many forest plots by scenario (primary comparisons first).
+MAX_SCENARIO_FIGURES = 24
+
+
+def _scenario_rows(rows: list[VerdictRow]) -> list[VerdictRow]:
+    """The comparisons shown by scenario: those with more than one scenario or a scenario-level fail,
+    primary ones first, then those whose scenarios fail (at most :data:`MAX_SCENARIO_FIGURES`)."""
+    have = [r for r in rows if r.result is not None and getattr(r.result, "scenarios", None) is not None
+            and (len(r.result.scenarios.rows) > 1 or any(x.verdict == "fail" for x in r.result.scenarios.rows))]
+    have.sort(key=lambda r: (not r.primary, not any(x.verdict == "fail" for x in r.result.scenarios.rows)))
+    return have[:MAX_SCENARIO_FIGURES]
+
+
+def _scenario_title(r: VerdictRow, lang: str) -> str:
+    vs = "vs" if lang == "en" else "frente a"
+    return f"{r.measure_label}: {r.label_a} {vs} {r.label_b}" + (f" · {r.target}" if r.target else "")
+
+
+def _scenario_views(rows: list[VerdictRow], figures: Figures, lang: str) -> list[ScenarioView]:
+    from fairpair.report._catalog import scenario_summary
+
+    out = []
+    for r in _scenario_rows(rows):
+        sc = r.result.scenarios
+        share = sc.share_ci or [None, None]
+        spread = "" if sc.share is None else msg(
+            lang, "scenarios.spread", share=fmt_pct(sc.share, lang), level="95", lo=fmt_pct(share[0], lang),
+            hi=fmt_pct(share[1], lang), outliers=", ".join(f"`{o}`" for o in sc.outliers)
+            or msg(lang, "scenarios.no_outliers" if sc.outlier_pvalue is not None else "scenarios.no_test"))
+        guard = (msg(lang, "scenarios.guard", outliers=", ".join(f"`{o}`" for o in sc.outliers))
+                 if sc.heterogeneous and "heterogeneous average" in (r.result.verdict_rule or "") else "")
+        out.append(ScenarioView(title=_scenario_title(r, lang), summary=scenario_summary(r.result, lang),
+                                spread=spread, guard=guard, figure=figures.scenarios.get(r.key), row=r))
     return out
 
 
@@ -286,10 +408,9 @@ def _drop_text(r: Any, data: ReportData, lang: str) -> str:
 
 
 def _status_warnings(data: ReportData, lang: str) -> list[str]:
-    """The sentences the report opens with about answer statuses: a target whose answers are mostly
-    degenerate, then every answer-status rate that differs between groups (a ``fail``)."""
-    from fairpair.report._catalog import fmt_p, fmt_pct
-
+    """The sentence the report opens with about answer statuses: a target whose answers are mostly
+    degenerate (an answer-status rate that differs between groups is a failing row of the table, named
+    by the headline)."""
     res = data.results
     out = []
     for target, st in (res.answer_statuses if res is not None else {}).items():
@@ -300,16 +421,17 @@ def _status_warnings(data: ReportData, lang: str) -> list[str]:
             ex = "; ".join(f"{e[0]} [{e[1]}]: \u201c{e[2][:80]}\u201d" for e in st.examples[:2])
             out.append(msg(lang, "status.degenerate", target=target,
                            share=fmt_pct(1 - counts.get("ok", 0) / n, lang, 0), kinds=kinds, examples=ex or "—"))
-    for c in data.comparisons:
-        if not c.measure.startswith("answer.") or c.verdict != "fail":
-            continue
-        status = c.measure.partition(".")[2]
-        out.append(msg(lang, "status.gap", verb=msg(lang, f"status.verb.{status}"), status=status,
-                       group_a=group_label(data.battery, c.attribute, c.group_a),
-                       group_b=group_label(data.battery, c.attribute, c.group_b),
-                       rate_a=fmt_pct(c.value_a, lang, 0), rate_b=fmt_pct(c.value_b, lang, 0),
-                       test=c.test, p=fmt_p(c.pvalue_adjusted, lang)))
     return out
+
+
+def _status_sentence(data: ReportData, c: Any, lang: str) -> str:
+    """A failing answer-status comparison in words (its row's sentence; the headline names it)."""
+    status = c.measure.partition(".")[2]
+    return msg(lang, "status.gap", verb=msg(lang, f"status.verb.{status}"), status=status,
+               group_a=group_label(data.battery, c.attribute, c.group_a),
+               group_b=group_label(data.battery, c.attribute, c.group_b),
+               rate_a=fmt_pct(c.value_a, lang, 0), rate_b=fmt_pct(c.value_b, lang, 0),
+               test=c.test, p=fmt_p(c.pvalue_adjusted, lang))
 
 
 def _aa_rows(res: Results | None, lang: str) -> list[AAControlRow]:
@@ -351,6 +473,11 @@ class ReportModel:
     overall_text: str
     overall_word: str
     warnings: list[str]
+    counts: str
+    failing: list[VerdictRow]
+    design_note: str
+    shared_reasons: list[ReasonGroup]
+    marks: list[str]
     notes: list[str]
     omnibus: list[OmnibusResult]
     aa_controls: list[AAControlRow]
@@ -376,6 +503,8 @@ class ReportModel:
     minimum: list[MinimumIdentity]
     dispersion_tests: list[DispersionTest]
     generated: str
+    #: "Where is it?": each comparison's difference scenario by scenario (:class:`ScenarioView`)
+    scenarios: list[ScenarioView] = field(default_factory=list)
 
     def context(self) -> dict[str, Any]:
         """The model as the templates' context: its fields (but ``data``) and the formatting helpers
@@ -406,18 +535,23 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
     terminal)."""
     lang = data.language
     rows = _verdict_rows(data, lang)
-    overall = overall_verdict(rows, ranking_verdicts(data.results)) if data.analysed else "none"
     res = data.results
+    incomplete = res.incomplete if res is not None else None
+    overall = overall_verdict(rows, ranking_verdicts(data.results), incomplete=incomplete is not None) \
+        if data.analysed else "none"
     judge = res.judge if res is not None else None
     warnings = list(data.warnings)
     if plan_info(data)[2]:
         warnings.append(msg(lang, "prov.plan_changed.yes"))
     if judge is not None and judge.self_judging:
         warnings.append(msg(lang, "judge.self"))
-    warnings += [str(w) for w in (judge.warnings if judge is not None else [])]
+    # the self-judging sentence of the analysis says what judge.self says: once
+    warnings += [str(w) for w in (judge.warnings if judge is not None else [])
+                 if not (judge.self_judging and str(w).startswith("self-judging:"))]
     warnings = _status_warnings(data, lang) + warnings
     if res is not None and res.aa_flag:
         warnings.append(msg(lang, "aa.flag", detail=str(res.aa_flag)))
+    warnings = list(dict.fromkeys(warnings))  # each distinct warning once, however many stages met it
     failing = [r for r in rows if r.verdict == "fail"]
     evidence = [EvidenceBlock(row=r, pairs=data.evidence.get(r.key, [])) for r in failing]
     exclusions = list((data.manifest.get("expansion") or {}).get("exclusions") or [])
@@ -429,6 +563,11 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
                                                                              run=shlex.quote(str(data.run_dir)))
     if data.analysed and not rows and two_party:
         overall_text = msg(lang, "two_party.no_plan")
+    if overall == "incomplete run" and incomplete is not None:
+        overall_text = incomplete.text(lang)
+    named = [r for r in rows if r.verdict == "fail" and (r.primary or r.status)]
+    if overall == "fail" and named:  # the headline names what fails, the answer-status comparisons included
+        overall_text += " " + msg(lang, "overall.fail.named", names="; ".join(r.label for r in named))
     blocks = _two_party_blocks(data, figures.two_party_blocks, lang)
     return ReportModel(
         data=data,
@@ -445,6 +584,12 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
         overall_text=overall_text,
         overall_word=verdict_word(overall, lang),
         warnings=warnings,
+        counts=verdict_counts(rows, lang),
+        failing=named,
+        design_note=_design_note(res, lang),
+        shared_reasons=shared_reasons(rows, lang),
+        marks=[msg(lang, k) for k, on in (("mark.secondary", any(r.mark == "*" for r in rows)),
+                                           ("mark.status", any(r.mark == "†" for r in rows))) if on],
         notes=[translate_note(str(n), lang) for n in (res.notes if res is not None else [])],
         omnibus=list(res.omnibus) if res is not None else [],
         aa_controls=_aa_rows(res, lang),
@@ -472,6 +617,7 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
         dispersion_tests=[t for b in two_party for t in b.dispersion_tests],
         generated=msg(lang, "generated", version=__version__,
                       at=datetime.now(timezone.utc).isoformat(timespec="seconds")),
+        scenarios=_scenario_views(rows, figures, lang),
     )
 
 
@@ -590,7 +736,12 @@ def summary_json(model: ReportModel, files: dict[str, str]) -> dict[str, Any]:
             "estimate": r.result.estimate, "ci": r.result.ci, "margin": r.result.margin,
             "test": r.result.test, "pvalue": r.result.pvalue, "pvalue_adjusted": r.result.pvalue_adjusted,
             "correction": r.result.correction, "n_pairs": r.n_pairs, "n_dropped": r.n_dropped,
-            "sentence": r.sentence} for r in model.rows],
+            "sentence": r.sentence, "shown": r.verdict, "reasons": list(r.reasons), "reason": r.reason,
+            "mark": r.mark} for r in model.rows],
+        "incomplete": (model.data.results.incomplete.model_dump()
+                       if model.data.results is not None and model.data.results.incomplete is not None else None),
+        "counts": model.counts,
+        "reasons": [{"kind": g.kind, "text": g.text, "comparisons": g.labels} for g in model.shared_reasons],
         "targets": [{"name": t.name, "served_models": t.served_models, "system_fingerprints": t.fingerprints,
                      "cases": t.cases, "answered": t.answered, "failed": t.failed, "retried": t.retried,
                      "failure_reasons": {clean(k): v for k, v in t.failure_reasons.items()}} for t in data.targets],

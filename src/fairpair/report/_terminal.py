@@ -18,12 +18,16 @@ __all__ = ["verdict_table", "print_verdicts"]
 
 _STYLE = {"fail": "bold white on red3", "pass": "bold white on green4", "inconclusive": "bold white on blue3",
           "insufficient design": "bold white on magenta", "none": "bold white on grey35",
+          "incomplete run": "bold white on grey35", "not measured": "bold white on grey35",
           "no verdict": "bold white on grey35"}
 
 
-def verdict_table(model: Any) -> Any:
+def verdict_table(model: Any, *, verbose: bool = False, wrap: bool = True) -> Any:
     """A rich ``Table`` of the comparisons of a :class:`~fairpair.report.ReportModel` (or of its
-    templates' context, :func:`~fairpair.report.build_view`)."""
+    templates' context, :func:`~fairpair.report.build_view`): one line per comparison (verdict,
+    comparison, effect A − B, interval; ``verbose`` adds the adjusted p-value and the pairs).
+    ``wrap=False`` (output that is not a terminal): cells never wrap, since a wrapped cell prints the
+    same fragment on several lines."""
     from rich.table import Table
     from rich.text import Text
 
@@ -34,27 +38,34 @@ def verdict_table(model: Any) -> Any:
     several = len({r.target for r in rows}) > 1
     t = Table(title=Text(terminal(msg(lang, "terminal.title", battery=battery))), title_justify="left")
     t.add_column(Text(msg(lang, "col.verdict")), no_wrap=True)
-    t.add_column(Text(msg(lang, "col.comparison")), overflow="fold")
+    t.add_column(Text(msg(lang, "col.comparison")), no_wrap=not wrap, overflow="fold")
     if several:
-        t.add_column(Text(msg(lang, "col.target")), overflow="fold")
+        t.add_column(Text(msg(lang, "col.target")), no_wrap=not wrap, overflow="fold")
     t.add_column(Text("A − B"), justify="right", no_wrap=True)
     t.add_column(Text(msg(lang, "col.ci")), justify="right", no_wrap=True)
-    t.add_column(Text("p adj."), justify="right", no_wrap=True)
-    t.add_column(Text("n"), justify="right", no_wrap=True)
+    if verbose:
+        t.add_column(Text("p adj."), justify="right", no_wrap=True)
+        t.add_column(Text("n"), justify="right", no_wrap=True)
     for r in rows:
         cells = [Text(terminal(r.verdict_word), style=_STYLE.get(r.verdict, "")),
-                 Text(terminal(f"{r.measure}: {r.group_a} − {r.group_b}", limit=60) + ("" if r.primary else " *"))]
+                 Text(terminal(r.label, limit=60))]
         if several:
             cells.append(Text(terminal(r.target, limit=24)))
-        cells += [Text(terminal(r.estimate)), Text(terminal(r.ci.replace(" … ", ".."))),
-                  Text(terminal(r.p_adjusted)), Text(terminal(r.n_pairs))]
+        cells += [Text(terminal(r.estimate)), Text(terminal(r.ci.replace(" … ", "..")))]
+        if verbose:
+            cells += [Text(terminal(r.p_adjusted)), Text(terminal(r.n_pairs))]
         t.add_row(*cells)
     return t
 
 
 def print_verdicts(console: Any, run_dir: Path | None = None, *, language: str | None = None,
-                   sentences: bool = True, data: Any = None, model: Any = None) -> str:
-    """Print the verdict table (and each sentence) of a run; returns the overall verdict.
+                   sentences: bool = False, data: Any = None, model: Any = None, verbose: bool = False) -> str:
+    """Print a run's verdicts, each thing once; returns the overall verdict.
+
+    In order: the ``run incomplete`` headline (when it is), the verdict table (one line per
+    comparison), what its marks mean, each distinct reason once with the comparisons it covers,
+    each distinct warning once, and the overall verdict naming what fails. ``verbose`` (or
+    ``sentences``) adds each comparison's sentence; the rest is in ``fairpair status RUN``.
 
     Give ``model`` (a :class:`~fairpair.report.ReportModel` already built), ``data`` (a
     :class:`~fairpair.report.ReportData` already read) or ``run_dir`` (read now).
@@ -68,22 +79,52 @@ def print_verdicts(console: Any, run_dir: Path | None = None, *, language: str |
         if data is None:
             data = load_report_data(Path(run_dir), language=language)
         model = build_model(data, with_figures=False)
-    for w in model.warnings:
-        console.print(Text("! " + terminal(w), style="bold red"))
+
+    def line(text: str, style: str = "") -> None:
+        console.print(Text(terminal(text), style=style), soft_wrap=True)  # never wrapped into repeated fragments
+
     if not model.analysed:
-        console.print(Text(terminal(model.overall_text)))
+        for w in model.warnings:
+            line("! " + w, "bold red")
+        line(model.overall_text)
         return "none"
+    if model.overall == "incomplete run":
+        console.print(Text.assemble((terminal(model.overall_word), _STYLE["incomplete run"]), " ",
+                                    terminal(model.overall_text)), soft_wrap=True)
     if model.rows or not model.rankings:  # a ranking battery alone: its own tables, not an empty one
-        console.print(verdict_table(model))
+        tty = bool(getattr(console, "is_terminal", False))
+        table = verdict_table(model, verbose=verbose, wrap=tty)
+        if tty:
+            console.print(table)
+        else:  # not a terminal: as wide as the table needs, one line per comparison
+            width = console.width
+            from rich.measure import Measurement
+
+            console.width = max(width, Measurement.get(console, console.options.update_width(1000), table).maximum)
+            try:
+                console.print(table)
+            finally:
+                console.width = width
     if model.rankings:
         from fairpair.report._ranking import ranking_tables
 
         for table in ranking_tables(model.rankings, model.lang):
             console.print(table)
-    if sentences:
-        for r in model.primary_rows:
+    for m in model.marks:
+        line(m)
+    for g in model.shared_reasons:
+        line(g.line)
+    for w in model.warnings:
+        line("! " + w, "bold red")
+    if sentences or verbose:
+        for r in model.rows:
             console.print(Text.assemble((terminal(r.verdict_word), _STYLE.get(r.verdict, "")), " ",
-                                        terminal(r.sentence)))
-    console.print(Text.assemble((terminal(model.overall_word), _STYLE.get(model.overall, "")), " ",
-                                terminal(model.overall_text)))
+                                        terminal(r.label), ": ", terminal(r.sentence)), soft_wrap=True)
+    if model.overall != "incomplete run":
+        console.print(Text.assemble((terminal(model.overall_word), _STYLE.get(model.overall, "")), " ",
+                                    terminal(model.overall_text)), soft_wrap=True)
+    if not (sentences or verbose):
+        import shlex
+
+        line(msg(model.lang, "verbose.hint", run=shlex.quote(model.run_dir)))
     return model.overall

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from fairpair.analysis import TwoPartyBlock
     from fairpair.report._data import EvidencePair
 
-__all__ = ["Figures", "CollectedRow", "VerdictRow", "AAControlRow", "SelfTestRow", "EvidenceBlock", "TwoPartyView",
+__all__ = ["ScenarioView", "Figures", "CollectedRow", "VerdictRow", "ReasonGroup", "AAControlRow", "SelfTestRow",
+           "EvidenceBlock", "TwoPartyView",
            "DroppedRow", "RankingView", "RankingSelectionRow", "RankingSlotRow", "RankingPairRow", "RankingEvidenceView",
            "RankingEvidenceLine", "RankingTable"]
 
@@ -34,6 +35,24 @@ class Figures:
     discordant: list[Any] = field(default_factory=list)
     two_party: list[Any] = field(default_factory=list)
     two_party_blocks: list[list[Any]] = field(default_factory=list)
+    #: one forest plot by scenario per comparison (:func:`~fairpair.report._plots.scenario_plot`), by row key
+    scenarios: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ScenarioView:
+    """Where a comparison's difference lives, for the report's "Where is it?" section: ``title`` (the
+    comparison in the battery's words), ``summary`` (:func:`~fairpair.report._catalog.scenario_summary`),
+    ``spread`` (the template x group variance share and the outlying scenarios, in words), ``guard`` (why
+    the average cannot pass, or empty), ``figure`` (the forest plot by scenario, ``None`` without
+    figures) and ``row`` (the :class:`VerdictRow`)."""
+
+    title: str
+    summary: str
+    spread: str
+    guard: str
+    figure: Any
+    row: Any
 
 
 @dataclass(frozen=True)
@@ -55,7 +74,11 @@ class VerdictRow:
     ``key`` is :func:`~fairpair.report._data.comparison_key`; ``label_a`` / ``label_b`` and
     ``measure_label`` the battery's words; ``estimate`` (percentage points for a binary measure),
     ``ci``, ``p`` and ``p_adjusted`` formatted text ("—" when undefined); ``result`` the
-    comparison of ``results.json`` it shows.
+    comparison of ``results.json`` it shows. ``verdict`` is the verdict shown: the stored one, or
+    ``incomplete run`` / ``not measured`` when the headline reason gives none
+    (:data:`fairpair.records.REASON_VERDICT`); ``reasons`` the comparison's reasons
+    (:class:`fairpair.records.Reason` values, headline first) and ``reason`` the headline one in
+    ``lang``; ``mark`` is ``*`` (secondary), ``†`` (automatic answer-status comparison) or empty.
     """
 
     key: str
@@ -83,6 +106,35 @@ class VerdictRow:
     n_dropped: int | None
     note: str
     result: ComparisonResult
+    reasons: tuple[str, ...] = ()
+    reason: str = ""
+    mark: str = ""
+
+    @property
+    def status(self) -> bool:
+        """An automatic comparison of an answer status (``answer.failed``, ``answer.empty``...)."""
+        return self.measure.startswith("answer.")
+
+    @property
+    def label(self) -> str:
+        """``measure: group_a − group_b`` with its mark: the comparison's name in tables and lists."""
+        return f"{self.measure}: {self.group_a} − {self.group_b}" + (f" {self.mark}" if self.mark else "")
+
+
+@dataclass(frozen=True)
+class ReasonGroup:
+    """One distinct reason and the comparisons it covers, said once in every output.
+
+    ``kind`` is the reason's name in the report's language (``insufficient design``), ``text`` the
+    reason in words, ``which`` the comparisons it covers (``all 9 comparisons`` or their labels),
+    ``labels`` those labels, ``line`` the whole line as the terminal prints it.
+    """
+
+    kind: str
+    text: str
+    which: str
+    labels: list[str]
+    line: str
 
 
 @dataclass(frozen=True)

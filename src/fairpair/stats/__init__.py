@@ -26,6 +26,8 @@ Dispersion (Tan & Lee 2025)               :func:`cell_means`, :func:`cell_means_
                                           :func:`corrected_dispersion` (answer noise removed)
 Crossed designs (templates x names)       :func:`crossed_difference`, :func:`crossed_from_cells`,
                                           :func:`crossed_omnibus`, :func:`names_heterogeneity`
+Scenarios (templates fixed)               :func:`scenario_differences` (per template and the average over these
+                                          templates), :func:`scenario_heterogeneity`
 Variant heterogeneity                     :func:`variant_heterogeneity`
 Ranking design (k candidates, one prompt) :func:`crossed_mean`, :func:`paired_difference`, :func:`selection_ratio`,
                                           :func:`ratio_to_best` (four-fifths rule), :func:`crossed_k_test`,
@@ -71,6 +73,8 @@ _LAZY = {
     "_ranking": ("CrossedMeanResult", "SelectionRatioResult", "RatioToBest", "SlotEffect", "PositionEffectResult",
                  "crossed_mean", "paired_difference", "selection_ratio", "ratio_to_best", "crossed_k_test",
                  "position_effect", "FOUR_FIFTHS"),
+    "_scenarios": ("ScenarioDifferencesResult", "ScenarioHeterogeneityResult", "scenario_differences",
+                   "scenario_differences_from_cells", "scenario_heterogeneity"),
     "_signed_rank": ("PairedTResult", "WilcoxonResult", "paired_t", "wilcoxon"),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
@@ -104,6 +108,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         stuart_maxwell,
     )
     from fairpair.stats._common import ConfidenceInterval, t_interval, wilson_interval  # noqa: F401
+    from fairpair.stats._scenarios import (  # noqa: F401
+        ScenarioDifferencesResult,
+        ScenarioHeterogeneityResult,
+        scenario_differences,
+        scenario_differences_from_cells,
+        scenario_heterogeneity,
+    )
     from fairpair.stats._crossed import (  # noqa: F401
         CrossedDifferenceResult,
         CrossedFResult,
@@ -251,6 +262,12 @@ __all__ = [
     "crossed_from_cells",
     "crossed_omnibus",
     "names_heterogeneity",
+    # scenarios (templates fixed; where a difference lives)
+    "scenario_differences",
+    "scenario_differences_from_cells",
+    "scenario_heterogeneity",
+    "ScenarioDifferencesResult",
+    "ScenarioHeterogeneityResult",
     "CrossedDifferenceResult",
     "CrossedFResult",
     # heterogeneity

@@ -1,0 +1,495 @@
+"""Where a difference lives: per-scenario differences, the templates-fixed average, and heterogeneity.
+
+One estimator serves two questions (issues "Bias that lives in a few
+scenarios" and "Real answers at real scale"):
+
+* **Per scenario** (template): the difference between the groups in each
+  template, ``D_t = mean_{n in A} m[t, n] - mean_{n in B} m[t, n]`` on the
+  template x name cell means ``m`` (empty cells filled from each group's
+  least-squares additive template + name fit, as in
+  :func:`fairpair.stats.crossed_difference`), with a t interval.
+* **The average over these templates** (``templates: fixed``): ``D =
+  mean_t D_t`` as a claim about these scenarios, so the spread of the
+  template differences is part of the estimand and adds no sampling
+  variance.
+
+Names random or fixed, as the plan declares (the model is that of
+:mod:`fairpair.stats._crossed`: ``m[t, n] = mu_g + a_t + g_{t,g} + b_n +
+c_{t,n}``; templates fixed conditions on ``a`` and ``g``):
+
+===============  ===================================================  ===================================================
+names            per scenario ``Var(D_t)``                            average over these templates ``Var(D)``
+===============  ===================================================  ===================================================
+random           ``MS_within (1/k_A,t + 1/k_B,t)``: the names of a     ``S_{N,A}^2 / n_A + S_{N,B}^2 / n_B``: Welch's t on
+                 scenario vary by ``sigma_N^2 + sigma_c^2``, pooled    the names' means over these templates (the names
+                 over templates and groups, df ``sum (k_g,t - 1)``     are the only random units; ``E[S_N^2] = sigma_N^2 +
+                                                                       sigma_c^2 / T``), Welch-Satterthwaite df
+fixed            ``MS_res (1/k_A,t + 1/k_B,t)``: the template x name   ``sum_t Var(D_t) / T^2`` (the same error, df
+                 interaction pooled over groups, df ``sum (T - 1)      ``sum (T - 1)(n_g - 1)``)
+                 (n_g - 1)``
+===============  ===================================================  ===================================================
+
+``k_g,t`` counts group ``g``'s names with answers in template ``t``. In a
+balanced table these are the ordinary least-squares contrasts of the cell
+means ``m ~ template:group`` (names random, per scenario) and ``m ~
+template:group + name`` (names fixed), with their residual mean squares
+(checked against statsmodels OLS in ``tests/stats/test_scenario_differences.py``); the
+names-random average is exactly ``scipy.stats.ttest_ind(..., equal_var=False)``
+on the names' means. Pooling the error over templates assumes it does not
+change much between templates; the coverage of the intervals, and the level
+and power of the scenario-level family, are checked by the whole-audit
+simulation (``benchmarks/sim_audits.py``, table in ``benchmarks/README.md``).
+
+Heterogeneity (templates random)
+--------------------------------
+:func:`scenario_heterogeneity` says how unevenly the difference spreads over
+scenarios, for the guard of the templates-random average (a verdict about
+other scenarios like these):
+
+* the template x group variance share ``I^2 = sigma_D^2 / (sigma_D^2 +
+  W)`` with ``W`` the within-template noise of ``D_t`` (``MS_res (1/n_A +
+  1/n_B)``) and ``F = S_T^2 / W ~ F(T - 1, df_res)`` under homogeneity
+  (name effects cancel in ``D_t - D``); its interval inverts ``F / (1 +
+  theta) ~ F`` (the interval for a ratio of variance components, Searle,
+  Casella & McCulloch 1992, sec. 3.5);
+* Rosner's (1983) generalized extreme Studentized deviate (ESD) test on the
+  ``D_t`` for up to ``ceil(T / 4)`` outlying scenarios: unlike the F (which
+  spreads one extreme template over ``T - 1`` df) it is made for a few
+  extreme templates, and it scales each deviation by the spread of the
+  others, so the normal template x group variation of the crossed model
+  does not set it off (it is the model the templates-random t already
+  allows for). Its p-value is the smallest level at which at least one
+  outlier is declared.
+
+References
+----------
+Rosner, B. (1983). Percentage points for a generalized ESD many-outlier
+procedure. *Technometrics*, 25, 165-172.
+Searle, S. R., Casella, G., & McCulloch, C. E. (1992). *Variance
+Components*. Wiley.
+Welch, B. L. (1947). The generalization of "Student's" problem when several
+different population variances are involved. *Biometrika*, 34, 28-35.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from fairpair.stats._common import ConfidenceInterval, check_choice
+from fairpair.stats._crossed import (
+    NAMES, CrossedDifferenceResult, _additive_fill, _group_stats, _satterthwaite, cell_matrix,
+)
+
+__all__ = ["ScenarioDifferencesResult", "ScenarioHeterogeneityResult", "scenario_differences",
+           "scenario_differences_from_cells", "scenario_heterogeneity"]
+
+
+def _tp(stat: np.ndarray | float, df: np.ndarray | float) -> np.ndarray:
+    """Two-sided Student t p-values (NaN where undefined)."""
+    with np.errstate(invalid="ignore"):
+        return 2.0 * special.stdtr(df, -np.abs(stat))
+
+
+@dataclass(frozen=True)
+class ScenarioDifferencesResult:
+    """Result of :func:`scenario_differences`.
+
+    Attributes
+    ----------
+    names : {"random", "fixed"}
+        The names' estimand (templates are fixed here: these scenarios).
+    templates : ndarray of int, shape (T,)
+        Row index (in the input cell tables) of each template kept: those
+        with answers from both groups.
+    estimates : ndarray, shape (T,)
+        ``D_t`` per template, in the measure's units (a risk difference for 0/1).
+    se : ndarray, shape (T,)
+        Standard error of each ``D_t``.
+    df : float
+        Degrees of freedom of every per-template t (the pooled error's).
+    pvalues : ndarray, shape (T,)
+        Two-sided p-value of ``D_t = 0``.
+    k_a, k_b : ndarray of int, shape (T,)
+        Names with answers per template and group.
+    n_names_a, n_names_b : int
+        Names with answers per group.
+    estimate : float
+        ``mean_t D_t``: the average over these templates.
+    average_se, average_df : float
+        Its standard error and degrees of freedom (Welch-Satterthwaite with
+        names random, the pooled interaction's with names fixed).
+    pvalue : float
+        Two-sided p-value of the average against 0.
+    mean_a, mean_b : float
+        ``estimate = mean_a - mean_b``.
+    method : str
+    note : str or None
+        Why a quantity is undefined.
+    """
+
+    names: str
+    templates: np.ndarray
+    estimates: np.ndarray
+    se: np.ndarray
+    df: float
+    pvalues: np.ndarray
+    k_a: np.ndarray
+    k_b: np.ndarray
+    estimate: float
+    average_se: float
+    average_df: float
+    pvalue: float
+    mean_a: float
+    mean_b: float
+    method: str
+    note: str | None = None
+    n_values: int = 0
+    variance: dict[str, float] = field(default_factory=dict)
+    n_names_a: int = 0
+    n_names_b: int = 0
+
+    def as_crossed(self) -> CrossedDifferenceResult:
+        """The average over these templates as a :class:`~fairpair.stats.CrossedDifferenceResult` (its
+        intervals, p-value and equivalence interval: the symmetric t, no skewness term), so the analysis
+        treats both estimands alike."""
+        comp = {k: v for k, v in self.variance.items() if k in ("names_a", "names_b")}
+        if self.names == "fixed" and np.isfinite(self.average_se):
+            comp["cells"] = self.average_se ** 2
+        return CrossedDifferenceResult(self.estimate, self.statistic, self.pvalue, self.average_df, self.average_se,
+                                       self.names, self.n_templates, self.n_names_a, self.n_names_b, self.n_values,
+                                       comp, dict(self.variance), self.estimates, self.mean_a, self.mean_b,
+                                       self.method, self.note)
+
+    @property
+    def n_templates(self) -> int:
+        return int(self.templates.size)
+
+    @property
+    def statistic(self) -> float:
+        """``estimate / average_se`` (NaN when undefined)."""
+        return float(self.estimate / self.average_se) if self.average_se > 0 else float("nan")
+
+    def confidence_intervals(self, confidence_level: float = 0.95) -> np.ndarray:
+        """Per-template t intervals, shape (T, 2); NaN rows where undefined."""
+        q = special.stdtrit(self.df, 0.5 + confidence_level / 2.0) if self.df > 0 else np.nan
+        half = q * self.se
+        return np.column_stack([self.estimates - half, self.estimates + half])
+
+    def pvalues_beyond(self, margin: float | None) -> np.ndarray:
+        """Per template, two-sided p-value of the t against ``|D_t| <= margin`` (``pvalues`` without a margin)."""
+        m = float(margin or 0.0)
+        if m == 0:
+            return self.pvalues
+        with np.errstate(invalid="ignore", divide="ignore"):
+            z = (np.abs(self.estimates) - m) / self.se
+            p = np.minimum(1.0, 2.0 * special.stdtr(self.df, -z))
+        return np.where(z > 0, p, np.where(np.isnan(z), np.nan, 1.0))
+
+    def confidence_interval(self, confidence_level: float = 0.95,
+                            bounds: tuple[float, float] | None = None) -> ConfidenceInterval:
+        """t interval of the average over these templates, clipped to ``bounds`` if given."""
+        if not (self.average_se >= 0 and self.average_df > 0):
+            return ConfidenceInterval(np.nan, np.nan, confidence_level, self.method)
+        half = float(special.stdtrit(self.average_df, 0.5 + confidence_level / 2.0)) * self.average_se
+        lo, hi = self.estimate - half, self.estimate + half
+        if bounds is not None:
+            lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+        return ConfidenceInterval(float(lo), float(hi), confidence_level, self.method)
+
+
+def _drop_empty(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    keep = ~(np.isnan(a).all(axis=1) | np.isnan(b).all(axis=1)) if a.size and b.size else np.zeros(0, bool)
+    a, b = a[keep], b[keep]
+    a = a[:, ~np.isnan(a).all(axis=0)] if a.size else a
+    b = b[:, ~np.isnan(b).all(axis=0)] if b.size else b
+    return a, b, np.nonzero(keep)[0]
+
+
+def _within(x: np.ndarray) -> tuple[float, int]:
+    """Sum of squares of the observed cells around their template's mean, and its df (``sum_t (k_t - 1)``)."""
+    obs = ~np.isnan(x)
+    k = obs.sum(axis=1)
+    mean_t = np.where(k > 0, np.nansum(x, axis=1) / np.maximum(k, 1), 0.0)
+    ss = float(np.nansum((x - mean_t[:, None]) ** 2))
+    return ss, int(np.maximum(k - 1, 0).sum())
+
+
+def scenario_differences_from_cells(cells_a: Any, cells_b: Any, *, names: str = "random",
+                                    n_values: int | None = None) -> ScenarioDifferencesResult:
+    """Per-template differences and their average over these templates, from cell means.
+
+    Parameters
+    ----------
+    cells_a, cells_b : array_like, shapes (T, n_a) and (T, n_b)
+        Template x name cell means of each group's names (NaN = empty), the
+        same T templates in the same order.
+    names : {"random", "fixed"}
+        ``"random"``: each scenario's difference and the average generalise
+        to other names of the groups; ``"fixed"``: to these names.
+
+    Returns
+    -------
+    ScenarioDifferencesResult
+        Templates where a group has no answer are left out (``templates``
+        keeps the others' row indices). Undefined quantities are NaN with a
+        ``note``; this function never raises on such data.
+
+    Raises
+    ------
+    ValueError
+        ``cells_a`` and ``cells_b`` have different numbers of rows, or a bad ``names``.
+    """
+    check_choice("names", names, NAMES)
+    a0 = np.asarray(cells_a, dtype=float)
+    b0 = np.asarray(cells_b, dtype=float)
+    if a0.ndim != 2 or b0.ndim != 2 or a0.shape[0] != b0.shape[0]:
+        raise ValueError(f"cells_a and cells_b must be (T, n) tables with the same T; got {a0.shape} and {b0.shape}")
+    a, b, rows = _drop_empty(a0, b0)
+    t = int(rows.size)
+    if n_values is None:
+        n_values = int((~np.isnan(a0)).sum() + (~np.isnan(b0)).sum())
+    method = (f"templates fixed (these scenarios), names {names}: "
+              + ("Welch t on the names' means; per scenario t with the within-template name variance pooled"
+                 if names == "random" else "t with the template x name interaction as error"))
+    nan = float("nan")
+    empty = np.zeros(0)
+    if t == 0:
+        return ScenarioDifferencesResult(names, rows, empty, empty, nan, empty, rows, rows, nan, nan, nan, nan, nan,
+                                         nan, method, "no template has answers from both groups", n_values, {},
+                                         0, 0)
+    fa, _na_obs, _ha = _additive_fill(a)
+    fb, _nb_obs, _hb = _additive_fill(b)
+    d_t = fa.mean(axis=1) - fb.mean(axis=1)
+    ka = (~np.isnan(a)).sum(axis=1)
+    kb = (~np.isnan(b)).sum(axis=1)
+    inv = 1.0 / ka + 1.0 / kb
+    notes: list[str] = []
+    variance: dict[str, float] = {}
+    if names == "random":
+        ssa, dfa = _within(a)
+        ssb, dfb = _within(b)
+        df = float(dfa + dfb)
+        ms = (ssa + ssb) / df if df > 0 else nan
+        variance["ms_within"] = ms
+        ca, cb = fa.mean(axis=0), fb.mean(axis=0)
+        na, nb = ca.size, cb.size
+        if na > 1 and nb > 1:
+            va, vb = float(ca.var(ddof=1)) / na, float(cb.var(ddof=1)) / nb
+            avg_var = va + vb
+            avg_df = _satterthwaite([(1.0, va, na - 1.0), (1.0, vb, nb - 1.0)])
+            variance.update(names_a=va, names_b=vb)
+        else:
+            avg_var = avg_df = nan
+            notes.append("a group has one name: the names' variance cannot be estimated (declare `names: fixed`)")
+    else:
+        _ra, ga = _group_stats(a)
+        _rb, gb = _group_stats(b)
+        df_ = [(g.ms_res, g.df_res) for g in (ga, gb) if g.df_res > 0 and np.isfinite(g.ms_res)]
+        df = float(sum(d for _m, d in df_))
+        ms = sum(m * d for m, d in df_) / df if df > 0 else nan
+        variance["ms_interaction"] = ms
+        if not df > 0:
+            notes.append("no template x name interaction to estimate the error from (one template or one name per "
+                         "group): declare `names: random` or use more templates")
+        avg_var = float(np.sum(ms * inv) / t ** 2) if df > 0 else nan
+        avg_df = df if df > 0 else nan
+    se = np.sqrt(ms * inv) if df > 0 else np.full(t, nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.where(se > 0, _tp(d_t / np.where(se > 0, se, 1.0), df), np.where(d_t == 0, 1.0, 0.0)) \
+            if df > 0 else np.full(t, nan)
+    est = float(d_t.mean())
+    avg_se = float(np.sqrt(avg_var)) if np.isfinite(avg_var) and avg_var >= 0 else nan
+    if np.isfinite(avg_se) and avg_se > 0 and np.isfinite(avg_df):
+        pv = float(_tp(est / avg_se, avg_df))
+    else:
+        pv = nan
+        if np.isfinite(avg_se) and avg_se == 0:
+            notes.append("no variance between names or cells: the standard error is 0")
+    return ScenarioDifferencesResult(names, rows, d_t, se, df if df > 0 else nan, p, ka, kb, est, avg_se,
+                                     float(avg_df), pv, float(fa.mean()), float(fb.mean()), method,
+                                     "; ".join(notes) or None, n_values, variance, a.shape[1], b.shape[1])
+
+
+def scenario_differences(values: Any, template: Any, name: Any, group: Any, *,
+                         groups: tuple[Any, Any] | None = None, names: str = "random") -> ScenarioDifferencesResult:
+    """:func:`scenario_differences_from_cells` from one row per answer.
+
+    Parameters
+    ----------
+    values : array_like of float, shape (n,)
+        One answer's measure each (NaN: missing, left out).
+    template, name, group : array_like, shape (n,)
+        Template (scenario), name (a variant of the protected attribute; it
+        belongs to one group) and group (exactly two labels) of each answer.
+    groups : (a, b), optional
+        Which label is group A (differences are ``A - B``); default the two
+        labels in sorted order.
+    names : {"random", "fixed"}
+
+    Raises
+    ------
+    ValueError
+        Mismatched lengths, not exactly two groups, a name in both groups.
+    """
+    v = np.asarray(values, dtype=float).ravel()
+    g = np.asarray(group, dtype=object).ravel()
+    labels = sorted(set(g.tolist()), key=str)
+    if len(labels) != 2:
+        raise ValueError(f"group must hold exactly two labels; got {len(labels)}")
+    ga, gb = groups if groups is not None else (labels[0], labels[1])
+    if {ga, gb} != set(labels):
+        raise ValueError(f"groups {groups!r} must be the two labels present in group")
+    means, _cnt, tl, nl = cell_matrix(v, template, name)
+    nm = np.asarray(name, dtype=object).ravel()
+    in_a = {x for x, gg in zip(nm.tolist(), g.tolist()) if gg == ga}
+    in_b = {x for x, gg in zip(nm.tolist(), g.tolist()) if gg == gb}
+    if in_a & in_b:
+        raise ValueError(f"a name must belong to one group; in both: {sorted(map(str, in_a & in_b))[:5]}")
+    col_a = np.array([x in in_a for x in nl.tolist()])
+    r = scenario_differences_from_cells(means[:, col_a], means[:, ~col_a], names=names,
+                                        n_values=int((~np.isnan(v)).sum()))
+    return r
+
+
+@dataclass(frozen=True)
+class ScenarioHeterogeneityResult:
+    """Result of :func:`scenario_heterogeneity`: how unevenly the difference spreads over templates.
+
+    Attributes
+    ----------
+    statistic, pvalue : float
+        ``F = S_T^2 / W`` and its upper tail on ``(df_num, df_den)``.
+    df_num, df_den : float
+    share : float
+        Template x group variance share ``I^2 = max(0, 1 - 1/F)`` in [0, 1).
+    share_low, share_high : float
+        Its interval at ``confidence_level``.
+    confidence_level : float
+    outliers : ndarray of int
+        Row indices (into the cell tables given) of the outlying templates the
+        generalized ESD declares at ``outlier_alpha``, most extreme first.
+    outlier_pvalue : float
+        The smallest level at which the ESD declares at least one outlier.
+    outlier_alpha : float
+    estimate_without : float
+        ``mean D_t`` over the other templates (NaN when no outlier).
+    method : str
+    note : str or None
+    """
+
+    statistic: float
+    pvalue: float
+    df_num: float
+    df_den: float
+    share: float
+    share_low: float
+    share_high: float
+    confidence_level: float
+    outliers: np.ndarray
+    outlier_pvalue: float
+    outlier_alpha: float
+    estimate_without: float
+    method: str = ("F of the template differences against the template x name interaction; Rosner's (1983) "
+                   "generalized ESD for up to ceil(T/4) outlying templates")
+    note: str | None = None
+
+
+def _esd(x: np.ndarray, k_max: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rosner's generalized ESD: the removed points in order and, per step ``i``, the level at which ``R_i = lambda_i``."""
+    idx = np.arange(x.size)
+    vals = x.astype(float).copy()
+    order, levels = [], []
+    n = x.size
+    for i in range(1, k_max + 1):
+        if vals.size < 3:
+            break
+        s = vals.std(ddof=1)
+        dev = np.abs(vals - vals.mean())
+        j = int(np.argmax(dev))
+        r = float(dev[j] / s) if s > 0 else (0.0 if dev[j] == 0 else math.inf)
+        m = n - i  # n - i + 1 values, lambda_i uses t with n - i - 1 df
+        nu = m - 1
+        if nu < 1:
+            break
+        den = m * m - r * r * (m + 1)
+        t2 = r * r * nu * (m + 1) / den if den > 0 else math.inf
+        lvl = float(min(1.0, 2.0 * (m + 1) * special.stdtr(nu, -math.sqrt(t2)))) if math.isfinite(t2) else 0.0
+        order.append(int(idx[j]))
+        levels.append(lvl)
+        idx = np.delete(idx, j)
+        vals = np.delete(vals, j)
+    return np.array(order, dtype=int), np.array(levels)
+
+
+def scenario_heterogeneity(cells_a: Any, cells_b: Any, *, confidence_level: float = 0.95,
+                           outlier_alpha: float = 0.05) -> ScenarioHeterogeneityResult:
+    """How unevenly the difference between two groups spreads over templates (templates random).
+
+    Parameters
+    ----------
+    cells_a, cells_b : array_like, shapes (T, n_a) and (T, n_b)
+        Template x name cell means (NaN = empty); templates where a group
+        has no answer are left out.
+    confidence_level : float
+        Of the variance-share interval.
+    outlier_alpha : float
+        Level of the generalized ESD (Rosner 1983) for outlying templates.
+
+    Returns
+    -------
+    ScenarioHeterogeneityResult
+        See the module notes. NaN (with a ``note``) with fewer than 3
+        templates or no template x name interaction; the ESD needs 5
+        templates.
+    """
+    a, b, rows = _drop_empty(np.asarray(cells_a, dtype=float), np.asarray(cells_b, dtype=float))
+    t = a.shape[0]
+    nan = float("nan")
+    none = np.zeros(0, dtype=int)
+    if t < 3:
+        return ScenarioHeterogeneityResult(nan, nan, nan, nan, nan, nan, nan, confidence_level, none, nan,
+                                           outlier_alpha, nan, note="fewer than 3 templates")
+    ra, ga = _group_stats(a)
+    rb, gb = _group_stats(b)
+    d_t = ra - rb
+    parts = [(g.ms_res, g.df_res) for g in (ga, gb) if g.df_res > 0 and np.isfinite(g.ms_res)]
+    df_den = float(sum(d for _m, d in parts))
+    notes = []
+    if df_den > 0:
+        ms = sum(m * d for m, d in parts) / df_den
+        w = ms * (1.0 / ga.n + 1.0 / gb.n)
+        f = float(d_t.var(ddof=1) / w) if w > 0 else nan
+    else:
+        f = nan
+        notes.append("no template x name interaction: the noise of a template's difference cannot be estimated")
+    df_num = float(t - 1)
+    if np.isfinite(f):
+        p = float(special.fdtrc(df_num, df_den, f))
+        share = max(0.0, 1.0 - 1.0 / f) if f > 0 else 0.0
+        lo_q = special.fdtri(df_num, df_den, 0.5 + confidence_level / 2.0)
+        hi_q = special.fdtri(df_num, df_den, 0.5 - confidence_level / 2.0)
+        s_lo = max(0.0, 1.0 - lo_q / f) if f > 0 else 0.0
+        s_hi = max(0.0, 1.0 - hi_q / f) if f > 0 else 0.0
+    else:
+        p = share = s_lo = s_hi = nan
+    out = none
+    p_out = nan
+    without = nan
+    if t >= 5:
+        order, levels = _esd(d_t, max(1, math.ceil(t / 4)))
+        if levels.size:
+            p_out = float(levels.min())
+            hits = np.nonzero(levels < outlier_alpha)[0]
+            if hits.size:
+                pos = order[: int(hits.max()) + 1]
+                out = rows[pos]
+                without = float(np.delete(d_t, pos).mean())
+    else:
+        notes.append("fewer than 5 templates: no outlier test")
+    return ScenarioHeterogeneityResult(f, p, df_num, df_den, share, s_lo, s_hi, confidence_level, out, p_out,
+                                       outlier_alpha, without, note="; ".join(notes) or None)
