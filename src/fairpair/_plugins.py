@@ -158,6 +158,8 @@ def options_problem(model: type[BaseModel], kind: str, exc: ValidationError) -> 
             f"allowed keys for kind '{kind}': {', '.join(model.model_fields)}"
         return PluginError(f"unknown key '{loc[-1]}' for kind '{kind}'", key_path=loc, hint=hint)
     msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "literal_header":  # fairpair.targets._client.check_header_values: point at the header
+        loc = (*loc, err["ctx"]["header"])
     if err["type"] == "missing":
         msg = f"missing required key '{loc[-1]}' for kind '{kind}'"
     return PluginError(msg, key_path=loc)

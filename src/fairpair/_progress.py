@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, \
     TimeElapsedColumn, TimeRemainingColumn
 
-__all__ = ["RunProgress", "progress_enabled", "shows_progress", "stage_bar", "poll_progress", "stage_status",
+__all__ = ["RunProgress", "progress_enabled", "quiet", "shows_progress", "stage_bar", "poll_progress", "stage_status",
            "CountingTarget"]
 
 
@@ -68,6 +68,12 @@ def progress_enabled(enabled: bool) -> Iterator[None]:
         yield
     finally:
         _ENABLED.reset(token)
+
+
+def quiet() -> bool:
+    """True inside ``progress_enabled(False)`` (``-q``): the stages leave out their running commentary
+    ("measuring X...") and the verdicts' sentences; tables, warnings and errors stay."""
+    return not _ENABLED.get()
 
 
 def shows_progress(console: Console | None) -> bool:

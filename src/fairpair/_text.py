@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["fold", "fold_text", "fold_char", "APOSTROPHES", "STRIPPED_CATEGORIES"]
+__all__ = ["fold", "fold_text", "fold_char", "APOSTROPHES", "STRIPPED_CATEGORIES", "visible", "one_line", "as_text"]
 
 #: Unicode categories removed by the fold: nonspacing and enclosing marks, format characters.
 STRIPPED_CATEGORIES = frozenset({"Mn", "Me", "Cf"})
@@ -91,3 +91,53 @@ def fold_text(text: str) -> str:
     The form rule measures match their (equally folded) patterns and keywords against.
     """
     return text.translate(_TEXT_TABLE)
+
+
+# ---------------------------------------------------------------- the terminal sanitiser
+
+# C0 controls but tab and newline, DEL, C1 controls (0x9b is an 8-bit CSI), the bidirectional
+# embedding/override/isolate controls ("Trojan Source", Boucher & Anderson 2021), the line and
+# paragraph separators, and lone surrogates (not encodable; some terminals show garbage).
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = m.group(0)
+    if c == "\r":
+        return "\\r"
+    return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+
+
+def visible(text: object) -> str:
+    """``text`` as a terminal may print it: every control or escape character shown as a visible
+    escape, so nothing from a target or an answer can move the cursor, clear the screen, set the
+    window title or reorder the line.
+
+    ESC (``\\x1b``) and the other C0 controls except tab and newline, DEL, the C1 controls
+    (``\\x9b``, an 8-bit CSI, included), CR (``\\r``), the bidirectional controls U+202A-U+202E
+    and U+2066-U+2069, U+2028/U+2029 and lone surrogates become ``\\xNN`` / ``\\uNNNN`` text;
+    everything else is kept. ``None`` is ``""``; bytes are decoded as UTF-8 with invalid sequences
+    replaced; anything else goes through ``str()``. This is the one sanitiser of text printed to a
+    terminal (the HTML and Markdown reports remove such characters instead:
+    :func:`fairpair.report._text.clean`).
+    """
+    return _UNSAFE.sub(_escape, as_text(text))
+
+
+def as_text(text: object) -> str:
+    """``text`` as a ``str``: ``None`` is ``""``, bytes are decoded as UTF-8 with invalid sequences
+    replaced (U+FFFD), anything else goes through ``str()``."""
+    if text is None:
+        return ""
+    if isinstance(text, (bytes, bytearray)):
+        return bytes(text).decode("utf-8", errors="replace")
+    return text if isinstance(text, str) else str(text)
+
+
+def one_line(text: object, limit: int | None = None) -> str:
+    """:func:`visible` text on one line (runs of whitespace, newlines included, become one space),
+    cut at ``limit`` characters with ``...``."""
+    out = " ".join(visible(text).split())
+    if limit is not None and len(out) > limit:
+        out = out[: max(0, limit - 3)] + "..."
+    return out

@@ -46,16 +46,20 @@ class FairpairError(Exception):
         super().__init__(self.format())
 
     def format(self) -> str:
+        """``file:line: [key] message`` and the hint on a second line; every part through
+        :func:`fairpair._text.visible` (a message may quote what a target answered)."""
+        from fairpair._text import visible
+
         where = ""
         if self.file:
-            where = self.file
+            where = visible(self.file)
             if self.line:
                 where += f":{self.line}"
             where += ": "
-        key = f"[{self.key}] " if self.key else ""
-        text = f"{where}{key}{self.message}"
+        key = f"[{visible(self.key)}] " if self.key else ""
+        text = f"{where}{key}{visible(self.message)}"
         if self.hint:
-            text += f"\n  {self.hint}"
+            text += f"\n  {visible(self.hint)}"
         return text
 
 

@@ -40,6 +40,10 @@ def battery_dict(*, bias: dict | None = None, templates: int = 20, repetitions: 
                       for i in range(templates)],
         "designs": [{"kind": "counterfactual", "attribute": "origen"}],
         "target": {"kind": "mock", "correlation": correlation, "bias": bias or {}},
+        # declared as what measure() below stores (a comparison may only name a declared measure)
+        "measures": {"refund": {"kind": "keywords", "any_of": ["reembolso completo"]},
+                     "escalate": {"kind": "keywords", "any_of": ["agente humano"]},
+                     "words": {"kind": "word_count"}},
         "analysis": {"bootstrap_resamples": resamples, "comparisons": comparisons,
                      **({"generalize": {"names": names}} if names else {})},
     }

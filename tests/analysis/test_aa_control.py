@@ -147,6 +147,8 @@ def test_seeds_split_needs_no_second_variant(tmp_path):
     b = _battery(aa=SEEDS, templates=2)
     b["attributes"]["origen"]["groups"]["espana"]["variants"] = ["Lucía"]
     b["designs"][0]["groups"] = ["magreb", "rumania", "china"]
+    for c in b["analysis"]["comparisons"]:  # 'espana' is not varied by the counterfactual design now
+        c["reference"] = "magreb"
     cases = [c for c in expand(load_battery(_write(tmp_path, b))) if c.design_kind == "aa_control"]
     assert len(cases) == 2 * 2 * 1 * 2 and {c.variants["origen"] for c in cases} == {"Lucía"}
 

@@ -26,6 +26,7 @@ def test_crossed_design_pairs_within_the_other_attribute(tmp_path):
         "templates": [{"id": f"t{i}", "turns": [f"Soy {{nombre}}, tengo {{edad}} años. Caso {i}."]} for i in range(6)],
         "designs": [{"kind": "crossed", "attributes": ["origen", "edad"]}],
         "target": {"kind": "mock", "bias": {"magreb": {"refund": 0.4}}},
+        "measures": {"refund": {"kind": "keywords", "any_of": ["reembolso completo"]}},
         "analysis": {"bootstrap_resamples": 200, "comparisons": [
             {"id": "refund", "measure": "refund", "attribute": "origen", "reference": "espana"}]},
     }

@@ -107,9 +107,12 @@ def test_degenerate_data_never_crash(tmp_path):
         {"id": "refund", "measure": "refund", "attribute": "origen", "reference": "espana", "margin": 0.1},
         {"id": "const", "measure": "always", "attribute": "origen", "reference": "espana", "margin": 1},
         {"id": "same", "measure": "same", "attribute": "origen", "reference": "espana"},
-        {"id": "absent", "measure": "nothing", "attribute": "origen", "groups": ["espana", "magreb"]},
+        {"id": "absent", "measure": "nothing", "attribute": "origen", "groups": ["espana", "magreb"],
+         "primary": False},  # a primary one never measured makes the gate refuse (tests/analysis/test_plan_contract.py)
     ]
     b = battery_dict(templates=5, repetitions=1, resamples=50, correlation=1.0, comparisons=comps)
+    b["measures"] |= {"always": {"kind": "word_count"}, "same": {"kind": "keywords", "any_of": ["hola"]},
+                      "nothing": {"kind": "keywords", "any_of": ["nada"]}}
     # every magreb measurement of 'refund' is missing
     with_magreb = set()
 
@@ -146,6 +149,7 @@ def test_degenerate_data_never_crash(tmp_path):
     assert same.verdict == "insufficient design"  # never pass, never fail
     absent = by[("absent", "espana")]
     assert absent.n_pairs == 0 and any("nothing" in n for n in res.notes)
+    assert absent.verdict == "no verdict" and absent.reasons[0] == "not measured"
     # no primary comparison has a verdict: the gate refuses to answer unless told to fail on it
     with pytest.raises(FairpairError, match="cannot support a verdict"):
         gate_exit_code(run)

@@ -38,8 +38,14 @@ def test_compare_with_a_run_never_measured_is_an_error(small, capsys, json_flag)
     assert "fairpair measure" in err and "Traceback" not in err
 
 
-def test_compare_of_measured_runs_still_compares(small, capsys):
-    code, out, err = run_cli(["compare", small["measured"], small["measured"], "--json"], capsys)
+def test_compare_of_measured_runs_still_compares(small, capsys, tmp_path):
+    import shutil
+
+    copy = tmp_path / "measured-copy"  # a run compared with itself is refused (issue 28); a copy is another run
+    shutil.copytree(small["measured"], copy)
+    code, out, err = run_cli(["compare", small["measured"], small["measured"]], capsys)
+    assert code == 2 and "both arguments are the same run" in err
+    code, out, err = run_cli(["compare", small["measured"], copy, "--json"], capsys)
     assert code == 0, err
     import json
 

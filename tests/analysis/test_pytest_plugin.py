@@ -67,3 +67,20 @@ def test_a_ranking_battery_is_collected_with_its_verdicts(tmp_path):
     # the skips give their reasons: a four-fifths row and a pair, inconclusive
     assert "inconclusive: selection rate of g2 over g3's: ratio 0.36" in text, text
     assert "inconclusive: top_pick: g1 " in text, text
+
+
+def test_a_primary_comparison_without_a_verdict_fails_its_item(tmp_path):
+    """Issue 28: a pre-registered comparison whose measure has no value (here a python measure that
+    returns None for every answer: stored missing) is 'no verdict' (not measured), and its item fails
+    instead of being skipped like an inconclusive one."""
+    (tmp_path / "fp_none_measure.py").write_text("def none(text, **kw):\n    return None\n", encoding="utf-8")
+    b = _battery({})
+    b["measures"]["nada"] = {"kind": "python", "function": "fp_none_measure:none", "scale": "binary"}
+    b["analysis"]["comparisons"].append({"id": "nada", "measure": "nada", "attribute": "origen",
+                                         "reference": "espana", "margin": 0.2})
+    (tmp_path / "fairness_unmeasured.yaml").write_text(yaml.safe_dump(b, allow_unicode=True), encoding="utf-8")
+    out, text = _run_pytest(tmp_path)
+    assert out.returncode == 1, text
+    assert "FAILED fairness_unmeasured.yaml::nada[mock:counterfactual-origen:magreb-vs-espana]" in text, text
+    assert "no verdict (not measured)" in text
+    assert text.count("PASSED fairness_unmeasured.yaml::refund[") == 3

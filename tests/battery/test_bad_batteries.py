@@ -93,6 +93,42 @@ CASES = [
     ("yaml_alias_bomb.yaml", 9, None, "the YAML expands to more than 1,000,000 values", None),
     ("yaml_too_deep.yaml", 4, None, "the YAML nests deeper than 64 levels", None),
     ("wrong_type_turns.yaml", 14, "templates[0].turns", "valid list (got dict", None),
+    # a plan is a contract (issue 28): what could never be compared is refused, not dropped at analysis
+    ("comparison_only_reference.yaml", 22, "analysis.comparisons[0].groups",
+     "forms no pair of groups: 'groups' holds only the reference group 'espana'", "list the groups to compare"),
+    ("comparison_attribute_not_varied.yaml", 29, "analysis.comparisons[0].attribute",
+     "no design varies 'edad', so this comparison could never be made", "kind: counterfactual, attribute: edad"),
+    ("comparison_undeclared_measure.yaml", 21, "analysis.comparisons[0].measure",
+     "measure 'reembolso' is not declared: the battery declares no measure", "declare it under 'measures:'"),
+    ("alpha_too_large.yaml", 21, "analysis.alpha", "less than or equal to 0.2 (got 0.5)", None),
+    ("alpha_too_small.yaml", 21, "analysis.alpha", "greater than 0.000001 (got 1e-18)", None),
+    ("comparison_zero_margin.yaml", 22, "analysis.comparisons[0].margin",
+     "margin 0 on the yes/no measure 'reembolso' tolerates no difference at all", "leave 'margin' out"),
+    # bounded inputs: a device is refused before it is read (a FIFO and a file too large: tests below)
+    ("system_file_device.yaml", 14, "templates[0].system_file", "/dev/zero: it is a device, not a regular file",
+     None),
+    ("include_device.yaml", 4, None, "cannot read /dev/zero: it is a device, not a regular file", None),
+    # secrets: a header value must come from the environment (the battery is stored with the run)
+    ("header_literal_openai.yaml", 28, "target.extra_headers.Authorization", "header 'Authorization' has a "
+     "literal value", 'extra_headers: {Authorization: "Bearer ${AUTHORIZATION}"} and export AUTHORIZATION=...'),
+    ("header_literal_http.yaml", 27, "target.headers.X-Token", "header 'X-Token' has a literal value",
+     'headers: {X-Token: "${X_TOKEN}"}'),
+    # issue 28's minor list: each accepted before, refused now
+    ("context_field_empty_part.yaml", 8, "attributes.origen.context_field",
+     "'crm..nombre' is not a dotted path of names", None),
+    ("slot_not_closed.yaml", 14, "templates[0].turns[0]", "'{nombre' opens a slot that is never closed",
+     "write '{nombre}' for the slot"),
+    ("empty_turn.yaml", 14, "templates[0].turns", "turn 1 is empty", None),
+    ("variant_with_line_break.yaml", 10, "attributes.origen.groups.espana.variants",
+     "holds the control character '\\n'", None),
+    ("variant_with_escape_code.yaml", 10, "attributes.origen.groups.espana.variants",
+     "'Car\\x1b[2Jmen' holds the control character '\\x1b'", None),
+    ("misspelt_templates.yaml", 12, "templtes", "unknown key 'templtes'",
+     "did you mean 'templates'? also: [templates] Field required"),
+    ("replace_keys_same_word.yaml", 15, "attributes.estilo.groups.el.transforms[0]",
+     "replace keys 'he' and 'He' are the same words", None),
+    ("tool_results_missing_field.yaml", 18, "tool_results.lookup_order",
+     "tool 'lookup_order' returns 'crm.pedido', which template 'pedido_roto' has no field for", "known: crm, crm.nombre"),
 ]
 
 
@@ -136,3 +172,46 @@ def test_a_real_process_prints_no_traceback():
         assert proc.returncode == 2, proc.stderr
         assert "Traceback" not in proc.stdout + proc.stderr
         assert name in proc.stderr
+
+
+def test_a_planted_literal_secret_is_never_echoed(capsys):
+    for name, secret in (("header_literal_openai.yaml", "sk-PLANTED"), ("header_literal_http.yaml", "tok-PLANTED")):
+        code, text = _validate(DATA / name, capsys)
+        assert code == 2 and secret not in text, text
+
+
+def test_a_fifo_or_a_huge_file_is_refused_at_once(tmp_path, capsys):
+    """A FIFO as system_file or !include (nobody writes to it: reading would block forever) and a file
+    above the 8 MiB cap are refused before they are read, in well under a second."""
+    import time
+
+    src = (DATA / "system_file_missing.yaml").read_text(encoding="utf-8")
+    fifo = tmp_path / "prompt.fifo"
+    os.mkfifo(fifo)
+    huge = tmp_path / "huge.md"
+    huge.write_bytes(b"a" * (8 * 1024 * 1024 + 1))
+    for target, fragment in ((fifo, "it is a FIFO, not a regular file"), (huge, "larger than 8 MiB")):
+        battery = tmp_path / "b.yaml"
+        battery.write_text(src.replace("no_such_prompt.md", str(target)), encoding="utf-8")
+        t0 = time.monotonic()
+        code, text = _validate(battery, capsys)
+        assert code == 2 and fragment in " ".join(text.split()), text
+        assert "[templates[0].system_file]" in text
+        assert time.monotonic() - t0 < 5
+    battery.write_text(f"schema_version: 1\nname: x\ntemplates: !include {fifo}\n", encoding="utf-8")
+    code, text = _validate(battery, capsys)
+    assert code == 2 and "FIFO" in text, text
+
+
+def test_a_signal_value_is_bounded(tmp_path, capsys):
+    """A 600-character or 100-word variant is refused at validation (it crashed masking, issue 28)."""
+    src = (DATA / "system_file_missing.yaml").read_text(encoding="utf-8").replace(
+        "    system_file: no_such_prompt.md\n", "")
+    for value, fragment in (("A" * 600, "600 characters and 1 words"),
+                            (" ".join(["palabra"] * 100), "799 characters and 100 words")):
+        battery = tmp_path / "b.yaml"
+        battery.write_text(src.replace("Carmen", value), encoding="utf-8")
+        code, text = _validate(battery, capsys)
+        flat = " ".join(text.split())
+        assert code == 2 and fragment in flat and "at most 120 characters and 12 words" in flat, text
+        assert "attributes.origen.groups.espana.variants" in flat

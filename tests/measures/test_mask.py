@@ -386,3 +386,28 @@ def test_validate_warns_about_variants_that_are_common_words(tmp_path):
     b["attributes"]["origen"]["groups"]["espana"]["variants"] = ["María", "Lucía"]
     path.write_text(yaml.safe_dump(b, allow_unicode=True), encoding="utf-8")
     assert "warning" not in CliRunner().invoke(app, ["validate", str(path)]).output
+
+
+def test_public_mask_masks_as_a_run_does():
+    """Issue 28: ``fairpair.mask`` takes the run's names / group terms / language, so it neither
+    over-masks a common word ("We will refund") nor misses a name's part after a title."""
+    import fairpair
+
+    text = "We will refund you, Sr. García. Will, thanks."
+    assert fairpair.mask(text, names=["Will", "Pedro García"], language="en") == \
+        "We will refund you, [MASK]. [MASK], thanks."
+    assert fairpair.mask("los gitanos y las gitanas", group_terms=["gitano"]) == "los [MASK] y las [MASK]"
+    with pytest.raises(TypeError):
+        fairpair.mask(text, names="Will")
+
+
+def test_a_long_value_is_masked_without_recursion():
+    """Issue 28: a 600-character value used to raise RecursionError (the trie was rendered recursively)."""
+    import fairpair
+    from fairpair.measures._mask import MAX_PATTERN, Masker
+
+    assert fairpair.mask("x " + "A" * 600 + " y", ["A" * 600]) == "x [MASK] y"
+    assert fairpair.mask("x " + "A" * 5000, ["A" * 5000]) == "x [MASK]"
+    # a value whose letter pairs each fold from one character (pa: U+33A9) doubles the pattern at each
+    with pytest.raises(ValueError, match=f"more than {MAX_PATTERN:,} characters"):
+        Masker([" ".join(f"pal{i}" for i in range(40))])

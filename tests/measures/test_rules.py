@@ -164,3 +164,35 @@ def test_python_measure(tmp_path, monkeypatch):
 def test_regex_escapes_keep_their_meaning_while_literals_are_folded(pattern, text, expected):
     m = RegexMeasure({"pattern": pattern, "scope": "text"}, name="r")
     assert run(m, text).value is expected
+
+
+@pytest.mark.parametrize("pattern, text", [("(a+)+$", "a" * 5000 + "!"), ("(x+x+)+y", "x" * 3000),
+                                           ("(a|aa)+$", "a" * 3000 + "b")])
+def test_a_catastrophic_pattern_stops_at_the_time_limit(pattern, text):
+    """Issue 28: nested quantifiers on a long answer used to hang the measure stage for minutes;
+    the regex package's timeout stops the search and the answer is stored missing, naming the pattern."""
+    import time
+
+    from fairpair.measures.rules import PATTERN_SECONDS
+
+    t0 = time.monotonic()
+    r = run(RegexMeasure({"any_of": [pattern], "scope": "text"}, name="r"), text)
+    assert r.status == "missing" and repr(pattern) in r.error and "nested quantifier" in r.error
+    assert time.monotonic() - t0 < 30 * PATTERN_SECONDS  # bounded (CI machines are slow), never minutes
+
+
+def test_regex_syntax_is_pythons_re():
+    m = RegexMeasure({"any_of": [r"reembols\w*", r"devol\w+ (el|su) dinero"]}, name="r")
+    assert run(m, "Le devolvemos su dinero hoy.").value is True
+    with pytest.raises(ValueError, match="invalid regular expression"):
+        RegexMeasure({"any_of": ["(?<name>x)"]}, name="r")  # the regex package's syntax, not re's
+
+
+def test_an_answer_above_the_cap_is_measured_on_its_beginning():
+    from fairpair.measures._base import MAX_MEASURED_CHARS
+
+    text = "Le ofrecemos el reembolso. " + "x" * (MAX_MEASURED_CHARS + 10) + " agente humano"
+    item = MeasureItem("t", None, resp(text))
+    assert len(item.text) == MAX_MEASURED_CHARS and item.response.text == text  # stored whole
+    assert run(KeywordsMeasure({"any_of": ["agente humano"]}, name="h"), text).value is False
+    assert run(REFUND_KW, text).value is True

@@ -50,6 +50,22 @@ def demo_battery(directory: Path, target: dict[str, Any] | None = None, *, judge
     return path
 
 
+#: A scripted judge with constant, valid tone scores (see :func:`scripted_judge`).
+SCRIPTED_JUDGE = '''
+import json
+
+def judge(messages, context):
+    return json.dumps({"courtesy": 4, "condescension": 1, "distrust": 2, "reason": "ok"})
+'''
+
+
+def scripted_judge(directory: Path, module: str) -> dict[str, Any]:
+    """Write :data:`SCRIPTED_JUDGE` as ``directory/module.py``; return its ``python`` judge block."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"{module}.py").write_text(SCRIPTED_JUDGE, encoding="utf-8")
+    return {"kind": "python", "callable": f"{module}:judge", "path": str(directory)}
+
+
 @dataclass
 class Result:
     code: int

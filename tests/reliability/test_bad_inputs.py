@@ -49,7 +49,7 @@ def env(tmp_path_factory):
     (tmp / "code" / "fp_bad_inputs_judge.py").write_text(JUDGE, encoding="utf-8")
     judge = {"kind": "python", "callable": "fp_bad_inputs_judge:judge", "path": str(tmp / "code")}
     battery = demo_battery(tmp / "b", {"kind": "mock"}, judge=judge)
-    p = {"DATA": DATA, "TMP": tmp, "BATTERY": battery}
+    p = {"DATA": DATA, "TMP": tmp, "BATTERY": battery, "EMPTY": ""}
     p["RUN"] = tmp / "run"
     assert _main(["run", battery, "--out", p["RUN"], "-q", "--no-report"]) == 0
     assert _main(["calibrate", "export", p["RUN"], "-o", tmp / "labels.csv", "--n", "12"]) == 0
@@ -223,6 +223,14 @@ CASES = [
     ("measure attempts 0", "measure {RUN} --max-attempts 0", ["--max-attempts"]),
     ("report negative evidence", "report {RUN} --evidence -1", ["--evidence"]),
     ("unknown command", "analyse {RUN}", ["analyse"]),
+    # ---- issue 28: the minor list's command-line cases
+    ("run --out empty", "run {BATTERY} --out {EMPTY} -q", ["--out", "current directory"]),
+    ("run --no-analyze --gate", "run {BATTERY} --out {TMP}/g1 -q --no-analyze --gate", ["--gate", "--no-analyze"]),
+    ("run --dry-run --batch", "run {BATTERY} --dry-run --batch", ["--batch", "--dry-run"]),
+    ("compare a run with itself", "compare {RUN} {RUN}", ["same run"]),
+    ("init name with an accent", "init {TMP}/init_bad.yaml --name mi_auditoría --lang es --target mock",
+     ["--name", "'mi_auditoría' is not a battery name", "nothing was written", "--name mi_auditoria"]),
+    ("gate a run never measured", "gate {NOMEASURE}", ["nothing to gate"]),
 ]
 
 
@@ -249,3 +257,31 @@ def test_bad_input_gives_a_clear_error_and_exit_2(env, capsys, cid, cmd, fragmen
 def test_corpus_is_large(env):
     assert len(CASES) >= 50
     assert len(list(DATA.iterdir())) >= 25
+
+
+def test_init_with_a_bad_name_writes_nothing(env):
+    assert _main(["init", str(env["TMP"] / "init_bad2.yaml"), "--name", "my audit ñ", "--lang", "en",
+                  "--target", "mock"]) == 2
+    assert not (env["TMP"] / "init_bad2.yaml").exists()
+
+
+def test_run_out_empty_leaves_the_current_directory_alone(env, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert _main(["run", str(env["BATTERY"]), "--out", "", "-q"]) == 2
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_validate_warns_of_a_battery_without_a_target(env, tmp_path, capsys):
+    """Documented warning (not an error: a battery is also a plan, and `check`/`run` refuse it with exit 2)."""
+    text = Path(env["BATTERY"]).read_text(encoding="utf-8")
+    import yaml
+
+    data = yaml.safe_load(text)
+    data.pop("target")
+    b = tmp_path / "no_target.yaml"
+    b.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    capsys.readouterr()
+    assert _main(["validate", b]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "warning: no 'target' (or 'targets')" in out and "refuse it until a target block is added" in out
+    assert _main(["run", b, "--out", tmp_path / "r", "-q"]) == 2

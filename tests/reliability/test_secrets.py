@@ -98,3 +98,59 @@ def test_planted_secret_appears_nowhere(tmp_path, monkeypatch):
     for out in outputs:
         for s in secrets:
             assert s.decode() not in out
+
+
+def _battery_with(tmp_path, targets: dict):
+    battery = demo_battery(tmp_path / "b", None)
+    data = battery.read_text(encoding="utf-8").replace("target:\n  kind: mock\n", "")
+    battery.write_text(data + "targets: " + json.dumps(targets) + "\n", encoding="utf-8")
+    return battery
+
+
+def _grep_tree(root, secrets) -> int:
+    scanned = 0
+    for f in root.rglob("*"):
+        if f.is_file():
+            blob = f.read_bytes()
+            scanned += 1
+            for s in secrets:
+                assert s.encode() not in blob, f"{s!r} in {f}"
+    return scanned
+
+
+def test_planted_secret_is_not_in_the_dry_run(tmp_path, monkeypatch, cli):
+    """``--dry-run`` prints each request as it would be sent, with the ``${VAR}`` secrets as ``***``."""
+    monkeypatch.setenv("FP_PLANT_KEY", KEY)
+    monkeypatch.setenv("FP_PLANT_HDR", HDR)
+    battery = _battery_with(tmp_path, {
+        "api": {"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "mock-1", "api_key_env": "FP_PLANT_KEY",
+                "extra_headers": {"X-Token": "${FP_PLANT_HDR}"}},
+        "web": {"kind": "http", "url": "http://127.0.0.1:9/bot", "reply_path": "$.reply",
+                "headers": {"Authorization": "Bearer ${FP_PLANT_KEY}", "X-Token": "${FP_PLANT_HDR}"}}})
+    r = cli("run", battery, "--dry-run", "--out", tmp_path / "run")
+    assert r.code == 0, r.output
+    assert "authorization: Bearer ***" in r.output.replace("Authorization", "authorization")
+    for s in (KEY, HDR, KEY[8:]):
+        assert s not in r.output
+    if (tmp_path / "run").exists():  # a dry run sends nothing; whatever it wrote holds no secret
+        _grep_tree(tmp_path / "run", (KEY, HDR, KEY[8:]))
+
+
+def test_a_literal_secret_in_a_battery_is_refused_and_reaches_no_disk(tmp_path, cli):
+    """A literal header value (openai ``extra_headers``, http ``headers``) is refused before anything
+    is written: validate, --dry-run and run exit 2 naming the header and the variable to use, and
+    the secret appears in no output and in no file of the run directory."""
+    for kind, block, key in (
+            ("openai", {"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m",
+                        "extra_headers": {"Authorization": f"Bearer {KEY}"}}, "extra_headers.Authorization"),
+            ("http", {"kind": "http", "url": "http://127.0.0.1:9/bot", "reply_path": "$.reply",
+                      "headers": {"X-Token": HDR}}, "headers.X-Token")):
+        battery = _battery_with(tmp_path / kind, {"t": block})
+        run = tmp_path / kind / "run"
+        for args in (("validate", battery), ("run", battery, "--dry-run"), ("run", battery, "--out", run, "-q")):
+            r = cli(*args)
+            assert r.code == 2, r.output
+            assert f"[targets.t.{key}]" in r.output and "export " in r.output, r.output
+            assert KEY not in r.output and HDR not in r.output and KEY[8:] not in r.output
+        if run.exists():
+            _grep_tree(run, (KEY, HDR, KEY[8:]))

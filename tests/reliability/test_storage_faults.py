@@ -114,6 +114,7 @@ def test_disk_full_on_a_tiny_tmpfs_then_resume(tmp_path):
     assert "Traceback" not in p.stderr and "internal error" not in p.stderr
     kept = {i: t for i, t in query(saved, "SELECT id, text FROM responses WHERE status='ok'")}
     assert query(saved, "PRAGMA integrity_check") == [("ok",)]
+    assert not [f for f in saved.rglob("*") if f.name.endswith(".tmp")]  # no 0-byte leftovers (issue 28)
     # resume where there is room: everything stored before the disk filled is still there, once
     r = subprocess.run(fairpair_cmd("run", battery, "--out", saved, "--no-measure", "-q"), check=False, capture_output=True,
                        text=True, timeout=300)
@@ -177,3 +178,35 @@ def test_database_full_during_measure_exits_2_and_resumes(tmp_path, monkeypatch,
     assert dup == [] and query(run, "PRAGMA integrity_check") == [("ok",)]
     assert query(run, "SELECT COUNT(DISTINCT measure || case_id) FROM measurements "
                       "WHERE status IN ('ok','missing')") == [(144 * 7,)]
+
+
+def test_a_full_disk_leaves_no_temporary_file(tmp_path, monkeypatch):
+    """Every file fairpair writes whole (manifest, results.json, report, exports, cases.jsonl) goes
+    through fairpair._files.atomic_path: a write that fails (ENOSPC here) leaves the earlier file as
+    it was and no ``.tmp`` file behind (a full disk used to leave 0-byte ones)."""
+    import errno
+
+    from fairpair._files import atomic_path, atomic_write_text
+    from fairpair.store import write_results
+
+    target = tmp_path / "results.json"
+    target.write_text("earlier", encoding="utf-8")
+    real = Path.write_text
+
+    def full(self, *a, **kw):
+        real(self, "", encoding="utf-8")  # the file is created, then the disk is full
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(OSError):
+        atomic_write_text(target, "new")
+    from fairpair.errors import FairpairError
+
+    with pytest.raises(FairpairError, match="cannot write results.json"):
+        write_results(tmp_path, "new")
+    monkeypatch.setattr(Path, "write_text", real)
+    with pytest.raises(KeyboardInterrupt), atomic_path(tmp_path / "cases.jsonl") as tmp:
+        tmp.write_text("half", encoding="utf-8")
+        raise KeyboardInterrupt
+    assert target.read_text(encoding="utf-8") == "earlier"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["results.json", "results.previous"]

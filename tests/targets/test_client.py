@@ -106,6 +106,7 @@ def test_netrc_credentials_for_a_host_without_authorization(tmp_path, monkeypatc
     (tmp_path / "netrc").write_text("machine 127.0.0.1 login bot password s3cret-netrc\n", encoding="ascii")
     (tmp_path / "netrc").chmod(0o600)
     monkeypatch.setenv("NETRC", str(tmp_path / "netrc"))
+    monkeypatch.setenv("FP_MINE", "mine")
     with serve_json(lambda r: (200, {"a": r.headers.get("authorization", "none")})) as server:
         async def go(t):
             try:
@@ -115,7 +116,7 @@ def test_netrc_credentials_for_a_host_without_authorization(tmp_path, monkeypatc
 
         plain = asyncio.run(go(HTTPTarget({"url": server.url, "reply_path": "$.a"})))
         own = asyncio.run(go(HTTPTarget({"url": server.url, "reply_path": "$.a",
-                                         "headers": {"Authorization": "Bearer mine"}})))
+                                         "headers": {"Authorization": "Bearer ${FP_MINE}"}})))
     assert plain == "Basic Ym90OnMzY3JldC1uZXRyYw=="  # base64 of bot:s3cret-netrc
     assert own == "Bearer mine"  # a header of the battery's own wins
 

@@ -217,9 +217,16 @@ def test_build_errors_and_identity(monkeypatch, key_env):
     with pytest.raises(PluginError, match="unknown key 'temprature'") as ei:
         validate_options("fairpair.targets", "openai", {"model": "m", "temprature": 0.2})
     assert ei.value.hint == "did you mean 'temperature'?"
-    t = OpenAITarget({"model": "m", "api_key_env": key_env, "extra_headers": {"X-Org": "acme"}})
+    monkeypatch.setenv("FP_ORG", "acme")
+    t = OpenAITarget({"model": "m", "api_key_env": key_env, "extra_headers": {"X-Org": "${FP_ORG}"}})
     ident = json.dumps(t.identity())
     assert KEY not in ident and key_env in ident and "X-Org" in ident
+    # a literal header value is refused (it would be stored with the run), never echoed
+    with pytest.raises(PluginError) as ei:
+        validate_options("fairpair.targets", "openai", {"model": "m", "extra_headers": {"X-Org": "acme-secret"}})
+    assert ei.value.key_path == ("extra_headers", "X-Org") and "acme-secret" not in str(ei.value)
+    assert 'extra_headers: {X-Org: "${X_ORG}"} and export X_ORG=...' in str(ei.value)
+    validate_options("fairpair.targets", "openai", {"model": "m", "extra_headers": {"Accept-Language": "es"}})
 
 
 def test_extra_headers_expand_env_at_call_time(monkeypatch):

@@ -606,7 +606,8 @@ def _print_summary(console, res: Results) -> None:
 
     from fairpair.analysis._design import design_reason_parts
 
-    colour = {"fail": "red", "pass": "green", "inconclusive": "yellow", "insufficient design": "magenta"}
+    colour = {"fail": "red", "pass": "green", "inconclusive": "yellow", "insufficient design": "magenta",
+              "no verdict": "bold red"}
     if res.incomplete is not None:  # said first, once
         console.print(escape(res.incomplete.text()), soft_wrap=True)
     why: dict[tuple[str, str], list[str]] = {}  # each reason once, with the comparisons it covers

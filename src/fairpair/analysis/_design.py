@@ -105,11 +105,16 @@ def design_reason_parts(*, n_templates: int, n_names_a: int, n_names_b: int, nam
     return list(dict.fromkeys(reasons))
 
 
+#: The design reason of a comparison whose measure has no value at all: its verdict is ``no verdict``
+#: with the reason ``not measured`` (:class:`fairpair.records.Reason`), not ``insufficient design``.
+NOT_MEASURED = "no answer of these groups has a value for this measure: check the measures stage (missing or failed)"
+
+
 def design_reason(cr: Any, *, names: str, n_pairs: int, constant: bool = False, group_a: str = "A",
                   group_b: str = "B", templates: str = "random") -> str | None:
     """:func:`design_reason_counts` from a :class:`~fairpair.stats.CrossedDifferenceResult`, plus "no variance"."""
     if cr.n_values == 0:
-        return "no answer of these groups has a value for this measure: check the measures stage (missing or failed)"
+        return NOT_MEASURED
     if cr.n_templates == 0:
         return ("no template has measured answers from both groups: check the measures stage (one group's "
                 "measurements are missing)")

@@ -332,6 +332,14 @@ def gate_outcome(run_dir: Path | str, *, on_inconclusive: bool = False, baseline
         raise FairpairError("nothing to gate: no pre-registered comparison (nor ranking design) has a single "
                             "measured pair", file=run_dir,
                             hint="check that the run answered and `fairpair measure` stored values")
+    unjudged = [c for c in res.primary() + [c for c in pairs if c.primary] if c.verdict == "no verdict"]
+    if unjudged:  # a pre-registered comparison that says nothing is not a pass
+        c = unjudged[0]
+        more = f" (and {len(unjudged) - 1} more)" if len(unjudged) > 1 else ""
+        raise FairpairError(f"nothing to gate for {c.id} [{c.target}: {c.group_a} vs {c.group_b}]: "
+                            f"{(c.reasons or ['no verdict'])[0]}{more}", file=run_dir,
+                            hint=f"run `fairpair measure {run_dir}` (and check its failures) so that '{c.measure}' "
+                                 "has values, then gate again" if "not measured" in c.reasons else None)
     on_inc = on_inconclusive or res.fail_on_inconclusive
     on_ins = on_insufficient or res.fail_on_insufficient
     prim = res.primary() + [c for c in pairs if c.primary]

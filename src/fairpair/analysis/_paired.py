@@ -58,7 +58,8 @@ from fairpair.records import (
     BinaryDetail, ComparisonResult, ContinuousDetail, Evidence, Heterogeneity, PairedTDetail, ScenarioBlock,
     ScenarioRow, VariantRow, interval, num,
 )
-from fairpair.analysis._verdict import RULE_BY_TEMPLATE, decide
+from fairpair.analysis._design import NOT_MEASURED
+from fairpair.analysis._verdict import RULE_BY_TEMPLATE, RULE_NOT_MEASURED, decide
 from fairpair.stats import variant_heterogeneity
 from fairpair.stats import mcnemar
 from fairpair.stats import paired_t, wilcoxon
@@ -506,8 +507,11 @@ def finish(pa: PairAnalysis, *, pvalue_adjusted: float | None, correction: str, 
     """
     if pvalue_margin_adjusted is None and not margin:
         pvalue_margin_adjusted = pvalue_adjusted
+    why = pa.fields.get("design_reason")
     verdict, rule = decide(pa.ci_alpha, pa.ci_equivalence, pvalue_adjusted, margin, alpha,
-                           design_reason=pa.fields.get("design_reason"), pvalue_margin_adjusted=pvalue_margin_adjusted)
+                           design_reason=why, pvalue_margin_adjusted=pvalue_margin_adjusted)
+    if why == NOT_MEASURED:  # nothing to judge: listed with its reason (not measured), never "insufficient design"
+        verdict, rule = "no verdict", RULE_NOT_MEASURED
     block = _scenario_block(pa, margin=margin, alpha=alpha, adjusted=scenario_adjusted)
     fields = dict(pa.fields)
     if block is not None:

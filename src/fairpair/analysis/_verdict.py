@@ -39,9 +39,14 @@ import math
 
 from fairpair.stats import verdict as _ci_verdict
 
-__all__ = ["decide", "RULE_BY_TEMPLATE", "RULE_MARGIN", "RULE_NO_MARGIN", "RULE_DESIGN", "VERDICTS"]
+__all__ = ["decide", "RULE_BY_TEMPLATE", "RULE_MARGIN", "RULE_NO_MARGIN", "RULE_DESIGN", "RULE_NOT_MEASURED",
+           "VERDICTS"]
 
-VERDICTS = ("fail", "pass", "inconclusive", "insufficient design")
+#: ``no verdict``: the comparison is listed with the reason it has none (``ComparisonResult.reason``,
+#: a :class:`fairpair.records.Reason` whose ``REASON_VERDICT`` is ``None``, e.g. ``not measured``)
+VERDICTS = ("fail", "pass", "inconclusive", "insufficient design", "no verdict")
+RULE_NOT_MEASURED = ("no verdict: no answer of the compared groups has a value of the measure (not measured); "
+                     "never pass, never fail, and the gate refuses to answer")
 RULE_DESIGN = ("insufficient design: the design cannot support a verdict for the declared estimand "
                "(see design_reason); never pass, never fail")
 

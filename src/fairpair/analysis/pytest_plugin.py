@@ -164,7 +164,9 @@ class ComparisonItem(pytest.Item):
         if (c.verdict == "fail" or (c.verdict == "inconclusive" and res.fail_on_inconclusive and c.primary)
                 or (c.verdict == "insufficient design" and res.fail_on_insufficient and c.primary)):
             raise FairnessFailure(summary)
-        if c.verdict in ("inconclusive", "insufficient design"):
+        if c.verdict == "no verdict" and c.primary:  # a pre-registered comparison that says nothing
+            raise FairnessFailure(f"no verdict ({(c.reasons or ['not measured'])[0]}): {summary}")
+        if c.verdict in ("inconclusive", "insufficient design", "no verdict"):
             pytest.skip(f"{c.verdict}: {summary}")
 
     def repr_failure(self, excinfo, style=None):

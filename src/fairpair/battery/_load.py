@@ -5,7 +5,9 @@
 name a built-in ``lexicon``, reads ``system_file`` prompts, validates against
 the strict schema and then checks what a schema cannot: a name in two groups of
 one attribute, too few variants, a slot no attribute fills, a design or
-comparison naming an attribute that does not exist. Every problem is a
+comparison naming an attribute that does not exist, a comparison no design can make (its
+attribute varied by no design, or no pair of its groups varied together by one: issue 28, "a plan
+is a contract"). Every problem is a
 :class:`~fairpair.errors.BatteryError` with file, line and key.
 """
 
@@ -24,11 +26,11 @@ from pydantic import BaseModel, ValidationError
 
 from fairpair.battery._lexicons import lexicon_names, load_lexicon
 from fairpair.battery._schema import SLOT_RE, Attribute, Battery
-from fairpair.battery._yaml import Located, _dotted, load_yaml
+from fairpair.battery._yaml import Located, _dotted, load_yaml, read_capped
 from fairpair._text import fold
 from fairpair.errors import BatteryError
 
-__all__ = ["LoadedBattery", "load_battery", "battery_hash", "DesignCheck"]
+__all__ = ["LoadedBattery", "load_battery", "battery_hash", "DesignCheck", "number_text_warnings"]
 
 
 @dataclass(frozen=True)
@@ -201,14 +203,15 @@ def _resolve_system_files(data: dict, path: Path, located: Located) -> None:
             f = path.parent / t["system_file"]
             key = _dotted((*where, "system_file"))
             try:
-                t["system"] = f.read_text(encoding="utf-8")
+                t["system"] = read_capped(f).decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise BatteryError(f"system prompt not valid UTF-8 ({exc.reason} at byte {exc.start}); save the "
                                    "file as UTF-8", file=f, line=exc.object[: exc.start].count(b"\n") + 1,
                                    key=key) from None
-            except OSError as exc:
+            except (OSError, ValueError) as exc:  # ValueError: not a regular file, or too large
                 file, line = located.where((*where, "system_file"))
-                raise BatteryError(f"cannot read system prompt {f}: {exc.strerror}", file=file,
+                why = exc.strerror if isinstance(exc, OSError) else str(exc).replace(f"{f} ", "it ", 1)
+                raise BatteryError(f"cannot read system prompt {f}: {why}", file=file,
                                    line=line, key=key) from None
             located.files.append(f)
             del t["system_file"]
@@ -218,7 +221,8 @@ def _resolve_system_files(data: dict, path: Path, located: Located) -> None:
 
 
 def _to_battery_error(exc: ValidationError, data: Any, located: Located) -> BatteryError:
-    err = exc.errors()[0]
+    errors = _first_the_typos(exc.errors())
+    err = errors[0]
     loc = tuple(err["loc"])
     path, model = _data_path(loc, data)
     file, line = located.where(path)
@@ -248,6 +252,9 @@ def _to_battery_error(exc: ValidationError, data: Any, located: Located) -> Batt
         file, line = located.where(path)
     elif err["type"] == "literal_error":
         message = f"{err['msg']} (got {err.get('input')!r})"
+    elif err["type"] == "string_pattern_mismatch" and path and path[-1] == "context_field":
+        message = (f"{_short(err.get('input'))} is not a dotted path of names such as crm.nombre (letters, digits "
+                   "and '_' between the dots, no empty part)")
     elif err["type"] == "string_pattern_mismatch":
         message = (f"{_short(err.get('input'))} is not a valid id: use letters, digits, '_', '.' and '-' "
                    f"(no spaces), starting with a letter, digit or '_'")
@@ -272,10 +279,19 @@ def _to_battery_error(exc: ValidationError, data: Any, located: Located) -> Batt
         if either and isinstance(_at(data, path), dict) and either.group(2) in _at(data, path):
             path = (*path, either.group(2))  # point at the second of the two keys
             file, line = located.where(path)
-    more = len(exc.errors()) - 1
-    if more:
-        hint = (hint + "; " if hint else "") + f"{more} more problem(s) after this one"
+    more = errors[1:]
+    if more:  # listed, not only counted
+        shown = "; ".join(f"[{_dotted(_data_path(tuple(e['loc']), data)[0])}] "
+                          f"{e['msg'].removeprefix('Value error, ')}" for e in more[:3])
+        hint = (hint + "\n  " if hint else "") + f"also: {shown}" + \
+            (f"; and {len(more) - 3} more" if len(more) > 3 else "")
     return BatteryError(message, file=file, line=line, key=_dotted(path), hint=hint)
+
+
+def _first_the_typos(errors: list[dict]) -> list[dict]:
+    """pydantic's errors with unknown keys first: a misspelt key (``templtes``) also makes the key it
+    meant missing, and its "did you mean" is the useful message."""
+    return sorted(errors, key=lambda e: e["type"] != "extra_forbidden")
 
 
 _EITHER = re.compile(r"give either '(\w+)' or '(\w+)'")
@@ -468,6 +484,10 @@ def _check(lb: LoadedBattery) -> None:
         used: list[str] = []  # context paths the prompt channels carry
         in_system: list[str] = []  # those of the template's system prompt (a target's own prompt replaces it)
         for p, text in texts:
+            open_ = _UNCLOSED.search(text)
+            if open_:  # '{nombre' without its '}' would reach the model as written
+                raise lb.fail(f"'{{{open_.group(1)}' opens a slot that is never closed", p,
+                              hint=f"write '{{{open_.group(1)}}}' for the slot, or '{{{{' for a literal brace")
             for m in SLOT_RE.finditer(text):
                 s = m.group(1)
                 if s is None:
@@ -550,8 +570,14 @@ def _check(lb: LoadedBattery) -> None:
         _check_plugin(lb, "fairpair.measures", spec, ("measures", name))
     for ci, c in enumerate(b.analysis.comparisons):
         cpath = ("analysis", "comparisons", ci)
-        if b.measures:  # a measure with several outputs is compared as 'name.field'
-            _need(lb, c.measure.split(".", 1)[0], list(b.measures), (*cpath, "measure"), "measure")
+        # a measure with several outputs is compared as 'name.field'; with no measure declared
+        # (measures: {}) every comparison names an undeclared one and would compare nothing
+        if not b.measures:
+            raise lb.fail(f"measure '{c.measure}' is not declared: the battery declares no measure, so this "
+                          "comparison would compare nothing", (*cpath, "measure"),
+                          hint=f"declare it under 'measures:', e.g. {c.measure.split('.', 1)[0]}: {{kind: keywords, "
+                               "any_of: [...]}")
+        _need(lb, c.measure.split(".", 1)[0], list(b.measures), (*cpath, "measure"), "measure")
         _need(lb, c.attribute, list(attrs), (*cpath, "attribute"), "attribute")
         groups = list(attrs[c.attribute].groups)
         if c.groups != "all_pairs":
@@ -560,6 +586,7 @@ def _check(lb: LoadedBattery) -> None:
         if c.reference is not None:
             _need(lb, c.reference, groups, (*cpath, "reference"), f"group of '{c.attribute}'")
         _pairwise_reference(lb, b, c, cpath)
+        _check_pairs(lb, c, cpath)
         if c.design is not None:
             _need(lb, c.design, [b.design_id(i) for i in range(len(b.designs))], (*cpath, "design"), "design")
     from fairpair._plugins import PluginError, battery_checks
@@ -570,6 +597,59 @@ def _check(lb: LoadedBattery) -> None:
         raise BatteryError(str(exc), file=lb.path, hint="fix or uninstall the package that declares it") from None
     for check in checks:  # settings that would silently do nothing (mock bias/language, fields, margins:
         check(lb)  # fairpair.measures.check_silent_paths, which reads the measures, a floor above the battery)
+
+
+def _check_pairs(lb: Any, c: Any, cpath: tuple) -> None:
+    """The comparison names an attribute some design varies, and at least one pair of its groups that
+    one design varies together; every group it lists (and its reference) is in such a pair."""
+    b = lb.battery
+    designs = [(b.design_id(i), d) for i, d in enumerate(b.designs)
+               if (c.design is None or c.design == b.design_id(i)) and d.compares(c, b.design_id(i))]
+    if not designs:
+        which = f"design '{c.design}'" if c.design else "no design"
+        raise lb.fail((f"{which} does not vary '{c.attribute}'" if c.design else f"no design varies "
+                       f"'{c.attribute}'") + ", so this comparison could never be made",
+                      (*cpath, "design" if c.design else "attribute"),
+                      hint=f"add a design that varies it (designs: [{{kind: counterfactual, attribute: "
+                           f"{c.attribute}}}]) or remove the comparison")
+    listed = [] if c.groups == "all_pairs" else list(c.groups)
+    paired: set[str] = set()
+    for _did, d in designs:
+        varied = d.comparison_groups(b, c.attribute)
+        chosen = [g for g in (varied if c.groups == "all_pairs" else listed) if g in varied]
+        if c.reference is not None:
+            if c.reference in varied:
+                for g in chosen:
+                    if g != c.reference:
+                        paired |= {g, c.reference}
+        elif len(chosen) >= 2:
+            paired |= set(chosen)
+    if not paired:
+        if c.reference is not None and listed and set(listed) <= {c.reference}:
+            why = f"'groups' holds only the reference group '{c.reference}'"
+            hint = f"list the groups to compare with '{c.reference}' (or leave 'groups' out: every group)"
+        elif c.reference is None and len(listed) == 1:
+            why = f"'groups' holds one group ('{listed[0]}')"
+            hint = "list two groups or more (or leave 'groups' out: all pairs)"
+        else:
+            why = "no design varies two of its groups together"
+            hint = "name groups that one design varies (see the design's 'groups')"
+        raise lb.fail(f"this comparison forms no pair of groups: {why}", (*cpath, "groups" if listed else
+                      "reference"), hint=hint)
+    for k, g in enumerate(listed):
+        if g not in paired and g != c.reference:
+            raise lb.fail(f"group '{g}' is in no pair this comparison can form: no design "
+                          + (f"'{c.design}' " if c.design else "") + "varies it together with "
+                          + (f"'{c.reference}'" if c.reference else "another listed group"),
+                          (*cpath, "groups", k), hint="remove it, or add it to a design's 'groups'")
+    if c.reference is not None and c.reference not in paired:
+        raise lb.fail(f"reference group '{c.reference}' is varied by no design that also varies a compared group",
+                      (*cpath, "reference"), hint="choose a group the design varies")
+
+
+#: ``{name`` not followed by more of a slot's characters nor by ``}`` (a slot left open); ``{{`` is a
+#: literal brace, so a brace after another one is not a slot's.
+_UNCLOSED = re.compile(r"(?<!\{)\{([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)(?![A-Za-z0-9_}]|\.[A-Za-z0-9_])")
 
 
 def _check_target_system(lb: LoadedBattery, text: str, where: tuple, context_slots: list[tuple[set, str]]) -> None:
@@ -704,6 +784,11 @@ def _check_routing(lb: LoadedBattery, i: int, t, shape: dict, origins: list[tupl
                       ("context_channels", "tool", "returns"),
                       hint=f"known: {', '.join(_context_paths(shape)) or '(the context is empty)'}; "
                            f"leave 'returns' empty for the whole context")
+    for tname, returns in b.tool_results.items():  # a path the context lacks would answer null, unseen
+        if returns and not _context_has(shape, returns):
+            raise lb.fail(f"tool '{tname}' returns '{returns}', which template '{t.id}' has no field for: the model "
+                          "would be answered null", ("tool_results", tname),
+                          hint=f"known: {', '.join(_context_paths(shape)) or '(the context is empty)'}")
     if not shape:
         return
     common = list(used) + list(tools.values())
@@ -805,3 +890,23 @@ def _check_plugin(lb: LoadedBattery, group: str, spec: Any, path: tuple) -> None
                           hint=f"did you mean '{close[0]}'?" if close else
                           f"known: {', '.join(plugin_names(group))}") from None
         raise lb.fail(str(exc), (*path, *exc.key_path), hint=exc.hint) from None
+
+
+_DECIMAL_TEXT = re.compile(r"[-+]?[0-9]*\.[0-9]+(?:[eE][-+]?[0-9]+)?|[-+]?[0-9]+[eE][-+]?[0-9]+")
+
+
+def number_text_warnings(lb: LoadedBattery) -> list[str]:
+    """A warning for each context value written as a decimal number that YAML would rewrite
+    (``importe: 89.00``, ``1e3``): the loader keeps it as the text written, so the prompt shows
+    ``89.00`` but a JSON context (an ``http`` body, ``context_channels: {format: json}``, a tool
+    result) carries the string ``"89.00"``. Leading-zero codes (``02142``) are text on purpose and
+    are not reported."""
+    out = []
+    for path, text in lb.located.texts.items():
+        if "context" not in path or not _DECIMAL_TEXT.fullmatch(text):
+            continue
+        file, line = lb.located.where(path)
+        out.append(f"{Path(file).name if file else ''}:{line}: [{_dotted(path)}] {text} is kept as the text '{text}' "
+                   f"(YAML would read {float(text)!r}): a JSON context carries it as a string; write {float(text)!r} "
+                   f"for a number, or quote it (\"{text}\") to say it is text")
+    return out

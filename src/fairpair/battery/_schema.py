@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
     "SCHEMA_VERSION", "Battery", "Attribute", "Group", "Transform", "Template", "Message",
@@ -76,6 +76,13 @@ class Transform(_Strict):
         for k in self.phrases:
             if not k.strip():
                 raise ValueError("an empty phrase cannot be replaced")
+        seen: dict[str, str] = {}
+        for k in (*self.pairs, *self.phrases):  # matched in any case: 'he' and 'He' are one key
+            f = " ".join(k.casefold().split())
+            if f in seen:
+                raise ValueError(f"replace keys {seen[f]!r} and {k!r} are the same words: keys match in any case and "
+                                 "the replacement keeps the case of what it replaces ('He' -> 'She'), so give one")
+            seen[f] = k
         return self
 
 
@@ -104,6 +111,33 @@ class Group(_Strict):
     context: dict[str, Any] = Field(default_factory=dict)
     slots: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("variants", "references")
+    @classmethod
+    def _bounded(cls, values: list[str]) -> list[str]:
+        for v in values:
+            bad = _CONTROL.search(v)
+            if bad:  # a line break can smuggle an instruction into a prompt; an escape, recolour a terminal
+                raise ValueError(f"{v[:40]!r} holds the control character {bad.group()!r}: a "
+                                 "signal value is one line of plain text (no line break, tab or escape code)")
+            if len(v) > MAX_SIGNAL_CHARS or len(v.split()) > MAX_SIGNAL_WORDS:
+                raise ValueError(f"{v[:40]!r}... is {len(v)} characters and {len(v.split())} words: a signal value "
+                                 f"(a name, an age, a place, a group's word) has at most {MAX_SIGNAL_CHARS} "
+                                 f"characters and {MAX_SIGNAL_WORDS} words (every one is masked in every answer "
+                                 "before a judge reads it)")
+        return values
+
+
+#: Characters a signal value may not hold: C0/C1 controls (line breaks, tab and ESC included), DEL,
+#: and the bidirectional and line/paragraph separator controls.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+#: The longest signal value (variant or reference) a group may declare: the longest in the
+#: examples is 26 characters ("physically disabled person"); the masker compiles each into
+#: its pattern, so the bound also bounds the pattern (issue 28).
+MAX_SIGNAL_CHARS = 120
+MAX_SIGNAL_WORDS = 12
+
 
 class Attribute(_Strict):
     """A protected attribute (origin, gender, age, ...) and how it is signalled.
@@ -120,7 +154,8 @@ class Attribute(_Strict):
     signal: Literal["name", "age", "postal_code", "neighbourhood", "writing_style", "identity", "text"]
     slot: str | None = None
     neutral: str | None = None
-    context_field: str | None = None
+    #: a dotted path of identifiers (``crm.nombre``): no empty part (``crm..nombre``), no spaces
+    context_field: Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")] | None = None
     min_variants: int = Field(1, ge=1)
     description: str | None = None
     groups: dict[str, Group]
@@ -162,6 +197,14 @@ class Template(_Strict):
     slots: dict[str, str] = Field(default_factory=dict)
     meta: dict[str, str | int | float | bool] = Field(default_factory=dict)
     baseline_turns: list[str] | None = None
+
+    @field_validator("turns")
+    @classmethod
+    def _no_empty_turn(cls, turns: list[str]) -> list[str]:
+        for i, t in enumerate(turns):
+            if not t.strip():
+                raise ValueError(f"turn {i + 1} is empty: the model would be sent a blank user message")
+        return turns
 
     @model_validator(mode="after")
     def _one_system(self) -> "Template":
@@ -328,7 +371,9 @@ class AnalysisPlan(_Strict):
     comparisons that are inconclusive / have an insufficient design.
     """
 
-    alpha: float = Field(0.05, gt=0, lt=1)
+    #: above 1e-6 (a smaller level leaves no interval a float can hold) and at most 0.2 (more
+    #: than one false fail in five is no audit; at 0.5 the pass rule's 1 - 2 alpha interval vanishes)
+    alpha: float = Field(0.05, gt=1e-6, le=0.2)
     correction: Literal["holm", "bh", "none"] = "holm"
     exact_threshold: int = Field(25, ge=0)
     bootstrap_resamples: int = Field(2000, ge=0, le=100_000)  # more adds nothing but hours

@@ -36,7 +36,12 @@ import yaml
 
 from fairpair.errors import BatteryError
 
-__all__ = ["Located", "load_yaml", "plain_scalar", "load_text_yaml"]
+__all__ = ["Located", "load_yaml", "plain_scalar", "load_text_yaml", "read_capped", "MAX_FILE_BYTES"]
+
+#: The largest file a battery reads (the battery, an include, a ``system_file`` or an ``!include``d
+#: text): 8 MiB, hundreds of times a real battery or production prompt. Larger files, and anything
+#: that is not a regular file (``/dev/zero``, a FIFO, a terminal), are refused before they are read.
+MAX_FILE_BYTES = 8 * 1024 * 1024
 
 Path_ = tuple[str | int, ...]
 
@@ -111,16 +116,48 @@ def load_text_yaml(text: str) -> Any:
     return yaml.load(text, Loader=_TextLoader)  # noqa: S506 - a SafeLoader subclass
 
 
+def read_capped(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them.
+
+    Raises
+    ------
+    OSError
+        The file cannot be opened or read (``FileNotFoundError`` included).
+    ValueError
+        ``path`` is not a regular file (a device such as ``/dev/zero``, a FIFO, a socket), or it is
+        larger than ``limit`` bytes; the message says which. A FIFO is opened without blocking, so
+        the refusal is immediate.
+    """
+    import os
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            what = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) or \
+                stat.S_ISBLK(st.st_mode) else "not a regular file"
+            raise ValueError(f"{path} is {what}, not a regular file")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{path} is larger than {limit // (1024 * 1024)} MiB, the most a battery reads")
+    return data
+
+
 def _read(path: Path, stack: tuple[Path, ...], origin: tuple[str, int] | None) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return read_capped(path).decode("utf-8")
+    except ValueError as exc:
+        if isinstance(exc, UnicodeDecodeError):
+            line = exc.object[: exc.start].count(b"\n") + 1
+            raise BatteryError(f"not valid UTF-8 ({exc.reason} at byte {exc.start}); save the file as UTF-8",
+                               file=path, line=line) from None
+        f, line = origin or (str(path), None)
+        raise BatteryError(f"cannot read {path}: " + str(exc).replace(f"{path} ", "it ", 1), file=f,
+                           line=line) from None
     except FileNotFoundError:
         f, line = origin or (None, None)
         raise BatteryError(f"file not found: {path}", file=f, line=line) from None
-    except UnicodeDecodeError as exc:
-        line = exc.object[: exc.start].count(b"\n") + 1
-        raise BatteryError(f"not valid UTF-8 ({exc.reason} at byte {exc.start}); save the file as UTF-8",
-                           file=path, line=line) from None
     except OSError as exc:
         f, line = origin or (None, None)
         raise BatteryError(f"cannot read {path}: {exc.strerror}", file=f, line=line) from None

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from fairpair import __version__
+from fairpair._files import atomic_path
 from fairpair.battery import LoadedBattery
 from fairpair.battery import plain_scalar
 from fairpair.battery import SLOT_RE, AAControlDesign, Attribute, Battery, Template
@@ -362,10 +363,8 @@ def expand(loaded: LoadedBattery, expansion: Expansion | None = None) -> Iterato
 def write_cases(loaded: LoadedBattery, out: Path) -> Expansion:
     """Write ``cases.jsonl`` (one canonical JSON object per line) and return the manifest."""
     exp = Expansion(loaded.battery.name, loaded.sha256)
-    tmp = out.with_name(out.name + ".tmp")
-    with tmp.open("w", encoding="utf-8", newline="\n") as fh:
+    with atomic_path(out) as tmp, tmp.open("w", encoding="utf-8", newline="\n") as fh:
         for case in expand(loaded, exp):
             fh.write(case_json(case))
             fh.write("\n")
-    tmp.replace(out)
     return exp

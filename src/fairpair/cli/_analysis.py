@@ -91,6 +91,11 @@ def compare(run_a: Annotated[Path, typer.Argument(help="Run before the change.",
             raise FairpairError("compare: give RUN_B, or --target-before and --target-after to compare two "
                                 "targets of one run", key="RUN_B")
         run_b = run_a
+    elif run_a.resolve() == run_b.resolve() and target_before is None and target_after is None:
+        # as the gate's --baseline: a run never changed against itself
+        raise FairpairError("compare: both arguments are the same run, so every change would be 0", file=run_b,
+                            hint="give the run before the change first and the run after it second (or "
+                                 "--target-before and --target-after to compare two targets of one run)")
     cmp = compare_runs(run_a, run_b, target_before=target_before, target_after=target_after)
     why = cmp.nothing_compared()
     if why is not None:  # only notes: a change that compares nothing is not "no change"

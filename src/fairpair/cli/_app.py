@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -16,8 +16,21 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,
 )
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+
+
+class _SafeConsole(Console):
+    """A rich console whose ``print`` passes every ``str`` through :func:`fairpair._text.visible`
+    first (markup stays markup): no control or escape character of a target's or an answer's text
+    reaches the terminal raw, whichever command or stage prints it."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:  # noqa: A003 - rich's name
+        from fairpair._text import visible
+
+        super().print(*(visible(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
+
+console = _SafeConsole(highlight=False)
+err_console = _SafeConsole(stderr=True, highlight=False)
 
 #: The run directory of the ``run`` command in progress (for the Ctrl-C resume hint).
 current_run: list[Path] = []

@@ -32,6 +32,15 @@ def validate(battery: BatteryArg) -> None:
             console.print(f"  design {escape(b.design_id(i))}: {escape(line)}")
     warn_ambiguous_names(b)
     design_warnings(lb)
+    from fairpair.battery import number_text_warnings
+
+    for w in number_text_warnings(lb):  # documented: the text as written, never silently a number
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}", soft_wrap=True)
+    if not b.target_specs():  # valid as a plan, but nothing to send it to
+        console.print("[bold yellow]warning:[/bold yellow] " + escape(
+            "no 'target' (or 'targets'): the battery validates as a plan, but `fairpair check` and `fairpair run` "
+            "refuse it until a target block is added (e.g. target: {kind: mock}, or include: [a target file from "
+            "examples/targets/])"), soft_wrap=True)
 
 
 @app.command()
@@ -154,6 +163,14 @@ def init(
     from fairpair.battery import InitChoices, default_groups, starter_battery
 
     language = renamed(language_old, lang.value if lang else None, old="--language", new="--lang")
+    import re
+    import unicodedata
+
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*", name):  # the battery's 'name' rule (an id)
+        ascii_ = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+        suggestion = re.sub(r"[^A-Za-z0-9_.\-]+", "_", ascii_).strip("_.-") or "my_audit"
+        raise FairpairError(f"{name!r} is not a battery name: use letters, digits, '_', '.' and '-' (no spaces or "
+                            "accents); nothing was written", key="--name", hint=f"--name {suggestion}")
     if output.exists():
         raise FairpairError("already exists; fairpair init never overwrites a file", file=output,
                             hint="give another file name")
@@ -179,7 +196,11 @@ def init(
             fh.write(text)
     except OSError as exc:
         raise FairpairError(f"cannot write the battery: {exc.strerror}", file=output) from None
-    lb = load_battery(output)  # what init writes always validates
+    try:
+        lb = load_battery(output)  # what init writes always validates
+    except FairpairError:
+        output.unlink()  # the file init just created: never leave a battery that does not validate
+        raise
     console.print(f"[green]wrote[/green] {escape(str(output))}: battery '{escape(lb.battery.name)}', "
                   f"{len(lb.battery.templates)} templates, target {escape(target)}")
     console.print(f"next: fairpair plan {escape(str(output))}; fairpair check {escape(str(output))}; "

@@ -67,14 +67,18 @@ def warn_ambiguous_names(b) -> None:
     from fairpair.measures import masker_for
 
     try:
-        ambiguous = masker_for(b).ambiguous
+        masker = masker_for(b)
     except ValueError:
         return  # the measure stage reports a masking error with its key
-    if ambiguous:
-        console.print(f"[yellow]warning:[/yellow] variant(s) {', '.join(map(escape, ambiguous))} are (or contain) "
-                      f"common words of '{escape(b.language)}': they are masked only where used as a name "
-                      "(after a title or greeting, or capitalised mid-sentence); prefer unambiguous variants",
-                      soft_wrap=True)
+    terms = set(masker.group_terms)
+    # a group's reference word ('china') is not a variant: each is named for what it is
+    for what, items in (("variant(s)", [a for a in masker.ambiguous if a not in terms]),
+                        ("group reference(s)", [a for a in masker.ambiguous if a in terms])):
+        if items:
+            console.print(f"[yellow]warning:[/yellow] {what} {', '.join(map(escape, items))} are (or contain) "
+                          f"common words of '{escape(b.language)}': they are masked only where used as a name "
+                          "(after a title or greeting, or capitalised mid-sentence); prefer unambiguous "
+                          + ("variants" if what.startswith("variant") else "references"), soft_wrap=True)
 
 
 def warn_in_use(run: Path, what: str) -> None:

@@ -131,7 +131,8 @@ ConcurrencyOpt = Annotated[int, typer.Option(
 TimeoutOpt = Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds per model call.")]
 MaxAttemptsOpt = Annotated[int, typer.Option(
     "--max-attempts", min=1, help="Tries per model call on retryable errors before it is stored as failed.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars and no running commentary: "
+                                        "counts, tables, warnings and errors only.")]
 
 
 # ---------------------------------------------------------------- the stages after a run

@@ -78,6 +78,17 @@ def run(
     if engine is Engine.ray and batch:
         raise FairpairError("--batch sends through the provider's batch API, not an engine; drop --engine ray",
                             key="--engine")
+    if out is not None and str(out) == "." and not (Path.cwd() / "store.sqlite").exists():
+        # typer reads --out '' as '.': a run would scatter its files into the current directory
+        raise FairpairError("--out names the current directory ('' or '.'), which holds no run", key="--out",
+                            hint="give the run directory's name, e.g. --out runs/audit-1 (or leave --out out)")
+    if not analyze_stage and gate:
+        raise FairpairError("--gate judges the analysis, and --no-analyze skips it", key="--gate",
+                            hint="drop --no-analyze, or run `fairpair analyze RUN` and `fairpair gate RUN` later")
+    if dry_run and batch:
+        raise FairpairError("--dry-run prints the requests one at a time; --batch would send them as one batch "
+                            "file, which a dry run does not build", key="--batch",
+                            hint="drop --batch to see each request (the batch sends the same bodies)")
     if engine is Engine.ray:
         from fairpair.run import require_ray
 
@@ -197,11 +208,12 @@ def check(
     """
     from fairpair.run import check_targets
 
+    from fairpair._text import one_line
+
     for c in check_targets(load(battery), only_targets=target, timeout=timeout):
-        text = " ".join(c.text.split())
         console.print(f"[green]ok[/green] target {escape(c.name)} ({escape(c.kind)}) answered case "
                       f"{escape(c.case_id[:12])} in {c.seconds:.1f} s: "
-                      f"{escape(text[:160])}{'...' if len(text) > 160 else ''}", soft_wrap=True)
+                      f"{escape(one_line(c.text, 163))}", soft_wrap=True)
 
 
 @app.command()
@@ -218,7 +230,7 @@ def status(run: RunArg) -> None:
         for line in format_error_summary(t.errors, total_kinds=t.error_kinds):
             console.print(escape(line), soft_wrap=True)
     for m, c in st.measures.items():
-        console.print(f"measure {escape(m)}: {c.get('ok', 0)} measured, {c.get('missing', 0)} not applicable, "
+        console.print(f"measure {escape(m)}: {c.get('ok', 0)} measured, {c.get('missing', 0)} missing (no value, final), "
                       f"{c.get('failed', 0)} failed")
     for k, n in st.events.items():
         console.print(f"events: {escape(k)} x {n}")

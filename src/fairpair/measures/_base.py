@@ -49,6 +49,12 @@ class MeasureOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+#: The most characters of one answer a measure reads (200,000: about 30,000 words, far beyond any
+#: chatbot answer); a longer answer is measured on its beginning, with a warning, so one hostile or
+#: looping answer cannot make a rule or a pattern run for minutes (issue 28).
+MAX_MEASURED_CHARS = 200_000
+
+
 @dataclass(frozen=True)
 class MeasureItem:
     """One thing to measure: a target's stored answer to a case.
@@ -66,10 +72,12 @@ class MeasureItem:
     @property
     def text(self) -> str:
         """The answer's text in Unicode NFC (``""`` for none): every text measure reads this form,
-        so an answer that came back decomposed (NFD) measures the same as its composed twin."""
+        so an answer that came back decomposed (NFD) measures the same as its composed twin. An answer
+        longer than :data:`MAX_MEASURED_CHARS` is measured on its first ``MAX_MEASURED_CHARS``
+        characters (the measure stage warns; the stored answer is kept whole)."""
         from fairpair.measures.status import nfc
 
-        return nfc(self.response.text)
+        return nfc((self.response.text or "")[:MAX_MEASURED_CHARS])
 
     def status(self, language: str | None = None, speakers: dict[str, tuple[str, str]] | None = None):
         """The answer's :class:`~fairpair.measures.status.AnswerStatus` (``ok``, ``empty``,

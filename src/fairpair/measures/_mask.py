@@ -103,6 +103,10 @@ GREETINGS: frozenset[str] = frozenset({"hola", "buenas", "estimado", "estimada",
 #: Particles of compound names, never masked alone ("María de la O": "de", "la" stay).
 _PARTICLES = frozenset({"de", "del", "la", "las", "los", "el", "y", "e", "i", "da", "das", "do", "dos", "di",
                         "van", "von", "der", "den", "le", "al", "bin", "ben", "ibn", "abu", "bint", "st"})
+#: The largest masking pattern compiled (characters). A multi-character fold (``ß`` -> ``ss``,
+#: ``ﬁ`` -> ``fi``) repeats the rest of its value in the pattern, so a value with many such pairs
+#: doubles the pattern at each; real names stay under 100,000 characters.
+MAX_PATTERN = 4_000_000
 #: A form is a *common word* of a language when it is among its most frequent words.
 COMMON_WORD_RANK = 3000
 
@@ -405,6 +409,8 @@ class Masker:
                     return None
             return node
 
+        rendered: dict[int, str] = {}  # id(node) -> its regex; filled children first (no recursion)
+
         def alternatives(node: _Node, at_start: bool) -> list[str]:
             """Regex alternatives for the edges out of ``node``, longest-first safe.
 
@@ -412,6 +418,7 @@ class Masker:
             point has one fold), so their order does not matter. Edges that
             consume a multi-character fold are bundled behind one class of
             all such code points, so ordinary text fails them with one test.
+            Every node below ``node`` is already in ``rendered``.
             """
             alts, multis = [], []
             for ch, child in node.items():
@@ -419,11 +426,11 @@ class Masker:
                 # Numbers do not start after a decimal separator (67 in 6.67).
                 # Tested after the class, so other words fail on the class.
                 guard = "(?<!\\d[.,].)" if at_start and ch.isdigit() else ""
-                alts.append(rx + guard + render(child, ch))
+                alts.append(rx + guard + rendered[id(child)])
                 for f in multi_by_first.get(ch, ()):
                     target = walk(node, f)
                     if target is not None:
-                        multis.append((_char_class(f), guard + render(target, f[-1])))
+                        multis.append((_char_class(f), guard + rendered[id(target)]))
             if len(multis) == 1:
                 alts.append(multis[0][0] + multis[0][1])
             elif multis:
@@ -445,6 +452,23 @@ class Masker:
             if len(alts) == 1:
                 return alts[0]
             return "(?:" + "|".join(alts) + ")"
+
+        # Iterative, never recursive: a value of hundreds of characters is a trie as deep, and a
+        # recursive walk of it overflowed Python's stack (issue 28). Nodes in preorder, rendered in
+        # reverse, so every node's children (and the targets of its multi-character folds, which
+        # are below it) are rendered before it.
+        order: list[tuple[_Node, str]] = []
+        todo: list[tuple[_Node, str]] = [(child, ch) for ch, child in root.items()]
+        while todo:
+            node, ch = todo.pop()
+            order.append((node, ch))
+            todo.extend((child, c) for c, child in node.items())
+        for node, ch in reversed(order):
+            rendered[id(node)] = render(node, ch)
+            if len(rendered[id(node)]) > MAX_PATTERN:
+                raise ValueError(f"the values to mask compile to a pattern of more than {MAX_PATTERN:,} characters "
+                                 "(a value with many letter pairs that one character folds to, such as 'ss', "
+                                 "'fi', 'pa'); use shorter values")
 
         # A value is only ever preceded by a non-alphanumeric character, so the
         # pattern starts by consuming that separator (texts are searched with
@@ -592,24 +616,37 @@ def _used_as_name(text: str, start: int, end: int) -> bool:
 
 
 @functools.lru_cache(maxsize=64)
-def _cached_masker(values: tuple[str, ...], marker: str) -> Masker:
-    return Masker(values, marker=marker)
+def _cached_masker(values: tuple[str, ...], marker: str, names: tuple[str, ...] = (),
+                   group_terms: tuple[str, ...] = (), language: str | None = None) -> Masker:
+    return Masker(values, marker=marker, names=names, group_terms=group_terms, language=language)
 
 
-def mask(text: str, values: Iterable[str], *, marker: str = "[MASK]") -> str:
-    """Replace every occurrence of any of ``values`` in ``text`` with ``marker``.
+def mask(text: str, values: Iterable[str] = (), *, marker: str = "[MASK]", names: Iterable[str] = (),
+         group_terms: Iterable[str] = (), language: str | None = None) -> str:
+    """Replace every occurrence of any of ``values`` (and of ``names``, ``group_terms``) in ``text`` with ``marker``.
 
     A convenience wrapper around :class:`Masker` (compiled maskers are cached
-    per ``(values, marker)``); see the module docstring for the matching rules.
+    per arguments); see the module docstring for the matching rules. A run masks
+    a battery's person names as ``names`` and its group words as ``group_terms``, with
+    the battery's ``language``: pass the same to mask as a run does (``names``
+    masks "Sr. García" for "Pedro García"; ``language`` keeps "We will refund" whole
+    for the name "Will").
 
     Parameters
     ----------
     text:
         The text to blind, e.g. a chatbot answer before it goes to the judge.
     values:
-        The signal values of *all* groups (names, ages, places, group words).
+        Signal values masked as written (ages, places, ...).
     marker:
         Replacement, ``"[MASK]"`` by default.
+    names:
+        Person names: each is masked in all its forms (each given name and surname, after a title).
+    group_terms:
+        Words that name a group, masked with their plural and other gender ("gitano": "gitanas").
+    language:
+        ``es`` or ``en``: a name that is also a common word ("Will", "Rosa") is masked only where it
+        is used as a name. ``None``: everywhere.
 
     Returns
     -------
@@ -626,7 +663,8 @@ def mask(text: str, values: Iterable[str], *, marker: str = "[MASK]") -> str:
     >>> mask("Hola, LUCÍA. ¿Lucia vive en San  Blas?", ["Lucía", "San Blas"])
     'Hola, [MASK]. ¿[MASK] vive en [MASK]?'
     """
-    if isinstance(values, str):
-        raise TypeError("values must be an iterable of str, not a single str")
-    return _cached_masker(tuple(values), marker).mask(text)
+    for arg, given in (("values", values), ("names", names), ("group_terms", group_terms)):
+        if isinstance(given, str):
+            raise TypeError(f"{arg} must be an iterable of str, not a single str")
+    return _cached_masker(tuple(values), marker, tuple(names), tuple(group_terms), language).mask(text)
 

@@ -42,7 +42,7 @@ from pydantic import model_validator
 
 from fairpair._calls import describe_error, worker_pool
 from fairpair.errors import FairpairError
-from fairpair.measures._base import Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
+from fairpair.measures._base import MAX_MEASURED_CHARS, Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
 
 __all__ = ["measure_run", "MeasureContext", "MeasureCounts", "MeasureRunResult", "CounterpartOptions",
            "build_measures", "measure_scales", "measure_categories", "signal_values", "masker_for", "DEFAULT_JUDGE",
@@ -116,6 +116,8 @@ class MeasureContext:
     embedders: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: the first messages sent to the judge under each distinct system prompt (for the manifest)
     judge_prompts: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    #: (target, case id) of the answers longer than MAX_MEASURED_CHARS, measured on their beginning
+    long_answers: set[tuple[str, str]] = field(default_factory=set)
     _masker: Any = None
     _caller: Any = None
 
@@ -709,7 +711,9 @@ async def _measure(run, console, names, judge, settings, ray_pool=None, *, summa
             ctx.counts.setdefault(name, MeasureCounts())
             scales.update(m.output_scales(ctx))
             store.declare_scales(scales)  # each row stores its measure's scale
-            if console is not None:  # judge measures can take minutes: say what is going on
+            from fairpair._progress import quiet
+
+            if console is not None and not quiet():  # judge measures can take minutes: say what is going on
                 who = " (judge calls: one or more per answer)" if m.uses_judge else ""
                 from rich.markup import escape  # rich only when printing: importing the measures stays light
 
@@ -728,6 +732,10 @@ async def _measure(run, console, names, judge, settings, ray_pool=None, *, summa
                 warnings += flag_degenerate(name, m, ctx, store)
             if pools is not None:
                 await pools.after(name, m)
+        if ctx.long_answers:
+            warnings.append(f"{len(ctx.long_answers)} answer(s) longer than {MAX_MEASURED_CHARS:,} characters were "
+                            f"measured on their first {MAX_MEASURED_CHARS:,} (stored whole), e.g. case "
+                            f"{sorted(ctx.long_answers)[0][1]}")
     finally:
         if pools is not None:
             try:
@@ -940,6 +948,8 @@ def _chunk_items(name: str, m: Measure, answers, rows: tuple[str, ...], store, c
             ctx.count(name, "skipped")
         elif a.case_json is not None:
             todo.append((a.response, Case.model_validate_json(a.case_json)))
+            if len(a.response.text or "") > MAX_MEASURED_CHARS:
+                ctx.long_answers.add((a.response.target, a.response.case_id))
     if not m.pairwise:
         return [MeasureItem(resp.target, case, resp) for resp, case in todo]
     found = counterparts.find([case for _, case in todo], m.options, ref_attr)
@@ -1005,8 +1015,10 @@ def _print_counts(console, counts: dict[str, MeasureCounts], warnings: list[str]
     from rich.markup import escape
     from rich.table import Table
 
+    # the same words as `fairpair status`: missing = no value could be obtained (final, not retried)
     t = Table("measure", "ok", "missing", "failed", "leaks", "invalid judge outputs", "already stored",
-              title="measurements (this session)", title_justify="left")
+              title="measurements (this session)", title_justify="left",
+              caption="missing: no value, final (not retried); failed: retried by the next run", caption_justify="left")
     for n, c in counts.items():
         t.add_row(escape(n), str(c.ok), str(c.missing), str(c.failed), str(c.leaks), str(c.invalid),
                   str(c.skipped))

@@ -527,7 +527,9 @@ async def run_self_tests(measures: dict[str, Any], ctx, store, mode: str, consol
         spec["anchors"] = {"file": a.source, "sha256": a.sha256}
         res = previous.get(_key(spec))
         if res is None:
-            if console is not None:
+            from fairpair._progress import quiet
+
+            if console is not None and not quiet():
                 console.print(f"judge self-test of {escape(name)} on anchors with known scores...", soft_wrap=True)
             res = await self_test(m, sctx, thresholds=Thresholds())
             res["judge"] = ctx.judge_identity

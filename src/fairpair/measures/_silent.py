@@ -17,7 +17,11 @@ Each is an error with file, line, key and a "did you mean", never a warning:
   ordinal judge score's margin must be below its range (5 - 1 = 4);
 * a ``judge:`` (or ``allow_self_judging: true``) in a battery where no measure
   calls a judge (``judge``, ``pairwise``, ``llm_extract``): the judge would never
-  be called, and a reader would believe the answers were judged.
+  be called, and a reader would believe the answers were judged;
+* ``margin: 0`` on a measure whose values tie (yes/no, count, ordinal,
+  categorical): a margin of 0 tolerates no difference at all, so equivalence can
+  never be shown and the margin acts as no margin (the verdict rule of
+  :mod:`fairpair.analysis._verdict` treats 0 as "no margin").
 """
 
 from __future__ import annotations
@@ -133,6 +137,12 @@ def _check_comparisons(lb: Any) -> None:
         if c.margin is None:
             continue
         scale = scales.get(c.measure)
+        if c.margin == 0 and scale in _TIES:
+            raise lb.fail(f"margin 0 on the {_TIES[scale]} measure '{c.measure}' tolerates no difference at all: "
+                          "equivalence can never be shown, so the margin would act as no margin",
+                          (*cpath, "margin"),
+                          hint="give the largest difference you tolerate (e.g. 0.03 for 3 points of a yes/no "
+                               "measure), or leave 'margin' out to test against zero only (never 'pass')")
         if scale == "binary" and c.margin >= 1:
             raise lb.fail(f"margin {c.margin:g} on the yes/no measure '{c.measure}' is {100 * c.margin:g} points: "
                           "a yes/no margin is a proportion (0.05 = 5 points), so this tolerates every "
@@ -142,3 +152,8 @@ def _check_comparisons(lb: Any) -> None:
             if c.margin >= hi - lo:
                 raise lb.fail(f"margin {c.margin:g} on '{c.measure}' is not below the range of its scale "
                               f"({lo:g}-{hi:g}), so it tolerates every difference", (*cpath, "margin"))
+
+
+#: scales whose paired values tie (a margin of 0 can never be met) and how a message names them
+_TIES = {"binary": "yes/no", "count": "count", "ordinal": "ordinal", "categorical": "categorical"}
+

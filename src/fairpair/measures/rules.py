@@ -55,6 +55,12 @@ sentence counts when it matches one ``any_of`` entry and no ``none_of``
 entry (alias ``exclude``). The value is ``True`` when at least one sentence
 counts.
 
+Patterns run with a time limit (``regex`` and ``categories``): they are compiled by the ``regex``
+package (Python ``re`` syntax, its ``VERSION0`` mode) and every search of one answer shares
+:data:`PATTERN_SECONDS` seconds; a pattern that backtracks catastrophically on an answer
+(``(a+)+$`` on a long run of ``a``) stops there and the answer is stored ``missing`` with the
+pattern named, instead of hanging the measure stage.
+
 Negation (``keywords`` with ``negation: true``, the default) follows the NegEx
 idea (Chapman et al. 2001, "A simple algorithm for identifying negated
 findings and diseases in discharge summaries", J Biomed Inform 34:301-310):
@@ -79,11 +85,13 @@ from __future__ import annotations
 
 import inspect
 import re
+import time
 import unicodedata
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+import regex
 from pydantic import Field, field_validator, model_validator
 
 from fairpair._text import fold, fold_text
@@ -226,12 +234,49 @@ def fold_pattern(pattern: str) -> str:
     return "".join(out)
 
 
+#: The time all the pattern searches of one answer may take, in seconds (a well-formed pattern takes
+#: microseconds per sentence; catastrophic backtracking takes minutes).
+PATTERN_SECONDS = 1.0
+
+
 @lru_cache(maxsize=1024)
-def _compile_folded(pattern: str) -> re.Pattern[str]:
+def _compile_folded(pattern: str) -> "regex.Pattern[str]":
     try:
-        return re.compile(fold_pattern(pattern))
-    except re.error as exc:
+        re.compile(fold_pattern(pattern))  # the syntax users write is Python's re
+        return regex.compile(fold_pattern(pattern), flags=regex.VERSION0)
+    except (re.error, regex.error) as exc:
         raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+
+
+class _PatternTimeout(Exception):
+    def __init__(self, pattern: str):
+        super().__init__(pattern)
+        self.pattern = pattern
+
+
+class _Deadline:
+    """The pattern searches of one answer, sharing :data:`PATTERN_SECONDS`."""
+
+    def __init__(self, seconds: float = PATTERN_SECONDS):
+        self.end = time.monotonic() + seconds
+
+    def search(self, pattern: str, text: str) -> bool:
+        left = self.end - time.monotonic()
+        try:
+            if left <= 0:
+                raise TimeoutError
+            return _compile_folded(pattern).search(text, timeout=left) is not None
+        except TimeoutError:
+            raise _PatternTimeout(pattern) from None
+
+    def first(self, patterns: list[str], text: str) -> str | None:
+        return next((p for p in patterns if self.search(p, text)), None)
+
+
+def _timed_out(exc: _PatternTimeout) -> MeasureResult:
+    return MeasureResult.missing(f"pattern {exc.pattern!r} ran past {PATTERN_SECONDS:g} s on this answer "
+                                 "(catastrophic backtracking, e.g. a nested quantifier such as (a+)+): rewrite "
+                                 "it without nested repetition")
 
 
 def _units(text: str, scope: str) -> list[str]:
@@ -253,14 +298,18 @@ class RegexMeasure(Measure):
         o = self.options
         pats = [*o.any_of, *([o.pattern] if o.pattern else [])]
         vetoed = []
-        for unit in _units(item.text, o.scope):
-            hit = next((p for p in pats if _compile_folded(p).search(unit)), None)
-            if hit is None:
-                continue
-            veto = next((p for p in o.excluded() if _compile_folded(p).search(unit)), None)
-            if veto is None:
-                return MeasureResult.ok(True, detail={"sentence": unit[:300], "pattern": hit})
-            vetoed.append({"sentence": unit[:300], "excluded_by": veto})
+        clock = _Deadline()
+        try:
+            for unit in _units(item.text, o.scope):
+                hit = clock.first(pats, unit)
+                if hit is None:
+                    continue
+                veto = clock.first(o.excluded(), unit)
+                if veto is None:
+                    return MeasureResult.ok(True, detail={"sentence": unit[:300], "pattern": hit})
+                vetoed.append({"sentence": unit[:300], "excluded_by": veto})
+        except _PatternTimeout as exc:
+            return _timed_out(exc)
         return MeasureResult.ok(False, detail={"vetoed": vetoed} if vetoed else None)
 
 
@@ -508,9 +557,13 @@ class CategoriesMeasure(_CategoricalMeasure):
     async def measure(self, item: MeasureItem, ctx=None) -> MeasureResult:
         o = self.options
         units = _units(item.text, o.scope)
+        clock = _Deadline()
         for cat, pats in o.categories.items():
             for unit in units:
-                hit = next((p for p in pats if _compile_folded(p).search(unit)), None)
+                try:
+                    hit = clock.first(pats, unit)
+                except _PatternTimeout as exc:
+                    return _timed_out(exc)
                 if hit is not None:
                     return MeasureResult.ok(cat, detail={"sentence": unit[:300], "pattern": hit})
         if o.otherwise is not None:

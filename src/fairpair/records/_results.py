@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 RESULTS_SCHEMA = "fairpair.results/2"
-Verdict = Literal["pass", "fail", "inconclusive", "insufficient design"]
+Verdict = Literal["pass", "fail", "inconclusive", "insufficient design", "no verdict"]
 Interval = list[float | None]
 
 

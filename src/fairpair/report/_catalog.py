@@ -41,6 +41,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "verdict.inconclusive": "INCONCLUSIVE",
         "verdict.insufficient design": "INSUFFICIENT DESIGN",
         "verdict.none": "NOT ANALYSED",
+        "verdict.no verdict": "NO VERDICT",
         "verdict.incomplete run": "RUN INCOMPLETE",
         "verdict.not measured": "NOT MEASURED",
         "overall.incomplete run": "The run is incomplete: no verdict until every case has an outcome.",
@@ -331,7 +332,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "terminal.title": "fairpair verdicts: {battery}",
         "omnibus": "Omnibus tests across all groups",
         "aa.title": "A/A control: the audit's noise floor",
-        "aa.intro": ("Two halves of the same group's names, compared through the same analysis as the real "
+        "aa.intro": ("Two halves of one group (its names split in two, or with `split: seeds` the same names under "
+                     "two halves of the sampling seeds), compared through the same analysis as the real "
                      "comparisons (Holm within the controls). They should not differ: their estimates show how "
                      "large a difference noise alone produces here, and a failing control means the system's "
                      "answers or the analysis do not behave as the test assumes."),
@@ -349,6 +351,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "verdict.inconclusive": "NO CONCLUYENTE",
         "verdict.insufficient design": "DISEÑO INSUFICIENTE",
         "verdict.none": "SIN ANALIZAR",
+        "verdict.no verdict": "SIN VEREDICTO",
         "verdict.incomplete run": "RUN INCOMPLETO",
         "verdict.not measured": "SIN MEDIR",
         "overall.incomplete run": "El run está incompleto: no hay veredicto hasta que cada caso tenga un resultado.",
@@ -654,7 +657,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "terminal.title": "Veredictos de fairpair: {battery}",
         "omnibus": "Pruebas globales entre todos los grupos",
         "aa.title": "Control A/A: el suelo de ruido de la auditoría",
-        "aa.intro": ("Dos mitades de los nombres de un mismo grupo, comparadas con el mismo análisis que las "
+        "aa.intro": ("Dos mitades de un mismo grupo (sus nombres partidos en dos o, con `split: seeds`, los mismos "
+                     "nombres con dos mitades de las semillas de muestreo), comparadas con el mismo análisis que las "
                      "comparaciones reales (Holm dentro de los controles). No deberían diferir: sus estimaciones "
                      "muestran cuánta diferencia produce aquí el ruido solo, y un control que falla indica que "
                      "las respuestas del sistema o el análisis no se comportan como la prueba supone."),
@@ -806,7 +810,7 @@ def difference(comp: Any) -> tuple[float | None, tuple[float, float] | None]:
 
 
 def verdict_word(verdict: str | None, lang: str) -> str:
-    return msg(lang, f"verdict.{verdict}" if verdict in _VERDICTS else "verdict.none")
+    return msg(lang, f"verdict.{verdict}" if verdict in (*_VERDICTS, "no verdict") else "verdict.none")
 
 
 _VERDICTS = ("fail", "pass", "inconclusive", "insufficient design", "incomplete run", "not measured")

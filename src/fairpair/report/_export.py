@@ -43,11 +43,11 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
 from fairpair.errors import FairpairError
+from fairpair._files import atomic_path
 from fairpair.report._text import clean, csv_cell
 
 __all__ = ["export_run", "export_tables", "FORMATS"]
@@ -177,13 +177,11 @@ def export_tables(run_dir: Path) -> dict[str, tuple[list[str], list[dict[str, An
 
 
 def _write_csv(path: Path, cols: list[str], rows: list[dict[str, Any]]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8", newline="") as fh:
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="") as fh:
         w = csv.writer(fh, quoting=csv.QUOTE_MINIMAL, lineterminator="\r\n")
         w.writerow([csv_cell(c) for c in cols])
         for row in rows:
             w.writerow(["" if row.get(c) is None else csv_cell(row.get(c)) for c in cols])
-    tmp.replace(path)
 
 
 def _write_parquet(path: Path, cols: list[str], rows: list[dict[str, Any]]) -> None:
@@ -200,9 +198,8 @@ def _write_parquet(path: Path, cols: list[str], rows: list[dict[str, Any]]) -> N
             kinds = {type(v) for v in df[c] if v is not None and not (isinstance(v, float) and math.isnan(v))}
             if len(kinds) > 1:
                 df[c] = [None if v is None else str(v) for v in df[c]]
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp)  # what df.to_parquet(index=False) does
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp)  # what df.to_parquet(index=False) does
 
 
 def export_run(run_dir: Path | str, *, fmt: str = "csv", out: Path | str | None = None) -> dict[str, Path]:

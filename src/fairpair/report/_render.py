@@ -6,7 +6,6 @@ See :mod:`fairpair.report` for the files and the JSON summary's schema.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup
 
 from fairpair import __version__
+from fairpair._files import atomic_write_text
 from fairpair.report._catalog import (
     design_reason_parts, design_reason_text, fmt_num, fmt_p, fmt_pct, msg, test_name, verdict_sentence, verdict_word,
 )
@@ -301,7 +301,11 @@ def _provenance(data: ReportData, lang: str) -> list[tuple[str, str]]:
         rows.append((msg(lang, "prov.analysis"), msg(
             lang, "prov.analysis.value", alpha=fmt_num(r.alpha, lang, 3),
             correction=r.correction, level=fmt_pct(r.confidence_level, lang, 0))
-            + f"; bootstrap {r.n_resamples}, seed {r.seed}"))
+            # the resamples only where a bootstrap made an interval (the two-party designs); the
+            # crossed t intervals use none
+            + (f"; bootstrap {r.n_resamples}" if r.two_party or any("bootstrap" in (c.ci_method or "")
+                                                                     for c in r.comparisons) else "")
+            + f"; seed {r.seed}"))
     imp = m.get("import")
     if isinstance(imp, dict):
         rows.append((msg(lang, "prov.import"), f"{imp.get('format', '—')}: {imp.get('source', '—')} "
@@ -708,9 +712,7 @@ def _md_finalize(x: Any) -> str:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, text)
 
 
 def summary_json(model: ReportModel, files: dict[str, str]) -> dict[str, Any]:

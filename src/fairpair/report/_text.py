@@ -20,8 +20,9 @@ that decides what such a string may contain when it leaves fairpair.
   too; block text goes into a
   fenced code block whose fence is longer than any backtick run inside it
   (section 4.5), where nothing is interpreted.
-* :func:`terminal` -- :func:`clean` plus tabs and newlines flattened, for one
-  table cell.
+* :func:`terminal` -- for one terminal table cell: :func:`fairpair._text.visible`
+  (controls and escape sequences shown as visible ``\\x1b`` escapes) with tabs and
+  newlines flattened.
 * :func:`csv_cell` -- OWASP "CSV Injection" advice: a string cell whose first
   character is ``=``, ``+``, ``-``, ``@``, tab or carriage return is prefixed
   with a single quote so a spreadsheet shows it as text instead of running it
@@ -35,6 +36,8 @@ from __future__ import annotations
 
 import re
 from typing import Any
+
+from fairpair._text import as_text, visible
 
 __all__ = ["clean", "md_inline", "md_block", "terminal", "csv_cell", "MdSafe"]
 
@@ -63,21 +66,17 @@ def clean(text: Any) -> str:
     replaced (U+FFFD); anything else goes through ``str()``. Tabs and newlines
     are kept; CR LF and CR become LF.
     """
-    if text is None:
-        return ""
-    if isinstance(text, (bytes, bytearray)):
-        text = bytes(text).decode("utf-8", errors="replace")
-    elif not isinstance(text, str):
-        text = str(text)
-    text = _SURROGATES.sub("\ufffd", text)
+    text = _SURROGATES.sub("\ufffd", as_text(text))
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _ANSI.sub("", text)
     return _CONTROLS.sub("", text)
 
 
 def terminal(text: Any, *, limit: int | None = None) -> str:
-    """:func:`clean` text flattened to one line (tabs and newlines become spaces), cut at ``limit``."""
-    out = re.sub(r"\s+", " ", clean(text)).strip()
+    """Text for one terminal cell: :func:`fairpair._text.visible` (controls and escapes shown as
+    visible ``\\x1b`` escapes, the one terminal sanitiser) flattened to one line (tabs and newlines
+    become spaces), cut at ``limit``."""
+    out = re.sub(r"\s+", " ", visible(text)).strip()
     if limit is not None and len(out) > limit:
         out = out[: max(0, limit - 1)] + "…"
     return out

@@ -94,10 +94,11 @@ def summarize_errors(errors: Iterable[str], *, top: int = 3) -> list[ErrorKind]:
 def format_error_summary(kinds: list[ErrorKind], *, total_kinds: int | None = None,
                          width: int = 300) -> list[str]:
     """One line per kind: ``  12 x ConnectError, e.g. ConnectError: cannot connect to ...``."""
+    from fairpair._text import one_line
+
     lines = []
-    for k in kinds:
-        ex = k.example if len(k.example) <= width else k.example[:width] + "..."
-        lines.append(f"{k.count:>6} x {k.kind}, e.g. {ex}")
+    for k in kinds:  # the example quotes what the target sent: shown with visible escapes
+        lines.append(f"{k.count:>6} x {one_line(k.kind)}, e.g. {one_line(k.example, width + 3)}")
     if total_kinds is not None and total_kinds > len(kinds):
         lines.append(f"       ... and {total_kinds - len(kinds)} other kinds (fairpair status RUN)")
     return lines

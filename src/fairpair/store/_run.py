@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Literal
 
+from fairpair._files import atomic_write_text
 from fairpair.errors import FairpairError, validation_summary
 from fairpair.records import RESULTS_SCHEMA, Case, Measurement, Response, Results, RunManifest
 from fairpair.store._sqlite import STORE_NAME, Store
@@ -166,13 +167,11 @@ def write_manifest(run_dir: Path, store: Store, extra: dict[str, Any]) -> dict[s
     changed = sorted({e["target"] for e in store.events("target_changed")})
     if changed:  # answers of these targets were produced under other options than those recorded now
         m["targets_changed_after_answers"] = changed
-    tmp = path.with_name(path.name + ".tmp")
     try:
         # a lone surrogate (e.g. from a model's answer quoted in a judge prompt) is written as a
         # JSON \uXXXX escape, so the file stays valid UTF-8 and valid JSON
-        tmp.write_text(json.dumps(m, indent=2, ensure_ascii=False, sort_keys=True, default=str) + "\n",
-                       encoding="utf-8", errors="backslashreplace")
-        tmp.replace(path)
+        atomic_write_text(path, json.dumps(m, indent=2, ensure_ascii=False, sort_keys=True, default=str) + "\n",
+                          errors="backslashreplace")
     except OSError as exc:
         raise FairpairError(f"cannot write the manifest: {exc.strerror}", file=path,
                             hint="the answers stored so far are kept; fix the cause and run again") from None
@@ -195,9 +194,7 @@ def write_results(run_dir: Path, text: str) -> None:
             keep.mkdir(exist_ok=True)
             stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
             shutil.copy2(path, keep / f"results-{stamp}.json")
-        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        atomic_write_text(path, text)
     except OSError as exc:
         raise FairpairError(f"cannot write results.json: {exc.strerror}", file=Path(run_dir)) from None
 

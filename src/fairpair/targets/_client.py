@@ -62,7 +62,8 @@ from fairpair.errors import FairpairError
 from fairpair.targets._base import TargetError
 
 __all__ = ["RETRYABLE_STATUS", "ClientPool", "Reply", "check_env", "env_names", "expand_env", "parse_retry_after",
-           "prepared_request", "redact_text", "status_error", "transport_error"]
+           "prepared_request", "redact_text", "status_error", "transport_error", "check_header_values",
+           "PLAIN_HEADERS"]
 
 _ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: statuses worth retrying besides 5xx (the OpenAI SDK's list): timeout, conflict, rate limit
@@ -74,6 +75,37 @@ USER_AGENT = f"fairpair/{__version__}"
 def env_names(text: str) -> list[str]:
     """Names of the ``${VAR}`` references in ``text``."""
     return _ENV_RE.findall(text)
+
+
+#: Headers that never carry a credential, so a battery may write their values as text.
+PLAIN_HEADERS = frozenset({"accept", "accept-language", "content-type", "user-agent", "cache-control"})
+
+
+def check_header_values(headers: Mapping[str, str], *, option: str) -> Mapping[str, str]:
+    """Refuse a literal header value: a battery is copied into the run's store and printed by
+    ``--dry-run``, so every header value but those of :data:`PLAIN_HEADERS` must take its secret
+    from the environment with a ``${VAR}`` reference (``"Bearer ${BOT_TOKEN}"``).
+
+    Raises
+    ------
+    pydantic_core.PydanticCustomError
+        Type ``literal_header``, ``ctx["header"]`` the header's name (the battery error points at
+        ``OPTION.HEADER``); the message names the variable to use and never repeats the value.
+    """
+    from pydantic_core import PydanticCustomError
+
+    for name, value in headers.items():
+        if name.lower() in PLAIN_HEADERS or env_names(value):
+            continue
+        var = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_").upper() or "HEADER_VALUE"
+        var = var if not var[0].isdigit() else "H_" + var
+        bearer = "Bearer " if value.lstrip().lower().startswith("bearer ") else ""
+        raise PydanticCustomError(
+            "literal_header",
+            "header '{header}' has a literal value, which would be stored with the run and printed by "
+            "--dry-run: take it from the environment, e.g. {option}: {block} and export {var}=...",
+            {"header": name, "option": option, "block": f'{{{name}: "{bearer}${{{var}}}"}}', "var": var})
+    return headers
 
 
 def expand_env(text: str, *, where: str) -> str:

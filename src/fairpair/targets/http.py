@@ -55,6 +55,7 @@ from fairpair.targets._client import (
     ClientPool,
     Reply,
     check_env,
+    check_header_values,
     env_names,
     expand_env,
     parse_retry_after,
@@ -191,6 +192,12 @@ class HTTPOptions(BaseModel):
     reply_path: str
     tool_calls_path: str | None = None
     timeout: float = Field(120.0, gt=0)
+
+    @field_validator("headers")
+    @classmethod
+    def _no_literal_secret(cls, v: dict[str, str]) -> dict[str, str]:
+        check_header_values(v, option="headers")
+        return v
 
     @field_validator("url")
     @classmethod

@@ -73,7 +73,7 @@ from fairpair.errors import FairpairError
 from fairpair.targets._fleet import Fleet
 from fairpair.targets._base import ChatRequest, Completion, TargetBase, TargetError, ToolCall, Usage, \
     first_top_logprobs
-from fairpair.targets._client import ClientPool, Reply, check_env, env_names, expand_env, prepared_request, \
+from fairpair.targets._client import ClientPool, Reply, check_env, check_header_values, env_names, expand_env, prepared_request, \
     redact_text, status_error
 
 __all__ = ["OpenAIOptions", "OpenAITarget", "chat_with_tools", "completion_of", "parse_choice"]
@@ -185,6 +185,12 @@ class OpenAIOptions(BaseModel):
         """``base_url`` (default: the first) + ``/chat/completions``, its query string (if any) kept at the end."""
         parts = urlsplit(base_url or self.base_urls[0])
         return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/chat/completions"))
+
+    @field_validator("extra_headers")
+    @classmethod
+    def _no_literal_secret(cls, v: dict[str, str]) -> dict[str, str]:
+        check_header_values(v, option="extra_headers")
+        return v
 
     @field_validator("api_key_env")
     @classmethod
