@@ -26,6 +26,7 @@ def _score_run(tmp_path, *, templates: int, generalize: dict, comparisons: list 
     b = battery_dict(templates=templates, repetitions=2, names=None, comparisons=comparisons or [
         {"id": "score", "measure": "score", "attribute": "origen", "groups": ["magreb", "espana"], "margin": 0.5,
          "generalize": generalize}])
+    b["measures"]["score"] = {"kind": "word_count"}  # declared (a plan's measure must be); its values are set below
     path = tmp_path / "b.yaml"
     path.write_text(yaml.safe_dump(b, allow_unicode=True), encoding="utf-8")
     run_dir = tmp_path / "run"

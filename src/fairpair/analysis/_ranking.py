@@ -414,7 +414,8 @@ def _omni(res: Any, n: int | None = None) -> OmnibusTest:
 def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: str | None = None,
                     alpha: float = 0.05, names: str = "random", margin: float | None = None,
                     confidence_level: float = 0.95, target: str | None = None, design: str = "ranking",
-                    attribute: str = "group", correction: str = "holm", secondary: bool = True) -> RankingAnalysis:
+                    attribute: str = "group", correction: str = "holm", secondary: bool = True,
+                    templates: str = "random") -> RankingAnalysis:
     """The ranking statistics of one design for one target.
 
     Parameters
@@ -434,6 +435,11 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
         In (0, 0.5): the verdicts' level.
     names : {"random", "fixed"}, default "random"
         The estimand (as ``analysis.generalize.names``).
+    templates : {"random", "fixed"}, default "random"
+        As ``analysis.generalize.templates``: ``"fixed"`` makes the pairwise
+        verdicts a claim about these postings (templates), from
+        :func:`fairpair.stats.stratified_difference` (name sets random);
+        the selection rates and four-fifths ratios keep templates random.
     margin : float, optional
         Equivalence margin of the pairwise verdicts, in risk-difference
         units (top pick) and preference units (``P(A above B) - P(B above
@@ -563,7 +569,7 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
                               _omni(pe.friedman) if pe.friedman is not None else None, fml)
     names_table, names_test = _names(fr, glist, notes)
     pairs = _pairs(tb, glist, names=names, alpha=a, level=level, margin=margin, correction=correction,
-                   target=target or "", design=design, attribute=attribute, secondary=secondary)
+                   target=target or "", design=design, attribute=attribute, secondary=secondary, templates=templates)
     return RankingAnalysis(
         target=target or "", design=design, attribute=attribute, groups=tuple(glist), k=fr.k, names=names,
         estimand=estimand_words(names), alpha=a, confidence_level=level, margin=margin, n_sets=fr.n_sets,
@@ -666,12 +672,12 @@ def _tables(fr: _Frame, glist: list[str]) -> _Tables:
 
 
 def _design_reason(cm: Any, *, names: str, n_pairs: int, constant: bool, ga: str, gb: str,
-                   n_names: int) -> str | None:
+                   n_names: int, templates: str = "random") -> str | None:
     """The `insufficient design` rule of :mod:`fairpair.analysis._design` for a per-set difference."""
     if cm.n_values == 0:
         return "no parsed answer holds both groups' candidates"
     r = design_reason_counts(n_templates=cm.n_templates, n_names_a=n_names, n_names_b=n_names, names=names,
-                             n_pairs=n_pairs, group_a=ga, group_b=gb)
+                             n_pairs=n_pairs, group_a=ga, group_b=gb, templates=templates)
     if r:
         return r
     if constant:
@@ -735,7 +741,7 @@ def set_differences(frame: Any, groups: list[str]) -> list[SetDifferences]:
 
 
 def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str, *, names: str, alpha: float,
-                   level: float, secondary: bool) -> Any:
+                   level: float, secondary: bool, templates: str = "random") -> Any:
     """One pair of groups on one measure: the per-set difference's crossed t, the verdict inputs, McNemar."""
     from fairpair.analysis._paired import CI_METHOD, PairAnalysis, _secondary
     from fairpair.stats import paired_difference
@@ -749,7 +755,12 @@ def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str
     # No "sometimes pool" of the name component here (pool=None): with it, the family-wise false fail over the
     # 6 pairs of 4 groups was 6-7% (the t's tail at alpha/6 held 1.1% instead of 0.83%); without, 3%
     # (benchmarks/sim_ranking.py, benchmarks/HISTORY.md).
-    cm = paired_difference(x, y, tb.template, tb.nameset, names=names, pool=None)
+    if templates == "fixed":  # a claim about these postings: their per-set differences, stratified
+        from fairpair.stats import stratified_difference
+
+        cm = stratified_difference(x, y, tb.template)
+    else:
+        cm = paired_difference(x, y, tb.template, tb.nameset, names=names, pool=None)
     n_names = int(np.unique(tb.nameset[keep]).size)
     f: dict[str, Any] = {
         "n_pairs": n, "n_dropped": int(keep.size - n), "scale": "binary", "value_kind": "rate",
@@ -759,13 +770,17 @@ def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str
         "alpha": alpha, "names": names, "estimand": estimand_words(names), "n_clusters": cm.n_templates,
         "n_names_a": n_names, "n_names_b": n_names, "df": num(cm.df), "se": num(cm.se),
         "variance_components": {k: num(v) for k, v in cm.variance_components.items()},
-        "test": f"crossed t on the per-set difference (templates random, names {names}; Satterthwaite df)",
+        "templates": templates,
+        "test": (f"crossed t on the per-set difference (templates random, names {names}; Satterthwaite df)"
+                 if templates != "fixed" else "stratified t on the per-set difference (templates fixed, name "
+                 "sets random; Welch-Satterthwaite df)"),
         "statistic": num(cm.estimate / cm.se) if cm.se and math.isfinite(cm.se) and cm.se > 0 else None,
     }
     if f["n_dropped"]:
         notes.append(f"{f['n_dropped']} matched sets without a parsed answer for both candidates are left out")
-    reason = _design_reason(cm, names=names, n_pairs=n, constant=bool(n) and bool(np.all(x[keep] == y[keep])),
-                            ga=ga, gb=gb, n_names=n_names)
+    reason = _design_reason(cm, names="random" if templates == "fixed" else names, n_pairs=n,
+                            constant=bool(n) and bool(np.all(x[keep] == y[keep])), ga=ga, gb=gb, n_names=n_names,
+                            templates=templates)
     f["design_reason"] = reason
     if n == 0:
         f.update(value_a=None, value_b=None, estimate=None, ci=None, equivalence_ci=None,
@@ -812,13 +827,14 @@ def crossed_mean_of(v: np.ndarray, tb: _Tables) -> float:
 
 
 def _pairs(tb: _Tables, glist: list[str], *, names: str, alpha: float, level: float, margin: float | None,
-           correction: str, target: str, design: str, attribute: str, secondary: bool) -> list[ComparisonResult]:
+           correction: str, target: str, design: str, attribute: str, secondary: bool,
+           templates: str = "random") -> list[ComparisonResult]:
     out: list[ComparisonResult] = []
     for measure in RANKING_MEASURES:
         pending = []
         for (ja, ga), (jb, gb) in combinations(list(enumerate(glist)), 2):
             pa = _pair_analysis(tb, ja, jb, ga, gb, measure, names=names, alpha=alpha, level=level,
-                                secondary=secondary)
+                                secondary=secondary, templates=templates)
             pending.append((pa, dict(id=f"{measure}:{ga}-vs-{gb}", target=target, measure=measure,
                                      attribute=attribute, design=design, group_a=ga, group_b=gb, primary=True)))
         raw = np.array([np.nan if p.pvalue is None else p.pvalue for p, _ in pending])

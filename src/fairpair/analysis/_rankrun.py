@@ -133,7 +133,8 @@ def analyze_rankings(battery, data: RunData, *, imported: bool = False) -> tuple
                 try:
                     res = analyze_ranking(frame, groups=groups, alpha=plan.alpha, names=plan.generalize.names,
                                           confidence_level=plan.confidence_level, target=target, design=did,
-                                          attribute=d.attribute, correction=plan.correction)
+                                          attribute=d.attribute, correction=plan.correction,
+                                          templates=plan.generalize.templates)
                 except ValueError as exc:
                     notes.append(f"ranking design {did}, measure {m}, target {target}: not analysed ({exc})")
                     continue

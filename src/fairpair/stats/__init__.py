@@ -74,7 +74,7 @@ _LAZY = {
                  "crossed_mean", "paired_difference", "selection_ratio", "ratio_to_best", "crossed_k_test",
                  "position_effect", "FOUR_FIFTHS"),
     "_scenarios": ("ScenarioDifferencesResult", "ScenarioHeterogeneityResult", "scenario_differences",
-                   "scenario_differences_from_cells", "scenario_heterogeneity"),
+                   "scenario_differences_from_cells", "scenario_heterogeneity", "stratified_difference"),
     "_signed_rank": ("PairedTResult", "WilcoxonResult", "paired_t", "wilcoxon"),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
@@ -114,6 +114,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         scenario_differences,
         scenario_differences_from_cells,
         scenario_heterogeneity,
+        stratified_difference,
     )
     from fairpair.stats._crossed import (  # noqa: F401
         CrossedDifferenceResult,
@@ -266,6 +267,7 @@ __all__ = [
     "scenario_differences",
     "scenario_differences_from_cells",
     "scenario_heterogeneity",
+    "stratified_difference",
     "ScenarioDifferencesResult",
     "ScenarioHeterogeneityResult",
     "CrossedDifferenceResult",

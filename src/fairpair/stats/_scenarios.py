@@ -86,7 +86,7 @@ from fairpair.stats._crossed import (
 )
 
 __all__ = ["ScenarioDifferencesResult", "ScenarioHeterogeneityResult", "scenario_differences",
-           "scenario_differences_from_cells", "scenario_heterogeneity"]
+           "scenario_differences_from_cells", "scenario_heterogeneity", "stratified_difference"]
 
 
 def _tp(stat: np.ndarray | float, df: np.ndarray | float) -> np.ndarray:
@@ -493,3 +493,65 @@ def scenario_heterogeneity(cells_a: Any, cells_b: Any, *, confidence_level: floa
         notes.append("fewer than 5 templates: no outlier test")
     return ScenarioHeterogeneityResult(f, p, df_num, df_den, share, s_lo, s_hi, confidence_level, out, p_out,
                                        outlier_alpha, without, note="; ".join(notes) or None)
+
+
+def stratified_difference(x: Any, y: Any, template: Any) -> CrossedDifferenceResult:
+    """The average over these templates of a paired per-set difference, templates fixed.
+
+    The estimand of a ranking audit about *these* postings: each matched set
+    (one request: its candidates shown together) gives ``d = x - y``; the
+    estimate is ``mean_t mean(d | t)`` over the templates with a value, and
+    its variance ``sum_t s_t^2 / n_t / T^2`` (sets within a template are
+    exchangeable draws: name sets random, templates fixed), with the
+    Welch-Satterthwaite degrees of freedom ``(sum w_t)^2 / sum(w_t^2 / (n_t
+    - 1))``, ``w_t = s_t^2 / (n_t T^2)``. With one template it is the
+    one-sample t test of ``d`` (:func:`scipy.stats.ttest_1samp`); with equal
+    ``n_t`` and variances, the stratified mean's t of Cochran (1977),
+    *Sampling Techniques*, ch. 5. Its level and coverage are in
+    ``benchmarks/sim_ranking.py``'s templates-fixed rows.
+
+    Parameters
+    ----------
+    x, y : array_like of float, shape (n,)
+        One value per matched set for each group (0/1 top-pick indicators, or
+        the ranked-above indicators); a set with NaN in either is left out.
+    template : array_like, shape (n,)
+        Template (posting) of each set.
+
+    Returns
+    -------
+    CrossedDifferenceResult
+        ``names`` is ``"random"`` (other name sets of the groups), the
+        variance component ``sets``; a template with fewer than two sets adds
+        no variance and is named in ``note``. Never raises on degenerate data.
+    """
+    xv = np.asarray(x, dtype=float).ravel()
+    yv = np.asarray(y, dtype=float).ravel()
+    tv = np.asarray(template).ravel()
+    if not (xv.size == yv.size == tv.size):
+        raise ValueError(f"x, y and template must have one value per set; got {xv.size}, {yv.size}, {tv.size}")
+    keep = ~(np.isnan(xv) | np.isnan(yv))
+    d, t = xv[keep] - yv[keep], tv[keep]
+    labels, inv = np.unique(t, return_inverse=True) if d.size else (np.zeros(0), np.zeros(0, dtype=np.intp))
+    k = int(labels.size)
+    nan = float("nan")
+    method = "templates fixed (these scenarios), name sets random: stratified mean of the per-set difference"
+    if k == 0:
+        return CrossedDifferenceResult(nan, nan, nan, nan, nan, "random", 0, 0, 0, 0, {}, {}, np.zeros(0),
+                                       method=method, note="no set has values for both groups")
+    n_t = np.bincount(inv, minlength=k).astype(float)
+    mean_t = np.bincount(inv, weights=d, minlength=k) / n_t
+    ss_t = np.bincount(inv, weights=(d - mean_t[inv]) ** 2, minlength=k)
+    var_t = np.where(n_t > 1, ss_t / np.maximum(n_t - 1, 1), 0.0)
+    w = var_t / n_t / k**2
+    se = float(math.sqrt(w.sum()))
+    den = float(np.sum(np.where(n_t > 1, w**2 / np.maximum(n_t - 1, 1), 0.0)))
+    df = float(w.sum() ** 2 / den) if den > 0 else nan
+    est = float(mean_t.mean())
+    stat = est / se if se > 0 else nan
+    pvalue = float(2.0 * special.stdtr(df, -abs(stat))) if math.isfinite(stat) and math.isfinite(df) else nan
+    single = [str(lbl) for lbl, n in zip(labels, n_t) if n < 2]
+    note = (f"{len(single)} template(s) with one set add no variance: {', '.join(single[:5])}" if single else None)
+    return CrossedDifferenceResult(est, stat, pvalue, df, se, "random", k, int(d.size), int(d.size), int(d.size),
+                                   {"sets": float(w.sum())}, {"s2_sets": float(var_t.mean())}, mean_t,
+                                   method=method, note=note)
