@@ -167,3 +167,17 @@ def test_ranking_rows_import_from_csv_too(tmp_path):
     with Run.open(tmp_path / "run") as r:
         tops = [m.value for m in r.store.measurements("order")]
     assert tops == ["H_M"] * 3
+
+
+def test_two_models_in_one_import_are_complete(audit):
+    """Each imported row names its model: each model's cases are its own rows, so the run is complete
+    (no 'run incomplete' headline, nothing 'not sent yet') and each model counts only its requests."""
+    from fairpair.run import run_status
+
+    *_rest, run, results = audit
+    assert results.incomplete is None
+    per_model = {t: c.cases for t, c in results.counts.items()}
+    assert sum(per_model.values()) == audit[2] and set(per_model) == {"gpt-3.5-turbo", "gpt-4"}
+    st = run_status(run)
+    assert all(t.left == 0 and t.cases == t.answered + t.failed for t in st.targets)
+    assert not any(cmd.startswith("fairpair run") for cmd in st.todo)

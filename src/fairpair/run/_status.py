@@ -52,8 +52,12 @@ class RunStatus:
         return done(own) if own or not dims else min(done(v) for v in dims)
 
 
-def _target_status(store, name: str, n_cases: int) -> TargetStatus:
+def _target_status(store, name: str, n_cases: int | None) -> TargetStatus:
+    """``n_cases`` None: an imported run, whose cases belong to the target that answered them (each row names
+    its target), so a target's cases are what it stored and nothing is left to send."""
     c = store.counts(name)
+    if n_cases is None:
+        n_cases = c["answered"] + c["failed"]
     msgs = store.failure_messages(name)
     all_kinds = summarize_errors(msgs, top=10**9)
     return TargetStatus(name, n_cases, c["answered"], c["failed"], max(0, n_cases - c["answered"] - c["failed"]),
@@ -64,7 +68,7 @@ def failure_lines(store, targets: list[str]) -> list[str]:
     """The end-of-run summary of failures: per target with failed cases, the top 3 error kinds
     with counts and one example each (empty when nothing failed)."""
     lines: list[str] = []
-    n = store.n_cases()
+    n = None if store.get_meta("import") is not None else store.n_cases()
     for name in targets:
         t = _target_status(store, name, n)
         if t.failed:
@@ -87,7 +91,7 @@ def run_status(run_dir: Path) -> RunStatus:
     run_dir = Path(run_dir)
     with open_run(run_dir, readonly=True) as store:
         battery: dict[str, Any] = store.get_meta("battery") or {}
-        n = store.n_cases()
+        n = None if store.get_meta("import") is not None else store.n_cases()
         names = list(dict.fromkeys([*store.targets(), *_declared_targets(battery)]))
         targets = [_target_status(store, name, n) for name in names]
         measures = store.measurement_counts()
