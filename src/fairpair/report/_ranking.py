@@ -683,7 +683,8 @@ def ranking_tables(blocks: Sequence[RankingView], lang: str) -> list[Any]:
         for name, justify in ((rmsg(lang, "col.group"), "left"), (rmsg(lang, "col.rate"), "right"),
                               (rmsg(lang, "col.ci"), "right"), (rmsg(lang, "col.ratio", best=b.best), "right"),
                               (rmsg(lang, "col.ratio_ci"), "right"), (rmsg(lang, "col.verdict"), "left")):
-            t.add_column(Text(terminal(name)), justify=justify, overflow="fold")
+            verdict_col = name == rmsg(lang, "col.verdict")
+            t.add_column(Text(terminal(name)), justify=justify, overflow="fold", no_wrap=verdict_col)
         for s in b.selection:
             t.add_row(Text(terminal(s.label, limit=40)), Text(terminal(s.rate)),
                       Text(terminal(s.rate_ci)), Text(terminal(s.ratio)), Text(terminal(s.ratio_ci)),
@@ -692,12 +693,18 @@ def ranking_tables(blocks: Sequence[RankingView], lang: str) -> list[Any]:
         p = Table(title=Text(terminal(rmsg(lang, "pairs"))), title_justify="left")
         for name in (msg(lang, "col.verdict"), rmsg(lang, "col.pair"), rmsg(lang, "col.measure"),
                      rmsg(lang, "col.estimate"), rmsg(lang, "col.ci"), rmsg(lang, "col.p")):
-            p.add_column(Text(terminal(name)), overflow="fold")
+            p.add_column(Text(terminal(name)), overflow="fold", no_wrap=name == msg(lang, "col.verdict"))
         for r in b.pairs:
             p.add_row(Text(terminal(r.verdict_word), style=_STYLE.get(r.verdict, "")),
                       Text(terminal(r.pair, limit=50)), Text(terminal(r.measure)), Text(terminal(r.estimate)),
                       Text(terminal(r.ci.replace(" … ", ".."))), Text(terminal(r.p_adjusted)))
-        reasons = dict.fromkeys(f"{r.pair}, {r.measure}: {r.reason}" for r in b.pairs if r.reason)
+        by_reason: dict[str, list[str]] = {}  # each reason once, with the comparisons it covers
+        for r in b.pairs:
+            if r.reason:
+                by_reason.setdefault(r.reason, []).append(f"{r.pair}, {r.measure}")
+        reasons = [f"{why} ({which[0]})" if len(which) == 1 else
+                   f"{why} ({len(which)} comparisons: {'; '.join(which[:2])}; ...)" if len(which) > 3 else
+                   f"{why} ({'; '.join(which)})" for why, which in by_reason.items()]
         if reasons:
             p.caption = Text("\n".join(terminal(r) for r in reasons))
             p.caption_justify = "left"
