@@ -228,7 +228,7 @@ def test_beyond_the_margin_before_holm_not_after():
 @pytest.mark.parametrize("update,reason,text", [
     ({"ci": [-0.01, 0.08], "equivalence_ci": [0.0, 0.07], "pvalue_adjusted": 0.2},
      Reason.INTERVAL, "the 95% interval (−1.0 to 8.0) does not settle whether the difference is within the "
-                      "3-point margin"),
+                      "3-point margin; a pass needs the 90% interval (0.0 to 7.0) inside it"),
     ({"pvalue_adjusted": 0.08}, Reason.ADJUSTED_P_ZERO,
      "the interval lies beyond the margin, but the difference is not significant after the Holm adjustment "
      "(p = 0.080 against zero)"),

@@ -33,6 +33,7 @@ _TEXT = {
     "en": {
         "interval": ("the {level}% interval ({lo} to {hi}) does not settle whether the difference is within the "
                      "{margin} margin"),
+        "interval.eq": "; a pass needs the {level}% interval ({lo} to {hi}) inside it",
         "interval.none": "the interval is undefined (no variance to estimate it from)",
         "p_margin": ("beyond the margin before the {corr} adjustment, not after (p = {p} against the margin)"),
         "p_zero.margin": ("the interval lies beyond the margin, but the difference is not significant after the "
@@ -47,6 +48,7 @@ _TEXT = {
     "es": {
         "interval": ("el intervalo al {level} % ({lo} a {hi}) no resuelve si la diferencia está dentro del "
                      "margen de {margin}"),
+        "interval.eq": "; para pasar, el intervalo al {level} % ({lo} a {hi}) debe quedar dentro",
         "interval.none": "el intervalo no está definido (no hay variación con la que estimarlo)",
         "p_margin": ("fuera del margen antes del ajuste de {corr}, no después (p = {p} frente al margen)"),
         "p_zero.margin": ("el intervalo queda fuera del margen, pero la diferencia no es significativa tras el "
@@ -189,8 +191,14 @@ def reason_text(c: Any, reason: Reason | str | None = None, lang: str = "en", *,
             return t["interval.none"]
         m = _num((margin or 0) * f, lang, 1).rstrip("0").rstrip(".,")
         level = _num(100 * (_f(_get(c, "confidence_level")) or 0.95), lang, 0)
-        return t["interval"].format(level=level, lo=_num(lo * f, lang), hi=_num(hi * f, lang),
+        text = t["interval"].format(level=level, lo=_num(lo * f, lang), hi=_num(hi * f, lang),
                                     margin=t["points"].format(m=m) if binary else f"±{m}")
+        eq = _get(c, "equivalence_ci") or [None, None]
+        elo, ehi = _f(eq[0]), _f(eq[1])
+        if elo is not None and ehi is not None:  # the interval that decides a pass (TOST at alpha: 1 - 2 alpha)
+            eq_level = _num(100 * (1 - 2 * (_f(_get(c, "alpha")) or 0.05)), lang, 0)
+            text += t["interval.eq"].format(level=eq_level, lo=_num(elo * f, lang), hi=_num(ehi * f, lang))
+        return text
     if reason is Reason.ADJUSTED_P_MARGIN:
         return t["p_margin"].format(corr=corr, p=_p(_f(_get(c, "pvalue_margin_adjusted")), lang))
     if reason is Reason.ADJUSTED_P_ZERO:
