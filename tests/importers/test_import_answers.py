@@ -131,7 +131,7 @@ def test_a_failed_call_in_the_records_is_stored_as_a_failed_answer(mock_run, tmp
     with Store.open(tmp_path / "imported", create=False) as s:
         failed = list(s.responses(status="failed"))
         assert len(failed) == 1 and "rate_limit_exceeded" in failed[0].error
-        assert s.counts("imported") == {"answered": 5, "failed": 1, "retried": 0}
+        assert s.counts("imported") == {"cases": 6, "answered": 5, "failed": 1, "retried": 0}
 
 
 def test_manifest_records_the_source_file_sha256_and_the_plan(mock_run, tmp_path):

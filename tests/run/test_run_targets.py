@@ -86,7 +86,7 @@ def test_401_is_a_stored_failure_with_a_clear_error(tmp_path, monkeypatch):
     assert "HTTP 401" in ei.value.message and "sk-run-wrong-key-123456" not in ei.value.format()
     assert n == 1  # not retried, and nothing else sent
     with Store.open(tmp_path / "run") as store:
-        assert store.counts("openai") == {"answered": 0, "failed": 1, "retried": 0}
+        assert store.counts("openai") == {"cases": 16, "answered": 0, "failed": 1, "retried": 0}
     counts = out.manifest["counts"]["openai"]
     assert counts == {"answered": 0, "failed": 16, "retried": 0, "cases": 16}
     assert n2 == 16  # not retried

@@ -463,17 +463,14 @@ def with_reasons(comparisons: list[ComparisonResult], incomplete: IncompleteRun 
     return out
 
 
-def _counts(data: RunData, *, imported: bool = False) -> dict[str, Counts]:
-    """Per target, its cases and outcomes. ``imported``: each imported row names its target, so a target's
-    cases are the ones it answered or failed (two models in one import each count their own)."""
-    n = len(data.cases)
+def _counts(data: RunData, cases: dict[str, int]) -> dict[str, Counts]:
+    """Per target, its cases (``Store.counts``'s: in an imported run, the target's own) and outcomes."""
     leaks: dict[str, int] = {}
     for t, _c, _m, _s, d in data.details:
         lk = d.get("leaks") or d.get("leak")
         if lk:
             leaks[t] = leaks.get(t, 0) + 1
-    return {t: Counts(cases=(int(data.answered[t].sum()) + int(data.failed.get(t, 0))) if imported else n,
-                      answered=int(data.answered[t].sum()), failed=int(data.failed.get(t, 0)),
+    return {t: Counts(cases=cases[t], answered=int(data.answered[t].sum()), failed=int(data.failed.get(t, 0)),
                       measured=int(data.measured.get(t, 0)), missing=int(data.missing.get(t, 0)),
                       leaks=leaks.get(t, 0)) for t in data.targets}
 
@@ -573,14 +570,13 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
         aa = analyze_aa(battery, data)
         from fairpair.analysis._rankrun import analyze_rankings
 
-        imported = store.get_meta("import") is not None
-        rankings, rank_notes = analyze_rankings(battery, data, imported=imported)
+        rankings, rank_notes = analyze_rankings(battery, data, imported=store.get_meta("import") is not None)
         notes += rank_notes
         two_party = analyze_two_party(battery, data, n_resamples=plan.bootstrap_resamples, seed=plan.seed,
                                       confidence_level=plan.confidence_level)
         judge = _judge_block(battery, store, data)
         comparisons = _distrust_judge(battery, comparisons, judge)
-        counts = _counts(data, imported=imported)
+        counts = _counts(data, {t: store.counts(t)["cases"] for t in data.targets})
         incomplete = _incomplete(run_dir, counts)
         comparisons = with_reasons(comparisons, incomplete)
         measures = sorted({m for (_t, m) in data.values} | set(battery.measures))

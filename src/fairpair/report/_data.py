@@ -305,7 +305,6 @@ def _group_values(store: Any, battery: Any, results: Any,
 
 def _targets(store: Any, manifest: dict[str, Any]) -> list[TargetInfo]:
     names = list(dict.fromkeys([*(manifest.get("targets") or {}), *store.targets()]))
-    n_cases = store.n_cases()
     out = []
     for name in names:
         served: Counter[str] = Counter()
@@ -318,11 +317,8 @@ def _targets(store: Any, manifest: dict[str, Any]) -> list[TargetInfo]:
         for err in store.unanswered_errors(name):
             reasons[_reason(err)] += 1
         c = store.counts(name)
-        # an imported run holds each target's own requests (two models' answers to different requests):
-        # a target's conversations are those it answered or failed, not every case of the run
-        n = c["answered"] + c["failed"] if manifest.get("import") else n_cases
         out.append(TargetInfo(name, (manifest.get("targets") or {}).get(name) or {}, dict(served), dict(prints),
-                              n, c["answered"], c["failed"], c["retried"], dict(reasons.most_common())))
+                              c["cases"], c["answered"], c["failed"], c["retried"], dict(reasons.most_common())))
     return out
 
 

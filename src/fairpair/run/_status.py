@@ -52,12 +52,9 @@ class RunStatus:
         return done(own) if own or not dims else min(done(v) for v in dims)
 
 
-def _target_status(store, name: str, n_cases: int | None) -> TargetStatus:
-    """``n_cases`` None: an imported run, whose cases belong to the target that answered them (each row names
-    its target), so a target's cases are what it stored and nothing is left to send."""
+def _target_status(store, name: str) -> TargetStatus:
     c = store.counts(name)
-    if n_cases is None:
-        n_cases = c["answered"] + c["failed"]
+    n_cases = c["cases"]
     msgs = store.failure_messages(name)
     all_kinds = summarize_errors(msgs, top=10**9)
     return TargetStatus(name, n_cases, c["answered"], c["failed"], max(0, n_cases - c["answered"] - c["failed"]),
@@ -68,9 +65,8 @@ def failure_lines(store, targets: list[str]) -> list[str]:
     """The end-of-run summary of failures: per target with failed cases, the top 3 error kinds
     with counts and one example each (empty when nothing failed)."""
     lines: list[str] = []
-    n = None if store.get_meta("import") is not None else store.n_cases()
     for name in targets:
-        t = _target_status(store, name, n)
+        t = _target_status(store, name)
         if t.failed:
             lines.append(f"target {name}: {t.failed} cases without an answer; errors by kind:")
             lines += format_error_summary(t.errors, total_kinds=t.error_kinds)
@@ -91,9 +87,8 @@ def run_status(run_dir: Path) -> RunStatus:
     run_dir = Path(run_dir)
     with open_run(run_dir, readonly=True) as store:
         battery: dict[str, Any] = store.get_meta("battery") or {}
-        n = None if store.get_meta("import") is not None else store.n_cases()
         names = list(dict.fromkeys([*store.targets(), *_declared_targets(battery)]))
-        targets = [_target_status(store, name, n) for name in names]
+        targets = [_target_status(store, name) for name in names]
         measures = store.measurement_counts()
         events = {k: len(store.events(k)) for k in ("preflight_failed", "circuit_open", "plan_changed",
                                                      "battery_changed", "target_changed")}

@@ -545,8 +545,7 @@ def stratified_difference(x: Any, y: Any, template: Any) -> CrossedDifferenceRes
     var_t = np.where(n_t > 1, ss_t / np.maximum(n_t - 1, 1), 0.0)
     w = var_t / n_t / k**2
     se = float(math.sqrt(w.sum()))
-    den = float(np.sum(np.where(n_t > 1, w**2 / np.maximum(n_t - 1, 1), 0.0)))
-    df = float(w.sum() ** 2 / den) if den > 0 else nan
+    df = _satterthwaite([(1.0 / (n * k**2), v, n - 1.0) for n, v in zip(n_t, var_t)])
     est = float(mean_t.mean())
     stat = est / se if se > 0 else nan
     pvalue = float(2.0 * special.stdtr(df, -abs(stat))) if math.isfinite(stat) and math.isfinite(df) else nan

@@ -162,7 +162,7 @@ def write_manifest(run_dir: Path, store: Store, extra: dict[str, Any]) -> dict[s
         except (OSError, ValueError):
             old = {}
     m = {**old, **extra}
-    m["counts"] = {t: store.counts(t) | {"cases": store.n_cases()} for t in (m.get("targets") or {})}
+    m["counts"] = {t: store.counts(t) for t in (m.get("targets") or {})}
     m["plan_changed_after_registration"] = bool(store.events("plan_changed"))
     changed = sorted({e["target"] for e in store.events("target_changed")})
     if changed:  # answers of these targets were produced under other options than those recorded now

@@ -697,7 +697,11 @@ class Store:
         return [r[0] for r in self.conn.execute("SELECT DISTINCT target FROM responses ORDER BY target")]
 
     def counts(self, target: str | None = None) -> dict[str, int]:
-        """answered / failed (no answer, at least one failure) / pending, per the cases table."""
+        """cases / answered / failed (no answer, at least one failure) / retried, per the cases table.
+
+        ``cases``: the cases ``target`` owes an outcome for, every case of the run; in an imported run
+        (each row names its target, two models answering different requests) the cases that target
+        stored, so nothing is "left to send" there."""
         args: tuple = ()
         tcond = ""
         if target is not None:
@@ -710,7 +714,12 @@ class Store:
             args).fetchone()[0]
         retried = self.conn.execute(
             f"SELECT COUNT(*) FROM responses WHERE attempts > 1{tcond}", args).fetchone()[0]
-        return {"answered": answered, "failed": failed, "retried": retried}
+        if target is not None and self.get_meta("import") is not None:
+            cases = self.conn.execute("SELECT COUNT(DISTINCT case_id) FROM responses WHERE target=?",
+                                      (target,)).fetchone()[0]
+        else:
+            cases = self.n_cases()
+        return {"cases": cases, "answered": answered, "failed": failed, "retried": retried}
 
     def failure_messages(self, target: str) -> list[str]:
         """The last stored error of each case of ``target`` that has failures and no ``ok`` answer,
