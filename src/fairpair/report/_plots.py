@@ -103,18 +103,8 @@ def forest_plot(fid: str, comps: Sequence[ComparisonResult], *, measure: str, la
             m = max(margins) * f
             ax.axvspan(-m, m, color="#dddddd", zorder=0, label=msg(lang, "forest.margin"))
         ax.axvline(0, color="#555555", lw=0.8, zorder=1)
-        seen = set()
-        for y, (_lab, d, ci, _m, v) in enumerate(reversed(rows)):
-            colour, marker = VERDICT_STYLE.get(v, ("#777777", "D"))
-            if ci is not None:
-                ax.hlines(y, ci[0] * f, ci[1] * f, color=colour, lw=2.2, zorder=2)
-            if d is not None:
-                ax.plot([d * f], [y], marker=marker, color=colour, markersize=9, zorder=3, ls="none",
-                        label=verdict_word(v, lang) if v not in seen else None)
-                seen.add(v)
-        ax.set_yticks(range(len(rows)), [_label(r[0], 50) for r in reversed(rows)])
-        ax.set_ylim(-0.7, len(rows) - 0.3)
-        ax.set_xlabel(msg(lang, "forest.x.binary" if binary else "forest.x.continuous"))
+        _forest_rows(ax, [(lab, d, ci, v) for lab, d, ci, _m, v in rows], f, binary, lang, lw=2.2, markersize=9,
+                     label_len=50)
         title = msg(lang, "forest.title", measure=_label(measure))
         ax.set_title(title, loc="left")
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False, fontsize=9)
@@ -124,6 +114,25 @@ def forest_plot(fid: str, comps: Sequence[ComparisonResult], *, measure: str, la
         f"[{fmt_num(ci[0] * f if ci else None, lang)}, {fmt_num(ci[1] * f if ci else None, lang)}] "
         f"{verdict_word(v, lang)}" for lab, d, ci, _m, v in rows)
     return Figure(fid, title, msg(lang, "forest.alt", measure=_label(measure), rows=described), "", svg)
+
+
+def _forest_rows(ax: Any, rows: list[tuple], f: float, binary: bool, lang: str, *, lw: float, markersize: float,
+                 label_len: int) -> None:
+    """Draw forest-plot rows ``(label, difference, ci, verdict)`` top to bottom on ``ax`` (values times ``f``):
+    the interval as a line and the difference as the verdict's colour and marker, each verdict once in the
+    legend; then the row labels and the x label."""
+    seen = set()
+    for y, (_lab, d, ci, v) in enumerate(reversed(rows)):
+        colour, marker = VERDICT_STYLE.get(v, ("#777777", "D"))
+        if ci is not None and None not in ci:
+            ax.hlines(y, ci[0] * f, ci[1] * f, color=colour, lw=lw, zorder=2)
+        if d is not None:
+            ax.plot([d * f], [y], marker=marker, color=colour, markersize=markersize, zorder=3, ls="none",
+                    label=verdict_word(v, lang) if v not in seen else None)
+            seen.add(v)
+    ax.set_yticks(range(len(rows)), [_label(r[0], label_len) for r in reversed(rows)])
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_xlabel(msg(lang, "forest.x.binary" if binary else "forest.x.continuous"))
 
 
 def scenario_plot(fid: str, comp: ComparisonResult, *, title: str, lang: str) -> Figure | None:
@@ -147,18 +156,7 @@ def scenario_plot(fid: str, comp: ComparisonResult, *, title: str, lang: str) ->
         if sc.average is not None:
             ax.axvline(sc.average * f, color=OKABE_ITO["black"], lw=1.0, ls="--", zorder=1,
                        label=msg(lang, "scenarios.average"))
-        seen = set()
-        for y, (_lab, d, ci, v) in enumerate(reversed(rows)):
-            colour, marker = VERDICT_STYLE.get(v, ("#777777", "D"))
-            if ci is not None and None not in ci:
-                ax.hlines(y, ci[0] * f, ci[1] * f, color=colour, lw=1.8, zorder=2)
-            if d is not None:
-                ax.plot([d * f], [y], marker=marker, color=colour, markersize=7, zorder=3, ls="none",
-                        label=verdict_word(v, lang) if v not in seen else None)
-                seen.add(v)
-        ax.set_yticks(range(len(rows)), [_label(r[0], 40) for r in reversed(rows)])
-        ax.set_ylim(-0.7, len(rows) - 0.3)
-        ax.set_xlabel(msg(lang, "forest.x.binary" if binary else "forest.x.continuous"))
+        _forest_rows(ax, rows, f, binary, lang, lw=1.8, markersize=7, label_len=40)
         ax.set_title(_label(title, 90), loc="left")
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False, fontsize=9)
         svg = _render(fig)
