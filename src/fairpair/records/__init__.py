@@ -30,7 +30,7 @@ from fairpair.records._results import (RESULTS_SCHEMA, AnswerStatusBlock, Binary
                                        ContinuousDetail, Counts, DispersionRow, DispersionTest, Evidence,
                                        Heterogeneity, IncompleteRun, JudgeBlock, LengthBias, MinimumIdentity,
                                        OmnibusResult, PairedTDetail, PositionBias, Results, ScenarioBlock, ScenarioRow,
-                                       TwoPartyBlock, VariantRow, incomplete_text, interval, num, results_schema)
+                                       SpreadBlock, TwoPartyBlock, VariantRow, incomplete_text, interval, num, results_schema)
 
 __all__ = ["REASON_VERDICT", "Reason", "first_reason", "IncompleteRun", "incomplete_text",
            "Case", "case_json",
@@ -40,4 +40,4 @@ __all__ = ["REASON_VERDICT", "Reason", "first_reason", "IncompleteRun", "incompl
            "RESULTS_SCHEMA", "Results", "ComparisonResult", "BinaryDetail", "ContinuousDetail", "PairedTDetail",
            "VariantRow", "Heterogeneity", "Evidence", "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow",
            "DispersionTest", "MinimumIdentity", "PositionBias", "LengthBias", "JudgeBlock", "Counts",
-           "AnswerStatusBlock", "results_schema", "num", "interval", "ScenarioBlock", "ScenarioRow"]
+           "AnswerStatusBlock", "results_schema", "num", "interval", "ScenarioBlock", "ScenarioRow", "SpreadBlock"]

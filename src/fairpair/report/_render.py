@@ -28,7 +28,7 @@ from fairpair.report._ranking import rmsg as _ranking_msg
 from fairpair.report._text import MdSafe, clean, md_block, md_inline
 from fairpair.report._view import (
     AAControlRow, CollectedRow, DroppedRow, EvidenceBlock, Figures, RankingView, ReasonGroup, ScenarioView, SelfTestRow,
-    TwoPartyView, VerdictRow,
+    SpreadView, TwoPartyView, VerdictRow,
 )
 
 if TYPE_CHECKING:
@@ -259,6 +259,25 @@ def _scenario_views(rows: list[VerdictRow], figures: Figures, lang: str) -> list
                  if sc.heterogeneous and "heterogeneous average" in (r.result.verdict_rule or "") else "")
         out.append(ScenarioView(title=_scenario_title(r, lang), summary=scenario_summary(r.result, lang),
                                 spread=spread, guard=guard, figure=figures.scenarios.get(r.key), row=r))
+    return out
+
+
+def _spread_views(rows: list[VerdictRow], lang: str) -> list[SpreadView]:
+    """The comparisons with a within-cell spread statistic (results.json ``spread``), primary ones first."""
+    out = []
+    for r in sorted((r for r in rows if getattr(r.result, "spread", None) is not None), key=lambda r: not r.primary):
+        sp = r.result.spread
+        ci = sp.ratio_ci or [None, None]
+        level = fmt_num(100 * (r.result.confidence_level or 0.95), lang, 0)
+        word = verdict_word(sp.verdict, lang)
+        sd = f"{fmt_num(sp.sd_a, lang, 3)} / {fmt_num(sp.sd_b, lang, 3)}"
+        line = msg(lang, "spread.line", label=r.label, sd_a=fmt_num(sp.sd_a, lang, 3), sd_b=fmt_num(sp.sd_b, lang, 3),
+                   ratio=fmt_num(sp.ratio, lang, 2), level=level, lo=fmt_num(ci[0], lang, 2),
+                   hi=fmt_num(ci[1], lang, 2), p=fmt_p(sp.pvalue_adjusted, lang), verdict=word)
+        out.append(SpreadView(sd=sd, ratio=fmt_num(sp.ratio, lang, 2),
+                              ci=f"{fmt_num(ci[0], lang, 2)} … {fmt_num(ci[1], lang, 2)}",
+                              p_adjusted=fmt_p(sp.pvalue_adjusted, lang), verdict=sp.verdict, verdict_word=word,
+                              line=line, row=r))
     return out
 
 
@@ -505,6 +524,8 @@ class ReportModel:
     generated: str
     #: "Where is it?": each comparison's difference scenario by scenario (:class:`ScenarioView`)
     scenarios: list[ScenarioView] = field(default_factory=list)
+    #: The within-cell spread of each comparison that has one (:class:`SpreadView`; secondary)
+    spreads: list[SpreadView] = field(default_factory=list)
 
     def context(self) -> dict[str, Any]:
         """The model as the templates' context: its fields (but ``data``) and the formatting helpers
@@ -618,6 +639,7 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
         generated=msg(lang, "generated", version=__version__,
                       at=datetime.now(timezone.utc).isoformat(timespec="seconds")),
         scenarios=_scenario_views(rows, figures, lang),
+        spreads=_spread_views(rows, lang),
     )
 
 
