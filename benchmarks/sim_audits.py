@@ -31,6 +31,17 @@ Holm / BH over the plan, ``finish``). One table:
   comparison's templates; pooled over the three truths); goal <= alpha + 1;
 * ``found``: sparse-bias rows, audits (at the margin) in which a biased
   scenario was sampled and one is named (scenario-level ``fail``); goal >= 80%.
+* ``tail``: plans of k comparisons, the share of comparisons whose raw
+  crossed p-value is below alpha / k at a true difference of 0 (the tail that
+  Holm's first step uses; issue 30 item 2: the name-pooling pretest fattened
+  it to 2.4% instead of 1.67%);
+* ``sp_fail``: count, continuous and 1-5 measures, the within-cell spread
+  test's ``fail`` (``fairpair.stats.spread_difference``, adjusted over the
+  plan) per comparison at a true mean difference of 0: its level where the
+  spreads are equal (goal <= alpha + 1 point), its power where group A's
+  within-cell noise is 1.25 or 1.5 times group B's; ``sp_cov``: coverage of
+  its 95% interval of the log SD ratio (linear measures, where the truth is
+  known: :func:`fairpair.analysis._simaudit.true_spread`); goal 93.5-96.5%.
 
 Rows with ``templates fixed`` judge the average over the audit's own
 templates (the truth is re-solved per audit so that it equals 0, the margin
@@ -44,6 +55,15 @@ row (the reference group's "yes" answers lost 30%, its "no" answers 10%) has
 no calibrated interval either (the answers that exist are biased): its goal is
 an honest ``inconclusive``: no false ``fail`` and no ``pass`` at the margin
 (the worst-case bounds of :mod:`fairpair.analysis._paired`).
+
+Issue 30's leftovers: ``ceiling`` is a 1-5 score with ~95% fives (93-97%
+over templates; margin 0.1 point, the truth below the reference: a ceiling
+score can only fall), ``rare`` a yes/no measure at 1% (margin 1 point); the
+skewed rows draw the compared group's template x group bias from a centred
+exponential (skewness 2) instead of a normal. Spread rows (issue 32) multiply
+each cell's within-cell noise by ``exp(X - var X)``, ``X`` normal template,
+name and template x group effects; where group A's spread is planted on a
+1-5 measure its mean moves too, so the mean's goals do not apply there.
 
 Monte Carlo standard errors in parentheses. For names fixed with name
 effects, the truth is the difference between *these* names (not 0): false
