@@ -1,4 +1,4 @@
-"""Commands of the measure stage: ``measure`` and ``calibrate export|score`` (the judge against human raters).
+"""Commands of the measure stage: ``measure`` and ``calibrate export|import|score`` (the judge against human raters).
 
 The calibration library (sampling, label files, agreement) is
 :mod:`fairpair.measures._labels` and :mod:`fairpair.measures._calibration`.
@@ -62,6 +62,10 @@ calibrate_app = typer.Typer(help="Calibrate the tone judge against human raters.
 app.add_typer(calibrate_app, name="calibrate")
 
 
+JudgeMeasureOpt = Annotated[Optional[str], typer.Option("--measure", help="The judge measure (default: the first).")]
+KeyOpt = Annotated[Optional[Path], typer.Option("--key", help="Key CSV (default: the key stored in the run).")]
+
+
 @calibrate_app.command("export")
 def calibrate_export(
     run: RunArg,
@@ -82,14 +86,28 @@ def calibrate_export(
     console.print(f"key (sample -> case, group): {escape(str(res.key))}; do not give it to the raters")
 
 
+@calibrate_app.command("import")
+def calibrate_import(
+    run: RunArg,
+    labels: Annotated[list[Path], typer.Argument(help="Filled-in labels CSV(s), one per rater (the file's "
+                                                 "name is the rater's).", show_default=False)],
+    measure_name: JudgeMeasureOpt = None,
+    key: KeyOpt = None,
+) -> None:
+    """Store raters' filled-in labels files in the run, where `analyze` reads them with the labelling page's."""
+    from fairpair.measures import import_label_files
+
+    res = import_label_files(run, labels, measure=measure_name, key=key)
+    for rater, k in res.labels.items():
+        console.print(f"{escape(rater)}: {k} new label(s) of '{escape(res.measure)}' stored")
+
+
 @calibrate_app.command("score")
 def calibrate_score(
     run: RunArg,
     labels: Annotated[list[Path], typer.Argument(help="Labels CSV(s), one per rater.", show_default=False)],
-    measure_name: Annotated[Optional[str], typer.Option("--measure", help="The judge measure (default: the first).")]
-    = None,
-    key: Annotated[Optional[Path], typer.Option("--key", help="Key CSV (default: the key stored in the run).")]
-    = None,
+    measure_name: JudgeMeasureOpt = None,
+    key: KeyOpt = None,
 ) -> None:
     """Agreement of the judge with human raters: Cohen's kappa, Fleiss, Krippendorff, confusion, by group."""
     from fairpair.measures import score_label_files
