@@ -1,4 +1,5 @@
-"""Commands of the measure stage: ``measure`` and ``calibrate export|import|score`` (the judge against human raters).
+"""Commands of the measure stage: ``measure``, ``label`` (the blind labelling page) and ``calibrate
+export|import|score`` (the judge against human raters).
 
 The calibration library (sampling, label files, agreement) is
 :mod:`fairpair.measures._labels` and :mod:`fairpair.measures._calibration`.
@@ -55,6 +56,34 @@ def measure(
     with progress_enabled(not quiet):
         pipeline.measure(run, pipeline.Settings(console=console, measures=tuple(measure_names or ()) or None,
                                                 judge_calls=calls))
+
+
+@app.command()
+def label(
+    run: RunArg,
+    measure_name: Annotated[Optional[str], typer.Option(
+        "--measure", help="The judge measure row to label, such as tone.warmth (default: the first judge "
+                          "measure's first dimension).")] = None,
+    rater: Annotated[Optional[str], typer.Option(help="Your name as a rater (default: asked on the page).")] = None,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0: a free one).")] = 8765,
+    n: Annotated[Optional[int], typer.Option("--n", min=1, help="Answers in the labelling sample, drawn the first "
+                                             "time (default 100).")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Sampling seed, the first time (default 0).")] = None,
+) -> None:
+    """Label answers by hand on a local page (127.0.0.1): blind, one at a time, stored as you go."""
+    from fairpair.measures._labelpage import open_label_session, serve_labels
+
+    session = open_label_session(run, measure=measure_name, n=n, seed=seed)
+    for note in session.notes:
+        console.print(f"note: {escape(note)}")
+    s = session.sample
+    console.print(f"labelling '{escape(session.measure.row)}': {len(s)} answers from {len(s.frame)} strata "
+                  f"({s.design} sample, seed {s.seed}); each label is stored in {escape(str(run))} as it is given")
+
+    def announce(url: str) -> None:
+        console.print(f"open {url}  (Ctrl+C stops the page; nothing is lost)", soft_wrap=True)
+
+    serve_labels(session, port=port, rater=rater, announce=announce)
 
 
 calibrate_app = typer.Typer(help="Calibrate the tone judge against human raters.", no_args_is_help=True,
