@@ -103,6 +103,42 @@ def test_the_conversation_is_masked_turn_by_turn(run_dir):
 def test_an_unknown_measure_lists_the_rows(run_dir):
     from fairpair.errors import FairpairError
 
-    with pytest.raises(FairpairError, match="several dimensions") as e:
+    with pytest.raises(FairpairError, match="several; name one") as e:
         open_label_session(run_dir, measure="tone")
     assert "tone.courtesy, tone.condescension, tone.distrust" in e.value.hint
+
+
+def test_llm_extract_rows_and_yes_no_words(tmp_path, run_dir):
+    import json
+
+    from fairpair.battery import load_battery
+    from fairpair.measures._labelsample import label_measure
+
+    b = {"schema_version": 1, "name": "x", "language": "en", "seed": 1,
+         "attributes": {"origin": {"signal": "name", "slot": "name", "groups": {
+             "a": {"variants": ["Emily"]}, "b": {"variants": ["Lakisha"]}}}},
+         "templates": [{"id": "t", "turns": ["I am {name}."]}],
+         "designs": [{"kind": "counterfactual", "attribute": "origin"}], "target": {"kind": "mock"},
+         "measures": {"decision": {"kind": "llm_extract", "instructions": "Does the reply grant the refund?",
+                                   "schema": {"type": "object", "properties": {
+                                       "refund": {"type": "boolean", "description": "the refund is granted"},
+                                       "stars": {"type": "integer", "minimum": 1, "maximum": 3},
+                                       "route": {"type": "string", "enum": ["a", "b"]}}}}}}
+    p = tmp_path / "x.yaml"
+    p.write_text(json.dumps(b), encoding="utf-8")
+    battery = load_battery(p).battery
+    refund = label_measure(battery, None)  # no judge measure: the first extract row
+    assert (refund.row, refund.description, refund.question) == ("decision.refund", "the refund is granted",
+                                                                "Does the reply grant the refund?")
+    assert refund.choices() == [("0", 0.0, "no"), ("1", 1.0, "yes")]
+    assert [c[1] for c in label_measure(battery, "decision.stars").choices()] == [1.0, 2.0, 3.0]
+    from fairpair.errors import FairpairError
+
+    with pytest.raises(FairpairError) as e:  # a categorical property has no scale to label on
+        label_measure(battery, "decision.route")
+    assert e.value.hint == "one of: decision.refund, decision.stars"
+    session = open_label_session(run_dir)  # a Spanish yes/no judge: no / sí, stored as the lowest / highest level
+    try:
+        assert session.measure.choices() == [("0", 1.0, "no"), ("1", 5.0, "sí")]
+    finally:
+        session.close()
