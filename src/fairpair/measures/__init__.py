@@ -34,7 +34,8 @@ _LAZY_EXPORTS = {
 
 __getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
 
-from fairpair.measures._labels import ExportResult, export_labels, score_label_files
+from fairpair.measures._labels import (ExportResult, ImportResult, export_labels, import_label_files,
+                                       score_label_files)
 from fairpair.measures._base import SCALES, Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
 from fairpair.measures._runner import (
     MeasureContext, MeasureCounts, MeasureRunResult, build_measures, measure_run, measure_scales, signal_values,
@@ -50,7 +51,8 @@ def position_bias(store, measure=None):
 
 __all__ = ["SCALES", "AnchorSet", "ExportResult", "Measure", "MeasureContext", "MeasureCounts", "MeasureItem",
            "MeasureOptions", "MeasureResult", "MeasureRunResult", "Scale", "build_measures", "load_anchors",
-           "measure_run", "measure_scales", "export_labels", "position_bias", "score_label_files", "signal_values"]
+           "measure_run", "measure_scales", "export_labels", "import_label_files", "ImportResult", "position_bias",
+           "score_label_files", "signal_values"]
 
 # the lazily imported names are public too (tests/test_layers.py: a name imported across packages is in __all__)
 __all__ += list(_LAZY_EXPORTS)
