@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from fairpair.analysis._paired import BINARY_SCALES, PairAnalysis, PairData, analyze_pairs
-from fairpair.records import Reason, interval, num
+from fairpair.records import HumanLabel, Reason, interval, num
 
-__all__ = ["MIN_LABELS", "MIN_LABELS_PER_GROUP", "HumanLabels", "corrected_pairs", "analyze_corrected", "label_arrays",
+__all__ = ["load_labels", "MIN_LABELS", "MIN_LABELS_PER_GROUP", "HumanLabels", "corrected_pairs", "analyze_corrected", "label_arrays",
            "names_pool",
            "labels_reason", "RULE_LABELS"]
 
@@ -78,6 +78,38 @@ class HumanLabels:
 
     def __len__(self) -> int:
         return len(self.value)
+
+
+def load_labels(store) -> tuple[dict[tuple[str, str], HumanLabels], list[str]]:
+    """Every stored human label, as ``(target, measure) -> HumanLabels``, and notes.
+
+    Labels of the page (``fairpair label``) and of imported ``calibrate`` files alike
+    (:meth:`fairpair.store.Store.labels`). Inclusion probabilities: when one stored sample holds every
+    labelled answer of a measure, its design's (:meth:`fairpair.records.LabelSample.labelled_probabilities`,
+    which weights an uncertainty-driven draw); otherwise (several samples, or labels of a file
+    exported before samples were recorded) the labelled share of each answer's (group, template)
+    stratum, which is exact when every sample was drawn at random within those strata (a union of
+    such samples is again one) and is noted otherwise.
+    """
+    labels = store.labels() if hasattr(store, "labels") else []
+    notes: list[str] = []
+    rows: dict[tuple[str, str], list[HumanLabel]] = {}
+    for lab in labels:
+        rows.setdefault((lab.target, lab.measure), []).append(lab)
+    out: dict[tuple[str, str], HumanLabels] = {}
+    for (target, measure), labs in rows.items():
+        keys = {(lab.target, lab.case_id) for lab in labs}
+        samples = [s for s in store.label_samples(measure) if any(s.get(*k) for k in keys)]
+        pi: dict[str, float] = {}
+        if len(samples) == 1 and all(samples[0].get(*k) for k in keys):
+            pi = {c: p for (_t, c), p in samples[0].labelled_probabilities(keys).items()}
+        elif any(s.design == "uncertainty" for s in samples):
+            notes.append(f"{measure} ({target}): labels from several samples, one drawn by the judge's uncertainty; "
+                         "their inclusion probabilities are taken as the labelled share of each (group, template) "
+                         "stratum, which that draw does not make exact")
+        out[(target, measure)] = HumanLabels.from_rows((lab.case_id, lab.rater, lab.value, pi.get(lab.case_id))
+                                                       for lab in labs)
+    return out, notes
 
 
 def label_arrays(pd: PairData, labels: HumanLabels) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -518,6 +518,9 @@ def finish(pa: PairAnalysis, *, pvalue_adjusted: float | None, correction: str, 
                            design_reason=why, pvalue_margin_adjusted=pvalue_margin_adjusted)
     if why == NOT_MEASURED:  # nothing to judge: listed with its reason (not measured), never "insufficient design"
         verdict, rule = "no verdict", RULE_NOT_MEASURED
+    elif pa.fields.get("labels_reason") and verdict != "insufficient design":
+        # too few human labels to correct the judge (fairpair.analysis._corrected): never pass, never fail
+        verdict, rule = "insufficient labels", pa.fields["labels_reason"] + "; never pass, never fail"
     block = _scenario_block(pa, margin=margin, alpha=alpha, adjusted=scenario_adjusted)
     fields = dict(pa.fields)
     if block is not None:
