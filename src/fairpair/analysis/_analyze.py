@@ -621,7 +621,7 @@ def _print_summary(console, res: Results) -> None:
     from fairpair.analysis._design import design_reason_parts
 
     colour = {"fail": "red", "pass": "green", "inconclusive": "yellow", "insufficient design": "magenta",
-              "no verdict": "bold red"}
+              "insufficient labels": "magenta", "no verdict": "bold red"}
     if res.incomplete is not None:  # said first, once
         console.print(escape(res.incomplete.text()), soft_wrap=True)
     why: dict[tuple[str, str], list[str]] = {}  # each reason once, with the comparisons it covers
@@ -632,6 +632,14 @@ def _print_summary(console, res: Results) -> None:
         console.print(f"[{colour[c.verdict]}]{c.verdict:12}[/{colour[c.verdict]}] {escape(c.target)} "
                       f"{escape(c.id)} {escape(c.group_a)} vs {escape(c.group_b)}: {est}{ci} "
                       f"p_adj={p} (n={c.n_pairs}; names {c.names}: {escape(c.estimand)})", soft_wrap=True)
+        lc = c.label_correction
+        if lc is not None:
+            raw = "n/a" if lc.raw_estimate is None else f"{lc.raw_estimate:+.3f}"
+            rci = "" if not lc.raw_ci or None in lc.raw_ci else f" [{lc.raw_ci[0]:+.3f}, {lc.raw_ci[1]:+.3f}]"
+            err = ", ".join(f"{escape(g)} {e:+.3f}" for g, e in ((c.group_a, lc.judge_error_a),
+                                                                  (c.group_b, lc.judge_error_b)) if e is not None)
+            console.print(f"  corrected by {lc.n_labels} human labels (lambda {lc.lam:.2f}); the judge alone: "
+                          f"{raw}{rci}; the judge's error (judge - human): {err or 'n/a'}", soft_wrap=True)
         if c.reasons and c.reason and c.reasons[0] != "incomplete run":
             parts = [c.reason]
             if c.reasons[0] == "insufficient design" and (c.design_reason or "")[:1].isdigit():

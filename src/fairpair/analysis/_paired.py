@@ -248,13 +248,14 @@ def pair_cells(pd: PairData) -> tuple[np.ndarray, np.ndarray]:
 def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: float, exact_threshold: int,
                   n_resamples: int, seed: int, heterogeneity: bool = True, names: str = "random",
                   secondary: bool = True, labels: tuple[str, str] = ("A", "B"), templates: str = "random",
-                  by_template: bool = False, pool: float | None | str = "default") -> PairAnalysis:
+                  by_template: bool = False, names_from: Any = None) -> PairAnalysis:
     """The cluster-aware inference, intervals and secondary statistics of one comparison (verdict pending).
 
     ``names`` and ``templates`` are the estimand (each ``"random"`` or ``"fixed"``; templates fixed:
     the average over these scenarios, :func:`fairpair.stats.scenario_differences`); ``by_template``:
-    the scenario-level verdicts are primary; ``pool``: the crossed inference's preliminary-test level
-    for pooling the name component (default its own; :func:`fairpair.stats.crossed_from_cells`); ``secondary``
+    the scenario-level verdicts are primary; ``names_from``: a crossed inference of the same design whose
+    name components are used (:func:`fairpair.stats.crossed_from_cells`; the corrected judge
+    comparisons of :mod:`fairpair.analysis._corrected`); ``secondary``
     False skips McNemar / Wilcoxon and the evidence list (the simulation
     does: the verdict does not use them); ``labels`` name the two groups
     in the design reason. Never raises for degenerate data: undefined
@@ -292,7 +293,7 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
         cr = sd.as_crossed()
     else:
         cr = crossed_from_cells(cells_a, cells_b, names=names, n_values=int(answers.size),
-                                **({} if pool == "default" else {"pool": pool}))
+                                names_from=names_from)
     extra = dict(scenario=sd, spread=spread, template_labels=tuple(pd.template_labels), by_template=by_template,
                  crossed=cr if templates != "fixed" else None)
     _missing_bounds(f, pd, answers, binary, alpha)
