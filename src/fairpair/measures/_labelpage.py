@@ -80,10 +80,8 @@ class LabelSession:
         """
         if value is not None and value not in {v for _, v, _ in self.measure.choices()}:
             raise ValueError(f"{value} is not a choice of '{self.measure.row}'")
-        if not 0 <= order < len(self.sample):
-            return False
-        a = self.sample.answers[order]
-        if (a.target, a.case_id) in self.acted(rater):
+        a = next((x for x in self.sample.answers if x.order == order), None)
+        if a is None or (a.target, a.case_id) in self.acted(rater):
             return False
         self.store.add_label(target=a.target, case_id=a.case_id, measure=self.measure.row, rater=rater,
                              value=value, source="page")
