@@ -166,7 +166,9 @@ def label_app(session: LabelSession, *, rater: str | None = None):
 
     Every response carries a Content-Security-Policy that allows nothing but the page itself and
     its inline style and (nonced) script, so the page cannot fetch anything even if an answer
-    holds HTML (which jinja2's autoescape prints as text anyway).
+    holds HTML (which jinja2's autoescape prints as text anyway). A request whose Host is not
+    127.0.0.1 or localhost (DNS rebinding), or a POST from another origin (a cross-site form),
+    is refused with 403.
     """
     from aiohttp import web
 
@@ -233,7 +235,19 @@ def label_app(session: LabelSession, *, rater: str | None = None):
         name = who(request, form)
         raise back(name, "" if session.undo(name) else "nothing to undo")
 
-    app = web.Application()
+    @web.middleware
+    async def same_origin(request: web.Request, handler):
+        # DNS rebinding: a page of another site resolved to 127.0.0.1 names its own host; cross-site
+        # form posts (CSRF) carry their origin. Both are refused: only this page may write labels.
+        host = request.host.rsplit(":", 1)[0]
+        if host not in ("127.0.0.1", "localhost"):
+            raise web.HTTPForbidden(text="the labelling page answers only as 127.0.0.1 or localhost")
+        origin = request.headers.get("Origin")
+        if request.method == "POST" and origin not in (None, f"http://{request.host}"):
+            raise web.HTTPForbidden(text="a label can only be given from this page")
+        return await handler(request)
+
+    app = web.Application(middlewares=[same_origin])
     app.add_routes([web.get("/", index), web.post("/label", label), web.post("/skip", skip),
                     web.post("/undo", undo)])
     return app
