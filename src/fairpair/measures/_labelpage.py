@@ -179,7 +179,7 @@ def label_app(session: LabelSession, *, rater: str | None = None):
                "base-uri 'none'; frame-ancestors 'none'")
         return web.Response(text=html, content_type="text/html", charset="utf-8",
                             headers={"Content-Security-Policy": csp, "Cache-Control": "no-store",
-                                     "Referrer-Policy": "no-referrer"})
+                                     "Referrer-Policy": "same-origin"})
 
     def who(request: web.Request, form: Any = None) -> str:
         name = ((form or {}).get("rater") or request.query.get("rater") or rater or "").strip()
@@ -242,8 +242,12 @@ def label_app(session: LabelSession, *, rater: str | None = None):
         host = request.host.rsplit(":", 1)[0]
         if host not in ("127.0.0.1", "localhost"):
             raise web.HTTPForbidden(text="the labelling page answers only as 127.0.0.1 or localhost")
+        # a browser sends this page's own origin with its forms (Referrer-Policy same-origin; "null" under
+        # no-referrer or from a sandboxed frame, refused) and Sec-Fetch-Site same-origin
         origin = request.headers.get("Origin")
-        if request.method == "POST" and origin not in (None, f"http://{request.host}"):
+        site = request.headers.get("Sec-Fetch-Site", "same-origin")
+        if request.method == "POST" and (origin not in (None, f"http://{request.host}") or
+                                         site not in ("same-origin", "none")):
             raise web.HTTPForbidden(text="a label can only be given from this page")
         return await handler(request)
 
