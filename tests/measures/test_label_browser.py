@@ -1,8 +1,9 @@
 """``fairpair label`` in a real browser: two raters label 20 answers by keyboard, the server is killed
-(SIGKILL) in the middle and started again, the first rater resumes where they stopped, and the
-labels in the store are exactly the keys pressed (an undo by Backspace and a skip and its undo
-included), and ``analyze`` reads them (the judge's error by group is the one these labels give). The page makes no request but to itself and logs no error (its Content-Security-Policy
-would log any refused load).
+(SIGKILL) in the middle and started again, the first rater resumes where they stopped, the labels
+in the store are exactly the keys pressed (an undo by Backspace and a skip and its undo included),
+and ``analyze`` reads them (the judge's error by group is the one these labels give). The page
+makes no request but to itself and logs no error (its Content-Security-Policy would log any
+refused load).
 
 Driven by Playwright on Debian's ``chromium`` through ``executable_path`` (the fixture pattern of
 ``tests/report/test_first_screen.py``: skipped without a browser, failed under ``CI=true``).

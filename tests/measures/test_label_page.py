@@ -71,7 +71,8 @@ def test_the_page_is_blind_and_stores_each_label_as_given(run_dir):
             r = await client.post("/label", data={"rater": "eve", "order": "2", "value": "5.0"},
                                   headers={"Origin": "http://evil.example"})  # a cross-site form
             assert r.status == 403
-            for headers in ({"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"}):  # a sandboxed frame; a cross-site post
+            # a sandboxed frame's origin; a cross-site post
+            for headers in ({"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"}):
                 r = await client.post("/skip", data={"rater": "eve", "order": "2"}, headers=headers)
                 assert r.status == 403, headers
             r = await client.get("/", params={"rater": "eve"}, headers={"Host": "evil.example"})  # DNS rebinding
