@@ -1,6 +1,7 @@
 """A run for the labelling tests: the mock target, two groups of names over five templates (the fewest
-the analysis accepts), and a ``scoring: yes_no`` tone judge whose P(yes) comes from a hash of what it was asked (varied, so the
-labelling sample is drawn by the judge's uncertainty), and one comparison of ``tone.courtesy``."""
+the analysis accepts), a ``scoring: yes_no`` tone judge whose P(yes) comes from a hash of what it was
+asked (varied, so the labelling sample is drawn by the judge's uncertainty), and one comparison of
+``tone.courtesy``."""
 
 from __future__ import annotations
 
