@@ -96,6 +96,9 @@ def test_report_and_terminal_show_the_spread(tmp_path):
     line = next(x for x in md.splitlines() if x.startswith("| score: magreb") and "SD" not in x)
     assert line.endswith("**FAIL** |")
     assert 'id="spread"' in html and "Ratio A / B" in html
+    summary = json.loads((tmp_path / "rep" / "report.json").read_text(encoding="utf-8"))
+    spreads = {v["id"]: v["spread"] for v in summary["verdicts"]}
+    assert spreads["score"]["verdict"] == "fail" and spreads["refund"] is None
     buf = io.StringIO()
     print_verdicts(Console(file=buf, width=200), run_dir=run_dir, language="en")
     out = buf.getvalue()

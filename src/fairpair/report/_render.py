@@ -791,7 +791,9 @@ def summary_json(model: ReportModel, files: dict[str, str]) -> dict[str, Any]:
             "test": r.result.test, "pvalue": r.result.pvalue, "pvalue_adjusted": r.result.pvalue_adjusted,
             "correction": r.result.correction, "n_pairs": r.n_pairs, "n_dropped": r.n_dropped,
             "sentence": r.sentence, "shown": r.verdict, "reasons": list(r.reasons), "reason": r.reason,
-            "mark": r.mark} for r in model.rows],
+            "mark": r.mark,
+            "spread": r.result.spread.model_dump() if getattr(r.result, "spread", None) is not None else None}
+            for r in model.rows],
         "incomplete": (model.data.results.incomplete.model_dump()
                        if model.data.results is not None and model.data.results.incomplete is not None else None),
         "counts": model.counts,
