@@ -115,6 +115,11 @@ TemplatesOpt = Annotated[Optional[str], typer.Option(
     "patterns, e.g. 'work-*'.")]
 AxesOpt = Annotated[Optional[str], typer.Option(
     "--axes", help="Only these comma-separated attributes / two-party axes, e.g. 'age,race'.")]
+PricesOpt = Annotated[Optional[Path], typer.Option(
+    "--prices", envvar="FAIRPAIR_PRICES", show_default=False,
+    help="Price table (prices.yaml: per model, live and batch prices per million tokens, confirm_above; see "
+         "examples/prices.yaml); also $FAIRPAIR_PRICES.")]
+
 TargetsOpt = Annotated[Optional[list[str]], typer.Option(
     "--target", help="Only these targets of the battery (repeatable).")]
 

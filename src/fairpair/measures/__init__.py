@@ -26,6 +26,8 @@ _LAZY_EXPORTS = {
     "Masker": "fairpair.measures._mask",
     "check_self_judging": "fairpair.measures._runner",
     "check_silent_paths": "fairpair.measures._silent",
+    "compared_case": "fairpair.measures._runner",
+    "reference_attribute": "fairpair.measures._runner",
     "load_anchors": "fairpair.measures._selftest",
     "mask": "fairpair.measures._mask",
     "masker_for": "fairpair.measures._runner",

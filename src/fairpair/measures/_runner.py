@@ -46,7 +46,7 @@ from fairpair.measures._base import MAX_MEASURED_CHARS, Measure, MeasureItem, Me
 
 __all__ = ["measure_run", "MeasureContext", "MeasureCounts", "MeasureRunResult", "CounterpartOptions",
            "build_measures", "measure_scales", "measure_categories", "signal_values", "masker_for", "DEFAULT_JUDGE",
-           "check_self_judging"]
+           "check_self_judging", "compared_case", "reference_attribute"]
 
 #: The judge used when a battery declares none: the embedded local model, greedy.
 DEFAULT_JUDGE: dict[str, Any] = {"kind": "local", "temperature": 0.0, "max_tokens": 256}
@@ -513,7 +513,7 @@ def _target_identities(loaded, store) -> dict[str, dict[str, Any]]:
 # ---------------------------------------------------------------- counterparts
 
 
-def _reference_attribute(battery, options, measure: str) -> str:
+def reference_attribute(battery, options, measure: str) -> str:
     """The attribute whose group ``options.reference`` is; FairpairError if unknown or ambiguous."""
     if options.attribute:
         if options.attribute not in battery.attributes:
@@ -566,6 +566,15 @@ class _KeyIndex:
         return self.rowids[lo:hi].tolist()
 
 
+def compared_case(case, options, ref_attr: str | None) -> bool:
+    """Whether a pairwise measure (``options.against``) compares ``case``'s answer with a counterpart:
+    ``baseline``: every case but the baselines; ``reference``: the cases that vary ``ref_attr`` with
+    another group than ``options.reference`` (the reference's own cases are the comparison point)."""
+    if options.against == "baseline":
+        return not case.baseline
+    return ref_attr in case.groups and case.groups[ref_attr] != options.reference
+
+
 class _Counterparts:
     """Finds the counterpart case of each case of a chunk, without holding the run's cases.
 
@@ -600,15 +609,12 @@ class _Counterparts:
         (or does not vary the reference's attribute); None when the run has no counterpart."""
         plans: list[tuple[list[int], Any] | None] = []
         for case in cases:
+            if not compared_case(case, options, ref_attr):
+                plans.append(None)
+                continue
             if options.against == "baseline":
-                if case.baseline:
-                    plans.append(None)
-                    continue
                 plans.append((self.baselines().rowids_of(hash(case.block)),
                               lambda c, case=case: c.baseline and c.block == case.block))
-                continue
-            if ref_attr not in case.groups or case.groups[ref_attr] == options.reference:
-                plans.append(None)
                 continue
             want = {**case.groups, ref_attr: options.reference}
             plans.append((self.members().rowids_of(hash((case.matched_set, _groups_key(want)))),
@@ -904,7 +910,7 @@ async def _measure_stream(name: str, m: Measure, ctx: MeasureContext, store, cou
     if m.pairwise:
         opts = m.options
         if opts.against == "reference":
-            ref_attr = _reference_attribute(ctx.battery, opts, name)
+            ref_attr = reference_attribute(ctx.battery, opts, name)
         elif not len(counterparts.baselines()):
             raise FairpairError(
                 f"measure '{name}' compares with the baseline, but the run has no baseline cases",

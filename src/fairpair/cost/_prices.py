@@ -1,0 +1,106 @@
+"""The price table a user supplies (``prices.yaml``): per model, live and batch prices per million tokens.
+
+fairpair ships no prices (they change, and differ by provider and contract): the user writes the
+table, ``examples/prices.yaml`` is a starting point with example prices labelled with their date and
+source page. The file is validated like a battery: unknown keys are errors with a "did you mean",
+and every error names file, line and key (:class:`~fairpair.errors.BatteryError`, exit code 2)::
+
+    currency: USD
+    confirm_above: 25            # `fairpair run` asks before an audit estimated above this
+    models:
+      gpt-4o-mini:
+        live:  {input: 0.15, output: 0.60}     # per million tokens
+        batch: {input: 0.075, output: 0.30}    # leave out where the provider has no batch API
+        source: "https://openai.com/api/pricing/, 2025-06-01"
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+
+__all__ = ["Price", "ModelPrice", "PriceTable", "LoadedPrices", "load_prices"]
+
+#: A price per million tokens or an amount: a finite number, at least 0 (strict: ``"0.15"`` and ``true`` are
+#: not numbers; the YAML loader keeps ``0.15`` a number and ``1e3`` text)
+_Amount = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _int_is_a_number(v):
+    """A strict float refuses the int 2; an integer price is a price (a boolean stays refused)."""
+    return float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+
+class Price(_Strict):
+    """Price of one way of sending: ``input`` and ``output``, in the table's currency per million tokens."""
+
+    input: _Amount
+    output: _Amount
+
+    _numbers = field_validator("input", "output", mode="before")(_int_is_a_number)
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        """``input_tokens * input / 1e6 + output_tokens * output / 1e6`` (the table's currency)."""
+        return (input_tokens * self.input + output_tokens * self.output) / 1e6
+
+
+class ModelPrice(_Strict):
+    """One model's prices: ``live`` (required), ``batch`` (the provider's batch API; absent: none);
+    ``source``: where and when the prices were read (free text, shown with the estimate)."""
+
+    live: Price
+    batch: Price | None = None
+    source: str | None = None
+
+
+class PriceTable(_Strict):
+    """``prices.yaml``: ``currency`` (ISO 4217 code, e.g. USD, EUR), ``confirm_above`` (the estimated cost
+    above which ``fairpair run`` asks before sending; absent: it never asks) and ``models`` (model name, as
+    the battery's ``model:`` option writes it, -> :class:`ModelPrice`)."""
+
+    currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
+    confirm_above: _Amount | None = None
+    models: dict[str, ModelPrice] = Field(min_length=1)
+
+    _numbers = field_validator("confirm_above", mode="before")(_int_is_a_number)
+
+
+@dataclass(frozen=True)
+class LoadedPrices:
+    """A validated price table and its file."""
+
+    table: PriceTable
+    path: Path
+
+    def price(self, model: str | None) -> ModelPrice | None:
+        """The prices of ``model`` (exact name), or None when the table has none."""
+        return self.table.models.get(model) if model is not None else None
+
+
+def load_prices(path: str | Path) -> LoadedPrices:
+    """Read and validate ``prices.yaml``.
+
+    Raises
+    ------
+    BatteryError
+        The file cannot be read, is not YAML, or fails validation: file, line and key of the first
+        problem (exit code 2 at the command line).
+    """
+    from fairpair.battery import load_mapping, yaml_error
+
+    path = Path(path)
+    located = load_mapping(path, "a price table", "currency, confirm_above, models")
+    data = located.data
+    try:
+        table = PriceTable.model_validate(data)
+    except ValidationError as exc:
+        raise yaml_error(exc, data, located, root=PriceTable) from None
+    return LoadedPrices(table, path)
