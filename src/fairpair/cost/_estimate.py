@@ -124,23 +124,27 @@ class CostEstimate:
                 "notes": list(self.notes)}
 
 
-def model_of(kind: str, options: dict[str, Any]) -> str | None:
-    """The model name a price is looked up by: the block's ``model`` option; for ``local`` without one,
-    the embedded default model; None for a block that names none (``http``, ``python``)."""
-    model = options.get("model")
-    if model is None and kind == "local":
-        from fairpair.targets._gguf import DEFAULT_MODEL
+def _validated(kind: str, options: dict[str, Any]) -> Any:
+    """The block's options as its plugin reads them (defaults filled in); None for a plugin that cannot be
+    loaded (the battery loader has reported that already)."""
+    from fairpair._plugins import PluginError, validate_options
 
-        return DEFAULT_MODEL
+    try:
+        return validate_options("fairpair.targets", kind, options)
+    except PluginError:
+        return None
+
+
+def model_of(kind: str, options: dict[str, Any]) -> str | None:
+    """The model name a price is looked up by: the block's ``model`` option as its plugin reads it (the
+    ``local`` target's default model when none is written); None for a block that names none (``http``,
+    ``python``)."""
+    model = getattr(_validated(kind, options), "model", None)
     return str(model) if model is not None else None
 
 
-def _output(options: dict[str, Any], kind: str) -> tuple[int, str]:
-    n = options.get("max_tokens")
-    if n is None and kind == "local":
-        from fairpair.targets.local import LocalOptions
-
-        n = LocalOptions.model_fields["max_tokens"].default
+def _output(kind: str, options: dict[str, Any]) -> tuple[int, str]:
+    n = getattr(_validated(kind, options), "max_tokens", None)
     if isinstance(n, int) and not isinstance(n, bool) and n > 0:
         return n, f"max_tokens {n}"
     return DEFAULT_OUTPUT_TOKENS, f"{DEFAULT_OUTPUT_TOKENS} (default: no max_tokens)"
@@ -208,7 +212,7 @@ def estimate_cost(loaded: LoadedBattery, prices: LoadedPrices | None = None, *,
             counters[key] = counter
             if why:
                 notes.append(f"{name}: counted as characters / 4: {why}")
-        out, rule = _output(opts, spec.kind)
+        out, rule = _output(spec.kind, opts)
         return _Block(name, spec.kind, model_of(spec.kind, opts), counters[key], out, rule, spec.system,
                       b.context_channels.format)
 

@@ -16,6 +16,7 @@ and every error names file, line and key (:class:`~fairpair.errors.BatteryError`
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -66,11 +67,18 @@ class PriceTable(_Strict):
     above which ``fairpair run`` asks before sending; absent: it never asks) and ``models`` (model name, as
     the battery's ``model:`` option writes it, -> :class:`ModelPrice`)."""
 
-    currency: Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
+    currency: str
     confirm_above: _Amount | None = None
     models: dict[str, ModelPrice] = Field(min_length=1)
 
     _numbers = field_validator("confirm_above", mode="before")(_int_is_a_number)
+
+    @field_validator("currency")
+    @classmethod
+    def _code(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Z]{3}", v):
+            raise ValueError("the currency is a three-letter ISO 4217 code in capitals, e.g. USD or EUR")
+        return v
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ many cases the run has (``benchmarks/bench_memory.py``).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -73,6 +74,12 @@ class CounterpartOptions(MeasureOptions):
         if self.against == "baseline" and self.reference:
             raise ValueError("'reference' is only used with 'against: reference'")
         return self
+
+
+#: The measure whose item a judge call belongs to (set by each measuring worker; the self-test runs before).
+_MEASURING: contextvars.ContextVar[str] = contextvars.ContextVar("measuring", default="judge self-test")
+#: The counts of the manifest's ``tokens`` block, per target (answers) or per measure (judge).
+TOKEN_KEYS = ("calls", "input_tokens", "output_tokens", "without_usage")
 
 
 @dataclass
@@ -118,6 +125,8 @@ class MeasureContext:
     judge_prompts: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     #: (target, case id) of the answers longer than MAX_MEASURED_CHARS, measured on their beginning
     long_answers: set[tuple[str, str]] = field(default_factory=set)
+    #: this session's judge tokens, per measure (see :meth:`count_tokens`), for the manifest's ``tokens.judge``
+    judge_tokens: dict[str, dict[str, int]] = field(default_factory=dict)
     _masker: Any = None
     _caller: Any = None
 
@@ -207,7 +216,22 @@ class MeasureContext:
         self.judge_prompts.setdefault(system, [dict(m) for m in messages])
         outcome = await self._caller.call(ChatRequest(messages=tuple(messages), seed=seed, case_id=case_id,
                                                       choices=choices))
-        return outcome.result()
+        completion = outcome.result()
+        self.count_tokens(completion)
+        return completion
+
+    def count_tokens(self, completion) -> None:
+        """Add one judge call's ``usage`` (the provider's own token counts) to :attr:`judge_tokens`, under
+        the measure being measured (``judge self-test`` before any): ``calls``, ``input_tokens``,
+        ``output_tokens`` and ``without_usage`` (calls whose provider reported none, not in the sums)."""
+        usage = getattr(completion, "usage", None)
+        row = self.judge_tokens.setdefault(_MEASURING.get(), dict.fromkeys(TOKEN_KEYS, 0))
+        row["calls"] += 1
+        if usage is None or (usage.prompt_tokens is None and usage.completion_tokens is None):
+            row["without_usage"] += 1
+            return
+        row["input_tokens"] += usage.prompt_tokens or 0
+        row["output_tokens"] += usage.completion_tokens or 0
 
 
 @dataclass(frozen=True)
@@ -887,6 +911,16 @@ def _record_in_manifest(run, ctx: MeasureContext, names: Iterable[str], warnings
         block.pop("engine", None)
     if block != old:
         run.write_manifest({"measurement": block})
+    if ctx.judge_tokens:  # added to the earlier sessions' (a resumed measure stage calls the judge only for the rest)
+        tokens = dict(run.manifest().get("tokens") or {})
+        judge = {k: dict(v) for k, v in (tokens.get("judge") or {}).items() if isinstance(v, dict)}
+        for name, row in ctx.judge_tokens.items():
+            have = judge.setdefault(name, dict.fromkeys(TOKEN_KEYS, 0))
+            for k in TOKEN_KEYS:
+                have[k] = int(have.get(k) or 0) + row[k]
+            if ctx.judge_identity is not None:
+                have["model"] = ctx.judge_identity.get("model")
+        run.write_manifest({"tokens": {**tokens, "judge": judge}})
 
 
 #: answers read from the store at a time (and handed to ``Measure.prepare`` together)
@@ -930,6 +964,7 @@ async def _measure_stream(name: str, m: Measure, ctx: MeasureContext, store, cou
                 yield it
 
     async def work(item: MeasureItem) -> None:
+        _MEASURING.set(name)  # the judge calls of this item count under this measure (manifest tokens.judge)
         try:
             res = await m.measure(item, ctx)
         except FairpairError:
