@@ -26,18 +26,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 __all__ = ["Price", "ModelPrice", "PriceTable", "LoadedPrices", "load_prices"]
 
-#: A price per million tokens or an amount: a finite number, at least 0 (strict: ``"0.15"`` and ``true`` are
-#: not numbers; the YAML loader keeps ``0.15`` a number and ``1e3`` text)
-_Amount = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)]
+#: A price per million tokens or an amount: a finite number, at least 0 (``0.60`` and ``1e3``, which the YAML
+#: loader keeps as the text written, are read as numbers here, as a battery's numbers are; ``free``, ``true``
+#: and ``.inf`` are errors)
+_Amount = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _int_is_a_number(v):
-    """A strict float refuses the int 2; an integer price is a price (a boolean stays refused)."""
-    return float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+def _no_boolean(v):
+    """``true`` is not a price (pydantic would read it as 1)."""
+    if isinstance(v, bool):
+        raise ValueError("a price is a number, not true or false")
+    return v
 
 
 class Price(_Strict):
@@ -46,7 +49,7 @@ class Price(_Strict):
     input: _Amount
     output: _Amount
 
-    _numbers = field_validator("input", "output", mode="before")(_int_is_a_number)
+    _numbers = field_validator("input", "output", mode="before")(_no_boolean)
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
         """``input_tokens * input / 1e6 + output_tokens * output / 1e6`` (the table's currency)."""
@@ -71,7 +74,7 @@ class PriceTable(_Strict):
     confirm_above: _Amount | None = None
     models: dict[str, ModelPrice] = Field(min_length=1)
 
-    _numbers = field_validator("confirm_above", mode="before")(_int_is_a_number)
+    _numbers = field_validator("confirm_above", mode="before")(_no_boolean)
 
     @field_validator("currency")
     @classmethod
