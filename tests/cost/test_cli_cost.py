@@ -159,3 +159,21 @@ def test_a_bad_table_stops_the_run_even_with_yes(tiny, tmp_path):
     bad.write_text("currency: EUR\nmodels:\n  m-1:\n    live: {input: 1}\n", encoding="utf-8")
     r = _run(_mock(tiny), tmp_path, "--prices", bad, "--yes")
     assert r.exit_code == 2 and "bad.yaml:4: [models.m-1.live.output] missing required key" in " ".join(r.output.split())
+
+
+def test_plan_cost_json(tiny, prices):
+    import json
+
+    r = fairpair("plan", tiny, "--cost", "--prices", prices, "--json")
+    assert r.exit_code == 0, r.output
+    cost = json.loads(r.output)["cost"]
+    assert cost["currency"] == "EUR" and cost["total"]["live"] == pytest.approx(0.809)
+    assert cost["total"]["batch"] == pytest.approx(0.4045)
+    (row,) = cost["stages"]
+    assert (row["stage"], row["calls"], row["input_tokens"], row["output_tokens"], row["approximate"]) == \
+        ("answers", 800, 4500, 80_000, True)
+
+
+def test_plan_cost_target_selection(tiny, prices):
+    r = fairpair("plan", tiny, "--cost", "--target", "nope")
+    assert r.exit_code == 2 and "nope" in r.output
