@@ -196,8 +196,8 @@ def estimate_cost(loaded: LoadedBattery, prices: LoadedPrices | None = None, *,
     """
     from fairpair.battery import TargetSpec
     from fairpair.cases import expand, one_repetition
-    from fairpair.measures import MeasureContext, MeasureItem, build_measures, compared_case, reference_attribute
-    from fairpair.measures._runner import DEFAULT_JUDGE
+    from fairpair.measures import (DEFAULT_JUDGE, MeasureContext, MeasureItem, build_measures, compared_case,
+                                   reference_attribute)
     from fairpair.records import Response
 
     b = loaded.battery

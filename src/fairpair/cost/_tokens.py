@@ -92,10 +92,7 @@ def counter_for(kind: str, options: Mapping[str, Any]) -> tuple[TokenCounter, st
         import xllamacpp  # noqa: F401 - the backend that reads the GGUF's tokenizer
 
         target = LocalTarget(dict(options), name="tokenizer")
-        if target._spec is not None:  # a known model: its parts must be installed (assembling reads them)
-            from fairpair.targets._gguf import resolve_parts
-
-            resolve_parts(target._spec)
+        target.check_installed()  # a known model's part packages (assembling the GGUF reads them)
         return LocalTokenizer(target), None
     except (ImportError, FairpairError) as exc:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -27,6 +27,7 @@ _LAZY_EXPORTS = {
     "check_self_judging": "fairpair.measures._runner",
     "check_silent_paths": "fairpair.measures._silent",
     "compared_case": "fairpair.measures._runner",
+    "DEFAULT_JUDGE": "fairpair.measures._runner",
     "reference_attribute": "fairpair.measures._runner",
     "load_anchors": "fairpair.measures._selftest",
     "mask": "fairpair.measures._mask",

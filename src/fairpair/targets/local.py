@@ -106,6 +106,7 @@ from fairpair.targets._gguf import (
     file_sha256,
     get_spec,
     load_default_model_path,
+    resolve_parts,
 )
 
 __all__ = ["LocalOptions", "LocalTarget", "load_default_model_path", "local_tools_supported"]
@@ -531,6 +532,12 @@ class LocalTarget(TargetBase):
             assert self._spec is not None
             self._path = ensure_model(self._spec)
         return self._path
+
+    def check_installed(self) -> None:
+        """Raise :class:`FairpairError` (naming the ``pip install`` line) when the model's part packages are
+        not installed; reads nothing but the installed packages' paths (a ``model_path`` file exists already)."""
+        if self._spec is not None and self._path is None:
+            resolve_parts(self._spec)
 
     def _ensure_loaded(self) -> _Loaded:
         with self._load_lock:
