@@ -55,7 +55,8 @@ BAD = [
      "not true or false"),
     ("currency: EUR\nmodels:\n  m-1:\n    live: {input: .inf, output: 10}\n", 4, "models.m-1.live.input",
      "valid number"),
-    ("currency: euro\nmodels:\n  m-1:\n    live: {input: 2, output: 10}\n", 1, "currency", "three-letter ISO 4217 code"),
+    ("currency: euro\nmodels:\n  m-1:\n    live: {input: 2, output: 10}\n", 1, "currency",
+     "three-letter ISO 4217 code"),
     ("models:\n  m-1:\n    live: {input: 2, output: 10}\n", 1, None, "missing required key 'currency'"),
     ("currency: EUR\nconfirm_above: lots\nmodels:\n  m-1:\n    live: {input: 2, output: 10}\n", 2,
      "confirm_above", "valid number"),
@@ -158,7 +159,8 @@ def test_a_bad_table_stops_the_run_even_with_yes(tiny, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("currency: EUR\nmodels:\n  m-1:\n    live: {input: 1}\n", encoding="utf-8")
     r = _run(_mock(tiny), tmp_path, "--prices", bad, "--yes")
-    assert r.exit_code == 2 and "bad.yaml:4: [models.m-1.live.output] missing required key" in " ".join(r.output.split())
+    out = " ".join(r.output.split())
+    assert r.exit_code == 2 and "bad.yaml:4: [models.m-1.live.output] missing required key" in out
 
 
 def test_plan_cost_json(tiny, prices):

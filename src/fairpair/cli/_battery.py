@@ -132,8 +132,8 @@ def _print_cost(est) -> None:
     heads = ("stage", "name", "model", "calls", "input tokens", "output ≤", "counted",
              *(("live", "batch") if est.prices_file else ()))
     for col in heads:
-        t.add_column(col, justify="right" if col in ("calls", "input tokens", "output ≤", "live", "batch") else "left",
-                     overflow="fold")
+        numbers = ("calls", "input tokens", "output ≤", "live", "batch")
+        t.add_column(col, justify="right" if col in numbers else "left", overflow="fold")
     for s in est.stages:
         how = "answers" if s.stage == "embeddings" else ("chars/4" if s.approximate else "tokenizer")
         row = [s.stage, escape(s.name), escape(s.model or "(none)"), f"{s.calls:,}",

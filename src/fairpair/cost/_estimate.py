@@ -222,10 +222,10 @@ def estimate_cost(loaded: LoadedBattery, prices: LoadedPrices | None = None, *,
     if not blocks:
         notes.append("no target: the answers are not counted (add 'target:' to the battery)")
     measures = build_measures(b)
-    judged = {n: m for n, m in measures.items() if m.uses_judge}
-    embedded = {n: m for n, m in measures.items() if m.embedded_texts(None)}
-    judge = block("judge", b.judge or TargetSpec.model_validate(DEFAULT_JUDGE)) if judged else None
     ctx = MeasureContext(battery=b)
+    judged = {n: m for n, m in measures.items() if m.uses_judge}
+    embedded = {n: m for n, m in measures.items() if m.embedded_texts(ctx)}
+    judge = block("judge", b.judge or TargetSpec.model_validate(DEFAULT_JUDGE)) if judged else None
     ref_attrs = {n: reference_attribute(b, m.options, n) for n, m in measures.items()
                  if m.pairwise and m.options.against == "reference"}
     judge_acc = {n: _Acc() for n in judged}

@@ -68,7 +68,8 @@ class LocalTokenizer:
         key = json.dumps([list(messages), list(tools)], ensure_ascii=False, sort_keys=True)
         n = self._cache.get(key)
         if n is None:
-            request = ChatRequest(messages=tuple(dict(m) for m in messages), tools=tuple(tools) or None)
+            request = ChatRequest(messages=tuple(dict(m) for m in messages),
+                                  tools=tuple(dict(t) for t in tools) or None)
             n = self._cache[key] = self.target.count_tokens(request)
         return float(n)
 
