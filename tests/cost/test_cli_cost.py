@@ -179,3 +179,12 @@ def test_plan_cost_json(tiny, prices):
 def test_plan_cost_target_selection(tiny, prices):
     r = fairpair("plan", tiny, "--cost", "--target", "nope")
     assert r.exit_code == 2 and "nope" in r.output
+
+
+def test_confirm_above_says_what_it_cannot_price(tiny, tmp_path):
+    other = tmp_path / "other.yaml"
+    other.write_text("currency: EUR\nconfirm_above: 1\nmodels:\n  someone-else: {live: {input: 1, output: 1}}\n",
+                     encoding="utf-8")
+    r = _run(_mock(tiny), tmp_path, "--prices", other)
+    assert r.exit_code == 0, r.output
+    assert "no live price in" in r.output and "m-1" in r.output

@@ -89,9 +89,13 @@ def confirm_cost(lb, prices_path: Path | None, yes: bool, *, targets: list[str] 
     est = estimate_cost(lb, prices, targets=targets)
     mode = "batch" if batch else "live"
     total = est.total(mode) or 0.0
+    left = est.unpriced(mode)
+    if left:  # confirm_above sees only what is priced: said, never silent
+        names = ", ".join(dict.fromkeys(s.model or f"{s.stage} {s.name}" for s in left))
+        console.print(f"[yellow]warning:[/yellow] no {mode} price in {escape(str(prices.path))} for {escape(names)}: "
+                      f"confirm_above compares {total:,.2f} {est.currency} without them", soft_wrap=True)
     if total <= limit:
         return
-    left = est.unpriced(mode)
     more = f", and more for {len(left)} stage(s) without a {mode} price" if left else ""
     ask_or_stop(f"this audit is estimated at {total:,.2f} {est.currency} ({mode} prices{more}), above "
                 f"confirm_above {limit:,.2f} in {prices.path}", file=lb.path,
