@@ -188,3 +188,10 @@ def test_confirm_above_says_what_it_cannot_price(tiny, tmp_path):
     r = _run(_mock(tiny), tmp_path, "--prices", other)
     assert r.exit_code == 0, r.output
     assert "no live price in" in r.output and "m-1" in r.output
+
+
+def test_prices_from_the_environment_do_not_need_cost(tiny, prices):
+    r = fairpair("plan", tiny, env={"FAIRPAIR_PRICES": str(prices)})
+    assert r.exit_code == 0, r.output
+    r = fairpair("plan", tiny, "--cost", env={"FAIRPAIR_PRICES": str(prices)})
+    assert r.exit_code == 0 and "live 0.81 EUR" in " ".join(r.output.split())

@@ -46,6 +46,7 @@ def validate(battery: BatteryArg) -> None:
 
 @app.command()
 def plan(
+    ctx: typer.Context,
     battery: BatteryArg,
     power: Annotated[bool, typer.Option("--power", help="Add power planning: smallest detectable differences.")] = False,
     from_run: Annotated[Optional[Path], typer.Option("--from", help="With --power: take the variance components "
@@ -62,7 +63,9 @@ def plan(
     from fairpair.analysis import plan_warnings
     from fairpair.cases import plan as make_plan
 
-    if prices is not None and not cost:
+    # $FAIRPAIR_PRICES is for `run` too: only a --prices written on the command line asks for --cost
+    from_env = getattr(ctx.get_parameter_source("prices"), "name", None) == "ENVIRONMENT"
+    if prices is not None and not cost and not from_env:
         raise FairpairError("--prices only works with --cost (it prices the cost estimate)", key="--prices",
                             hint="add --cost")
     if target and not cost:

@@ -127,6 +127,10 @@ TargetsOpt = Annotated[Optional[list[str]], typer.Option(
 CONFIRM_REQUESTS = 100_000
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help=f"Proceed without asking when the battery is large "
                                       f"(over {CONFIRM_REQUESTS:,} requests).")]
+#: ``run``'s ``--yes``: also past the price table's ``confirm_above`` (``--prices``)
+RunYesOpt = Annotated[bool, typer.Option("--yes", "-y", help=f"Proceed without asking when the battery is large "
+                                         f"(over {CONFIRM_REQUESTS:,} requests) or, with --prices, estimated "
+                                         "above the price table's confirm_above.")]
 
 
 # ---------------------------------------------------------------- model calls

@@ -13,7 +13,8 @@ from fairpair.cli._app import app, console, current_run
 from fairpair.cli._common import confirm_cost, confirm_size, load
 from fairpair.cli._options import (
     AnalyzeStageOpt, AxesOpt, BatteryArg, ConcurrencyOpt, Engine, GateOpt, IgnoreStatusOpt, MaxAttemptsOpt,
-    MeasureStageOpt, PricesOpt, QuietOpt, ReportStageOpt, RunArg, TargetsOpt, TemplatesOpt, TimeoutOpt, VerboseOpt, YesOpt,
+    MeasureStageOpt, PricesOpt, QuietOpt, ReportStageOpt, RunArg, RunYesOpt, TargetsOpt, TemplatesOpt, TimeoutOpt,
+    VerboseOpt,
     out_option,
 )
 
@@ -68,7 +69,7 @@ def run(
     templates: TemplatesOpt = None,
     axes: AxesOpt = None,
     prices: PricesOpt = None,
-    yes: YesOpt = False,
+    yes: RunYesOpt = False,
 ) -> None:
     """Send every case to the battery's target(s) and store every answer; then measure, analyze, report.
 
