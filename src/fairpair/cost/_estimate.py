@@ -224,6 +224,12 @@ def estimate_cost(loaded: LoadedBattery, prices: LoadedPrices | None = None, *,
     measures = build_measures(b)
     ctx = MeasureContext(battery=b)
     judged = {n: m for n, m in measures.items() if m.uses_judge}
+    from fairpair.measures import Measure
+
+    for n, m in judged.items():  # a plugin that calls the judge without saying how: said, not counted as free
+        if type(m).judge_requests is Measure.judge_requests:
+            notes.append(f"measure '{n}' ({type(m).__name__}) calls the judge but does not say with which "
+                         "messages (Measure.judge_requests): its judge calls are not counted")
     embedded = {n: m for n, m in measures.items() if m.embedded_texts(ctx)}
     judge = block("judge", b.judge or TargetSpec.model_validate(DEFAULT_JUDGE)) if judged else None
     ref_attrs = {n: reference_attribute(b, m.options, n) for n, m in measures.items()
