@@ -83,7 +83,8 @@ def _judged(tiny, measures, judge_max=50, target_max=100):
                      "api_key_env": "NO_SUCH_KEY", "max_tokens": judge_max}
     data["measures"] = measures
     tiny.write_text(yaml.safe_dump(data), encoding="utf-8")
-    return {s.name: s for s in estimate_cost(load_battery(tiny)).stages}
+    return {s.name if s.stage != "judge self-test" else f"{s.name} self-test": s
+            for s in estimate_cost(load_battery(tiny)).stages}
 
 
 def test_pairwise_is_judged_in_both_orders_with_both_answers_quoted(tiny):
@@ -103,6 +104,10 @@ def test_pairwise_is_judged_in_both_orders_with_both_answers_quoted(tiny):
     # the embedder reads each answer once (the 6 compared and their 3 baselines), at the output bound
     assert (short["drift"].stage, short["drift"].model) == ("embeddings", "all-MiniLM-L6-v2")
     assert (short["drift"].calls, short["drift"].input_tokens, short["drift"].output_tokens) == (9, 900, 0)
+    # the pairwise self-test: 4 scenarios x 3 worse anchors, both orders, once (not per target); llm_extract
+    # has no built-in anchors
+    assert (short["pref self-test"].calls, short["pref self-test"].output_tokens) == (24, 24 * 50)
+    assert "dec self-test" not in short
 
 
 def test_the_estimate_counts_what_the_judge_is_sent(tiny):

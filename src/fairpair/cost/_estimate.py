@@ -14,12 +14,14 @@ Stages (one row each in :class:`CostEstimate`):
     counted at the target's output estimate.
 ``embeddings``
     Per ``semantic_distance`` measure: each answer it reads embedded once (input tokens only).
+``judge self-test``
+    Per judge measure the built-in anchors test (tone, pairwise), unless ``judge_self_test: off``: the
+    anchors' calls, sent once before judging (:func:`fairpair.measures.self_test_items`).
 
 Output tokens are the ``max_tokens`` of the target or judge block, an upper bound (an answer may stop
 sooner); a block without one is counted at :data:`DEFAULT_OUTPUT_TOKENS`, said in the output. Not
-counted: retries, a judge's correction turns after an invalid output, and the judge's self-test (a few
-dozen calls before judging). Repetitions differ only in their seed, so one repetition is expanded and
-multiplied (as ``fairpair plan``).
+counted: retries, and a judge's correction turns after an invalid output. Repetitions differ only in their
+seed, so one repetition is expanded and multiplied (as ``fairpair plan``).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ class StageCost:
     Attributes
     ----------
     stage:
-        ``answers``, ``judge`` or ``embeddings``.
+        ``answers``, ``judge``, ``judge self-test`` or ``embeddings``.
     name:
         The target (answers) or the measure (judge, embeddings).
     model:
@@ -260,6 +262,7 @@ def estimate_cost(loaded: LoadedBattery, prices: LoadedPrices | None = None, *,
                 ref = ref_attrs.get(n)
                 if m.options.against == "baseline" or ref in case.groups:  # compared, or the comparison point
                     embed_texts[n] += r
+        self_tests = _self_tests(judged, judge, ctx) if getattr(b, "judge_self_test", "stop") != "off" else []
     finally:
         for c in counters.values():
             close = getattr(c, "close", None)
@@ -278,6 +281,7 @@ def estimate_cost(loaded: LoadedBattery, prices: LoadedPrices | None = None, *,
         rows.append(StageCost("judge", n, judge.model, round(acc.calls * n_targets),
                               round(acc.tokens * n_targets + acc.answers * answer_out),
                               round(acc.calls * n_targets * judge.out), judge.counter.label, judge.out_rule))
+    rows += self_tests
     for n, m in embedded.items():
         rows.append(StageCost("embeddings", n, m.embedder_name(ctx), embed_texts[n] * n_targets,
                               embed_texts[n] * answer_out, 0, "answers at the targets' output estimate",
@@ -294,6 +298,22 @@ def estimate_cost(loaded: LoadedBattery, prices: LoadedPrices | None = None, *,
     return CostEstimate(b.name, tuple(rows), prices.table.currency if prices else None,
                         prices.table.confirm_above if prices else None, str(prices.path) if prices else None,
                         tuple(dict.fromkeys(notes)))
+
+
+def _self_tests(judged: dict[str, Any], judge: _Block | None, ctx: Any) -> list[StageCost]:
+    """The rows of the judge self-test: per judge measure the anchors test, their calls, sent once."""
+    from fairpair.measures import self_test_items
+
+    rows = []
+    for n, m in judged.items():
+        assert judge is not None
+        items = self_test_items(m, ctx)
+        calls = [msgs for _, _, item in [*items.anchors, *items.shuffled] for msgs in m.judge_requests(item, ctx)]
+        if calls:
+            rows.append(StageCost("judge self-test", n, judge.model, len(calls),
+                                  round(sum(judge.counter.count(msgs) for msgs in calls)), len(calls) * judge.out,
+                                  judge.counter.label, judge.out_rule))
+    return rows
 
 
 def _priced(s: StageCost, prices: LoadedPrices) -> StageCost:

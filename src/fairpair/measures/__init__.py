@@ -29,6 +29,7 @@ _LAZY_EXPORTS = {
     "compared_case": "fairpair.measures._runner",
     "DEFAULT_JUDGE": "fairpair.measures._runner",
     "reference_attribute": "fairpair.measures._runner",
+    "self_test_items": "fairpair.measures._selftest",
     "load_anchors": "fairpair.measures._selftest",
     "mask": "fairpair.measures._mask",
     "masker_for": "fairpair.measures._runner",
