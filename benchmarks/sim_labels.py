@@ -155,8 +155,10 @@ def main() -> None:
                 print(f"| {judge.label} | {n_labels} | {key} | {_pct(nul['fail0'], n)} | {_pct(mar['fail'], n)} | "
                       f"{_pct(mar['pass'], n)} | {_pct(cov, n_ci)} | {_pct(pw['fail'], n)} | {_pct(nul['pass'], n)} | "
                       f"{'ok' if ok else 'OUT'} |", flush=True)
-    print(f"{'all rows meet the goals' if ok_all else 'SOME ROWS MISS THE GOALS'} in "
-          f"{time.perf_counter() - t0:.0f} s; load {os.getloadavg()[0]:.1f}")
+    took = time.perf_counter() - t0
+    n_audits = 3 * args.audits * len(counts) * sum(1 for j in JUDGES if not args.only or args.only in j.label)
+    print(f"{'all rows meet the goals' if ok_all else 'SOME ROWS MISS THE GOALS'} in {took:.0f} s "
+          f"({1000 * took / max(n_audits, 1):.1f} ms per audit, raw and corrected); load {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

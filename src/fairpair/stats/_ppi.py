@@ -62,6 +62,7 @@ crossed inference.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,7 +72,7 @@ from scipy import special
 from fairpair.stats._common import ConfidenceInterval, as_float_1d, as_labels, check_level, t_interval
 from fairpair.stats._crossed import POOL, CrossedDifferenceResult, cell_matrix, crossed_from_cells
 
-__all__ = ["PPIDifferenceResult", "RoganGladenResult", "RoganGladenDifferenceResult", "ppi_tuning", "ppi_values",
+__all__ = ["labels_needed", "PPIDifferenceResult", "RoganGladenResult", "RoganGladenDifferenceResult", "ppi_tuning", "ppi_values",
            "ppi_difference", "stratum_inclusion", "rogan_gladen", "rogan_gladen_difference"]
 
 
@@ -357,6 +358,44 @@ def ppi_difference(judge: Any, human: Any, template: Any, name: Any, group: Any,
                                int((~np.isnan(f)).sum()), cr, raw, err, cnt, y,
                                f"prediction-powered (PPI++, lambda {lam:.2f}); {cr.method}",
                                "; ".join(notes) or None)
+
+
+def labels_needed(half_width: float, residual_sd: float, *, se_judge: float = 0.0, n_answers: float = math.inf,
+                  confidence_level: float = 0.95) -> float:
+    """Human labels for a corrected group difference with a given interval half-width (planning).
+
+    With ``n`` labels drawn evenly from the two groups (``n/2`` each, simple random within group) out of
+    ``N`` answers and ``lambda = 1``, the correction of each group's mean is the mean residual of its
+    labelled answers, so (Cochran 1977, ch. 5; Angelopoulos et al. 2023, the PPI variance)::
+
+        SE^2 = se_judge^2 + 4 residual_sd^2 (1/n - 1/N)
+
+    and the half-width is ``z * SE``. Solved for ``n``: ``4 s^2 / ((h/z)^2 - se_judge^2 + 4 s^2 / N)``.
+
+    Parameters
+    ----------
+    half_width : float > 0
+        Wanted half-width of the ``confidence_level`` interval, in the measure's units.
+    residual_sd : float >= 0
+        Standard deviation of the human-minus-judge difference within a group (rater noise included).
+    se_judge : float, default 0
+        The judge's own standard error of the difference (templates and names; from a pilot).
+    n_answers : float, default inf
+        Answers of the comparison (the finite-population correction).
+
+    Returns
+    -------
+    float
+        Labels needed (not rounded); ``inf`` when the judge's own error alone is wider than asked.
+    """
+    level = check_level(confidence_level)
+    if not half_width > 0 or residual_sd < 0 or se_judge < 0:
+        raise ValueError("half_width must be > 0, residual_sd and se_judge >= 0")
+    z = float(special.ndtri(0.5 + level / 2.0))
+    room = (half_width / z) ** 2 - se_judge ** 2 + 4 * residual_sd ** 2 / n_answers
+    if room <= 0:
+        return math.inf
+    return 4 * residual_sd ** 2 / room
 
 
 # ------------------------------------------------------------------------------------------- Rogan-Gladen
