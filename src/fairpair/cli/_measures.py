@@ -71,7 +71,7 @@ def label(
     seed: Annotated[Optional[int], typer.Option(help="Sampling seed, the first time (default 0).")] = None,
 ) -> None:
     """Label answers by hand on a local page (127.0.0.1): blind, one at a time, stored as you go."""
-    from fairpair.measures._labelpage import open_label_session, serve_labels
+    from fairpair.measures import open_label_session, serve_labels
 
     session = open_label_session(run, measure=measure_name, n=n, seed=seed)
     for note in session.notes:

@@ -5,7 +5,8 @@ Public face of the stage: :func:`measure_run` (``fairpair measure RUN``), the
 blinds judges, :func:`position_bias` of the pairwise judge and
 :func:`measure_scales` (stored row -> binary/count/continuous/ordinal) for the
 analysis, the judge's calibration against human raters (:func:`export_labels`,
-:func:`score_label_files`) and the built-in tone anchors of its self-test (:func:`load_anchors`).
+:func:`score_label_files`, :func:`import_label_files`), the blind labelling page
+(:func:`open_label_session`, :func:`serve_labels`: ``fairpair label``) and the built-in tone anchors of its self-test (:func:`load_anchors`).
 The plugins live in :mod:`.rules`, :mod:`.judge` and :mod:`.embed` and are imported only when a
 battery uses them.
 """
@@ -30,6 +31,8 @@ _LAZY_EXPORTS = {
     "mask": "fairpair.measures._mask",
     "masker_for": "fairpair.measures._runner",
     "measure_categories": "fairpair.measures._runner",
+    "open_label_session": "fairpair.measures._labelpage",
+    "serve_labels": "fairpair.measures._labelpage",
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())

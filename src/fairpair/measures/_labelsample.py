@@ -58,14 +58,18 @@ DEFAULT_MIXING = 0.3
 
 @dataclass(frozen=True)
 class LabelMeasure:
-    """One judge measure row as a rater labels it.
+    """One judge-measured row as a rater labels it.
 
-    ``row`` is the stored measure row (``tone.warmth``); ``measure`` the battery's measure name
-    and ``dimension`` the rubric dimension; ``description`` and ``levels`` (level -> its text)
-    the rubric the judge was given; ``scoring`` the judge's (``sampled``, ``probabilities`` or
-    ``yes_no``); ``question`` the dimension's yes/no question (``yes_no`` only). With ``yes_no``
-    a rater answers the question and the label is stored on the levels' scale: ``no`` as the
-    lowest level, ``yes`` as the highest (the judge's value is ``low + (high - low) * P(yes)``).
+    ``row`` is the stored measure row (``tone.warmth``, ``decision.refund``); ``measure`` the
+    battery's measure name and ``dimension`` the rubric dimension or schema property;
+    ``description`` and ``levels`` (level -> its text) what the judge was given; ``scoring`` the
+    tone judge's (``sampled``, ``probabilities`` or ``yes_no``; ``sampled`` for ``llm_extract``);
+    ``question`` the dimension's yes/no question (``yes_no``) or the extraction's instructions
+    (``llm_extract``); ``language`` the battery's (the words for no and yes).
+
+    With ``yes_no`` a rater answers the question and the label is stored on the levels' scale:
+    ``no`` as the lowest level, ``yes`` as the highest (the judge's value is ``low + (high - low) *
+    P(yes)``). An ``llm_extract`` boolean property has levels 0 (no) and 1 (yes), as it is stored.
     """
 
     row: str
@@ -75,6 +79,7 @@ class LabelMeasure:
     levels: dict[int, str]
     scoring: str
     question: str | None = None
+    language: str | None = None
 
     @property
     def low(self) -> int:
@@ -85,46 +90,82 @@ class LabelMeasure:
         return max(self.levels)
 
     def choices(self) -> list[tuple[str, float, str]]:
-        """``(key, stored value, text)`` of each answer a rater can give: the levels, or no/yes."""
+        """``(key, stored value, text)`` of each answer a rater can give: the levels, or no/yes. The
+        key is the level's digit (no/yes: ``0``/``1``); a level outside 0-9 has its number as key
+        (the page's button, no shortcut)."""
         if self.scoring == "yes_no":
-            return [("0", float(self.low), "no"), ("1", float(self.high), "yes")]
+            no, yes = _no_yes(self.language)
+            return [("0", float(self.low), no), ("1", float(self.high), yes)]
         return [(str(lvl), float(lvl), txt) for lvl, txt in sorted(self.levels.items())]
 
 
+def _no_yes(language: str | None) -> tuple[str, str]:
+    return ("no", "sí") if language == "es" else ("no", "yes")
+
+
+def _extract_rows(battery, mname: str) -> dict[str, LabelMeasure]:
+    """The rows of an ``llm_extract`` measure a rater can label: boolean properties (0 no, 1 yes) and
+    integer ones with at most 10 levels (an ``enum``, or ``minimum``..``maximum``)."""
+    from fairpair.measures._runner import build_measures
+
+    m = build_measures(battery, [mname])[mname]
+    o = m.options
+    props = m._props() or {}
+    scales = m.output_scales()
+    out: dict[str, LabelMeasure] = {}
+    no, yes = _no_yes(battery.language)
+    for k, prop in props.items():
+        row = f"{mname}.{k}"
+        if scales.get(row) == "binary":
+            levels = {0: no, 1: yes}
+        elif scales.get(row) == "ordinal" and prop.get("type") == "integer":
+            values = prop.get("enum") or range(int(prop["minimum"]), int(prop["maximum"]) + 1)
+            levels = {int(v): str(v) for v in values}
+        else:
+            continue
+        out[row] = LabelMeasure(row=row, measure=mname, dimension=k, description=(prop.get("description") or k),
+                                levels=levels, scoring="sampled", question=o.instructions, language=battery.language)
+    return out
+
+
 def label_measure(battery, name: str | None) -> LabelMeasure:
-    """The judge measure row ``name`` (``tone.warmth``, or ``tone`` when it has one dimension; default:
-    the first dimension of the first ``judge`` measure).
+    """The judge-measured row ``name``: a ``judge`` measure's dimension (``tone.warmth``, or ``tone``
+    when it has one dimension) or an ``llm_extract`` measure's boolean or small-integer property
+    (``decision.refund``); default: the first dimension of the first ``judge`` measure, else the
+    first such ``llm_extract`` row.
 
     Raises
     ------
     FairpairError
-        No judge measure; ``name`` is not a judge measure row (the message lists them).
+        No row to label; ``name`` is not one (the message lists them).
     """
     from fairpair.measures._labels import _judge_measure
 
-    rows: dict[str, tuple[str, str]] = {}
+    rows: dict[str, LabelMeasure] = {}
     for mname, spec in battery.measures.items():
         if spec.kind == "judge":
-            _, _, rubric, _ = _judge_measure(battery, mname)
-            rows.update({f"{mname}.{d}": (mname, d) for d in rubric})
+            _, m, rubric, _ = _judge_measure(battery, mname)
+            for d, dim in rubric.items():
+                rows[f"{mname}.{d}"] = LabelMeasure(
+                    row=f"{mname}.{d}", measure=mname, dimension=d, description=(dim.get("description") or d).strip(),
+                    levels={int(k): str(v) for k, v in dim["levels"].items()}, scoring=m.options.scoring,
+                    question=dim.get("question"), language=battery.language)
+    for mname, spec in battery.measures.items():
+        if spec.kind == "llm_extract":
+            rows.update(_extract_rows(battery, mname))
     if not rows:
-        raise FairpairError("the battery declares no 'judge' measure to label", key="measures")
+        raise FairpairError("the battery has no judge-measured row to label (a 'judge' measure, or an "
+                            "'llm_extract' measure with a boolean or small-integer property)", key="measures")
     if name is None:
-        name = next(iter(rows))
+        return next(iter(rows.values()))
     if name not in rows:
         mine = [r for r in rows if r.split(".", 1)[0] == name]
         if len(mine) == 1:
-            name = mine[0]
-        else:
-            raise FairpairError(f"'{name}' is not a judge measure row of this run" +
-                                (" (it has several dimensions; name one)" if mine else ""), key="--measure",
-                                hint="one of: " + ", ".join(rows))
-    mname, dim = rows[name]
-    m, rubric = _judge_measure(battery, mname)[1:3]
-    d = rubric[dim]
-    return LabelMeasure(row=name, measure=mname, dimension=dim, description=(d.get("description") or dim).strip(),
-                        levels={int(k): str(v) for k, v in d["levels"].items()}, scoring=m.options.scoring,
-                        question=d.get("question"))
+            return rows[mine[0]]
+        raise FairpairError(f"'{name}' is not a judge-measured row of this run" +
+                            (" (it has several; name one)" if mine else ""), key="--measure",
+                            hint="one of: " + ", ".join(rows))
+    return rows[name]
 
 
 def judge_uncertainty(lm: LabelMeasure, detail: Mapping[str, Any] | None) -> float | None:
