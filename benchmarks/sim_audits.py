@@ -43,7 +43,10 @@ goal; the goals are ``pm``, ``ff0`` and ``found``. The informative-failure
 row (the reference group's "yes" answers lost 30%, its "no" answers 10%) has
 no calibrated interval either (the answers that exist are biased): its goal is
 an honest ``inconclusive``: no false ``fail`` and no ``pass`` at the margin
-(the worst-case bounds of :mod:`fairpair.analysis._paired`).
+(the worst-case bounds of :mod:`fairpair.analysis._paired`). Judge rows: the measure is a
+1-5 human score, a judge (biased 0.4 points against group A, only noisy, or fine) scores every
+answer and two raters label 50-200 of them; the verdict is the corrected one
+(:mod:`fairpair.analysis._corrected`; the raw verdicts beside them: ``sim_labels.py``).
 
 Monte Carlo standard errors in parentheses. For names fixed with name
 effects, the truth is the difference between *these* names (not 0): false
@@ -60,7 +63,7 @@ import math
 import os
 import time
 
-from fairpair.analysis._simaudit import Gen, Row, run_row
+from fairpair.analysis._simaudit import Gen, JudgeSim, Row, run_row
 
 ALPHA = 0.05
 INDEP = Gen("independent")
@@ -123,6 +126,10 @@ def rows() -> list[Row]:
         Row(TGB, "score", 40, 5, 2, "random"),
         # informative failures: the reference group's yes answers lost 30%, its no answers 10%
         Row(RHO5, "binary", 20, 10, 5, "random", informative=(0.3, 0.1)),
+        # a 1-5 judge corrected by human labels (issue 31; raw vs corrected and the power lost: sim_labels.py)
+        *[Row(NAMES, "ordinal", 20, 5, 4, "random", judge=JudgeSim(label, bias, sd, labels=n))
+          for label, bias, sd in (("biased -0.4 on A", -0.4, 0.5), ("noisy sd 1.0", 0.0, 1.0), ("fine sd 0.3", 0.0, 0.3))
+          for n in (50, 100, 200)],
     ]
 
 
