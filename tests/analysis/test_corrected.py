@@ -133,3 +133,26 @@ def test_several_raters_count_as_their_mean(judged, tmp_path):
     c = _comparison(run_dir)
     assert c.label_correction.n_labels == len(rows)  # one answer, two raters: one label, their mean (= the judge's)
     assert c.estimate == pytest.approx(c.label_correction.raw_estimate, abs=1e-12)
+
+
+def test_terminal_and_report_show_corrected_and_raw(judged, tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from fairpair.report import write_report
+
+    run_dir = _copy(judged, tmp_path)
+    _label(run_dir, lambda v, g: v + (1.0 if g == "magreb" else 0.0))
+    buf = io.StringIO()
+    res = analyze_run(run_dir, console=Console(file=buf, width=200))
+    c = next(c for c in res.comparisons if c.measure == MEASURE)
+    out = buf.getvalue()
+    assert f"corrected by 96 human labels (lambda {c.label_correction.lam:.2f})" in out
+    assert f"the judge alone: {c.label_correction.raw_estimate:+.3f}" in out and "magreb -1.000" in out
+    files = write_report(run_dir, language="en")
+    md = Path(files["md"]).read_text(encoding="utf-8")
+    assert "Judge measures corrected by human labels" in md
+    assert "96 labelled answers" in md and "the judge's error (judge − human)" in md
+    es = Path(write_report(run_dir, language="es", out=tmp_path / "es")["md"]).read_text(encoding="utf-8")
+    assert "Medidas del juez corregidas con etiquetas humanas" in es
