@@ -156,3 +156,13 @@ def test_terminal_and_report_show_corrected_and_raw(judged, tmp_path):
     assert "96 labelled answers" in md and "the judge's error (judge − human)" in md
     es = Path(write_report(run_dir, language="es", out=tmp_path / "es")["md"]).read_text(encoding="utf-8")
     assert "Medidas del juez corregidas con etiquetas humanas" in es
+
+
+def test_report_words_insufficient_labels(judged, tmp_path):
+    from fairpair.report import write_report
+
+    run_dir = _copy(judged, tmp_path)
+    _label(run_dir, lambda v, g: v, keep=lambda i, c: i < 10)
+    analyze_run(run_dir)
+    md = Path(write_report(run_dir, language="en")["md"]).read_text(encoding="utf-8")
+    assert "INSUFFICIENT LABELS" in md and "the corrected verdict needs at least 50" in md
