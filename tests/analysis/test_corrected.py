@@ -166,3 +166,35 @@ def test_report_words_insufficient_labels(judged, tmp_path):
     analyze_run(run_dir)
     md = Path(write_report(run_dir, language="en")["md"]).read_text(encoding="utf-8")
     assert "INSUFFICIENT LABELS" in md and "the corrected verdict needs at least 50" in md
+
+
+def test_yes_no_judge_gets_rogan_gladen_by_group():
+    """A yes/no judge that misses a third of group A's yes answers: the prediction-powered risk difference
+    with every answer labelled is the humans' own, and Rogan-Gladen's sensitivity for A is the share of A's
+    human yes the judge said yes to (computed here)."""
+    from fairpair.analysis._corrected import analyze_corrected
+    from fairpair.analysis._paired import PairData, analyze_pairs
+
+    rng = np.random.default_rng(0)
+    t, k, r = 10, 3, 4
+    tt, kk, _ = (a.reshape(-1) for a in np.meshgrid(np.arange(t), np.arange(k), np.arange(r), indexing="ij"))
+    hx = (rng.random(tt.size) < 0.6).astype(float)
+    hy = (rng.random(tt.size) < 0.6).astype(float)
+    miss = rng.random(tt.size) < 1 / 3
+    fx = np.where((hx == 1) & miss, 0.0, hx)
+    pd = PairData(fx, hy.copy(), tt, kk, ("v",) * k, name_a=kk, name_b=kk,
+                  case_a=np.array([f"a{i}" for i in range(tt.size)], dtype=object),
+                  case_b=np.array([f"b{i}" for i in range(tt.size)], dtype=object))
+    kw = dict(alpha=0.05, confidence_level=0.95, exact_threshold=25, n_resamples=0, seed=0, heterogeneity=False,
+              names="random")
+    raw = analyze_pairs(pd, scale="binary", **kw)
+    pa = analyze_corrected(pd, raw, hx, hy, scale="binary", **kw)
+    want = crossed_difference(np.concatenate([hx, hy]), np.concatenate([tt, tt]),
+                              np.concatenate([np.char.add("a", kk.astype(str)), np.char.add("b", kk.astype(str))]),
+                              np.repeat(["A", "B"], tt.size), groups=("A", "B"))
+    assert pa.fields["estimate"] == pytest.approx(want.estimate, abs=1e-12)
+    assert pa.fields["value_kind"] == "rate" and pa.fields["scale"] == "binary"
+    lc = pa.fields["label_correction"]
+    assert lc.sensitivity_a == pytest.approx(fx[hx == 1].mean()) and lc.specificity_a == 1.0
+    assert lc.sensitivity_b == 1.0 and lc.specificity_b == 1.0
+    assert lc.rogan_gladen_estimate == pytest.approx(want.estimate, abs=1e-9)  # each group's true rate, recovered
