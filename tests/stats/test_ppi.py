@@ -208,3 +208,19 @@ def test_labels_needed_by_hand_and_by_monte_carlo():
         y = ppi_values(f, np.where(lab, f + resid, np.nan), lam=1.0, inclusion=np.full(big_n, n / big_n))
         est.append(y[group == 0].mean() - y[group == 1].mean() - (resid[group == 0].mean() - resid[group == 1].mean()))
     assert np.std(est) == pytest.approx(h / z, rel=0.05)
+
+
+def test_crossfit_lambda_comes_from_the_other_fold():
+    from fairpair.stats import ppi_crossfit
+
+    rng = np.random.default_rng(8)
+    tt, name, group = _design(8, 3, 2)
+    f = rng.normal(size=tt.size)
+    h = np.where(rng.random(tt.size) < 0.4, f + rng.normal(0, 0.5, tt.size), np.nan)
+    pi = np.full(tt.size, 0.4)
+    lam = ppi_crossfit(f, h, group, tt % 2, inclusion=pi)
+    for k in (0, 1):
+        other = tt % 2 != k
+        assert np.all(lam[tt % 2 == k] == ppi_tuning(f[other], h[other], group[other], inclusion=pi[other]))
+    assert np.all(ppi_crossfit(f, h, group, np.zeros(tt.size, int), inclusion=pi) == ppi_tuning(f, h, group,
+                                                                                                    inclusion=pi))
