@@ -1,6 +1,7 @@
-"""A run for the labelling tests: the mock target, two groups of names over three templates, and a
-``scoring: yes_no`` tone judge whose P(yes) comes from a hash of what it was asked (varied, so the
-labelling sample is drawn by the judge's uncertainty)."""
+"""A run for the labelling tests: the mock target, two groups of names over five templates (the fewest
+the analysis accepts), a ``scoring: yes_no`` tone judge whose P(yes) comes from a hash of what it was
+asked (varied, so the labelling sample is drawn by the judge's uncertainty), and one comparison of
+``tone.courtesy``."""
 
 from __future__ import annotations
 
@@ -42,12 +43,17 @@ def judged_run(tmp: Path, *, repetitions: int = 3) -> Path:
              "espana": {"variants": NAMES[:2]}, "magreb": {"variants": NAMES[2:]}}}},
          "templates": [{"id": "t_roto", "turns": ["Hola, soy {nombre}. Mi pedido llegó roto."]},
                        {"id": "t_cita", "turns": ["Soy {nombre}. ¿Me cambiáis la cita?"]},
+                       {"id": "t_envio", "turns": ["Me llamo {nombre}; el envío no llega."]},
+                       {"id": "t_talla", "turns": ["Soy {nombre}, ¿puedo cambiar la talla?"]},
                        {"id": "t_pago", "system": "Eres el asistente de la tienda; el cliente es {nombre}.",
                         "turns": ["Hola, me llamo {nombre}.", "Me cobrasteis dos veces."]}],
          "designs": [{"kind": "counterfactual", "attribute": "origen"}],
          "target": {"kind": "mock"},
          "measures": {"tone": {"kind": "judge", "mode": "per_dimension", "scoring": "yes_no"}},
-         "judge_self_test": "off"}
+         "judge_self_test": "off",
+         "analysis": {"generalize": {"names": "fixed"},
+                      "comparisons": [{"id": "courtesy", "measure": "tone.courtesy", "attribute": "origen",
+                                       "reference": "espana", "margin": 1.0}]}}
     p = tmp / "lab.yaml"
     p.write_text(json.dumps(b, ensure_ascii=False), encoding="utf-8")
     run_dir = tmp / "run"

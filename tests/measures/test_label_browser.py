@@ -1,8 +1,9 @@
 """``fairpair label`` in a real browser: two raters label 20 answers by keyboard, the server is killed
-(SIGKILL) in the middle and started again, the first rater resumes where they stopped, and the
-labels in the store are exactly the keys pressed (an undo by Backspace and a skip and its undo
-included). The page makes no request but to itself and logs no error (its Content-Security-Policy
-would log any refused load).
+(SIGKILL) in the middle and started again, the first rater resumes where they stopped, the labels
+in the store are exactly the keys pressed (an undo by Backspace and a skip and its undo included),
+and ``analyze`` reads them (the judge's error by group is the one these labels give). The page
+makes no request but to itself and logs no error (its Content-Security-Policy would log any
+refused load).
 
 Driven by Playwright on Debian's ``chromium`` through ``executable_path`` (the fixture pattern of
 ``tests/report/test_first_screen.py``: skipped without a browser, failed under ``CI=true``).
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from fairpair.analysis import analyze_run
 from fairpair.store import Store
 from tests.measures.labelling import judged_run
 from tests.report.test_first_screen import ARGS, CHROMIUM, _browser
@@ -125,3 +127,16 @@ def test_two_raters_label_by_keyboard_through_a_killed_server(tmp_path):
         assert all(x.source == "page" for x in s.labels(MEASURE))
         undone = [a for a in s.label_actions(MEASURE, "ann") if a.value is None]
         assert undone == []  # the skip was withdrawn
+        judged = {m.case_id: float(m.value) for m in s.measurements(MEASURE)}
+        group = {c.id: c.groups["origen"] for c in s.iter_cases()}
+    # analyze reads these labels: 10 answers, each labelled by both raters (their mean), too few to correct
+    c = next(c for c in analyze_run(run_dir).comparisons if c.measure == MEASURE)
+    lc = c.label_correction
+    assert lc is not None and lc.n_labels == 10 and lc.n_labels_a + lc.n_labels_b == 10
+    assert "insufficient labels" in c.reasons, (c.verdict, c.reasons, c.reason)
+    human = {sample.answers[o].case_id: (ann[o] + bob[o]) / 2 for o in ann}
+    pi = {cid: p for (_, cid), p in sample.labelled_probabilities((sample.answers[o].target, sample.answers[o].case_id)
+                                                              for o in ann).items()}
+    for g, err in ((c.group_a, lc.judge_error_a), (c.group_b, lc.judge_error_b)):  # judge minus human, by group,
+        mine = [((judged[k] - v) / pi[k], 1 / pi[k]) for k, v in human.items() if group[k] == g]  # weighted 1/pi
+        assert mine and err == pytest.approx(sum(e for e, _ in mine) / sum(w for _, w in mine), abs=1e-9), g

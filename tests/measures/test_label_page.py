@@ -68,11 +68,21 @@ def test_the_page_is_blind_and_stores_each_label_as_given(run_dir):
             assert _order(html) == 1 and "1 label(s) by other raters" in html
             r = await client.post("/undo", data={"rater": "cy"})
             assert "nothing to undo" in await r.text()
+            r = await client.post("/label", data={"rater": "eve", "order": "2", "value": "5.0"},
+                                  headers={"Origin": "http://evil.example"})  # a cross-site form
+            assert r.status == 403
+            # a sandboxed frame's origin; a cross-site post
+            for headers in ({"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"}):
+                r = await client.post("/skip", data={"rater": "eve", "order": "2"}, headers=headers)
+                assert r.status == 403, headers
+            r = await client.get("/", params={"rater": "eve"}, headers={"Host": "evil.example"})  # DNS rebinding
+            assert r.status == 403
         _drive(session, steps)
         ann = session.store.labels("tone.courtesy", rater="ann")
         assert [(x.target, x.case_id, x.value, x.source) for x in ann] == [
             (session.sample.answers[0].target, session.sample.answers[0].case_id, 5.0, "page")]
         assert [x.value for x in session.store.labels("tone.courtesy", rater="bob")] == [1.0]
+        assert session.store.label_actions("tone.courtesy", "eve") == []  # the refused requests stored nothing
     finally:
         session.close()
     # a new session (the server restarted): the same sample, each rater resumes where they stopped

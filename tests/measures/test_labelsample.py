@@ -80,8 +80,8 @@ def test_judge_uncertainty_is_the_predictive_standard_deviation():
     assert judge_uncertainty(YES_NO, {"p_yes": {"warm": 0.5}}) == pytest.approx(2.0)  # (5-1) * sqrt(.25)
     assert judge_uncertainty(YES_NO, {"p_yes": {"warm": 1.0}}) == 0.0
     assert judge_uncertainty(YES_NO, {"reason": "x"}) is None
-    probs = LabelMeasure(row="tone.warm", measure="tone", dimension="warm", description="", levels={1: "", 2: "", 3: ""},
-                         scoring="probabilities")
+    probs = LabelMeasure(row="tone.warm", measure="tone", dimension="warm", description="",
+                         levels={1: "", 2: "", 3: ""}, scoring="probabilities")
     # levels 1 and 3 with 1/2 each: mean 2, sd 1 (the probabilities are renormalised: mass 0.8)
     assert judge_uncertainty(probs, {"probabilities": {"warm": {"1": 0.4, "3": 0.4}}}) == pytest.approx(1.0)
 

@@ -80,10 +80,8 @@ class LabelSession:
         """
         if value is not None and value not in {v for _, v, _ in self.measure.choices()}:
             raise ValueError(f"{value} is not a choice of '{self.measure.row}'")
-        if not 0 <= order < len(self.sample):
-            return False
-        a = self.sample.answers[order]
-        if (a.target, a.case_id) in self.acted(rater):
+        a = next((x for x in self.sample.answers if x.order == order), None)
+        if a is None or (a.target, a.case_id) in self.acted(rater):
             return False
         self.store.add_label(target=a.target, case_id=a.case_id, measure=self.measure.row, rater=rater,
                              value=value, source="page")
@@ -168,7 +166,9 @@ def label_app(session: LabelSession, *, rater: str | None = None):
 
     Every response carries a Content-Security-Policy that allows nothing but the page itself and
     its inline style and (nonced) script, so the page cannot fetch anything even if an answer
-    holds HTML (which jinja2's autoescape prints as text anyway).
+    holds HTML (which jinja2's autoescape prints as text anyway). A request whose Host is not
+    127.0.0.1 or localhost (DNS rebinding), or a POST from another origin (a cross-site form),
+    is refused with 403.
     """
     from aiohttp import web
 
@@ -179,7 +179,7 @@ def label_app(session: LabelSession, *, rater: str | None = None):
                "base-uri 'none'; frame-ancestors 'none'")
         return web.Response(text=html, content_type="text/html", charset="utf-8",
                             headers={"Content-Security-Policy": csp, "Cache-Control": "no-store",
-                                     "Referrer-Policy": "no-referrer"})
+                                     "Referrer-Policy": "same-origin"})
 
     def who(request: web.Request, form: Any = None) -> str:
         name = ((form or {}).get("rater") or request.query.get("rater") or rater or "").strip()
@@ -235,7 +235,23 @@ def label_app(session: LabelSession, *, rater: str | None = None):
         name = who(request, form)
         raise back(name, "" if session.undo(name) else "nothing to undo")
 
-    app = web.Application()
+    @web.middleware
+    async def same_origin(request: web.Request, handler):
+        # DNS rebinding: a page of another site resolved to 127.0.0.1 names its own host; cross-site
+        # form posts (CSRF) carry their origin. Both are refused: only this page may write labels.
+        host = request.host.rsplit(":", 1)[0]
+        if host not in ("127.0.0.1", "localhost"):
+            raise web.HTTPForbidden(text="the labelling page answers only as 127.0.0.1 or localhost")
+        # a browser sends this page's own origin with its forms (Referrer-Policy same-origin; "null" under
+        # no-referrer or from a sandboxed frame, refused) and Sec-Fetch-Site same-origin
+        origin = request.headers.get("Origin")
+        site = request.headers.get("Sec-Fetch-Site", "same-origin")
+        if request.method == "POST" and (origin not in (None, f"http://{request.host}") or
+                                         site not in ("same-origin", "none")):
+            raise web.HTTPForbidden(text="a label can only be given from this page")
+        return await handler(request)
+
+    app = web.Application(middlewares=[same_origin])
     app.add_routes([web.get("/", index), web.post("/label", label), web.post("/skip", skip),
                     web.post("/undo", undo)])
     return app

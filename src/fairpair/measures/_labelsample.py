@@ -65,7 +65,8 @@ class LabelMeasure:
     ``description`` and ``levels`` (level -> its text) what the judge was given; ``scoring`` the
     tone judge's (``sampled``, ``probabilities`` or ``yes_no``; ``sampled`` for ``llm_extract``);
     ``question`` the dimension's yes/no question (``yes_no``) or the extraction's instructions
-    (``llm_extract``); ``language`` the battery's (the words for no and yes).
+    (``llm_extract``); ``language`` the battery's (the words for no and yes); ``examples`` the
+    rubric's example answers with their levels, as the judge is shown them.
 
     With ``yes_no`` a rater answers the question and the label is stored on the levels' scale:
     ``no`` as the lowest level, ``yes`` as the highest (the judge's value is ``low + (high - low) *
@@ -80,6 +81,7 @@ class LabelMeasure:
     scoring: str
     question: str | None = None
     language: str | None = None
+    examples: tuple[tuple[int, str], ...] = ()
 
     @property
     def low(self) -> int:
@@ -149,7 +151,8 @@ def label_measure(battery, name: str | None) -> LabelMeasure:
                 rows[f"{mname}.{d}"] = LabelMeasure(
                     row=f"{mname}.{d}", measure=mname, dimension=d, description=(dim.get("description") or d).strip(),
                     levels={int(k): str(v) for k, v in dim["levels"].items()}, scoring=m.options.scoring,
-                    question=dim.get("question"), language=battery.language)
+                    question=dim.get("question"), language=battery.language,
+                    examples=tuple((int(e["level"]), str(e["answer"])) for e in dim.get("examples") or ()))
     for mname, spec in battery.measures.items():
         if spec.kind == "llm_extract":
             rows.update(_extract_rows(battery, mname))

@@ -144,6 +144,8 @@ def mean_label(labels: Iterable[HumanLabel]) -> dict[tuple[str, str, str], float
     issue's rule: several raters of one answer count as their mean)."""
     sums: dict[tuple[str, str, str], list[float]] = {}
     for lab in labels:
+        if lab.value is None:  # a skip is no label
+            continue
         s = sums.setdefault((lab.target, lab.case_id, lab.measure), [0.0, 0.0])
         s[0] += lab.value
         s[1] += 1
