@@ -133,8 +133,7 @@ def corrected_pairs(pd: PairData, hx: np.ndarray, hy: np.ndarray, pix: np.ndarra
     Returns the new pairs and the correction's figures (``lam``, labels per group, the
     judge's mean error per group).
     """
-    from fairpair.stats import ppi_crossfit, ppi_values
-    from fairpair.stats._ppi import judge_error_by_group
+    from fairpair.stats import judge_error_by_group, ppi_crossfit, ppi_values
 
     n = pd.x.size
     f = np.concatenate([pd.x, pd.y])

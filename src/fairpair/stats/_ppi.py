@@ -73,7 +73,7 @@ from scipy import special
 from fairpair.stats._common import ConfidenceInterval, as_float_1d, as_labels, check_level, t_interval
 from fairpair.stats._crossed import POOL, CrossedDifferenceResult, cell_matrix, crossed_from_cells
 
-__all__ = ["ppi_crossfit", "labels_needed", "PPIDifferenceResult", "RoganGladenResult", "RoganGladenDifferenceResult", "ppi_tuning", "ppi_values",
+__all__ = ["judge_error_by_group", "ppi_crossfit", "labels_needed", "PPIDifferenceResult", "RoganGladenResult", "RoganGladenDifferenceResult", "ppi_tuning", "ppi_values",
            "ppi_difference", "stratum_inclusion", "rogan_gladen", "rogan_gladen_difference"]
 
 
@@ -302,7 +302,12 @@ class PPIDifferenceResult:
 
 def judge_error_by_group(judge: Any, human: Any, is_a: np.ndarray, inclusion: Any = None
                          ) -> tuple[dict[str, float], dict[str, int]]:
-    """Mean judge-minus-human error on each group's labelled answers (weights ``1/pi``) and their counts."""
+    """The judge's mean error (judge minus human) on each group's labelled answers, and their counts.
+
+    ``judge`` / ``human`` / ``inclusion`` as in :func:`ppi_values`; ``is_a``: bool array, shape (N,), True
+    for group A. Returns ``({"A": err, "B": err}, {"A": n, "B": n})``: weighted means (weights ``1/pi``)
+    in the measure's units, NaN for a group without labels.
+    """
     f = as_float_1d(judge, "judge")
     h = as_float_1d(human, "human")
     lab = _labelled(h, f)
