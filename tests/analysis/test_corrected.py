@@ -198,3 +198,35 @@ def test_yes_no_judge_gets_rogan_gladen_by_group():
     assert lc.sensitivity_a == pytest.approx(fx[hx == 1].mean()) and lc.specificity_a == 1.0
     assert lc.sensitivity_b == 1.0 and lc.specificity_b == 1.0
     assert lc.rogan_gladen_estimate == pytest.approx(want.estimate, abs=1e-9)  # each group's true rate, recovered
+
+
+def test_the_page_samples_probabilities_weight_the_labels(judged, tmp_path):
+    """Labels of the page's sample (drawn where the judge is least certain: unequal probabilities) are
+    weighted by the sample's inclusion probabilities: the estimate is fairpair.stats.ppi_difference's on
+    the same answers with those probabilities, not with the strata's shares."""
+    from fairpair.battery import recorded_battery
+    from fairpair.measures._labelsample import draw_label_sample, label_measure
+    from fairpair.stats import ppi_difference, stratum_inclusion
+
+    run_dir = _copy(judged, tmp_path)
+    with Run.open(run_dir, "w") as run:
+        lm = label_measure(recorded_battery(run).battery, MEASURE)
+        sample = run.store.add_label_sample(draw_label_sample(run.store, lm, n=60, seed=1))
+    assert sample.design == "uncertainty"
+    drawn = {a.case_id for a in sample.answers}
+    rows = _label(run_dir, lambda v, g: v + (1.0 if g == "magreb" else 0.0), keep=lambda i, c: c.id in drawn)
+    c = _comparison(run_dir)
+    pi = sample.labelled_probabilities({(a.target, a.case_id) for a in sample.answers})
+    ids = [r[0] for r in rows]
+    f = np.array([r[2] for r in rows])
+    grp = np.array([r[1] for r in rows])
+    h = np.array([v + (1.0 if g == "magreb" else 0.0) if i in drawn else np.nan for i, g, v, _, _ in rows])
+    p = np.array([pi.get(("mock", i), np.nan) for i in ids])
+    want = ppi_difference(f, h, [r[3] for r in rows], [r[4] for r in rows], grp, inclusion=p,
+                          groups=("magreb", "espana"), names="fixed")
+    shares = ppi_difference(f, h, [r[3] for r in rows], [r[4] for r in rows], grp, names="fixed",
+                            inclusion=stratum_inclusion(~np.isnan(h), [f"{g}|{r[3]}" for g, r in zip(grp, rows)]),
+                            groups=("magreb", "espana"))
+    assert c.label_correction.n_labels == 60
+    assert c.estimate == pytest.approx(want.estimate, abs=1e-9)
+    assert abs(want.estimate - shares.estimate) > 1e-6  # the probabilities matter here

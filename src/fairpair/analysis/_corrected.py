@@ -91,7 +91,7 @@ def load_labels(store) -> tuple[dict[tuple[str, str], HumanLabels], list[str]]:
     stratum, which is exact when every sample was drawn at random within those strata (a union of
     such samples is again one) and is noted otherwise.
     """
-    labels = store.labels() if hasattr(store, "labels") else []
+    labels = store.labels()
     notes: list[str] = []
     rows: dict[tuple[str, str], list[HumanLabel]] = {}
     for lab in labels:
