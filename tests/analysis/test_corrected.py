@@ -230,3 +230,31 @@ def test_the_page_samples_probabilities_weight_the_labels(judged, tmp_path):
     assert c.label_correction.n_labels == 60
     assert c.estimate == pytest.approx(want.estimate, abs=1e-9)
     assert abs(want.estimate - shares.estimate) > 1e-6  # the probabilities matter here
+
+
+def test_plan_power_says_how_many_labels(judged, tmp_path):
+    """``plan --power``: the labels a corrected 95% interval of half the margin needs, 4 s^2 / (h/z)^2 with the
+    residual SD from the run's labels (here computed by hand), never below the simulation's 50."""
+    from fairpair.analysis.power import label_residuals_from_run, power_plan
+    from fairpair.battery import load_battery
+    from fairpair.cases import plan as make_plan
+
+    run_dir = _copy(judged, tmp_path)
+    rng = np.random.default_rng(3)
+    noise = {}
+    rows = _label(run_dir, lambda v, g: v + noise.setdefault(len(noise), float(rng.normal(0, 2.0))))
+    resid = label_residuals_from_run(run_dir)
+    by = {}
+    for i, (_, g, _v, _, _) in enumerate(rows):
+        by.setdefault(g, []).append(noise[i])
+    dev = np.concatenate([np.asarray(v) - np.mean(v) for v in by.values()])
+    sd = float(np.sqrt((dev ** 2).sum() / (dev.size - 2)))
+    assert resid[MEASURE] == pytest.approx(sd)
+    lb = load_battery(_battery(tmp_path))
+    out = power_plan(lb, make_plan(lb), label_residual_sd=resid)
+    row = out["labels"]["courtesy"]
+    z = 1.959963984540054
+    n_answers = 2 * 8 * 2 * 3
+    want = 4 * sd ** 2 / ((0.5 / z) ** 2 + 4 * sd ** 2 / n_answers)
+    assert row["labels_needed"] == max(50, int(np.ceil(want)))
+    assert any("human labels for a corrected 95% interval of +/-0.5" in line for line in out["lines"])
