@@ -60,6 +60,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "mark.secondary": "* secondary comparison: not in the family the plan's correction and the gate judge",
         "mark.status": ("† automatic comparison of an answer status (failed, empty, refused...) between the groups: "
                         "a fail fails the gate unless --ignore-status"),
+        "mark.status.none": ("† {statuses}: none in either group of {pairs} ({n} automatic comparisons, "
+                             "inconclusive without a margin; each interval in results.json)"),
         "counts.line": "{fail} fail, {pass_} pass, {inconclusive} inconclusive, {insufficient} insufficient design",
         "counts.more": "{n} more without a verdict ({what})",
         "design.note": "Design: {templates} template(s), {names}.",
@@ -136,6 +138,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "scenarios.elsewhere": "not shown elsewhere",
         "scenarios.every": "in every scenario",
         "scenarios.none": "no scenario fails on its own",
+        "scenarios.few": ("no scenario-level verdict: too few pairs per scenario to estimate a scenario's own "
+                          "uncertainty"),
         "scenarios.spread": ("template x group share of the variance {share} ({level}% CI {lo} to {hi}); outlying "
                              "scenarios: {outliers}"),
         "scenarios.no_outliers": "none",
@@ -278,8 +282,12 @@ MESSAGES: dict[str, dict[str, str]] = {
                               "differences measured between them are not results. Examples: {examples}"),
         "status.gap": ("answers to users with {group_a} {verb} {rate_a} of the time, against {rate_b} for "
                        "users with {group_b} (answer status '{status}', {test} p = {p})"),
-        "status.dropped": ("{measure}: {n} of {total} pairs dropped ({why}); the test, the interval and the "
-                           "charts use the same {kept} pairs"),
+        "status.dropped": ("{measure}: {dropped} of {total} pairs dropped ({why}); the test, the interval and the "
+                           "charts use {kept}"),
+        "status.dropped.one": "{n}",
+        "status.dropped.many": "{n}",
+        "status.kept.one": "the same pair",
+        "status.kept.many": "the same {n} pairs",
         "status.verb.failed": "failed",
         "status.verb.filtered": "were stopped by the content filter",
         "status.verb.empty": "came back empty",
@@ -371,6 +379,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                            "el gate"),
         "mark.status": ("† comparación automática de un estado de respuesta (fallida, vacía, rechazada...) entre "
                         "los grupos: si falla, el gate falla salvo con --ignore-status"),
+        "mark.status.none": ("† {statuses}: ninguna en ninguno de los grupos de {pairs} ({n} comparaciones "
+                             "automáticas, no concluyentes sin margen; cada intervalo, en results.json)"),
         "counts.line": ("{fail} fallan, {pass_} pasan, {inconclusive} no concluyentes, {insufficient} con diseño "
                         "insuficiente"),
         "counts.more": "{n} más sin veredicto ({what})",
@@ -449,6 +459,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "scenarios.elsewhere": "no se ve en el resto",
         "scenarios.every": "en todos los escenarios",
         "scenarios.none": "ningún escenario falla por sí solo",
+        "scenarios.few": ("sin veredicto por escenario: hay demasiado pocos pares por escenario para estimar la "
+                          "incertidumbre de cada uno"),
         "scenarios.spread": ("parte de la varianza plantilla x grupo {share} (IC {level}% {lo} a {hi}); escenarios "
                              "que se apartan: {outliers}"),
         "scenarios.no_outliers": "ninguno",
@@ -601,8 +613,12 @@ MESSAGES: dict[str, dict[str, str]] = {
                               "Ejemplos: {examples}"),
         "status.gap": ("las respuestas de los usuarios con {group_a} {verb} el {rate_a} de las veces frente al "
                        "{rate_b} de los usuarios con {group_b} (estado de respuesta '{status}', {test} p = {p})"),
-        "status.dropped": ("{measure}: se descartaron {n} de {total} pares ({why}); la prueba, el intervalo y "
-                           "los gráficos usan los mismos {kept} pares"),
+        "status.dropped": ("{measure}: {dropped} de {total} pares ({why}); la prueba, el intervalo y "
+                           "los gráficos usan {kept}"),
+        "status.dropped.one": "se descartó {n}",
+        "status.dropped.many": "se descartaron {n}",
+        "status.kept.one": "el mismo par",
+        "status.kept.many": "los mismos {n} pares",
         "status.verb.failed": "fallaron",
         "status.verb.filtered": "fueron bloqueadas por el filtro de contenido",
         "status.verb.empty": "llegaron vacías",
@@ -969,7 +985,9 @@ def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
 
 def scenario_summary(comp: Any, lang: str) -> str:
     """The scenario-level finding of a comparison in ``lang``: "fails in `financiacion` (-22.0 points), not
-    shown elsewhere" (from its ``scenarios`` block); empty without one."""
+    shown elsewhere", "no scenario fails on its own", or, when no scenario can have a verdict of its own
+    (one pair per scenario: no error to estimate), that there are too few pairs per scenario (from its
+    ``scenarios`` block); empty without one."""
     sc = comp.scenarios
     if sc is None or not sc.rows:
         return ""
@@ -983,6 +1001,8 @@ def scenario_summary(comp: Any, lang: str) -> str:
         return msg(lang, "points", x=v) if binary else v
 
     fails = [r for r in sc.rows if r.verdict == "fail"]
+    if not fails and all(r.verdict == "insufficient design" for r in sc.rows):
+        return msg(lang, "scenarios.few")  # no scenario could fail: "none fails" would claim a finding
     if not fails:
         return msg(lang, "scenarios.none")
     out = msg(lang, "scenarios.fails", where=", ".join(f"`{r.template}` ({amount(r.estimate)})" for r in fails))
