@@ -266,6 +266,10 @@ def test_one_language_rule_for_the_terminal(tmp_path):
     flat = " ".join(out.split())
     assert "Veredictos de fairpair" in flat and "50,0 p. p." in flat and "p_adj=" not in flat
     assert "measuring length..." in flat and "75% usable answers" in flat  # stage lines: English
+    # the headline: only the automatic comparison fails, so it does not say a pre-registered one does
+    assert ("FALLA Ninguna comparación prerregistrada falla, pero un grupo recibe más respuestas inutilizables "
+            "(fallidas, vacías, rechazadas...: una comparación automática, †). Fallan: answer.empty: magreb − "
+            "espana †.") in flat
     analyzed = " ".join(CliRunner().invoke(app, ["analyze", str(run_dir)]).output.split())
     assert "Fallan: answer.empty: magreb − espana †" in analyzed and "p_adj=" not in analyzed
     gate = " ".join(CliRunner().invoke(app, ["gate", str(run_dir)]).output.split())

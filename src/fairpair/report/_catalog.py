@@ -90,6 +90,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                                "generalises to other names of these groups."),
         "asked.fixed.these": "The plan asked for a verdict about these names in these scenarios (these templates).",
         "overall.fail": "At least one pre-registered comparison fails.",
+        "overall.fail.status": ("No pre-registered comparison fails, but one group gets more unusable answers "
+                                "(failed, empty, refused...: an automatic comparison, †)."),
         "overall.pass": "Every pre-registered comparison passes.",
         "overall.inconclusive": "No comparison fails, but at least one is inconclusive.",
         "overall.none": "There are no pre-registered comparisons to judge.",
@@ -411,6 +413,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                                "a otros nombres de estos grupos."),
         "asked.fixed.these": "El plan pedía un veredicto sobre estos nombres en estos escenarios (estas plantillas).",
         "overall.fail": "Al menos una comparación prerregistrada falla.",
+        "overall.fail.status": ("Ninguna comparación prerregistrada falla, pero un grupo recibe más respuestas "
+                                "inutilizables (fallidas, vacías, rechazadas...: una comparación automática, †)."),
         "overall.pass": "Todas las comparaciones prerregistradas pasan.",
         "overall.inconclusive": "Ninguna comparación falla, pero al menos una no es concluyente.",
         "overall.none": "No hay comparaciones prerregistradas que juzgar.",

@@ -601,6 +601,9 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
     if overall == "incomplete run" and incomplete is not None:
         overall_text = incomplete.text(lang)
     named = [r for r in rows if r.verdict == "fail" and (r.primary or r.status)]
+    if overall == "fail" and named and all(r.status for r in named) and \
+            "fail" not in ranking_verdicts(data.results):  # not a pre-registered comparison that fails
+        overall_text = msg(lang, "overall.fail.status")
     if overall == "fail" and named:  # the headline names what fails, the answer-status comparisons included
         overall_text += " " + msg(lang, "overall.fail.named", names="; ".join(r.label for r in named))
     blocks = _two_party_blocks(data, figures.two_party_blocks, lang)
