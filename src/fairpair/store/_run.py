@@ -180,6 +180,9 @@ def write_manifest(run_dir: Path, store: Store, extra: dict[str, Any]) -> dict[s
     merged = old.merged(update)
     merged.counts = {t: store.counts(t) for t in merged.targets}
     merged.plan_changed_after_registration = bool(store.events("plan_changed"))
+    usage = store.token_usage()
+    if usage or merged.tokens:  # the answers' provider-reported usage, recounted from the store at each write
+        merged.tokens = {**(merged.tokens or {}), "answers": usage}
     changed = sorted({e["target"] for e in store.events("target_changed")})
     if changed:  # answers of these targets were produced under other options than those recorded now
         merged.targets_changed_after_answers = changed
