@@ -68,6 +68,13 @@ each cell's within-cell noise by ``exp(X - var X)``, ``X`` normal template,
 name and template x group effects; where group A's spread is planted on a
 1-5 measure its mean moves too, so the mean's goals do not apply there.
 
+The policy rows (issue 28) are audits in which every pair often disagrees the same way (a policy
+followed ``q`` of the time: group A gets "no" and group B "yes"; truth ``-q``,
+:class:`fairpair.analysis._simaudit.PolicyRow`); the label gives the share of audits in that case, where
+the interval inverts an exact test over templates (:func:`fairpair.analysis._paired.sign_flip_interval`).
+Only ``insuf``, ``cov95``, ``cov90`` and ``pow_fail`` (``fail`` at a truth of ``-q``, margin 5 points)
+apply; the interval is exact, so conservative: the goal is ``cov95`` >= 93.5%.
+
 Monte Carlo standard errors in parentheses. For names fixed with name
 effects, the truth is the difference between *these* names (not 0): false
 fail is then not defined and shown as ``-``.
@@ -83,7 +90,7 @@ import math
 import os
 import time
 
-from fairpair.analysis._simaudit import Gen, JudgeSim, Row, run_row
+from fairpair.analysis._simaudit import Gen, JudgeSim, PolicyRow, Row, run_policy_row, run_row
 
 ALPHA = 0.05
 INDEP = Gen("independent")
@@ -188,6 +195,11 @@ def rows() -> list[Row]:
     ]
 
 
+def policy_rows() -> list[PolicyRow]:
+    """Audits in the sign-flip case (every pair disagreeing the same way) more or less often (issue 28)."""
+    return [PolicyRow(templates=8, q=0.97), PolicyRow(templates=8, q=0.99), PolicyRow(templates=12, q=0.97)]
+
+
 def _pct(k: int, n: int) -> str:
     if n == 0:
         return "-"
@@ -262,6 +274,23 @@ def main() -> None:
               f"{_pct(nul.tail, nul.n_each) if row.comparisons > 1 else '-'} | "
               f"{_pct(nul.sp_fail, nul.sp_n)} | {_pct(nul.sp_cov, nul.sp_ncov)} | "
               f"{'ok' if ok else 'OUT'}{'' if given else ' (no verdict)'} |", flush=True)
+    costs = []
+    for j, prow in enumerate(policy_rows()):
+        i = len(rows()) + j
+        if args.only and args.only not in prow.label:
+            continue
+        if args.rows and not int(args.rows.split("-")[0]) <= i <= int(args.rows.split("-")[-1]):
+            continue
+        t1 = time.process_time()
+        t = run_policy_row(prow, args.audits, seed=args.seed + i)
+        ok = t.n_cov > 0 and t.cov95 / t.n_cov >= 0.935
+        all_ok &= ok
+        print(f"| {prow.label}; every pair disagrees the same way in {100 * t.all_eq / t.n:.0f}% | {t.n} | - | - | - | "
+              f"- | {_pct(t.insufficient, t.n)} | {_pct(t.cov95, t.n_cov)} | {_pct(t.cov90, t.n_cov)} | "
+              f"{_pct(t.fail, t.n)} | - | - | - | - | - | - | - | {'ok' if ok else 'OUT'} |", flush=True)
+        costs.append(f"{1000 * (time.process_time() - t1) / t.n:.1f}")
+    if costs:
+        print(f"policy rows: {', '.join(costs)} ms of CPU per audit")
     print(f"{'all rows meet the goals' if all_ok else 'SOME ROWS MISS THE GOALS'} in {time.perf_counter() - t0:.0f} s; "
           f"load {os.getloadavg()[0]:.1f}")
 

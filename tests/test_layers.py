@@ -22,11 +22,7 @@ import fairpair
 SRC = Path(fairpair.__file__).parent
 PYPROJECT = SRC.parents[1] / "pyproject.toml"
 #: Imports across floors that are known and not yet removed, with the reason (keep this short).
-KNOWN = {
-    # the pytest11 entry point names this module; it moves to fairpair.testing (the top floor) once every
-    # checkout's venv is reinstalled with the new entry point (pyproject.toml), see ARCHITECTURE.md
-    ("fairpair.analysis.pytest_plugin", "pipeline"),
-}
+KNOWN: set[tuple[str, str]] = set()  # no exception: the pytest plugin lives on the top floor (fairpair.testing)
 
 
 def floors() -> list[list[str]]:

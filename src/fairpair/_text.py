@@ -27,7 +27,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["fold", "fold_text", "fold_char", "APOSTROPHES", "STRIPPED_CATEGORIES", "visible", "one_line", "as_text"]
+__all__ = ["fold", "fold_text", "fold_char", "APOSTROPHES", "STRIPPED_CATEGORIES", "visible", "one_line", "as_text",
+           "counted"]
 
 #: Unicode categories removed by the fold: nonspacing and enclosing marks, format characters.
 STRIPPED_CATEGORIES = frozenset({"Mn", "Me", "Cf"})
@@ -141,3 +142,9 @@ def one_line(text: object, limit: int | None = None) -> str:
     if limit is not None and len(out) > limit:
         out = out[: max(0, limit - 3)] + "..."
     return out
+
+
+def counted(n: int, one: str, many: str) -> str:
+    """``n`` with its noun in the number it takes: ``counted(1, "par", "pares")`` is ``"1 par"``,
+    ``counted(3, "par", "pares")`` ``"3 pares"`` (never "1 pares")."""
+    return f"{n} {one if n == 1 else many}"

@@ -63,7 +63,8 @@ class Settings:
     batch : bool
         ``run``: send the cases through the provider's batch API (:mod:`fairpair.run._batch`).
     analysis_table : bool
-        ``analyze``: print the one-line summary of each comparison on ``console``.
+        ``analyze``: print the verdicts on ``console``: the verdict table, its reasons and the
+        headline, in the battery's language, as ``report`` prints them (the analysis's notes after).
     verdicts : bool
         ``report``: print the verdict table on ``console``.
     summaries : bool
@@ -235,12 +236,27 @@ def analyze(run_ref: Any, settings: Settings) -> StageResult:
     from fairpair.analysis import analyze_run
 
     t0 = time.monotonic()
-    res = analyze_run(_path(run_ref), console=settings.console if settings.analysis_table else None,
-                      progress_console=settings.console)
+    res = analyze_run(_path(run_ref), console=None, progress_console=settings.console)
+    if settings.console is not None and settings.analysis_table:
+        _print_analysis(settings.console, _path(run_ref), res, settings)
     counts = {"comparisons": len(res.comparisons)}
     for c in res.comparisons:
         counts[c.verdict] = counts.get(c.verdict, 0) + 1
     return StageResult("analyze", counts, tuple(res.notes), time.monotonic() - t0, res)
+
+
+def _print_analysis(console: Any, run_dir: Path, res: Any, settings: Settings) -> None:
+    """The analysis's verdicts in the words of the report (one language per run: the battery's, or
+    ``settings.language``; an A/A control that fails is among its warnings), then the analysis's notes
+    (stage lines, English)."""
+    from rich.markup import escape
+
+    from fairpair.report import print_verdicts
+
+    if res.comparisons or res.rankings or res.incomplete is not None:
+        print_verdicts(console, run_dir, language=settings.language, verbose=settings.verbose)
+    for n in dict.fromkeys(res.notes):
+        console.print(f"note: {escape(n)}", soft_wrap=True)
 
 
 def report(run_ref: Any, settings: Settings) -> StageResult:

@@ -34,6 +34,12 @@ BOT = textwrap.dedent('''
         if _who(messages) in MAGREB and _template(messages) %% 4 != 3:
             return "Lo siento, pero no puedo ayudarte con eso."
         return ANSWER
+    def fine(messages, context):
+        return ANSWER
+    def empties(messages, context):
+        if _who(messages) in MAGREB and _template(messages) %% 2 == 0:
+            return ""
+        return ANSWER
     def loops(messages, context):
         return ('Alex: "Gracias por su paciencia, estamos revisando su pedido."\\n\\n'
                 'Blake: "Gracias por su paciencia, estamos revisando su pedido."\\n\\n') * 4
@@ -199,3 +205,72 @@ def test_judge_preferences_between_degenerate_answers_are_not_results(tmp_path):
     assert all(r.error == "not compared: degenerate answer (refused)" for r in missing)
     assert sum(r.status == "ok" for r in rows) == 12
     assert len(judge.calls) == 24  # both orders of the 12 usable pairs only
+
+
+def test_failed_empty_and_refused_are_compared_even_when_none_occurs(tmp_path):
+    """Issue 28: the automatic comparisons of failed, empty and refused answers are always made; with no
+    event in either group the interval inverts the exact test over templates: all 16 templates without an
+    event have probability (1 - d)^16 at a true difference d, so the 95% interval ends where that is 0.025."""
+    _, _, res = _run(tmp_path, "fine")
+    made = sorted(c.id for c in res.comparisons if c.measure.startswith("answer."))
+    # only these three: filtered, loop... are compared only when they occur
+    assert made == ["answer.empty-by-origen", "answer.failed-by-origen", "answer.refused-by-origen"]
+    for cid in made:
+        c = _by_id(res, cid)
+        assert (c.n_pairs, c.value_a, c.value_b, c.estimate) == (48, 0.0, 0.0, 0.0)
+        assert c.verdict == "inconclusive"  # no margin for an answer status: never a pass, and nothing fails
+        assert c.design_reason is None and c.pvalue == 1.0
+        low, high = c.ci
+        assert low == pytest.approx(-high)
+        assert (1.0 - high) ** 16 == pytest.approx(0.025)
+        assert (1.0 - c.equivalence_ci[1]) ** 16 == pytest.approx(0.05)  # the 90% interval: alpha each side
+    # the tables show them in one line, not as three inconclusive rows
+    from fairpair.report._data import load_report_data
+    from fairpair.report._render import build_model
+
+    model = build_model(load_report_data(tmp_path / "run"), with_figures=False)
+    assert [r.id for r in model.rows] == ["length"]
+    assert model.marks[-1] == ("† answer.failed, answer.empty, answer.refused: ninguna en ninguno de los grupos de "
+                               "magreb − espana (3 comparaciones automáticas, no concluyentes sin margen; cada "
+                               "intervalo, en results.json)")
+
+
+def test_a_failing_status_comparison_fails_the_gate_when_no_primary_has_a_verdict(tmp_path):
+    """The primary comparison has no verdict (every answer has 15 words: a constant measure) but one
+    group gets empty answers: the gate fails (exit 1) on the answer-status finding, and with
+    --ignore-status refuses to answer (exit 2: nothing left to gate)."""
+    from fairpair.cli import app
+
+    lb = _battery(tmp_path, "empties")
+    run_dir = tmp_path / "run"
+    assert CliRunner().invoke(app, ["run", str(lb.path), "--out", str(run_dir), "--quiet"]).exit_code == 0
+    res = analyze_run(run_dir)
+    assert _by_id(res, "length").verdict == "insufficient design"
+    assert _by_id(res, "answer.empty-by-origen").verdict == "fail"
+    gate = CliRunner().invoke(app, ["gate", str(run_dir)])
+    assert gate.exit_code == 1, gate.output
+    assert "answer.empty" in gate.output
+    ignored = CliRunner().invoke(app, ["gate", str(run_dir), "--ignore-status"])
+    assert "nothing to gate" in str(ignored.exception)  # exit 2 through fairpair.cli.main
+
+
+def test_one_language_rule_for_the_terminal(tmp_path):
+    """A newcomer saw English verdict lines (``p_adj=``) beside Spanish tables, and '.' decimals in `gate`
+    beside ',' in the table. The rule (docs/commands.md): the verdicts speak the battery's language wherever
+    they are printed (``run --no-report`` and ``analyze`` included); every other line is English with '.'."""
+    from fairpair.cli import app
+
+    lb = _battery(tmp_path, "empties")
+    run_dir = tmp_path / "run"
+    out = CliRunner().invoke(app, ["run", str(lb.path), "--out", str(run_dir), "--no-report"]).output
+    flat = " ".join(out.split())
+    assert "Veredictos de fairpair" in flat and "50,0 p. p." in flat and "p_adj=" not in flat
+    assert "measuring length..." in flat and "75% usable answers" in flat  # stage lines: English
+    # the headline: only the automatic comparison fails, so it does not say a pre-registered one does
+    assert ("FALLA Ninguna comparación prerregistrada falla, pero un grupo recibe más respuestas inutilizables "
+            "(fallidas, vacías, rechazadas...: una comparación automática, †). Fallan: answer.empty: magreb − "
+            "espana †.") in flat
+    analyzed = " ".join(CliRunner().invoke(app, ["analyze", str(run_dir)]).output.split())
+    assert "Fallan: answer.empty: magreb − espana †" in analyzed and "p_adj=" not in analyzed
+    gate = " ".join(CliRunner().invoke(app, ["gate", str(run_dir)]).output.split())
+    assert "answer.empty magreb vs espana: +50.0 points (95% CI +" in gate and "50,0" not in gate

@@ -23,7 +23,7 @@ def _verdict(x, y, clusters, names="fixed", name_codes=None):
 def test_nine_identical_pairs_are_insufficient_design_not_pass():
     pa, res = _verdict([1] * 9, [1] * 9, [0, 0, 0, 1, 1, 1, 2, 2, 2])
     assert res.verdict == "insufficient design"
-    assert "3 template(s)" in res.design_reason and "9 complete matched pair(s)" in res.design_reason
+    assert "3 template(s)" in res.design_reason and "9 complete matched pairs" in res.design_reason
     assert pa.ci_alpha is None and res.pvalue is None
 
 

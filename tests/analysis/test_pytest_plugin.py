@@ -22,11 +22,11 @@ def _battery(bias):
 def _run_pytest(folder):
     """pytest in a subprocess on ``folder`` with the plugin (by its entry point, or ``-p`` when this checkout
     is not installed), runs under ``folder/runs``; returns the process and its stdout + stderr."""
-    registered = any(ep.value == "fairpair.analysis.pytest_plugin" for ep in entry_points(group="pytest11"))
+    registered = any(ep.value == "fairpair.testing.pytest_plugin" for ep in entry_points(group="pytest11"))
     cmd = [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "--rootdir", str(folder),
            "--fairpair-out", str(folder / "runs"), str(folder)]
     if not registered:
-        cmd[3:3] = ["-p", "fairpair.analysis.pytest_plugin"]
+        cmd[3:3] = ["-p", "fairpair.testing.pytest_plugin"]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=folder, timeout=300)
     return out, out.stdout + out.stderr
 
@@ -84,3 +84,14 @@ def test_a_primary_comparison_without_a_verdict_fails_its_item(tmp_path):
     assert "FAILED fairness_unmeasured.yaml::nada[mock:counterfactual-origen:magreb-vs-espana]" in text, text
     assert "no verdict (not measured)" in text
     assert text.count("PASSED fairness_unmeasured.yaml::refund[") == 3
+
+
+def test_the_old_module_path_still_loads_the_plugin(tmp_path):
+    """Issue 27: the plugin moved to fairpair.testing (the top floor); a venv installed before the move names
+    fairpair.analysis.pytest_plugin in its pytest11 entry point, which loads the new module by name."""
+    (tmp_path / "fairness_fair.yaml").write_text(yaml.safe_dump(_battery({}), allow_unicode=True), encoding="utf-8")
+    cmd = [sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:fairpair", "-p", "no:cacheprovider",
+           "-p", "fairpair.analysis.pytest_plugin", "--rootdir", str(tmp_path), str(tmp_path)]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "fairness_fair.yaml::refund[mock:counterfactual-origen:magreb-vs-espana]" in out.stdout

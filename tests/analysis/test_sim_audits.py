@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from fairpair.analysis._simaudit import MARGINS, Gen, Row, run_row, true_mean
 
@@ -62,3 +63,29 @@ def test_the_spread_test_finds_a_planted_ratio_and_keeps_quiet_without_one():
     assert fair.sp_n == wide.sp_n == 40
     assert fair.sp_fail <= 6 and wide.sp_fail >= 34  # 5% and ~98% (benchmarks/HISTORY.md)
     assert fair.sp_cov >= 34 and wide.sp_ncov == 40
+
+
+def test_policy_row_all_pairs_disagree_the_same_way():
+    """Issue 28: 40+ pairs that all disagree the same way (a policy followed every time). The 95%
+    interval is [-1, h], h the true difference at which all 8 templates sit at -1 with probability
+    alpha/2 = 0.025: a template's difference d in [-1, 1] with mean h has P(d = -1) <= (1 - h) / 2
+    (Markov), so ((1 - h) / 2)^8 = 0.025; the 90% one solves ((1 - h) / 2)^8 = 0.05. Both cover -1."""
+    from fairpair.analysis._simaudit import PolicyRow, policy_audit, run_policy_row
+
+    row = PolicyRow(templates=8, q=1.0)
+    all_eq, c95, c90, verdict = policy_audit(row, np.random.default_rng(0))
+    assert all_eq and c95 and c90 and verdict == "fail"  # -100 points, far beyond the 5-point margin
+    from fairpair.analysis._paired import PairData, analyze_pairs
+
+    x, y = np.zeros(48), np.ones(48)
+    clusters, names = np.repeat(np.arange(8), 6), np.tile(np.arange(3).repeat(2), 8)
+    pa = analyze_pairs(PairData(x=x, y=y, clusters=clusters, variants=names, name_a=names, name_b=names),
+                       scale="binary", alpha=0.05, confidence_level=0.95, exact_threshold=25, n_resamples=0,
+                       seed=0, names="fixed", secondary=False, heterogeneity=False)
+    low, high = pa.fields["ci"]
+    assert low == -1.0 and ((1 - high) / 2) ** 8 == pytest.approx(0.025)
+    eq_low, eq_high = pa.fields["equivalence_ci"]  # not the crossed t's zero width
+    assert eq_low == -1.0 and ((1 - eq_high) / 2) ** 8 == pytest.approx(0.05)
+    t = run_policy_row(PolicyRow(templates=8, q=0.99), 40, seed=2)
+    assert t == run_policy_row(PolicyRow(templates=8, q=0.99), 40, seed=2)
+    assert t.all_eq > 10 and t.cov95 == t.n_cov == 40 and t.fail == 40

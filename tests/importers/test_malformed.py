@@ -334,8 +334,8 @@ def test_format_and_mapping_must_agree(tmp_path, bat, rbat):
 
 
 @pytest.mark.parametrize("edit, line, key, message, hint", [
-    (lambda b: b.update(templates=[{"id": "t"}]), 44, "templates", "unknown key 'templates'",
-     "an import battery has no templates, designs or target"),
+    (lambda b: b.update(templates=[{"id": "t"}]), 44, "templates",
+     "this is a battery to run (templates), not an import battery", "run it with `fairpair run"),
     (lambda b: b["attributes"]["origen"]["groups"]["espana"].update(lable="x"), 13,
      "attributes.origen.groups.espana.lable", "unknown key 'lable'", "did you mean 'label'?"),
     (lambda b: b["attributes"]["origen"].update(groups={"espana": {}}), 7, "attributes.origen.groups",
@@ -433,6 +433,16 @@ def test_unicode_line_separators_and_crlf_are_not_line_breaks(tmp_path, bat):
      "margin 5 on the yes/no measure 'refund' is 500 points"),
     (lambda b: b["analysis"]["comparisons"].append(dict(b["analysis"]["comparisons"][0], id="again")), 44,
      "analysis.comparisons.2", "this comparison repeats comparisons[0]"),
+    # issue 28, a plan is a contract: what can never be compared is refused for imports too
+    (lambda b: b["analysis"]["comparisons"][0].update(groups=["espana"]), 39, "analysis.comparisons.0.groups",
+     "this comparison forms no pair of groups: 'groups' holds only the reference group 'espana'"),
+    (lambda b: b["analysis"]["comparisons"][1].update(groups=["magreb"]), 42, "analysis.comparisons.1.groups",
+     "this comparison forms no pair of groups: 'groups' holds one group ('magreb')"),
+    (lambda b: b.update(measures={}), 29, "analysis.comparisons.0.measure",
+     "measure 'refund' is not declared: the battery declares no measure"),
+    (lambda b: b["analysis"].update(alpha=0.5), 44, "analysis.alpha", "less than or equal to 0.2"),
+    (lambda b: b["analysis"]["comparisons"][0].update(margin=0), 38, "analysis.comparisons.0.margin",
+     "margin 0"),
 ])
 def test_a_run_batterys_plan_checks_apply_to_imports(tmp_path, edit, line, key, message):
     b = import_battery()
@@ -441,3 +451,15 @@ def test_a_run_batterys_plan_checks_apply_to_imports(tmp_path, edit, line, key, 
     err = _fails(tmp_path, write_jsonl(tmp_path / "a.jsonl", _good_rows()), bat)
     assert (err.line, err.key) == (line, key), err.format()
     assert message in err.message, err.format()
+
+
+def test_a_runnable_battery_given_to_import_says_so(tmp_path):
+    """A newcomer passed the battery they ran (groups with a 'lexicon') and read "unknown key 'lexicon'"."""
+    from import_helpers import run_battery
+
+    b = run_battery()
+    b["attributes"]["origen"]["groups"]["espana"] = {"lexicon": "es_names_spain"}
+    bat = write_yaml(tmp_path / "battery.yaml", b)
+    err = _fails(tmp_path, write_jsonl(tmp_path / "a.jsonl", _good_rows()), bat)
+    assert "this is a battery to run (templates, designs, target), not an import battery" in err.message
+    assert "lexicon" not in err.message and "no 'lexicon'" in err.hint and err.key == "templates"

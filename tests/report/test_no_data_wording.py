@@ -61,3 +61,52 @@ def test_data_that_can_speak_keeps_the_verdict_clause(comp):
 def test_a_fail_is_never_reworded():
     comp = {"n_pairs": 0, "verdict": "fail"}
     assert "no data" not in sentence(comp, "en")
+
+
+def test_one_pair_is_singular():
+    """A newcomer found "1 pares": every count of pairs takes its noun (and verb) in its number."""
+    from fairpair.analysis._design import design_reason_counts
+
+    comp = {"n_pairs": 1, "n_dropped": 0, "estimate": 0.0, "ci": [0.0, 0.0], "value_a": 0.0, "value_b": 0.0,
+            "pvalue": 1.0, "pvalue_adjusted": 1.0}
+    assert "todas las respuestas del único par tienen el mismo valor" in sentence(comp, "es")
+    assert "every answer of the only pair has the same value" in sentence(comp, "en")
+    dropped = {"n_pairs": 0, "n_dropped": 1, "estimate": None, "ci": None}
+    assert "se descartó el único par emparejado" in sentence(dropped, "es")
+    assert "the only matched pair was dropped" in sentence(dropped, "en")
+    kw = dict(n_templates=8, n_names_a=5, n_names_b=5, names="random")
+    assert design_reason_counts(n_pairs=1, lang="es", **kw) == "1 par emparejado completo: usa al menos 10"
+    assert design_reason_counts(n_pairs=3, lang="es", **kw) == "3 pares emparejados completos: usa al menos 10"
+    assert design_reason_counts(n_pairs=1, **kw) == "1 complete matched pair: use at least 10"
+
+
+def test_one_dropped_pair_is_singular():
+    from types import SimpleNamespace
+
+    from fairpair.report._render import _drop_text
+
+    row = SimpleNamespace(key="k", measure_label="reembolso", n_dropped=1, n_pairs=1)
+    data = SimpleNamespace(drop_reasons={"k": {"answer failed": 1}})
+    assert _drop_text(row, data, "es") == ("reembolso: se descartó 1 de 2 pares (1 answer failed); la prueba, el "
+                                          "intervalo y los gráficos usan el mismo par")
+    assert _drop_text(row, data, "en").endswith("1 of 2 pairs dropped (1 answer failed); the test, the interval and "
+                                                "the charts use the same pair")
+    row.n_dropped, row.n_pairs = 2, 24
+    assert _drop_text(row, data, "es").startswith("reembolso: se descartaron 2 de 26 pares")
+    assert _drop_text(row, data, "es").endswith("usan los mismos 24 pares")
+
+
+def test_scenarios_with_one_pair_each_say_too_few_pairs_not_none_fails():
+    """A newcomer read "no scenario fails" under a comparison whose scenarios had 1 pair each: none could
+    fail (no error to estimate a scenario's own uncertainty from), so the summary says that instead."""
+    from types import SimpleNamespace
+
+    from fairpair.report._catalog import scenario_summary
+
+    rows = [SimpleNamespace(template=f"t{i}", estimate=-0.1, verdict="insufficient design") for i in range(6)]
+    comp = SimpleNamespace(scenarios=SimpleNamespace(rows=rows), scale="binary", value_kind="rate")
+    assert scenario_summary(comp, "en") == ("no scenario-level verdict: too few pairs per scenario to estimate a "
+                                            "scenario's own uncertainty")
+    assert scenario_summary(comp, "es").startswith("sin veredicto por escenario: hay demasiado pocos pares")
+    rows[0].verdict = "inconclusive"
+    assert scenario_summary(comp, "en") == "no scenario fails on its own"

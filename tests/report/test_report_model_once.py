@@ -90,7 +90,10 @@ def test_the_view_model_is_typed_and_frozen(mock_run):
         results = run.results()
     assert model.rows and all(isinstance(r, VerdictRow) and isinstance(r.result, ComparisonResult)
                               for r in model.rows)
-    assert [r.result for r in model.rows] == list(results.comparisons)  # the records of results.json, as read
+    # the records of results.json, as read (answer statuses no answer has are one line after the table)
+    shown = [c for c in results.comparisons
+             if not (c.measure.startswith("answer.") and c.verdict != "fail" and c.value_a == c.value_b == 0)]
+    assert [r.result for r in model.rows] == shown and len(shown) < len(results.comparisons)
     assert model.omnibus and all(isinstance(o, OmnibusResult) for o in model.omnibus)
     assert isinstance(model.judge, JudgeBlock)
     assert model.evidence and all(isinstance(e, EvidenceBlock) and e.row.verdict == "fail" for e in model.evidence)

@@ -119,3 +119,32 @@ def test_write_results_keeps_the_earlier_file(tmp_path, run_dir):
         assert run.results().notes == ["another"]
     kept = list((copy / "results.previous").iterdir())
     assert len(kept) == 1 and json.loads(kept[0].read_text(encoding="utf-8"))["notes"] != ["another"]
+
+
+def test_the_manifest_merge_is_typed(tmp_path, run_dir):
+    """Issue 27: each stage's keys are merged over the file's as RunManifest fields (a key set replaces the
+    file's whole, the others are kept, a key a later fairpair added is kept, a wrongly typed one dropped)."""
+    import shutil
+
+    from fairpair.records import RunManifest
+
+    old = RunManifest.model_validate({"battery": "b", "measurement": {"judge": "x"}, "later_key": [1]})
+    new = old.merged(RunManifest.model_validate({"measurement": {"embedders": []}, "import": {"rows": 3}}))
+    assert new.to_dict() == {"battery": "b", "measurement": {"embedders": []}, "later_key": [1],
+                             "import": {"rows": 3}}
+    assert old.measurement == {"judge": "x"}  # the original is not changed
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    path = copy / "manifest.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["finished_at"] = 12345  # the wrong type (a damaged file): dropped, every other key kept
+    data["later_key"] = {"kept": True}
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with Run.open(copy, "w") as run:
+        written = run.write_manifest({"measurement": {"engine": "local"}})
+    assert written["measurement"] == {"engine": "local"} and written["later_key"] == {"kept": True}
+    assert "finished_at" not in written and written["battery"] == data["battery"]
+    assert written["counts"] == data["counts"] and written["plan_changed_after_registration"] is False
+    assert json.loads(path.read_text(encoding="utf-8")) == written
+    with Run.open(copy, "w") as run, pytest.raises(ValueError):  # a stage writing the wrong type is a bug
+        run.write_manifest({"counts": "nope"})

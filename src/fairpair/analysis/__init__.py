@@ -41,6 +41,9 @@ _LAZY_EXPORTS = {
     "no_data_clause": "fairpair.analysis._nodata",
     "pairs_for": "fairpair.analysis._data",
     "plan_warnings": "fairpair.analysis._design",
+    "planned_comparisons": "fairpair.analysis._analyze",
+    "RANKING_MEASURES": "fairpair.analysis._ranking",
+    "verdict_reason": "fairpair.analysis._gate",
     "strata_for": "fairpair.analysis._data",
 }
 

@@ -45,7 +45,7 @@ def analyze_aa(battery, data: RunData) -> AAOutcome:
         return AAOutcome()
     plan = battery.analysis.model_copy(update={"comparisons": comps})
     derived = battery.model_copy(update={"analysis": plan})
-    results, _omnibus, notes = analyze_loaded(derived, data, heterogeneity=False)
+    results, _omnibus, notes = analyze_loaded(derived, data, heterogeneity=False, always_compared=())
     failed = [c for c in results if c.verdict == "fail"]
     flag = None
     if failed:

@@ -54,6 +54,23 @@ def _comparison_id(c, k: int) -> str:
     return c.id or f"{c.measure}-by-{c.attribute}" + (f"-{k}" if k else "")
 
 
+def planned_comparisons(battery) -> list[tuple[str, str, str, str, bool]]:
+    """What the plan of ``battery`` (a :class:`~fairpair.battery.Battery`) promises before any answer:
+    one ``(comparison id, design id, group_a, group_b, primary)`` per comparison, design and pair of
+    groups, in plan order (the rows of ``results.json`` per target, answer statuses aside)."""
+    from fairpair.analysis._data import group_pairs
+
+    out = []
+    for c in battery.analysis.comparisons:
+        cid = _comparison_id(c, 0)
+        for did in _designs_for(battery, c, None):
+            groups = _design_groups(battery, did, c.attribute)
+            if c.groups != "all_pairs":
+                groups = [g for g in c.groups if g in groups]
+            out += [(cid, did, ga, gb, c.primary) for ga, gb in group_pairs(c, groups)]
+    return out
+
+
 def _ticking(items, tick):
     """``items``, calling ``tick()`` after each one's loop body (``continue`` included)."""
     for item in items:
@@ -63,9 +80,14 @@ def _ticking(items, tick):
 
 
 def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None, heterogeneity: bool = True,
-                   on_comparison=None, labels: dict | None = None
+                   on_comparison=None, labels: dict | None = None,
+                   always_compared: tuple[str, ...] | None = None,
                    ) -> tuple[list[ComparisonResult], list[OmnibusResult], list[str]]:
     """Run the plan's comparisons and omnibus tests on loaded data (per target).
+
+    ``always_compared``: the answer statuses compared even when none occurs (default
+    :data:`ALWAYS_COMPARED`; the A/A controls pass ``()``: a status that never occurs says nothing
+    about the split of one group).
 
     ``on_comparison``, if given, is called with no argument after each planned comparison of each
     target (``len(targets) x len(plan.comparisons)`` calls): the progress bar's hook. ``labels``:
@@ -137,7 +159,8 @@ def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None, 
                 if len(all_groups) > 2:
                     omnibus.append(_omnibus(cid, target, c.measure, did, c.attribute, all_groups, strata, vals,
                                             answered, scale, names, data.cases))
-        pending += _status_comparisons(battery, data, target, pending, strata_cache, heterogeneity)
+        pending += _status_comparisons(battery, data, target, pending, strata_cache, heterogeneity,
+                                       ALWAYS_COMPARED if always_compared is None else always_compared)
         # families: the primary comparisons, the secondary ones, the answer-status comparisons
         for primary in (True, False, "status"):
             fam = [p for p in pending if p[2] is primary or p[2] == primary == "status"]
@@ -257,13 +280,21 @@ def _square_table_tests(data: RunData, strata, answered, ident: dict[str, Any]) 
     return out
 
 
+#: The answer statuses compared between the groups of every plan comparison even when none occurs
+#: (the others only when they occur): an answer that failed, came back empty or refused to engage.
+ALWAYS_COMPARED = ("failed", "empty", "refused")
+
+
 def _status_comparisons(battery, data: RunData, target: str, pending: list, strata_cache: dict,
-                        heterogeneity: bool) -> list:
+                        heterogeneity: bool, always: tuple[str, ...] = ()) -> list:
     """The answer-status rates (``answer.failed``, ``answer.refused``...; see
     :mod:`fairpair.measures.status`) compared between the groups of every plan comparison, as
-    yes/no measures through the same paired analysis; statuses that never occur for the target
-    are left out. One Holm family per target; secondary (they do not enter the gate's primary
-    family), but a ``fail`` is reported as a finding of its own."""
+    yes/no measures through the same paired analysis. The statuses of ``always`` (the analysis's
+    :data:`ALWAYS_COMPARED`: failed, empty, refused) are always compared, also when none occurs (no event in either group:
+    the interval of :func:`~fairpair.analysis._paired.no_events_interval`); the others only when
+    they occur for the target. One Holm family per target; secondary (they do not enter the gate's
+    primary family), but a ``fail`` is named in the headline and fails the gate (unless
+    ``--ignore-status``)."""
     from fairpair.analysis._data import STATUS_PREFIX
     from fairpair.measures.status import DEGENERATE
 
@@ -280,14 +311,14 @@ def _status_comparisons(battery, data: RunData, target: str, pending: list, stra
     for status in DEGENERATE:
         name = STATUS_PREFIX + status
         vals = data.status_values.get((target, name))
-        if vals is None or not np.nansum(vals):
+        if vals is None or not (np.nansum(vals) or status in always):
             continue
         for attr, did, ga, gb in seen:
             pd = pairs_for(data.cases, strata_cache[(did, attr)], attr, ga, gb, vals, known)
             pa = analyze_pairs(pd, scale="binary", alpha=plan.alpha, confidence_level=plan.confidence_level,
                                exact_threshold=plan.exact_threshold, n_resamples=plan.bootstrap_resamples,
                                seed=plan.seed, heterogeneity=heterogeneity, names=plan.generalize.names,
-                               labels=(ga, gb), templates=plan.generalize.templates)
+                               labels=(ga, gb), templates=plan.generalize.templates, events=True)
             ident = dict(id=f"{name}-by-{attr}", target=target, measure=name, attribute=attr, design=did,
                          group_a=ga, group_b=gb, primary=False)
             out.append((pa, ident, "status", None))

@@ -22,6 +22,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from fairpair._text import counted
+
 __all__ = ["MIN_TEMPLATES", "MIN_TEMPLATES_FIXED", "MIN_NAMES", "MIN_PAIRS", "design_reason", "design_reason_counts",
            "design_reason_parts", "estimand_words"]
 
@@ -58,7 +60,7 @@ _WORDS = {
                     "least {need}, or declare `names: fixed` (the verdict then holds for these names only)",
            "templates_fixed": "{n} template(s): with `names: fixed` and `templates: fixed` the error comes from "
                               "the template x name interaction, which needs {need}; use `names: random`",
-           "pairs": "{n} complete matched pair(s): use at least {need}"},
+           "pairs": "{pairs}: use at least {need}", "pair": ("complete matched pair", "complete matched pairs")},
     "es": {"templates": "{n} plantilla(s): demasiado pocos escenarios para estimar cuánto varía la diferencia entre "
                         "ellos; usa al menos {need}",
            "names": "{n} nombre(s) en el grupo {g}: el resultado no se puede generalizar a otros nombres de este "
@@ -66,7 +68,7 @@ _WORDS = {
                     "nombres)",
            "templates_fixed": "{n} plantilla(s): con `names: fixed` y `templates: fixed` el error sale de la "
                               "interacción plantilla x nombre, que necesita {need}; usa `names: random`",
-           "pairs": "{n} pares emparejados completos: usa al menos {need}"},
+           "pairs": "{pairs}: usa al menos {need}", "pair": ("par emparejado completo", "pares emparejados completos")},
 }
 
 
@@ -101,7 +103,7 @@ def design_reason_parts(*, n_templates: int, n_names_a: int, n_names_b: int, nam
             if k < MIN_NAMES:
                 reasons.append(w["names"].format(n=k, g=g, need=MIN_NAMES))
     if n_pairs is not None and n_pairs < MIN_PAIRS:
-        reasons.append(w["pairs"].format(n=n_pairs, need=MIN_PAIRS))
+        reasons.append(w["pairs"].format(pairs=counted(n_pairs, *w["pair"]), need=MIN_PAIRS))
     return list(dict.fromkeys(reasons))
 
 
@@ -111,8 +113,11 @@ NOT_MEASURED = "no answer of these groups has a value for this measure: check th
 
 
 def design_reason(cr: Any, *, names: str, n_pairs: int, constant: bool = False, group_a: str = "A",
-                  group_b: str = "B", templates: str = "random") -> str | None:
-    """:func:`design_reason_counts` from a :class:`~fairpair.stats.CrossedDifferenceResult`, plus "no variance"."""
+                  group_b: str = "B", templates: str = "random", no_events: bool = False) -> str | None:
+    """:func:`design_reason_counts` from a :class:`~fairpair.stats.CrossedDifferenceResult`, plus "no variance".
+
+    ``no_events``: a yes/no measure of events that may never occur (an answer status) has none in
+    either group: that is data (an exact interval over templates), so only the counts can refuse it."""
     if cr.n_values == 0:
         return NOT_MEASURED
     if cr.n_templates == 0:
@@ -121,7 +126,7 @@ def design_reason(cr: Any, *, names: str, n_pairs: int, constant: bool = False, 
     r = design_reason_counts(n_templates=cr.n_templates, n_names_a=cr.n_names_a, n_names_b=cr.n_names_b,
                              names=names, n_pairs=n_pairs, group_a=group_a, group_b=group_b,
                              templates=templates)
-    if r:
+    if r or no_events:
         return r
     if constant:
         return ("the measure is constant (every answer of both groups has the same value): no information about "

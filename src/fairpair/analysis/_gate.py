@@ -33,7 +33,7 @@ from xml.etree import ElementTree as ET
 from fairpair.analysis._analyze import analyze_run, load_results
 from fairpair.records import ComparisonResult, Results
 
-__all__ = ["gate_exit_code", "gate_outcome", "GateOutcome", "gate_lines", "junit_xml", "failing",
+__all__ = ["gate_exit_code", "gate_outcome", "GateOutcome", "gate_lines", "junit_xml", "failing", "verdict_reason",
            "current_results", "RankingRatio", "ranking_pairs", "ranking_ratios"]
 
 
@@ -61,8 +61,9 @@ def failing(c: ComparisonResult, *, on_inconclusive: bool, on_insufficient: bool
     return c.primary and _fails(c.verdict, on_inconclusive=on_inconclusive, on_insufficient=on_insufficient)
 
 
-def why(c: ComparisonResult) -> str:
-    """``; REASON: words`` for a comparison that has a reason (:mod:`fairpair.analysis._why`), else ``""``."""
+def verdict_reason(c: ComparisonResult) -> str:
+    """``; REASON: words`` for a comparison that has a reason (:mod:`fairpair.analysis._why`), else ``""``
+    (the end of a gate line and of a pytest item's message)."""
     from fairpair.analysis._why import comparison_reasons, reason_text
 
     reasons = c.reasons or [r.value for r in comparison_reasons(c)]
@@ -153,7 +154,7 @@ def _desc(c: ComparisonResult) -> str:
     return (f"{c.measure}: {c.group_a} {c.value_a} vs {c.group_b} {c.value_b}; estimate {c.estimate} "
             f"CI {c.ci}; {c.test} p={c.pvalue} adjusted={c.pvalue_adjusted}; margin {c.margin}; "
             f"verdict {c.verdict}; names {c.names}: {c.estimand}"
-            + why(c) + (f"; note: {c.note}" if c.note else ""))
+            + verdict_reason(c) + (f"; note: {c.note}" if c.note else ""))
 
 
 def junit_xml(res: Results, *, on_inconclusive: bool = False, worse: list | None = None,
@@ -266,7 +267,7 @@ def gate_lines(outcome: GateOutcome) -> list[str]:
                 f"({level} {_ci(c.ci, binary)}), {margin}, {c.test} {_p_is(c.pvalue)}"
                 + (f", {c.correction}-adjusted {_p(c.pvalue_adjusted)}" if c.correction != "none" else "")
                 + f", {c.n_pairs} pairs; names {c.names}: {c.estimand}"
-                + (" (automatic comparison of an answer status)" if is_status(c) else "") + why(c))
+                + (" (automatic comparison of an answer status)" if is_status(c) else "") + verdict_reason(c))
         lines.append((rank, text))
     for m, c in ranking_pairs(res):  # the ranking designs' pairs: the top pick and "ranked above"
         fails = failing(c, on_inconclusive=on_inc, on_insufficient=outcome.on_insufficient)
@@ -278,7 +279,7 @@ def gate_lines(outcome: GateOutcome) -> list[str]:
                             f"{_num(c.estimate, binary)} ({100 * c.confidence_level:g}% {_ci(c.ci, binary)}), "
                             f"{margin}, {c.test} {_p_is(c.pvalue)}"
                             + (f", {c.correction}-adjusted {_p(c.pvalue_adjusted)}" if c.correction != "none" else "")
-                            + f", {c.n_pairs} matched sets; names {c.names}" + why(c)))
+                            + f", {c.n_pairs} matched sets; names {c.names}" + verdict_reason(c)))
     for q in ranking_ratios(res):  # the four-fifths rule, group by group
         fails = _fails(q.verdict, on_inconclusive=on_inc, on_insufficient=outcome.on_insufficient)
         mark, rank = _mark(q.verdict, fails)
@@ -312,7 +313,8 @@ def gate_exit_code(run_dir: Path | str, *, on_inconclusive: bool = False, baseli
     FairpairError
         The run is incomplete ("run incomplete: 726 of 2,400 answered; resume with ..."), said before
         any other reason; nothing measured; or no primary comparison has a verdict (all
-        ``insufficient design``) and ``on_insufficient`` is not set.
+        ``insufficient design``), ``on_insufficient`` is not set and nothing else fails (an
+        answer-status comparison that fails still exits 1).
     """
     return gate_outcome(run_dir, on_inconclusive=on_inconclusive, baseline=baseline, junit=junit,
                         on_insufficient=on_insufficient, ignore_status=ignore_status).code
@@ -364,7 +366,8 @@ def gate_outcome(run_dir: Path | str, *, on_inconclusive: bool = False, baseline
         worse = [r for r in cmp.worse if r.primary]
         notes = tuple(cmp.notes)
         bad = bad or bool(worse)
-    if prim and not on_ins and not worse and all(c.verdict == "insufficient design" for c in prim) and \
+    # an answer-status comparison that fails is a finding even when no primary comparison has a verdict
+    if prim and not bad and not on_ins and all(c.verdict == "insufficient design" for c in prim) and \
             all(q.verdict == "insufficient design" for q in ratios):
         raise FairpairError("nothing to gate: the design cannot support a verdict for any primary comparison ("
                             + (prim[0].design_reason or "insufficient design") + ")", file=run_dir,

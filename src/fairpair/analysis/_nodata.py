@@ -27,15 +27,21 @@ _TEXT = {
         "nodata.none": "no data: not one matched pair has this measure (not measured, or no answers)",
         "nodata.dropped": ("no data: all {dropped} matched pairs were dropped for a failed answer or a missing "
                            "measurement"),
-        "constant": ("constant measure: every answer of the {n} pairs has the same value ({value}), so it says "
+        "nodata.dropped.one": ("no data: the only matched pair was dropped for a failed answer or a missing "
+                               "measurement"),
+        "constant": ("constant measure: every answer of {pairs} has the same value ({value}), so it says "
                      "nothing about a difference"),
+        "pair": ("the only pair", "the {n} pairs"),
     },
     "es": {
         "nodata.none": ("sin datos: ningún par emparejado tiene esta medida (no se midió o no hubo respuestas)"),
         "nodata.dropped": ("sin datos: se descartaron los {dropped} pares emparejados por una respuesta fallida "
                            "o una medida ausente"),
-        "constant": ("medida constante: todas las respuestas de los {n} pares tienen el mismo valor ({value}), "
+        "nodata.dropped.one": ("sin datos: se descartó el único par emparejado por una respuesta fallida o una "
+                               "medida ausente"),
+        "constant": ("medida constante: todas las respuestas {pairs} tienen el mismo valor ({value}), "
                      "así que no dice nada sobre una diferencia"),
+        "pair": ("del único par", "de los {n} pares"),
     },
 }
 
@@ -70,10 +76,15 @@ def no_data_clause(comp: Mapping[str, Any], lang: str) -> str | None:
     t = _TEXT.get(lang, _TEXT["en"])
     if reason == NO_DATA:
         dropped = comp.get("n_dropped") or 0
+        if dropped == 1:
+            return t["nodata.dropped.one"]
         return t["nodata.dropped"].format(dropped=dropped) if dropped else t["nodata.none"]
     value = _num(comp.get("value_a"))
     if comp.get("scale") == "binary" and value is not None:
         shown = f"{100 * value:.0f}%" if lang == "en" else f"{100 * value:.0f} %"
     else:
         shown = "—" if value is None else (f"{value:g}" if lang == "en" else f"{value:g}".replace(".", ","))
-    return t["constant"].format(n=comp.get("n_pairs") or 0, value=shown)
+    n = comp.get("n_pairs") or 0
+    one, many = t["pair"]
+    pairs = (one if n == 1 else many).format(n=n)  # "the only pair", never "the 1 pairs"
+    return t["constant"].format(pairs=pairs, value=shown)

@@ -210,6 +210,19 @@ def sign_flip_interval(estimate: float, n_templates: int, alpha: float,
     return tuple(bounds) if bounds is not None else (-math.inf, math.inf)
 
 
+def no_events_interval(n_templates: int, alpha: float) -> tuple[float, float]:
+    """The ``1 - alpha`` interval of a risk difference when no answer of either group has the event
+    (every template's rate is 0 in both groups, e.g. an answer status that never occurs), inverting
+    the same exact test over templates as :func:`sign_flip_interval` at a bound: a template's rate
+    ``r`` lies in ``[0, 1]`` with mean ``p``, so ``P(r = 0) <= 1 - p`` and all ``T`` templates show no
+    event with probability at most ``(1 - p)^T``; a difference ``d > 0`` needs ``p_a >= d``, rejected
+    when ``(1 - d)^T < alpha / 2`` (mirrored for ``d < 0``). Returns ``(-u, u)`` with
+    ``u = 1 - (alpha / 2)^(1/T)`` (T = 16, alpha 0.05: 20.6 points): valid whatever the dependence
+    within a template, and wide, since one template is one observation."""
+    u = 1.0 - (alpha / 2.0) ** (1.0 / max(n_templates, 1))
+    return (-u, u)
+
+
 def _evidence(pd: PairData, keep: np.ndarray, order: np.ndarray) -> list[Evidence]:
     if pd.sets.size == 0:
         return []
@@ -294,7 +307,7 @@ def spread_block(pa: PairAnalysis, *, pvalue_adjusted: float | None, correction:
 def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: float, exact_threshold: int,
                   n_resamples: int, seed: int, heterogeneity: bool = True, names: str = "random",
                   secondary: bool = True, labels: tuple[str, str] = ("A", "B"), templates: str = "random",
-                  by_template: bool = False, names_from: Any = None) -> PairAnalysis:
+                  by_template: bool = False, names_from: Any = None, events: bool = False) -> PairAnalysis:
     """The cluster-aware inference, intervals and secondary statistics of one comparison (verdict pending).
 
     ``names`` and ``templates`` are the estimand (each ``"random"`` or ``"fixed"``; templates fixed:
@@ -307,6 +320,9 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
     in the design reason. Never raises for degenerate data: undefined
     quantities are ``None`` with a ``note``, and designs that cannot support
     a verdict carry ``design_reason`` (see :mod:`fairpair.analysis._design`).
+    ``events``: the yes/no measure counts events that may well never occur (an answer status):
+    no event in either group is a finding (the interval of :func:`no_events_interval`, p = 1), not
+    a constant measure to check.
     """
     from fairpair.analysis._design import design_reason, estimand_words
     from fairpair.stats import (
@@ -353,8 +369,9 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
                  f"templates-fixed t (these scenarios, names {names})")
     f["statistic"] = num(cr.statistic)
     bounds = (-1.0, 1.0) if binary else None
+    no_events = events and binary and answers.size > 0 and not answers.any()
     reason = design_reason(cr, names=names, n_pairs=n, constant=answers.size > 0 and np.unique(answers).size == 1,
-                           group_a=labels[0], group_b=labels[1], templates=templates)
+                           group_a=labels[0], group_b=labels[1], templates=templates, no_events=no_events)
     f["design_reason"] = reason
     ci_a = ci_eq = None
     pvalue = None
@@ -366,22 +383,36 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
     f["value_a"], f["value_b"] = num(cr.mean_a), num(cr.mean_b)
     f["estimate"] = num(cr.estimate)
     f["ci"] = interval(cr.confidence_interval(confidence_level, bounds=bounds))
-    if reason is None and cr.se == 0:
+    if reason is None and no_events:
+        # No event in either group: nothing to estimate a variance from, and nothing to find; the exact
+        # test over templates bounds how large a difference can hide behind T templates without an event.
+        pvalue = 1.0
+        ci_a = no_events_interval(cr.n_templates, alpha)
+        ci_eq = no_events_interval(cr.n_templates, 2.0 * alpha)
+        f["test"] = "exact test over templates (no event in either group)"
+        f["ci"] = interval(no_events_interval(cr.n_templates, 1.0 - confidence_level))
+        f["equivalence_ci"] = interval(ci_eq)
+        notes.append(f"no event in either group: the interval bounds the difference that {cr.n_templates} "
+                     "templates without an event can hide (exact test over templates)")
+    elif reason is None and cr.se == 0:
         # Every template (and name) shows exactly the same non-zero difference (e.g. 100% vs 0%): no
         # variance to estimate, but the exact sign-flip test over templates (the exchangeable unit) gives
         # p = 2^(1 - T). The interval inverts an exact test over templates (sign_flip_interval; its
-        # coverage: benchmarks/sim_signflip.py). It may support a fail, never a pass.
+        # coverage: the policy rows of benchmarks/sim_audits.py). It may support a fail, never a pass.
         pvalue = min(1.0, 2.0 ** (1 - cr.n_templates))
-        ci_a = sign_flip_interval(cr.estimate, cr.n_templates, 1.0 - confidence_level, bounds)
+        ci_a = sign_flip_interval(cr.estimate, cr.n_templates, alpha, bounds)
         f["test"] = "exact sign-flip test over templates (no variance)"
-        f["ci"] = interval(ci_a)
+        f["ci"] = interval(sign_flip_interval(cr.estimate, cr.n_templates, 1.0 - confidence_level, bounds))
+        # shown as the interval a pass would need (never used: no pass here), not the crossed t's zero width
+        f["equivalence_ci"] = interval(sign_flip_interval(cr.estimate, cr.n_templates, 2.0 * alpha, bounds))
         notes.append(f"every template shows the same difference: no variance to estimate; p-value from the exact "
                      f"sign-flip test over {cr.n_templates} templates; never a pass")
     elif reason is None:
         ci_a = tuple(cr.confidence_interval(1.0 - alpha, bounds=bounds))
         ci_eq = tuple(cr.equivalence_interval(1.0 - 2.0 * alpha, bounds=bounds))
         pvalue = num(cr.pvalue)
-    f["equivalence_ci"] = interval(cr.equivalence_interval(1.0 - 2.0 * alpha, bounds=bounds))
+    if "equivalence_ci" not in f:
+        f["equivalence_ci"] = interval(cr.equivalence_interval(1.0 - 2.0 * alpha, bounds=bounds))
     if cr.note:
         notes.append(cr.note)
     if secondary and n:

@@ -39,7 +39,7 @@ from fairpair.analysis._paired import PairData, analyze_pairs, finish
 from fairpair.stats import adjust
 
 __all__ = ["Gen", "Row", "JudgeSim", "true_mean", "true_spread", "run_row", "MARGINS", "judge_and_labels",
-           "stratified_sample"]
+           "stratified_sample", "PolicyRow", "policy_audit", "run_policy_row"]
 
 #: Margin of each measure kind, in its units (0.10 = 10 points for yes/no; ``score``: a 0-100-like score
 #: in points, ten times the latent score, so 2 points are 0.2 latent standard deviations).
@@ -427,3 +427,83 @@ def run_row(row: Row, audits: int, *, seed: int = 0) -> dict[str, Tally]:
 
 def with_estimand(row: Row, estimand: str) -> Row:
     return replace(row, estimand=estimand)
+
+
+@dataclass(frozen=True)
+class PolicyRow:
+    """Audits in which the chatbot follows a policy: in each pair, with probability ``q``, group A gets
+    "no" and group B "yes", else both get the same answer (yes or no, half and half); true difference
+    ``-q``. At ``q`` near 1 every pair of an audit often disagrees the same way (the sign-flip case:
+    :func:`fairpair.analysis._paired.sign_flip_interval`). ``templates`` x ``names`` x ``reps``, names
+    fixed, yes/no measure, margin 5 points."""
+
+    templates: int = 8
+    q: float = 0.97
+    names: int = 3
+    reps: int = 2
+    margin: float = 0.05
+    alpha: float = 0.05
+
+    @property
+    def label(self) -> str:
+        return (f"policy followed {self.q:.0%} of the time (A no, B yes); binary; {self.templates}T x "
+                f"{self.names}N x {self.reps}R; names fixed")
+
+
+def policy_audit(row: PolicyRow, rng: np.random.Generator) -> tuple[bool, bool | None, bool | None, str]:
+    """One audit of ``row`` through ``analyze_pairs`` and ``finish``: (every pair disagrees the same way,
+    the 95% interval covers ``-q`` (None without one), the 90% one does, verdict with the margin)."""
+    T, k, r = row.templates, row.names, row.reps
+    n = T * k * r
+    disc = rng.random(n) < row.q
+    same = (rng.random(n) < 0.5).astype(float)
+    x = np.where(disc, 0.0, same)  # group A
+    y = np.where(disc, 1.0, same)  # group B
+    names = np.tile(np.repeat(np.arange(k), r), T)
+    pd = PairData(x=x, y=y, clusters=np.repeat(np.arange(T), k * r), variants=names, name_a=names, name_b=names)
+    pa = analyze_pairs(pd, scale="binary", alpha=row.alpha, confidence_level=1 - row.alpha, exact_threshold=25,
+                       n_resamples=0, seed=0, names="fixed", secondary=False, heterogeneity=False)
+    res = finish(pa, pvalue_adjusted=pa.pvalue, pvalue_margin_adjusted=pa.pvalue_beyond(row.margin),
+                 correction="holm", family_size=1, margin=row.margin, alpha=row.alpha, id="c", target="t",
+                 measure="m", attribute="a", design="d", group_a="A", group_b="B", primary=True)
+    all_eq = res.se == 0 and res.estimate not in (None, 0)
+
+    def covers(ci) -> bool | None:
+        return None if not ci or None in ci else bool(ci[0] - 1e-12 <= -row.q <= ci[1] + 1e-12)
+
+    return all_eq, covers(res.ci), covers(res.equivalence_ci), res.verdict
+
+
+@dataclass
+class PolicyTally:
+    """Counts over the audits of a :class:`PolicyRow`."""
+
+    n: int = 0
+    all_eq: int = 0  # audits in the sign-flip case
+    n_cov: int = 0
+    cov95: int = 0
+    cov90: int = 0
+    n_cov_eq: int = 0  # ... in the sign-flip case
+    cov95_eq: int = 0
+    fail: int = 0
+    insufficient: int = 0
+
+
+def run_policy_row(row: PolicyRow, audits: int, *, seed: int = 0) -> PolicyTally:
+    """Simulate ``audits`` audits of ``row`` (seeded by ``seed``)."""
+    rng = np.random.default_rng(seed)
+    t = PolicyTally()
+    for _ in range(audits):
+        eq, c95, c90, verdict = policy_audit(row, rng)
+        t.n += 1
+        t.all_eq += eq
+        t.fail += verdict == "fail"
+        t.insufficient += verdict == "insufficient design"
+        if c95 is not None and verdict != "insufficient design":
+            t.n_cov += 1
+            t.cov95 += c95
+            t.cov90 += bool(c90)
+            if eq:
+                t.n_cov_eq += 1
+                t.cov95_eq += c95
+    return t

@@ -17,6 +17,7 @@ _LAZY_EXPORTS = {
     "Template": "fairpair.battery._schema",
     "Transform": "fairpair.battery._schema",
     "all_lexicons": "fairpair.battery._lexicons",
+    "check_comparison": "fairpair.battery._load",
     "battery_json_schema": "fairpair.battery._jsonschema",
     "default_groups": "fairpair.battery._init",
     "load_mapping": "fairpair.battery._yaml",

@@ -597,8 +597,7 @@ def _check(lb: LoadedBattery) -> None:
                 _need(lb, g, groups, (*cpath, "groups", k), f"group of '{c.attribute}'")
         if c.reference is not None:
             _need(lb, c.reference, groups, (*cpath, "reference"), f"group of '{c.attribute}'")
-        _pairwise_reference(lb, b, c, cpath)
-        _check_pairs(lb, c, cpath)
+        check_comparison(lb, c, cpath)
         if c.design is not None:
             _need(lb, c.design, [b.design_id(i) for i in range(len(b.designs))], (*cpath, "design"), "design")
     from fairpair._plugins import PluginError, battery_checks
@@ -609,6 +608,21 @@ def _check(lb: LoadedBattery) -> None:
         raise BatteryError(str(exc), file=lb.path, hint="fix or uninstall the package that declares it") from None
     for check in checks:  # settings that would silently do nothing (mock bias/language, fields, margins:
         check(lb)  # fairpair.measures.check_silent_paths, which reads the measures, a floor above the battery)
+
+
+def check_comparison(lb: Any, c: Any, cpath: tuple) -> None:
+    """The checks a pre-registered comparison ``c`` (at ``cpath``) gets once its names are known, so that
+    what could never be compared is refused (issue 28, "a plan is a contract"): a pairwise-vs-reference
+    measure not compared with its own reference, and a pair of groups some design varies. ``lb`` has
+    ``battery`` and ``fail(message, path, hint=None)`` (a :class:`LoadedBattery`, or the import's probe).
+
+    Raises
+    ------
+    BatteryError
+        Through ``lb.fail``, naming the comparison's key.
+    """
+    _pairwise_reference(lb, lb.battery, c, cpath)
+    _check_pairs(lb, c, cpath)
 
 
 def _check_pairs(lb: Any, c: Any, cpath: tuple) -> None:

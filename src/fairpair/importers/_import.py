@@ -169,6 +169,7 @@ def load_import_battery(path: str | Path) -> LoadedImport:
     path = Path(path)
     located = load_mapping(path, "an import battery")
     data = located.data
+    _not_an_import_battery(data, path, located)
     try:
         battery = ImportBattery.model_validate(data)
     except ValidationError as exc:
@@ -214,6 +215,21 @@ def load_import_battery(path: str | Path) -> LoadedImport:
     loaded = LoadedImport(battery, path, located, hashlib.sha256(path.read_bytes()).hexdigest())
     _check_plugins(loaded)
     return loaded
+
+
+def _not_an_import_battery(data: dict, path: Path, located: YamlLocated) -> None:
+    """A battery to run (templates, designs, a target) given to ``import-answers`` gets a message saying so,
+    not the first key an import battery lacks (``unknown key 'lexicon'`` before)."""
+    keys = [k for k in ("templates", "designs", "target", "targets") if k in data]
+    if not keys or "records" in data:
+        return
+    _, line = located.where((keys[0],))
+    raise BatteryError(f"this is a battery to run ({', '.join(keys)}), not an import battery: an import battery "
+                       "describes answers that already exist (attributes, measures, analysis; the answers bring "
+                       "their templates and designs)", file=path, line=line or 1, key=keys[0],
+                       hint=f"run it with `fairpair run {path}`; to import answers, copy its attributes (groups "
+                            "with 'variants', no 'lexicon'), measures and analysis into a file without templates, "
+                            "designs or target (docs: import.md)")
 
 
 def _check_plugins(li: LoadedImport) -> None:
@@ -601,7 +617,9 @@ class _Builder:
 
 
 def _check_plan(li: LoadedImport, battery: Battery) -> None:
-    """The plan's comparisons name declared measures, attributes, groups and designs the rows make."""
+    """The plan's comparisons name declared measures, attributes, groups and designs the rows make, and
+    each can be made (the run battery's checks: a pair of groups a design varies, margins against the
+    measure's scale, no repeated comparison)."""
     b = battery
     design_ids = [b.design_id(i) for i in range(len(b.designs))]
 
@@ -615,6 +633,11 @@ def _check_plan(li: LoadedImport, battery: Battery) -> None:
 
     for ci, c in enumerate(b.analysis.comparisons):
         cpath = ("analysis", "comparisons", ci)
+        if not b.measures:
+            raise li.fail(f"measure '{c.measure}' is not declared: the battery declares no measure, so this "
+                          "comparison would compare nothing", (*cpath, "measure"),
+                          hint="declare it under 'measures:', e.g. "
+                               f"{c.measure.split('.', 1)[0]}: {{kind: imported, scale: binary}}")
         need(c.measure.split(".", 1)[0], list(b.measures), (*cpath, "measure"), "measure")
         need(c.attribute, list(b.attributes), (*cpath, "attribute"), "attribute")
         groups = list(b.attributes[c.attribute].groups)
@@ -627,12 +650,12 @@ def _check_plan(li: LoadedImport, battery: Battery) -> None:
             need(c.design, design_ids, (*cpath, "design"), "design", known="the rows make these designs")
     # the checks a run's battery gets (measure rows, duplicate comparisons, margins against the scale, a
     # pairwise-vs-reference measure compared with its own reference), pointing into the import battery
-    from fairpair.battery._load import _pairwise_reference
+    from fairpair.battery import check_comparison
     from fairpair.measures import check_silent_paths
 
     probe = _Probe(battery, li.fail)
-    for ci, c in enumerate(b.analysis.comparisons):
-        _pairwise_reference(probe, b, c, ("analysis", "comparisons", ci))
+    for ci, c in enumerate(b.analysis.comparisons):  # a comparison that could never be made is refused
+        check_comparison(probe, c, ("analysis", "comparisons", ci))
     check_silent_paths(probe)
 
 

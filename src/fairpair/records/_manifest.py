@@ -78,6 +78,16 @@ class RunManifest(BaseModel):
     targets_changed_after_answers: list[str] = Field(default_factory=list)
     tokens: dict[str, dict[str, dict[str, Any]]] | None = None
 
+    def merged(self, update: "RunManifest") -> "RunManifest":
+        """A copy of this manifest with every key set in ``update`` (its fields and its extra keys)
+        replacing this one's: a stage writes its own keys whole (top level), the others are kept."""
+        out = self.model_copy(deep=True)
+        for name in update.model_fields_set:
+            setattr(out, name, getattr(update, name))
+        for name, value in (update.model_extra or {}).items():
+            setattr(out, name, value)
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of ``manifest.json``: the keys set (or defaulted by a write), by their file names."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)

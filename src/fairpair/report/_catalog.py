@@ -61,6 +61,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "mark.secondary": "* secondary comparison: not in the family the plan's correction and the gate judge",
         "mark.status": ("† automatic comparison of an answer status (failed, empty, refused...) between the groups: "
                         "a fail fails the gate unless --ignore-status"),
+        "mark.status.none": ("† {statuses}: none in either group of {pairs} ({n} automatic comparisons, "
+                             "inconclusive without a margin; each interval in results.json)"),
         "counts.line": "{fail} fail, {pass_} pass, {inconclusive} inconclusive, {insufficient} insufficient design",
         "counts.more": "{n} more without a verdict ({what})",
         "design.note": "Design: {templates} template(s), {names}.",
@@ -90,6 +92,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                                "generalises to other names of these groups."),
         "asked.fixed.these": "The plan asked for a verdict about these names in these scenarios (these templates).",
         "overall.fail": "At least one pre-registered comparison fails.",
+        "overall.fail.status": ("No pre-registered comparison fails, but one group gets more unusable answers "
+                                "(failed, empty, refused...: an automatic comparison, †)."),
         "overall.pass": "Every pre-registered comparison passes.",
         "overall.inconclusive": "No comparison fails, but at least one is inconclusive.",
         "overall.none": "There are no pre-registered comparisons to judge.",
@@ -138,6 +142,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "scenarios.elsewhere": "not shown elsewhere",
         "scenarios.every": "in every scenario",
         "scenarios.none": "no scenario fails on its own",
+        "scenarios.few": ("no scenario-level verdict: too few pairs per scenario to estimate a scenario's own "
+                          "uncertainty"),
         "scenarios.spread": ("template x group share of the variance {share} ({level}% CI {lo} to {hi}); outlying "
                              "scenarios: {outliers}"),
         "scenarios.no_outliers": "none",
@@ -290,8 +296,12 @@ MESSAGES: dict[str, dict[str, str]] = {
                               "differences measured between them are not results. Examples: {examples}"),
         "status.gap": ("answers to users with {group_a} {verb} {rate_a} of the time, against {rate_b} for "
                        "users with {group_b} (answer status '{status}', {test} p = {p})"),
-        "status.dropped": ("{measure}: {n} of {total} pairs dropped ({why}); the test, the interval and the "
-                           "charts use the same {kept} pairs"),
+        "status.dropped": ("{measure}: {dropped} of {total} pairs dropped ({why}); the test, the interval and the "
+                           "charts use {kept}"),
+        "status.dropped.one": "{n}",
+        "status.dropped.many": "{n}",
+        "status.kept.one": "the same pair",
+        "status.kept.many": "the same {n} pairs",
         "status.verb.failed": "failed",
         "status.verb.filtered": "were stopped by the content filter",
         "status.verb.empty": "came back empty",
@@ -392,6 +402,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                            "el gate"),
         "mark.status": ("† comparación automática de un estado de respuesta (fallida, vacía, rechazada...) entre "
                         "los grupos: si falla, el gate falla salvo con --ignore-status"),
+        "mark.status.none": ("† {statuses}: ninguna en ninguno de los grupos de {pairs} ({n} comparaciones "
+                             "automáticas, no concluyentes sin margen; cada intervalo, en results.json)"),
         "counts.line": ("{fail} fallan, {pass_} pasan, {inconclusive} no concluyentes, {insufficient} con diseño "
                         "insuficiente"),
         "counts.more": "{n} más sin veredicto ({what})",
@@ -424,6 +436,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                                "a otros nombres de estos grupos."),
         "asked.fixed.these": "El plan pedía un veredicto sobre estos nombres en estos escenarios (estas plantillas).",
         "overall.fail": "Al menos una comparación prerregistrada falla.",
+        "overall.fail.status": ("Ninguna comparación prerregistrada falla, pero un grupo recibe más respuestas "
+                                "inutilizables (fallidas, vacías, rechazadas...: una comparación automática, †)."),
         "overall.pass": "Todas las comparaciones prerregistradas pasan.",
         "overall.inconclusive": "Ninguna comparación falla, pero al menos una no es concluyente.",
         "overall.none": "No hay comparaciones prerregistradas que juzgar.",
@@ -472,6 +486,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "scenarios.elsewhere": "no se ve en el resto",
         "scenarios.every": "en todos los escenarios",
         "scenarios.none": "ningún escenario falla por sí solo",
+        "scenarios.few": ("sin veredicto por escenario: hay demasiado pocos pares por escenario para estimar la "
+                          "incertidumbre de cada uno"),
         "scenarios.spread": ("parte de la varianza plantilla x grupo {share} (IC {level}% {lo} a {hi}); escenarios "
                              "que se apartan: {outliers}"),
         "scenarios.no_outliers": "ninguno",
@@ -635,8 +651,12 @@ MESSAGES: dict[str, dict[str, str]] = {
                               "Ejemplos: {examples}"),
         "status.gap": ("las respuestas de los usuarios con {group_a} {verb} el {rate_a} de las veces frente al "
                        "{rate_b} de los usuarios con {group_b} (estado de respuesta '{status}', {test} p = {p})"),
-        "status.dropped": ("{measure}: se descartaron {n} de {total} pares ({why}); la prueba, el intervalo y "
-                           "los gráficos usan los mismos {kept} pares"),
+        "status.dropped": ("{measure}: {dropped} de {total} pares ({why}); la prueba, el intervalo y "
+                           "los gráficos usan {kept}"),
+        "status.dropped.one": "se descartó {n}",
+        "status.dropped.many": "se descartaron {n}",
+        "status.kept.one": "el mismo par",
+        "status.kept.many": "los mismos {n} pares",
         "status.verb.failed": "fallaron",
         "status.verb.filtered": "fueron bloqueadas por el filtro de contenido",
         "status.verb.empty": "llegaron vacías",
@@ -1012,7 +1032,9 @@ def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
 
 def scenario_summary(comp: Any, lang: str) -> str:
     """The scenario-level finding of a comparison in ``lang``: "fails in `financiacion` (-22.0 points), not
-    shown elsewhere" (from its ``scenarios`` block); empty without one."""
+    shown elsewhere", "no scenario fails on its own", or, when no scenario can have a verdict of its own
+    (one pair per scenario: no error to estimate), that there are too few pairs per scenario (from its
+    ``scenarios`` block); empty without one."""
     sc = comp.scenarios
     if sc is None or not sc.rows:
         return ""
@@ -1026,6 +1048,8 @@ def scenario_summary(comp: Any, lang: str) -> str:
         return msg(lang, "points", x=v) if binary else v
 
     fails = [r for r in sc.rows if r.verdict == "fail"]
+    if not fails and all(r.verdict == "insufficient design" for r in sc.rows):
+        return msg(lang, "scenarios.few")  # no scenario could fail: "none fails" would claim a finding
     if not fails:
         return msg(lang, "scenarios.none")
     out = msg(lang, "scenarios.fails", where=", ".join(f"`{r.template}` ({amount(r.estimate)})" for r in fails))

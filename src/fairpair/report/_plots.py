@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+import textwrap
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
@@ -58,8 +59,20 @@ class Figure:
         return "data:image/svg+xml;base64," + base64.b64encode(self.svg.encode("utf-8")).decode("ascii")
 
 
-def _label(s: Any, limit: int = 60) -> str:
+def _label(s: Any, limit: int | None = 60) -> str:
     return terminal(s, limit=limit)
+
+
+def _wrapped(s: Any, width: int) -> str:
+    """A row label on up to three lines of ``width`` characters (broken at spaces; cut with "…" only
+    beyond that), so that a long comparison or scenario name is read whole beside its row."""
+    return textwrap.fill(terminal(s), width=width, max_lines=3, placeholder=" …", break_on_hyphens=False)
+
+
+def _row_height(labels: Sequence[str], per_row: float) -> float:
+    """The figure's height in inches for rows labelled ``labels`` (wrapped): ``per_row`` a row, more for the
+    lines of a wrapped label."""
+    return per_row * len(labels) + 0.17 * sum(lab.count("\n") for lab in labels) + 1.6
 
 
 def _render(fig: Any) -> str:
@@ -98,20 +111,20 @@ def forest_plot(fid: str, comps: Sequence[ComparisonResult], *, measure: str, la
         d, ci = difference(c)
         rows.append((labels.get(_key(c), _key(c)), d, ci, c.margin, c.verdict))
     with matplotlib.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(rows) + 1.6))
+        fig, ax = plt.subplots(figsize=(7.5, _row_height([_wrapped(r[0], 34) for r in rows], 0.55)))
         margins = [m for *_, m, _ in rows if isinstance(m, (int, float)) and m > 0]
         if margins:
             m = max(margins) * f
             ax.axvspan(-m, m, color="#dddddd", zorder=0, label=msg(lang, "forest.margin"))
         ax.axvline(0, color="#555555", lw=0.8, zorder=1)
         _forest_rows(ax, [(lab, d, ci, v) for lab, d, ci, _m, v in rows], f, binary, lang, lw=2.2, markersize=9,
-                     label_len=50)
+                     label_len=34)
         title = msg(lang, "forest.title", measure=_label(measure))
         ax.set_title(title, loc="left")
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False, fontsize=9)
         svg = _render(fig)
     described = "; ".join(
-        f"{_label(lab)}: {fmt_num(d * f if d is not None else None, lang)} "
+        f"{_label(lab, None)}: {fmt_num(d * f if d is not None else None, lang)} "
         f"[{fmt_num(ci[0] * f if ci else None, lang)}, {fmt_num(ci[1] * f if ci else None, lang)}] "
         f"{verdict_word(v, lang)}" for lab, d, ci, _m, v in rows)
     return Figure(fid, title, msg(lang, "forest.alt", measure=_label(measure), rows=described), "", svg)
@@ -121,7 +134,7 @@ def _forest_rows(ax: Any, rows: list[tuple], f: float, binary: bool, lang: str, 
                  label_len: int) -> None:
     """Draw forest-plot rows ``(label, difference, ci, verdict)`` top to bottom on ``ax`` (values times ``f``):
     the interval as a line and the difference as the verdict's colour and marker, each verdict once in the
-    legend; then the row labels and the x label."""
+    legend; then the row labels (wrapped at ``label_len`` characters, :func:`_wrapped`) and the x label."""
     seen = set()
     for y, (_lab, d, ci, v) in enumerate(reversed(rows)):
         colour, marker = VERDICT_STYLE.get(v, ("#777777", "D"))
@@ -131,7 +144,7 @@ def _forest_rows(ax: Any, rows: list[tuple], f: float, binary: bool, lang: str, 
             ax.plot([d * f], [y], marker=marker, color=colour, markersize=markersize, zorder=3, ls="none",
                     label=verdict_word(v, lang) if v not in seen else None)
             seen.add(v)
-    ax.set_yticks(range(len(rows)), [_label(r[0], label_len) for r in reversed(rows)])
+    ax.set_yticks(range(len(rows)), [_wrapped(r[0], label_len) for r in reversed(rows)])
     ax.set_ylim(-0.7, len(rows) - 0.3)
     ax.set_xlabel(msg(lang, "forest.x.binary" if binary else "forest.x.continuous"))
 
@@ -150,19 +163,19 @@ def scenario_plot(fid: str, comp: ComparisonResult, *, title: str, lang: str) ->
     f = 100.0 if binary else 1.0
     rows = [(r.template + (" *" if r.outlier else ""), r.estimate, r.ci, r.verdict) for r in sc.rows]
     with matplotlib.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(rows) + 1.6))
+        fig, ax = plt.subplots(figsize=(7.5, _row_height([_wrapped(r[0], 30) for r in rows], 0.32)))
         if isinstance(comp.margin, (int, float)) and comp.margin > 0:
             ax.axvspan(-comp.margin * f, comp.margin * f, color="#dddddd", zorder=0, label=msg(lang, "forest.margin"))
         ax.axvline(0, color="#555555", lw=0.8, zorder=1)
         if sc.average is not None:
             ax.axvline(sc.average * f, color=OKABE_ITO["black"], lw=1.0, ls="--", zorder=1,
                        label=msg(lang, "scenarios.average"))
-        _forest_rows(ax, rows, f, binary, lang, lw=1.8, markersize=7, label_len=40)
+        _forest_rows(ax, rows, f, binary, lang, lw=1.8, markersize=7, label_len=30)
         ax.set_title(_label(title, 90), loc="left")
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False, fontsize=9)
         svg = _render(fig)
     described = "; ".join(
-        f"{_label(lab)}: {fmt_num(d * f if d is not None else None, lang)} "
+        f"{_label(lab, None)}: {fmt_num(d * f if d is not None else None, lang)} "
         f"[{fmt_num(ci[0] * f if ci and ci[0] is not None else None, lang)}, "
         f"{fmt_num(ci[1] * f if ci and ci[1] is not None else None, lang)}] {verdict_word(v, lang)}"
         for lab, d, ci, v in rows)

@@ -66,6 +66,34 @@ def overall_verdict(rows: list[VerdictRow], ranking: list[str] | None = None, *,
     return "pass"
 
 
+def _without_quiet_statuses(rows: list[VerdictRow]) -> tuple[list[VerdictRow], list[VerdictRow]]:
+    """The rows to show, and the automatic answer-status comparisons left out of the tables: those
+    with no such answer in either group (``failed``, ``empty`` and ``refused`` are compared on every
+    run), said in one line each status set (:func:`_quiet_status_marks`); ``results.json`` keeps them."""
+    def quiet(r: VerdictRow) -> bool:
+        c = r.result
+        return bool(r.status and r.verdict != "fail" and c is not None and c.n_pairs and c.value_a == 0
+                    and c.value_b == 0)
+    return [r for r in rows if not quiet(r)], [r for r in rows if quiet(r)]
+
+
+def _quiet_status_marks(quiet: list[VerdictRow], lang: str) -> list[str]:
+    """One line for the answer-status comparisons without any such answer (see :func:`_without_quiet_statuses`),
+    grouped by the set of statuses: ``† answer.failed, answer.empty, answer.refused: none in either group of
+    magreb − espana; rumania − espana (6 automatic comparisons, ...)``."""
+    by_pair: dict[tuple[str, str], list[VerdictRow]] = {}
+    for r in quiet:
+        key = (f"{r.label_a} − {r.label_b}", r.target)
+        by_pair.setdefault(key, []).append(r)
+    by_statuses: dict[tuple[str, ...], list[str]] = {}
+    for (pair, target), rs in by_pair.items():
+        several = len({t for _, t in by_pair}) > 1
+        by_statuses.setdefault(tuple(r.measure for r in rs), []).append(pair + (f" · {target}" if several else ""))
+    return [msg(lang, "mark.status.none", statuses=", ".join(st), pairs="; ".join(dict.fromkeys(pairs)),
+                n=sum(len(st) for _ in pairs))
+            for st, pairs in by_statuses.items()]
+
+
 def ranking_verdicts(res: Any) -> list[str]:
     """The verdicts of a run's ranking designs (``results.json`` ``rankings``): every primary pair of groups
     (top pick, "ranked above") and every group's four-fifths ratio that has one; the gate's
@@ -451,8 +479,11 @@ def _drop_text(r: Any, data: ReportData, lang: str) -> str:
     why = data.drop_reasons.get(r.key) or {}
     reasons = ", ".join(f"{n} {k}" for k, n in sorted(why.items(), key=lambda kv: -kv[1])) or "—"
     total = (r.n_pairs or 0) + (r.n_dropped or 0)
-    return msg(lang, "status.dropped", measure=r.measure_label, n=r.n_dropped, total=total, why=reasons,
-               kept=r.n_pairs)
+    def number(key: str, n: int) -> str:  # "1 pares", "se descartaron 1": the noun and verb in n's number
+        return msg(lang, f"{key}.{'one' if n == 1 else 'many'}", n=n)
+
+    return msg(lang, "status.dropped", measure=r.measure_label, dropped=number("status.dropped", r.n_dropped),
+               total=total, why=reasons, kept=number("status.kept", r.n_pairs or 0))
 
 
 def _status_warnings(data: ReportData, lang: str) -> list[str]:
@@ -555,6 +586,9 @@ class ReportModel:
     scenarios: list[ScenarioView] = field(default_factory=list)
     #: The within-cell spread of each comparison that has one (:class:`SpreadView`; secondary)
     spreads: list[SpreadView] = field(default_factory=list)
+    #: every comparison of results.json, in its order: ``rows`` and the answer statuses no answer has,
+    #: which the tables leave to one line (``marks``); the JSON summary lists them all
+    all_rows: list[VerdictRow] = field(default_factory=list)
     #: judge comparisons corrected by human labels: corrected and raw, the judge's error by group
     label_corrections: list[str] = field(default_factory=list)
 
@@ -586,7 +620,8 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
     """The :class:`ReportModel` of a run read once (``with_figures=False``: no SVG figures, for the
     terminal)."""
     lang = data.language
-    rows = _verdict_rows(data, lang)
+    all_rows = _verdict_rows(data, lang)
+    rows, quiet = _without_quiet_statuses(all_rows)
     res = data.results
     incomplete = res.incomplete if res is not None else None
     overall = overall_verdict(rows, ranking_verdicts(data.results), incomplete=incomplete is not None) \
@@ -618,6 +653,9 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
     if overall == "incomplete run" and incomplete is not None:
         overall_text = incomplete.text(lang)
     named = [r for r in rows if r.verdict == "fail" and (r.primary or r.status)]
+    if overall == "fail" and named and all(r.status for r in named) and \
+            "fail" not in ranking_verdicts(data.results):  # not a pre-registered comparison that fails
+        overall_text = msg(lang, "overall.fail.status")
     if overall == "fail" and named:  # the headline names what fails, the answer-status comparisons included
         overall_text += " " + msg(lang, "overall.fail.named", names="; ".join(r.label for r in named))
     blocks = _two_party_blocks(data, figures.two_party_blocks, lang)
@@ -641,7 +679,8 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
         design_note=_design_note(res, lang),
         shared_reasons=shared_reasons(rows, lang),
         marks=[msg(lang, k) for k, on in (("mark.secondary", any(r.mark == "*" for r in rows)),
-                                           ("mark.status", any(r.mark == "†" for r in rows))) if on],
+                                           ("mark.status", any(r.mark == "†" for r in rows) or quiet)) if on]
+        + _quiet_status_marks(quiet, lang),
         notes=[translate_note(str(n), lang) for n in (res.notes if res is not None else [])],
         omnibus=list(res.omnibus) if res is not None else [],
         aa_controls=_aa_rows(res, lang),
@@ -671,6 +710,7 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
                       at=datetime.now(timezone.utc).isoformat(timespec="seconds")),
         scenarios=_scenario_views(rows, figures, lang),
         spreads=_spread_views(rows, lang),
+        all_rows=all_rows,
         label_corrections=_label_rows(rows, lang),
     )
 
@@ -793,7 +833,7 @@ def summary_json(model: ReportModel, files: dict[str, str]) -> dict[str, Any]:
             "sentence": r.sentence, "shown": r.verdict, "reasons": list(r.reasons), "reason": r.reason,
             "mark": r.mark,
             "spread": r.result.spread.model_dump() if getattr(r.result, "spread", None) is not None else None}
-            for r in model.rows],
+            for r in model.all_rows or model.rows],
         "incomplete": (model.data.results.incomplete.model_dump()
                        if model.data.results is not None and model.data.results.incomplete is not None else None),
         "counts": model.counts,

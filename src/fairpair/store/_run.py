@@ -144,33 +144,49 @@ def record_battery(store: Store, loaded: Any) -> dict[str, Any]:
     return notes
 
 
+def _valid_key(key: str, value: Any) -> bool:
+    try:
+        RunManifest.model_validate({key: value})
+    except ValueError:
+        return False
+    return True
+
+
 def write_manifest(run_dir: Path, store: Store, extra: dict[str, Any]) -> dict[str, Any]:
     """Write ``manifest.json`` atomically (temp file + rename), ``extra`` (keys of
-    :class:`~fairpair.records.RunManifest`, checked against it) merged over the one there; never
-    holds a secret. Returns the manifest written.
+    :class:`~fairpair.records.RunManifest`, checked against it) merged over the one there
+    (:meth:`RunManifest.merged <fairpair.records.RunManifest.merged>`: each key ``extra`` sets replaces
+    the file's; a key of the wrong type in the file is dropped, the others kept); never holds a secret.
+    Returns the manifest written (its JSON object).
 
     Raises
     ------
     FairpairError
         The file cannot be written (the answers stored so far are kept).
     """
-    RunManifest.model_validate(extra)  # what a stage writes has the types of RunManifest (a ValidationError is a bug)
+    update = RunManifest.model_validate(extra)  # a stage writes RunManifest's types (a ValidationError is a bug)
     path = Path(run_dir) / MANIFEST_NAME
-    old: dict[str, Any] = {}
+    old = RunManifest()
     if path.exists():
         try:
-            old = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            old = {}
-    m = {**old, **extra}
-    m["counts"] = {t: store.counts(t) for t in (m.get("targets") or {})}
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # unreadable: rewritten from what this stage knows
+            data = {}
+        try:
+            old = RunManifest.model_validate(data)
+        except ValueError:  # a key of the wrong type (a damaged file): every other key is kept
+            old = RunManifest.model_validate({k: v for k, v in data.items() if _valid_key(k, v)}) \
+                if isinstance(data, dict) else RunManifest()
+    merged = old.merged(update)
+    merged.counts = {t: store.counts(t) for t in merged.targets}
+    merged.plan_changed_after_registration = bool(store.events("plan_changed"))
     usage = store.token_usage()
-    if usage or m.get("tokens"):
-        m["tokens"] = {**(m.get("tokens") or {}), "answers": usage}
-    m["plan_changed_after_registration"] = bool(store.events("plan_changed"))
+    if usage or merged.tokens:  # the answers' provider-reported usage, recounted from the store at each write
+        merged.tokens = {**(merged.tokens or {}), "answers": usage}
     changed = sorted({e["target"] for e in store.events("target_changed")})
     if changed:  # answers of these targets were produced under other options than those recorded now
-        m["targets_changed_after_answers"] = changed
+        merged.targets_changed_after_answers = changed
+    m = merged.to_dict()
     try:
         # a lone surrogate (e.g. from a model's answer quoted in a judge prompt) is written as a
         # JSON \uXXXX escape, so the file stays valid UTF-8 and valid JSON
