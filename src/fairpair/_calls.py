@@ -28,7 +28,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from fairpair.targets import ChatRequest, Completion, TargetError
 
-__all__ = ["CallOutcome", "ModelCaller", "RateLimiter", "describe_error", "is_retryable", "worker_pool"]
+__all__ = ["CallDeferred", "CallOutcome", "ModelCaller", "RateLimiter", "describe_error", "is_retryable", "worker_pool"]
 
 T = TypeVar("T")
 
@@ -104,6 +104,12 @@ class _Wait:
         if ra is not None:
             return min(max(base, float(ra)), max(self.maximum, float(ra)))
         return base
+
+
+class CallDeferred(Exception):
+    """A call that went into (or waits for) a provider batch (:mod:`fairpair.run._batchcalls`): its
+    answer comes in a later session, so the caller stores nothing for it now (neither an answer nor a
+    failure) and moves on."""
 
 
 @dataclass(frozen=True)

@@ -161,17 +161,11 @@ def test_files_are_split_at_the_request_limit(tmp_path):
             assert store.counts("openai")["answered"] == 32
 
 
-def test_batch_refuses_targets_without_a_batch_api_and_multi_turn_cases(tmp_path):
+def test_batch_refuses_targets_without_a_batch_api_and_tools(tmp_path):
     lb = load_battery(write_battery(tmp_path / "m", {"kind": "mock"}))
     with pytest.raises(FairpairError, match="has no batch API"):
         execute_run(lb, tmp_path / "run", FAST, batch=True)
     with serve_batch_api() as (server, api):
-        path = write_battery(tmp_path / "t", openai_block(server))
-        data = json.loads(path.read_text())
-        data["templates"][0]["turns"].append("¿Y cuándo llega?")
-        path.write_text(json.dumps(data, ensure_ascii=False))
-        with pytest.raises(FairpairError, match="has 2 turns"):
-            execute_run(load_battery(path), tmp_path / "run2", FAST, batch=True)
         tools = load_battery(write_battery(tmp_path / "tools", openai_block(server), tools=True))
         with pytest.raises(FairpairError, match="tools"):
             execute_run(tools, tmp_path / "run3", FAST, batch=True)

@@ -293,6 +293,8 @@ def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs:
             from fairpair.run._batch import batch_session, batch_target_names
 
             batch_names = batch_target_names(store, targets, requested=batch)
+            if batch:  # the measure stage sends the judge's calls through batches too (when the judge has an API)
+                store.set_meta_once("batch.measures", True)
             if batch_names:  # through the provider's batch API: submit and/or poll and ingest
                 batch_summary = batch_session(store, run_dir, {n: targets[n] for n in batch_names},
                                               lambda: expand(loaded), submit=batch, secrets=secrets,
