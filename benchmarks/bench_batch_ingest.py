@@ -15,9 +15,10 @@ in a process of its own so this process's memory is fairpair's alone), with the 
    transaction;
 4. **replay**: the 50,000 calls again, answered from the store (what the measure pass does next).
 
-It prints the seconds of each step, the ingest rate (lines per second, the download included), the
-peak RSS of each step (``VmHWM``, reset through ``/proc/self/clear_refs`` before each step), and
-checks the store: one row per request, failures as planted.
+Each step runs in a process of its own (the SDK imported and the judge built before the clock
+starts), so its peak RSS (``VmHWM``) is its own. It prints the seconds of each step, the ingest
+rate (lines per second, the download included), each step's peak RSS, and checks the store: one
+row per request, failures as planted.
 
 Goals (issue 33): ingest >= 2,000 lines/s, peak RSS of the ingest < 200 MiB.
 Options: ``--n N``, ``--fail-every K``, ``--format openai|anthropic`` (default both).
@@ -80,48 +81,63 @@ async def _pass(calls, n: int) -> tuple[int, int, int]:
     return ok, failed, deferred
 
 
-async def _bench(fmt: str, base_url: str, run: Path, n: int) -> dict:
-    from fairpair.run._batchcalls import BatchCalls, batch_api_of
-    from fairpair.store import Store
-
+def _judge(fmt: str, base_url: str):
     if fmt == "openai":
         from fairpair.targets.openai import OpenAITarget
 
-        judge = OpenAITarget({"base_url": base_url, "model": "judge-1", "api_key_env": None}, name="judge")
-    else:
-        from fairpair.targets.anthropic import AnthropicTarget
+        return OpenAITarget({"base_url": base_url, "model": "judge-1", "api_key_env": None}, name="judge")
+    from fairpair.targets.anthropic import AnthropicTarget
 
-        os.environ.setdefault("BENCH_ANTHROPIC_KEY", "sk-ant-loopback")
-        judge = AnthropicTarget({"base_url": base_url.removesuffix("/v1"), "model": "judge-1",
-                                 "api_key_env": "BENCH_ANTHROPIC_KEY"}, name="judge")
-    if fmt == "anthropic":
-        judge.client()  # the SDK's import (seconds on a loaded machine) is not the batch's time
-    out: dict = {}
+    os.environ.setdefault("BENCH_ANTHROPIC_KEY", "sk-ant-loopback")
+    judge = AnthropicTarget({"base_url": base_url.removesuffix("/v1"), "model": "judge-1",
+                             "api_key_env": "BENCH_ANTHROPIC_KEY"}, name="judge")
+    judge.client()  # the SDK's import (seconds on a loaded machine) is not the batch's time
+    return judge
+
+
+async def _phase(phase: str, fmt: str, base_url: str, run: Path, n: int) -> dict:
+    """One step in this (fresh) process: ``submit``, ``ingest`` or ``replay``; its seconds and peak RSS."""
+    from fairpair.run._batchcalls import BatchCalls, batch_api_of
+    from fairpair.store import Store
+
+    judge = _judge(fmt, base_url)
+    out: dict = {"clear": _reset_peak()}
     with Store.open(run) as store:
-        clear = _reset_peak()
         t0 = time.perf_counter()
-        async with BatchCalls(store, run, "measure", "judge", batch_api_of(judge), resubmit=True) as calls:
+        async with BatchCalls(store, run, "measure", "judge", batch_api_of(judge),
+                              resubmit=phase == "submit") as calls:
             await calls.poll(calls.summary)
-            out["deferred"] = (await _pass(calls, n))[2]
-            await calls.flush(calls.summary)
-        out["submit_s"], out["submit_peak"], out["clear"] = time.perf_counter() - t0, _peak_mib(), clear
-        out["batches"] = len(calls.summary.submitted)
-        out["input_mib"] = sum((run / "batches" / b["input_file"]).stat().st_size
-                               for b in calls.summary.submitted) / 2**20
-        _reset_peak()
-        t1 = time.perf_counter()
-        async with BatchCalls(store, run, "measure", "judge", batch_api_of(judge), resubmit=False) as calls:
-            await calls.poll(calls.summary)
-            out["ingest_s"], out["ingest_peak"] = time.perf_counter() - t1, _peak_mib()
-            out["ingested"] = calls.summary.ingested
-            _reset_peak()
-            t2 = time.perf_counter()
-            out["replay"] = await _pass(calls, n)
-            out["replay_s"], out["replay_peak"] = time.perf_counter() - t2, _peak_mib()
-        out["rows"] = store.conn.execute("SELECT status, COUNT(*), COUNT(DISTINCT key) FROM batch_calls"
-                                         " GROUP BY status").fetchall()
+            if phase == "submit":
+                out["deferred"] = (await _pass(calls, n))[2]
+                await calls.flush(calls.summary)
+                out["batches"] = len(calls.summary.submitted)
+                out["input_mib"] = sum((run / "batches" / b["input_file"]).stat().st_size
+                                       for b in calls.summary.submitted) / 2**20
+            elif phase == "ingest":
+                out["ingested"] = calls.summary.ingested
+            else:
+                out["replay"] = await _pass(calls, n)
+        out["s"], out["peak"] = time.perf_counter() - t0, _peak_mib()
+        if phase == "ingest":
+            out["rows"] = store.conn.execute("SELECT status, COUNT(*), COUNT(DISTINCT key) FROM batch_calls"
+                                             " GROUP BY status").fetchall()
     if hasattr(judge, "aclose"):
         await judge.aclose()
+    return out
+
+
+def _child(phase: str, fmt: str, base_url: str, run: str, n: int, conn) -> None:
+    conn.send(asyncio.run(_phase(phase, fmt, base_url, Path(run), n)))
+
+
+def _in_process(phase: str, fmt: str, base_url: str, run: Path, n: int) -> dict:
+    """:func:`_phase` in a spawned process, so each step's peak RSS is its own."""
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_child, args=(phase, fmt, base_url, str(run), n, child))
+    proc.start()
+    out = parent.recv()
+    proc.join()
     return out
 
 
@@ -140,23 +156,25 @@ def main() -> None:
         base_url = parent.recv()
         try:
             with tempfile.TemporaryDirectory() as tmp:
-                r = asyncio.run(_bench(fmt, base_url, Path(tmp) / "run", a.n))
+                run = Path(tmp) / "run"
+                r = {p: _in_process(p, fmt, base_url, run, a.n) for p in ("submit", "ingest", "replay")}
         finally:
             parent.send("stop")
             proc.join(5)
             proc.kill()
-        (ing,) = r["ingested"]
-        by = {s: (k, d) for s, k, d in r["rows"]}
+        (ing,) = r["ingest"]["ingested"]
+        by = {st: (k, d) for st, k, d in r["ingest"]["rows"]}
         planted = a.n // a.fail_every if a.fail_every else 0
-        note = "" if r["clear"] else " (process peak)"
-        print(f"[{fmt}] {a.n} judge requests in {r['batches']} batch(es), input {r['input_mib']:.1f} MiB")
-        print(f"[{fmt}] write + submit: {r['submit_s']:7.2f} s, {a.n / r['submit_s']:,.0f} requests/s; "
-              f"peak RSS {r['submit_peak']:.0f} MiB{note}")
-        print(f"[{fmt}] poll + ingest:  {r['ingest_s']:7.2f} s (download included), "
-              f"{a.n / r['ingest_s']:,.0f} lines/s; peak RSS {r['ingest_peak']:.0f} MiB "
-              f"(goals: >= 2,000 lines/s, < 200 MiB)")
-        print(f"[{fmt}] replay from the store: {r['replay_s']:7.2f} s, {a.n / r['replay_s']:,.0f} calls/s; "
-              f"peak RSS {r['replay_peak']:.0f} MiB; answered {r['replay'][0]}, failed {r['replay'][1]}")
+        note = "" if r["submit"]["clear"] else " (process peak)"
+        sub, inj, rep = r["submit"], r["ingest"], r["replay"]
+        print(f"[{fmt}] {a.n} judge requests in {sub['batches']} batch(es), input {sub['input_mib']:.1f} MiB")
+        print(f"[{fmt}] write + submit: {sub['s']:7.2f} s, {a.n / sub['s']:,.0f} requests/s; "
+              f"peak RSS {sub['peak']:.0f} MiB{note}")
+        print(f"[{fmt}] poll + ingest:  {inj['s']:7.2f} s (download included), {a.n / inj['s']:,.0f} lines/s; "
+              f"peak RSS {inj['peak']:.0f} MiB (goals: >= 2,000 lines/s, < 200 MiB)")
+        print(f"[{fmt}] replay from the store: {rep['s']:7.2f} s, {a.n / rep['s']:,.0f} calls/s; "
+              f"peak RSS {rep['peak']:.0f} MiB; answered {rep['replay'][0]}, waiting for the next --batch "
+              f"{rep['replay'][2]} (the failed)")
         ok, failed = by.get("ok", (0, 0)), by.get("failed", (0, 0))
         print(f"[{fmt}] stored {ing['answered']} answers, {ing['failed']} failures; one row per request: "
               f"{ok[0] == ok[1] and failed[0] == failed[1] and ok[0] + failed[0] == a.n}; "

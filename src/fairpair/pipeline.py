@@ -206,7 +206,8 @@ def run(run_ref: Any, settings: Settings) -> StageResult:
 def measure(run_ref: Any, settings: Settings) -> StageResult:
     """Measure every stored answer of the run (resumable: stored measurements are kept).
 
-    Counts are summed over the measures: ``ok``, ``missing``, ``failed``, ``skipped``.
+    Counts are summed over the measures: ``ok``, ``missing``, ``failed``, ``skipped``, and ``waiting``
+    (answers whose judge calls are in a provider batch) when there are any.
 
     Raises
     ------
@@ -219,8 +220,10 @@ def measure(run_ref: Any, settings: Settings) -> StageResult:
     res = measure_run(_path(run_ref), console=settings.console,
                       measures=list(settings.measures) if settings.measures else None,
                       settings=settings.judge_calls, summary=settings.summaries, batch=settings.batch)
-    counts = {k: sum(getattr(c, k) for c in res.counts.values())
-              for k in ("ok", "missing", "failed", "skipped", "waiting")}
+    counts = {k: sum(getattr(c, k) for c in res.counts.values()) for k in ("ok", "missing", "failed", "skipped")}
+    waiting = sum(c.waiting for c in res.counts.values())
+    if waiting:  # answers whose judge calls are in a provider batch
+        counts["waiting"] = waiting
     return StageResult("measure", counts, tuple(res.warnings), time.monotonic() - t0, res)
 
 
@@ -373,6 +376,10 @@ def after_run(run_dir: Any, loaded, console, *, measure: bool = True, analyze: b
                 console.print(f"the judge's batches are not all in ({result.counts.get('waiting', 0)} answers wait); "
                               f"come back later: `fairpair run` with the same --out fetches them, then analyses "
                               "and reports", soft_wrap=True)
+            if gate:  # a gate that passed while the judge's answers wait would pass nothing
+                raise FairpairError("--gate: the judge's batches are not all in, so there is nothing to gate yet",
+                                    file=_path(run_dir), hint="run the same command again once the provider has "
+                                                              "answered (fairpair status shows what it waits for)")
             return 0
     if gate:
         if not (analyzed and (b.analysis.comparisons or ranked)):  # a ranking design's verdicts are gated too

@@ -1098,9 +1098,12 @@ def _print_counts(console, counts: dict[str, MeasureCounts], warnings: list[str]
     t = Table("measure", "ok", "missing", "failed", "leaks", "invalid judge outputs", "already stored",
               title="measurements (this session)", title_justify="left",
               caption="missing: no value, final (not retried); failed: retried by the next run", caption_justify="left")
+    waiting = any(c.waiting for c in counts.values())
+    if waiting:
+        t.add_column("waiting for a batch")
     for n, c in counts.items():
         t.add_row(escape(n), str(c.ok), str(c.missing), str(c.failed), str(c.leaks), str(c.invalid),
-                  str(c.skipped))
+                  str(c.skipped), *((str(c.waiting),) if waiting else ()))
     console.print(t)
     for w in dict.fromkeys(warnings):
         console.print(f"[yellow]warning:[/yellow] {escape(w)}", soft_wrap=True)

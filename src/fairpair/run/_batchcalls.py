@@ -189,7 +189,11 @@ class BatchCalls:
         self.target = api.target
         self.resubmit = resubmit
         self.max_requests, self.max_bytes = max_requests, max_bytes
-        self.deferred: dict[str, bytes] = {}
+        #: keys written for the next batch (their lines go straight to the input files: memory stays flat)
+        self.deferred: set[str] = set()
+        self._files: list[tuple[Path, list[str]]] = []  # input files written, with the keys of each
+        self._out: Any = None  # the input file being written
+        self._size = 0
         self.fresh: set[str] = set()
         self.open_keys: set[str] = set()
         self.waiting = 0
@@ -204,6 +208,9 @@ class BatchCalls:
         return self
 
     async def __aexit__(self, *exc) -> None:
+        self._close()
+        for path, _ in self._files:  # a session stopped before flush: nothing refers to these (rebuilt next time)
+            path.unlink(missing_ok=True)
         await self.api.__aexit__(*exc)
 
     @property
@@ -251,27 +258,37 @@ class BatchCalls:
             self.waiting += 1
             raise CallDeferred(key)
         if key not in self.deferred:
-            self.deferred[key] = self.api.line(key, body)
+            self._write(key, self.api.line(key, body))
         raise CallDeferred(key)
+
+    def _write(self, key: str, line: bytes) -> None:
+        """Append ``line`` to the current input file; a new file past ``max_requests`` lines or ``max_bytes``."""
+        if self._out is None or len(self._files[-1][1]) >= self.max_requests or \
+                self._size + len(line) > self.max_bytes:
+            self._close()
+            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+            path = self.folder / f"{_safe(self.name)}-{self.stage}-{stamp}.input.jsonl"
+            self._out = open(path, "wb")
+            self._files.append((path, []))
+            self._size = 0
+        self._out.write(line)
+        self._size += len(line)
+        self._files[-1][1].append(key)
+        self.deferred.add(key)
+
+    def _close(self) -> None:
+        if self._out is not None:
+            self._out.close()
+            self._out = None
 
     # ------------------------------------------------------------ submit
     async def flush(self, summary: BatchSummary) -> None:
-        """Submit every deferred line, at most ``max_requests`` lines and ``max_bytes`` bytes per batch."""
-        items = list(self.deferred.items())
+        """Submit every input file written this session (at most ``max_requests`` lines and ``max_bytes``
+        bytes each), each recorded as ``submitting`` before the provider is asked."""
+        self._close()
+        files, self._files = self._files, []
         self.deferred.clear()
-        k = 0
-        while k < len(items):
-            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
-            path = self.folder / f"{_safe(self.name)}-{self.stage}-{stamp}.input.jsonl"
-            keys: list[str] = []
-            size = 0
-            with open(path, "wb") as fh:
-                while k < len(items) and len(keys) < self.max_requests and \
-                        (not keys or size + len(items[k][1]) <= self.max_bytes):
-                    fh.write(items[k][1])
-                    keys.append(items[k][0])
-                    size += len(items[k][1])
-                    k += 1
+        for path, keys in files:
             local = f"local-{path.name}"
             self.store.add_batch(target=self.name, batch_id=local, input_file_id="", base_url=self.api.root,
                                  case_ids=keys, state={"status": "submitting", "input_file": path.name},

@@ -361,13 +361,15 @@ def _edits_not_used(store: Store, loaded: LoadedBattery, run_dir: Path) -> list[
 
 
 def _batch_manifest(store: Store, names: list[str]) -> dict[str, Any]:
-    """The manifest's ``batches``: per target, each batch's id, input file, size and last status."""
+    """The manifest's ``batches``: per target, each batch's id, input file, size, last status and stage
+    (``run``: whole cases; ``turns``: one turn of each case, :mod:`fairpair.run._batchcalls`)."""
     out: dict[str, Any] = {}
-    for rec in store.batches():
-        if rec["target"] in names:
+    for rec in store.batches(stage=None):
+        if rec["target"] in names and rec["stage"] in ("run", "turns") and rec["status"] != "superseded":
             out.setdefault(rec["target"], []).append(
                 {"batch_id": rec["batch_id"], "input_file_id": rec["input_file_id"], "requests": rec["requests"],
-                 "base_url": rec["base_url"], "submitted_at": rec["created_at"], "status": rec["status"]})
+                 "base_url": rec["base_url"], "submitted_at": rec["created_at"], "status": rec["status"],
+                 "stage": rec["stage"]})
     return out
 
 
