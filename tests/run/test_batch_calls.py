@@ -268,3 +268,45 @@ def test_measure_batch_refuses_a_judge_without_a_batch_api(tmp_path):
     execute_run(lb, run, FAST)
     with pytest.raises(FairpairError, match="has no batch API"):
         measure_run(run, settings=FAST, batch=True)
+
+
+def test_llm_extract_goes_through_the_judge_batch(tmp_path):
+    extract = {"decision": {"kind": "llm_extract", "instructions": "¿Qué cortesía muestra la respuesta?",
+                            "schema": {"type": "object", "properties": {"courtesy": {"type": "integer"}},
+                                       "required": ["courtesy"]}}}
+    with serve_batch_api(names=names_table()) as (server, api):
+        run = answered_run(tmp_path, openai_target(server.base_url), openai_target(server.base_url, model="judge-1"),
+                           extract)
+        first = measure_run(run, settings=FAST, batch=True)
+        assert first.counts["decision"].waiting == 10 and first.batch.submitted
+        res = measure_run(run, settings=FAST)
+    assert res.counts["decision"].ok == 10
+    # the scripted judge answers {"courtesy": 4, ...}: the extracted field of every answer
+    assert rows(run, "SELECT DISTINCT value FROM measurements WHERE measure='decision.courtesy'") == [("4",)]
+
+
+def test_anthropic_translates_system_tools_and_tool_turns_both_ways():
+    from fairpair.targets.anthropic import AnthropicOptions, message_params, openai_body
+
+    tools = ({"type": "function", "function": {"name": "issue_refund", "description": "Refund an order",
+                                               "parameters": {"type": "object"}}},)
+    messages = [{"role": "system", "content": "Eres un asistente."}, {"role": "user", "content": "Hola"},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "t1", "type": "function", "function": {"name": "issue_refund", "arguments": "{\"x\": 1}"}}]},
+                {"role": "tool", "tool_call_id": "t1", "content": "{\"ok\": true}"}]
+    params = message_params(AnthropicOptions(model="m", max_tokens=50, temperature=0.5), messages, tools)
+    assert params == {
+        "model": "m", "max_tokens": 50, "temperature": 0.5, "system": "Eres un asistente.",
+        "tools": [{"name": "issue_refund", "description": "Refund an order", "input_schema": {"type": "object"}}],
+        "messages": [{"role": "user", "content": "Hola"},
+                     {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "issue_refund",
+                                                        "input": {"x": 1}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                                   "content": "{\"ok\": true}"}]}]}
+    body = openai_body({"model": "m", "stop_reason": "tool_use", "usage": {"input_tokens": 7, "output_tokens": 3},
+                        "content": [{"type": "text", "text": "Un momento."},
+                                    {"type": "tool_use", "id": "t2", "name": "issue_refund", "input": {}}]})
+    assert body["choices"][0] == {"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant", "content": "Un momento.", "tool_calls": [
+            {"id": "t2", "type": "function", "function": {"name": "issue_refund", "arguments": "{}"}}]}}
+    assert body["usage"] == {"prompt_tokens": 7, "completion_tokens": 3}
