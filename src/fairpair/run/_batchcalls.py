@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -98,7 +99,7 @@ class OpenAIBatches:
     logprobs = True
     max_requests, max_bytes = MAX_REQUESTS, MAX_BYTES
 
-    def __init__(self, target: Any, *, secrets: list[str] = ()):
+    def __init__(self, target: Any, *, secrets: Sequence[str] = ()):
         self.target = target
         self.client = BatchClient(target.options.base_urls[0], target.batch_headers(), secrets=secrets)
         self.root = self.client.root
@@ -161,7 +162,7 @@ class OpenAIBatches:
         return cid, None, _line_error(batch_id, status, error, resp.get("body"))
 
 
-def batch_api_of(target: Any, *, secrets: list[str] = ()) -> Any:
+def batch_api_of(target: Any, *, secrets: Sequence[str] = ()) -> Any:
     """The batch API of ``target``: its own (``batch_api()``, the ``anthropic`` target's), OpenAI's for an
     ``openai`` target, or None (no batch API)."""
     own = getattr(target, "batch_api", None)
