@@ -310,3 +310,22 @@ def test_anthropic_translates_system_tools_and_tool_turns_both_ways():
         "role": "assistant", "content": "Un momento.", "tool_calls": [
             {"id": "t2", "type": "function", "function": {"name": "issue_refund", "arguments": "{}"}}]}}
     assert body["usage"] == {"prompt_tokens": 7, "completion_tokens": 3}
+
+
+def test_cli_measure_batch_says_when_to_come_back_then_stores(tmp_path, capsys):
+    from fairpair.cli import main
+
+    def cli(*argv):
+        try:
+            main(list(argv))
+        except SystemExit as exc:
+            assert not exc.code, capsys.readouterr()
+        return capsys.readouterr().out
+
+    with serve_batch_api(names=names_table()) as (server, api):
+        run = answered_run(tmp_path, openai_target(server.base_url), openai_target(server.base_url, model="judge-1"))
+        first = cli("measure", str(run), "--batch", "-q")
+        second = cli("measure", str(run), "-q")
+    assert "submitted" in first and "come back later" in first and f"fairpair measure {run}" in first
+    assert "answers stored, 0 failures stored" in second and "come back" not in second
+    assert rows(run, "SELECT COUNT(*) FROM measurements WHERE measure='tono.courtesy' AND status='ok'") == [(10,)]
