@@ -106,6 +106,9 @@ def test_answers_then_judge_both_orders_through_batches_and_a_rerun_adds_nothing
         m4 = measure_run(run, settings=FAST)
         assert measured(run) == done and not m4.batch.submitted  # nothing twice
         assert max(api.executed.values()) == 1
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert [(b["requests"], b["status"]) for b in manifest["measurement"]["judge_batches"]] == \
+        [(sub["requests"], "ingested")]
     with Store.open(run, create=False) as s:
         hhh = list(s.measurements("hhh"))
         # the scripted judge prefers answer A in both orders: AB gives the answer 1, BA gives it 0

@@ -947,6 +947,11 @@ def _record_in_manifest(run, ctx: MeasureContext, names: Iterable[str], warnings
             embedders.setdefault(name, ident)
     if embedders:
         block["embedders"] = embedders
+    batches = [{"batch_id": b["batch_id"], "requests": b["requests"], "base_url": b["base_url"],
+                "submitted_at": b["created_at"], "status": b["status"]}
+               for b in store.batches(JUDGE_BATCH_NAME, stage="measure") if b["status"] != "superseded"]
+    if batches:  # the judge's calls that went through its provider's batch API
+        block["judge_batches"] = batches
     settings = ctx.settings
     if getattr(settings, "engine", "inprocess") == "ray":  # where this session's judge calls and embeddings ran
         block["engine"] = {"engine": "ray", "address": settings.address, "actors": settings.actors}
