@@ -14,7 +14,11 @@ has the directory):
    :data:`MAX_BYTES` bytes per file. Each file is uploaded (``POST /files``,
    ``purpose=batch``) and a batch created (``POST /batches``); the batch, the
    cases it carries and its first status are recorded in the store
-   (migration 3) and the input file kept in ``batches/`` of the run directory.
+   (migration 3) and the input file kept in ``batches/`` of the run directory. Before the provider is
+   asked, the file and its cases are recorded as a batch ``local-<file>`` in state ``submitting``
+   (:func:`record_intent`); a session killed before the batch was recorded leaves that state, and the
+   next one adopts the provider's batch made from that file (``metadata.fairpair_file``, ``GET
+   /batches``) or submits the file again, so no case is sent twice.
    The command then says when to come back and stops;
 2. **poll** (``fairpair run BATTERY``, with or without ``--batch``): each
    batch not yet ingested is asked for its status (``GET /batches/{id}``);
@@ -62,7 +66,8 @@ from fairpair.errors import FairpairError
 from fairpair.store import Store
 
 __all__ = ["BATCH_DIR", "COMPLETION_WINDOW", "MAX_BYTES", "MAX_REQUESTS", "BatchClient", "BatchSummary",
-           "batch_session", "batch_target_names", "custom_id", "ingest_batch", "parse_custom_id", "result_lines"]
+           "batch_session", "batch_target_names", "custom_id", "ingest_batch", "parse_custom_id", "record_intent",
+           "record_submitted", "result_lines"]
 
 #: Most requests in one batch input file (OpenAI's limit).
 MAX_REQUESTS = 50_000
@@ -314,6 +319,29 @@ def _has_batch_api(target: Any) -> bool:
     return hasattr(target, "batch_request") or callable(getattr(target, "batch_api", None))
 
 
+def record_intent(store: Store, *, name: str, stage: str, base_url: str, path: Path, keys: list[str]) -> str:
+    """Record, before the provider is asked, that the input file ``path`` carrying ``keys`` (case ids or
+    request keys) is being submitted: a batch ``local-<file>`` in state ``submitting``. Returns its id."""
+    local = f"local-{path.name}"
+    store.add_batch(target=name, batch_id=local, input_file_id="", base_url=base_url, case_ids=keys,
+                    state={"status": "submitting", "input_file": path.name}, stage=stage)
+    return local
+
+
+def record_submitted(store: Store, *, local: str, name: str, stage: str, base_url: str, keys: list[str],
+                     state: dict[str, Any], input_name: str) -> str:
+    """Record the provider's batch ``state`` for the intent ``local`` (now ``superseded``), in one
+    transaction; returns the batch id."""
+    bid = str(state["id"])
+    with store.transaction():
+        store.add_batch(target=name, batch_id=bid, input_file_id=str(state.get("input_file_id") or ""),
+                        base_url=base_url, case_ids=keys, state=state, stage=stage)
+        store.add_batch_state(local, "superseded", {"batch_id": bid})
+        store.event("batch_submitted", {"target": name, "stage": stage, "batch_id": bid, "requests": len(keys),
+                                        "input_file": input_name})
+    return bid
+
+
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:60] or "target"
 
@@ -353,16 +381,38 @@ async def _submit(store: Store, run_dir: Path, name: str, target: Any, cases: It
                     endpoint = json.loads(data)["url"]
                 pending = next(lines, None)
         assert endpoint is not None  # set by the first request line written
-        file = await client.upload(path)
-        batch = await client.create(file["id"], endpoint, {"fairpair_target": name[:500],
-                                                           "fairpair_file": path.name})
-        store.add_batch(target=name, batch_id=batch["id"], input_file_id=file["id"], base_url=client.root,
-                        case_ids=ids, state=batch)
-        store.event("batch_submitted", {"target": name, "batch_id": batch["id"], "requests": len(ids),
-                                        "input_file": path.name})
-        submitted.append({"target": name, "batch_id": batch["id"], "requests": len(ids), "bytes": size,
+        local = record_intent(store, name=name, stage="run", base_url=client.root, path=path, keys=ids)
+        bid = record_submitted(store, local=local, name=name, stage="run", base_url=client.root, keys=ids,
+                               state=await _create(client, name, path, endpoint), input_name=path.name)
+        submitted.append({"target": name, "batch_id": bid, "requests": len(ids), "bytes": size,
                           "input_file": path.name})
     return submitted
+
+
+async def _create(client: BatchClient, name: str, path: Path, endpoint: str) -> dict[str, Any]:
+    """Upload ``path`` and create its batch (``metadata.fairpair_file``: the file's name, by which a later
+    session finds it); the batch object with the input file's id."""
+    file = await client.upload(path)
+    batch = await client.create(file["id"], endpoint, {"fairpair_target": name[:500], "fairpair_file": path.name})
+    return {**batch, "input_file_id": file["id"]}
+
+
+async def _recover(store: Store, run_dir: Path, record: dict[str, Any], client: BatchClient) -> None:
+    """A batch left ``submitting`` by a killed session: adopt the provider's batch made from its file, or
+    submit the kept file again; recorded either way (nothing is sent twice for one case)."""
+    path = run_dir / BATCH_DIR / record["state"]["input_file"]
+    keys = list(store.batch_case_ids(record["batch_id"]))
+    found = await client.find(path.name)
+    if found is None:
+        with open(path, "rb") as fh:
+            endpoint = json.loads(fh.readline())["url"]
+        state = await _create(client, record["target"], path, endpoint)
+    else:
+        state = found
+    store.event("batch_recovered", {"target": record["target"], "stage": "run", "local": record["batch_id"],
+                                    "adopted": (found or {}).get("id")})
+    record_submitted(store, local=record["batch_id"], name=record["target"], stage="run", base_url=client.root,
+                     keys=keys, state=state, input_name=path.name)
 
 
 def ingest_batch(store: Store, record: dict[str, Any], state: dict[str, Any], files: list[Path]) -> dict[str, Any]:
@@ -491,7 +541,10 @@ async def _session(store: Store, run_dir: Path, targets: dict[str, Any], cases: 
             base_url = target.options.base_urls[0]
             async with BatchClient(base_url, target.batch_headers(), secrets=secrets) as client:
                 for record in store.batches(name):
-                    if record["status"] != "ingested":
+                    if record["status"] == "submitting":
+                        await _recover(store, run_dir, record, client)
+                for record in store.batches(name):
+                    if record["status"] not in ("ingested", "superseded"):
                         await _poll(store, run_dir, record, client, summary)
                 if submit:
                     new = await _submit(store, run_dir, name, target, cases(), client, max_requests=max_requests,

@@ -51,7 +51,7 @@ from fairpair._calls import CallDeferred, CallOutcome
 from fairpair.errors import FairpairError
 from fairpair.run._batch import (
     BATCH_DIR, ENDED_STATUSES, MAX_BYTES, MAX_REQUESTS, BatchClient, BatchSummary, _line_error, _safe,
-    result_lines,
+    record_intent, record_submitted, result_lines,
 )
 from fairpair.store import Store
 from fairpair.targets import ChatRequest, Completion, TargetError, ToolCall, Usage
@@ -290,10 +290,8 @@ class BatchCalls:
         files, self._files = self._files, []
         self.deferred.clear()
         for path, keys in files:
-            local = f"local-{path.name}"
-            self.store.add_batch(target=self.name, batch_id=local, input_file_id="", base_url=self.api.root,
-                                 case_ids=keys, state={"status": "submitting", "input_file": path.name},
-                                 stage=self.stage)
+            local = record_intent(self.store, name=self.name, stage=self.stage, base_url=self.api.root, path=path,
+                                  keys=keys)
             await self._submit(local, path, keys, summary)
 
     async def _submit(self, local: str, path: Path, keys: list[str], summary: BatchSummary,
@@ -302,13 +300,8 @@ class BatchCalls:
             state = await self.api.submit(path, len(keys), {"fairpair_target": self.name[:500],
                                                             "fairpair_stage": self.stage,
                                                             "fairpair_file": path.name})
-        bid = str(state["id"])
-        with self.store.transaction():
-            self.store.add_batch(target=self.name, batch_id=bid, input_file_id=str(state.get("input_file_id") or ""),
-                                 base_url=self.api.root, case_ids=keys, state=state, stage=self.stage)
-            self.store.add_batch_state(local, "superseded", {"batch_id": bid})
-            self.store.event("batch_submitted", {"target": self.name, "stage": self.stage, "batch_id": bid,
-                                                 "requests": len(keys), "input_file": path.name})
+        bid = record_submitted(self.store, local=local, name=self.name, stage=self.stage, base_url=self.api.root,
+                               keys=keys, state=state, input_name=path.name)
         self.open_keys.update(keys)
         summary.submitted.append({"target": self.name, "stage": self.stage, "batch_id": bid, "requests": len(keys),
                                   "input_file": path.name})
