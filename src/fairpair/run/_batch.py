@@ -66,7 +66,7 @@ from fairpair.errors import FairpairError
 from fairpair.store import Store
 
 __all__ = ["BATCH_DIR", "COMPLETION_WINDOW", "MAX_BYTES", "MAX_REQUESTS", "BatchClient", "BatchSummary",
-           "batch_session", "batch_target_names", "custom_id", "ingest_batch", "parse_custom_id", "record_intent",
+           "batch_session", "batch_target_names", "create_batch", "custom_id", "ingest_batch", "parse_custom_id", "record_intent",
            "record_submitted", "result_lines"]
 
 #: Most requests in one batch input file (OpenAI's limit).
@@ -362,7 +362,6 @@ async def _submit(store: Store, run_dir: Path, name: str, target: Any, cases: It
     skip = store.answered_ids(name) | store.cases_in_open_batches(name)
     folder = run_dir / BATCH_DIR
     folder.mkdir(exist_ok=True)
-    endpoint = None
     submitted: list[dict[str, Any]] = []
     lines = _requests(name, target, cases, skip)
     pending: tuple[str, bytes] | None = next(lines, None)
@@ -377,23 +376,24 @@ async def _submit(store: Store, run_dir: Path, name: str, target: Any, cases: It
                 fh.write(data)
                 ids.append(cid)
                 size += len(data)
-                if endpoint is None:
-                    endpoint = json.loads(data)["url"]
                 pending = next(lines, None)
-        assert endpoint is not None  # set by the first request line written
         local = record_intent(store, name=name, stage="run", base_url=client.root, path=path, keys=ids)
         bid = record_submitted(store, local=local, name=name, stage="run", base_url=client.root, keys=ids,
-                               state=await _create(client, name, path, endpoint), input_name=path.name)
+                               state=await create_batch(client, path, {"fairpair_target": name[:500]}),
+                               input_name=path.name)
         submitted.append({"target": name, "batch_id": bid, "requests": len(ids), "bytes": size,
                           "input_file": path.name})
     return submitted
 
 
-async def _create(client: BatchClient, name: str, path: Path, endpoint: str) -> dict[str, Any]:
-    """Upload ``path`` and create its batch (``metadata.fairpair_file``: the file's name, by which a later
-    session finds it); the batch object with the input file's id."""
+async def create_batch(client: BatchClient, path: Path, metadata: dict[str, str]) -> dict[str, Any]:
+    """Upload the input file ``path`` and create its batch for the ``url`` of its first line, with
+    ``metadata`` and ``fairpair_file`` (the file's name, by which a later session finds it); the batch
+    object with the input file's id."""
+    with open(path, "rb") as fh:
+        endpoint = json.loads(fh.readline())["url"]
     file = await client.upload(path)
-    batch = await client.create(file["id"], endpoint, {"fairpair_target": name[:500], "fairpair_file": path.name})
+    batch = await client.create(file["id"], endpoint, {**metadata, "fairpair_file": path.name})
     return {**batch, "input_file_id": file["id"]}
 
 
@@ -403,12 +403,7 @@ async def _recover(store: Store, run_dir: Path, record: dict[str, Any], client: 
     path = run_dir / BATCH_DIR / record["state"]["input_file"]
     keys = list(store.batch_case_ids(record["batch_id"]))
     found = await client.find(path.name)
-    if found is None:
-        with open(path, "rb") as fh:
-            endpoint = json.loads(fh.readline())["url"]
-        state = await _create(client, record["target"], path, endpoint)
-    else:
-        state = found
+    state = found if found is not None else await create_batch(client, path, {"fairpair_target": record["target"][:500]})
     store.event("batch_recovered", {"target": record["target"], "stage": "run", "local": record["batch_id"],
                                     "adopted": (found or {}).get("id")})
     record_submitted(store, local=record["batch_id"], name=record["target"], stage="run", base_url=client.root,

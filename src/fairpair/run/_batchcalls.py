@@ -51,7 +51,7 @@ from fairpair._calls import CallDeferred, CallOutcome
 from fairpair.errors import FairpairError
 from fairpair.run._batch import (
     BATCH_DIR, ENDED_STATUSES, MAX_BYTES, MAX_REQUESTS, BatchClient, BatchSummary, _line_error, _safe,
-    record_intent, record_submitted, result_lines,
+    create_batch, record_intent, record_submitted, result_lines,
 )
 from fairpair.store import Store
 from fairpair.targets import ChatRequest, Completion, TargetError, ToolCall, Usage
@@ -120,11 +120,7 @@ class OpenAIBatches:
 
     async def submit(self, path: Path, requests: int, metadata: dict[str, str]) -> dict[str, Any]:
         """Upload ``path`` and create its batch; the batch object."""
-        file = await self.client.upload(path)
-        with open(path, "rb") as fh:
-            endpoint = json.loads(fh.readline())["url"]
-        state = await self.client.create(file["id"], endpoint, metadata)
-        return {**state, "input_file_id": file["id"]}
+        return await create_batch(self.client, path, metadata)
 
     async def find(self, input_name: str, *, since: str, requests: int,
                    known: frozenset[str] = frozenset()) -> dict[str, Any] | None:
