@@ -332,3 +332,18 @@ def test_cli_measure_batch_says_when_to_come_back_then_stores(tmp_path, capsys):
     assert "submitted" in first and "come back later" in first and f"fairpair measure {run}" in first
     assert "answers stored, 0 failures stored" in second and "come back" not in second
     assert rows(run, "SELECT COUNT(*) FROM measurements WHERE measure='tono.courtesy' AND status='ok'") == [(10,)]
+
+
+def test_a_target_with_its_own_system_prompt_sends_it_in_the_batch(tmp_path, provider):
+    fmt, serve, target, judge = provider
+    with serve(BatchBehaviour(), names=names_table()) as (server, api):
+        lb = write(tmp_path, {**target(server), "system": "Eres el bot de la tienda. Sé breve."},
+                   measures={"palabras": {"kind": "word_count"}})
+        run = tmp_path / "run"
+        out = execute_run(lb, run, FAST, batch=True)
+        execute_run(lb, run, FAST)
+    (sub,) = out.batch.submitted
+    lines = [json.loads(x) for x in (run / "batches" / sub["input_file"]).read_text().splitlines()]
+    systems = {x["body"]["messages"][0]["content"] if fmt == "openai" else x["params"]["system"] for x in lines}
+    assert systems == {"Eres el bot de la tienda. Sé breve."} and len(lines) == 10
+    assert rows(run, "SELECT COUNT(*) FROM responses WHERE status='ok'") == [(10,)]
