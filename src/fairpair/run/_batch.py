@@ -137,10 +137,10 @@ class BatchClient:
         return self.root + path + (f"?{self.query}" if self.query else "")
 
     async def __aenter__(self) -> "BatchClient":
-        from fairpair.targets._client import _ssl_context
+        from fairpair.targets import ssl_context
 
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(ssl=_ssl_context()), trust_env=True, headers=self.headers,
+            connector=aiohttp.TCPConnector(ssl=ssl_context()), trust_env=True, headers=self.headers,
             timeout=aiohttp.ClientTimeout(total=self.timeout))
         return self
 
