@@ -76,6 +76,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "clause.insufficient design.said": "no verdict: the design cannot support one (why: under the verdicts)",
         "clause.incomplete run": "no verdict until the run is complete (see the headline)",
         "clause.not measured": "no verdict: not measured (why: under the verdicts)",
+        "clause.insufficient labels": "no verdict: too few human labels to correct the judge (why: under the verdicts)",
         "estimand.random": "This verdict generalises to other names of these groups and other scenarios like these.",
         "estimand.fixed": ("This verdict holds for these names, in scenarios like these (not for other names of "
                            "the groups)."),
@@ -143,6 +144,16 @@ MESSAGES: dict[str, dict[str, str]] = {
         "scenarios.no_test": "not tested (fewer than 5 scenarios)",
         "scenarios.guard": ("the average over scenarios like these cannot pass: the difference is uneven over "
                             "scenarios ({outliers} stand out)"),
+        "spread": "Spread of the answers (secondary)",
+        "spread.intro": ("How much the answers to one scenario and name scatter, by group: each group's mean "
+                         "within-cell standard deviation (the repetitions of one template and name), their ratio "
+                         "A / B with its interval (the same crossed inference and estimand as the difference) and a "
+                         "verdict of its own (fail: the spreads differ; Holm over the target's spread tests). "
+                         "Secondary: it never changes a comparison's verdict or the gate."),
+        "spread.col.sd": "SD A / SD B",
+        "spread.col.ratio": "Ratio A / B",
+        "spread.line": ("spread (secondary) {label}: SD {sd_a} vs {sd_b}, ratio {ratio} ({level}% CI {lo} to {hi}), "
+                        "p adj. {p}: {verdict}"),
         "points": "{x} points",
         "forest.title": "Difference between groups: {measure}",
         "forest.x.binary": "difference A − B (percentage points)",
@@ -397,6 +408,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "clause.insufficient design.said": "sin veredicto: el diseño no lo permite (el motivo, bajo los veredictos)",
         "clause.incomplete run": "sin veredicto hasta que el run esté completo (ver el titular)",
         "clause.not measured": "sin veredicto: sin medir (el motivo, bajo los veredictos)",
+        "clause.insufficient labels": ("sin veredicto: pocas etiquetas humanas para corregir al juez (el motivo, bajo "
+                                       "los veredictos)"),
         "estimand.random": ("Este veredicto se generaliza a otros nombres de estos grupos y a otros escenarios "
                             "como estos."),
         "estimand.fixed": ("Este veredicto vale para estos nombres, en escenarios como estos (no para otros nombres "
@@ -465,6 +478,17 @@ MESSAGES: dict[str, dict[str, str]] = {
         "scenarios.no_test": "sin prueba (menos de 5 escenarios)",
         "scenarios.guard": ("el promedio sobre escenarios como estos no puede pasar: la diferencia es desigual entre "
                             "escenarios ({outliers} se apartan)"),
+        "spread": "Dispersión de las respuestas (secundaria)",
+        "spread.intro": ("Cuánto varían las respuestas a un mismo escenario y nombre, por grupo: la desviación "
+                         "típica media dentro de cada celda (las repeticiones de una plantilla y un nombre) de cada "
+                         "grupo, su razón A / B con su intervalo (la misma inferencia cruzada y el mismo estimando "
+                         "que la diferencia) y un veredicto propio (falla: las dispersiones difieren; Holm sobre las "
+                         "pruebas de dispersión del objetivo). Secundaria: nunca cambia el veredicto de una "
+                         "comparación ni el gate."),
+        "spread.col.sd": "DT A / DT B",
+        "spread.col.ratio": "Razón A / B",
+        "spread.line": ("dispersión (secundaria) {label}: DT {sd_a} frente a {sd_b}, razón {ratio} (IC {level}% {lo} "
+                        "a {hi}), p ajust. {p}: {verdict}"),
         "points": "{x} puntos",
         "forest.title": "Diferencia entre grupos: {measure}",
         "forest.x.binary": "diferencia A − B (puntos porcentuales)",
@@ -831,7 +855,8 @@ def verdict_word(verdict: str | None, lang: str) -> str:
     return msg(lang, f"verdict.{verdict}" if verdict in (*_VERDICTS, "no verdict") else "verdict.none")
 
 
-_VERDICTS = ("fail", "pass", "inconclusive", "insufficient design", "incomplete run", "not measured")
+_VERDICTS = ("fail", "pass", "inconclusive", "insufficient design", "insufficient labels", "incomplete run",
+             "not measured")
 _DATA_REASONS_ES = {
     "no answer of these groups has a value for this measure": "ninguna respuesta de estos grupos tiene valor para "
         "esta medida: revisa la etapa de medidas (faltan o fallaron)",
@@ -959,8 +984,8 @@ def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
         clause = msg(lang, "clause.insufficient design", reason=design_reason_text(comp, lang))
     elif nodata is not None:  # 0 pairs or a constant measure: the reason, not "the interval does not settle"
         clause = nodata
-    elif verdict == "not measured":
-        clause = msg(lang, "clause.not measured")
+    elif verdict in ("not measured", "insufficient labels"):
+        clause = msg(lang, f"clause.{verdict}")
     elif verdict not in ("fail", "pass", "inconclusive"):
         clause = verdict_word(verdict, lang).lower()
     elif verdict == "inconclusive" and _decided_by_p(comp):  # the p-value that decided, with its value
