@@ -22,13 +22,13 @@ import asyncio
 import time
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from fairpair.targets import ChatRequest, Completion, TargetError
 
-__all__ = ["CallOutcome", "ModelCaller", "RateLimiter", "describe_error", "is_retryable", "worker_pool"]
+__all__ = ["CallDeferred", "CallOutcome", "Caller", "ModelCaller", "RateLimiter", "describe_error", "is_retryable", "worker_pool"]
 
 T = TypeVar("T")
 
@@ -106,6 +106,12 @@ class _Wait:
         return base
 
 
+class CallDeferred(Exception):
+    """A call that went into (or waits for) a provider batch (:mod:`fairpair.run._batchcalls`): its
+    answer comes in a later session, so the caller stores nothing for it now (neither an answer nor a
+    failure) and moves on."""
+
+
 @dataclass(frozen=True)
 class CallOutcome:
     """What one call came to: the ``completion`` (``None`` on failure) or the last ``error``,
@@ -125,6 +131,13 @@ class CallOutcome:
             raise self.error
         assert self.completion is not None
         return self.completion
+
+
+class Caller(Protocol):
+    """What sends one request: :class:`ModelCaller` (live) or a provider batch's caller
+    (:class:`fairpair.run._batchcalls.BatchCalls`, which may raise :class:`CallDeferred`)."""
+
+    async def call(self, request: ChatRequest) -> CallOutcome: ...
 
 
 def estimate_tokens(request: ChatRequest) -> int:

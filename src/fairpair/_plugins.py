@@ -34,6 +34,7 @@ _BUILTIN: dict[str, dict[str, str]] = {
         "python": "fairpair.targets.python:PythonTarget",
         "local": "fairpair.targets.local:LocalTarget",
         "litellm": "fairpair.targets.litellm:LiteLLMTarget",
+        "anthropic": "fairpair.targets.anthropic:AnthropicTarget",
     },
     "fairpair.measures": {
         "regex": "fairpair.measures.rules:RegexMeasure",

@@ -61,7 +61,9 @@ class Settings:
     progress : object or None
         ``run``: a progress display (:class:`fairpair._progress.RunProgress`).
     batch : bool
-        ``run``: send the cases through the provider's batch API (:mod:`fairpair.run._batch`).
+        ``run``: send the cases through the provider's batch API (:mod:`fairpair.run._batch`), and later the
+        judge's calls (the run remembers it); ``measure``: send the judge's calls through its provider's
+        batch API (:mod:`fairpair.run._batchcalls`).
     analysis_table : bool
         ``analyze``: print the verdicts on ``console``: the verdict table, its reasons and the
         headline, in the battery's language, as ``report`` prints them (the analysis's notes after).
@@ -205,7 +207,8 @@ def run(run_ref: Any, settings: Settings) -> StageResult:
 def measure(run_ref: Any, settings: Settings) -> StageResult:
     """Measure every stored answer of the run (resumable: stored measurements are kept).
 
-    Counts are summed over the measures: ``ok``, ``missing``, ``failed``, ``skipped``.
+    Counts are summed over the measures: ``ok``, ``missing``, ``failed``, ``skipped``, and ``waiting``
+    (answers whose judge calls are in a provider batch) when there are any.
 
     Raises
     ------
@@ -217,8 +220,11 @@ def measure(run_ref: Any, settings: Settings) -> StageResult:
     t0 = time.monotonic()
     res = measure_run(_path(run_ref), console=settings.console,
                       measures=list(settings.measures) if settings.measures else None,
-                      settings=settings.judge_calls, summary=settings.summaries)
+                      settings=settings.judge_calls, summary=settings.summaries, batch=settings.batch)
     counts = {k: sum(getattr(c, k) for c in res.counts.values()) for k in ("ok", "missing", "failed", "skipped")}
+    waiting = sum(c.waiting for c in res.counts.values())
+    if waiting:  # answers whose judge calls are in a provider batch
+        counts["waiting"] = waiting
     return StageResult("measure", counts, tuple(res.warnings), time.monotonic() - t0, res)
 
 
@@ -373,9 +379,24 @@ def after_run(run_dir: Any, loaded, console, *, measure: bool = True, analyze: b
                         judge_calls=judge_calls or RunSettings(), verbose=verbose,
                         summaries=verbose or not (report and verdicts),  # the report prints each warning once
                         verdicts=verdicts)  # verdicts and ranking tables
-    for result in run_stages(run_dir, names, settings):
+    for name in names:
+        result = STAGES[name](run_dir, settings)
         if result.stage == "report":
             console.print(f"report: {result.output['html']}", soft_wrap=True)
+        batch = getattr(result.output, "batch", None) if result.stage == "measure" else None
+        if batch is not None and console is not None:
+            for line in batch.lines():
+                console.print(line, soft_wrap=True, markup=False)
+        if batch is not None and (batch.pending or result.counts.get("waiting")):
+            if console is not None:  # the analysis waits for every judge answer
+                console.print(f"the judge's batches are not all in ({result.counts.get('waiting', 0)} answers wait); "
+                              f"come back later: `fairpair run` with the same --out fetches them, then analyses "
+                              "and reports", soft_wrap=True)
+            if gate:  # a gate that passed while the judge's answers wait would pass nothing
+                raise FairpairError("--gate: the judge's batches are not all in, so there is nothing to gate yet",
+                                    file=_path(run_dir), hint="run the same command again once the provider has "
+                                                              "answered (fairpair status shows what it waits for)")
+            return 0
     if gate:
         if not (analyzed and (b.analysis.comparisons or ranked)):  # a ranking design's verdicts are gated too
             raise FairpairError("--gate needs measures and an analysis plan with comparisons (or a ranking "

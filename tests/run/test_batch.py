@@ -63,8 +63,11 @@ def test_submit_then_poll_then_ingest_with_per_request_errors(tmp_path):
     assert {c for c, _ in failed} == {ids[k - 1] for k in (7, 14, 21, 28)}
     assert all(e.startswith("BatchError (HTTP 500): The server had an error") and bid in e for _, e in failed)
     assert sorted(api.executed.values()) == [1] * 28
-    states = [s for (s,) in rows(moved, "SELECT status FROM batch_states ORDER BY id")]
+    states = [s for (s,) in rows(moved, "SELECT status FROM batch_states WHERE batch_id=? ORDER BY id", (bid,))]
     assert states == ["validating", "in_progress", "completed", "ingested"]
+    # recorded before the provider was asked (the intent), then superseded by the batch
+    intent = [s for (s,) in rows(moved, "SELECT status FROM batch_states WHERE batch_id LIKE 'local-%' ORDER BY id")]
+    assert intent == ["submitting", "superseded"]
     assert third.manifest["counts"]["openai"]["answered"] == 28
     assert third.manifest["batches"]["openai"][0]["status"] == "ingested"
 
@@ -161,17 +164,11 @@ def test_files_are_split_at_the_request_limit(tmp_path):
             assert store.counts("openai")["answered"] == 32
 
 
-def test_batch_refuses_targets_without_a_batch_api_and_multi_turn_cases(tmp_path):
+def test_batch_refuses_targets_without_a_batch_api_and_tools(tmp_path):
     lb = load_battery(write_battery(tmp_path / "m", {"kind": "mock"}))
     with pytest.raises(FairpairError, match="has no batch API"):
         execute_run(lb, tmp_path / "run", FAST, batch=True)
     with serve_batch_api() as (server, api):
-        path = write_battery(tmp_path / "t", openai_block(server))
-        data = json.loads(path.read_text())
-        data["templates"][0]["turns"].append("¿Y cuándo llega?")
-        path.write_text(json.dumps(data, ensure_ascii=False))
-        with pytest.raises(FairpairError, match="has 2 turns"):
-            execute_run(load_battery(path), tmp_path / "run2", FAST, batch=True)
         tools = load_battery(write_battery(tmp_path / "tools", openai_block(server), tools=True))
         with pytest.raises(FairpairError, match="tools"):
             execute_run(tools, tmp_path / "run3", FAST, batch=True)
@@ -200,3 +197,32 @@ def test_cli_batch_says_when_to_come_back_then_ingests_and_reports(tmp_path, cap
     assert "14/16 answered, 2 failed" in second
     assert "2 case(s) have no answer" in second and "--batch` submits them again" in second
     assert (tmp_path / "run" / "report.html").exists() or any((tmp_path / "run").glob("report*"))
+
+
+def test_a_kill_between_creating_the_batch_and_recording_it_sends_no_case_twice(tmp_path, monkeypatch):
+    class Killed(BaseException):
+        pass
+
+    with serve_batch_api() as (server, api):
+        lb = load_battery(write_battery(tmp_path, openai_block(server), repetitions=2))  # 32
+        run = tmp_path / "run"
+        real = Store.add_batch
+
+        def killed(self, **kw):
+            if not kw["batch_id"].startswith("local-"):  # the provider has the batch; the store not yet
+                raise Killed
+            return real(self, **kw)
+
+        monkeypatch.setattr(Store, "add_batch", killed)
+        with pytest.raises(Killed):
+            execute_run(lb, run, FAST, batch=True)
+        monkeypatch.setattr(Store, "add_batch", real)
+        assert len(api.batches) == 1
+        again = execute_run(lb, run, FAST, batch=True)  # adopts it: --batch sends nothing new
+        assert len(api.batches) == 1 and again.batch.submitted == []
+        assert again.batch.ingested[0]["answered"] == 32
+    assert max(api.executed.values()) == 1
+    assert rows(run, "SELECT COUNT(*), COUNT(DISTINCT case_id) FROM responses WHERE status='ok'") == [(32, 32)]
+    with Store.open(run, create=False) as store:
+        (ev,) = store.events("batch_recovered")
+    assert ev["adopted"] == again.batch.ingested[0]["batch_id"]

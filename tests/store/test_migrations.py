@@ -59,6 +59,9 @@ def test_a_store_of_main_migrates_and_reads(tmp_path):
         assert run.store.applied_migrations() == NAMES[:3]
         assert len(list(run.cases())) == 8 and len(list(run.responses())) == 8
         assert {m.scale for m in run.measurements()} == {None} and run.store.measure_scales() == {}
+        # the batches of before m006 are read as the run stage's; no single call is stored
+        assert run.store.batches(stage=None) == [] and run.store.batches(stage="measure") == []
+        assert run.store.batch_call("0" * 48) is None and run.store.cases_in_open_batches("mock") == set()
     assert _meta(run_dir, "schema_version") == "3"
     with Run.open(run_dir, "w") as run:  # a writer migrates it  # a reader that may migrate (the one write it makes)
         assert run.store.applied_migrations() == NAMES

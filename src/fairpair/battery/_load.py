@@ -145,10 +145,14 @@ def _merge_includes(data: dict, path: Path, located: Located, stack: tuple[Path,
 
 
 def _deep_merge(base: dict, over: dict) -> dict:
+    """``over`` merged onto ``base``, mappings key by key; a mapping with a ``kind`` (a target, a judge,
+    a measure) of another kind than ``base``'s replaces it whole: options of another kind mean nothing
+    there (an included battery's ``target: {kind: local, ...}`` under ``target: {kind: openai, ...}``)."""
     out = dict(base)
     for k, v in over.items():
-        if isinstance(v, dict) and isinstance(out.get(k), dict):
-            out[k] = _deep_merge(out[k], v)
+        old = out.get(k)
+        if isinstance(v, dict) and isinstance(old, dict) and ("kind" not in v or v.get("kind") == old.get("kind")):
+            out[k] = _deep_merge(old, v)
         else:
             out[k] = v
     return out
@@ -821,7 +825,7 @@ def _check_routing(lb: LoadedBattery, i: int, t, shape: dict, origins: list[tupl
     specs = b.target_specs() or {None: None}
     for name, spec in specs.items():
         kind = spec.kind if spec is not None else None
-        if kind in _CONTEXT_AS_DATA or kind not in (None, "openai", "litellm", "local", "http"):
+        if kind in _CONTEXT_AS_DATA or kind not in (None, "openai", "anthropic", "litellm", "local", "http"):
             continue
         routes = list(common) + (_system_paths(spec.system) if spec is not None and spec.system is not None
                                  else list(in_system))

@@ -37,6 +37,10 @@ def measure(
                                                    "cluster) or ray://HOST:10001; default: a local Ray.")] = None,
     actors: Annotated[Optional[int], typer.Option(min=1, help="Actors of each Ray pool (default: the free CPUs, "
                                                   "at most --concurrency).")] = None,
+    batch: Annotated[bool, typer.Option("--batch", help="Send the judge's calls (judge, pairwise in both orders, "
+                                        "llm_extract) through its provider's batch API (openai or anthropic "
+                                        "judge): submit, then come back later; `fairpair measure RUN` polls and "
+                                        "stores the answers. See docs/batch.md.")] = False,
 ) -> None:
     """Measure every stored answer of a run (resumable: stored measurements are kept)."""
     from fairpair import pipeline
@@ -51,11 +55,27 @@ def measure(
         from fairpair.run import require_ray
 
         require_ray()  # exit 2 with the install line before anything is opened
+    if engine is Engine.ray and batch:
+        raise FairpairError("--batch sends the judge's calls through the provider's batch API, not an engine; "
+                            "drop --engine ray", key="--batch")
     calls = RunSettings(concurrency=concurrency, timeout=timeout, max_attempts=max_attempts, engine=engine.value,
                         address=address, actors=actors)
     with progress_enabled(not quiet):
-        pipeline.measure(run, pipeline.Settings(console=console, measures=tuple(measure_names or ()) or None,
-                                                judge_calls=calls))
+        res = pipeline.measure(run, pipeline.Settings(console=console, measures=tuple(measure_names or ()) or None,
+                                                      judge_calls=calls, batch=batch))
+    print_batch_lines(res.output.batch, f"fairpair measure {run}")
+
+
+def print_batch_lines(summary, again: str) -> bool:
+    """Print what a session did with provider batches; True (and when to come back) while some are open."""
+    if summary is None:
+        return False
+    for line in summary.lines():
+        console.print(escape(line), soft_wrap=True)
+    if summary.pending:
+        console.print(f"the provider answers batches within 24 hours; come back later (any machine with this run "
+                      f"directory) and run `{escape(again)}` to fetch and store the answers", soft_wrap=True)
+    return summary.pending
 
 
 @app.command()

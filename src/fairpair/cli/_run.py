@@ -241,6 +241,8 @@ def status(run: RunArg) -> None:
                       f"{c.get('failed', 0)} failed")
     for k, n in st.events.items():
         console.print(f"events: {escape(k)} x {n}")
+    for line in st.batches_waiting:
+        console.print(f"waiting: {escape(line)}", soft_wrap=True)
     analysis = "results.json unreadable (cut short or damaged)" if st.results_unreadable else \
         "results.json written" if st.analyzed else "not run"
     console.print(f"analysis: {analysis}; "

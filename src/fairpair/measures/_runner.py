@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 from pydantic import model_validator
 
-from fairpair._calls import describe_error, worker_pool
+from fairpair._calls import CallDeferred, describe_error, worker_pool
 from fairpair.errors import FairpairError
 from fairpair.measures._base import MAX_MEASURED_CHARS, Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
 
@@ -86,7 +86,8 @@ TOKEN_KEYS = ("calls", "input_tokens", "output_tokens", "without_usage")
 class MeasureCounts:
     """Per measure, what this session stored: ``ok``, ``missing``, ``failed``; ``leaks``
     (judge calls refused by the leak check), ``invalid`` (judge outputs that failed
-    validation, retried ones included), ``skipped`` (already stored), ``no_counterpart``."""
+    validation, retried ones included), ``skipped`` (already stored), ``no_counterpart``,
+    ``waiting`` (answers whose judge calls are in a provider batch: nothing stored yet)."""
 
     ok: int = 0
     missing: int = 0
@@ -95,6 +96,7 @@ class MeasureCounts:
     invalid: int = 0
     skipped: int = 0
     no_counterpart: int = 0
+    waiting: int = 0
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,8 @@ class MeasureRunResult:
     judge: dict[str, Any] | None
     embedders: dict[str, dict[str, Any]]
     warnings: tuple[str, ...] = ()
+    #: what the judge's provider batches did (``fairpair measure --batch``), or None
+    batch: Any = None
 
 
 @dataclass
@@ -125,6 +129,10 @@ class MeasureContext:
     judge_prompts: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     #: (target, case id) of the answers longer than MAX_MEASURED_CHARS, measured on their beginning
     long_answers: set[tuple[str, str]] = field(default_factory=set)
+    #: the judge's calls through a provider batch (:class:`fairpair.run._batchcalls.BatchCalls`), or None
+    batch: Any = None
+    #: results are not stored this session (the judge self-test waits for its batch)
+    hold: bool = False
     #: this session's judge tokens, per measure (see :meth:`count_tokens`), for the manifest's ``tokens.judge``
     judge_tokens: dict[str, dict[str, int]] = field(default_factory=dict)
     _masker: Any = None
@@ -214,9 +222,11 @@ class MeasureContext:
                                                      max_in_flight=self.settings.concurrency)
         system = next((m.get("content", "") for m in messages if m.get("role") == "system"), "")
         self.judge_prompts.setdefault(system, [dict(m) for m in messages])
-        outcome = await self._caller.call(ChatRequest(messages=tuple(messages), seed=seed, case_id=case_id,
-                                                      choices=choices))
-        completion = outcome.result()
+        request = ChatRequest(messages=tuple(messages), seed=seed, case_id=case_id, choices=choices)
+        if self.batch is not None:  # answered from the store, or CallDeferred (the call goes in a batch)
+            completion = (await self.batch.call(request)).result()
+        else:
+            completion = (await self._caller.call(request)).result()
         self.count_tokens(completion)
         return completion
 
@@ -659,7 +669,8 @@ class _Counterparts:
 
 
 def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | None = None, judge: Any = None,
-                settings: Any = None, ray_pool: Any = None, summary: bool = True) -> MeasureRunResult:
+                settings: Any = None, ray_pool: Any = None, summary: bool = True,
+                batch: bool = False) -> MeasureRunResult:
     """Measure every stored answer of a run; resumable.
 
     Parameters
@@ -685,6 +696,13 @@ def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | 
         Print the counts table, the self-tests' results and the warnings on
         ``console`` at the end (``fairpair run`` passes False: its report
         prints each warning once, after the verdicts).
+    batch:
+        Send the judge's calls through its provider's batch API
+        (:mod:`fairpair.run._batchcalls`; ``docs/batch.md``): poll and ingest
+        the batches already submitted, measure what their answers allow, and
+        submit the calls still needed. A run with judge batches recorded, or
+        started with ``fairpair run --batch``, keeps its judge on batches
+        without the flag (a judge without a batch API then runs live).
 
     Returns
     -------
@@ -695,7 +713,10 @@ def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | 
     FairpairError
         Not a run directory, the directory is in use, an unknown measure, a
         judge identical to a target without ``allow_self_judging``, a missing
-        embedder, a pairwise measure whose counterparts the run has none of.
+        embedder, a pairwise measure whose counterparts the run has none of;
+        ``batch`` with a judge that has no batch API or with ``engine="ray"``,
+        a judge request that cannot go in its provider's batch (token
+        probabilities where the batch returns none).
     """
     from fairpair.store import Run
 
@@ -703,14 +724,59 @@ def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | 
         raise FairpairError(f"unknown engine {settings.engine!r}; use one of inprocess, ray", key="--engine")
     with Run.open(run_dir, "w") as run:
         if getattr(settings, "engine", "inprocess") != "ray":
-            return asyncio.run(_measure(run, console, measures, judge, settings, summary=summary))
+            return asyncio.run(_measure(run, console, measures, judge, settings, summary=summary, batch=batch))
+        if batch:
+            raise FairpairError("--batch sends the judge's calls through the provider's batch API, not an engine; "
+                                "drop --engine ray", key="--batch")
         from fairpair.run import ray_session
 
         with ray_session(settings.address):  # exit 2 when Ray is missing or the cluster unreachable
             return asyncio.run(_measure(run, console, measures, judge, settings, ray_pool, summary=summary))
 
 
-async def _measure(run, console, names, judge, settings, ray_pool=None, *, summary: bool = True) -> MeasureRunResult:
+async def _measure(run, console, names, judge, settings, ray_pool=None, *, summary: bool = True,
+                   batch: bool = False) -> MeasureRunResult:
+    from contextlib import AsyncExitStack
+
+    async with AsyncExitStack() as stack:
+        return await _measure_in(run, console, names, judge, settings, ray_pool, summary=summary, batch=batch,
+                                 stack=stack)
+
+
+async def _judge_batches(run, ctx: MeasureContext, *, requested: bool, stack) -> Any:
+    """The judge's :class:`~fairpair.run._batchcalls.BatchCalls` when the judge goes through batches
+    (``requested``, batches recorded, or a run started with ``run --batch``), polled; else None."""
+    from fairpair.run import BatchCalls, batch_api_of
+
+    store = run.store
+    recorded = bool(store.batches(JUDGE_BATCH_NAME, stage="measure"))
+    if not (requested or recorded or store.get_meta("batch.measures")):
+        return None
+    api = batch_api_of(ctx.judge, secrets=_judge_secrets(ctx.judge))
+    if api is None:
+        if requested:
+            kind = (ctx.judge_identity or {}).get("kind", "?")
+            raise FairpairError(f"--batch: the judge (kind {kind}) has no batch API; the openai and anthropic "
+                                "judges send batches", key="judge", hint="declare such a judge, or measure "
+                                                                         "without --batch")
+        return None
+    calls = await stack.enter_async_context(BatchCalls(store, run.path, "measure", JUDGE_BATCH_NAME, api,
+                                                       resubmit=requested))
+    await calls.poll(calls.summary)
+    return calls
+
+
+def _judge_secrets(judge: Any) -> list[str]:
+    fn = getattr(judge, "_secrets", None)
+    return [s for s in fn() if s] if callable(fn) else []
+
+
+#: the ``batches.target`` of the judge's batches (stage ``measure``)
+JUDGE_BATCH_NAME = "judge"
+
+
+async def _measure_in(run, console, names, judge, settings, ray_pool=None, *, summary: bool = True,
+                      batch: bool = False, stack=None) -> MeasureRunResult:
     from fairpair.battery import recorded_battery
 
     store, loaded, run_dir = run.store, recorded_battery(run), run.path
@@ -723,6 +789,11 @@ async def _measure(run, console, names, judge, settings, ray_pool=None, *, summa
     owns_judge = judge is None
     if any(m.uses_judge for m in ms.values()):
         warnings += _build_judge(loaded, store, ctx, judge)
+        if getattr(settings, "engine", "inprocess") != "ray":
+            ctx.batch = await _judge_batches(run, ctx, requested=batch, stack=stack)
+    elif batch:
+        raise FairpairError("--batch: no measure of this battery calls a judge; there is nothing to batch",
+                            key="--batch", hint="measure without --batch")
     counterparts = _Counterparts(store)
     scales: dict[str, Scale] = {}
     on_ray = getattr(settings, "engine", "inprocess") == "ray"
@@ -762,6 +833,8 @@ async def _measure(run, console, names, judge, settings, ray_pool=None, *, summa
                 warnings += flag_degenerate(name, m, ctx, store)
             if pools is not None:
                 await pools.after(name, m)
+        if ctx.batch is not None:
+            await ctx.batch.flush(ctx.batch.summary)
         if ctx.long_answers:
             warnings.append(f"{len(ctx.long_answers)} answer(s) longer than {MAX_MEASURED_CHARS:,} characters were "
                             f"measured on their first {MAX_MEASURED_CHARS:,} (stored whole), e.g. case "
@@ -784,7 +857,7 @@ async def _measure(run, console, names, judge, settings, ray_pool=None, *, summa
     if console is not None and summary:
         _print_counts(console, ctx.counts, warnings)
     return MeasureRunResult(Path(run_dir), dict(ctx.counts), scales, ctx.judge_identity, dict(ctx.embedders),
-                            tuple(warnings))
+                            tuple(warnings), ctx.batch.summary if ctx.batch is not None else None)
 
 
 class _RayPools:
@@ -904,6 +977,11 @@ def _record_in_manifest(run, ctx: MeasureContext, names: Iterable[str], warnings
             embedders.setdefault(name, ident)
     if embedders:
         block["embedders"] = embedders
+    batches = [{"batch_id": b["batch_id"], "requests": b["requests"], "base_url": b["base_url"],
+                "submitted_at": b["created_at"], "status": b["status"]}
+               for b in store.batches(JUDGE_BATCH_NAME, stage="measure") if b["status"] != "superseded"]
+    if batches:  # the judge's calls that went through its provider's batch API
+        block["judge_batches"] = batches
     settings = ctx.settings
     if getattr(settings, "engine", "inprocess") == "ray":  # where this session's judge calls and embeddings ran
         block["engine"] = {"engine": "ray", "address": settings.address, "actors": settings.actors}
@@ -969,8 +1047,14 @@ async def _measure_stream(name: str, m: Measure, ctx: MeasureContext, store, cou
             res = await m.measure(item, ctx)
         except FairpairError:
             raise
+        except CallDeferred:  # its judge calls are in a provider batch: nothing to store yet
+            ctx.count(name, "waiting")
+            return
         except Exception as exc:  # noqa: BLE001 - a failure is data
             res = MeasureResult.failed(describe_error(exc))
+        if ctx.hold:  # the judge self-test waits for its batch: nothing judged is stored before it passes
+            ctx.count(name, "waiting")
+            return
         _commit(store, name, rows, fields, item, res)
         ctx.count(name, res.status)
 
@@ -1060,9 +1144,12 @@ def _print_counts(console, counts: dict[str, MeasureCounts], warnings: list[str]
     t = Table("measure", "ok", "missing", "failed", "leaks", "invalid judge outputs", "already stored",
               title="measurements (this session)", title_justify="left",
               caption="missing: no value, final (not retried); failed: retried by the next run", caption_justify="left")
+    waiting = any(c.waiting for c in counts.values())
+    if waiting:
+        t.add_column("waiting for a batch")
     for n, c in counts.items():
         t.add_row(escape(n), str(c.ok), str(c.missing), str(c.failed), str(c.leaks), str(c.invalid),
-                  str(c.skipped))
+                  str(c.skipped), *((str(c.waiting),) if waiting else ()))
     console.print(t)
     for w in dict.fromkeys(warnings):
         console.print(f"[yellow]warning:[/yellow] {escape(w)}", soft_wrap=True)

@@ -318,10 +318,14 @@ async def _measure_one(measure, item, ctx):
     from fairpair.errors import FairpairError
     from fairpair.measures._base import MeasureResult
 
+    from fairpair._calls import CallDeferred
+
     try:
         return await measure.measure(item, ctx)
     except FairpairError:
         raise
+    except CallDeferred:  # in a provider batch: run_self_tests sees it in ctx.batch.deferrals
+        return MeasureResult.failed("waiting for a batch")
     except Exception as exc:  # noqa: BLE001 - a failure is data, as in the measure stage
         from fairpair._calls import describe_error
 
@@ -562,7 +566,13 @@ async def run_self_tests(measures: dict[str, Any], ctx, store, mode: str, consol
 
             if console is not None and not quiet():
                 console.print(f"judge self-test of {escape(name)} on anchors with known scores...", soft_wrap=True)
+            before = ctx.batch.deferrals if ctx.batch is not None else 0
             res = await self_test(m, sctx, thresholds=Thresholds())
+            if ctx.batch is not None and ctx.batch.deferrals > before:  # its anchors' answers are in a batch
+                ctx.hold = True
+                warnings.append(f"the judge self-test of '{name}' waits for its batch: no answer is judged "
+                                "before it has run")
+                continue
             res["judge"] = ctx.judge_identity
             res["mode"] = mode
             res["counts"] = {k: dataclasses.asdict(v) for k, v in sctx.counts.items()}

@@ -706,19 +706,21 @@ class ToneJudgeMeasure(Measure):
                                   "decoded": {}}
         outputs: dict[str, Any] = {}
 
-        async def ask_all() -> list[Any]:
-            return [await ctx.ask_judge_choice(messages, choices, groups=groups, scoring="yes_no",
-                                               case_id=item.case.id, seed=item.case.seed)
-                    for messages in per_dim.values()]
+        def ask(messages: list[dict[str, str]]):
+            return ctx.ask_judge_choice(messages, choices, groups=groups, scoring="yes_no", case_id=item.case.id,
+                                        seed=item.case.seed)
 
         if getattr(ctx.judge, "max_concurrency", None) == 1:
             loop = asyncio.get_running_loop()
             if self._serial is None or self._serial[0] is not loop:
                 self._serial = (loop, asyncio.Lock())
             async with self._serial[1]:
-                answers = await ask_all()
-        else:
-            answers = await ask_all()
+                answers = [await ask(messages) for messages in per_dim.values()]
+        else:  # at once (a provider batch carries them together)
+            answers = await asyncio.gather(*(ask(messages) for messages in per_dim.values()), return_exceptions=True)
+            for a in answers:
+                if isinstance(a, BaseException):
+                    raise a
         for k, a in zip(per_dim, answers):
             detail["p_yes"][k] = round(a.probabilities["yes"], 6)
             detail["mass"][k] = round(a.mass, 6)
@@ -819,9 +821,16 @@ class PairwiseJudgeMeasure(Measure):
                                   "words": {"answer": count_words(item.text), "counterpart": count_words(cp_text)}}
         verdicts = {}
         missing = None
-        for k, m in msgs.items():
-            out, raw, invalid = await _ask(ctx, self.name, m, _VERDICT_SCHEMA, case_id=item.case.id,
-                                           seed=item.case.seed, max_attempts=o.max_attempts, language=lang)
+        import asyncio
+
+        # both orders at once (independent calls): a batch carries them together
+        asked = await asyncio.gather(*(
+            _ask(ctx, self.name, m, _VERDICT_SCHEMA, case_id=item.case.id, seed=item.case.seed,
+                 max_attempts=o.max_attempts, language=lang) for m in msgs.values()), return_exceptions=True)
+        for a in asked:
+            if isinstance(a, BaseException):
+                raise a
+        for k, (out, raw, invalid) in zip(msgs, asked):
             rec: dict[str, Any] = {"raw": raw, "invalid_outputs": invalid}
             if out.valid:
                 w = out.value["winner"]

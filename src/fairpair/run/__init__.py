@@ -5,6 +5,9 @@ from fairpair._lazy import lazy_getattr
 # Names fairpair's other packages use, imported from their module on first use (so that
 # importing them through the package adds no import cycle and no start-up cost).
 _LAZY_EXPORTS = {
+    "BatchCalls": "fairpair.run._batchcalls",
+    "BatchSummary": "fairpair.run._batch",
+    "batch_api_of": "fairpair.run._batchcalls",
     "build_target": "fairpair.run._runner",
     "check_targets": "fairpair.run._preflight",
     "damaged_store_error": "fairpair.run._store",

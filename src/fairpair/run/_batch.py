@@ -14,7 +14,11 @@ has the directory):
    :data:`MAX_BYTES` bytes per file. Each file is uploaded (``POST /files``,
    ``purpose=batch``) and a batch created (``POST /batches``); the batch, the
    cases it carries and its first status are recorded in the store
-   (migration 3) and the input file kept in ``batches/`` of the run directory.
+   (migration 3) and the input file kept in ``batches/`` of the run directory. Before the provider is
+   asked, the file and its cases are recorded as a batch ``local-<file>`` in state ``submitting``
+   (:func:`record_intent`); a session killed before the batch was recorded leaves that state, and the
+   next one adopts the provider's batch made from that file (``metadata.fairpair_file``, ``GET
+   /batches``) or submits the file again, so no case is sent twice.
    The command then says when to come back and stops;
 2. **poll** (``fairpair run BATTERY``, with or without ``--batch``): each
    batch not yet ingested is asked for its status (``GET /batches/{id}``);
@@ -31,9 +35,12 @@ has the directory):
    unique index keeps at most one answer per case: running again never
    duplicates. The failed cases are sent again by the next ``--batch``.
 
-Only the ``openai`` target speaks a batch API; cases with several turns or
-with tools cannot go in a batch (each needs a second request built from the
-first answer) and are refused before anything is sent.
+Cases with several turns go one call per turn (:mod:`fairpair.run._batchcalls`,
+stage ``turns``): turn k of every case in one batch, turn k+1 when turn k's
+answers are stored (``fairpair status`` shows the batches a run waits for). The
+``anthropic`` target sends every case that way, through Message Batches. Cases
+with tools cannot go in a batch (each tool answer needs a second request built
+from the first answer) and are refused before anything is sent.
 
 The transport is aiohttp (the targets' client: certifi's CA bundle, proxies
 from the environment); calls that fail with 408/409/429/5xx or a dropped
@@ -59,7 +66,8 @@ from fairpair.errors import FairpairError
 from fairpair.store import Store
 
 __all__ = ["BATCH_DIR", "COMPLETION_WINDOW", "MAX_BYTES", "MAX_REQUESTS", "BatchClient", "BatchSummary",
-           "batch_session", "batch_target_names", "custom_id", "ingest_batch", "parse_custom_id"]
+           "batch_session", "batch_target_names", "create_batch", "custom_id", "ingest_batch", "parse_custom_id", "record_intent",
+           "record_submitted", "result_lines"]
 
 #: Most requests in one batch input file (OpenAI's limit).
 MAX_REQUESTS = 50_000
@@ -129,10 +137,10 @@ class BatchClient:
         return self.root + path + (f"?{self.query}" if self.query else "")
 
     async def __aenter__(self) -> "BatchClient":
-        from fairpair.targets._client import _ssl_context
+        from fairpair.targets import ssl_context
 
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(ssl=_ssl_context()), trust_env=True, headers=self.headers,
+            connector=aiohttp.TCPConnector(ssl=ssl_context()), trust_env=True, headers=self.headers,
             timeout=aiohttp.ClientTimeout(total=self.timeout))
         return self
 
@@ -211,6 +219,19 @@ class BatchClient:
 
         return await self._call(f"batch {batch_id}", send)
 
+    async def find(self, input_name: str) -> dict[str, Any] | None:
+        """The batch whose ``metadata.fairpair_file`` is ``input_name`` among the latest 100 (``GET
+        /batches``), or None: a submission that a killed session did not record."""
+        async def send(session: aiohttp.ClientSession) -> Any:
+            async with session.get(self._url("/batches") + ("&" if self.query else "?") + "limit=100") as resp:
+                return await self._json(resp, "list batches")
+
+        listed = await self._call("list batches", send)
+        for b in listed.get("data") or [] if isinstance(listed, dict) else []:
+            if isinstance(b, dict) and (b.get("metadata") or {}).get("fairpair_file") == input_name:
+                return b
+        return None
+
     async def download(self, file_id: str, dest: Path) -> Path:
         """``GET /files/{id}/content`` streamed to ``dest`` (written to ``dest.part``, then renamed)."""
         part = dest.with_name(dest.name + ".part")
@@ -260,12 +281,16 @@ class BatchSummary:
             out.append(f"submitted {n} requests in {len(self.submitted)} batch(es): "
                        + ", ".join(b["batch_id"] for b in self.submitted))
         for b in self.ingested:
-            out.append(f"batch {b['batch_id']} ({b['target']}, {b['status']}): {b['answered']} answers stored, "
-                       f"{b['failed']} failures stored" + (f", {b['skipped']} already stored" if b["skipped"] else ""))
+            who = b["target"] + (f" {b['stage']}" if b.get("stage", "run") != "run" else "")
+            out.append(f"batch {b['batch_id']} ({who}, {b['status']}): {b['answered']} answers stored, "
+                       f"{b['failed']} failures stored" + (f", {b['skipped']} already stored" if b["skipped"] else "")
+                       + (f", {b['duplicates']} duplicate answers reported (not stored)" if b.get("duplicates")
+                          else ""))
         for b in self.open:
             c = b.get("request_counts") or {}
+            who = b["target"] + (f" {b['stage']}" if b.get("stage", "run") != "run" else "")
             done = f", {c.get('completed', 0)}/{c.get('total', 0)} done" if c.get("total") else ""
-            out.append(f"batch {b['batch_id']} ({b['target']}) is {b['status']}{done}")
+            out.append(f"batch {b['batch_id']} ({who}) is {b['status']}{done}")
         return out
 
 
@@ -280,14 +305,41 @@ def batch_target_names(store: Store, targets: dict[str, Any], *, requested: bool
         ``--batch`` with a target that has no batch API (only ``openai`` has one).
     """
     if requested:
-        bad = [f"{n} (kind {getattr(t, 'kind', '?')})" for n, t in targets.items() if not hasattr(t, "batch_request")]
+        bad = [f"{n} (kind {getattr(t, 'kind', '?')})" for n, t in targets.items() if not _has_batch_api(t)]
         if bad:
-            raise FairpairError(f"--batch: target {', '.join(bad)} has no batch API; the openai target sends "
-                                "batches (OpenAI's Batch API and compatible ones)", hint="choose the batch targets "
-                                "with --target, or run without --batch")
+            raise FairpairError(f"--batch: target {', '.join(bad)} has no batch API; the openai target (OpenAI's "
+                                "Batch API and compatible ones) and the anthropic target (Message Batches) send "
+                                "batches", hint="choose the batch targets with --target, or run without --batch")
         return list(targets)
-    with_batches = {b["target"] for b in store.batches()}
-    return [n for n in targets if n in with_batches and hasattr(targets[n], "batch_request")]
+    with_batches = {b["target"] for b in store.batches(stage="run")} | {b["target"] for b in store.batches(stage="turns")}
+    return [n for n in targets if n in with_batches and _has_batch_api(targets[n])]
+
+
+def _has_batch_api(target: Any) -> bool:
+    return hasattr(target, "batch_request") or callable(getattr(target, "batch_api", None))
+
+
+def record_intent(store: Store, *, name: str, stage: str, base_url: str, path: Path, keys: list[str]) -> str:
+    """Record, before the provider is asked, that the input file ``path`` carrying ``keys`` (case ids or
+    request keys) is being submitted: a batch ``local-<file>`` in state ``submitting``. Returns its id."""
+    local = f"local-{path.name}"
+    store.add_batch(target=name, batch_id=local, input_file_id="", base_url=base_url, case_ids=keys,
+                    state={"status": "submitting", "input_file": path.name}, stage=stage)
+    return local
+
+
+def record_submitted(store: Store, *, local: str, name: str, stage: str, base_url: str, keys: list[str],
+                     state: dict[str, Any], input_name: str) -> str:
+    """Record the provider's batch ``state`` for the intent ``local`` (now ``superseded``), in one
+    transaction; returns the batch id."""
+    bid = str(state["id"])
+    with store.transaction():
+        store.add_batch(target=name, batch_id=bid, input_file_id=str(state.get("input_file_id") or ""),
+                        base_url=base_url, case_ids=keys, state=state, stage=stage)
+        store.add_batch_state(local, "superseded", {"batch_id": bid})
+        store.event("batch_submitted", {"target": name, "stage": stage, "batch_id": bid, "requests": len(keys),
+                                        "input_file": input_name})
+    return bid
 
 
 def _safe(name: str) -> str:
@@ -299,10 +351,8 @@ def _requests(name: str, target: Any, cases: Iterable[Any], skip: set[str]) -> I
     from fairpair.run._engine import request_for
 
     for case in cases:
-        if case.id in skip:
+        if case.id in skip or len(case.turns) != 1:  # several turns: through _turns, one call per turn
             continue
-        if len(case.turns) != 1:  # batch_session checked the templates; a case must never go in with fewer turns
-            raise FairpairError(f"--batch: case {case.id} of template '{case.template}' has {len(case.turns)} turns")
         line = {"custom_id": custom_id(name, case.id), **target.batch_request(request_for(case, case.conversation()))}
         yield case.id, json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
@@ -312,7 +362,6 @@ async def _submit(store: Store, run_dir: Path, name: str, target: Any, cases: It
     skip = store.answered_ids(name) | store.cases_in_open_batches(name)
     folder = run_dir / BATCH_DIR
     folder.mkdir(exist_ok=True)
-    endpoint = None
     submitted: list[dict[str, Any]] = []
     lines = _requests(name, target, cases, skip)
     pending: tuple[str, bytes] | None = next(lines, None)
@@ -327,20 +376,38 @@ async def _submit(store: Store, run_dir: Path, name: str, target: Any, cases: It
                 fh.write(data)
                 ids.append(cid)
                 size += len(data)
-                if endpoint is None:
-                    endpoint = json.loads(data)["url"]
                 pending = next(lines, None)
-        assert endpoint is not None  # set by the first request line written
-        file = await client.upload(path)
-        batch = await client.create(file["id"], endpoint, {"fairpair_target": name[:500],
-                                                           "fairpair_file": path.name})
-        store.add_batch(target=name, batch_id=batch["id"], input_file_id=file["id"], base_url=client.root,
-                        case_ids=ids, state=batch)
-        store.event("batch_submitted", {"target": name, "batch_id": batch["id"], "requests": len(ids),
-                                        "input_file": path.name})
-        submitted.append({"target": name, "batch_id": batch["id"], "requests": len(ids), "bytes": size,
+        local = record_intent(store, name=name, stage="run", base_url=client.root, path=path, keys=ids)
+        bid = record_submitted(store, local=local, name=name, stage="run", base_url=client.root, keys=ids,
+                               state=await create_batch(client, path, {"fairpair_target": name[:500]}),
+                               input_name=path.name)
+        submitted.append({"target": name, "batch_id": bid, "requests": len(ids), "bytes": size,
                           "input_file": path.name})
     return submitted
+
+
+async def create_batch(client: BatchClient, path: Path, metadata: dict[str, str]) -> dict[str, Any]:
+    """Upload the input file ``path`` and create its batch for the ``url`` of its first line, with
+    ``metadata`` and ``fairpair_file`` (the file's name, by which a later session finds it); the batch
+    object with the input file's id."""
+    with open(path, "rb") as fh:
+        endpoint = json.loads(fh.readline())["url"]
+    file = await client.upload(path)
+    batch = await client.create(file["id"], endpoint, {**metadata, "fairpair_file": path.name})
+    return {**batch, "input_file_id": file["id"]}
+
+
+async def _recover(store: Store, run_dir: Path, record: dict[str, Any], client: BatchClient) -> None:
+    """A batch left ``submitting`` by a killed session: adopt the provider's batch made from its file, or
+    submit the kept file again; recorded either way (nothing is sent twice for one case)."""
+    path = run_dir / BATCH_DIR / record["state"]["input_file"]
+    keys = list(store.batch_case_ids(record["batch_id"]))
+    found = await client.find(path.name)
+    state = found if found is not None else await create_batch(client, path, {"fairpair_target": record["target"][:500]})
+    store.event("batch_recovered", {"target": record["target"], "stage": "run", "local": record["batch_id"],
+                                    "adopted": (found or {}).get("id")})
+    record_submitted(store, local=record["batch_id"], name=record["target"], stage="run", base_url=client.root,
+                     keys=keys, state=state, input_name=path.name)
 
 
 def ingest_batch(store: Store, record: dict[str, Any], state: dict[str, Any], files: list[Path]) -> dict[str, Any]:
@@ -360,48 +427,39 @@ def ingest_batch(store: Store, record: dict[str, Any], state: dict[str, Any], fi
     answered = failed = skipped = 0
     unknown: list[str] = []
     with store.transaction():
-        for path in files:
-            with open(path, "rb") as fh:
-                for raw in fh:
-                    if not raw.strip():
-                        continue
-                    try:
-                        line = json.loads(raw)
-                    except ValueError:
-                        unknown.append(raw[:120].decode("utf-8", "replace"))
-                        continue
-                    key = parse_custom_id(line.get("custom_id")) if isinstance(line, dict) else None
-                    if key is None or key[0] != name or key[1] not in carried:
-                        unknown.append(str(line.get("custom_id") if isinstance(line, dict) else line)[:120])
-                        continue
-                    case_id = key[1]
-                    if case_id in seen:  # the provider wrote a line twice: the first one counts
-                        continue
-                    seen.add(case_id)
-                    resp = line.get("response") or {}
-                    status = resp.get("status_code")
-                    error = line.get("error")
-                    if not error and status == 200:
-                        try:
-                            c = completion_of(resp.get("body"))
-                        except TargetError as exc:
-                            error = {"message": str(exc)}
-                        else:
-                            calls = [{"name": t.name, "arguments": t.arguments, "id": t.id, "result": None}
-                                     for t in c.tool_calls]
-                            ok = store.add_response(
-                                target=name, case_id=case_id, status="ok", text=c.text, tool_calls=calls,
-                                prompt_tokens=c.usage.prompt_tokens, completion_tokens=c.usage.completion_tokens,
-                                finish_reason=c.finish_reason, model=c.model, system_fingerprint=c.system_fingerprint)
-                            answered += ok
-                            skipped += not ok
-                            continue
-                    if store.has_answer(name, case_id):
-                        skipped += 1
-                        continue
-                    store.add_response(target=name, case_id=case_id, status="failed",
-                                       error=_line_error(bid, status, error, resp.get("body")))
-                    failed += 1
+        for line in result_lines(files, unknown):
+            key = parse_custom_id(line.get("custom_id")) if isinstance(line, dict) else None
+            if key is None or key[0] != name or key[1] not in carried:
+                unknown.append(str(line.get("custom_id") if isinstance(line, dict) else line)[:120])
+                continue
+            case_id = key[1]
+            if case_id in seen:  # the provider wrote a line twice: the first one counts
+                continue
+            seen.add(case_id)
+            resp = line.get("response") or {}
+            status = resp.get("status_code")
+            error = line.get("error")
+            if not error and status == 200:
+                try:
+                    c = completion_of(resp.get("body"))
+                except TargetError as exc:
+                    error = {"message": str(exc)}
+                else:
+                    calls = [{"name": t.name, "arguments": t.arguments, "id": t.id, "result": None}
+                             for t in c.tool_calls]
+                    ok = store.add_response(
+                        target=name, case_id=case_id, status="ok", text=c.text, tool_calls=calls,
+                        prompt_tokens=c.usage.prompt_tokens, completion_tokens=c.usage.completion_tokens,
+                        finish_reason=c.finish_reason, model=c.model, system_fingerprint=c.system_fingerprint)
+                    answered += ok
+                    skipped += not ok
+                    continue
+            if store.has_answer(name, case_id):
+                skipped += 1
+                continue
+            store.add_response(target=name, case_id=case_id, status="failed",
+                               error=_line_error(bid, status, error, resp.get("body")))
+            failed += 1
         for case_id in carried - seen:
             if store.has_answer(name, case_id):
                 skipped += 1
@@ -415,6 +473,20 @@ def ingest_batch(store: Store, record: dict[str, Any], state: dict[str, Any], fi
         counts = {"answered": answered, "failed": failed, "skipped": skipped, "unknown": len(unknown)}
         store.add_batch_state(bid, "ingested", {"batch": state, "counts": counts})
     return {"batch_id": bid, "target": name, "status": state.get("status"), **counts}
+
+
+def result_lines(files: Iterable[Path], unknown: list[str]) -> Iterator[Any]:
+    """The decoded JSON lines of a batch's result ``files``, in order (one line in memory at a time); a line
+    that is not JSON is appended to ``unknown`` (its first 120 characters) and skipped, a blank one skipped."""
+    for path in files:
+        with open(path, "rb") as fh:
+            for raw in fh:
+                if not raw.strip():
+                    continue
+                try:
+                    yield json.loads(raw)
+                except ValueError:
+                    unknown.append(raw[:120].decode("utf-8", "replace"))
 
 
 def _line_error(bid: str, status: Any, error: Any, body: Any) -> str:
@@ -459,18 +531,61 @@ async def _session(store: Store, run_dir: Path, targets: dict[str, Any], cases: 
                    submit: bool, secrets: list[str], max_requests: int, max_bytes: int) -> BatchSummary:
     summary = BatchSummary()
     for name, target in targets.items():
-        base_url = target.options.base_urls[0]
-        async with BatchClient(base_url, target.batch_headers(), secrets=secrets) as client:
-            for record in store.batches(name):
-                if record["status"] != "ingested":
-                    await _poll(store, run_dir, record, client, summary)
-            if submit:
-                new = await _submit(store, run_dir, name, target, cases(), client, max_requests=max_requests,
-                                    max_bytes=max_bytes)
-                summary.submitted += new
-                summary.open += [{"target": name, "batch_id": b["batch_id"], "status": "submitted",
-                                  "request_counts": {"total": b["requests"], "completed": 0}} for b in new]
+        whole = hasattr(target, "batch_request")  # OpenAI's format: one-turn cases go whole, custom_id target:case
+        if whole:
+            base_url = target.options.base_urls[0]
+            async with BatchClient(base_url, target.batch_headers(), secrets=secrets) as client:
+                for record in store.batches(name):
+                    if record["status"] == "submitting":
+                        await _recover(store, run_dir, record, client)
+                for record in store.batches(name):
+                    if record["status"] not in ("ingested", "superseded"):
+                        await _poll(store, run_dir, record, client, summary)
+                if submit:
+                    new = await _submit(store, run_dir, name, target, cases(), client, max_requests=max_requests,
+                                        max_bytes=max_bytes)
+                    summary.submitted += new
+                    summary.open += [{"target": name, "batch_id": b["batch_id"], "status": "submitted",
+                                      "request_counts": {"total": b["requests"], "completed": 0}} for b in new]
+        await _turns(store, run_dir, name, target, cases, summary, submit=submit, only_multi=whole, secrets=secrets,
+                     max_requests=max_requests, max_bytes=max_bytes)
     return summary
+
+
+async def _turns(store: Store, run_dir: Path, name: str, target: Any, cases: Callable[[], Iterable[Any]],
+                 summary: BatchSummary, *, submit: bool, only_multi: bool, secrets: list[str], max_requests: int,
+                 max_bytes: int) -> None:
+    """The cases answered one call per turn (:mod:`fairpair.run._batchcalls`, stage ``turns``): those with
+    several turns (all of them for a target whose batch API is not OpenAI's): turn k of every case in
+    one batch, turn k+1 when turn k's answers are stored."""
+    from fairpair._calls import CallDeferred
+    from fairpair.run._batchcalls import BatchCalls, batch_api_of
+    from fairpair.run._engine import TargetRunStats, _converse, record_outcome
+
+    if only_multi and not submit and not store.batches(name, stage="turns"):
+        return
+    api = batch_api_of(target, secrets=secrets)
+    async with BatchCalls(store, run_dir, "turns", name, api, resubmit=submit, max_requests=min(
+            max_requests, api.max_requests), max_bytes=min(max_bytes, api.max_bytes)) as calls:
+        await calls.poll(summary)
+        answered = store.answered_ids(name)
+        stats = TargetRunStats()
+        with store.transaction():
+            for case in cases():
+                if case.id in answered or (only_multi and len(case.turns) == 1):
+                    continue
+                try:
+                    outcome, replies, _ = await _converse(calls, case, None, {})
+                except CallDeferred:
+                    continue
+                record_outcome(store, name, case, outcome.completion,
+                               None if outcome.completion is not None else str(outcome.error), 1, replies, 0.0,
+                               stats, secrets=secrets)
+        await calls.flush(summary)
+    if stats.answered or stats.failed:
+        summary.ingested.append({"batch_id": "-", "target": name, "stage": "turns", "status": "conversations",
+                                 "answered": stats.answered, "failed": stats.failed, "skipped": 0})
+
 
 
 def batch_session(store: Store, run_dir: Path, targets: dict[str, Any], cases: Callable[[], Iterable[Any]], *,
@@ -488,16 +603,9 @@ def batch_session(store: Store, run_dir: Path, targets: dict[str, Any], cases: C
         A case cannot go in a batch (several turns, tools), or the provider's API failed
         (:class:`BatchApiError`); what was stored before stays.
     """
-    if submit:
-        if tools:
-            raise FairpairError("--batch cannot run a battery with tools: a batch answers one request per case, "
-                                "and the scripted tool answers need a second request", hint="run it without --batch")
-        for tpl in templates or ():  # before anything is sent: every case must fit in one request
-            n = max(len(tpl.turns), len(tpl.baseline_turns or ()))
-            if n != 1:
-                raise FairpairError(f"--batch: template '{tpl.id}' has {n} turns; a batch answers one request "
-                                    "per case, and each later turn needs the answer before it",
-                                    hint="run this battery without --batch, or keep one-turn templates for --batch")
+    if submit and tools:
+        raise FairpairError("--batch cannot run a battery with tools: a batch answers one request per case, "
+                            "and the scripted tool answers need a second request", hint="run it without --batch")
     t0 = time.monotonic()
     summary = asyncio.run(_session(store, Path(run_dir), targets, cases, submit=submit,
                                    secrets=[s for s in secrets if s], max_requests=max_requests, max_bytes=max_bytes))

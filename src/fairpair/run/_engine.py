@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fairpair._calls import CallOutcome, ModelCaller, RateLimiter, describe_error, worker_pool
+from fairpair._calls import CallOutcome, Caller, ModelCaller, RateLimiter, describe_error, worker_pool
 from fairpair.cases import Case
 from fairpair.store import Store
 from fairpair.targets import ChatRequest, Completion, Usage
@@ -95,7 +95,7 @@ def _tool_results(case: Case, mapping: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-async def _converse(caller: ModelCaller, case: Case, tools, tool_map) -> tuple[CallOutcome, list[str], float]:
+async def _converse(caller: Caller, case: Case, tools, tool_map) -> tuple[CallOutcome, list[str], float]:
     """Send the case's turns one after another.
 
     Returns the outcome of the last call made (the last turn's, or the turn

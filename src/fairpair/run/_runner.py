@@ -293,6 +293,8 @@ def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs:
             from fairpair.run._batch import batch_session, batch_target_names
 
             batch_names = batch_target_names(store, targets, requested=batch)
+            if batch:  # the measure stage sends the judge's calls through batches too (when the judge has an API)
+                store.set_meta_once("batch.measures", True)
             if batch_names:  # through the provider's batch API: submit and/or poll and ingest
                 batch_summary = batch_session(store, run_dir, {n: targets[n] for n in batch_names},
                                               lambda: expand(loaded), submit=batch, secrets=secrets,
@@ -360,13 +362,15 @@ def _edits_not_used(store: Store, loaded: LoadedBattery, run_dir: Path) -> list[
 
 
 def _batch_manifest(store: Store, names: list[str]) -> dict[str, Any]:
-    """The manifest's ``batches``: per target, each batch's id, input file, size and last status."""
+    """The manifest's ``batches``: per target, each batch's id, input file, size, last status and stage
+    (``run``: whole cases; ``turns``: one turn of each case, :mod:`fairpair.run._batchcalls`)."""
     out: dict[str, Any] = {}
-    for rec in store.batches():
-        if rec["target"] in names:
+    for rec in store.batches(stage=None):
+        if rec["target"] in names and rec["stage"] in ("run", "turns") and rec["status"] != "superseded":
             out.setdefault(rec["target"], []).append(
                 {"batch_id": rec["batch_id"], "input_file_id": rec["input_file_id"], "requests": rec["requests"],
-                 "base_url": rec["base_url"], "submitted_at": rec["created_at"], "status": rec["status"]})
+                 "base_url": rec["base_url"], "submitted_at": rec["created_at"], "status": rec["status"],
+                 "stage": rec["stage"]})
     return out
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from fairpair.run._preflight import ErrorKind, format_error_summary, summarize_errors
 
-__all__ = ["TargetStatus", "RunStatus", "run_status", "failure_lines"]
+__all__ = ["TargetStatus", "RunStatus", "batch_lines", "run_status", "failure_lines"]
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,8 @@ class TargetStatus:
 class RunStatus:
     """A run directory's state: battery, targets, measures (measure -> status -> count),
     whether ``results.json`` and the report exist (``results_unreadable``: it exists but is not JSON, cut
-    short or damaged), and the commands that remain (``todo``)."""
+    short or damaged), the provider batches not yet ingested (``batches_waiting``) and the commands that
+    remain (``todo``)."""
 
     run_dir: Path
     battery: str
@@ -40,6 +41,8 @@ class RunStatus:
     todo: list[str]
     events: dict[str, int] = field(default_factory=dict)
     results_unreadable: bool = False
+    #: one line per provider batch not yet ingested (what the run waits for; :func:`batch_lines`)
+    batches_waiting: list[str] = field(default_factory=list)
 
     def measured(self, measure: str) -> int:
         """Answers with an ``ok`` or ``missing`` row of ``measure``; a judge measure, stored per rubric
@@ -92,6 +95,7 @@ def run_status(run_dir: Path) -> RunStatus:
         measures = store.measurement_counts()
         events = {k: len(store.events(k)) for k in ("preflight_failed", "circuit_open", "plan_changed",
                                                      "battery_changed", "target_changed")}
+        waiting = batch_lines(store)
     declared = list((battery.get("measures") or {}).keys())
     for m in declared:
         if not any(k.startswith(m + ".") for k in measures):  # a judge's rows are its dimensions'
@@ -104,7 +108,10 @@ def run_status(run_dir: Path) -> RunStatus:
     if any(t.left or t.failed for t in targets):
         todo.append(f"fairpair run {path or 'BATTERY'} --out {run_dir}   (sends the cases left and retries the failed)")
     st = RunStatus(run_dir, battery.get("name", "?"), targets, measures, analyzed, reported, todo,
-                   {k: v for k, v in events.items() if v}, unreadable)
+                   {k: v for k, v in events.items() if v}, unreadable, waiting)
+    if waiting:
+        todo.insert(0, f"fairpair run {path or 'BATTERY'} --out {run_dir}   (fetches the batches when the provider "
+                       "has answered them; `fairpair measure` for the judge's)")
     answered = sum(t.answered for t in targets)
     if any(st.measured(m) < answered for m in declared):
         todo.append(f"fairpair measure {run_dir}")
@@ -116,6 +123,25 @@ def run_status(run_dir: Path) -> RunStatus:
     if not reported:
         todo.append(f"fairpair report {run_dir}")
     return st
+
+
+_STAGE_WORDS = {"run": "answers", "turns": "one turn of each multi-turn case; the next turn waits for its answers",
+                "measure": "the judge's calls; the measurements wait for its answers"}
+
+
+def batch_lines(store) -> list[str]:
+    """One line per provider batch not yet ingested: who, what it carries, its last status and counts."""
+    out = []
+    for b in store.batches(stage=None):
+        if b["status"] in ("ingested", "superseded"):
+            continue
+        c = (b["state"] or {}).get("request_counts") or {}
+        done = f", {c.get('completed', 0)}/{c.get('total', 0)} done" if c.get("total") else ""
+        status = "submitted, not yet recorded (the next session adopts or resubmits it)" \
+            if b["status"] == "submitting" else b["status"]
+        out.append(f"batch {b['batch_id']} ({b['target']}: {_STAGE_WORDS.get(b['stage'], b['stage'])}): "
+                   f"{b['requests']} requests, {status}{done}")
+    return out
 
 
 def _readable_json(path: Path) -> bool:

@@ -53,11 +53,13 @@ class SystemPrompted:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name == "_inner":
             raise AttributeError(name)
-        if name in ("batch_request", "probe_fleet"):  # they take requests: the inner ones would skip the prompt
+        if name == "probe_fleet":  # it takes a request: the inner one would skip the prompt
             raise AttributeError(f"a target with its own system prompt has no {name}")
         found = getattr(self._inner, name)
-        if name in ("render_prompt", "preview"):  # what `run --dry-run` shows: the request as this target sends it
-            return lambda request: found(self.request(request))
+        if name in ("render_prompt", "preview", "batch_request"):  # the request as this target sends it
+            return lambda request, **kw: found(self.request(request), **kw)
+        if name == "batch_api":  # a provider batch's requests, with this target's system prompt
+            return lambda: _PromptedBatches(found(), self)
         return found
 
     def request(self, request: ChatRequest) -> ChatRequest:
@@ -72,3 +74,26 @@ class SystemPrompted:
         ident["system_prompt"] = {"sha256": hashlib.sha256(self.system.encode("utf-8")).hexdigest(),
                                   "text": self.system}
         return ident
+
+
+class _PromptedBatches:
+    """A batch API (:mod:`fairpair.run._batchcalls`) whose requests carry a :class:`SystemPrompted`
+    target's system prompt; everything else is the inner API's."""
+
+    def __init__(self, api: Any, outer: SystemPrompted) -> None:
+        self._api, self._outer = api, outer
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_api", "_outer"):
+            raise AttributeError(name)
+        return getattr(self._api, name)
+
+    async def __aenter__(self) -> "_PromptedBatches":
+        await self._api.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self._api.__aexit__(*exc)
+
+    def body(self, request: ChatRequest) -> dict[str, Any]:
+        return self._api.body(self._outer.request(request))

@@ -214,6 +214,29 @@ def m005_human_labels(conn: sqlite3.Connection) -> None:
     """)
 
 
+@migration
+def m006_measure_batches(conn: sqlite3.Connection) -> None:
+    """Batches of single model calls (``fairpair measure --batch``: the judge's calls; ``run --batch``
+    with several turns: one turn of every case): each batch's ``stage`` (``run``: one answer per case,
+    ``turns``: one call per case and turn, ``measure``: the judge's calls; ``batch_cases.case_id``
+    then holds the request's key), and ``batch_calls``: every answer or per-request error of those
+    batches, keyed by the request's content hash (one ``ok`` row per key)."""
+    _script(conn, """
+    ALTER TABLE batches ADD COLUMN stage TEXT NOT NULL DEFAULT 'run';
+    CREATE TABLE batch_calls (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        batch_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+        completion TEXT,
+        error TEXT,
+        created_at TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX batch_calls_one_ok ON batch_calls(key) WHERE status = 'ok';
+    CREATE INDEX batch_calls_key ON batch_calls(key);
+    """)
+
+
 #: The store file opened last in this process (names the file when SQLite reports damage later).
 _last_opened: list[Path] = []
 
@@ -709,12 +732,13 @@ class Store:
 
     # ------------------------------------------------------------ provider batch jobs (migration m003_batches)
     def add_batch(self, *, target: str, batch_id: str, input_file_id: str, base_url: str,
-                  case_ids: Sequence[str], state: dict[str, Any]) -> None:
-        """Record a submitted batch, the cases it carries and its first state, in one transaction."""
+                  case_ids: Sequence[str], state: dict[str, Any], stage: str = "run") -> None:
+        """Record a submitted batch, the cases (or request keys) it carries and its first state, in one
+        transaction; ``stage``: ``run``, ``turns`` or ``measure`` (migration m006)."""
         with self.transaction():
-            self.conn.execute("INSERT INTO batches (target, batch_id, input_file_id, requests, base_url, created_at)"
-                              " VALUES (?,?,?,?,?,?)", (target, batch_id, input_file_id, len(case_ids), base_url,
-                                                        _now()))
+            self.conn.execute("INSERT INTO batches (target, batch_id, input_file_id, requests, base_url, created_at,"
+                              " stage) VALUES (?,?,?,?,?,?,?)", (target, batch_id, input_file_id, len(case_ids),
+                                                                 base_url, _now(), stage))
             self.conn.executemany("INSERT INTO batch_cases VALUES (?, ?)", ((batch_id, c) for c in case_ids))
             self.add_batch_state(batch_id, str(state.get("status") or "submitted"), state)
 
@@ -724,16 +748,21 @@ class Store:
             self.conn.execute("INSERT INTO batch_states (batch_id, status, data, at) VALUES (?,?,?,?)",
                               (batch_id, status, _json(data, sort_keys=True, default=str), _now()))
 
-    def batches(self, target: str | None = None) -> list[dict[str, Any]]:
-        """Every recorded batch (oldest first) with its last state: ``{target, batch_id, input_file_id,
-        requests, base_url, created_at, status, state}`` (``state``: the provider's last batch object)."""
-        where, args = _where(target=target)
+    def batches(self, target: str | None = None, *, stage: str | None = "run") -> list[dict[str, Any]]:
+        """Every recorded batch of ``stage`` (``None``: all stages; oldest first) with its last state:
+        ``{target, batch_id, input_file_id, requests, base_url, created_at, status, state, stage}``
+        (``state``: the provider's last batch object)."""
+        old = "m006_measure_batches" in self.pending  # read as it is: every batch of before is a run's
+        if old and stage not in (None, "run"):
+            return []
+        where, args = _where(target=target, stage=None if old else stage)
         rows = self.conn.execute(
-            "SELECT b.target, b.batch_id, b.input_file_id, b.requests, b.base_url, b.created_at, s.status, s.data"
-            f" FROM batches b JOIN batch_states s ON s.id = (SELECT MAX(id) FROM batch_states t"
-            f" WHERE t.batch_id = b.batch_id){where.replace('target', 'b.target')} ORDER BY b.id", args).fetchall()
+            "SELECT b.target, b.batch_id, b.input_file_id, b.requests, b.base_url, b.created_at, s.status, s.data,"
+            f" {_q('run') if old else 'b.stage'} FROM batches b JOIN batch_states s ON s.id = (SELECT MAX(id) FROM batch_states t"
+            f" WHERE t.batch_id = b.batch_id){where.replace('target', 'b.target').replace('stage', 'b.stage')}"
+            " ORDER BY b.id", args).fetchall()
         return [{"target": r[0], "batch_id": r[1], "input_file_id": r[2], "requests": r[3], "base_url": r[4],
-                 "created_at": r[5], "status": r[6], "state": json.loads(r[7])} for r in rows]
+                 "created_at": r[5], "status": r[6], "state": json.loads(r[7]), "stage": r[8]} for r in rows]
 
     def batch_case_ids(self, batch_id: str) -> Iterator[str]:
         """The case ids a batch carries, in the order written."""
@@ -741,12 +770,52 @@ class Store:
                                       (batch_id,)):
             yield c
 
-    def cases_in_open_batches(self, target: str) -> set[str]:
-        """Case ids of ``target`` carried by a batch not yet ingested (not to be sent again)."""
+    def cases_in_open_batches(self, target: str, *, stage: str = "run") -> set[str]:
+        """Case ids (request keys, for the ``turns`` and ``measure`` stages) of ``target`` carried by a
+        batch of ``stage`` not yet ingested (not to be sent again)."""
+        if "m006_measure_batches" in self.pending:  # a store read as it is: written before stages existed
+            return set() if stage != "run" else {r[0] for r in self.conn.execute(
+                "SELECT c.case_id FROM batch_cases c JOIN batches b ON b.batch_id = c.batch_id WHERE b.target=?"
+                " AND NOT EXISTS (SELECT 1 FROM batch_states s WHERE s.batch_id = b.batch_id"
+                " AND s.status = 'ingested')", (target,))}
         return {r[0] for r in self.conn.execute(
             "SELECT c.case_id FROM batch_cases c JOIN batches b ON b.batch_id = c.batch_id WHERE b.target=?"
-            " AND NOT EXISTS (SELECT 1 FROM batch_states s WHERE s.batch_id = b.batch_id AND s.status='ingested')",
-            (target,))}
+            " AND b.stage=? AND NOT EXISTS (SELECT 1 FROM batch_states s WHERE s.batch_id = b.batch_id"
+            " AND s.status IN ('ingested', 'superseded'))", (target, stage))}
+
+    # ------------------------------------------------------------ single calls of batches (migration m006)
+    def add_batch_call(self, *, batch_id: str, key: str, status: str, completion: dict[str, Any] | None = None,
+                       error: str | None = None) -> bool:
+        """Store the answer (``ok``, with its ``completion`` as a JSON object) or per-request error
+        (``failed``) of one request of a batch; False (nothing stored) for a second ``ok`` of ``key``:
+        the store keeps one answer per request, however many times a provider answered it."""
+        with _writing(self.path):
+            cur = self.conn.execute(
+                "INSERT OR IGNORE INTO batch_calls (batch_id, key, status, completion, error, created_at)"
+                " VALUES (?,?,?,?,?,?)", (batch_id, key, status, None if completion is None else
+                                          _json(completion, sort_keys=True), error, _now()))
+        return cur.rowcount == 1
+
+    def batch_call(self, key: str) -> dict[str, Any] | None:
+        """The stored outcome of request ``key``: its ``ok`` row, else its last failure, else None;
+        ``{batch_id, status, completion, error}``."""
+        if "m006_measure_batches" in self.pending:
+            return None
+        row = self.conn.execute(
+            "SELECT batch_id, status, completion, error FROM batch_calls WHERE key=?"
+            " ORDER BY status = 'ok' DESC, id DESC LIMIT 1", (key,)).fetchone()
+        if row is None:
+            return None
+        return {"batch_id": row[0], "status": row[1], "completion": json.loads(row[2]) if row[2] else None,
+                "error": row[3]}
+
+    def batch_call_counts(self, batch_id: str) -> dict[str, int]:
+        """``{"ok": n, "failed": n}`` of the calls stored from one batch."""
+        out = {"ok": 0, "failed": 0}
+        for status, n in self.conn.execute("SELECT status, COUNT(*) FROM batch_calls WHERE batch_id=?"
+                                           " GROUP BY status", (batch_id,)):
+            out[status] = n
+        return out
 
     def targets(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT DISTINCT target FROM responses ORDER BY target")]
@@ -1210,6 +1279,11 @@ class _Tx:
                 self.conn.execute("ROLLBACK")
             except sqlite3.Error:
                 pass  # SQLite may already have rolled back (e.g. after SQLITE_FULL)
+
+
+def _q(text: str) -> str:
+    """``text`` as an SQL string literal (our own constants only)."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _where(**filters: str | None) -> tuple[str, list[str]]:

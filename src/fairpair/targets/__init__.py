@@ -14,8 +14,8 @@ The plugin surface, for writing a target of your own:
 
 Register the class under the entry-point group ``fairpair.targets``
 (``[project.entry-points."fairpair.targets"] echo = "mypkg:EchoTarget"``).
-The built-in targets (``mock``, ``openai``, ``http``, ``python``, ``local``,
-``litellm``) live in the submodules of the same names and are imported only
+The built-in targets (``mock``, ``openai``, ``anthropic``, ``http``, ``python``,
+``local``, ``litellm``) live in the submodules of the same names and are imported only
 when a battery uses them.
 """
 
@@ -26,6 +26,7 @@ from fairpair._lazy import lazy_getattr
 _LAZY_EXPORTS = {
     "Fleet": "fairpair.targets._fleet",
     "USER_AGENT": "fairpair.targets._client",
+    "ssl_context": "fairpair.targets._client",
     "cache_dir": "fairpair.targets._gguf",
 }
 

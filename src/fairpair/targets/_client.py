@@ -62,7 +62,7 @@ from fairpair.errors import FairpairError
 from fairpair.targets._base import TargetError
 
 __all__ = ["RETRYABLE_STATUS", "ClientPool", "Reply", "check_env", "env_names", "expand_env", "parse_retry_after",
-           "prepared_request", "redact_text", "status_error", "transport_error", "check_header_values",
+           "ssl_context", "prepared_request", "redact_text", "status_error", "transport_error", "check_header_values",
            "PLAIN_HEADERS"]
 
 _ENV_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -256,6 +256,10 @@ def _ssl_context() -> ssl.SSLContext:
     except ImportError:  # pragma: no cover - certifi is a dependency
         return ssl.create_default_context()
     return ssl.create_default_context(cafile=certifi.where())
+
+
+#: the verifying TLS context every HTTP client of fairpair uses (the targets', the batch APIs')
+ssl_context = _ssl_context
 
 
 @dataclass(frozen=True)

@@ -481,18 +481,23 @@ class OpenAITarget(TargetBase):
         return list(await asyncio.gather(*(one(ep) for ep in self.fleet.endpoints)))
 
     # ------------------------------------------------------------ provider batch APIs (fairpair.run._batch)
-    def batch_request(self, request: ChatRequest) -> dict[str, Any]:
+    def batch_request(self, request: ChatRequest, *, keep_choices: bool = False) -> dict[str, Any]:
         """The ``{"method", "url", "body"}`` of ``request`` in a Batch API input line: the exact body
         :meth:`generate` would post first, ``url`` the chat-completions path (``/v1/chat/completions``).
+
+        ``keep_choices``: the caller stores the whole completion, first-token probabilities included
+        (the judge's batches, :mod:`fairpair.run._batchcalls`), so a request with ``choices`` goes
+        with ``logprobs`` as it does live.
 
         Raises
         ------
         FairpairError
             ``request`` offers tools: a batch answers one request per case and cannot answer tool calls;
-            or it has ``choices`` (a judge's constrained answer): the batch's answers are stored as text,
-            so the first-token probabilities of yes/no or probability scoring would be lost.
+            or it has ``choices`` (a judge's constrained answer) without ``keep_choices``: the batch's
+            answers are stored as text, so the first-token probabilities of yes/no or probability
+            scoring would be lost.
         """
-        if request.choices:
+        if request.choices and not keep_choices:
             raise FairpairError(f"target '{self.name}': --batch cannot send a request with choices (a judge's "
                                 "constrained answer): the batch's answers are stored as text, without the "
                                 "first-token probabilities that yes/no and probability scoring read",

@@ -14,7 +14,18 @@
   (multipart, ``purpose=batch``), ``POST /v1/batches``, ``GET
   /v1/batches/{id}``, ``GET /v1/files/{id}/content``; the requests of a batch
   are answered by the same mock, with per-request failures, expiry and
-  validation failures on demand (:class:`BatchBehaviour`).
+  validation failures on demand (:class:`BatchBehaviour`); ``GET /v1/batches``
+  lists them (newest first, with their ``metadata``).
+* :func:`serve_anthropic_api` implements Anthropic's Messages API
+  (``POST /v1/messages``) and Message Batches
+  (https://docs.anthropic.com/en/api/creating-message-batches): ``POST
+  /v1/messages/batches``, ``GET /v1/messages/batches[/{id}[/results]]``, with
+  the same behaviours.
+
+Both answer a request whose ``model`` starts with ``judge`` as the scripted
+judge does (:func:`fairpair.testing.judge_reply`: tone scores, or ``{"winner":
+"A"}`` for a pairwise prompt), with first-token ``logprobs`` when asked, and
+every other request as the ``mock`` target.
 """
 
 from __future__ import annotations
@@ -35,8 +46,8 @@ from aiohttp import web
 
 from fairpair.testing._server import OpenAIMock
 
-__all__ = ["AioServer", "BatchApi", "BatchBehaviour", "FleetServer", "MAX_BATCH_REQUESTS", "serve_batch_api",
-           "serve_fleet"]
+__all__ = ["AioServer", "AnthropicApi", "BatchApi", "BatchBehaviour", "FleetServer", "MAX_BATCH_REQUESTS",
+           "answer_body", "serve_anthropic_api", "serve_batch_api", "serve_fleet"]
 
 #: The most requests in one batch input file (OpenAI's limit).
 MAX_BATCH_REQUESTS = 50_000
@@ -227,12 +238,16 @@ class BatchBehaviour:
         rest go to the error file with code ``batch_expired`` (``None``: all answered).
     drop_every:
         Every ``drop_every``-th request has no line in either file (a provider bug; 0: none).
+    duplicate_every:
+        Every ``duplicate_every``-th answer is written twice (0: none).
     """
 
     polls_before_done: int = 0
     fail_every: int = 0
     expire_after: int | None = None
     drop_every: int = 0
+    #: every ``duplicate_every``-th answer is written twice (a provider bug; 0: none)
+    duplicate_every: int = 0
 
 
 class BatchApi:
@@ -257,8 +272,14 @@ class BatchApi:
         app.router.add_post("/v1/files", self.upload)
         app.router.add_get("/v1/files/{id}/content", self.content)
         app.router.add_post("/v1/batches", self.create)
+        app.router.add_get("/v1/batches", self.listing)
         app.router.add_get("/v1/batches/{id}", self.retrieve)
         return app
+
+    async def listing(self, request: web.Request) -> web.Response:
+        limit = int(request.query.get("limit", 20))
+        data = list(reversed(self.batches.values()))[:limit]
+        return web.json_response({"object": "list", "data": data, "has_more": len(self.batches) > limit})
 
     @staticmethod
     def _error(status: int, message: str) -> web.Response:
@@ -350,7 +371,9 @@ class BatchApi:
                 continue
             self.executed[cid] += 1
             out.append(_line({"id": rid, "custom_id": cid, "response": {
-                "status_code": 200, "request_id": rid, "body": self.mock.complete(req["body"])}, "error": None}))
+                "status_code": 200, "request_id": rid, "body": answer_body(self.mock, req["body"])}, "error": None}))
+            if b.duplicate_every and k % b.duplicate_every == 0:
+                out.append(out[-1])
             done += 1
         now = int(time.time())
         expired = b.expire_after is not None and failed and any(b"batch_expired" in e for e in err)
@@ -375,5 +398,171 @@ def serve_batch_api(behaviour: BatchBehaviour | None = None, *, mock: Any = None
                     names: dict[str, str] | None = None) -> Iterator[tuple[AioServer, BatchApi]]:
     """The loopback Batch API (aiohttp); yields ``(server, api)``: ``server.base_url`` ends in ``/v1``."""
     api = BatchApi(behaviour or BatchBehaviour(), OpenAIMock(mock=mock, names=names))
+    with AioServer(api.app()) as server:
+        yield server, api
+
+
+# ---------------------------------------------------------------- answers: the mock, or the scripted judge
+#: first-token candidates of a judge answer with ``logprobs`` (token -> natural log p)
+_JUDGE_LOGPROBS = {"1": -4.0, "2": -3.0, "3": -2.0, "4": -0.4, "5": -1.6, "Sí": -0.3, "Yes": -0.3, "No": -1.4}
+
+
+def answer_body(mock: OpenAIMock, body: dict[str, Any]) -> dict[str, Any]:
+    """The chat-completion body answering ``body``: the scripted judge's for a ``judge*`` model (first-token
+    ``logprobs`` when asked), else the mock's."""
+    if not str(body.get("model") or "").startswith("judge"):
+        return mock.complete(body)
+    from fairpair.testing._judge import judge_reply
+
+    messages = body.get("messages") or []
+    text = judge_reply(messages)
+    choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+    if body.get("logprobs"):
+        top = [{"token": t, "logprob": lp} for t, lp in _JUDGE_LOGPROBS.items()]
+        choice["logprobs"] = {"content": [{"token": "4", "logprob": -0.4, "top_logprobs": top}]}
+    prompt = sum(len(str(m.get("content") or "")) for m in messages) // 4
+    return {"id": "chatcmpl-judge", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model"), "system_fingerprint": "fp_judge", "choices": [choice],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": len(text) // 4,
+                      "total_tokens": prompt + len(text) // 4}}
+
+
+# ---------------------------------------------------------------- Anthropic's Messages API and Message Batches
+def _openai_of(params: dict[str, Any]) -> dict[str, Any]:
+    """Anthropic ``params`` as the OpenAI body the mock reads (system first, blocks joined as text)."""
+    def text(content: Any) -> str:
+        if isinstance(content, str):
+            return content
+        return "".join(str(b.get("text") or b.get("content") or "") for b in content or [] if isinstance(b, dict))
+
+    messages = ([{"role": "system", "content": text(params["system"])}] if params.get("system") else []) + [
+        {"role": m.get("role"), "content": text(m.get("content"))} for m in params.get("messages") or []]
+    return {"model": params.get("model"), "messages": messages}
+
+
+def _message_of(body: dict[str, Any], rid: str) -> dict[str, Any]:
+    """An OpenAI completion body as an Anthropic ``message``."""
+    choice = body["choices"][0]
+    usage = body.get("usage") or {}
+    return {"id": f"msg_{rid}", "type": "message", "role": "assistant", "model": body.get("model"),
+            "content": [{"type": "text", "text": choice["message"].get("content") or ""}],
+            "stop_reason": "max_tokens" if choice.get("finish_reason") == "length" else "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": usage.get("prompt_tokens") or 0, "output_tokens": usage.get("completion_tokens")
+                      or 0}}
+
+
+class AnthropicApi:
+    """The state of the loopback Anthropic API: ``batches`` (id -> batch object), ``results`` (id -> JSONL
+    bytes), ``executed`` (a Counter of the ``custom_id`` values answered), ``live`` (messages answered)."""
+
+    MAX_REQUESTS = 100_000
+
+    def __init__(self, behaviour: BatchBehaviour, mock: OpenAIMock):
+        self.behaviour = behaviour
+        self.mock = mock
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.requests: dict[str, list[dict[str, Any]]] = {}
+        self.results: dict[str, bytes] = {}
+        self.polls: Counter = Counter()
+        self.executed: Counter = Counter()
+        self.live = 0
+        self._ids = itertools.count(1)
+        self.base_url = ""
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=512 * 1024 * 1024)
+        app.router.add_post("/v1/messages", self.message)
+        app.router.add_post("/v1/messages/batches", self.create)
+        app.router.add_get("/v1/messages/batches", self.listing)
+        app.router.add_get("/v1/messages/batches/{id}", self.retrieve)
+        app.router.add_get("/v1/messages/batches/{id}/results", self.result_file)
+        return app
+
+    @staticmethod
+    def _error(status: int, kind: str, message: str) -> web.Response:
+        return web.json_response({"type": "error", "error": {"type": kind, "message": message}}, status=status)
+
+    async def message(self, request: web.Request) -> web.Response:
+        params = await request.json()
+        self.live += 1
+        return web.json_response(_message_of(answer_body(self.mock, _openai_of(params)), f"live{self.live}"))
+
+    async def create(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        reqs = body.get("requests")
+        if not isinstance(reqs, list) or not reqs:
+            return self._error(400, "invalid_request_error", "requests: a non-empty list")
+        if len(reqs) > self.MAX_REQUESTS:
+            return self._error(400, "invalid_request_error", f"{len(reqs)} requests; at most {self.MAX_REQUESTS}")
+        ids = [r.get("custom_id") for r in reqs]
+        if len(set(ids)) != len(ids):
+            return self._error(400, "invalid_request_error", "custom_id values must be unique within a batch")
+        bid = f"msgbatch_{next(self._ids):06d}"
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.requests[bid] = reqs
+        self.batches[bid] = {
+            "id": bid, "type": "message_batch", "processing_status": "in_progress",
+            "request_counts": {"processing": len(reqs), "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0},
+            "created_at": now, "expires_at": now, "ended_at": None, "archived_at": None,
+            "cancel_initiated_at": None, "results_url": None}
+        return web.json_response(self.batches[bid])
+
+    async def listing(self, request: web.Request) -> web.Response:
+        data = list(reversed(self.batches.values()))
+        return web.json_response({"data": data, "has_more": False, "first_id": None, "last_id": None})
+
+    async def retrieve(self, request: web.Request) -> web.Response:
+        bid = request.match_info["id"]
+        batch = self.batches.get(bid)
+        if batch is None:
+            return self._error(404, "not_found_error", f"no batch {bid}")
+        if batch["processing_status"] == "in_progress":
+            self.polls[bid] += 1
+            if self.polls[bid] > self.behaviour.polls_before_done:
+                self._execute(bid, str(request.url.origin()))
+        return web.json_response(batch)
+
+    async def result_file(self, request: web.Request) -> web.Response:
+        bid = request.match_info["id"]
+        if bid not in self.results:
+            return self._error(404, "not_found_error", f"no results for {bid}")
+        return web.Response(body=self.results[bid], content_type="application/binary")
+
+    def _execute(self, bid: str, origin: str) -> None:
+        b = self.behaviour
+        out: list[bytes] = []
+        counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+        for k, req in enumerate(self.requests[bid], start=1):
+            cid = req["custom_id"]
+            if b.drop_every and k % b.drop_every == 0:
+                continue
+            if b.expire_after is not None and counts["succeeded"] + counts["errored"] >= b.expire_after:
+                out.append(_line({"custom_id": cid, "result": {"type": "expired"}}))
+                counts["expired"] += 1
+                continue
+            if b.fail_every and k % b.fail_every == 0:
+                out.append(_line({"custom_id": cid, "result": {"type": "errored", "error": {
+                    "type": "error", "error": {"type": "api_error", "message": "Internal server error"}}}}))
+                counts["errored"] += 1
+                continue
+            self.executed[cid] += 1
+            out.append(_line({"custom_id": cid, "result": {"type": "succeeded", "message": _message_of(
+                answer_body(self.mock, _openai_of(req["params"])), f"{bid}_{k}")}}))
+            if b.duplicate_every and k % b.duplicate_every == 0:
+                out.append(out[-1])
+            counts["succeeded"] += 1
+        self.results[bid] = b"".join(out)
+        self.batches[bid].update(processing_status="ended", request_counts=counts,
+                                 ended_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                 results_url=f"{origin}/v1/messages/batches/{bid}/results")
+
+
+@contextlib.contextmanager
+def serve_anthropic_api(behaviour: BatchBehaviour | None = None, *, mock: Any = None,
+                        names: dict[str, str] | None = None) -> Iterator[tuple[AioServer, AnthropicApi]]:
+    """The loopback Anthropic API (aiohttp); yields ``(server, api)``: the target's ``base_url`` is
+    ``server.base_url`` without its ``/v1`` (the SDK adds it)."""
+    api = AnthropicApi(behaviour or BatchBehaviour(), OpenAIMock(mock=mock, names=names))
     with AioServer(api.app()) as server:
         yield server, api
