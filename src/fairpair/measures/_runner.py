@@ -629,7 +629,8 @@ class _Counterparts:
 
 
 def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | None = None, judge: Any = None,
-                settings: Any = None, ray_pool: Any = None, summary: bool = True) -> MeasureRunResult:
+                settings: Any = None, ray_pool: Any = None, summary: bool = True,
+                extra: dict[str, Any] | None = None, only_cases: Any = None) -> MeasureRunResult:
     """Measure every stored answer of a run; resumable.
 
     Parameters
@@ -655,6 +656,12 @@ def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | 
         Print the counts table, the self-tests' results and the warnings on
         ``console`` at the end (``fairpair run`` passes False: its report
         prints each warning once, after the verdicts).
+    extra:
+        Stored measure name -> measure block (:class:`~fairpair.battery.MeasureSpec`) measured
+        instead of the battery's (``fairpair discover``: the discovered axes, stored as
+        ``discovered.<name>``).
+    only_cases:
+        A set of case ids: measure only their answers (``fairpair discover``: the confirmation part).
 
     Returns
     -------
@@ -673,19 +680,24 @@ def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | 
         raise FairpairError(f"unknown engine {settings.engine!r}; use one of inprocess, ray", key="--engine")
     with Run.open(run_dir, "w") as run:
         if getattr(settings, "engine", "inprocess") != "ray":
-            return asyncio.run(_measure(run, console, measures, judge, settings, summary=summary))
+            return asyncio.run(_measure(run, console, measures, judge, settings, summary=summary, extra=extra,
+                                        only_cases=only_cases))
         from fairpair.run import ray_session
 
         with ray_session(settings.address):  # exit 2 when Ray is missing or the cluster unreachable
             return asyncio.run(_measure(run, console, measures, judge, settings, ray_pool, summary=summary))
 
 
-async def _measure(run, console, names, judge, settings, ray_pool=None, *, summary: bool = True) -> MeasureRunResult:
+async def _measure(run, console, names, judge, settings, ray_pool=None, *, summary: bool = True,
+                   extra: dict[str, Any] | None = None, only_cases: Any = None) -> MeasureRunResult:
     from fairpair.battery import recorded_battery
 
     store, loaded, run_dir = run.store, recorded_battery(run), run.path
     b = loaded.battery
-    ms = build_measures(b, names)
+    if extra is not None:
+        ms = build_measures(b.model_copy(update={"measures": dict(extra)}))
+    else:
+        ms = build_measures(b, names)
     bdir = Path(loaded.path).parent if loaded.path else None
     ctx = MeasureContext(battery=b, battery_dir=bdir if bdir and bdir.exists() else None, settings=settings,
                          store=store)
@@ -722,7 +734,7 @@ async def _measure(run, console, names, judge, settings, ray_pool=None, *, summa
                 await pools.before(name, m)
             bar = asyncio.ensure_future(_measure_progress(console, name, m, ctx, store))
             try:
-                await _measure_stream(name, m, ctx, store, counterparts)
+                await _measure_stream(name, m, ctx, store, counterparts, only_cases)
             finally:
                 bar.cancel()
                 await asyncio.gather(bar, return_exceptions=True)
@@ -887,7 +899,8 @@ def _record_in_manifest(run, ctx: MeasureContext, names: Iterable[str], warnings
 CHUNK = 2000
 
 
-async def _measure_stream(name: str, m: Measure, ctx: MeasureContext, store, counterparts: _Counterparts) -> None:
+async def _measure_stream(name: str, m: Measure, ctx: MeasureContext, store, counterparts: _Counterparts,
+                          only_cases: Any = None) -> None:
     """Measure every stored answer not yet measured by ``m``, streaming.
 
     The run engine's pool (:func:`fairpair._calls.worker_pool`): a producer
@@ -917,6 +930,8 @@ async def _measure_stream(name: str, m: Measure, ctx: MeasureContext, store, cou
         after = 0
         while answers := store.answers_to_measure(rows, after=after, limit=CHUNK):
             after = answers[-1].id
+            if only_cases is not None:
+                answers = [a for a in answers if a.response.case_id in only_cases]
             chunk = _chunk_items(name, m, answers, rows, store, ctx, counterparts, ref_attr)
             if chunk:
                 await m.prepare(chunk, ctx)

@@ -27,7 +27,7 @@ from fairpair.records._reasons import (
     first_reason,
 )
 from fairpair.records._results import (RESULTS_SCHEMA, AnswerStatusBlock, BinaryDetail, CellMean, ComparisonResult,
-                                       ContinuousDetail, Counts, DispersionRow, DispersionTest, Evidence,
+                                       ContinuousDetail, Counts, DiscoveredAxis, DiscoveredBlock, DispersionRow, DispersionTest, Evidence,
                                        Heterogeneity, IncompleteRun, JudgeBlock, LengthBias, MinimumIdentity,
                                        OmnibusResult, PairedTDetail, PositionBias, Results, ScenarioBlock, ScenarioRow,
                                        TwoPartyBlock, VariantRow, incomplete_text, interval, num, results_schema)
@@ -40,4 +40,5 @@ __all__ = ["REASON_VERDICT", "Reason", "first_reason", "IncompleteRun", "incompl
            "RESULTS_SCHEMA", "Results", "ComparisonResult", "BinaryDetail", "ContinuousDetail", "PairedTDetail",
            "VariantRow", "Heterogeneity", "Evidence", "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow",
            "DispersionTest", "MinimumIdentity", "PositionBias", "LengthBias", "JudgeBlock", "Counts",
-           "AnswerStatusBlock", "results_schema", "num", "interval", "ScenarioBlock", "ScenarioRow"]
+           "AnswerStatusBlock", "results_schema", "num", "interval", "ScenarioBlock", "ScenarioRow",
+           "DiscoveredAxis", "DiscoveredBlock"]
