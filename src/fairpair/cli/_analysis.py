@@ -147,6 +147,10 @@ def discover(run: RunArg,
                                                               "no candidate.")] = 5,
              pairs: Annotated[int, typer.Option(min=1, help="Matched pairs shown to the proposer per pair of "
                                                           "groups (each in both orders).")] = 8,
+             judge: Annotated[Optional[str], typer.Option(
+                 "--judge", help="The judge that answers the proposed questions on the confirmation part: a target "
+                                 "of the battery or a target block as JSON/YAML (default: the battery's judge, "
+                                 "else the embedded local model).")] = None,
              ) -> None:
     """Find differences no measure was written for (exploration part), then test them on the confirmation part.
 
@@ -159,15 +163,18 @@ def discover(run: RunArg,
     from fairpair.analysis._discover import discover_run
     from fairpair.run import build_target
 
-    target = None
+    target = judge_target = None
     if proposer is not None:
-        target = _proposer(run, proposer, build_target)
+        target = _target_option(run, proposer, build_target, "--proposer")
+    if judge is not None:
+        judge_target = _target_option(run, judge, build_target, "--judge")
     discover_run(run, seed=seed, words=words, proposer=target, max_axes=max_axes, z_min=z_min,
-                 min_answers=min_answers, proposer_pairs=pairs, console=console)
+                 min_answers=min_answers, proposer_pairs=pairs, judge=judge_target, console=console)
 
 
-def _proposer(run: Path, text: str, build_target):
-    """The proposer target: a target of the run's battery by name, or a target block (JSON or YAML)."""
+def _target_option(run: Path, text: str, build_target, option: str):
+    """A target named on the command line: a target of the run's battery by name, or a target block
+    (JSON or YAML, relative paths read from the current directory)."""
     import yaml
 
     from fairpair.battery import TargetSpec, recorded_battery
@@ -178,17 +185,17 @@ def _proposer(run: Path, text: str, build_target):
     specs = loaded.battery.target_specs()
     base = Path(loaded.path).parent if loaded.path else Path.cwd()
     if text in specs:
-        return build_target(f"proposer:{text}", specs[text], base_dir=base)
+        return build_target(f"{option[2:]}:{text}", specs[text], base_dir=base)
     try:
         block = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise FairpairError(f"--proposer: not a target of the battery ({', '.join(specs) or 'none'}) nor a "
-                            f"target block: {exc}", key="--proposer") from None
+        raise FairpairError(f"{option}: not a target of the battery ({', '.join(specs) or 'none'}) nor a "
+                            f"target block: {exc}", key=option) from None
     if not isinstance(block, dict) or "kind" not in block:
-        raise FairpairError(f"--proposer {text!r}: not a target of the battery ({', '.join(specs) or 'none'}) "
-                            "nor a target block with a 'kind'", key="--proposer")
+        raise FairpairError(f"{option} {text!r}: not a target of the battery ({', '.join(specs) or 'none'}) "
+                            "nor a target block with a 'kind'", key=option)
     try:
         spec = TargetSpec.model_validate(block)
     except ValueError as exc:
-        raise FairpairError(f"--proposer: {exc}", key="--proposer") from None
-    return build_target("proposer", spec, base_dir=Path.cwd())
+        raise FairpairError(f"{option}: {exc}", key=option) from None
+    return build_target(option[2:], spec, base_dir=Path.cwd())
