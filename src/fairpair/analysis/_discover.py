@@ -47,7 +47,7 @@ import numpy as np
 
 __all__ = ["Split", "make_split", "Candidate", "distinguishing_phrases", "phrases_of", "confirm",
            "AxisTest", "discover_run", "discovered_block", "DISCOVERED_PREFIX", "SPLIT_EVENT", "AXES_EVENT",
-           "FRAGMENT", "propose_axes", "split_design_notes"]
+           "FRAGMENT", "propose_axes", "split_design_notes", "screen", "presence_matrix", "print_discovered"]
 
 #: Stored measure names of the discovered axes start with this (marked as discovered).
 DISCOVERED_PREFIX = "discovered."
@@ -181,7 +181,8 @@ def phrases_of(text: str, *, max_words: int = 3) -> set[str]:
 @dataclass(frozen=True)
 class Candidate:
     """A phrase the words pass picked: answers of group A and of group B (of ``n_pairs`` pairs) that
-    use it, its log-odds ``delta`` and ``zscore`` (positive: more in A)."""
+    use it, its log-odds ``delta`` over the whole part and ``zscore`` (combined over templates;
+    positive: more in A)."""
 
     phrase: str
     n_a: int
@@ -196,7 +197,7 @@ class Candidate:
 
 
 def distinguishing_phrases(presence_a: np.ndarray, presence_b: np.ndarray, vocab: list[str], *,
-                           max_axes: int = 5, z_min: float = 2.0, min_answers: int = 5,
+                           strata: Any = None, max_axes: int = 20, z_min: float = 2.0, min_answers: int = 5,
                            max_overlap: float = 0.8, prior_share: float = 0.1) -> list[Candidate]:
     """The phrases that distinguish group A's answers from group B's within matched pairs.
 
@@ -207,21 +208,26 @@ def distinguishing_phrases(presence_a: np.ndarray, presence_b: np.ndarray, vocab
         exploration part only).
     vocab : list of str, length V
         The phrases.
+    strata : array_like, shape (n_pairs,), optional
+        The template of each pair. The log-odds ratio's z-score is computed within each template and
+        combined over templates by Stouffer's sum, ``sum_t z_t / sqrt(T)``, so that a phrase that one
+        template makes one group use (a template x group effect, which averages out over templates)
+        weighs as one template, not as all its answers. Default: one stratum.
     max_axes : int
-        At most this many phrases (the confirmation's family grows with it).
+        At most this many phrases (the candidates of :func:`screen`).
     z_min : float
         Smallest ``|z|`` of the log-odds ratio (:func:`fairpair.stats.fightin_words` on the number of
-        answers using each phrase, the informative prior from the two groups pooled).
+        answers using each phrase).
     min_answers : int
         A phrase used by fewer answers (both groups) is not a candidate.
     prior_share : float
         Size ``alpha_0`` of the informative prior as a share of the pooled counts (0.1: a prior worth a
-        tenth of the data, its shape the pooled frequencies).
+        tenth of the data), its shape the pooled frequencies of the whole exploration part.
     max_overlap : float
         A phrase that is part of a picked one (or contains it), or whose answers overlap a picked
         one's by this Jaccard index or more, is the same axis and skipped.
 
-    Returns the picked phrases, largest ``|z|`` first.
+    Returns the picked phrases, largest ``|z|`` first (ties: the longest phrase).
     """
     from fairpair.stats import fightin_words
 
@@ -233,8 +239,20 @@ def distinguishing_phrases(presence_a: np.ndarray, presence_b: np.ndarray, vocab
     ok = (ca + cb) >= min_answers
     if not ok.any():
         return []
-    fw = fightin_words(ca, cb, prior_size=prior_share * float(ca.sum() + cb.sum()))
-    z = np.where(ok, fw.zscore, 0.0)
+    pooled = (ca + cb) / (ca + cb).sum()
+    codes = np.zeros(pa.shape[0], dtype=np.intp) if strata is None else \
+        np.unique(np.asarray(strata).astype(str), return_inverse=True)[1].reshape(-1)
+    zsum = np.zeros(pa.shape[1])
+    n_strata = int(codes.max()) + 1
+    for t in range(n_strata):
+        sel = codes == t
+        ya, yb = pa[sel].sum(axis=0).astype(float), pb[sel].sum(axis=0).astype(float)
+        size = prior_share * float(ya.sum() + yb.sum())
+        if size <= 0:
+            continue
+        zsum += fightin_words(ya, yb, prior=np.maximum(pooled * size, 1e-9)).zscore
+    z = np.where(ok, zsum / np.sqrt(n_strata), 0.0)
+    fw = fightin_words(ca, cb, prior=np.maximum(pooled * prior_share * float(ca.sum() + cb.sum()), 1e-9))
     n_words = np.array([len(p.split()) for p in vocab])
     order = np.lexsort((-n_words, -np.abs(z)))  # ties (phrases of the same answers): the longest first
     picked: list[Candidate] = []
@@ -276,6 +294,30 @@ def presence_matrix(docs_a: list[set[str]], docs_b: list[set[str]], *, min_answe
             m[i, js] = True
         out.append(m)
     return out[0], out[1], vocab
+
+
+def screen(candidates: list[Candidate], analyses: list[Any], *, max_axes: int = 3, level: float = 0.05
+           ) -> list[tuple[Candidate, float]]:
+    """The second step of the words pass, on the exploration part too: each candidate phrase's
+    crossed test on the exploration pairs (``analyses``: its
+    :class:`~fairpair.analysis._paired.PairAnalysis`, templates and names as random factors) keeps the
+    phrases whose difference has the log-odds ratio's sign and a p-value below ``level``, at most
+    ``max_axes``, smallest p-value first.
+
+    The log-odds ratio's z-score counts answers as independent; a phrase that a few names or
+    templates use for one group gets a large z that the crossed test sees through, so the
+    confirmation's Holm family holds the candidates that still differ when templates and names
+    vary (``benchmarks/sim_discover.py`` measured the power with and without this step).
+    Returns (candidate, exploration p-value) pairs.
+    """
+    kept = []
+    for c, pa in zip(candidates, analyses):
+        est = pa.fields.get("estimate")
+        if pa.pvalue is None or est is None or np.sign(est) != np.sign(c.zscore) or pa.pvalue >= level:
+            continue
+        kept.append((c, float(pa.pvalue)))
+    kept.sort(key=lambda cp: cp[1])
+    return kept[:max_axes]
 
 
 # ---------------------------------------------------------------- confirmation
@@ -532,7 +574,7 @@ def _fragment_text(axes: list[dict[str, Any]], run_dir: Path, split: Split, conf
 
 
 def discover_run(run_dir: Path | str, *, seed: int = 0, words: bool = True, proposer: Any = None,
-                 max_axes: int = 5, z_min: float = 2.0, min_answers: int = 5, proposer_pairs: int = 8,
+                 max_axes: int = 3, z_min: float = 2.0, min_answers: int = 5, proposer_pairs: int = 8,
                  judge: Any = None, settings: Any = None, console: Any = None) -> Any:
     """Split, explore, write the fragment, measure the axes on the confirmation part, analyse.
 
@@ -546,8 +588,9 @@ def discover_run(run_dir: Path | str, *, seed: int = 0, words: bool = True, prop
         Run the words pass.
     proposer : Target, optional
         Run the model pass with this target as the proposer (``None``: no model pass).
-    max_axes, z_min, min_answers : see :func:`distinguishing_phrases` (``max_axes`` also bounds the
-        model pass's questions per comparison).
+    max_axes : int
+        Axes per pass and pair of groups (:func:`screen`; the model pass's questions).
+    z_min, min_answers : see :func:`distinguishing_phrases`.
     proposer_pairs : int
         Matched pairs shown to the proposer per comparison (each in both orders: twice the calls).
     judge : Target, optional
@@ -598,6 +641,7 @@ def discover_run(run_dir: Path | str, *, seed: int = 0, words: bool = True, prop
     taken: set[str] = set()
     n_explore: set[tuple[str, str]] = set()
     shown: list[tuple[dict[str, Any], list[tuple[str, str]]]] = []
+    strata_cache: dict[tuple[str, str], Any] = {}
     for c in comps:
         sel = np.nonzero(c.part == "explore")[0]
         ids_a = [data.cases.ids[i] for i in c.ia[sel]]
@@ -609,14 +653,23 @@ def discover_run(run_dir: Path | str, *, seed: int = 0, words: bool = True, prop
             docs_a = [phrases_of(texts[(c.target, a)]) for a, _ in both]
             docs_b = [phrases_of(texts[(c.target, b)]) for _, b in both]
             pa, pb, vocab = presence_matrix(docs_a, docs_b, min_answers=min_answers)
-            for cand in distinguishing_phrases(pa, pb, vocab, max_axes=max_axes, z_min=z_min,
-                                               min_answers=min_answers):
+            strata = [data.cases.template[data.cases.index[a]] for a, _ in both]
+            cands = distinguishing_phrases(pa, pb, vocab, strata=strata, z_min=z_min, min_answers=min_answers)
+            analyses = []
+            for cand in cands:
+                j = vocab.index(cand.phrase)
+                vals = np.full(len(data.cases), np.nan)
+                vals[[data.cases.index[a] for a, _ in both]] = pa[:, j]
+                vals[[data.cases.index[b] for _, b in both]] = pb[:, j]
+                analyses.append(_analyse(data, c, vals, names, battery.analysis, strata_cache))
+            for cand, p in screen(cands, analyses, max_axes=max_axes):
                 name = _slug(cand.phrase, taken, "w_")
                 axes.append({"name": name, "how": "words", **ident,
                              "direction": c.group_a if cand.zscore > 0 else c.group_b,
                              "spec": {"kind": "keywords", "any_of": [cand.phrase], "negation": False,
                                       "scope": "text"},
-                             "exploration": cand.exploration()})
+                             "exploration": {**cand.exploration(), "crossed_pvalue": round(p, 6),
+                                             "candidates": len(cands)}})
         if proposer is not None and both:
             rng = np.random.default_rng(seed)
             differ = [ab for ab in both if texts[(c.target, ab[0])] != texts[(c.target, ab[1])]]
@@ -684,11 +737,25 @@ def print_discovered(console, block) -> None:
         console.print(f"  note: {escape(note)}", soft_wrap=True)
 
 
+def _analyse(data, c: _Comparison, vals: np.ndarray, names: str, plan, strata_cache: dict) -> Any:
+    """The crossed analysis (:func:`~fairpair.analysis._paired.analyze_pairs`, yes/no) of ``vals`` (NaN
+    outside the part tested) over the pairs of comparison ``c``."""
+    from fairpair.analysis._data import pairs_for, strata_for
+    from fairpair.analysis._paired import analyze_pairs
+
+    key = (c.design, c.attribute)
+    if key not in strata_cache:
+        strata_cache[key] = strata_for(data.cases, c.design, c.attribute)
+    answered = data.answered.get(c.target, np.zeros(len(data.cases), dtype=bool))
+    pd = pairs_for(data.cases, strata_cache[key], c.attribute, c.group_a, c.group_b, vals, answered)
+    return analyze_pairs(pd, scale="binary", alpha=plan.alpha, confidence_level=plan.confidence_level,
+                         exact_threshold=plan.exact_threshold, n_resamples=plan.bootstrap_resamples,
+                         seed=plan.seed, heterogeneity=False, names=names, labels=(c.group_a, c.group_b))
+
+
 def discovered_block(store, battery, data) -> Any:
     """The ``discovered`` section of ``results.json`` from the run's recorded split, axes and their
     ``discovered.*`` measurements (``None`` when ``fairpair discover`` has not run)."""
-    from fairpair.analysis._data import pairs_for, strata_for
-    from fairpair.analysis._paired import analyze_pairs
     from fairpair.records import DiscoveredAxis, DiscoveredBlock
 
     splits, found = store.events(SPLIT_EVENT), store.events(AXES_EVENT)
@@ -706,10 +773,6 @@ def discovered_block(store, battery, data) -> Any:
         c = by_key.get((a["target"], a["design"], a["attribute"], a["group_a"], a["group_b"]))
         if c is None:
             continue
-        key = (c.design, c.attribute)
-        if key not in strata_cache:
-            strata_cache[key] = strata_for(data.cases, c.design, c.attribute)
-        strata = strata_cache[key]
         vals = data.values.get((c.target, DISCOVERED_PREFIX + a["name"]), np.full(len(data.cases), np.nan)).copy()
         keep = np.zeros(len(data.cases), dtype=bool)
         sel = c.part == "confirm"
@@ -718,10 +781,7 @@ def discovered_block(store, battery, data) -> Any:
         vals[~keep] = np.nan  # the confirmation part only, whatever else was measured
         answered = data.answered.get(c.target, np.zeros(len(data.cases), dtype=bool))
         confirm_cases.update((c.target, data.cases.ids[i]) for i in np.nonzero(keep & answered)[0])
-        pd = pairs_for(data.cases, strata, c.attribute, c.group_a, c.group_b, vals, answered)
-        pa = analyze_pairs(pd, scale="binary", alpha=plan.alpha, confidence_level=plan.confidence_level,
-                           exact_threshold=plan.exact_threshold, n_resamples=plan.bootstrap_resamples,
-                           seed=plan.seed, heterogeneity=False, names=split.names, labels=(c.group_a, c.group_b))
+        pa = _analyse(data, c, vals, split.names, plan, strata_cache)
         sign = 0 if a.get("direction") is None else (1 if a["direction"] == c.group_a else -1)
         ident = dict(id=a["name"], target=c.target, measure=DISCOVERED_PREFIX + a["name"], attribute=c.attribute,
                      design=c.design, group_a=c.group_a, group_b=c.group_b, primary=False)

@@ -141,7 +141,7 @@ def discover(run: RunArg,
                                     "('{kind: openai, model: ..., base_url: ...}'), shown masked answer pairs in "
                                     "both orders; its questions are answered by the battery's judge. Default: "
                                     "no model pass.")] = None,
-             max_axes: Annotated[int, typer.Option(min=1, max=20, help="Axes per pass and pair of groups.")] = 5,
+             max_axes: Annotated[int, typer.Option(min=1, max=20, help="Axes per pass and pair of groups.")] = 3,
              z_min: Annotated[float, typer.Option(help="Smallest |z| of a phrase's log-odds ratio.")] = 2.0,
              min_answers: Annotated[int, typer.Option(min=1, help="A phrase used by fewer exploration answers is "
                                                               "no candidate.")] = 5,
