@@ -103,6 +103,25 @@ def test_words_pass_alone_finds_and_confirms_the_planted_request(tmp_path, capsy
     # a second discover keeps the recorded split
     code, _, _ = run_cli(["discover", run, "--seed", "9"], capsys)
     assert json.loads((run / "results.json").read_text())["discovered"]["split"] == d["split"]
+    # the report has the section, apart from the verdicts
+    code, _, err = run_cli(["report", run, "--lang", "en"], capsys)
+    assert code == 0, err
+    md = (run / "report" / "report.md").read_text()
+    assert "### Discovered: differences no measure was written for" in md
+    assert f'"{confirmed[0]["spec"]["any_of"][0]}"' in md and "**confirmed**" in md
+    # the next battery's plan takes the confirmed axis as a comparison
+    battery = tmp_path / "bot" / "battery.yaml"
+    code, out, err = run_cli(["plan", battery, "--json", "--discover", "--from-discovered",
+                              run / "discovered" / "axes.yaml"], capsys)
+    assert code == 0, err
+    plan = json.loads(out)
+    assert list(plan["from_discovered"]["measures"]) == [a["name"] for a in confirmed]
+    assert plan["from_discovered"]["analysis"]["comparisons"][0]["measure"] == confirmed[0]["name"]
+    assert plan["discover"] == ["discover, design counterfactual-origen: each part holds 8 templates and 5 names "
+                                "per group (names random): meets the minimums"]
+    # the gate is the pre-registered plan's alone
+    code, _, _ = run_cli(["gate", run], capsys)
+    assert code == 0
 
 
 PROPOSER = '''
@@ -142,7 +161,15 @@ def test_model_pass_alone_with_a_scripted_proposer(tmp_path, capsys):
     assert axis["confirmation"]["estimate"] < 0  # espana - magreb: the invoice is asked of magreb
 
 
-def test_both_passes_off_is_an_error(tmp_path, capsys):
-    run = _run(tmp_path, capsys, _copy_example(tmp_path))
+def test_both_passes_off_is_an_error_and_a_small_battery_is_refused(tmp_path, capsys):
+    battery = _copy_example(tmp_path)
+    b = yaml.safe_load(battery.read_text())
+    b["templates"] = b["templates"][:10]  # 5 templates a part: fewer than the 8 of templates random
+    battery.write_text(yaml.safe_dump(b, allow_unicode=True))
+    run = _run(tmp_path, capsys, battery)
     code, _, err = run_cli(["discover", run, "--no-words"], capsys)
     assert code == 2 and "both passes are off" in err
+    code, _, err = run_cli(["discover", run], capsys)
+    assert code == 2 and "misses the design minimums" in err and "5 template(s)" in err
+    code, out, _ = run_cli(["plan", battery, "--discover"], capsys)
+    assert "needs 8 templates a part (16 in the battery)" in " ".join(out.split())

@@ -47,7 +47,8 @@ import numpy as np
 
 __all__ = ["Split", "make_split", "Candidate", "distinguishing_phrases", "phrases_of", "confirm",
            "AxisTest", "discover_run", "discovered_block", "DISCOVERED_PREFIX", "SPLIT_EVENT", "AXES_EVENT",
-           "FRAGMENT", "propose_axes", "split_design_notes", "screen", "presence_matrix", "print_discovered"]
+           "FRAGMENT", "propose_axes", "split_design_notes", "screen", "presence_matrix", "print_discovered",
+           "from_discovered", "discover_sizing"]
 
 #: Stored measure names of the discovered axes start with this (marked as discovered).
 DISCOVERED_PREFIX = "discovered."
@@ -808,3 +809,89 @@ def discovered_block(store, battery, data) -> Any:
                            correction="holm over each target's discovered axes", axes=axes,
                            design_notes=split_design_notes(comps, data, split.names), fragment=FRAGMENT,
                            notes=notes)
+
+
+# ---------------------------------------------------------------- the next battery
+
+
+def from_discovered(battery, fragment: Path | str) -> tuple[Any, dict[str, Any]]:
+    """``battery`` with the confirmed axes of a fragment (``RUN/discovered/axes.yaml``) added as
+    pre-registered comparisons of the next audit: returns the new battery and the block added
+    (``measures`` and ``analysis.comparisons``, to paste into the battery file).
+
+    The confirmed axes are the names listed under ``discovered.confirmed`` (edit the list to take
+    others). Raises :class:`~fairpair.errors.FairpairError` for a file that is not such a fragment,
+    no confirmed axis, an axis whose name the battery already uses or a comparison on an attribute or
+    group it lacks.
+    """
+    import yaml
+
+    from fairpair.battery import Comparison, MeasureSpec
+    from fairpair.errors import FairpairError
+
+    path = Path(fragment)
+    try:
+        frag = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise FairpairError(f"cannot read the discovered axes: {exc}", file=path) from None
+    if not isinstance(frag, dict) or not isinstance(frag.get("discovered"), dict) \
+            or not isinstance(frag.get("measures"), dict):
+        raise FairpairError("not a fragment written by `fairpair discover` (keys discovered, measures, analysis)",
+                            file=path)
+    names = list(frag["discovered"].get("confirmed") or [])
+    if not names:
+        raise FairpairError("no confirmed axis (discovered.confirmed is empty): nothing to take into the battery",
+                            file=path, key="discovered.confirmed",
+                            hint="list under discovered.confirmed the axes to take, if you mean to take unconfirmed ones")
+    comps = {c.get("measure"): c for c in ((frag.get("analysis") or {}).get("comparisons") or [])
+             if isinstance(c, dict)}
+    measures, comparisons = {}, []
+    for n in names:
+        if n not in frag["measures"]:
+            raise FairpairError(f"axis '{n}' is listed as confirmed but has no measure", file=path,
+                                key=f"measures.{n}")
+        if n in battery.measures:
+            raise FairpairError(f"the battery already has a measure named '{n}'", file=path, key=f"measures.{n}",
+                                hint="rename the axis in the fragment (its measure and its comparison)")
+        try:
+            measures[n] = MeasureSpec.model_validate(frag["measures"][n])
+            c = Comparison.model_validate(comps.get(n) or {})
+        except ValueError as exc:
+            raise FairpairError(f"axis '{n}': {exc}", file=path, key=f"measures.{n}") from None
+        attr = battery.attributes.get(c.attribute)
+        if attr is None or any(g not in attr.groups for g in (c.groups if c.groups != "all_pairs" else [])):
+            raise FairpairError(f"axis '{n}' compares attribute '{c.attribute}' groups {c.groups}, which the "
+                                "battery does not have", file=path, key="analysis.comparisons")
+        comparisons.append(c)
+    new = battery.model_copy(update={
+        "measures": {**battery.measures, **measures},
+        "analysis": battery.analysis.model_copy(update={"comparisons": [*battery.analysis.comparisons,
+                                                                        *comparisons]})})
+    block = {"measures": {n: m.model_dump(mode="json") for n, m in measures.items()},
+             "analysis": {"comparisons": [c.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+                                          for c in comparisons]}}
+    return new, block
+
+
+def discover_sizing(plan, names: str) -> list[str]:
+    """What each part of ``fairpair discover``'s split would hold for each design of a
+    :func:`fairpair.cases.plan` (half the templates; with names random, half the names of each group),
+    against the estimand's minimums: one line per design."""
+    from fairpair.analysis._design import MIN_NAMES, MIN_TEMPLATES
+
+    out = []
+    for did, d in plan.designs.items():
+        t = d.get("templates")
+        k = d.get("variants_per_group")
+        if not isinstance(t, int) or not isinstance(k, int):
+            continue
+        ht, hk = t // 2, (k // 2 if names == "random" else k)
+        short = []
+        if ht < MIN_TEMPLATES[names]:
+            short.append(f"{MIN_TEMPLATES[names]} templates a part ({2 * MIN_TEMPLATES[names]} in the battery)")
+        if names == "random" and hk < MIN_NAMES:
+            short.append(f"{MIN_NAMES} names per group a part ({2 * MIN_NAMES} in the battery)")
+        ok = "meets the minimums" if not short else "needs " + " and ".join(short)
+        out.append(f"discover, design {did}: each part holds {ht} templates and {hk} names per group (names "
+                   f"{names}): {ok}")
+    return out
