@@ -160,7 +160,7 @@ def discover(run: RunArg,
     over the discovered axes: the 'discovered' section of results.json and the report. A discovered axis
     changes no pre-registered verdict and not the gate. See docs/discover.md.
     """
-    from fairpair.analysis._discover import discover_run
+    from fairpair.analysis import discover_run
     from fairpair.run import build_target
 
     target = judge_target = None

@@ -67,7 +67,7 @@ def plan(
     lb = load(battery, templates, axes)
     added = None
     if from_discovered is not None:
-        from fairpair.analysis._discover import from_discovered as take
+        from fairpair.analysis import from_discovered as take
 
         new, added = take(lb.battery, from_discovered)
         lb = dataclasses.replace(lb, battery=new)
@@ -76,7 +76,7 @@ def plan(
     if added is not None:
         data["from_discovered"] = added
     if discover:
-        from fairpair.analysis._discover import discover_sizing
+        from fairpair.analysis import discover_sizing
 
         data["discover"] = discover_sizing(p, lb.battery.analysis.generalize.names)
     if from_run is not None and not power:
