@@ -37,6 +37,7 @@ _LAZY_EXPORTS = {
     "design_reason_parts": "fairpair.analysis._design",
     "reason_text": "fairpair.analysis._why",
     "design_reason_counts": "fairpair.analysis._design",
+    "DISCOVERED_PREFIX": "fairpair.analysis._discover",
     "discover_run": "fairpair.analysis._discover",
     "discover_sizing": "fairpair.analysis._discover",
     "from_discovered": "fairpair.analysis._discover",

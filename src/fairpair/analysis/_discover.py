@@ -637,7 +637,8 @@ def discover_run(run_dir: Path | str, *, seed: int = 0, words: bool = True, prop
                                 f"(names {names}): " + "; ".join(notes), file=run_dir,
                                 hint="each part needs them, so the battery needs twice: `fairpair plan BATTERY "
                                      "--discover` sizes it")
-        texts = _texts(store, masker_for(battery))
+        masker = masker_for(battery)
+        texts = _texts(store, masker)
     axes: list[dict[str, Any]] = []
     taken: set[str] = set()
     n_explore: set[tuple[str, str]] = set()
@@ -673,7 +674,9 @@ def discover_run(run_dir: Path | str, *, seed: int = 0, words: bool = True, prop
                                              "candidates": len(cands)}})
         if proposer is not None and both:
             rng = np.random.default_rng(seed)
-            differ = [ab for ab in both if texts[(c.target, ab[0])] != texts[(c.target, ab[1])]]
+            # the proposer is blind as the judge is: a pair whose masked text still holds a signal value is not shown
+            differ = [ab for ab in both if texts[(c.target, ab[0])] != texts[(c.target, ab[1])]
+                      and not masker.leaks(texts[(c.target, ab[0])]) and not masker.leaks(texts[(c.target, ab[1])])]
             pick = [differ[i] for i in rng.permutation(len(differ))[:proposer_pairs]]
             shown.append((ident, [(texts[(c.target, a)], texts[(c.target, b)]) for a, b in pick]))
     if shown:
