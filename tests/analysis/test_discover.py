@@ -173,3 +173,15 @@ def test_both_passes_off_is_an_error_and_a_small_battery_is_refused(tmp_path, ca
     assert code == 2 and "misses the design minimums" in err and "5 template(s)" in err
     code, out, _ = run_cli(["plan", battery, "--discover"], capsys)
     assert "needs 8 templates a part (16 in the battery)" in " ".join(out.split())
+
+
+def test_from_discovered_refuses_a_fragment_with_no_confirmed_axis(tmp_path, capsys):
+    frag = tmp_path / "axes.yaml"
+    frag.write_text(yaml.safe_dump({"discovered": {"run": "x", "split_seed": 0, "confirmed": []},
+                                    "measures": {"w_foto": {"kind": "keywords", "any_of": ["foto"]}},
+                                    "analysis": {"comparisons": []}}))
+    code, _, err = run_cli(["plan", EXAMPLE / "battery.yaml", "--from-discovered", frag], capsys)
+    assert code == 2 and "no confirmed axis" in err and "discovered.confirmed" in err
+    frag.write_text("measures: {}\n")
+    code, _, err = run_cli(["plan", EXAMPLE / "battery.yaml", "--from-discovered", frag], capsys)
+    assert code == 2 and "not a fragment written by `fairpair discover`" in err
