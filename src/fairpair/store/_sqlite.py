@@ -318,8 +318,9 @@ class Store:
             store._migrate(readonly=readonly)
         except sqlite3.DatabaseError as exc:
             msg = str(exc)
-            if "malformed" in msg:  # a damaged page met while reading the applied migrations
-                raise damaged_store_error(exc) from None
+            damaged = damaged_store_error(exc) if "malformed" in msg else None
+            if damaged is not None:  # a damaged page met while reading the applied migrations
+                raise damaged from None
             if "readonly" in msg or "unable to open" in msg:
                 raise FairpairError(f"cannot write the run store ({msg}); is the directory read-only?",
                                     file=path) from None
@@ -372,14 +373,15 @@ class Store:
             self.pending = frozenset(m.__name__ for m in todo)
             return
         record = [] if "migrations" in tables else applied  # a numbered store's names, recorded once
-        for fn in todo or [None]:
+        steps: list[Callable[[sqlite3.Connection], None] | None] = list(todo) or [None]
+        for fn in steps:
             with self.transaction():
                 if fn is not None:
                     fn(self.conn)
                 self.conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
                 now = _now()
                 self.conn.executemany("INSERT OR IGNORE INTO migrations VALUES (?, ?)",
-                                      [(n, now) for n in (*record, *([fn.__name__] if fn else []))])
+                                      [(n, now) for n in (*record, *([fn.__name__] if fn is not None else []))])
                 record = []
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (STORE_FORMAT,))
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -1001,7 +1003,7 @@ class _Tx:
 def _where(**filters: str | None) -> tuple[str, list[str]]:
     """`` WHERE col=? AND ...`` for the filters that are not None (column names are ours, never input)."""
     cols = [k for k, v in filters.items() if v is not None]
-    return (" WHERE " + " AND ".join(f"{k}=?" for k in cols) if cols else ""), [filters[k] for k in cols]
+    return (" WHERE " + " AND ".join(f"{k}=?" for k in cols) if cols else ""), [v for v in filters.values() if v is not None]
 
 
 def _split_sql(script: str) -> list[str]:
