@@ -566,8 +566,8 @@ class DiscoveredAxis(_Rec):
     group, its z-score; or how many of the proposer's calls asked it); ``direction``: the group the
     exploration saw it more in (``None`` for a model axis, whose direction was not seen);
     ``confirmation``: the crossed test on the confirmation part (``pvalue_adjusted``: Holm over the
-    target's discovered family); ``confirmed``: that p-value is below alpha and, for a words axis, the
-    difference has the exploration's sign."""
+    target's discovered family; a words axis one-sided, in the exploration's direction);
+    ``confirmed``: that p-value is below alpha."""
 
     name: str
     how: Literal["words", "model"]
