@@ -741,7 +741,8 @@ def print_discovered(console, block) -> None:
     console.print(f"discovered (not pre-registered; changes no verdict and not the gate): passes "
                   f"{', '.join(block.passes) or 'none'} on {n.get('explore', 0)} exploration answers; "
                   f"{len(block.axes)} axis(es) tested on {n.get('confirm', 0)} confirmation answers, "
-                  f"{len(block.confirmed())} confirmed ({block.correction}, alpha {block.alpha})", soft_wrap=True)
+                  f"{len(block.confirmed())} confirmed ({block.correction}, alpha {block.alpha}; a phrase one-sided, in the "
+                  f"direction the exploration saw)", soft_wrap=True)
     for a in block.axes:
         c = a.confirmation
         est = "n/a" if c is None or c.estimate is None else f"{100 * c.estimate:+.1f} points"
