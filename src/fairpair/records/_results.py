@@ -30,11 +30,12 @@ __all__ = [
     "VariantRow", "Heterogeneity", "Evidence", "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow",
     "DispersionTest", "MinimumIdentity", "PositionBias", "LengthBias", "JudgeBlock", "Counts", "AnswerStatusBlock",
     "results_schema", "num", "interval", "IncompleteRun", "incomplete_text", "ScenarioRow", "ScenarioBlock",
+    "SpreadBlock",
     "DiscoveredAxis", "DiscoveredBlock",
 ]
 
 RESULTS_SCHEMA = "fairpair.results/2"
-Verdict = Literal["pass", "fail", "inconclusive", "insufficient design", "no verdict"]
+Verdict = Literal["pass", "fail", "inconclusive", "insufficient design", "insufficient labels", "no verdict"]
 Interval = list[float | None]
 
 
@@ -216,6 +217,81 @@ class ScenarioBlock(_Rec):
     note: str | None = None
 
 
+class SpreadBlock(_Rec):
+    """The difference in within-cell spread between the groups (a secondary statistic; never the verdict's).
+
+    For count, continuous and 1-5 measures with at least two answers in some template x name cells:
+    ``sd_a`` / ``sd_b`` each group's mean unbiased within-cell standard deviation (the repetitions of
+    one template and name; measure units), ``estimate`` the log ratio ``log(sd_a / sd_b)`` (natural
+    log) and ``ratio`` its ``exp``; ``ci`` / ``ratio_ci`` the ``confidence_level`` intervals of both;
+    ``se`` / ``df`` / ``statistic`` / ``pvalue`` the delta-method crossed t (templates and, unless
+    fixed, names random; :func:`fairpair.stats.spread_difference`); ``pvalue_adjusted`` over the
+    target's spread tests of the same family (``correction``, ``family_size`` tests). ``verdict``:
+    ``fail`` (the spreads differ: adjusted p < alpha), ``inconclusive`` or ``insufficient design``
+    (``design_reason``); it never changes the comparison's verdict or the gate. ``n_cells``: cells
+    with at least two answers.
+    """
+
+    estimate: float | None
+    ratio: float | None
+    ci: Interval | None
+    ratio_ci: Interval | None
+    sd_a: float | None
+    sd_b: float | None
+    se: float | None
+    df: float | None
+    statistic: float | None
+    pvalue: float | None
+    pvalue_adjusted: float | None = None
+    correction: str = ""
+    family_size: int = 1
+    n_templates: int
+    n_cells: int
+    verdict: Verdict
+    verdict_rule: str
+    design_reason: str | None = None
+    method: str
+    note: str | None = None
+
+
+class LabelCorrection(_Rec):
+    """A judge-measured comparison corrected by human labels (:mod:`fairpair.analysis._corrected`).
+
+    The comparison's ``estimate`` / ``ci`` / ``pvalue`` / ``verdict`` are then the corrected ones
+    (prediction-powered inference on the crossed design); this block keeps the judge's own figures:
+    ``raw_estimate`` / ``raw_ci`` / ``raw_pvalue`` / ``raw_value_a`` / ``raw_value_b`` (the judge's
+    scores alone, as an uncorrected audit reports them). ``lam``: PPI++'s power tuning in [0, 1] (0:
+    the labels alone; 1: classical PPI). ``n_labels`` (``_a`` / ``_b``): labelled answers of the
+    comparison (several raters of one answer count once, as their mean). ``judge_error_a`` / ``_b``:
+    the judge's mean error (judge minus human) on each group's labelled answers, in the measure's
+    units. ``min_labels``: below it the verdict is ``insufficient labels``. Yes/no judges:
+    ``rogan_gladen_estimate`` / ``rogan_gladen_ci`` (Rogan & Gladen 1978 with each group's
+    sensitivity and specificity; the interval includes the calibration sample, Lee et al. 2025) and
+    the groups' ``sensitivity_*`` / ``specificity_*``.
+    """
+
+    raw_estimate: float | None
+    raw_ci: Interval | None
+    raw_pvalue: float | None = None
+    raw_value_a: float | None = None
+    raw_value_b: float | None = None
+    lam: float | None
+    n_labels: int
+    n_labels_a: int
+    n_labels_b: int
+    judge_error_a: float | None
+    judge_error_b: float | None
+    min_labels: int
+    method: str
+    rogan_gladen_estimate: float | None = None
+    rogan_gladen_ci: Interval | None = None
+    rogan_gladen_note: str | None = None
+    sensitivity_a: float | None = None
+    specificity_a: float | None = None
+    sensitivity_b: float | None = None
+    specificity_b: float | None = None
+
+
 class ComparisonResult(_Rec):
     """One pre-registered comparison of two groups, for one target and one design.
 
@@ -300,6 +376,8 @@ class ComparisonResult(_Rec):
     evidence: list[Evidence] = Field(default_factory=list)
     #: Where the difference lives: per-scenario differences, the scenario-level family, the guard.
     scenarios: ScenarioBlock | None = None
+    #: The difference in within-cell spread (count, continuous and 1-5 measures; secondary).
+    spread: SpreadBlock | None = None
     #: Share of group A's and group B's answers missing (not answered, measurement missing or failed).
     missing_shares: list[float | None] | None = None
     #: Worst-case bounds of the estimate (Manski 1990): the missing answers at either end of the scale.
@@ -308,6 +386,10 @@ class ComparisonResult(_Rec):
     #: bounds that cross the margin mean the comparison cannot pass, and bounds not beyond it that it
     #: cannot fail.
     missing_informative: bool = False
+    #: Human labels corrected the judge (:class:`LabelCorrection`): the figures above are the corrected ones.
+    label_correction: LabelCorrection | None = None
+    #: Why the labels are too few for a corrected verdict (verdict ``insufficient labels``).
+    labels_reason: str | None = None
 
 
 class OmnibusResult(_Rec):

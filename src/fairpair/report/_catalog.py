@@ -40,6 +40,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "verdict.pass": "PASS",
         "verdict.inconclusive": "INCONCLUSIVE",
         "verdict.insufficient design": "INSUFFICIENT DESIGN",
+        "verdict.insufficient labels": "INSUFFICIENT LABELS",
         "verdict.none": "NOT ANALYSED",
         "verdict.no verdict": "NO VERDICT",
         "verdict.incomplete run": "RUN INCOMPLETE",
@@ -142,6 +143,16 @@ MESSAGES: dict[str, dict[str, str]] = {
         "scenarios.no_test": "not tested (fewer than 5 scenarios)",
         "scenarios.guard": ("the average over scenarios like these cannot pass: the difference is uneven over "
                             "scenarios ({outliers} stand out)"),
+        "spread": "Spread of the answers (secondary)",
+        "spread.intro": ("How much the answers to one scenario and name scatter, by group: each group's mean "
+                         "within-cell standard deviation (the repetitions of one template and name), their ratio "
+                         "A / B with its interval (the same crossed inference and estimand as the difference) and a "
+                         "verdict of its own (fail: the spreads differ; Holm over the target's spread tests). "
+                         "Secondary: it never changes a comparison's verdict or the gate."),
+        "spread.col.sd": "SD A / SD B",
+        "spread.col.ratio": "Ratio A / B",
+        "spread.line": ("spread (secondary) {label}: SD {sd_a} vs {sd_b}, ratio {ratio} ({level}% CI {lo} to {hi}), "
+                        "p adj. {p}: {verdict}"),
         "points": "{x} points",
         "forest.title": "Difference between groups: {measure}",
         "forest.x.binary": "difference A − B (percentage points)",
@@ -331,6 +342,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "toc": "Contents",
         "terminal.title": "fairpair verdicts: {battery}",
         "omnibus": "Omnibus tests across all groups",
+        "labels.title": "Judge measures corrected by human labels",
+        "labels.intro": ("The verdict of these comparisons comes from the corrected difference: the judge's score of "
+                         "every answer corrected by the human-minus-judge difference on the labelled answers "
+                         "(prediction-powered inference); its interval counts the labelled sample, the templates "
+                         "and the names."),
+        "labels.line": ("{what}: corrected {est} ({ci}); the judge alone {raw} ({raw_ci}); {n} labelled answers "
+                        "({a}: {na}, {b}: {nb}), λ = {lam}; the judge's error (judge − human): {a} {ea}, {b} {eb}"),
+        "labels.rg": "; Rogan-Gladen {est} ({ci}), sensitivity / specificity {a} {sa} / {pa}, {b} {sb} / {pb}",
         "aa.title": "A/A control: the audit's noise floor",
         "aa.intro": ("Two halves of one group (its names split in two, or with `split: seeds` the same names under "
                      "two halves of the sampling seeds), compared through the same analysis as the real "
@@ -363,6 +382,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "verdict.pass": "PASA",
         "verdict.inconclusive": "NO CONCLUYENTE",
         "verdict.insufficient design": "DISEÑO INSUFICIENTE",
+        "verdict.insufficient labels": "ETIQUETAS INSUFICIENTES",
         "verdict.none": "SIN ANALIZAR",
         "verdict.no verdict": "SIN VEREDICTO",
         "verdict.incomplete run": "RUN INCOMPLETO",
@@ -468,6 +488,17 @@ MESSAGES: dict[str, dict[str, str]] = {
         "scenarios.no_test": "sin prueba (menos de 5 escenarios)",
         "scenarios.guard": ("el promedio sobre escenarios como estos no puede pasar: la diferencia es desigual entre "
                             "escenarios ({outliers} se apartan)"),
+        "spread": "Dispersión de las respuestas (secundaria)",
+        "spread.intro": ("Cuánto varían las respuestas a un mismo escenario y nombre, por grupo: la desviación "
+                         "típica media dentro de cada celda (las repeticiones de una plantilla y un nombre) de cada "
+                         "grupo, su razón A / B con su intervalo (la misma inferencia cruzada y el mismo estimando "
+                         "que la diferencia) y un veredicto propio (falla: las dispersiones difieren; Holm sobre las "
+                         "pruebas de dispersión del objetivo). Secundaria: nunca cambia el veredicto de una "
+                         "comparación ni el gate."),
+        "spread.col.sd": "DT A / DT B",
+        "spread.col.ratio": "Razón A / B",
+        "spread.line": ("dispersión (secundaria) {label}: DT {sd_a} frente a {sd_b}, razón {ratio} (IC {level}% {lo} "
+                        "a {hi}), p ajust. {p}: {verdict}"),
         "points": "{x} puntos",
         "forest.title": "Diferencia entre grupos: {measure}",
         "forest.x.binary": "diferencia A − B (puntos porcentuales)",
@@ -669,6 +700,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "toc": "Contenido",
         "terminal.title": "Veredictos de fairpair: {battery}",
         "omnibus": "Pruebas globales entre todos los grupos",
+        "labels.title": "Medidas del juez corregidas con etiquetas humanas",
+        "labels.intro": ("El veredicto de estas comparaciones sale de la diferencia corregida: la nota del juez en "
+                         "todas las respuestas, corregida por la diferencia humano menos juez en las respuestas "
+                         "etiquetadas (inferencia potenciada por predicción); su intervalo cuenta la muestra "
+                         "etiquetada, las plantillas y los nombres."),
+        "labels.line": ("{what}: corregida {est} ({ci}); el juez solo {raw} ({raw_ci}); {n} respuestas etiquetadas "
+                        "({a}: {na}, {b}: {nb}), λ = {lam}; error del juez (juez − humano): {a} {ea}, {b} {eb}"),
+        "labels.rg": "; Rogan-Gladen {est} ({ci}), sensibilidad / especificidad {a} {sa} / {pa}, {b} {sb} / {pb}",
         "aa.title": "Control A/A: el suelo de ruido de la auditoría",
         "aa.intro": ("Dos mitades de un mismo grupo (sus nombres partidos en dos o, con `split: seeds`, los mismos "
                      "nombres con dos mitades de las semillas de muestreo), comparadas con el mismo análisis que las "

@@ -28,7 +28,7 @@ from fairpair.report._ranking import rmsg as _ranking_msg
 from fairpair.report._text import MdSafe, clean, md_block, md_inline
 from fairpair.report._view import (
     AAControlRow, CollectedRow, DiscoveredRow, DroppedRow, EvidenceBlock, Figures, RankingView, ReasonGroup, ScenarioView, SelfTestRow,
-    TwoPartyView, VerdictRow,
+    SpreadView, TwoPartyView, VerdictRow,
 )
 
 if TYPE_CHECKING:
@@ -117,6 +117,35 @@ def _verdict_rows(data: ReportData, lang: str) -> list[VerdictRow]:
             note=translate_note(c.note or "", lang), result=c, reasons=reasons,
             reason=_reason_words(c, first, lang, incomplete), mark=mark))
     return rows
+
+
+def _label_rows(rows: list[VerdictRow], lang: str) -> list[str]:
+    """One line per comparison corrected by human labels: corrected and raw difference, the labels, the
+    judge's error by group (and Rogan-Gladen for a yes/no judge)."""
+    out = []
+    for r in rows:
+        lc = r.result.label_correction
+        if lc is None:
+            continue
+        f = 100.0 if r.scale == "binary" else 1.0
+
+        def ci(v: Any) -> str:
+            return (f"{fmt_num(v[0] * f, lang, 2)} … {fmt_num(v[1] * f, lang, 2)}"
+                    if v and all(isinstance(x, (int, float)) for x in v) else "—")
+
+        def n(x: Any) -> str:
+            return fmt_num(x * f, lang, 2) if isinstance(x, (int, float)) else "—"
+
+        line = msg(lang, "labels.line", what=f"{r.measure_label} · {r.target} · {r.label_a} / {r.label_b}",
+                   est=n(r.result.estimate), ci=ci(r.result.ci), raw=n(lc.raw_estimate), raw_ci=ci(lc.raw_ci),
+                   n=lc.n_labels, a=r.label_a, b=r.label_b, na=lc.n_labels_a, nb=lc.n_labels_b,
+                   lam=fmt_num(lc.lam, lang, 2), ea=n(lc.judge_error_a), eb=n(lc.judge_error_b))
+        if lc.rogan_gladen_estimate is not None:
+            line += msg(lang, "labels.rg", est=n(lc.rogan_gladen_estimate), ci=ci(lc.rogan_gladen_ci), a=r.label_a,
+                        b=r.label_b, sa=fmt_num(lc.sensitivity_a, lang, 2), pa=fmt_num(lc.specificity_a, lang, 2),
+                        sb=fmt_num(lc.sensitivity_b, lang, 2), pb=fmt_num(lc.specificity_b, lang, 2))
+        out.append(line)
+    return out
 
 
 def _reason_words(c: Any, reason: Any, lang: str, incomplete: Any) -> str:
@@ -259,6 +288,25 @@ def _scenario_views(rows: list[VerdictRow], figures: Figures, lang: str) -> list
                  if sc.heterogeneous and "heterogeneous average" in (r.result.verdict_rule or "") else "")
         out.append(ScenarioView(title=_scenario_title(r, lang), summary=scenario_summary(r.result, lang),
                                 spread=spread, guard=guard, figure=figures.scenarios.get(r.key), row=r))
+    return out
+
+
+def _spread_views(rows: list[VerdictRow], lang: str) -> list[SpreadView]:
+    """The comparisons with a within-cell spread statistic (results.json ``spread``), primary ones first."""
+    out = []
+    for r in sorted((r for r in rows if getattr(r.result, "spread", None) is not None), key=lambda r: not r.primary):
+        sp = r.result.spread
+        ci = sp.ratio_ci or [None, None]
+        level = fmt_num(100 * (r.result.confidence_level or 0.95), lang, 0)
+        word = verdict_word(sp.verdict, lang)
+        sd = f"{fmt_num(sp.sd_a, lang, 3)} / {fmt_num(sp.sd_b, lang, 3)}"
+        line = msg(lang, "spread.line", label=r.label, sd_a=fmt_num(sp.sd_a, lang, 3), sd_b=fmt_num(sp.sd_b, lang, 3),
+                   ratio=fmt_num(sp.ratio, lang, 2), level=level, lo=fmt_num(ci[0], lang, 2),
+                   hi=fmt_num(ci[1], lang, 2), p=fmt_p(sp.pvalue_adjusted, lang), verdict=word)
+        out.append(SpreadView(sd=sd, ratio=fmt_num(sp.ratio, lang, 2),
+                              ci=f"{fmt_num(ci[0], lang, 2)} … {fmt_num(ci[1], lang, 2)}",
+                              p_adjusted=fmt_p(sp.pvalue_adjusted, lang), verdict=sp.verdict, verdict_word=word,
+                              line=line, row=r))
     return out
 
 
@@ -528,6 +576,10 @@ class ReportModel:
     generated: str
     #: "Where is it?": each comparison's difference scenario by scenario (:class:`ScenarioView`)
     scenarios: list[ScenarioView] = field(default_factory=list)
+    #: The within-cell spread of each comparison that has one (:class:`SpreadView`; secondary)
+    spreads: list[SpreadView] = field(default_factory=list)
+    #: judge comparisons corrected by human labels: corrected and raw, the judge's error by group
+    label_corrections: list[str] = field(default_factory=list)
     #: ``fairpair discover``: the axes found and confirmed, apart from the plan (:class:`DiscoveredRow`)
     discovered: list[DiscoveredRow] = field(default_factory=list)
     discovered_intro: str = ""
@@ -644,6 +696,8 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
         generated=msg(lang, "generated", version=__version__,
                       at=datetime.now(timezone.utc).isoformat(timespec="seconds")),
         scenarios=_scenario_views(rows, figures, lang),
+        spreads=_spread_views(rows, lang),
+        label_corrections=_label_rows(rows, lang),
         discovered_intro=_discovered(res, lang)[0],
         discovered=_discovered(res, lang)[1],
     )
@@ -765,7 +819,9 @@ def summary_json(model: ReportModel, files: dict[str, str]) -> dict[str, Any]:
             "test": r.result.test, "pvalue": r.result.pvalue, "pvalue_adjusted": r.result.pvalue_adjusted,
             "correction": r.result.correction, "n_pairs": r.n_pairs, "n_dropped": r.n_dropped,
             "sentence": r.sentence, "shown": r.verdict, "reasons": list(r.reasons), "reason": r.reason,
-            "mark": r.mark} for r in model.rows],
+            "mark": r.mark,
+            "spread": r.result.spread.model_dump() if getattr(r.result, "spread", None) is not None else None}
+            for r in model.rows],
         "incomplete": (model.data.results.incomplete.model_dump()
                        if model.data.results is not None and model.data.results.incomplete is not None else None),
         "counts": model.counts,

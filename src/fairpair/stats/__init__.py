@@ -27,6 +27,7 @@ Dispersion (Tan & Lee 2025)               :func:`cell_means`, :func:`cell_means_
                                           :func:`corrected_dispersion` (answer noise removed)
 Crossed designs (templates x names)       :func:`crossed_difference`, :func:`crossed_from_cells`,
                                           :func:`crossed_omnibus`, :func:`names_heterogeneity`
+Within-cell spread                        :func:`spread_difference`, :func:`spread_from_cells`, :func:`cell_sds`
 Scenarios (templates fixed)               :func:`scenario_differences` (per template and the average over these
                                           templates), :func:`scenario_heterogeneity`
 Variant heterogeneity                     :func:`variant_heterogeneity`
@@ -34,6 +35,9 @@ Ranking design (k candidates, one prompt) :func:`crossed_mean`, :func:`paired_di
                                           :func:`ratio_to_best` (four-fifths rule), :func:`crossed_k_test`,
                                           :func:`position_effect`
 Intervals                                 :func:`wilson_interval`, :func:`t_interval`
+A judge corrected by human labels        :func:`ppi_difference` (PPI++ on the crossed design), :func:`ppi_values`,
+                                          :func:`ppi_tuning`, :func:`stratum_inclusion`, :func:`rogan_gladen`,
+                                          :func:`rogan_gladen_difference` (yes/no judges)
 Inter-rater agreement                     :func:`cohen_kappa` (weighted too), :func:`fleiss_kappa`,
                                           :func:`krippendorff_alpha`, :func:`confusion_matrix`,
                                           :func:`landis_koch`
@@ -72,11 +76,14 @@ _LAZY = {
     "_power": ("PowerResult", "design_effect", "mcnemar_power", "min_detectable_effect",
                "min_detectable_risk_difference", "paired_power", "pairs_needed", "CrossedPowerResult",
                "VarianceComponents", "crossed_power", "crossed_variance", "estimate_variance_components"),
+    "_ppi": ("PPIDifferenceResult", "RoganGladenResult", "RoganGladenDifferenceResult", "ppi_difference",
+             "ppi_tuning", "ppi_values", "rogan_gladen", "rogan_gladen_difference", "stratum_inclusion"),
     "_ranking": ("CrossedMeanResult", "SelectionRatioResult", "RatioToBest", "SlotEffect", "PositionEffectResult",
                  "crossed_mean", "paired_difference", "selection_ratio", "ratio_to_best", "crossed_k_test",
                  "position_effect", "FOUR_FIFTHS"),
     "_scenarios": ("ScenarioDifferencesResult", "ScenarioHeterogeneityResult", "scenario_differences",
                    "scenario_differences_from_cells", "scenario_heterogeneity", "stratified_difference"),
+    "_spread": ("SpreadDifferenceResult", "spread_difference", "spread_from_cells", "cell_sds"),
     "_signed_rank": ("PairedTResult", "WilcoxonResult", "paired_t", "wilcoxon"),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
@@ -117,6 +124,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         scenario_differences_from_cells,
         scenario_heterogeneity,
         stratified_difference,
+    )
+    from fairpair.stats._spread import (  # noqa: F401
+        SpreadDifferenceResult,
+        cell_sds,
+        spread_difference,
+        spread_from_cells,
     )
     from fairpair.stats._crossed import (  # noqa: F401
         CrossedDifferenceResult,
@@ -167,6 +180,17 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         min_detectable_risk_difference,
         paired_power,
         pairs_needed,
+    )
+    from fairpair.stats._ppi import (  # noqa: F401
+        PPIDifferenceResult,
+        RoganGladenDifferenceResult,
+        RoganGladenResult,
+        ppi_difference,
+        ppi_tuning,
+        ppi_values,
+        rogan_gladen,
+        rogan_gladen_difference,
+        stratum_inclusion,
     )
     from fairpair.stats._ranking import (  # noqa: F401
         FOUR_FIFTHS,
@@ -277,10 +301,25 @@ __all__ = [
     "ScenarioHeterogeneityResult",
     "CrossedDifferenceResult",
     "CrossedFResult",
+    # within-cell spread (templates and names random)
+    "spread_difference",
+    "spread_from_cells",
+    "cell_sds",
+    "SpreadDifferenceResult",
     # heterogeneity
     "variant_heterogeneity",
     "HeterogeneityResult",
     "VariantEffect",
+    # a judge corrected by human labels
+    "ppi_difference",
+    "ppi_tuning",
+    "ppi_values",
+    "stratum_inclusion",
+    "rogan_gladen",
+    "rogan_gladen_difference",
+    "PPIDifferenceResult",
+    "RoganGladenResult",
+    "RoganGladenDifferenceResult",
     # ranking design (k candidates in one prompt)
     "crossed_mean",
     "paired_difference",

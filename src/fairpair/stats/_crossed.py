@@ -436,6 +436,30 @@ def _satterthwaite(terms: list[tuple[float, float, float]]) -> float:
     return float(total ** 2 / den)
 
 
+def group_names(group: Any, name: Any, n: int, groups: tuple[Any, Any] | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Name codes of ``n`` answers and, per name code, whether the name belongs to group A.
+
+    ``group`` must hold exactly two labels; ``groups`` says which is A (default: the first in sorted
+    order). Raises ``ValueError`` otherwise, or when a name appears in both groups.
+    """
+    gl, gc = as_labels(group, "group", n)
+    if groups is not None:
+        order = [list(gl).index(g) if g in list(gl) else -1 for g in groups]
+        if -1 in order or len(set(order)) != 2:
+            raise ValueError(f"groups {groups!r} must be two distinct labels present in group")
+    if len(gl) != 2:
+        raise ValueError(f"group must hold exactly two labels; got {len(gl)}")
+    is_a = gc == (order[0] if groups is not None else 0)
+    nl, nc = as_labels(name, "name", n)
+    ga = np.bincount(nc, weights=is_a.astype(float), minlength=len(nl))
+    gt = np.bincount(nc, minlength=len(nl))
+    if np.any((ga > 0) & (ga < gt)):
+        bad = [str(nl[i]) for i in np.nonzero((ga > 0) & (ga < gt))[0]]
+        raise ValueError(f"a name must belong to one group; in both: {bad[:5]}")
+    return nc, ga > 0
+
+
 def crossed_difference(values: Any, template: Any, name: Any, group: Any, *, groups: tuple[Any, Any] | None = None,
                        names: str = "random", pool: float | None = POOL) -> CrossedDifferenceResult:
     """Difference of two groups' means with templates and names as random factors.
@@ -483,27 +507,9 @@ def crossed_difference(values: Any, template: Any, name: Any, group: Any, *, gro
     """
     check_choice("names", names, NAMES)
     v = np.asarray(values, dtype=float).ravel()
-    n = v.size
-    gl, gc = as_labels(group, "group", n)
-    if groups is not None:
-        order = [list(gl).index(g) if g in list(gl) else -1 for g in groups]
-        if -1 in order or len(set(order)) != 2:
-            raise ValueError(f"groups {groups!r} must be two distinct labels present in group")
-        if len(gl) != 2:
-            raise ValueError(f"group must hold exactly two labels; got {len(gl)}")
-        is_a = gc == order[0]
-    else:
-        if len(gl) != 2:
-            raise ValueError(f"group must hold exactly two labels; got {len(gl)}")
-        is_a = gc == 0
-    nl, nc = as_labels(name, "name", n)
-    ga = np.bincount(nc, weights=is_a.astype(float), minlength=len(nl))
-    gt = np.bincount(nc, minlength=len(nl))
-    if np.any((ga > 0) & (ga < gt)):
-        bad = [str(nl[i]) for i in np.nonzero((ga > 0) & (ga < gt))[0]]
-        raise ValueError(f"a name must belong to one group; in both: {bad[:5]}")
+    nc, in_a = group_names(group, name, v.size, groups)
     means, _cnt, _tl, _nl = cell_matrix(v, template, nc)
-    name_in_a = ga[: means.shape[1]] > 0
+    name_in_a = in_a[: means.shape[1]]
     return crossed_from_cells(means[:, name_in_a], means[:, ~name_in_a], names=names,
                               n_values=int((~np.isnan(v)).sum()), pool=pool)
 
@@ -522,8 +528,16 @@ def _pretest(groups: list[_Group], t: int) -> float:
 
 
 def crossed_from_cells(cells_a: np.ndarray, cells_b: np.ndarray, *, names: str = "random",
-                       n_values: int | None = None, pool: float | None = POOL) -> CrossedDifferenceResult:
-    """:func:`crossed_difference` from cell means: arrays (T, n_a) and (T, n_b), NaN for empty cells."""
+                       n_values: int | None = None, pool: float | None = POOL,
+                       names_from: "CrossedDifferenceResult | None" = None) -> CrossedDifferenceResult:
+    """:func:`crossed_difference` from cell means: arrays (T, n_a) and (T, n_b), NaN for empty cells.
+
+    ``names_from``: take the name components (names random) from another inference of the same
+    design instead of these cells (each entering Satterthwaite's df as ``(component, n_g - 1)``):
+    the prediction-powered values of :mod:`fairpair.stats._ppi`, whose labelled-sample noise makes
+    their own name components noisy and, truncated at 0, biased upwards (20% too wide at 50 labels
+    in ``benchmarks/sim_labels.py``), take them from the judge's scores of every answer.
+    """
     check_choice("names", names, NAMES)
     method = f"crossed random effects (templates, names {names}), method of moments, Satterthwaite df"
     a = np.asarray(cells_a, dtype=float)
@@ -561,7 +575,15 @@ def crossed_from_cells(cells_a: np.ndarray, cells_b: np.ndarray, *, names: str =
             comp[f"names_{key.lower()}"] = nan
             notes.append(f"group {key} has one name: the name variance cannot be estimated")
         pooled = False
-        if not one and pool is not None and t > 1:
+        if names_from is not None and not one:
+            for key, g in (("a", sa), ("b", sb)):
+                val = names_from.variance_components.get(f"names_{key}", nan)
+                comp[f"names_{key}"] = float(val) if np.isfinite(val) else nan
+                if np.isfinite(val) and val > 0:
+                    terms.append((1.0, float(val), g.n - 1.0))
+            ms["names_pretest_pvalue"] = names_from.mean_squares.get("names_pretest_pvalue", nan)
+            pooled = True  # nothing more to estimate here
+        elif not one and pool is not None and t > 1:
             pre = _pretest([sa, sb], t)
             ms["names_pretest_pvalue"] = pre
             if np.isfinite(pre) and pre > pool:
@@ -569,7 +591,7 @@ def crossed_from_cells(cells_a: np.ndarray, cells_b: np.ndarray, *, names: str =
                 notes.append(f"no evidence of name effects (preliminary F test p = {pre:.2g} > {pool:g}): "
                              "the name component is pooled into the template term")
         for key, g in (("a", sa), ("b", sb)):
-            if pooled or g.n < 2:
+            if pooled or g.n < 2 or names_from is not None:
                 continue
             if not np.isfinite(g.h):
                 comp[f"names_{key}"] = nan
