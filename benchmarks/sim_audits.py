@@ -54,7 +54,10 @@ goal; the goals are ``pm``, ``ff0`` and ``found``. The informative-failure
 row (the reference group's "yes" answers lost 30%, its "no" answers 10%) has
 no calibrated interval either (the answers that exist are biased): its goal is
 an honest ``inconclusive``: no false ``fail`` and no ``pass`` at the margin
-(the worst-case bounds of :mod:`fairpair.analysis._paired`).
+(the worst-case bounds of :mod:`fairpair.analysis._paired`). Judge rows: the measure is a
+1-5 human score, a judge (biased 0.4 points against group A, only noisy, or fine) scores every
+answer and two raters label 50-200 of them; the verdict is the corrected one
+(:mod:`fairpair.analysis._corrected`; the raw verdicts beside them: ``sim_labels.py``).
 
 Issue 30's leftovers: ``ceiling`` is a 1-5 score with ~95% fives (93-97%
 over templates; margin 0.1 point, the truth below the reference: a ceiling
@@ -80,7 +83,7 @@ import math
 import os
 import time
 
-from fairpair.analysis._simaudit import Gen, Row, run_row
+from fairpair.analysis._simaudit import Gen, JudgeSim, Row, run_row
 
 ALPHA = 0.05
 INDEP = Gen("independent")
@@ -178,6 +181,10 @@ def rows() -> list[Row]:
         Row(SPREAD_15, "continuous", 8, 5, 5, "random"),
         Row(SPREAD_15, "score", 20, 5, 2, "random"),
         Row(SPREAD_15, "ordinal", 20, 10, 5, "random"),
+        # a 1-5 judge corrected by human labels (issue 31; raw vs corrected and the power lost: sim_labels.py)
+        *[Row(NAMES, "ordinal", 20, 5, 4, "random", judge=JudgeSim(label, bias, sd, labels=n))
+          for label, bias, sd in (("biased -0.4 on A", -0.4, 0.5), ("noisy sd 1.0", 0.0, 1.0), ("fine sd 0.3", 0.0, 0.3))
+          for n in (50, 100, 200)],
     ]
 
 

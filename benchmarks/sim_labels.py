@@ -35,50 +35,29 @@ import argparse
 import math
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 
 import numpy as np
 
 from fairpair.analysis._corrected import analyze_corrected
 from fairpair.analysis._paired import analyze_pairs, finish
-from fairpair.analysis._simaudit import MARGINS, Gen, Row, _draw, _mu_for, _pairs
+from fairpair.analysis._simaudit import MARGINS, Gen, JudgeSim, Row, _draw, _mu_for, _pairs, judge_and_labels
 
 ALPHA = 0.05
 GEN = Gen("name effects 0.05", name=0.05, rho=0.5)
 DESIGN = Row(GEN, "ordinal", 20, 5, 4, "random")
-RATERS, RATER_SD = 2, 0.7
 
 
-@dataclass(frozen=True)
-class Judge:
-    label: str
-    bias: float  # added to group A's answers
-    sd: float
-
-
-JUDGES = (Judge("biased (-0.4 on A)", -0.4, 0.5), Judge("noisy (sd 1.0)", 0.0, 1.0), Judge("fine (sd 0.3)", 0.0, 0.3))
+JUDGES = (JudgeSim("biased (-0.4 on A)", -0.4, 0.5), JudgeSim("noisy (sd 1.0)", 0.0, 1.0),
+          JudgeSim("fine (sd 0.3)", 0.0, 0.3))
 LABELS = (50, 100, 200)
 
 
-def _sample(n: int, t: int, per_stratum: int, rng: np.random.Generator) -> np.ndarray:
-    """Stratified sample of ``n`` answers over (group, template) strata of ``per_stratum`` answers each:
-    every stratum gets ``n // strata``, a random set of strata one more; returns labelled [2, t, per_stratum]."""
-    strata = 2 * t
-    take = np.full(strata, n // strata)
-    take[rng.choice(strata, n - take.sum(), replace=False)] += 1
-    ranks = rng.random((strata, per_stratum)).argsort(axis=1).argsort(axis=1)
-    return (ranks < take[:, None]).reshape(2, t, per_stratum)
-
-
-def one(judge: Judge, n_labels: int, delta: float, rng: np.random.Generator, margin: float) -> dict[str, dict]:
+def one(judge: JudgeSim, delta: float, rng: np.random.Generator, margin: float) -> dict[str, dict]:
     """One audit: raw and corrected verdicts (with / without margin) and whether the 95% CI covers the truth."""
     mus = np.array([0.0, _mu_for("ordinal", delta)])  # group 1 = A, group 0 = B (reference)
     y, _truth, _tt, _b = _draw(DESIGN, mus.copy(), rng)
-    _, t, k, r = y.shape
-    f = y + rng.normal(0.0, judge.sd, y.shape)
-    f[1] += judge.bias
-    lab = _sample(n_labels, t, k * r, rng).reshape(2, t, k, r)
-    h = np.where(lab, y + rng.normal(0.0, RATER_SD, (RATERS, *y.shape)).mean(axis=0), np.nan)
+    f, h = judge_and_labels(judge, y, rng)
     pd = _pairs(f, 1, 0)
     hx, hy = h[1].reshape(-1), h[0].reshape(-1)
     out = {}
@@ -105,13 +84,13 @@ def _pct(k: float, n: int) -> str:
     return f"{100 * p:.1f} ({100 * math.sqrt(max(p * (1 - p), 1e-12) / n):.1f})"
 
 
-def run(judge: Judge, n_labels: int, audits: int, seed: int) -> dict[str, dict[str, dict[str, int]]]:
+def run(judge: JudgeSim, audits: int, seed: int) -> dict[str, dict[str, dict[str, int]]]:
     m = MARGINS["ordinal"]
     tot: dict = {}
     for i, (truth, delta) in enumerate((("null", 0.0), ("margin", m), ("power", 2 * m))):
         rng = np.random.default_rng([seed, i])
         for _ in range(audits):
-            for key, o in one(judge, n_labels, delta, rng, m).items():
+            for key, o in one(judge, delta, rng, m).items():
                 c = tot.setdefault(key, {}).setdefault(truth, dict.fromkeys(("fail0", "fail", "pass", "cov",
                                                                               "has_ci"), 0))
                 for f, v in o.items():
@@ -129,7 +108,7 @@ def main() -> None:
     t0 = time.perf_counter()
     d = DESIGN
     print(f"{args.audits} audits per row and truth; alpha {ALPHA}; {d.templates}T x {d.names}N x {d.reps}R, "
-          f"{d.gen.label}; 1-5 scale, margin {MARGINS['ordinal']}; {RATERS} raters, sd {RATER_SD}; "
+          f"{d.gen.label}; 1-5 scale, margin {MARGINS['ordinal']}; {JUDGES[0].raters} raters, sd {JUDGES[0].rater_sd}; "
           f"load {os.getloadavg()[0]:.1f}")
     head = "| judge | labels | verdicts | ff0 | ffm | pm | cov95 | pow_fail | pow_pass | goals |"
     print(head)
@@ -140,7 +119,7 @@ def main() -> None:
         if args.only and args.only not in judge.label:
             continue
         for i, n_labels in enumerate(counts):
-            tot = run(judge, n_labels, args.audits, args.seed + 10 * j + i)
+            tot = run(replace(judge, labels=n_labels), args.audits, args.seed + 10 * j + i)
             for key in ("raw", "corrected"):
                 nul, mar, pw = (tot[key][x] for x in ("null", "margin", "power"))
                 n = args.audits
@@ -155,8 +134,10 @@ def main() -> None:
                 print(f"| {judge.label} | {n_labels} | {key} | {_pct(nul['fail0'], n)} | {_pct(mar['fail'], n)} | "
                       f"{_pct(mar['pass'], n)} | {_pct(cov, n_ci)} | {_pct(pw['fail'], n)} | {_pct(nul['pass'], n)} | "
                       f"{'ok' if ok else 'OUT'} |", flush=True)
-    print(f"{'all rows meet the goals' if ok_all else 'SOME ROWS MISS THE GOALS'} in "
-          f"{time.perf_counter() - t0:.0f} s; load {os.getloadavg()[0]:.1f}")
+    took = time.perf_counter() - t0
+    n_audits = 3 * args.audits * len(counts) * sum(1 for j in JUDGES if not args.only or args.only in j.label)
+    print(f"{'all rows meet the goals' if ok_all else 'SOME ROWS MISS THE GOALS'} in {took:.0f} s "
+          f"({1000 * took / max(n_audits, 1):.1f} ms per audit, raw and corrected); load {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -180,3 +180,47 @@ def test_rogan_gladen_difference_by_group():
     assert r.se > plain.se * 0.5 and np.isfinite(r.df)
     with pytest.raises(ValueError, match="0/1"):
         rogan_gladen_difference(judge + 0.5, truth, tt, name, group)
+
+
+def test_labels_needed_by_hand_and_by_monte_carlo():
+    """n = 4 s^2 / ((h/z)^2 - se^2 + 4 s^2 / N); with that many labels (half per group, lambda = 1) the
+    PPI difference's SD over a Monte Carlo is h / z."""
+    from fairpair.stats import labels_needed
+
+    z = 1.959963984540054
+    assert labels_needed(0.2, 0.8) == pytest.approx(4 * 0.64 / (0.2 / z) ** 2)
+    assert labels_needed(0.2, 0.8, se_judge=0.05, n_answers=2000) == pytest.approx(
+        4 * 0.64 / ((0.2 / z) ** 2 - 0.05 ** 2 + 4 * 0.64 / 2000))
+    assert labels_needed(0.1, 0.8, se_judge=0.06) == float("inf")
+    with pytest.raises(ValueError):
+        labels_needed(0.0, 0.8)
+    rng = np.random.default_rng(7)
+    big_n, s, h = 2000, 0.8, 0.25
+    n = int(round(labels_needed(h, s, n_answers=big_n)))
+    group = np.repeat([0, 1], big_n // 2)
+    f = rng.normal(size=big_n)  # the judge's scores fixed; the residuals and the sample vary
+    est = []
+    for _ in range(3000):
+        resid = rng.normal(0, s, big_n)
+        lab = np.zeros(big_n, bool)
+        for g in (0, 1):
+            lab[rng.choice(np.nonzero(group == g)[0], n // 2, replace=False)] = True
+        y = ppi_values(f, np.where(lab, f + resid, np.nan), lam=1.0, inclusion=np.full(big_n, n / big_n))
+        est.append(y[group == 0].mean() - y[group == 1].mean() - (resid[group == 0].mean() - resid[group == 1].mean()))
+    assert np.std(est) == pytest.approx(h / z, rel=0.05)
+
+
+def test_crossfit_lambda_comes_from_the_other_fold():
+    from fairpair.stats import ppi_crossfit
+
+    rng = np.random.default_rng(8)
+    tt, name, group = _design(8, 3, 2)
+    f = rng.normal(size=tt.size)
+    h = np.where(rng.random(tt.size) < 0.4, f + rng.normal(0, 0.5, tt.size), np.nan)
+    pi = np.full(tt.size, 0.4)
+    lam = ppi_crossfit(f, h, group, tt % 2, inclusion=pi)
+    for k in (0, 1):
+        other = tt % 2 != k
+        assert np.all(lam[tt % 2 == k] == ppi_tuning(f[other], h[other], group[other], inclusion=pi[other]))
+    assert np.all(ppi_crossfit(f, h, group, np.zeros(tt.size, int), inclusion=pi) == ppi_tuning(f, h, group,
+                                                                                                    inclusion=pi))

@@ -91,7 +91,7 @@ def load_labels(store) -> tuple[dict[tuple[str, str], HumanLabels], list[str]]:
     stratum, which is exact when every sample was drawn at random within those strata (a union of
     such samples is again one) and is noted otherwise.
     """
-    labels = store.labels() if hasattr(store, "labels") else []
+    labels = store.labels()
     notes: list[str] = []
     rows: dict[tuple[str, str], list[HumanLabel]] = {}
     for lab in labels:
@@ -129,11 +129,11 @@ def corrected_pairs(pd: PairData, hx: np.ndarray, hy: np.ndarray, pix: np.ndarra
     ``hx`` / ``hy``: the human label (raters' mean) of group A's / group B's answer of each pair, NaN
     unlabelled; ``pix`` / ``piy``: their inclusion probabilities (NaN or ``None``: the labelled share of
     the answer's (group, template) stratum, :func:`fairpair.stats.stratum_inclusion`). ``lam``: default
-    PPI++ tuning. Returns the new pairs and the correction's figures (``lam``, labels per group, the
+    PPI++ tuning, cross-fitted over two halves of the templates (:func:`fairpair.stats.ppi_crossfit`).
+    Returns the new pairs and the correction's figures (``lam``, labels per group, the
     judge's mean error per group).
     """
-    from fairpair.stats import ppi_tuning, ppi_values
-    from fairpair.stats._ppi import judge_error_by_group
+    from fairpair.stats import judge_error_by_group, ppi_crossfit, ppi_values
 
     n = pd.x.size
     f = np.concatenate([pd.x, pd.y])
@@ -142,13 +142,13 @@ def corrected_pairs(pd: PairData, hx: np.ndarray, hy: np.ndarray, pix: np.ndarra
     is_a = np.repeat([True, False], n)
     lab = ~np.isnan(h)
     pi = None if pix is None or piy is None else np.concatenate([pix, piy])
+    tc = np.unique(np.concatenate([np.asarray(pd.clusters), np.asarray(pd.clusters)]),
+                   return_inverse=True)[1].reshape(-1)
     if pi is None or np.isnan(pi[lab]).any():
-        tc = np.concatenate([np.asarray(pd.clusters), np.asarray(pd.clusters)])
-        strata = np.where(is_a, 0, 1) + 2 * np.unique(tc, return_inverse=True)[1].reshape(-1)
-        pi = _stratum_shares(lab, strata, f)
-    if lam is None:
-        lam = ppi_tuning(f, h, is_a, inclusion=pi)
-    y = ppi_values(f, h, lam=lam, inclusion=pi)
+        pi = _stratum_shares(lab, np.where(is_a, 0, 1) + 2 * tc, f)
+    lams = ppi_crossfit(f, h, is_a, tc % 2, inclusion=pi) if lam is None else lam
+    y = ppi_values(f, h, lam=lams, inclusion=pi)
+    lam = float(np.mean(lams))
     err, cnt = judge_error_by_group(f, h, is_a, pi)
     info = {"lam": float(lam), "n_labels": int(lab.sum()), "n_labels_a": cnt["A"], "n_labels_b": cnt["B"],
             "judge_error_a": err["A"], "judge_error_b": err["B"]}

@@ -73,7 +73,7 @@ def why(c: ComparisonResult) -> str:
 
 def _fails(verdict: str | None, *, on_inconclusive: bool, on_insufficient: bool) -> bool:
     return verdict == "fail" or (on_inconclusive and verdict == "inconclusive") or \
-        (on_insufficient and verdict == "insufficient design")
+        (on_insufficient and verdict in ("insufficient design", "insufficient labels"))
 
 
 @dataclass(frozen=True)
@@ -235,8 +235,8 @@ def _p_is(p: float | None) -> str:
 def _mark(verdict: str, fails: bool) -> tuple[str, int]:
     if verdict == "inconclusive" and fails:
         return "FAIL (inconclusive, --on-inconclusive)", 0
-    if verdict == "insufficient design" and fails:
-        return "FAIL (insufficient design, --on-insufficient)", 0
+    if verdict in ("insufficient design", "insufficient labels") and fails:
+        return f"FAIL ({verdict}, --on-insufficient)", 0
     if verdict == "fail":
         return "FAIL", 0
     return verdict, 1

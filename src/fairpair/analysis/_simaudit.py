@@ -38,7 +38,8 @@ from scipy import optimize, special, stats
 from fairpair.analysis._paired import PairData, analyze_pairs, finish
 from fairpair.stats import adjust
 
-__all__ = ["Gen", "Row", "true_mean", "true_spread", "run_row", "MARGINS"]
+__all__ = ["Gen", "Row", "JudgeSim", "true_mean", "true_spread", "run_row", "MARGINS", "judge_and_labels",
+           "stratified_sample"]
 
 #: Margin of each measure kind, in its units (0.10 = 10 points for yes/no; ``score``: a 0-100-like score
 #: in points, ten times the latent score, so 2 points are 0.2 latent standard deviations).
@@ -83,6 +84,45 @@ class Gen:
 
 
 @dataclass(frozen=True)
+class JudgeSim:
+    """A judge scoring every answer and human raters labelling a sample (issue 31; ``benchmarks/sim_labels.py``).
+
+    The simulated measure is the *human* score ``h*``; the judge gives ``h* + bias [group A] + N(0, sd^2)``
+    and each of ``raters`` raters ``h* + N(0, rater_sd^2)`` on ``labels`` answers drawn evenly from the
+    (group, template) strata (a random set of strata takes one more); the verdict comes from the
+    prediction-powered values (:func:`fairpair.analysis._corrected.analyze_corrected`).
+    """
+
+    label: str
+    bias: float = 0.0
+    sd: float = 0.5
+    labels: int = 100
+    raters: int = 2
+    rater_sd: float = 0.7
+
+
+def stratified_sample(n: int, t: int, per_stratum: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` answers drawn evenly over the ``2 t`` (group, template) strata of ``per_stratum`` answers each
+    (``n // 2t`` each, a random set of strata one more); returns the labelled mask ``[2, t, per_stratum]``."""
+    strata = 2 * t
+    take = np.full(strata, n // strata)
+    take[rng.choice(strata, n - take.sum(), replace=False)] += 1
+    ranks = rng.random((strata, per_stratum)).argsort(axis=1).argsort(axis=1)
+    return (ranks < take[:, None]).reshape(2, t, per_stratum)
+
+
+def judge_and_labels(js: JudgeSim, y: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The judge's scores ``f[g, t, k, r]`` of the human scores ``y`` (group 1 is A, the compared one) and
+    the raters' mean label ``h`` (NaN where unlabelled)."""
+    _, t, k, r = y.shape
+    f = y + rng.normal(0.0, js.sd, y.shape)
+    f[1] += js.bias
+    lab = stratified_sample(js.labels, t, k * r, rng).reshape(2, t, k, r)
+    h = np.where(lab, y + rng.normal(0.0, js.rater_sd, (js.raters, *y.shape)).mean(axis=0), np.nan)
+    return f, h
+
+
+@dataclass(frozen=True)
 class Row:
     """One row of the table: a generator, a measure kind and a design."""
 
@@ -100,6 +140,8 @@ class Row:
     #: informative failures (yes/no measures): the reference group's (group 0's) "yes" answers are lost with the
     #: first probability, its "no" answers with the second (issue 30: 0.3 and 0.1)
     informative: tuple[float, float] | None = None
+    #: a judge measures the answers and human labels correct it (the verdict is the corrected one)
+    judge: JudgeSim | None = None
 
     @property
     def label(self) -> str:
@@ -108,6 +150,8 @@ class Row:
         tf = ", templates fixed" if self.templates_estimand == "fixed" else ""
         if self.informative:
             tf += f", reference loses {self.informative[0]:.0%} of yes / {self.informative[1]:.0%} of no"
+        if self.judge:
+            tf += f", judge {self.judge.label} corrected by {self.judge.labels} labels"
         return (f"{self.gen.label}; {self.measure}; {self.templates}T x {self.names}N x {self.reps}R; "
                 f"names {self.estimand}{tf}{extra}{fam}")
 
@@ -288,12 +332,19 @@ def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: 
     sign = SIGN.get(row.measure, 1.0)
     tl = Tally()
     pas = []
+    kw = dict(alpha=row.alpha, confidence_level=1 - row.alpha, exact_threshold=25, n_resamples=0, seed=seed,
+              heterogeneity=False, names=row.estimand, secondary=False, templates=row.templates_estimand)
     for j in range(1, ng):
+        if row.judge is not None:  # the judge's scores, corrected by the labels (group j is A)
+            from fairpair.analysis._corrected import analyze_corrected
+
+            f, h = judge_and_labels(row.judge, y[[0, j]], rng)
+            pd = _pairs(f, 1, 0)
+            raw = analyze_pairs(pd, scale=scale, **kw)
+            pas.append(analyze_corrected(pd, raw, h[1].reshape(-1), h[0].reshape(-1), scale=scale, **kw))
+            continue
         pd = _pairs(y, j, 0)
-        pa = analyze_pairs(pd, scale=scale, alpha=row.alpha, confidence_level=1 - row.alpha, exact_threshold=25,
-                           n_resamples=0, seed=seed, heterogeneity=False, names=row.estimand, secondary=False,
-                           templates=row.templates_estimand)
-        pas.append(pa)
+        pas.append(analyze_pairs(pd, scale=scale, **kw))
     raw = np.array([np.nan if p.pvalue is None else p.pvalue for p in pas])
     adj = adjust(raw, row.correction if ng > 2 else "none")
     raw_m = np.array([np.nan if (q := p.pvalue_beyond(margin)) is None else q for p in pas])

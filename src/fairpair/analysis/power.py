@@ -16,6 +16,9 @@ and strictest step, so slightly conservative for Holm and BH):
 * what one more repetition, one more name per group or one more template
   buys (standard error and power at the target difference), and the
   repetitions, names or templates the target difference needs;
+* for each primary comparison of a judge measure with a margin: the human labels
+  that correct it (:mod:`fairpair.analysis._corrected`) with a 95% interval of half
+  the margin, from the human-minus-judge spread of a labelled run or an assumed one;
 * for each primary comparison with a margin: the probability of a ``fail``
   beyond the margin at the assumed difference and of a ``pass`` at no
   difference and at the assumed one. The ``pass`` follows the verdict's
@@ -49,7 +52,7 @@ import numpy as np
 from fairpair.battery import recorded_battery
 from fairpair.stats import VarianceComponents, crossed_power, estimate_variance_components
 
-__all__ = ["power_plan", "components_from_run", "DEFAULTS"]
+__all__ = ["power_plan", "components_from_run", "label_residuals_from_run", "DEFAULTS", "ASSUMED_RESIDUAL_SD"]
 
 DEFAULTS = {"discordance": 0.20, "icc": 0.05, "power": 0.80, "target_difference": 0.05}
 MAX_REPETITIONS = 100
@@ -216,7 +219,8 @@ def _needed(fn, start: int, stop: int, target: float) -> int | None:
 
 def power_plan(loaded, plan, *, discordance: float = DEFAULTS["discordance"], icc: float = DEFAULTS["icc"],
                power: float = DEFAULTS["power"], target_difference: float = DEFAULTS["target_difference"],
-               components: dict[tuple[str, str], VarianceComponents] | None = None) -> dict[str, Any]:
+               components: dict[tuple[str, str], VarianceComponents] | None = None,
+               label_residual_sd: dict[str, float] | None = None) -> dict[str, Any]:
     """Power of the battery's comparisons under the crossed design (see the module notes).
 
     Parameters
@@ -234,6 +238,9 @@ def power_plan(loaded, plan, *, discordance: float = DEFAULTS["discordance"], ic
     components : dict, optional
         From :func:`components_from_run` (``--from RUN``); measures not in
         it use the assumed components.
+    label_residual_sd : dict, optional
+        ``measure -> SD`` of the human-minus-judge difference (:func:`label_residuals_from_run`);
+        judge measures not in it assume :data:`ASSUMED_RESIDUAL_SD`.
 
     Returns
     -------
@@ -246,6 +253,9 @@ def power_plan(loaded, plan, *, discordance: float = DEFAULTS["discordance"], ic
         ``repetitions_needed``, ``names_needed``, ``templates_needed``,
         ``comparisons`` (per primary comparison with a margin:
         ``power_fail``, ``power_pass_at_zero``, ``power_pass_at_effect``))
+        ``labels`` (per primary judge comparison with a margin: the human labels a corrected
+        95% interval of half the margin needs, :func:`fairpair.stats.labels_needed`, never
+        fewer than the simulation's floor :data:`fairpair.analysis._corrected.MIN_LABELS`)
         and ``lines`` (what ``fairpair plan --power`` prints).
     """
     b = loaded.battery
@@ -376,6 +386,81 @@ def power_plan(loaded, plan, *, discordance: float = DEFAULTS["discordance"], ic
                          f"{pf.power_fail * 100:.0f}%; P(pass) at no difference {p0.power_pass * 100:.0f}%")
     if not designs:
         lines.append("no counterfactual or crossed design: nothing to plan")
+    _label_plan(b, plan, designs, components, label_residual_sd or {}, a, out)
+    return out
+
+
+#: SD of the human-minus-judge difference on a 1-5 rubric assumed without a labelled run (one level
+#: of disagreement in three answers, two raters' noise included).
+ASSUMED_RESIDUAL_SD = 0.8
+
+
+def _label_plan(b, plan, designs: dict, components: dict, residual: dict[str, float], a: float,
+                out: dict[str, Any]) -> None:
+    """The human labels each primary judge comparison needs (``out["labels"]`` and its lines)."""
+    from fairpair.analysis._corrected import MIN_LABELS
+    from fairpair.stats import labels_needed
+
+    judged = {m for m, s in b.measures.items() if s.kind == "judge"}
+    rows = {}
+    for c in _primary(b):
+        root = c.measure.split(".", 1)[0]
+        if root not in judged or not c.margin or c.margin <= 0:
+            continue
+        sd = residual.get(c.measure, ASSUMED_RESIDUAL_SD)
+        for did, s in designs.items():
+            if c.design and c.design != did:
+                continue
+            t, r = int(s.get("templates") or 0), int(s.get("repetitions") or 1)
+            n = _names_per_group(s, s.get("attribute"))
+            cvc = components.get((did, c.measure))
+            se = 0.0
+            if cvc is not None and t >= 2 and n >= 1:
+                se = _power(0.0, cvc, t, n, r, a, _names_estimand(b, c)).standard_error
+            need = labels_needed(c.margin / 2.0, sd, se_judge=se, n_answers=2 * t * n * r)
+            cid = c.id or f"{c.measure}-by-{c.attribute}"
+            k = max(MIN_LABELS, math.ceil(need)) if math.isfinite(need) else None
+            rows[cid] = {"measure": c.measure, "design": did, "half_width": c.margin / 2.0, "residual_sd": sd,
+                         "residual_sd_from_run": c.measure in residual, "judge_standard_error": se,
+                         "labels_needed": k}
+            src = "from the run's labels" if c.measure in residual else "assumed"
+            judge_se = (f"the judge's own SE {se:.3g} counted" if cvc is not None else
+                        "the judge's own error not counted (give --from RUN)")
+            out["lines"].append(
+                f"  {cid}: human labels for a corrected 95% interval of +/-{c.margin / 2:g} (half the margin): "
+                + (f"{k}" if k is not None else "not reachable (the judge's own error is wider)")
+                + f" (human-minus-judge SD {sd:.2f}, {src}; {judge_se}; at least {MIN_LABELS}, the simulation's "
+                  "floor; fairpair label RUN draws them)")
+    if rows:
+        out["labels"] = rows
+
+
+def label_residuals_from_run(run_dir: Path | str) -> dict[str, float]:
+    """``measure -> SD`` of the human-minus-judge difference within groups, from a run's stored labels
+    (several raters of an answer as their mean; groups by the case's group label); measures with fewer
+    than 3 labelled answers are left out."""
+    from fairpair.analysis._corrected import load_labels
+    from fairpair.analysis._data import open_for_reading
+
+    out: dict[str, float] = {}
+    with open_for_reading(Path(run_dir)) as run:
+        st = run.store
+        labels, _notes = load_labels(st)
+        if not labels:
+            return out
+        groups = {c.id: c.group_label() for c in st.iter_cases()}
+        res: dict[str, dict[str, list[float]]] = {}
+        for (target, measure), hl in labels.items():
+            judge = {m.case_id: m.value for m in st.measurements(measure, status="ok") if m.target == target}
+            for case_id, h in hl.value.items():
+                f = judge.get(case_id)
+                if isinstance(f, (int, float)):
+                    res.setdefault(measure, {}).setdefault(groups.get(case_id, "?"), []).append(h - float(f))
+    for measure, by in res.items():
+        dev = [x - float(np.mean(v)) for v in by.values() for x in v]
+        k = sum(len(v) for v in by.values())
+        if k - len(by) >= 2:
+            out[measure] = float(np.sqrt(np.sum(np.square(dev)) / (k - len(by))))
     return out
 
 

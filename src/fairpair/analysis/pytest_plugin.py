@@ -162,11 +162,12 @@ class ComparisonItem(pytest.Item):
                    f"estimate {c.estimate} CI {c.ci}, {c.test} p={c.pvalue} (adjusted {c.pvalue_adjusted}), "
                    f"margin {c.margin}: {c.verdict} (names {c.names}: {c.estimand})" + why(c))
         if (c.verdict == "fail" or (c.verdict == "inconclusive" and res.fail_on_inconclusive and c.primary)
-                or (c.verdict == "insufficient design" and res.fail_on_insufficient and c.primary)):
+                or (c.verdict in ("insufficient design", "insufficient labels") and res.fail_on_insufficient
+                    and c.primary)):
             raise FairnessFailure(summary)
         if c.verdict == "no verdict" and c.primary:  # a pre-registered comparison that says nothing
             raise FairnessFailure(f"no verdict ({(c.reasons or ['not measured'])[0]}): {summary}")
-        if c.verdict in ("inconclusive", "insufficient design", "no verdict"):
+        if c.verdict in ("inconclusive", "insufficient design", "insufficient labels", "no verdict"):
             pytest.skip(f"{c.verdict}: {summary}")
 
     def repr_failure(self, excinfo, style=None):

@@ -107,10 +107,11 @@ def plan(
         raise FairpairError("--from RUN only works with --power (it gives the power planning its variance components)")
     data["design_warnings"] = plan_warnings(lb, p)
     if power:
-        from fairpair.analysis.power import components_from_run, power_plan
+        from fairpair.analysis.power import components_from_run, label_residuals_from_run, power_plan
 
         comps = components_from_run(from_run) if from_run is not None else None
-        data["power"] = power_plan(lb, p, components=comps)
+        resid = label_residuals_from_run(from_run) if from_run is not None else None
+        data["power"] = power_plan(lb, p, components=comps, label_residual_sd=resid)
     if as_json:
         console.print_json(json.dumps(data, ensure_ascii=False))
         return

@@ -76,6 +76,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "clause.insufficient design.said": "no verdict: the design cannot support one (why: under the verdicts)",
         "clause.incomplete run": "no verdict until the run is complete (see the headline)",
         "clause.not measured": "no verdict: not measured (why: under the verdicts)",
+        "clause.insufficient labels": "no verdict: too few human labels to correct the judge (why: under the verdicts)",
         "estimand.random": "This verdict generalises to other names of these groups and other scenarios like these.",
         "estimand.fixed": ("This verdict holds for these names, in scenarios like these (not for other names of "
                            "the groups)."),
@@ -420,6 +421,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "clause.insufficient design.said": "sin veredicto: el diseño no lo permite (el motivo, bajo los veredictos)",
         "clause.incomplete run": "sin veredicto hasta que el run esté completo (ver el titular)",
         "clause.not measured": "sin veredicto: sin medir (el motivo, bajo los veredictos)",
+        "clause.insufficient labels": ("sin veredicto: pocas etiquetas humanas para corregir al juez (el motivo, bajo "
+                                       "los veredictos)"),
         "estimand.random": ("Este veredicto se generaliza a otros nombres de estos grupos y a otros escenarios "
                             "como estos."),
         "estimand.fixed": ("Este veredicto vale para estos nombres, en escenarios como estos (no para otros nombres "
@@ -878,7 +881,8 @@ def verdict_word(verdict: str | None, lang: str) -> str:
     return msg(lang, f"verdict.{verdict}" if verdict in (*_VERDICTS, "no verdict") else "verdict.none")
 
 
-_VERDICTS = ("fail", "pass", "inconclusive", "insufficient design", "incomplete run", "not measured")
+_VERDICTS = ("fail", "pass", "inconclusive", "insufficient design", "insufficient labels", "incomplete run",
+             "not measured")
 _DATA_REASONS_ES = {
     "no answer of these groups has a value for this measure": "ninguna respuesta de estos grupos tiene valor para "
         "esta medida: revisa la etapa de medidas (faltan o fallaron)",
@@ -1006,8 +1010,8 @@ def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
         clause = msg(lang, "clause.insufficient design", reason=design_reason_text(comp, lang))
     elif nodata is not None:  # 0 pairs or a constant measure: the reason, not "the interval does not settle"
         clause = nodata
-    elif verdict == "not measured":
-        clause = msg(lang, "clause.not measured")
+    elif verdict in ("not measured", "insufficient labels"):
+        clause = msg(lang, f"clause.{verdict}")
     elif verdict not in ("fail", "pass", "inconclusive"):
         clause = verdict_word(verdict, lang).lower()
     elif verdict == "inconclusive" and _decided_by_p(comp):  # the p-value that decided, with its value

@@ -36,8 +36,8 @@ Ranking design (k candidates, one prompt) :func:`crossed_mean`, :func:`paired_di
                                           :func:`position_effect`
 Intervals                                 :func:`wilson_interval`, :func:`t_interval`
 A judge corrected by human labels        :func:`ppi_difference` (PPI++ on the crossed design), :func:`ppi_values`,
-                                          :func:`ppi_tuning`, :func:`stratum_inclusion`, :func:`rogan_gladen`,
-                                          :func:`rogan_gladen_difference` (yes/no judges)
+                                          :func:`ppi_tuning`, :func:`ppi_crossfit`, :func:`judge_error_by_group`, :func:`stratum_inclusion`, :func:`rogan_gladen`,
+                                          :func:`rogan_gladen_difference` (yes/no judges), :func:`labels_needed`
 Inter-rater agreement                     :func:`cohen_kappa` (weighted too), :func:`fleiss_kappa`,
                                           :func:`krippendorff_alpha`, :func:`confusion_matrix`,
                                           :func:`landis_koch`
@@ -76,7 +76,7 @@ _LAZY = {
     "_power": ("PowerResult", "design_effect", "mcnemar_power", "min_detectable_effect",
                "min_detectable_risk_difference", "paired_power", "pairs_needed", "CrossedPowerResult",
                "VarianceComponents", "crossed_power", "crossed_variance", "estimate_variance_components"),
-    "_ppi": ("PPIDifferenceResult", "RoganGladenResult", "RoganGladenDifferenceResult", "ppi_difference",
+    "_ppi": ("judge_error_by_group", "ppi_crossfit", "labels_needed", "PPIDifferenceResult", "RoganGladenResult", "RoganGladenDifferenceResult", "ppi_difference",
              "ppi_tuning", "ppi_values", "rogan_gladen", "rogan_gladen_difference", "stratum_inclusion"),
     "_ranking": ("CrossedMeanResult", "SelectionRatioResult", "RatioToBest", "SlotEffect", "PositionEffectResult",
                  "crossed_mean", "paired_difference", "selection_ratio", "ratio_to_best", "crossed_k_test",
@@ -185,6 +185,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         PPIDifferenceResult,
         RoganGladenDifferenceResult,
         RoganGladenResult,
+        judge_error_by_group,
+        labels_needed,
+        ppi_crossfit,
         ppi_difference,
         ppi_tuning,
         ppi_values,
@@ -312,6 +315,9 @@ __all__ = [
     "VariantEffect",
     # a judge corrected by human labels
     "ppi_difference",
+    "labels_needed",
+    "judge_error_by_group",
+    "ppi_crossfit",
     "ppi_tuning",
     "ppi_values",
     "stratum_inclusion",
