@@ -20,6 +20,9 @@
   in one prompt): selection rates, the four-fifths ratio, Cochran's Q,
   Friedman, pairwise comparisons with verdicts, the position effect
   (:class:`RankingAnalysis`, ``results.json`` key ``rankings``).
+* :func:`discover_run` -- ``fairpair discover``: axes of difference found on an exploration part of
+  the matched sets and tested on a confirmation part (``results.json`` key ``discovered``, apart
+  from the plan); :func:`from_discovered` takes the confirmed ones into the next battery's plan.
 * :func:`fairpair.analysis.power.power_plan` -- smallest detectable
   differences for a battery's design (``fairpair plan --power``).
 """
@@ -34,6 +37,10 @@ _LAZY_EXPORTS = {
     "design_reason_parts": "fairpair.analysis._design",
     "reason_text": "fairpair.analysis._why",
     "design_reason_counts": "fairpair.analysis._design",
+    "DISCOVERED_PREFIX": "fairpair.analysis._discover",
+    "discover_run": "fairpair.analysis._discover",
+    "discover_sizing": "fairpair.analysis._discover",
+    "from_discovered": "fairpair.analysis._discover",
     "gate_lines": "fairpair.analysis._gate",
     "gate_outcome": "fairpair.analysis._gate",
     "load_run_data": "fairpair.analysis._data",

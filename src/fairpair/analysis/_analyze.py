@@ -640,7 +640,11 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
         counts = _counts(data, {t: store.counts(t)["cases"] for t in data.targets})
         incomplete = _incomplete(run_dir, counts)
         comparisons = with_reasons(comparisons, incomplete)
-        measures = sorted({m for (_t, m) in data.values} | set(battery.measures))
+        from fairpair.analysis._discover import DISCOVERED_PREFIX, discovered_block
+
+        discovered = discovered_block(store, battery, data)
+        measures = sorted({m for (_t, m) in data.values if not m.startswith(DISCOVERED_PREFIX)}
+                          | set(battery.measures))
         scales = {m: measure_scale(battery, m, data.raw_kinds.get(m)) for m in measures}
         if changes:
             notes.append("the analysis plan was changed after it was registered; the registered plan was executed")
@@ -654,7 +658,7 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
             names=plan.generalize.names, templates=plan.generalize.templates, targets=data.targets, measures=scales,
             comparisons=comparisons, omnibus=omnibus, two_party=two_party, judge=judge, counts=counts,
             notes=notes + aa.notes, answer_statuses=_answer_statuses(battery, data), aa_controls=aa.comparisons,
-            aa_flag=aa.flag, rankings=rankings, incomplete=incomplete)
+            aa_flag=aa.flag, rankings=rankings, incomplete=incomplete, discovered=discovered)
     if write:
         write_results(run_dir, res.to_json() + "\n")
     if console is not None:
@@ -705,6 +709,10 @@ def _print_summary(console, res: Results) -> None:
         console.print(f"[red]A/A control failed:[/red] {escape(res.aa_flag)}")
     for n in dict.fromkeys(res.notes):
         console.print(f"note: {escape(n)}", soft_wrap=True)
+    if res.discovered is not None:
+        from fairpair.analysis._discover import print_discovered
+
+        print_discovered(console, res.discovered)
 
 
 def load_results(run_dir: Path | str) -> Results:

@@ -46,6 +46,7 @@ import itertools
 import numpy as np
 
 from fairpair.analysis._data import RunData
+from fairpair.analysis._discover import DISCOVERED_PREFIX
 from fairpair.records import (
     CellMean, DispersionRow, DispersionTest, MinimumIdentity, TwoPartyBlock, interval, num,
 )
@@ -107,6 +108,8 @@ def analyze_two_party(battery, data: RunData, *, n_resamples: int, seed: int,
             "res": np.array([cases.groups[i].get("res", "") for i in idx], dtype=object),
         }
         for (target, measure), vals in sorted(data.values.items()):
+            if measure.startswith(DISCOVERED_PREFIX):  # fairpair discover's axes: its own section
+                continue
             answered = data.answered.get(target)
             v = np.where(answered[idx], vals[idx], np.nan) if answered is not None else vals[idx]
             keep = ~np.isnan(v)

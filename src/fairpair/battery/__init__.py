@@ -7,6 +7,7 @@ from fairpair._lazy import lazy_getattr
 _LAZY_EXPORTS = {
     "AnalysisPlan": "fairpair.battery._schema",
     "Attribute": "fairpair.battery._schema",
+    "Comparison": "fairpair.battery._schema",
     "Group": "fairpair.battery._schema",
     "InitChoices": "fairpair.battery._init",
     "Located": "fairpair.battery._yaml",

@@ -127,3 +127,75 @@ def results_schema_cmd() -> None:
     from fairpair.analysis import results_schema
 
     console.print_json(json.dumps(results_schema(), ensure_ascii=False))
+
+
+@app.command()
+def discover(run: RunArg,
+             seed: Annotated[int, typer.Option(help="Seed of the split into exploration and confirmation parts "
+                                                    "(used once: a run keeps its first split).")] = 0,
+             words: Annotated[bool, typer.Option("--words/--no-words", help="The model-free pass: phrases that "
+                                                 "distinguish the groups' answers (log-odds ratio, informative "
+                                                 "Dirichlet prior).")] = True,
+             proposer: Annotated[Optional[str], typer.Option(
+                 "--proposer", help="The model pass: a target of the battery, or a target block as JSON/YAML "
+                                    "('{kind: openai, model: ..., base_url: ...}'), shown masked answer pairs in "
+                                    "both orders; its questions are answered by the battery's judge. Default: "
+                                    "no model pass.")] = None,
+             max_axes: Annotated[int, typer.Option(min=1, max=20, help="Axes per pass and pair of groups.")] = 3,
+             z_min: Annotated[float, typer.Option(help="Smallest |z| of a phrase's log-odds ratio.")] = 2.0,
+             min_answers: Annotated[int, typer.Option(min=1, help="A phrase used by fewer exploration answers is "
+                                                              "no candidate.")] = 5,
+             pairs: Annotated[int, typer.Option(min=1, help="Matched pairs shown to the proposer per pair of "
+                                                          "groups (each in both orders).")] = 8,
+             judge: Annotated[Optional[str], typer.Option(
+                 "--judge", help="The judge that answers the proposed questions on the confirmation part: a target "
+                                 "of the battery or a target block as JSON/YAML (default: the battery's judge, "
+                                 "else the embedded local model).")] = None,
+             ) -> None:
+    """Find differences no measure was written for (exploration part), then test them on the confirmation part.
+
+    The matched sets are split once, at random and recorded, into two parts that share no template (and no
+    name, with names random). The axes found on the exploration part are written to RUN/discovered/axes.yaml
+    as ordinary measures, measured on the confirmation part only and tested with the crossed inference, Holm
+    over the discovered axes: the 'discovered' section of results.json and the report. A discovered axis
+    changes no pre-registered verdict and not the gate. See docs/discover.md.
+    """
+    from fairpair.analysis import discover_run
+    from fairpair.run import build_target
+
+    target = judge_target = None
+    if proposer is not None:
+        target = _target_option(run, proposer, build_target, "--proposer")
+    if judge is not None:
+        judge_target = _target_option(run, judge, build_target, "--judge")
+    discover_run(run, seed=seed, words=words, proposer=target, max_axes=max_axes, z_min=z_min,
+                 min_answers=min_answers, proposer_pairs=pairs, judge=judge_target, console=console)
+
+
+def _target_option(run: Path, text: str, build_target, option: str):
+    """A target named on the command line: a target of the run's battery by name, or a target block
+    (JSON or YAML, relative paths read from the current directory)."""
+    import yaml
+
+    from fairpair.battery import TargetSpec, recorded_battery
+    from fairpair.store import Run
+
+    with Run.open(run, "r") as r:
+        loaded = recorded_battery(r)
+    specs = loaded.battery.target_specs()
+    base = Path(loaded.path).parent if loaded.path else Path.cwd()
+    if text in specs:
+        return build_target(f"{option[2:]}:{text}", specs[text], base_dir=base)
+    try:
+        block = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise FairpairError(f"{option}: not a target of the battery ({', '.join(specs) or 'none'}) nor a "
+                            f"target block: {exc}", key=option) from None
+    if not isinstance(block, dict) or "kind" not in block:
+        raise FairpairError(f"{option} {text!r}: not a target of the battery ({', '.join(specs) or 'none'}) "
+                            "nor a target block with a 'kind'", key=option)
+    try:
+        spec = TargetSpec.model_validate(block)
+    except ValueError as exc:
+        raise FairpairError(f"{option}: {exc}", key=option) from None
+    return build_target(option[2:], spec, base_dir=Path.cwd())

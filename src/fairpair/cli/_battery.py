@@ -58,8 +58,15 @@ def plan(
                                        "judge calls, embeddings), priced live and in batch with --prices.")] = False,
     prices: PricesOpt = None,
     target: TargetsOpt = None,
+    from_discovered: Annotated[Optional[Path], typer.Option(
+        "--from-discovered", help="Add the confirmed axes of this fragment (RUN/discovered/axes.yaml of `fairpair "
+                                  "discover`) as comparisons of the plan, and print the block to paste.")] = None,
+    discover: Annotated[bool, typer.Option("--discover", help="Also say whether each part of `fairpair discover`'s "
+                                           "split would meet the estimand's design minimums.")] = False,
 ) -> None:
     """Print the design size: templates, variants, repetitions, conversations, pairs, comparisons, tokens."""
+    import dataclasses
+
     from fairpair.analysis import plan_warnings
     from fairpair.cases import plan as make_plan
 
@@ -72,6 +79,12 @@ def plan(
         raise FairpairError("--target only works with --cost here (the design's sizes are per target)",
                             key="--target", hint="add --cost")
     lb = load(battery, templates, axes)
+    added = None
+    if from_discovered is not None:
+        from fairpair.analysis import from_discovered as take
+
+        new, added = take(lb.battery, from_discovered)
+        lb = dataclasses.replace(lb, battery=new)
     estimate = None
     if cost:
         from fairpair.cost import estimate_cost, load_prices
@@ -84,6 +97,12 @@ def plan(
     data = p.as_dict()
     if estimate is not None:
         data["cost"] = estimate.as_dict()
+    if added is not None:
+        data["from_discovered"] = added
+    if discover:
+        from fairpair.analysis import discover_sizing
+
+        data["discover"] = discover_sizing(p, lb.battery.analysis.generalize.names)
     if from_run is not None and not power:
         raise FairpairError("--from RUN only works with --power (it gives the power planning its variance components)")
     data["design_warnings"] = plan_warnings(lb, p)
@@ -118,6 +137,14 @@ def plan(
     for e in p.exclusions:
         console.print(f"excluded in {escape(e['design'])}: {escape(e['reason'])} ({e['count']})")
     design_warnings(lb, p)
+    for line in data.get("discover", []):
+        console.print(escape(line), soft_wrap=True)
+    if added is not None:
+        import yaml
+
+        console.print(f"taken from {escape(str(from_discovered))} (confirmed axes; paste into the battery to "
+                      "pre-register them):", soft_wrap=True)
+        console.print(escape(yaml.safe_dump(added, sort_keys=False, allow_unicode=True)), soft_wrap=True)
     if power:
         for line in data["power"].get("lines", []):
             console.print(escape(line))

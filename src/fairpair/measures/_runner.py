@@ -670,7 +670,8 @@ class _Counterparts:
 
 def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | None = None, judge: Any = None,
                 settings: Any = None, ray_pool: Any = None, summary: bool = True,
-                batch: bool = False) -> MeasureRunResult:
+                batch: bool = False, extra: dict[str, Any] | None = None,
+                only_cases: Any = None) -> MeasureRunResult:
     """Measure every stored answer of a run; resumable.
 
     Parameters
@@ -703,6 +704,12 @@ def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | 
         submit the calls still needed. A run with judge batches recorded, or
         started with ``fairpair run --batch``, keeps its judge on batches
         without the flag (a judge without a batch API then runs live).
+    extra:
+        Stored measure name -> measure block (:class:`~fairpair.battery.MeasureSpec`) measured
+        instead of the battery's (``fairpair discover``: the discovered axes, stored as
+        ``discovered.<name>``).
+    only_cases:
+        A set of case ids: measure only their answers (``fairpair discover``: the confirmation part).
 
     Returns
     -------
@@ -724,7 +731,8 @@ def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | 
         raise FairpairError(f"unknown engine {settings.engine!r}; use one of inprocess, ray", key="--engine")
     with Run.open(run_dir, "w") as run:
         if getattr(settings, "engine", "inprocess") != "ray":
-            return asyncio.run(_measure(run, console, measures, judge, settings, summary=summary, batch=batch))
+            return asyncio.run(_measure(run, console, measures, judge, settings, summary=summary, batch=batch,
+                                        extra=extra, only_cases=only_cases))
         if batch:
             raise FairpairError("--batch sends the judge's calls through the provider's batch API, not an engine; "
                                 "drop --engine ray", key="--batch")
@@ -735,12 +743,13 @@ def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | 
 
 
 async def _measure(run, console, names, judge, settings, ray_pool=None, *, summary: bool = True,
-                   batch: bool = False) -> MeasureRunResult:
+                   batch: bool = False, extra: dict[str, Any] | None = None,
+                   only_cases: Any = None) -> MeasureRunResult:
     from contextlib import AsyncExitStack
 
     async with AsyncExitStack() as stack:
         return await _measure_in(run, console, names, judge, settings, ray_pool, summary=summary, batch=batch,
-                                 stack=stack)
+                                 stack=stack, extra=extra, only_cases=only_cases)
 
 
 async def _judge_batches(run, ctx: MeasureContext, *, requested: bool, stack) -> Any:
@@ -776,12 +785,16 @@ JUDGE_BATCH_NAME = "judge"
 
 
 async def _measure_in(run, console, names, judge, settings, ray_pool=None, *, summary: bool = True,
-                      batch: bool = False, stack=None) -> MeasureRunResult:
+                      batch: bool = False, stack=None, extra: dict[str, Any] | None = None,
+                      only_cases: Any = None) -> MeasureRunResult:
     from fairpair.battery import recorded_battery
 
     store, loaded, run_dir = run.store, recorded_battery(run), run.path
     b = loaded.battery
-    ms = build_measures(b, names)
+    if extra is not None:
+        ms = build_measures(b.model_copy(update={"measures": dict(extra)}))
+    else:
+        ms = build_measures(b, names)
     bdir = Path(loaded.path).parent if loaded.path else None
     ctx = MeasureContext(battery=b, battery_dir=bdir if bdir and bdir.exists() else None, settings=settings,
                          store=store)
@@ -823,7 +836,7 @@ async def _measure_in(run, console, names, judge, settings, ray_pool=None, *, su
                 await pools.before(name, m)
             bar = asyncio.ensure_future(_measure_progress(console, name, m, ctx, store))
             try:
-                await _measure_stream(name, m, ctx, store, counterparts)
+                await _measure_stream(name, m, ctx, store, counterparts, only_cases)
             finally:
                 bar.cancel()
                 await asyncio.gather(bar, return_exceptions=True)
@@ -1005,7 +1018,8 @@ def _record_in_manifest(run, ctx: MeasureContext, names: Iterable[str], warnings
 CHUNK = 2000
 
 
-async def _measure_stream(name: str, m: Measure, ctx: MeasureContext, store, counterparts: _Counterparts) -> None:
+async def _measure_stream(name: str, m: Measure, ctx: MeasureContext, store, counterparts: _Counterparts,
+                          only_cases: Any = None) -> None:
     """Measure every stored answer not yet measured by ``m``, streaming.
 
     The run engine's pool (:func:`fairpair._calls.worker_pool`): a producer
@@ -1035,6 +1049,8 @@ async def _measure_stream(name: str, m: Measure, ctx: MeasureContext, store, cou
         after = 0
         while answers := store.answers_to_measure(rows, after=after, limit=CHUNK):
             after = answers[-1].id
+            if only_cases is not None:
+                answers = [a for a in answers if a.response.case_id in only_cases]
             chunk = _chunk_items(name, m, answers, rows, store, ctx, counterparts, ref_attr)
             if chunk:
                 await m.prepare(chunk, ctx)

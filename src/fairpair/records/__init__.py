@@ -29,7 +29,7 @@ from fairpair.records._reasons import (
     first_reason,
 )
 from fairpair.records._results import (RESULTS_SCHEMA, AnswerStatusBlock, BinaryDetail, CellMean, ComparisonResult,
-                                       ContinuousDetail, Counts, DispersionRow, DispersionTest, Evidence,
+                                       ContinuousDetail, Counts, DiscoveredAxis, DiscoveredBlock, DispersionRow, DispersionTest, Evidence,
                                        Heterogeneity, IncompleteRun, JudgeBlock, LabelCorrection, LengthBias,
                                        MinimumIdentity, OmnibusResult, PairedTDetail, PositionBias, Results,
                                        ScenarioBlock, ScenarioRow, SpreadBlock, TwoPartyBlock, VariantRow,
@@ -45,4 +45,4 @@ __all__ = ["REASON_VERDICT", "Reason", "first_reason", "IncompleteRun", "incompl
            "VariantRow", "Heterogeneity", "Evidence", "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow",
            "DispersionTest", "MinimumIdentity", "PositionBias", "LengthBias", "JudgeBlock", "Counts",
            "AnswerStatusBlock", "LabelCorrection", "results_schema", "num", "interval", "ScenarioBlock", "ScenarioRow",
-           "SpreadBlock"]
+           "SpreadBlock", "DiscoveredAxis", "DiscoveredBlock"]

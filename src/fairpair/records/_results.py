@@ -31,6 +31,7 @@ __all__ = [
     "DispersionTest", "MinimumIdentity", "PositionBias", "LengthBias", "JudgeBlock", "Counts", "AnswerStatusBlock",
     "results_schema", "num", "interval", "IncompleteRun", "incomplete_text", "ScenarioRow", "ScenarioBlock",
     "SpreadBlock",
+    "DiscoveredAxis", "DiscoveredBlock",
 ]
 
 RESULTS_SCHEMA = "fairpair.results/2"
@@ -636,6 +637,60 @@ def incomplete_text(answered: int, cases: int, command: str, lang: str = "en") -
     return _INCOMPLETE.get(lang, _INCOMPLETE["en"]).format(answered=n(answered), cases=n(cases), command=command)
 
 
+class DiscoveredAxis(_Rec):
+    """One axis of difference that ``fairpair discover`` found on the exploration part of a run and
+    tested on the confirmation part (``docs/discover.md``).
+
+    ``how``: ``words`` (a phrase picked by the log-odds ratio with an informative Dirichlet prior,
+    Monroe, Colaresi & Quinn 2008) or ``model`` (a yes/no question proposed by a blind model);
+    ``measure``: the stored measure (``discovered.<name>``), whose definition is ``spec`` (an ordinary
+    measure block of the battery fragment); ``exploration``: what picked it (the phrase's answers per
+    group, its z-score; or how many of the proposer's calls asked it); ``direction``: the group the
+    exploration saw it more in (``None`` for a model axis, whose direction was not seen);
+    ``confirmation``: the crossed test on the confirmation part (``pvalue_adjusted``: Holm over the
+    target's discovered family; a words axis one-sided, in the exploration's direction);
+    ``confirmed``: that p-value is below alpha."""
+
+    name: str
+    how: Literal["words", "model"]
+    measure: str
+    spec: dict[str, Any]
+    target: str
+    attribute: str
+    design: str
+    group_a: str
+    group_b: str
+    direction: str | None = None
+    exploration: dict[str, Any] = Field(default_factory=dict)
+    confirmation: ComparisonResult | None = None
+    confirmed: bool = False
+
+
+class DiscoveredBlock(_Rec):
+    """The ``discovered`` section of ``results.json``: the axes ``fairpair discover`` found and
+    confirmed, kept apart from the pre-registered comparisons (they never change a verdict or the gate).
+
+    ``split``: the recorded random split (``seed``; ``names``, the estimand's; per part, its templates,
+    names and matched sets); ``passes``: the passes that ran (``words``, ``model``);
+    ``n_answers``: answers read per part; ``design_notes``: a part that misses the estimand's design
+    minimums; ``fragment``: the battery fragment written (relative to the run directory)."""
+
+    seed: int
+    names: Literal["random", "fixed"]
+    passes: list[str]
+    split: dict[str, Any]
+    n_answers: dict[str, int]
+    alpha: float
+    correction: str
+    axes: list[DiscoveredAxis]
+    design_notes: list[str] = Field(default_factory=list)
+    fragment: str | None = None
+    notes: list[str] = Field(default_factory=list)
+
+    def confirmed(self) -> list[DiscoveredAxis]:
+        return [a for a in self.axes if a.confirmed]
+
+
 class Results(_Rec):
     """The whole analysis of a run: written to ``RUN/results.json``.
 
@@ -682,6 +737,9 @@ class Results(_Rec):
     rankings: list[dict[str, Any]] = Field(default_factory=list)
     #: Set when the run has not stored every case's outcome (the verdicts are of the answers so far).
     incomplete: IncompleteRun | None = None
+    #: ``fairpair discover``: axes found on the exploration part and tested on the confirmation part,
+    #: apart from the pre-registered comparisons (never a verdict of the plan or the gate).
+    discovered: DiscoveredBlock | None = None
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 

@@ -368,6 +368,19 @@ MESSAGES: dict[str, dict[str, str]] = {
                      "large a difference noise alone produces here, and a failing control means the system's "
                      "answers or the analysis do not behave as the test assumes."),
         "aa.flag": "A/A control failed: {detail}.",
+        "disc.title": "Discovered: differences no measure was written for",
+        "disc.intro": ("Not pre-registered: found by `fairpair discover` ({passes}) on {explore} answers of the "
+                       "exploration part, then measured and tested on {confirm} answers of the confirmation part, "
+                       "which shares no template (and, names random, no name) with it; Holm over each target's "
+                       "discovered axes. {confirmed} of {k} confirmed. They change no verdict above and not the "
+                       "gate; the axes are measures in {fragment}."),
+        "disc.how.words": "words (log-odds ratio)",
+        "disc.how.model": "a blind proposer's question",
+        "disc.yes": "confirmed",
+        "disc.no": "not confirmed",
+        "disc.col.axis": "Axis",
+        "disc.col.how": "Found by",
+        "disc.col.more": "More for (exploration)",
         "notes": "Notes",
     },
     "es": {
@@ -725,6 +738,19 @@ MESSAGES: dict[str, dict[str, str]] = {
                      "muestran cuánta diferencia produce aquí el ruido solo, y un control que falla indica que "
                      "las respuestas del sistema o el análisis no se comportan como la prueba supone."),
         "aa.flag": "El control A/A ha fallado: {detail}.",
+        "disc.title": "Descubierto: diferencias para las que nadie escribió una medida",
+        "disc.intro": ("No prerregistrado: encontrado por `fairpair discover` ({passes}) en {explore} respuestas de "
+                       "la parte de exploración, medido y contrastado después en {confirm} respuestas de la parte de "
+                       "confirmación, que no comparte plantilla (ni, con nombres aleatorios, nombre) con ella; Holm "
+                       "sobre los ejes descubiertos de cada objetivo. {confirmed} de {k} confirmados. No cambian "
+                       "ningún veredicto de arriba ni el gate; los ejes son medidas en {fragment}."),
+        "disc.how.words": "palabras (log-odds ratio)",
+        "disc.how.model": "pregunta de un proponente ciego",
+        "disc.yes": "confirmado",
+        "disc.no": "no confirmado",
+        "disc.col.axis": "Eje",
+        "disc.col.how": "Encontrado por",
+        "disc.col.more": "Más para (exploración)",
         "notes": "Notas",
     },
 }

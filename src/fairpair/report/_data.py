@@ -274,7 +274,9 @@ def _group_values(store: Any, battery: Any, results: Any,
                 drop_reasons[comparison_key(c)] = why
     else:
         attrs = sorted({a for g in data.cases.groups for a in g if a in battery.attributes})
-        measures = sorted({m for (t, m) in data.values if not m.startswith("answer.")})
+        from fairpair.analysis import DISCOVERED_PREFIX
+
+        measures = sorted({m for (t, m) in data.values if not m.startswith(("answer.", DISCOVERED_PREFIX))})
         wanted = [(m, a) for m in measures for a in attrs]
     scales = results.measures if results is not None else {}
     out: list[GroupValue] = []

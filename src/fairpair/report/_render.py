@@ -27,7 +27,7 @@ from fairpair.report._ranking import ranking_view as _ranking_view
 from fairpair.report._ranking import rmsg as _ranking_msg
 from fairpair.report._text import MdSafe, clean, md_block, md_inline
 from fairpair.report._view import (
-    AAControlRow, CollectedRow, DroppedRow, EvidenceBlock, Figures, RankingView, ReasonGroup, ScenarioView, SelfTestRow,
+    AAControlRow, CollectedRow, DiscoveredRow, DroppedRow, EvidenceBlock, Figures, RankingView, ReasonGroup, ScenarioView, SelfTestRow,
     SpreadView, TwoPartyView, VerdictRow,
 )
 
@@ -527,6 +527,29 @@ def _aa_rows(res: Results | None, lang: str) -> list[AAControlRow]:
     return out
 
 
+def _discovered(res: Results | None, lang: str) -> tuple[str, list[DiscoveredRow]]:
+    """The discovered section (``fairpair discover``): its sentence and one row per axis."""
+    d = res.discovered if res is not None else None
+    if d is None:
+        return "", []
+    rows = []
+    for a in d.axes:
+        c = a.confirmation
+        ci = c.ci if c is not None else None
+        rows.append(DiscoveredRow(
+            name=a.name, target=a.target, how=msg(lang, f"disc.how.{a.how}"),
+            what=str((a.spec.get("any_of") or [""])[0] if a.how == "words" else a.spec.get("instructions", "")),
+            groups=f"{a.group_a} − {a.group_b}", direction=a.direction or "—",
+            estimate=fmt_pct(c.estimate, lang) if c is not None and c.estimate is not None else "—",
+            ci="—" if not ci or None in ci else f"[{fmt_num(100 * ci[0], lang, 1)}, {fmt_num(100 * ci[1], lang, 1)}]",
+            p=fmt_p(c.pvalue_adjusted if c is not None else None, lang), confirmed=a.confirmed,
+            confirmed_word=msg(lang, "disc.yes" if a.confirmed else "disc.no")))
+    intro = msg(lang, "disc.intro", passes=", ".join(msg(lang, f"disc.how.{p}") for p in d.passes),
+                explore=d.n_answers.get("explore", 0), confirm=d.n_answers.get("confirm", 0), k=len(d.axes),
+                confirmed=len(d.confirmed()), fragment=d.fragment or "—")
+    return intro, rows
+
+
 @dataclass(frozen=True)
 class ReportModel:
     """The report of a run, built once from its :class:`~fairpair.report.ReportData` by
@@ -591,6 +614,9 @@ class ReportModel:
     all_rows: list[VerdictRow] = field(default_factory=list)
     #: judge comparisons corrected by human labels: corrected and raw, the judge's error by group
     label_corrections: list[str] = field(default_factory=list)
+    #: ``fairpair discover``: the axes found and confirmed, apart from the plan (:class:`DiscoveredRow`)
+    discovered: list[DiscoveredRow] = field(default_factory=list)
+    discovered_intro: str = ""
 
     def context(self) -> dict[str, Any]:
         """The model as the templates' context: its fields (but ``data``) and the formatting helpers
@@ -712,6 +738,8 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
         spreads=_spread_views(rows, lang),
         all_rows=all_rows,
         label_corrections=_label_rows(rows, lang),
+        discovered_intro=_discovered(res, lang)[0],
+        discovered=_discovered(res, lang)[1],
     )
 
 

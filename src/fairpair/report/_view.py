@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from fairpair.analysis import TwoPartyBlock
     from fairpair.report._data import EvidencePair
 
-__all__ = ["ScenarioView", "SpreadView", "Figures", "CollectedRow", "VerdictRow", "ReasonGroup", "AAControlRow", "SelfTestRow",
+__all__ = ["ScenarioView", "SpreadView", "Figures", "CollectedRow", "VerdictRow", "ReasonGroup", "AAControlRow", "DiscoveredRow",
+           "SelfTestRow",
            "EvidenceBlock", "TwoPartyView",
            "DroppedRow", "RankingView", "RankingSelectionRow", "RankingSlotRow", "RankingPairRow", "RankingEvidenceView",
            "RankingEvidenceLine", "RankingTable"]
@@ -152,6 +153,25 @@ class ReasonGroup:
     which: str
     labels: list[str]
     line: str
+
+
+@dataclass(frozen=True)
+class DiscoveredRow:
+    """One axis of ``fairpair discover`` (``results.json``'s ``discovered``), formatted: ``what`` the
+    phrase or the question, ``how`` the pass in words, ``estimate`` / ``ci`` in points on the
+    confirmation part, ``p`` Holm's over the target's discovered axes, ``confirmed`` the word."""
+
+    name: str
+    target: str
+    how: str
+    what: str
+    groups: str
+    direction: str
+    estimate: str
+    ci: str
+    p: str
+    confirmed: bool
+    confirmed_word: str
 
 
 @dataclass(frozen=True)

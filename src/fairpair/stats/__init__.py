@@ -9,6 +9,7 @@ Paired binary outcomes                    :func:`mcnemar`, :func:`mcnemar_table`
 Paired continuous outcomes                :func:`wilcoxon` (+ Hodges-Lehmann), :func:`paired_t`
 Paired k-outcome decisions                :func:`stuart_maxwell`, :func:`bowker`, :func:`category_tests`
 k matched groups                          :func:`cochran_q`, :func:`friedman`
+Distinguishing words                      :func:`fightin_words` (log-odds ratio, informative Dirichlet prior)
 Multiple testing                          :func:`adjust`, :func:`holm`, :func:`benjamini_hochberg`
 Clustered data (templates)                :func:`cluster_bootstrap`, :func:`cluster_bootstrap_risk_difference`,
                                           :func:`cluster_bootstrap_mean_difference`
@@ -67,6 +68,7 @@ _LAZY = {
                     "cell_means_bootstrap", "dispersion", "dispersion_bootstrap", "dispersion_permutation_test",
                     "least_change_identity", "paired_permutation_test", "unpaired_dispersion_permutation_test"),
     "_equivalence": ("TostResult", "Verdict", "equivalence_verdict", "significant", "tost_paired", "verdict"),
+    "_fightin": ("FightinWordsResult", "fightin_words"),
     "_heterogeneity": ("HeterogeneityResult", "VariantEffect", "variant_heterogeneity"),
     "_mcnemar": ("McNemarResult", "mcnemar", "mcnemar_table"),
     "_multitest": ("adjust", "benjamini_hochberg", "holm"),
@@ -239,6 +241,9 @@ __all__ = [
     "CochranQResult",
     "friedman",
     "FriedmanResult",
+    # distinguishing words (Monroe, Colaresi & Quinn 2008)
+    "fightin_words",
+    "FightinWordsResult",
     # multiple testing
     "adjust",
     "holm",
