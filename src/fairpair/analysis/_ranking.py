@@ -211,6 +211,9 @@ class RankingAnalysis:
         Candidates per matched set.
     names : {"random", "fixed"}
         The estimand; ``estimand`` says it in words.
+    templates : {"random", "fixed"}
+        ``"fixed"``: the rates, ratios and pairwise verdicts are about these
+        templates (postings), name sets random (see :func:`analyze_ranking`).
     alpha, confidence_level : float
     margin : float or None
         Equivalence margin of the pairwise verdicts (risk-difference units).
@@ -287,6 +290,7 @@ class RankingAnalysis:
     four_fifths: float = FOUR_FIFTHS
     ratio_rule: str = RULE_RATIO
     correction: str = "holm"
+    templates: str = "random"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict (NaN and infinities as None; tuples as lists) for ``results.json``."""
@@ -436,10 +440,17 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
     names : {"random", "fixed"}, default "random"
         The estimand (as ``analysis.generalize.names``).
     templates : {"random", "fixed"}, default "random"
-        As ``analysis.generalize.templates``: ``"fixed"`` makes the pairwise
-        verdicts a claim about these postings (templates), from
-        :func:`fairpair.stats.stratified_difference` (name sets random);
-        the selection rates and four-fifths ratios keep templates random.
+        As ``analysis.generalize.templates``: ``"fixed"`` makes the verdicts
+        a claim about these postings (templates), name sets random, so one
+        posting gives verdicts: the pairwise ones from
+        :func:`fairpair.stats.stratified_difference`, the selection rates
+        and mean ranks from :func:`fairpair.stats.set_mean` and the
+        four-fifths ratios from the stratified ratio of
+        :func:`fairpair.stats.ratio_to_best` (the Mantel-Haenszel risk
+        ratio for equal requests per posting, with the matched-pairs delta
+        variance; level and coverage in ``benchmarks/sim_ranking_fixed.py``).
+        The position effect and the tests over all groups keep templates
+        random.
     margin : float, optional
         Equivalence margin of the pairwise verdicts, in risk-difference
         units (top pick) and preference units (``P(A above B) - P(B above
@@ -470,6 +481,7 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
         option.
     """
     check_choice("names", names, ("random", "fixed"))
+    check_choice("templates", templates, ("random", "fixed"))
     check_choice("correction", correction, ("holm", "bh", "none"))
     level = check_level(confidence_level)
     a = check_level(alpha, "alpha")
@@ -494,7 +506,7 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
     if reference is not None and reference not in glist:
         raise ValueError(f"reference {reference!r} is not one of the groups {glist}")
     from fairpair.stats import cochran_q, friedman
-    from fairpair.stats import crossed_k_test, crossed_mean, position_effect, ratio_to_best
+    from fairpair.stats import crossed_k_test, position_effect, ratio_to_best, set_mean
 
     notes: list[str] = []
     n_unparsed = fr.n_sets - fr.n_parsed
@@ -516,8 +528,8 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
     n_namesets = int(np.unique(tb.nameset[parsed]).size)
     sel_rows = []
     for j, g in enumerate(glist):
-        rr = crossed_mean(tb.top[:, j], tb.template, tb.nameset, names=names)
-        mr = crossed_mean(tb.rank[:, j], tb.template, tb.nameset, names=names)
+        rr = set_mean(tb.top[:, j], tb.template, tb.nameset, names=names, templates=templates)
+        mr = set_mean(tb.rank[:, j], tb.template, tb.nameset, names=names, templates=templates)
         sel_rows.append(GroupSelection(str(g), int((~np.isnan(tb.top[:, j])).sum()), int((~np.isnan(tb.rank[:, j])).sum()),
                                        int(tb.n_names[j]), num(rr.estimate),
                                        interval(rr.confidence_interval(level, bounds=(0.0, 1.0))),
@@ -526,13 +538,15 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
                                        rr.note, int(np.nansum(tb.top[:, j]))))
     # ratios to the most selected group (four-fifths rule)
     ratios = ratio_to_best(tb.top, tb.template, tb.nameset, labels=glist, reference=reference, names=names,
-                           confidence_level=level)
+                           confidence_level=level, templates=templates)
     best = str(ratios[0].reference)
     pb = np.array([np.nan if (reference is not None and str(r.group) == reference) else r.pvalue_below
                    for r in ratios])
     pb_adj = adjust(pb, correction)
+    # templates fixed: the name sets are the random units whatever names says (as for the pairs)
     reason_all = design_reason_counts(n_templates=n_templates, n_names_a=n_namesets, n_names_b=n_namesets,
-                                      names=names, n_pairs=int(parsed.sum()), group_a="each", group_b="each")
+                                      names="random" if templates == "fixed" else names, n_pairs=int(parsed.sum()),
+                                      group_a="each", group_b="each", templates=templates)
     reason_all = reason_all.replace("group each", "each group") if reason_all else None
     ratio_rows = []
     for r, p, padj in zip(ratios, pb, pb_adj):
@@ -572,14 +586,14 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
                    target=target or "", design=design, attribute=attribute, secondary=secondary, templates=templates)
     return RankingAnalysis(
         target=target or "", design=design, attribute=attribute, groups=tuple(glist), k=fr.k, names=names,
-        estimand=estimand_words(names), alpha=a, confidence_level=level, margin=margin, n_sets=fr.n_sets,
+        estimand=estimand_words(names, templates), alpha=a, confidence_level=level, margin=margin, n_sets=fr.n_sets,
         n_parsed=fr.n_parsed, n_ranked=fr.n_ranked, n_unparsed=n_unparsed,
         unparsed_share=num(n_unparsed / fr.n_sets) if fr.n_sets else None, n_templates=n_templates,
         selection=tuple(sel_rows), reference=best,
         reference_rule="given" if reference is not None else "most selected", ratios=tuple(ratio_rows),
         omnibus=_omni(omni, int(parsed.sum())), cochran=_omni(cq), friedman=fri, position=position,
         pairs=tuple(pairs), notes=tuple(notes), by_template=_by_template(tb, fr, glist),
-        names_table=names_table, names_test=names_test, correction=correction)
+        names_table=names_table, names_test=names_test, correction=correction, templates=templates)
 
 
 def _names(fr: _Frame, glist: list[str], notes: list[str]) -> tuple[tuple, OmnibusTest | None]:
@@ -767,7 +781,7 @@ def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str
         "estimate_name": est_name, "confidence_level": level, "n_resamples": 0, "seed": 0,
         "ci_method": CI_METHOD.replace("template x name cell means", "template x name-set means of the per-set "
                                        "difference"),
-        "alpha": alpha, "names": names, "estimand": estimand_words(names), "n_clusters": cm.n_templates,
+        "alpha": alpha, "names": names, "estimand": estimand_words(names, templates), "n_clusters": cm.n_templates,
         "n_names_a": n_names, "n_names_b": n_names, "df": num(cm.df), "se": num(cm.se),
         "variance_components": {k: num(v) for k, v in cm.variance_components.items()},
         "templates": templates,

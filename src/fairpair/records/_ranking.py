@@ -174,3 +174,4 @@ class RankingResult(_Section):
     four_fifths: float = 0.8
     ratio_rule: str = ""
     correction: str = "holm"
+    templates: str = "random"
