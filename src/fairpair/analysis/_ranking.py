@@ -808,12 +808,14 @@ def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str
     ci_a = ci_eq = pvalue = None
     f["ci"] = interval(cm.confidence_interval(level, bounds=bounds))
     if reason is None and cm.se == 0:
+        from fairpair.analysis._paired import sign_flip_interval
+
         pvalue = min(1.0, 2.0 ** (1 - cm.n_templates))
-        ci_a = (cm.estimate, cm.estimate)
+        ci_a = sign_flip_interval(cm.estimate, cm.n_templates, 1.0 - level, bounds)
         f["test"] = "exact sign-flip test over templates (no variance)"
         f["ci"] = interval(ci_a)
-        notes.append(f"every template shows the same difference: p-value from the exact sign-flip test over "
-                     f"{cm.n_templates} templates; never a pass")
+        notes.append(f"every template shows the same difference: no variance to estimate; p-value from the exact "
+                     f"sign-flip test over {cm.n_templates} templates; never a pass")
     elif reason is None:
         from scipy import special
 
