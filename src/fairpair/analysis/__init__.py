@@ -19,7 +19,7 @@
 * :func:`analyze_ranking` -- the statistics of a ranking design (k candidates
   in one prompt): selection rates, the four-fifths ratio, Cochran's Q,
   Friedman, pairwise comparisons with verdicts, the position effect
-  (:class:`RankingAnalysis`, ``results.json`` key ``rankings``).
+  (:class:`RankingAnalysis`, i.e. :class:`fairpair.records.RankingResult`, ``results.json`` key ``rankings``).
 * :func:`fairpair.analysis.power.power_plan` -- smallest detectable
   differences for a battery's design (``fairpair plan --power``).
 """

@@ -19,8 +19,8 @@ from fairpair.records._answer import (SCALES, Answer, AnswerToMeasure, Measureme
                                       Scale)
 from fairpair.records._case import Case, case_json
 from fairpair.records._manifest import RunManifest
-from fairpair.records._ranking import (RankingPosition, RankingRatio, RankingResult, RankingSelection, RankingSlot,
-                                       RankingTest)
+from fairpair.records._ranking import (RankingNameRate, RankingParse, RankingPosition, RankingRatio, RankingResult,
+                                       RankingSelection, RankingSlot, RankingTemplateCounts, RankingTest)
 from fairpair.records._reasons import (
     REASON_VERDICT,
     Reason,
@@ -37,6 +37,7 @@ __all__ = ["REASON_VERDICT", "Reason", "first_reason", "IncompleteRun", "incompl
            "Response", "Answer", "AnswerToMeasure", "Measurement", "MeasurementColumns", "Scale", "SCALES",
            "RunManifest",
            "RankingResult", "RankingSelection", "RankingRatio", "RankingTest", "RankingSlot", "RankingPosition",
+           "RankingTemplateCounts", "RankingNameRate", "RankingParse",
            "RESULTS_SCHEMA", "Results", "ComparisonResult", "BinaryDetail", "ContinuousDetail", "PairedTDetail",
            "VariantRow", "Heterogeneity", "Evidence", "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow",
            "DispersionTest", "MinimumIdentity", "PositionBias", "LengthBias", "JudgeBlock", "Counts",

@@ -1,7 +1,7 @@
 """The report section of the ranking design (issue 17): selection rates, the four-fifths line, position, pairs.
 
 :func:`ranking_view` turns ``results.json``'s ``rankings`` (a list of
-:meth:`fairpair.analysis.RankingAnalysis.to_dict` sections, one per design,
+:meth:`fairpair.records.RankingResult.to_dict` sections, one per design,
 ranking measure and target) into the blocks that the HTML and Markdown
 partials (``templates/_ranking.html.j2``, ``_ranking.md.j2``) and the
 terminal (:func:`ranking_tables`) render: a headline sentence, the
@@ -513,10 +513,8 @@ def _first_listed(sec: dict[str, Any], lang: str, parity: str) -> str | None:
 
 def _as_shown(battery: Any, design: str) -> bool:
     """Whether ``design`` is an imported ranking design (its requests' own orders)."""
-    for i, d in enumerate(getattr(battery, "designs", None) or []):
-        if getattr(d, "kind", None) == "ranking" and battery.design_id(i) == design:
-            return getattr(d, "order", None) == "as_shown"
-    return False
+    ranking = dict(battery.ranking_designs()) if battery is not None else {}
+    return getattr(ranking.get(design), "order", None) == "as_shown"
 
 
 def ranking_view(results: Any, lang: str, battery: Any = None, *,

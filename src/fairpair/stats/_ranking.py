@@ -128,6 +128,20 @@ class CrossedMeanResult:
             lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
         return ConfidenceInterval(float(lo), float(hi), level, self.method)
 
+    def equivalence_interval(self, confidence_level: float = 0.90, *,
+                             bounds: tuple[float, float] | None = None) -> ConfidenceInterval:
+        """The interval of the ``pass`` rule: :meth:`confidence_interval` at ``confidence_level`` (no
+        skewness correction, unlike :meth:`fairpair.stats.CrossedDifferenceResult.equivalence_interval`)."""
+        return self.confidence_interval(confidence_level, bounds=bounds)
+
+    @property
+    def pvalue(self) -> float:
+        """Two-sided p-value of ``estimate = 0``, Student t with ``df``: for the mean of a per-set difference,
+        the test of no difference. NaN when ``se`` is 0 or undefined."""
+        if not (np.isfinite(self.se) and self.se > 0 and np.isfinite(self.df)):
+            return float("nan")
+        return float(2.0 * special.stdtr(self.df, -abs(self.estimate / self.se)))
+
 
 def crossed_mean(values: Any, template: Any, name: Any = None, *, names: str = "random",
                  pool: float | None = POOL) -> CrossedMeanResult:
