@@ -129,6 +129,9 @@ def designs() -> list[tuple[str, RankingScenario]]:
         ("1 posting x 1000, g2 at ratio 0.8", worth_for_ratio(replace(one, names=1000), 1, 0.8)),
         ("4 postings x 250, g2 at ratio 0.8", worth_for_ratio(replace(four, names=250), 1, 0.8)),
         ("8 groups, 1 x 1000, g2 0.8, g3 0.6", worth_for_ratio(worth_for_ratio(eight, 1, 0.8), 2, 0.6)),
+        # names reused: 100 names a group, each in 10 requests of the posting (the analysis still takes
+        # every request as its own name set): what a name pool shared by many requests costs
+        ("1 x 1000, 100 names x 10, g2 at 0.8", worth_for_ratio(replace(one, names=100, reps=10), 1, 0.8)),
     ]
 
 
