@@ -395,7 +395,7 @@ _FUNCTION_WORDS: dict[str, frozenset[str]] = {
 
 def _mostly_in(words: list[str], language: str) -> bool:
     fw = _FUNCTION_WORDS.get(language)
-    return bool(fw) and sum(w in fw for w in words) >= 0.15 * len(words)
+    return fw is not None and bool(fw) and sum(w in fw for w in words) >= 0.15 * len(words)
 
 
 def detect_language(text: str) -> dict[str, float]:
@@ -504,7 +504,7 @@ def answer_status(text: str | None, *, finish_reason: str | None = None, failed:
     if language and not _mostly_in(parsed.words, language) and free_text(body):
         probs = detect_language(body)
         if probs:
-            best = max(probs, key=probs.get)
+            best = max(probs, key=lambda lang: probs[lang])
             if best != language and probs[best] >= 0.9 and probs.get(language, 0.0) < 0.1:
                 return AnswerStatus("wrong_language", f"written in '{best}', the battery's language is '{language}'")
     return AnswerStatus("ok")

@@ -203,8 +203,8 @@ class ModelCaller:
                                                reraise=True):
                 with attempt:
                     if first is not None:  # tenacity sees the first attempt's failure and waits
-                        exc, first = first, None
-                        raise exc
+                        failed, first = first, None
+                        raise failed
                     attempts += 1
                     completion = await self._attempt(request, tokens)
         except Exception as exc:  # noqa: BLE001 - a failed call is an outcome, not an exception

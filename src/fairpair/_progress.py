@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, \
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TaskProgressColumn, TextColumn, \
     TimeElapsedColumn, TimeRemainingColumn
 
 __all__ = ["RunProgress", "progress_enabled", "quiet", "shows_progress", "stage_bar", "poll_progress", "stage_status",
@@ -18,7 +18,7 @@ class RunProgress:
             TextColumn("{task.fields[rate]}/s"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
             TextColumn("tokens {task.fields[tokens]:,}"), TextColumn("[red]errors {task.fields[errors]}"),
             console=console, transient=False, disable=not enabled)
-        self.task = None
+        self.task: TaskID | None = None
         self.tokens = 0
         self.errors = 0
 
@@ -55,6 +55,7 @@ import contextlib  # noqa: E402
 import contextvars  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable, Iterator  # noqa: E402
+from typing import TypeGuard  # noqa: E402
 
 #: False under ``-q``: no progress display in this context (set by :func:`progress_enabled`).
 _ENABLED: contextvars.ContextVar[bool] = contextvars.ContextVar("fairpair_progress", default=True)
@@ -76,7 +77,7 @@ def quiet() -> bool:
     return not _ENABLED.get()
 
 
-def shows_progress(console: Console | None) -> bool:
+def shows_progress(console: Console | None) -> TypeGuard[Console]:
     """True when a progress display should be drawn: a console on a terminal, and not ``-q``."""
     return console is not None and _ENABLED.get() and console.is_terminal
 

@@ -232,3 +232,34 @@ def test_a_single_labelled_sample_is_an_error(exported, judged_run, tmp_path, ca
     code, _, err = run_cli(["calibrate", "score", judged_run, tmp_path / "one.csv"], capsys)
     assert code == 2
     assert "one.csv: 'courtesy': only 1 labelled sample has a judge score; agreement needs at least 2" in err
+
+
+def test_export_records_its_sample_and_import_stores_the_labels(exported, judged_run, tmp_path, capsys):
+    key = read_csv(exported.with_name("labels.key.csv"))
+    with Store.open(judged_run, create=False) as s:
+        smp = s.label_sample("tone.courtesy", str(exported))
+        frame_sizes = dict(smp.frame)
+    # 6 (group, template) cells, 2 of each cell's answers drawn: pi = 2 / N_h, in the file's row order
+    assert [(a.target, a.case_id) for a in smp.answers] == [(k["target"], k["case_id"]) for k in key]
+    assert all(a.probability == pytest.approx(2 / frame_sizes[a.stratum]) for a in smp.answers)
+    # 2 names x 3 repetitions per group and template; the baseline 3 repetitions
+    assert frame_sizes == {f"{g}|{t}": 3 if g == "baseline" else 6
+                           for g in ("origen=espana", "origen=magreb", "baseline") for t in ("roto", "cita")}
+    assert smp.design == "stratified"
+    rows = [{"sample_id": r["sample_id"], "courtesy": str(1 + i % 5), "condescension": "", "distrust": "2"}
+            for i, r in enumerate(read_csv(exported))]
+    write_csv(tmp_path / "eva.csv", rows, ["sample_id", "courtesy", "condescension", "distrust"])
+    main(["calibrate", "import", str(judged_run), str(tmp_path / "eva.csv")])
+    assert "eva: 24 new label(s) of 'tone' stored" in capsys.readouterr().out
+    main(["calibrate", "import", str(judged_run), str(tmp_path / "eva.csv")])  # again: nothing new
+    assert "eva: 0 new label(s)" in capsys.readouterr().out
+    rows[0]["courtesy"] = "5" if rows[0]["courtesy"] != "5" else "4"
+    write_csv(tmp_path / "eva.csv", rows, ["sample_id", "courtesy", "condescension", "distrust"])
+    main(["calibrate", "import", str(judged_run), str(tmp_path / "eva.csv")])
+    assert "eva: 1 new label(s)" in capsys.readouterr().out
+    by_sid = {k["sample_id"]: (k["target"], k["case_id"]) for k in key}
+    with Store.open(judged_run, create=False) as s:
+        got = {(x.target, x.case_id): x.value for x in s.labels("tone.courtesy", rater="eva")}
+        assert {x.source for x in s.labels(rater="eva")} == {"file"} and s.labels("tone.condescension") == []
+    assert got == {by_sid[r["sample_id"]]: float(r["courtesy"]) for r in rows}
+    assert len(got) == 12 and len({x for x in got.values()}) > 1

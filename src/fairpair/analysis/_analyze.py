@@ -15,6 +15,7 @@ from fairpair import __version__
 from fairpair.analysis._data import (
     RunData, add_category_values, group_pairs, load_run_data, measure_scale, pairs_for, strata_for,
 )
+from fairpair.analysis._corrected import analyze_corrected, label_arrays, load_labels
 from fairpair.analysis._paired import BINARY_SCALES, analyze_pairs, finish, scenario_pvalues
 from fairpair.records import (
     AnswerStatusBlock, ComparisonResult, Counts, IncompleteRun, JudgeBlock, LengthBias, OmnibusResult, PositionBias,
@@ -62,11 +63,14 @@ def _ticking(items, tick):
 
 
 def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None, heterogeneity: bool = True,
-                   on_comparison=None) -> tuple[list[ComparisonResult], list[OmnibusResult], list[str]]:
+                   on_comparison=None, labels: dict | None = None
+                   ) -> tuple[list[ComparisonResult], list[OmnibusResult], list[str]]:
     """Run the plan's comparisons and omnibus tests on loaded data (per target).
 
     ``on_comparison``, if given, is called with no argument after each planned comparison of each
-    target (``len(targets) x len(plan.comparisons)`` calls): the progress bar's hook.
+    target (``len(targets) x len(plan.comparisons)`` calls): the progress bar's hook. ``labels``:
+    ``(target, measure) -> HumanLabels`` (:func:`fairpair.analysis._corrected.load_labels`); a
+    comparison of a labelled measure is corrected by them (:func:`~fairpair.analysis._corrected.analyze_corrected`).
     """
     plan = battery.analysis
     notes: list[str] = []
@@ -118,6 +122,14 @@ def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None, 
                                        n_resamples=plan.bootstrap_resamples, seed=plan.seed,
                                        heterogeneity=heterogeneity, names=names, labels=(ga, gb),
                                        templates=templates, by_template=c.by == "template" and c.primary)
+                    human = (labels or {}).get((target, c.measure))
+                    if human:
+                        pa = analyze_corrected(pd, pa, *label_arrays(pd, human), scale=scale, alpha=plan.alpha,
+                                               confidence_level=plan.confidence_level,
+                                               exact_threshold=plan.exact_threshold,
+                                               n_resamples=plan.bootstrap_resamples, seed=plan.seed,
+                                               heterogeneity=heterogeneity, names=names, labels=(ga, gb),
+                                               templates=templates, by_template=c.by == "template" and c.primary)
                     ident = dict(id=cid, target=target, measure=c.measure, attribute=c.attribute, design=did,
                                  group_a=ga, group_b=gb, primary=c.primary)
                     pending.append((pa, ident, c.primary, c.margin))
@@ -563,8 +575,10 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
                 speed = bar.tasks[task].speed
                 bar.update(task, advance=1, rate=f"{speed:.1f}" if speed else "-")
 
+            human, label_notes = load_labels(store)
             comparisons, omnibus, notes = analyze_loaded(battery, data, heterogeneity=heterogeneity,
-                                                         on_comparison=tick)
+                                                         on_comparison=tick, labels=human)
+            notes += label_notes
         from fairpair.analysis._aa import analyze_aa
 
         aa = analyze_aa(battery, data)
@@ -607,7 +621,7 @@ def _print_summary(console, res: Results) -> None:
     from fairpair.analysis._design import design_reason_parts
 
     colour = {"fail": "red", "pass": "green", "inconclusive": "yellow", "insufficient design": "magenta",
-              "no verdict": "bold red"}
+              "insufficient labels": "magenta", "no verdict": "bold red"}
     if res.incomplete is not None:  # said first, once
         console.print(escape(res.incomplete.text()), soft_wrap=True)
     why: dict[tuple[str, str], list[str]] = {}  # each reason once, with the comparisons it covers
@@ -618,6 +632,14 @@ def _print_summary(console, res: Results) -> None:
         console.print(f"[{colour[c.verdict]}]{c.verdict:12}[/{colour[c.verdict]}] {escape(c.target)} "
                       f"{escape(c.id)} {escape(c.group_a)} vs {escape(c.group_b)}: {est}{ci} "
                       f"p_adj={p} (n={c.n_pairs}; names {c.names}: {escape(c.estimand)})", soft_wrap=True)
+        lc = c.label_correction
+        if lc is not None:
+            raw = "n/a" if lc.raw_estimate is None else f"{lc.raw_estimate:+.3f}"
+            rci = "" if not lc.raw_ci or None in lc.raw_ci else f" [{lc.raw_ci[0]:+.3f}, {lc.raw_ci[1]:+.3f}]"
+            err = ", ".join(f"{escape(g)} {e:+.3f}" for g, e in ((c.group_a, lc.judge_error_a),
+                                                                  (c.group_b, lc.judge_error_b)) if e is not None)
+            console.print(f"  corrected by {lc.n_labels} human labels (lambda {lc.lam:.2f}); the judge alone: "
+                          f"{raw}{rci}; the judge's error (judge - human): {err or 'n/a'}", soft_wrap=True)
         if c.reasons and c.reason and c.reasons[0] != "incomplete run":
             parts = [c.reason]
             if c.reasons[0] == "insufficient design" and (c.design_reason or "")[:1].isdigit():

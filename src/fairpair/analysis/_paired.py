@@ -152,6 +152,9 @@ class PairAnalysis:
     spread: Any = None
     template_labels: tuple = ()
     by_template: bool = False
+    #: the crossed inference behind the figures (:class:`fairpair.stats.CrossedDifferenceResult`; None without
+    #: answers or with templates fixed)
+    crossed: Any = None
 
     def pvalue_beyond(self, margin: float | None) -> float | None:
         """Two-sided p-value of the crossed t against ``|difference| <= margin``: ``min(1, 2 P(T > (|D| - m) / SE))``.
@@ -245,12 +248,14 @@ def pair_cells(pd: PairData) -> tuple[np.ndarray, np.ndarray]:
 def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: float, exact_threshold: int,
                   n_resamples: int, seed: int, heterogeneity: bool = True, names: str = "random",
                   secondary: bool = True, labels: tuple[str, str] = ("A", "B"), templates: str = "random",
-                  by_template: bool = False) -> PairAnalysis:
+                  by_template: bool = False, names_from: Any = None) -> PairAnalysis:
     """The cluster-aware inference, intervals and secondary statistics of one comparison (verdict pending).
 
     ``names`` and ``templates`` are the estimand (each ``"random"`` or ``"fixed"``; templates fixed:
     the average over these scenarios, :func:`fairpair.stats.scenario_differences`); ``by_template``:
-    the scenario-level verdicts are primary; ``secondary``
+    the scenario-level verdicts are primary; ``names_from``: a crossed inference of the same design whose
+    name components are used (:func:`fairpair.stats.crossed_from_cells`; the corrected judge
+    comparisons of :mod:`fairpair.analysis._corrected`); ``secondary``
     False skips McNemar / Wilcoxon and the evidence list (the simulation
     does: the verdict does not use them); ``labels`` name the two groups
     in the design reason. Never raises for degenerate data: undefined
@@ -287,8 +292,10 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
     if templates == "fixed":
         cr = sd.as_crossed()
     else:
-        cr = crossed_from_cells(cells_a, cells_b, names=names, n_values=int(answers.size))
-    extra = dict(scenario=sd, spread=spread, template_labels=tuple(pd.template_labels), by_template=by_template)
+        cr = crossed_from_cells(cells_a, cells_b, names=names, n_values=int(answers.size),
+                                names_from=names_from)
+    extra = dict(scenario=sd, spread=spread, template_labels=tuple(pd.template_labels), by_template=by_template,
+                 crossed=cr if templates != "fixed" else None)
     _missing_bounds(f, pd, answers, binary, alpha)
     f["n_clusters"] = cr.n_templates
     f["n_names_a"], f["n_names_b"] = cr.n_names_a, cr.n_names_b
@@ -531,6 +538,9 @@ def finish(pa: PairAnalysis, *, pvalue_adjusted: float | None, correction: str, 
                            design_reason=why, pvalue_margin_adjusted=pvalue_margin_adjusted)
     if why == NOT_MEASURED:  # nothing to judge: listed with its reason (not measured), never "insufficient design"
         verdict, rule = "no verdict", RULE_NOT_MEASURED
+    elif pa.fields.get("labels_reason") and verdict != "insufficient design":
+        # too few human labels to correct the judge (fairpair.analysis._corrected): never pass, never fail
+        verdict, rule = "insufficient labels", pa.fields["labels_reason"] + "; never pass, never fail"
     block = _scenario_block(pa, margin=margin, alpha=alpha, adjusted=scenario_adjusted)
     fields = dict(pa.fields)
     if block is not None:

@@ -20,6 +20,9 @@ Rule (fixed before the audit by the plan's ``alpha`` and the comparison's
   declared estimand (too few templates, too few names per group with names
   random, no variance: :mod:`fairpair.analysis._design`); never pass, never
   fail, whatever the data say.
+* **insufficient labels** -- a judge measure corrected by human labels has
+  fewer labels than the simulation accepted (:mod:`fairpair.analysis._corrected`);
+  never pass, never fail.
 
 Without a margin (or ``margin: 0``) there is no equivalence to establish:
 **fail** when the adjusted p-value is ``< alpha``, else **inconclusive**;
@@ -44,7 +47,7 @@ __all__ = ["decide", "RULE_BY_TEMPLATE", "RULE_MARGIN", "RULE_NO_MARGIN", "RULE_
 
 #: ``no verdict``: the comparison is listed with the reason it has none (``ComparisonResult.reason``,
 #: a :class:`fairpair.records.Reason` whose ``REASON_VERDICT`` is ``None``, e.g. ``not measured``)
-VERDICTS = ("fail", "pass", "inconclusive", "insufficient design", "no verdict")
+VERDICTS = ("fail", "pass", "inconclusive", "insufficient design", "insufficient labels", "no verdict")
 RULE_NOT_MEASURED = ("no verdict: no answer of the compared groups has a value of the measure (not measured); "
                      "never pass, never fail, and the gate refuses to answer")
 RULE_DESIGN = ("insufficient design: the design cannot support a verdict for the declared estimand "

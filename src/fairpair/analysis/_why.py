@@ -103,6 +103,8 @@ def comparison_reasons(c: Any, *, incomplete: bool = False) -> list[Reason]:
         out.append(Reason.NOT_MEASURED)
     elif verdict == "insufficient design":
         out.append(Reason.INSUFFICIENT_DESIGN)
+    elif verdict == "insufficient labels":
+        out.append(Reason.INSUFFICIENT_LABELS)
     elif verdict == "inconclusive":
         out.append(_inconclusive_reason(c))
     return sorted(dict.fromkeys(out), key=lambda r: r.rank)
@@ -181,6 +183,8 @@ def reason_text(c: Any, reason: Reason | str | None = None, lang: str = "en", *,
     rule = str(_get(c, "verdict_rule") or "")
     if reason is Reason.HETEROGENEOUS_AVERAGE and Reason.HETEROGENEOUS_AVERAGE.value + ":" in rule:
         return rule.split(Reason.HETEROGENEOUS_AVERAGE.value + ":", 1)[1].split(";")[0].strip()
+    if reason is Reason.INSUFFICIENT_LABELS and _get(c, "labels_reason"):  # analysis._corrected words it
+        return str(_get(c, "labels_reason"))
     if reason in (Reason.HETEROGENEOUS_AVERAGE, Reason.INSUFFICIENT_LABELS):  # worded by the stage that gave it
         return str(_get(c, "reason") or reason.value)
     margin = _f(_get(c, "margin"))

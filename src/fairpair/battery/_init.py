@@ -114,7 +114,7 @@ class InitChoices:
     api_key_env: str | None = None
 
 
-def _q(s: str) -> str:
+def _q(s: object) -> str:
     return json.dumps(s, ensure_ascii=False)  # a JSON string is a valid YAML scalar
 
 

@@ -145,6 +145,8 @@ def read_capped(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
 
 
 def _read(path: Path, stack: tuple[Path, ...], origin: tuple[str, int] | None) -> str:
+    f: str | None
+    line: int | None
     try:
         return read_capped(path).decode("utf-8")
     except ValueError as exc:

@@ -348,7 +348,7 @@ def expand(loaded: LoadedBattery, expansion: Expansion | None = None) -> Iterato
         for t in templates:
             exp.add_prompt(t)
         exp.exclude(did, "templates not listed in the design's 'templates'", skipped)
-        stats = {"kind": d.kind, "templates": len(templates), "repetitions": reps, "cases": 0,
+        stats: dict[str, Any] = {"kind": d.kind, "templates": len(templates), "repetitions": reps, "cases": 0,
                  "matched_sets": 0}
         sets: set[str] = set()
         for case in d.expand(ExpandContext(b, r, did, d.kind, templates, reps, exp)):

@@ -105,7 +105,9 @@ def plan(loaded: LoadedBattery) -> Plan:
     for di, d in enumerate(b.designs):
         did = b.design_id(di)
         s = dict(exp.designs.get(did, {}))
-        s.update(d.plan(b, s, lambda attribute, n, did=did: _comparisons(loaded, attribute, did, n)))
+        def comparisons(attribute: str, n: int, did: str = did) -> int:
+            return _comparisons(loaded, attribute, did, n)
+        s.update(d.plan(b, s, comparisons))
         designs[did] = s
     reps = sorted({(d.repetitions or b.repetitions) for d in b.designs})
     return Plan(battery=b.name, templates=len(b.templates), repetitions=reps[0] if len(reps) == 1 else max(reps),

@@ -10,6 +10,7 @@ for the grapheme pairs that sound alike in Spanish.
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 import unicodedata
@@ -101,7 +102,7 @@ def apply_transforms(text: str, transforms: Sequence[Transform], seed: int,
     rng = random.Random(seed)
     for t in transforms:
         if t.kind == "misspell":
-            text = _outside(text, protected, lambda s, r=t.rate: _misspell(s, r, rng))
+            text = _outside(text, protected, functools.partial(_misspell, rate=t.rate, rng=rng))
         elif t.kind == "strip_accents":
             text = _outside(text, protected, strip_accents)
         elif t.kind == "lowercase":

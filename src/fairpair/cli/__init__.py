@@ -10,7 +10,7 @@ module                 commands
 ``_battery``           ``init``, ``validate``, ``plan``, ``lexicons``, ``schema``
 ``_cases``             ``expand``
 ``_run``               ``run``, ``check``, ``status``
-``_measures``          ``measure``, ``calibrate export``, ``calibrate score``
+``_measures``          ``measure``, ``label``, ``calibrate export``, ``calibrate import``, ``calibrate score``
 ``_analysis``          ``analyze``, ``gate``, ``compare``, ``results-schema``
 ``_report``            ``report``, ``export``
 ``_persona``           ``import-scenes``, ``reanalyze``

@@ -1,4 +1,5 @@
-"""Commands of the measure stage: ``measure`` and ``calibrate export|score`` (the judge against human raters).
+"""Commands of the measure stage: ``measure``, ``label`` (the blind labelling page) and ``calibrate
+export|import|score`` (the judge against human raters).
 
 The calibration library (sampling, label files, agreement) is
 :mod:`fairpair.measures._labels` and :mod:`fairpair.measures._calibration`.
@@ -57,9 +58,41 @@ def measure(
                                                 judge_calls=calls))
 
 
+@app.command()
+def label(
+    run: RunArg,
+    measure_name: Annotated[Optional[str], typer.Option(
+        "--measure", help="The judge measure row to label, such as tone.warmth (default: the first judge "
+                          "measure's first dimension).")] = None,
+    rater: Annotated[Optional[str], typer.Option(help="Your name as a rater (default: asked on the page).")] = None,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0: a free one).")] = 8765,
+    n: Annotated[Optional[int], typer.Option("--n", min=1, help="Answers in the labelling sample, drawn the first "
+                                             "time (default 100).")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Sampling seed, the first time (default 0).")] = None,
+) -> None:
+    """Label answers by hand on a local page (127.0.0.1): blind, one at a time, stored as you go."""
+    from fairpair.measures import open_label_session, serve_labels
+
+    session = open_label_session(run, measure=measure_name, n=n, seed=seed)
+    for note in session.notes:
+        console.print(f"note: {escape(note)}")
+    s = session.sample
+    console.print(f"labelling '{escape(session.measure.row)}': {len(s)} answers from {len(s.frame)} strata "
+                  f"({s.design} sample, seed {s.seed}); each label is stored in {escape(str(run))} as it is given")
+
+    def announce(url: str) -> None:
+        console.print(f"open {url}  (Ctrl+C stops the page; nothing is lost)", soft_wrap=True)
+
+    serve_labels(session, port=port, rater=rater, announce=announce)
+
+
 calibrate_app = typer.Typer(help="Calibrate the tone judge against human raters.", no_args_is_help=True,
                             rich_markup_mode=None)
 app.add_typer(calibrate_app, name="calibrate")
+
+
+JudgeMeasureOpt = Annotated[Optional[str], typer.Option("--measure", help="The judge measure (default: the first).")]
+KeyOpt = Annotated[Optional[Path], typer.Option("--key", help="Key CSV (default: the key stored in the run).")]
 
 
 @calibrate_app.command("export")
@@ -82,14 +115,28 @@ def calibrate_export(
     console.print(f"key (sample -> case, group): {escape(str(res.key))}; do not give it to the raters")
 
 
+@calibrate_app.command("import")
+def calibrate_import(
+    run: RunArg,
+    labels: Annotated[list[Path], typer.Argument(help="Filled-in labels CSV(s), one per rater (the file's "
+                                                 "name is the rater's).", show_default=False)],
+    measure_name: JudgeMeasureOpt = None,
+    key: KeyOpt = None,
+) -> None:
+    """Store raters' filled-in labels files in the run, where `analyze` reads them with the labelling page's."""
+    from fairpair.measures import import_label_files
+
+    res = import_label_files(run, labels, measure=measure_name, key=key)
+    for rater, k in res.labels.items():
+        console.print(f"{escape(rater)}: {k} new label(s) of '{escape(res.measure)}' stored")
+
+
 @calibrate_app.command("score")
 def calibrate_score(
     run: RunArg,
     labels: Annotated[list[Path], typer.Argument(help="Labels CSV(s), one per rater.", show_default=False)],
-    measure_name: Annotated[Optional[str], typer.Option("--measure", help="The judge measure (default: the first).")]
-    = None,
-    key: Annotated[Optional[Path], typer.Option("--key", help="Key CSV (default: the key stored in the run).")]
-    = None,
+    measure_name: JudgeMeasureOpt = None,
+    key: KeyOpt = None,
 ) -> None:
     """Agreement of the judge with human raters: Cohen's kappa, Fleiss, Krippendorff, confusion, by group."""
     from fairpair.measures import score_label_files

@@ -5,7 +5,8 @@ Public face of the stage: :func:`measure_run` (``fairpair measure RUN``), the
 blinds judges, :func:`position_bias` of the pairwise judge and
 :func:`measure_scales` (stored row -> binary/count/continuous/ordinal) for the
 analysis, the judge's calibration against human raters (:func:`export_labels`,
-:func:`score_label_files`) and the built-in tone anchors of its self-test (:func:`load_anchors`).
+:func:`score_label_files`, :func:`import_label_files`), the blind labelling page
+(:func:`open_label_session`, :func:`serve_labels`: ``fairpair label``) and the built-in tone anchors of its self-test (:func:`load_anchors`).
 The plugins live in :mod:`.rules`, :mod:`.judge` and :mod:`.embed` and are imported only when a
 battery uses them.
 """
@@ -30,11 +31,14 @@ _LAZY_EXPORTS = {
     "mask": "fairpair.measures._mask",
     "masker_for": "fairpair.measures._runner",
     "measure_categories": "fairpair.measures._runner",
+    "open_label_session": "fairpair.measures._labelpage",
+    "serve_labels": "fairpair.measures._labelpage",
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
 
-from fairpair.measures._labels import ExportResult, export_labels, score_label_files
+from fairpair.measures._labels import (ExportResult, ImportResult, export_labels, import_label_files,
+                                       score_label_files)
 from fairpair.measures._base import SCALES, Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
 from fairpair.measures._runner import (
     MeasureContext, MeasureCounts, MeasureRunResult, build_measures, measure_run, measure_scales, signal_values,
@@ -50,7 +54,8 @@ def position_bias(store, measure=None):
 
 __all__ = ["SCALES", "AnchorSet", "ExportResult", "Measure", "MeasureContext", "MeasureCounts", "MeasureItem",
            "MeasureOptions", "MeasureResult", "MeasureRunResult", "Scale", "build_measures", "load_anchors",
-           "measure_run", "measure_scales", "export_labels", "position_bias", "score_label_files", "signal_values"]
+           "measure_run", "measure_scales", "export_labels", "import_label_files", "ImportResult", "position_bias",
+           "score_label_files", "signal_values"]
 
 # the lazily imported names are public too (tests/test_layers.py: a name imported across packages is in __all__)
 __all__ += list(_LAZY_EXPORTS)

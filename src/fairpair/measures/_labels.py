@@ -22,7 +22,7 @@ from typing import Any
 from fairpair.battery import recorded_battery
 from fairpair.errors import FairpairError
 
-__all__ = ["export_labels", "score_label_files", "ExportResult"]
+__all__ = ["export_labels", "score_label_files", "import_label_files", "ExportResult", "ImportResult"]
 
 
 # ---------------------------------------------------------------- export
@@ -138,7 +138,26 @@ def export_labels(run_dir: Path, out: Path, *, n: int = 100, measure: str | None
             w.writerows(key_rows)
         store.event("calibration_export", {"measure": name, "labels": str(out), "seed": seed,
                                            "samples": {r[0]: [r[1], r[2]] for r in key_rows}})
+        _record_sample(store, name, dims, chosen, strata, seed, str(out))
     return ExportResult(out, key_path, len(chosen), len(keys), name, tuple(dims))
+
+
+def _record_sample(store, name: str, dims: list[str], chosen, strata, seed: int, label: str) -> None:
+    """Store the exported sample of each dimension's row as a :class:`~fairpair.records.LabelSample`
+    named after the labels file: each (group, template) cell's answers were shuffled and its first
+    ``n_h`` taken, a simple random sample, so an answer's inclusion probability is ``n_h / N_h``."""
+    from collections import Counter
+
+    from fairpair.records import LabelSample, SampledAnswer
+
+    taken = Counter(cell for *_, cell in chosen)
+    answers = tuple(SampledAnswer(target=t, case_id=c, stratum="|".join(cell),
+                                  probability=taken[cell] / len(strata[cell]), order=i)
+                    for i, (t, c, cell) in enumerate(chosen))
+    frame = {"|".join(cell): len(members) for cell, members in strata.items()}
+    for d in dims:
+        store.add_label_sample(LabelSample(measure=f"{name}.{d}", seed=seed, design="stratified", mixing=0.0,
+                                           frame=frame, answers=answers, created_at="", name=label))
 
 
 # ---------------------------------------------------------------- score
@@ -225,6 +244,98 @@ def _parse_labels(fh, path: Path, dims: list[str], levels: dict[str, set[int]], 
     return out
 
 
+@dataclass(frozen=True)
+class _RaterFiles:
+    """What one or more raters' labels files hold, read against a run: the judge measure ``name``
+    and its rubric dimensions' ``levels``, the key (sample id -> (target, case id)), the run's cases,
+    and per rater (the file's stem; a repeated stem gets a ``'``) sample id -> dimension -> level."""
+
+    name: str
+    levels: dict[str, set[int]]
+    known: dict[str, tuple[str, str]]
+    cases: dict[str, Any]
+    raters: dict[str, dict[str, dict[str, int | None]]]
+
+
+def _read_rater_files(run, run_dir: Path, files: list[Path], measure: str | None, key: Path | None) -> _RaterFiles:
+    if not files:
+        raise FairpairError("give at least one labels file")
+    store = run.store
+    b = recorded_battery(run).battery
+    name, m, rubric, _ = _judge_measure(b, measure)
+    known = _read_key(store, key)
+    if not known:
+        raise FairpairError("this run has no calibration export; run `fairpair calibrate export` first",
+                            file=run_dir)
+    cases = {c.id: c for c in store.iter_cases()}
+    foreign = [sid for sid, (_, c) in known.items() if c not in cases]
+    if foreign:  # a key from another run: none of its samples would find a judge score
+        raise FairpairError(f"{len(foreign)} of the key's {len(known)} samples name a case that is not in "
+                            f"this run (first: {foreign[0]} -> case {known[foreign[0]][1]})", file=key,
+                            hint=f"give the key file that `fairpair calibrate export {run_dir}` wrote")
+    resolved = [Path(f).resolve() for f in files]
+    twice = next((f for i, f in enumerate(files) if resolved[i] in resolved[:i]), None)
+    if twice is not None:  # one rater's file given twice would count as two raters who always agree
+        raise FairpairError("this labels file is given twice; give each rater's file once", file=twice)
+    dims = list(rubric)
+    levels = {d: set(rubric[d]["levels"]) for d in dims}
+    raters: dict[str, dict[str, dict[str, int | None]]] = {}
+    for f in files:
+        label = Path(f).stem
+        while label in raters:
+            label += "'"
+        raters[label] = _read_labels(Path(f), dims, levels, known)
+    return _RaterFiles(name, levels, known, cases, raters)
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What ``calibrate import`` stored: ``labels`` new labels (a label the rater's file gave before,
+    unchanged, is not stored again), per rater name; ``measure`` the judge measure."""
+
+    measure: str
+    labels: dict[str, int]
+
+
+def import_label_files(run_dir: Path, files: list[Path], *, measure: str | None = None,
+                       key: Path | None = None) -> ImportResult:
+    """Store raters' filled-in ``calibrate export`` labels files in the run's store (``fairpair calibrate
+    import``), where the analysis reads them with the labelling page's (``Store.labels``).
+
+    Each filled-in cell becomes a :class:`~fairpair.records.HumanLabel` of the row
+    ``<measure>.<dimension>`` with ``source`` ``file`` and the file's stem as the rater's name;
+    blank cells are not labels. Importing a file again stores only what changed (a changed cell
+    supersedes the earlier label; nothing stored is removed). The files are checked as ``calibrate
+    score`` checks them, and nothing is stored unless every file reads.
+
+    Raises
+    ------
+    FairpairError
+        As :func:`score_label_files`.
+    """
+    from fairpair.store import Run
+
+    run_dir = Path(run_dir)
+    with Run.open(run_dir, "w") as run:
+        rf = _read_rater_files(run, run_dir, files, measure, key)
+        store = run.store
+        added: dict[str, int] = {}
+        with store.transaction():
+            current = {(x.rater, x.target, x.case_id, x.measure): x.value for x in store.labels()}
+            for rater, rows in rf.raters.items():
+                added[rater] = 0
+                for sid, vals in rows.items():
+                    target, case_id = rf.known[sid]
+                    for d, v in vals.items():
+                        row = f"{rf.name}.{d}"
+                        if v is None or current.get((rater, target, case_id, row)) == float(v):
+                            continue
+                        store.add_label(target=target, case_id=case_id, measure=row, rater=rater, value=v,
+                                        source="file")
+                        added[rater] += 1
+    return ImportResult(rf.name, added)
+
+
 def score_label_files(run_dir: Path, files: list[Path], *, measure: str | None = None,
                       key: Path | None = None) -> dict[str, Any]:
     """Score one or more raters' label files against the judge; returns dimension -> CalibrationReport.
@@ -238,37 +349,13 @@ def score_label_files(run_dir: Path, files: list[Path], *, measure: str | None =
     from fairpair.measures._calibration import score_labels
     from fairpair.store import Run
 
-    if not files:
-        raise FairpairError("give at least one labels file")
     with Run.open(Path(run_dir)) as run:
-        store = run.store
-        b = recorded_battery(run).battery
-        name, m, rubric, _ = _judge_measure(b, measure)
-        known = _read_key(store, key)
-        if not known:
-            raise FairpairError("this run has no calibration export; run `fairpair calibrate export` first",
-                                file=run_dir)
-        cases = {c.id: c for c in store.iter_cases()}
-        foreign = [sid for sid, (_, c) in known.items() if c not in cases]
-        if foreign:  # a key from another run: none of its samples would find a judge score
-            raise FairpairError(f"{len(foreign)} of the key's {len(known)} samples name a case that is not in "
-                                f"this run (first: {foreign[0]} -> case {known[foreign[0]][1]})", file=key,
-                                hint=f"give the key file that `fairpair calibrate export {run_dir}` wrote")
-        resolved = [Path(f).resolve() for f in files]
-        twice = next((f for i, f in enumerate(files) if resolved[i] in resolved[:i]), None)
-        if twice is not None:  # one rater's file given twice would count as two raters who always agree
-            raise FairpairError("this labels file is given twice; give each rater's file once", file=twice)
-        dims = list(rubric)
-        levels = {d: set(rubric[d]["levels"]) for d in dims}
-        raters: dict[str, dict[str, dict[str, int | None]]] = {}
-        for f in files:
-            label = Path(f).stem
-            while label in raters:
-                label += "'"
-            raters[label] = _read_labels(Path(f), dims, levels, known)
+        rf = _read_rater_files(run, Path(run_dir), files, measure, key)
+        name, levels, known, cases, raters = rf.name, rf.levels, rf.known, rf.cases, rf.raters
+        dims = list(levels)
         # a probability-weighted score (scoring: probabilities) is compared at its nearest level
         judged = {d: {(x.target, x.case_id): _nearest_level(x.value)
-                      for x in store.measurements(f"{name}.{d}", status="ok")} for d in dims}
+                      for x in run.store.measurements(f"{name}.{d}", status="ok")} for d in dims}
     reports = {}
     sids = sorted({s for r in raters.values() for s in r})
     for d in dims:

@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 RESULTS_SCHEMA = "fairpair.results/2"
-Verdict = Literal["pass", "fail", "inconclusive", "insufficient design", "no verdict"]
+Verdict = Literal["pass", "fail", "inconclusive", "insufficient design", "insufficient labels", "no verdict"]
 Interval = list[float | None]
 
 
@@ -215,6 +215,44 @@ class ScenarioBlock(_Rec):
     note: str | None = None
 
 
+class LabelCorrection(_Rec):
+    """A judge-measured comparison corrected by human labels (:mod:`fairpair.analysis._corrected`).
+
+    The comparison's ``estimate`` / ``ci`` / ``pvalue`` / ``verdict`` are then the corrected ones
+    (prediction-powered inference on the crossed design); this block keeps the judge's own figures:
+    ``raw_estimate`` / ``raw_ci`` / ``raw_pvalue`` / ``raw_value_a`` / ``raw_value_b`` (the judge's
+    scores alone, as an uncorrected audit reports them). ``lam``: PPI++'s power tuning in [0, 1] (0:
+    the labels alone; 1: classical PPI). ``n_labels`` (``_a`` / ``_b``): labelled answers of the
+    comparison (several raters of one answer count once, as their mean). ``judge_error_a`` / ``_b``:
+    the judge's mean error (judge minus human) on each group's labelled answers, in the measure's
+    units. ``min_labels``: below it the verdict is ``insufficient labels``. Yes/no judges:
+    ``rogan_gladen_estimate`` / ``rogan_gladen_ci`` (Rogan & Gladen 1978 with each group's
+    sensitivity and specificity; the interval includes the calibration sample, Lee et al. 2025) and
+    the groups' ``sensitivity_*`` / ``specificity_*``.
+    """
+
+    raw_estimate: float | None
+    raw_ci: Interval | None
+    raw_pvalue: float | None = None
+    raw_value_a: float | None = None
+    raw_value_b: float | None = None
+    lam: float | None
+    n_labels: int
+    n_labels_a: int
+    n_labels_b: int
+    judge_error_a: float | None
+    judge_error_b: float | None
+    min_labels: int
+    method: str
+    rogan_gladen_estimate: float | None = None
+    rogan_gladen_ci: Interval | None = None
+    rogan_gladen_note: str | None = None
+    sensitivity_a: float | None = None
+    specificity_a: float | None = None
+    sensitivity_b: float | None = None
+    specificity_b: float | None = None
+
+
 class ComparisonResult(_Rec):
     """One pre-registered comparison of two groups, for one target and one design.
 
@@ -307,6 +345,10 @@ class ComparisonResult(_Rec):
     #: bounds that cross the margin mean the comparison cannot pass, and bounds not beyond it that it
     #: cannot fail.
     missing_informative: bool = False
+    #: Human labels corrected the judge (:class:`LabelCorrection`): the figures above are the corrected ones.
+    label_correction: LabelCorrection | None = None
+    #: Why the labels are too few for a corrected verdict (verdict ``insufficient labels``).
+    labels_reason: str | None = None
 
 
 class OmnibusResult(_Rec):

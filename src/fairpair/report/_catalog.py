@@ -48,6 +48,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "verdict.pass": "PASS",
         "verdict.inconclusive": "INCONCLUSIVE",
         "verdict.insufficient design": "INSUFFICIENT DESIGN",
+        "verdict.insufficient labels": "INSUFFICIENT LABELS",
         "verdict.none": "NOT ANALYSED",
         "verdict.no verdict": "NO VERDICT",
         "verdict.incomplete run": "RUN INCOMPLETE",
@@ -339,6 +340,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "toc": "Contents",
         "terminal.title": "fairpair verdicts: {battery}",
         "omnibus": "Omnibus tests across all groups",
+        "labels.title": "Judge measures corrected by human labels",
+        "labels.intro": ("The verdict of these comparisons comes from the corrected difference: the judge's score of "
+                         "every answer corrected by the human-minus-judge difference on the labelled answers "
+                         "(prediction-powered inference); its interval counts the labelled sample, the templates "
+                         "and the names."),
+        "labels.line": ("{what}: corrected {est} ({ci}); the judge alone {raw} ({raw_ci}); {n} labelled answers "
+                        "({a}: {na}, {b}: {nb}), λ = {lam}; the judge's error (judge − human): {a} {ea}, {b} {eb}"),
+        "labels.rg": "; Rogan-Gladen {est} ({ci}), sensitivity / specificity {a} {sa} / {pa}, {b} {sb} / {pb}",
         "aa.title": "A/A control: the audit's noise floor",
         "aa.intro": ("Two halves of one group (its names split in two, or with `split: seeds` the same names under "
                      "two halves of the sampling seeds), compared through the same analysis as the real "
@@ -366,6 +375,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "verdict.pass": "PASA",
         "verdict.inconclusive": "NO CONCLUYENTE",
         "verdict.insufficient design": "DISEÑO INSUFICIENTE",
+        "verdict.insufficient labels": "ETIQUETAS INSUFICIENTES",
         "verdict.none": "SIN ANALIZAR",
         "verdict.no verdict": "SIN VEREDICTO",
         "verdict.incomplete run": "RUN INCOMPLETO",
@@ -672,6 +682,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "toc": "Contenido",
         "terminal.title": "Veredictos de fairpair: {battery}",
         "omnibus": "Pruebas globales entre todos los grupos",
+        "labels.title": "Medidas del juez corregidas con etiquetas humanas",
+        "labels.intro": ("El veredicto de estas comparaciones sale de la diferencia corregida: la nota del juez en "
+                         "todas las respuestas, corregida por la diferencia humano menos juez en las respuestas "
+                         "etiquetadas (inferencia potenciada por predicción); su intervalo cuenta la muestra "
+                         "etiquetada, las plantillas y los nombres."),
+        "labels.line": ("{what}: corregida {est} ({ci}); el juez solo {raw} ({raw_ci}); {n} respuestas etiquetadas "
+                        "({a}: {na}, {b}: {nb}), λ = {lam}; error del juez (juez − humano): {a} {ea}, {b} {eb}"),
+        "labels.rg": "; Rogan-Gladen {est} ({ci}), sensibilidad / especificidad {a} {sa} / {pa}, {b} {sb} / {pb}",
         "aa.title": "Control A/A: el suelo de ruido de la auditoría",
         "aa.intro": ("Dos mitades de un mismo grupo (sus nombres partidos en dos o, con `split: seeds`, los mismos "
                      "nombres con dos mitades de las semillas de muestreo), comparadas con el mismo análisis que las "

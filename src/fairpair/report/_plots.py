@@ -36,6 +36,7 @@ OKABE_ITO = {"orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73", "yellow"
 #: verdict -> (colour, marker)
 VERDICT_STYLE = {"fail": (OKABE_ITO["vermillion"], "X"), "pass": (OKABE_ITO["green"], "o"),
                  "inconclusive": (OKABE_ITO["blue"], "s"), "insufficient design": (OKABE_ITO["purple"], "D"),
+                 "insufficient labels": (OKABE_ITO["purple"], "d"),
                  "no verdict": (OKABE_ITO["black"], "x")}
 _RC = {"svg.fonttype": "path", "svg.hashsalt": "fairpair", "font.family": "DejaVu Sans", "font.size": 10,
        "axes.spines.top": False, "axes.spines.right": False, "text.parse_math": False,

@@ -137,6 +137,35 @@ def _verdict_rows(data: ReportData, lang: str) -> list[VerdictRow]:
     return rows
 
 
+def _label_rows(rows: list[VerdictRow], lang: str) -> list[str]:
+    """One line per comparison corrected by human labels: corrected and raw difference, the labels, the
+    judge's error by group (and Rogan-Gladen for a yes/no judge)."""
+    out = []
+    for r in rows:
+        lc = r.result.label_correction
+        if lc is None:
+            continue
+        f = 100.0 if r.scale == "binary" else 1.0
+
+        def ci(v: Any) -> str:
+            return (f"{fmt_num(v[0] * f, lang, 2)} … {fmt_num(v[1] * f, lang, 2)}"
+                    if v and all(isinstance(x, (int, float)) for x in v) else "—")
+
+        def n(x: Any) -> str:
+            return fmt_num(x * f, lang, 2) if isinstance(x, (int, float)) else "—"
+
+        line = msg(lang, "labels.line", what=f"{r.measure_label} · {r.target} · {r.label_a} / {r.label_b}",
+                   est=n(r.result.estimate), ci=ci(r.result.ci), raw=n(lc.raw_estimate), raw_ci=ci(lc.raw_ci),
+                   n=lc.n_labels, a=r.label_a, b=r.label_b, na=lc.n_labels_a, nb=lc.n_labels_b,
+                   lam=fmt_num(lc.lam, lang, 2), ea=n(lc.judge_error_a), eb=n(lc.judge_error_b))
+        if lc.rogan_gladen_estimate is not None:
+            line += msg(lang, "labels.rg", est=n(lc.rogan_gladen_estimate), ci=ci(lc.rogan_gladen_ci), a=r.label_a,
+                        b=r.label_b, sa=fmt_num(lc.sensitivity_a, lang, 2), pa=fmt_num(lc.specificity_a, lang, 2),
+                        sb=fmt_num(lc.sensitivity_b, lang, 2), pb=fmt_num(lc.specificity_b, lang, 2))
+        out.append(line)
+    return out
+
+
 def _reason_words(c: Any, reason: Any, lang: str, incomplete: Any) -> str:
     """The headline reason of a comparison in ``lang`` (the design's in the catalog's words)."""
     from fairpair.analysis import reason_text
@@ -528,6 +557,8 @@ class ReportModel:
     #: say so
     ranking_only: bool = False
     ranking_counts: str = ""
+    #: judge comparisons corrected by human labels: corrected and raw, the judge's error by group
+    label_corrections: list[str] = field(default_factory=list)
 
     def context(self) -> dict[str, Any]:
         """The model as the templates' context: its fields (but ``data``) and the formatting helpers
@@ -646,6 +677,7 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
         scenarios=_scenario_views(rows, figures, lang),
         ranking_only=ranking_only,
         ranking_counts=_ranking_counts(ranking_verdicts(res), lang) if ranking_only else "",
+        label_corrections=_label_rows(rows, lang),
     )
 
 

@@ -17,7 +17,8 @@ from fairpair.report._text import terminal
 __all__ = ["verdict_table", "print_verdicts"]
 
 _STYLE = {"fail": "bold white on red3", "pass": "bold white on green4", "inconclusive": "bold white on blue3",
-          "insufficient design": "bold white on magenta", "none": "bold white on grey35",
+          "insufficient design": "bold white on magenta",
+          "insufficient labels": "bold white on magenta", "none": "bold white on grey35",
           "incomplete run": "bold white on grey35", "not measured": "bold white on grey35",
           "no verdict": "bold white on grey35"}
 

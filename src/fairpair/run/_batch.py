@@ -330,6 +330,7 @@ async def _submit(store: Store, run_dir: Path, name: str, target: Any, cases: It
                 if endpoint is None:
                     endpoint = json.loads(data)["url"]
                 pending = next(lines, None)
+        assert endpoint is not None  # set by the first request line written
         file = await client.upload(path)
         batch = await client.create(file["id"], endpoint, {"fairpair_target": name[:500],
                                                            "fairpair_file": path.name})

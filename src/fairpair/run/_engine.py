@@ -149,7 +149,7 @@ async def run_target(store: Store, target_name: str, target, cases: Iterable[Cas
 
     async def answer(case: Case) -> None:
         outcome, replies, latency = await answer_case(caller, case, tools, tool_map or {})
-        error = None if outcome.completion is not None else describe_error(outcome.error)
+        error = describe_error(outcome.error) if outcome.error is not None else None
         record_outcome(store, target_name, case, outcome.completion, error, outcome.attempts, replies, latency,
                        stats, secrets=secrets, on_done=on_done, breaker=breaker)
 

@@ -91,7 +91,7 @@ def preview_requests(loaded, *, only_targets: list[str] | None = None) -> Iterat
     from fairpair.run._runner import build_target
 
     b = loaded.battery
-    firsts = {}
+    firsts: dict[str, Any] = {}
     for case in expand(loaded):
         firsts.setdefault(case.template, case)
     tools = b.all_tools() or None

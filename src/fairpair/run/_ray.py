@@ -144,7 +144,7 @@ class CaseWorker(_TargetActor):
         except Exception as exc:  # noqa: BLE001 - a target that cannot start: the case fails as data
             return case.id, None, describe_error(exc), 1, [], 0.0
         outcome, replies, latency = await answer_case(caller, case, self.tools, self.tool_map)
-        error = None if outcome.completion is not None else describe_error(outcome.error)
+        error = describe_error(outcome.error) if outcome.error is not None else None
         return case.id, outcome.completion, error, outcome.attempts, replies, latency
 
     async def answer_many(self, cases: list[Case]) -> list[tuple[str, Any, str | None, int, list[str], float]]:

@@ -304,7 +304,8 @@ def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs:
                 # one case first: a broken target stops here, exit 2; a target the driver does not load (the
                 # embedded model on Ray) is tried on the actors' pool instead, by run_target_ray
                 if early is not None and early.name == name:
-                    early, sent = None, early
+                    sent = early
+                    early = None
                     sent.into_store(store)
                 elif settings.preflight and not (on_ray and hasattr(target, "load")):
                     preflight_into_store(store, name, target, to_send(), settings, tools=b.all_tools() or None,

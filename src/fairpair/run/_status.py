@@ -49,7 +49,7 @@ class RunStatus:
 
         dims = [v for k, v in self.measures.items() if k.startswith(measure + ".")]
         own = self.measures.get(measure)
-        return done(own) if own or not dims else min(done(v) for v in dims)
+        return done(own or {}) if own or not dims else min(done(v) for v in dims)
 
 
 def _target_status(store, name: str) -> TargetStatus:

@@ -34,6 +34,9 @@ Ranking design (k candidates, one prompt) :func:`crossed_mean`, :func:`set_mean`
                                           :func:`ratio_to_best` (four-fifths rule), :func:`crossed_k_test`,
                                           :func:`position_effect`
 Intervals                                 :func:`wilson_interval`, :func:`t_interval`
+A judge corrected by human labels        :func:`ppi_difference` (PPI++ on the crossed design), :func:`ppi_values`,
+                                          :func:`ppi_tuning`, :func:`stratum_inclusion`, :func:`rogan_gladen`,
+                                          :func:`rogan_gladen_difference` (yes/no judges)
 Inter-rater agreement                     :func:`cohen_kappa` (weighted too), :func:`fleiss_kappa`,
                                           :func:`krippendorff_alpha`, :func:`confusion_matrix`,
                                           :func:`landis_koch`
@@ -71,6 +74,8 @@ _LAZY = {
     "_power": ("PowerResult", "design_effect", "mcnemar_power", "min_detectable_effect",
                "min_detectable_risk_difference", "paired_power", "pairs_needed", "CrossedPowerResult",
                "VarianceComponents", "crossed_power", "crossed_variance", "estimate_variance_components"),
+    "_ppi": ("PPIDifferenceResult", "RoganGladenResult", "RoganGladenDifferenceResult", "ppi_difference",
+             "ppi_tuning", "ppi_values", "rogan_gladen", "rogan_gladen_difference", "stratum_inclusion"),
     "_ranking": ("CrossedMeanResult", "SelectionRatioResult", "RatioToBest", "SlotEffect", "PositionEffectResult",
                  "crossed_mean", "set_mean", "paired_difference", "selection_ratio", "ratio_to_best", "crossed_k_test",
                  "position_effect", "FOUR_FIFTHS"),
@@ -166,6 +171,17 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         min_detectable_risk_difference,
         paired_power,
         pairs_needed,
+    )
+    from fairpair.stats._ppi import (  # noqa: F401
+        PPIDifferenceResult,
+        RoganGladenDifferenceResult,
+        RoganGladenResult,
+        ppi_difference,
+        ppi_tuning,
+        ppi_values,
+        rogan_gladen,
+        rogan_gladen_difference,
+        stratum_inclusion,
     )
     from fairpair.stats._ranking import (  # noqa: F401
         FOUR_FIFTHS,
@@ -278,6 +294,16 @@ __all__ = [
     "variant_heterogeneity",
     "HeterogeneityResult",
     "VariantEffect",
+    # a judge corrected by human labels
+    "ppi_difference",
+    "ppi_tuning",
+    "ppi_values",
+    "stratum_inclusion",
+    "rogan_gladen",
+    "rogan_gladen_difference",
+    "PPIDifferenceResult",
+    "RoganGladenResult",
+    "RoganGladenDifferenceResult",
     # ranking design (k candidates in one prompt)
     "crossed_mean",
     "set_mean",

@@ -522,8 +522,16 @@ def _pretest(groups: list[_Group], t: int) -> float:
 
 
 def crossed_from_cells(cells_a: np.ndarray, cells_b: np.ndarray, *, names: str = "random",
-                       n_values: int | None = None, pool: float | None = POOL) -> CrossedDifferenceResult:
-    """:func:`crossed_difference` from cell means: arrays (T, n_a) and (T, n_b), NaN for empty cells."""
+                       n_values: int | None = None, pool: float | None = POOL,
+                       names_from: "CrossedDifferenceResult | None" = None) -> CrossedDifferenceResult:
+    """:func:`crossed_difference` from cell means: arrays (T, n_a) and (T, n_b), NaN for empty cells.
+
+    ``names_from``: take the name components (names random) from another inference of the same
+    design instead of these cells (each entering Satterthwaite's df as ``(component, n_g - 1)``):
+    the prediction-powered values of :mod:`fairpair.stats._ppi`, whose labelled-sample noise makes
+    their own name components noisy and, truncated at 0, biased upwards (20% too wide at 50 labels
+    in ``benchmarks/sim_labels.py``), take them from the judge's scores of every answer.
+    """
     check_choice("names", names, NAMES)
     method = f"crossed random effects (templates, names {names}), method of moments, Satterthwaite df"
     a = np.asarray(cells_a, dtype=float)
@@ -561,7 +569,15 @@ def crossed_from_cells(cells_a: np.ndarray, cells_b: np.ndarray, *, names: str =
             comp[f"names_{key.lower()}"] = nan
             notes.append(f"group {key} has one name: the name variance cannot be estimated")
         pooled = False
-        if not one and pool is not None and t > 1:
+        if names_from is not None and not one:
+            for key, g in (("a", sa), ("b", sb)):
+                val = names_from.variance_components.get(f"names_{key}", nan)
+                comp[f"names_{key}"] = float(val) if np.isfinite(val) else nan
+                if np.isfinite(val) and val > 0:
+                    terms.append((1.0, float(val), g.n - 1.0))
+            ms["names_pretest_pvalue"] = names_from.mean_squares.get("names_pretest_pvalue", nan)
+            pooled = True  # nothing more to estimate here
+        elif not one and pool is not None and t > 1:
             pre = _pretest([sa, sb], t)
             ms["names_pretest_pvalue"] = pre
             if np.isfinite(pre) and pre > pool:
@@ -569,7 +585,7 @@ def crossed_from_cells(cells_a: np.ndarray, cells_b: np.ndarray, *, names: str =
                 notes.append(f"no evidence of name effects (preliminary F test p = {pre:.2g} > {pool:g}): "
                              "the name component is pooled into the template term")
         for key, g in (("a", sa), ("b", sb)):
-            if pooled or g.n < 2:
+            if pooled or g.n < 2 or names_from is not None:
                 continue
             if not np.isfinite(g.h):
                 comp[f"names_{key}"] = nan

@@ -369,6 +369,8 @@ def corrected_dispersion(data: Any, *, condition: Any = None) -> CorrectedDisper
 def _rows_for(lay: _Layout, condition: Any) -> np.ndarray:
     if condition is None:
         return np.arange(lay.value.size)
+    if lay.condition is None:
+        raise ValueError(f"condition {condition!r} asked for, but the data have no condition column")
     rows = np.nonzero(lay.condition == condition)[0]
     if rows.size == 0:
         found = sorted({str(c) for c in np.unique(lay.condition.astype(str))})

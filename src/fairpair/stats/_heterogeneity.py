@@ -171,8 +171,8 @@ def variant_heterogeneity(
     n_total = int(codes.size)
     if kind == "binary":
         method = "chi-square test of homogeneity of discordant pairs (matched-pairs odds ratios)"
-        used = [e for e in effects if e.b + e.c > 0]
-        skipped = [e.variant for e in effects if e.b + e.c == 0]
+        used = [e for e in effects if (e.b or 0) + (e.c or 0) > 0]  # b and c are set for binary effects
+        skipped = [e.variant for e in effects if (e.b or 0) + (e.c or 0) == 0]
         notes = [f"variants without discordant pairs left out: {skipped}"] if skipped else []
         table = np.array([[e.b, e.c] for e in used], dtype=float).reshape(-1, 2)
         if len(used) < 2:

@@ -219,7 +219,7 @@ def _from_counts(
         statistic = float(min(b, c))
         pvalue = float(min(1.0, 2.0 * stats.binom.cdf(min(b, c), b + c, 0.5)))
     else:
-        diff = abs(b - c)
+        diff = float(abs(b - c))
         if correction:
             # Edwards's correction, never pushed below zero (statsmodels and R
             # return (|b-c|-1)^2/(b+c) > 0 when b == c; that case gives 0 here).

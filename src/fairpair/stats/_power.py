@@ -215,6 +215,8 @@ def _t_power(d: float, n_eff: float, alpha: float) -> float:
 def _power(test: str, effect: float, psi: float | None, n_pairs: float, alpha: float, de: float) -> tuple[float, float]:
     n_eff = n_pairs / de
     if test == "mcnemar":
+        if psi is None:
+            raise ValueError("McNemar power needs psi, the expected share of discordant pairs")
         return _hybrid_power(effect, psi, n_eff, alpha), n_eff
     if test == "wilcoxon":
         n_eff = n_eff * ARE_WILCOXON
@@ -1012,12 +1014,12 @@ def crossed_power(effect: float, components: VarianceComponents, *, templates: i
             p_fail = float(1.0 - special.nctdtr(df, (delta - m) / se, crit)
                            + special.nctdtr(df, (delta + m) / se, -crit))
     else:
-        s_hat, crit = _critical_draws(components, int(templates), int(names_a), int(names_b),
-                                      float(repetitions), a)
-        pw = float(np.mean(special.ndtr((delta - crit * s_hat) / se) + special.ndtr((-delta - crit * s_hat) / se)))
+        s_hat, crits = _critical_draws(components, int(templates), int(names_a), int(names_b),
+                                       float(repetitions), a)
+        pw = float(np.mean(special.ndtr((delta - crits * s_hat) / se) + special.ndtr((-delta - crits * s_hat) / se)))
         if m is not None:
-            p_fail = float(np.mean(special.ndtr((delta - m - crit * s_hat) / se)
-                                   + special.ndtr((-delta - m - crit * s_hat) / se)))
+            p_fail = float(np.mean(special.ndtr((delta - m - crits * s_hat) / se)
+                                   + special.ndtr((-delta - m - crits * s_hat) / se)))
     if m is not None:
         # the verdict's pass rule: (D - A s, D + B s) inside (-m, m), D ~ N(delta, se^2) independent of (s, A, B)
         s_p, a_p, b_p = _pass_draws(components, int(templates), int(names_a), int(names_b), float(repetitions),

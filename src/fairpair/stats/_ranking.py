@@ -220,7 +220,7 @@ def mean_from_cells(cells: np.ndarray, *, names: str = "random", n_values: int |
             notes.append("one name: the name variance cannot be estimated")
         else:
             pre = _pretest([g], t) if (pool is not None and t > 1) else nan
-            if np.isfinite(pre) and pre > pool:
+            if pool is not None and np.isfinite(pre) and pre > pool:
                 notes.append(f"no evidence of name effects (preliminary F test p = {pre:.2g} > {pool:g}): "
                              "the name component is pooled into the template term")
             else:

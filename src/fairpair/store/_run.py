@@ -25,7 +25,7 @@ import os
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator, Literal
+from typing import Any, Callable, ClassVar, Iterator, Literal, TextIO
 
 from fairpair._files import atomic_write_text
 from fairpair.errors import FairpairError, validation_summary
@@ -51,26 +51,27 @@ class RunLock:
 
     def __init__(self, run_dir: Path):
         self.path = Path(run_dir) / LOCK_NAME
-        self.fh = None
+        self.fh: TextIO | None = None
 
     def __enter__(self) -> "RunLock":
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.fh = open(self.path, "a+")
+            fh = open(self.path, "a+")
         except OSError as exc:
             raise FairpairError(f"cannot use the run directory: {exc.strerror}", file=self.path.parent) from None
         try:
-            fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            self.fh.seek(0)
-            holder = self.fh.read().strip() or "another process"
-            self.fh.close()
+            fh.seek(0)
+            holder = fh.read().strip() or "another process"
+            fh.close()
             raise FairpairError(f"this run directory is in use by {holder}; wait for it to finish "
                                 "(two processes must not write one run)", file=self.path.parent) from None
-        self.fh.seek(0)
-        self.fh.truncate()
-        self.fh.write(f"fairpair pid {os.getpid()}")
-        self.fh.flush()
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"fairpair pid {os.getpid()}")
+        fh.flush()
+        self.fh = fh
         return self
 
     def __exit__(self, *exc) -> None:

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from fairpair.errors import FairpairError
-from fairpair.records import AnswerToMeasure, Case, Measurement, MeasurementColumns, Response, case_json
+from fairpair.records import (AnswerToMeasure, Case, HumanLabel, LabelSample, Measurement, MeasurementColumns, Response,
+                              SampledAnswer, case_json)
 
 __all__ = ["Store", "Response", "Measurement", "MeasurementColumns", "AnswerToMeasure", "STORE_NAME", "STORE_FORMAT",
            "SCHEMA_VERSION", "MIGRATIONS", "damaged_store_error"]
@@ -159,6 +160,58 @@ def m004_measurement_scale(conn: sqlite3.Connection) -> None:
     """The scale of each measurement (``binary``, ``count``, ``continuous``, ``ordinal``,
     ``categorical``), written with the row when it is measured; NULL for rows stored before."""
     conn.execute("ALTER TABLE measurements ADD COLUMN scale TEXT")
+
+
+@migration
+def m005_human_labels(conn: sqlite3.Connection) -> None:
+    """Human labels of judge-measured answers (``fairpair label``, ``calibrate score`` files) and the
+    labelling samples they were drawn for (issue "Human labels").
+
+    ``label_samples``: one drawn sample per (measure row, name), with the seed and design that
+    reproduce it and the frame (answers per stratum) it was drawn from; ``label_sample_answers``
+    its answers with stratum, inclusion probability and draw order. ``labels``: every label or
+    skip (``value`` NULL) a rater gave, appended; ``label_withdrawals``: an undo, appended (the
+    withdrawn row stays stored).
+    """
+    _script(conn, """
+    CREATE TABLE label_samples (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        measure TEXT NOT NULL,
+        name TEXT NOT NULL,
+        seed INTEGER NOT NULL,
+        design TEXT NOT NULL,
+        mixing REAL NOT NULL,
+        frame TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (measure, name)
+    );
+    CREATE TABLE label_sample_answers (
+        sample_id INTEGER NOT NULL REFERENCES label_samples(id),
+        target TEXT NOT NULL,
+        case_id TEXT NOT NULL,
+        stratum TEXT NOT NULL,
+        probability REAL NOT NULL CHECK (probability > 0 AND probability <= 1),
+        draw_order INTEGER NOT NULL,
+        uncertainty REAL,
+        UNIQUE (sample_id, target, case_id),
+        UNIQUE (sample_id, draw_order)
+    );
+    CREATE TABLE labels (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        target TEXT NOT NULL,
+        case_id TEXT NOT NULL,
+        measure TEXT NOT NULL,
+        rater TEXT NOT NULL,
+        value REAL,
+        source TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX labels_measure ON labels(measure, rater);
+    CREATE TABLE label_withdrawals (
+        label_id INTEGER PRIMARY KEY REFERENCES labels(id),
+        created_at TEXT NOT NULL
+    );
+    """)
 
 
 #: The store file opened last in this process (names the file when SQLite reports damage later).
@@ -318,8 +371,9 @@ class Store:
             store._migrate(readonly=readonly)
         except sqlite3.DatabaseError as exc:
             msg = str(exc)
-            if "malformed" in msg:  # a damaged page met while reading the applied migrations
-                raise damaged_store_error(exc) from None
+            damaged = damaged_store_error(exc) if "malformed" in msg else None
+            if damaged is not None:  # a damaged page met while reading the applied migrations
+                raise damaged from None
             if "readonly" in msg or "unable to open" in msg:
                 raise FairpairError(f"cannot write the run store ({msg}); is the directory read-only?",
                                     file=path) from None
@@ -372,14 +426,15 @@ class Store:
             self.pending = frozenset(m.__name__ for m in todo)
             return
         record = [] if "migrations" in tables else applied  # a numbered store's names, recorded once
-        for fn in todo or [None]:
+        steps: list[Callable[[sqlite3.Connection], None] | None] = list(todo) or [None]
+        for fn in steps:
             with self.transaction():
                 if fn is not None:
                     fn(self.conn)
                 self.conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
                 now = _now()
                 self.conn.executemany("INSERT OR IGNORE INTO migrations VALUES (?, ?)",
-                                      [(n, now) for n in (*record, *([fn.__name__] if fn else []))])
+                                      [(n, now) for n in (*record, *([fn.__name__] if fn is not None else []))])
                 record = []
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('format', ?)", (STORE_FORMAT,))
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -797,6 +852,156 @@ class Store:
         return out
 
 
+    # ------------------------------------------------------------ human labels (migration m005_human_labels)
+    def add_label_sample(self, sample: LabelSample) -> LabelSample:
+        """Store a drawn labelling sample (:class:`~fairpair.records.LabelSample`) in one transaction
+        and return the one stored under its (``measure``, ``name``).
+
+        A sample is drawn once: when (``measure``, ``name``) is stored already, nothing is written and
+        the stored sample is returned (so every rater, and every resumed page, labels the same draw).
+
+        Raises
+        ------
+        ValueError
+            An answer's probability outside (0, 1], or two answers with one key or one draw order.
+        """
+        with self.transaction():
+            stored = self.label_sample(sample.measure, sample.name)
+            if stored is not None:
+                return stored
+            bad = next((a for a in sample.answers if not 0.0 < a.probability <= 1.0), None)
+            if bad is not None:
+                raise ValueError(f"inclusion probability {bad.probability!r} of {bad.target}/{bad.case_id} "
+                                 "is not in (0, 1]")
+            cur = self.conn.execute(
+                "INSERT INTO label_samples (measure, name, seed, design, mixing, frame, created_at)"
+                " VALUES (?,?,?,?,?,?,?)", (sample.measure, sample.name, int(sample.seed), sample.design,
+                                           float(sample.mixing), _json(sample.frame, sort_keys=True),
+                                           sample.created_at or _now()))
+            try:
+                self.conn.executemany(
+                    "INSERT INTO label_sample_answers (sample_id, target, case_id, stratum, probability,"
+                    " draw_order, uncertainty) VALUES (?,?,?,?,?,?,?)",
+                    [(cur.lastrowid, a.target, a.case_id, a.stratum, float(a.probability), int(a.order),
+                      a.uncertainty) for a in sample.answers])
+            except sqlite3.IntegrityError as exc:
+                raise ValueError(f"the sample repeats an answer or a draw order ({exc})") from None
+        stored = self.label_sample(sample.measure, sample.name)
+        assert stored is not None
+        return stored
+
+    def label_samples(self, measure: str | None = None) -> list[LabelSample]:
+        """Every stored labelling sample (of ``measure``, when given), oldest first."""
+        if "m005_human_labels" in self.pending:
+            return []
+        where, args = _where(measure=measure)
+        heads = self._rows(f"SELECT * FROM label_samples{where} ORDER BY id", args).fetchall()
+        out = []
+        for h in heads:
+            answers = tuple(SampledAnswer(target=r["target"], case_id=r["case_id"], stratum=r["stratum"],
+                                          probability=r["probability"], order=r["draw_order"],
+                                          uncertainty=r["uncertainty"])
+                            for r in self._rows("SELECT * FROM label_sample_answers WHERE sample_id=?"
+                                                " ORDER BY draw_order", (h["id"],)))
+            out.append(LabelSample(measure=h["measure"], seed=h["seed"], design=h["design"], mixing=h["mixing"],
+                                   frame=json.loads(h["frame"]), answers=answers, created_at=h["created_at"],
+                                   name=h["name"]))
+        return out
+
+    def label_sample(self, measure: str, name: str = "page") -> LabelSample | None:
+        """The labelling sample of ``measure`` stored under ``name`` (``page``: the one ``fairpair
+        label`` draws and shows), or None when none is stored."""
+        return next((s for s in self.label_samples(measure) if s.name == name), None)
+
+    def add_label(self, *, target: str, case_id: str, measure: str, rater: str, value: float | None,
+                  source: str = "page", created_at: str | None = None) -> HumanLabel:
+        """Append one rater's label of one answer, committed at once (or with the transaction open on
+        this connection), and return it with its row id.
+
+        ``value`` is on the measure's scale (a rubric level, or 0/1 for a yes/no measure); ``None``
+        stores a *skip* (the rater saw the answer and passed: it counts for resuming and undo,
+        never as a label). A rater's later label of the same answer supersedes the earlier one
+        in :meth:`labels`; nothing stored is changed.
+
+        Raises
+        ------
+        ValueError
+            ``rater`` or ``measure`` empty, or ``value`` not a finite number.
+        """
+        rater = (rater or "").strip()
+        if not rater or not measure:
+            raise ValueError("a label needs a rater's name and a measure")
+        if value is not None:
+            value = float(value)
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ValueError(f"label value {value!r} is not a finite number")
+        at = created_at or _now()
+        with self.transaction():
+            cur = self.conn.execute(
+                "INSERT INTO labels (target, case_id, measure, rater, value, source, created_at)"
+                " VALUES (?,?,?,?,?,?,?)", (target, case_id, measure, _text(rater), value, source, at))
+        return HumanLabel(id=int(cur.lastrowid or 0), target=target, case_id=case_id, measure=measure,
+                          rater=rater, value=value, source=source, created_at=at)  # type: ignore[arg-type]
+
+    def withdraw_label(self, label_id: int) -> bool:
+        """Withdraw a label or skip (an undo) by appending a withdrawal; the label's row stays stored.
+        Returns False when it was withdrawn already.
+
+        Raises
+        ------
+        ValueError
+            No label has this id.
+        """
+        with self.transaction():
+            if self.conn.execute("SELECT 1 FROM labels WHERE id=?", (int(label_id),)).fetchone() is None:
+                raise ValueError(f"no label has id {label_id}")
+            cur = self.conn.execute("INSERT OR IGNORE INTO label_withdrawals VALUES (?, ?)", (int(label_id), _now()))
+        return cur.rowcount == 1
+
+    def _label_rows(self, sql_filter: str, args: Sequence[Any]) -> list[HumanLabel]:
+        if "m005_human_labels" in self.pending:
+            return []
+        rows = self._rows(
+            "SELECT id, target, case_id, measure, rater, value, source, created_at FROM labels l"
+            " WHERE NOT EXISTS (SELECT 1 FROM label_withdrawals w WHERE w.label_id = l.id)"
+            f"{sql_filter} ORDER BY id", args)
+        return [HumanLabel(id=r["id"], target=r["target"], case_id=r["case_id"], measure=r["measure"],
+                           rater=r["rater"], value=r["value"], source=r["source"], created_at=r["created_at"])
+                for r in rows]
+
+    def labels(self, measure: str | None = None, *, rater: str | None = None) -> list[HumanLabel]:
+        """The current human labels (of ``measure`` / ``rater`` when given), in the order given.
+
+        Current: not withdrawn, and the latest non-withdrawn action of its rater on its answer and
+        measure (a rater who relabels an answer counts once, with the later value; one whose latest
+        action is a skip counts not at all). Several raters of one answer each give a label
+        (:func:`fairpair.records.mean_label` averages them). Labels of the page (``source``
+        ``page``) and of imported ``calibrate`` files (``file``) alike; a store written before
+        labels existed, opened read-only, has none.
+        """
+        flt = (" AND id = (SELECT MAX(m.id) FROM labels m WHERE m.target=l.target AND m.case_id=l.case_id"
+               " AND m.measure=l.measure AND m.rater=l.rater AND NOT EXISTS"
+               " (SELECT 1 FROM label_withdrawals w WHERE w.label_id = m.id)) AND value IS NOT NULL")
+        args: list[Any] = []
+        for col, v in (("measure", measure), ("rater", rater)):
+            if v is not None:
+                flt += f" AND {col}=?"
+                args.append(v)
+        return self._label_rows(flt, args)
+
+    def label_actions(self, measure: str, rater: str) -> list[HumanLabel]:
+        """Every non-withdrawn label and skip (``value`` None) of ``rater`` on ``measure``, in the order
+        given: the page's resume point (answers acted on) and its undo stack (the last one)."""
+        return self._label_rows(" AND measure=? AND rater=?", (measure, rater))
+
+    def label_raters(self, measure: str | None = None) -> list[str]:
+        """The names of the raters with a stored label or skip (of ``measure``), in order of first action."""
+        if "m005_human_labels" in self.pending:
+            return []
+        where, args = _where(measure=measure)
+        return [r[0] for r in self.conn.execute(f"SELECT rater FROM labels{where} GROUP BY rater ORDER BY MIN(id)",
+                                                args)]
+
     # ------------------------------------------------------------ bulk reads (analysis, report, export)
     def case_rows(self, *, ordered: bool = True) -> Iterator[tuple[str, int, str]]:
         """``(case_id, seq, stored JSON)`` of every case, in ``seq`` order (storage order when not
@@ -1001,7 +1206,7 @@ class _Tx:
 def _where(**filters: str | None) -> tuple[str, list[str]]:
     """`` WHERE col=? AND ...`` for the filters that are not None (column names are ours, never input)."""
     cols = [k for k, v in filters.items() if v is not None]
-    return (" WHERE " + " AND ".join(f"{k}=?" for k in cols) if cols else ""), [filters[k] for k in cols]
+    return (" WHERE " + " AND ".join(f"{k}=?" for k in cols) if cols else ""), [v for v in filters.values() if v is not None]
 
 
 def _split_sql(script: str) -> list[str]:

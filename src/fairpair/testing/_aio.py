@@ -270,7 +270,7 @@ class BatchApi:
         part = form.get("file")
         if purpose != "batch":
             return self._error(400, f"purpose must be 'batch' (got {purpose!r})")
-        if part is None or not hasattr(part, "file"):
+        if not isinstance(part, web.FileField):
             return self._error(400, "no file")
         data = part.file.read()
         fid = self._id("file")
