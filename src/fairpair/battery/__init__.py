@@ -19,9 +19,11 @@ _LAZY_EXPORTS = {
     "all_lexicons": "fairpair.battery._lexicons",
     "battery_json_schema": "fairpair.battery._jsonschema",
     "default_groups": "fairpair.battery._init",
+    "load_mapping": "fairpair.battery._yaml",
     "load_yaml": "fairpair.battery._yaml",
     "plain_scalar": "fairpair.battery._yaml",
     "starter_battery": "fairpair.battery._init",
+    "yaml_error": "fairpair.battery._load",
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())

@@ -30,7 +30,7 @@ from fairpair.battery._yaml import Located, _dotted, load_yaml, read_capped
 from fairpair._text import fold
 from fairpair.errors import BatteryError
 
-__all__ = ["LoadedBattery", "load_battery", "battery_hash", "DesignCheck", "number_text_warnings"]
+__all__ = ["LoadedBattery", "load_battery", "battery_hash", "DesignCheck", "number_text_warnings", "yaml_error"]
 
 
 @dataclass(frozen=True)
@@ -220,11 +220,16 @@ def _resolve_system_files(data: dict, path: Path, located: Located) -> None:
 # ---------------------------------------------------------------- errors
 
 
-def _to_battery_error(exc: ValidationError, data: Any, located: Located) -> BatteryError:
+def _to_battery_error(exc: ValidationError, data: Any, located: Located,
+                      root: type[BaseModel] = Battery) -> BatteryError:
+    """The first of pydantic's errors about ``data`` (validated as ``root``) as a
+    :class:`~fairpair.errors.BatteryError` with file, line, key and a "did you mean"; the others in
+    its hint. Any YAML file read with :func:`~fairpair.battery.load_yaml` and validated by a strict
+    model reports its errors through this (the battery; ``prices.yaml``, :mod:`fairpair.cost`)."""
     errors = _first_the_typos(exc.errors())
     err = errors[0]
     loc = tuple(err["loc"])
-    path, model = _data_path(loc, data)
+    path, model = _data_path(loc, data, root)
     file, line = located.where(path)
     hint = None
     if err["type"] == "extra_forbidden":
@@ -281,11 +286,15 @@ def _to_battery_error(exc: ValidationError, data: Any, located: Located) -> Batt
             file, line = located.where(path)
     more = errors[1:]
     if more:  # listed, not only counted
-        shown = "; ".join(f"[{_dotted(_data_path(tuple(e['loc']), data)[0])}] "
+        shown = "; ".join(f"[{_dotted(_data_path(tuple(e['loc']), data, root)[0])}] "
                           f"{e['msg'].removeprefix('Value error, ')}" for e in more[:3])
         hint = (hint + "\n  " if hint else "") + f"also: {shown}" + \
             (f"; and {len(more) - 3} more" if len(more) > 3 else "")
     return BatteryError(message, file=file, line=line, key=_dotted(path), hint=hint)
+
+
+#: The public name of :func:`_to_battery_error`, for the other strict YAML files (``prices.yaml``).
+yaml_error = _to_battery_error
 
 
 def _first_the_typos(errors: list[dict]) -> list[dict]:
@@ -311,12 +320,12 @@ def _short(v: Any) -> str:
     return s if len(s) < 60 else s[:57] + "..."
 
 
-def _data_path(loc: tuple, data: Any) -> tuple[tuple, type[BaseModel] | None]:
+def _data_path(loc: tuple, data: Any, root: type[BaseModel] = Battery) -> tuple[tuple, type[BaseModel] | None]:
     """Map a pydantic error location to a data path, and the model that owns its last key."""
     path: list = []
     d = data
-    model: type[BaseModel] | None = Battery
-    ann: Any = Battery
+    model: type[BaseModel] | None = root
+    ann: Any = root
     for part in loc:
         if isinstance(d, dict) and isinstance(part, str) and part not in d and d.get("kind") == part:
             ann = _pick_union(ann, part)  # discriminated-union tag, not a key in the file
@@ -358,6 +367,9 @@ def _model_of(ann: Any) -> type[BaseModel] | None:
     ann = _unwrap(ann)
     if isinstance(ann, type) and issubclass(ann, BaseModel):
         return ann
+    if typing.get_origin(ann) in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        models = [m for m in map(_model_of, typing.get_args(ann)) if m is not None]
+        return models[0] if len(models) == 1 else None  # ``Price | None``: its one model
     return None
 
 

@@ -36,7 +36,7 @@ import yaml
 
 from fairpair.errors import BatteryError
 
-__all__ = ["Located", "load_yaml", "plain_scalar", "load_text_yaml", "read_capped", "MAX_FILE_BYTES"]
+__all__ = ["Located", "load_yaml", "load_mapping", "plain_scalar", "load_text_yaml", "read_capped", "MAX_FILE_BYTES"]
 
 #: The largest file a battery reads (the battery, an include, a ``system_file`` or an ``!include``d
 #: text): 8 MiB, hundreds of times a real battery or production prompt. Larger files, and anything
@@ -203,6 +203,24 @@ def load_yaml(path: str | Path, *, _stack: tuple[Path, ...] = (), _origin=None) 
     loader = _Loader("")
     out.data = _build(node, (), path, loader, out, (*_stack, resolved))
     return out
+
+
+def load_mapping(path: str | Path, what: str, keys: str = "key: value") -> Located:
+    """:func:`load_yaml` of a file that must hold a mapping: ``what`` names it in the errors ("an import
+    battery", "a price table"), ``keys`` shows what the mapping holds.
+
+    Raises
+    ------
+    BatteryError
+        ``path`` is a directory, cannot be read or is no YAML mapping.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise BatteryError(f"is a directory; give {what}'s YAML file", file=path)
+    located = load_yaml(path)
+    if not isinstance(located.data, dict):
+        raise BatteryError(f"{what} must be a YAML mapping ({keys})", file=path, line=1)
+    return located
 
 
 def _build(node: yaml.Node, at: Path_, file: Path, loader: _Loader, out: Located, stack) -> Any:

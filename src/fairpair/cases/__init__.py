@@ -12,9 +12,9 @@ __getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
 
 from fairpair.records import Case
 from fairpair.cases._expand import Expansion, case_json, expand, fill_slots, indefinite_article, write_cases
-from fairpair.cases._plan import Plan, plan
+from fairpair.cases._plan import CHARS_PER_TOKEN, Plan, one_repetition, plan
 
-__all__ = ["Case", "Expansion", "Plan", "case_json", "expand", "fill_slots", "indefinite_article",
+__all__ = ["CHARS_PER_TOKEN", "Case", "Expansion", "Plan", "one_repetition", "case_json", "expand", "fill_slots", "indefinite_article",
            "plan", "write_cases"]
 
 # the lazily imported names are public too (tests/test_layers.py: a name imported across packages is in __all__)

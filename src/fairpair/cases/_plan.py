@@ -10,7 +10,7 @@ from typing import Any
 from fairpair.battery import LoadedBattery
 from fairpair.cases._expand import Expansion, expand
 
-__all__ = ["Plan", "plan", "CHARS_PER_TOKEN"]
+__all__ = ["Plan", "plan", "CHARS_PER_TOKEN", "one_repetition"]
 
 #: Rough prompt-token estimate: characters / 4 (OpenAI's rule of thumb for English;
 #: Spanish runs slightly higher, so treat it as an order of magnitude).
@@ -62,7 +62,7 @@ def _comparisons(loaded: LoadedBattery, attribute: str, design_id: str, n_groups
     return (k - 1) if c.reference else comb(k, 2)
 
 
-def _one_repetition(loaded: LoadedBattery) -> tuple[LoadedBattery, dict[str, int]]:
+def one_repetition(loaded: LoadedBattery) -> tuple[LoadedBattery, dict[str, int]]:
     """The battery with every design at one repetition, and each design id's real repetitions."""
     b = loaded.battery
     reps = {b.design_id(i): (d.repetitions or b.repetitions) for i, d in enumerate(b.designs)}
@@ -81,7 +81,7 @@ def plan(loaded: LoadedBattery) -> Plan:
     an estimate (characters / :data:`CHARS_PER_TOKEN`).
     """
     b = loaded.battery
-    one, reps_of = _one_repetition(loaded)
+    one, reps_of = one_repetition(loaded)
     exp = Expansion(b.name, loaded.sha256)
     chars: dict[str, int] = {}
     turns: dict[str, int] = {}

@@ -14,7 +14,8 @@ from rich.table import Table
 from fairpair.battery import TARGET_PRESETS
 from fairpair.cli._app import app, console
 from fairpair.cli._common import design_warnings, load, warn_ambiguous_names
-from fairpair.cli._options import AxesOpt, BatteryArg, JsonOpt, Lang, TemplatesOpt, choice, renamed
+from fairpair.cli._options import (AxesOpt, BatteryArg, JsonOpt, Lang, PricesOpt, TargetsOpt, TemplatesOpt, choice,
+                                  renamed)
 from fairpair.errors import FairpairError
 
 
@@ -45,6 +46,7 @@ def validate(battery: BatteryArg) -> None:
 
 @app.command()
 def plan(
+    ctx: typer.Context,
     battery: BatteryArg,
     power: Annotated[bool, typer.Option("--power", help="Add power planning: smallest detectable differences.")] = False,
     from_run: Annotated[Optional[Path], typer.Option("--from", help="With --power: take the variance components "
@@ -52,14 +54,36 @@ def plan(
     as_json: JsonOpt = False,
     templates: TemplatesOpt = None,
     axes: AxesOpt = None,
+    cost: Annotated[bool, typer.Option("--cost", help="Add the cost: input and output tokens per stage (answers, "
+                                       "judge calls, embeddings), priced live and in batch with --prices.")] = False,
+    prices: PricesOpt = None,
+    target: TargetsOpt = None,
 ) -> None:
     """Print the design size: templates, variants, repetitions, conversations, pairs, comparisons, tokens."""
     from fairpair.analysis import plan_warnings
     from fairpair.cases import plan as make_plan
 
+    # $FAIRPAIR_PRICES is for `run` too: only a --prices written on the command line asks for --cost
+    from_env = getattr(ctx.get_parameter_source("prices"), "name", None) == "ENVIRONMENT"
+    if prices is not None and not cost and not from_env:
+        raise FairpairError("--prices only works with --cost (it prices the cost estimate)", key="--prices",
+                            hint="add --cost")
+    if target and not cost:
+        raise FairpairError("--target only works with --cost here (the design's sizes are per target)",
+                            key="--target", hint="add --cost")
     lb = load(battery, templates, axes)
+    estimate = None
+    if cost:
+        from fairpair.cost import estimate_cost, load_prices
+        from fairpair.run import select_targets
+
+        select_targets(lb, target)  # a --target the battery lacks: exit 2
+        price_table = load_prices(prices) if prices is not None else None  # a bad table: exit 2 first
+        estimate = estimate_cost(lb, price_table, targets=target)
     p = make_plan(lb)
     data = p.as_dict()
+    if estimate is not None:
+        data["cost"] = estimate.as_dict()
     if from_run is not None and not power:
         raise FairpairError("--from RUN only works with --power (it gives the power planning its variance components)")
     data["design_warnings"] = plan_warnings(lb, p)
@@ -96,6 +120,49 @@ def plan(
     if power:
         for line in data["power"].get("lines", []):
             console.print(escape(line))
+    if estimate is not None:
+        _print_cost(estimate)
+
+
+def _print_cost(est) -> None:
+    """The estimate as a table (one row per stage), the totals and the notes."""
+    from fairpair.cost import APPROXIMATE
+
+    cur = est.currency or ""
+    money = (lambda v: "no price" if v is None else f"{v:,.2f}")  # noqa: E731
+    t = Table(title=f"cost before sending{f' ({cur}, prices from {est.prices_file})' if est.prices_file else ''}",
+              title_justify="left")
+    heads = ("stage", "name", "model", "calls", "input tokens", "output ≤", "counted",
+             *(("live", "batch") if est.prices_file else ()))
+    for col in heads:
+        numbers = ("calls", "input tokens", "output ≤", "live", "batch")
+        t.add_column(col, justify="right" if col in numbers else "left", overflow="fold")
+    for s in est.stages:
+        how = "answers" if s.stage == "embeddings" else ("chars/4" if s.approximate else "tokenizer")
+        row = [s.stage, escape(s.name), escape(s.model or "(none)"), f"{s.calls:,}",
+               f"{'~' if s.approximate else ''}{s.input_tokens:,}", f"{s.output_tokens:,}", how]
+        if est.prices_file:
+            row += [money(s.live), money(s.batch)]
+        t.add_row(*row)
+    console.print(t)
+    line = f"total: {est.input_tokens:,} input tokens, at most {est.output_tokens:,} output tokens"
+    if est.prices_file:
+        line += f"; live {money(est.total('live'))} {cur}, batch {money(est.total('batch'))} {cur}"
+        if est.confirm_above is not None:
+            line += f" (`fairpair run` asks above {est.confirm_above:,.2f} {cur})"
+    else:
+        line += "; no prices: give --prices prices.yaml (examples/prices.yaml) to see the cost"
+    console.print(line, soft_wrap=True)
+    for label in dict.fromkeys(s.counted for s in est.stages if not s.approximate and s.stage != "embeddings"):
+        console.print(f"tokenizer: {escape(label)}", soft_wrap=True)
+    if any(s.approximate for s in est.stages):
+        console.print(f"~ {escape(APPROXIMATE)} (an approximation: no tokenizer of these models ships in an "
+                      "installed package)", soft_wrap=True)
+    rules = ", ".join(dict.fromkeys(f"{s.name} {s.output_rule}" for s in est.stages if s.stage != "embeddings"))
+    console.print(f"output ≤: each call's max_tokens, an upper bound ({escape(rules)}); embeddings: each answer "
+                  "counted at its target's output bound", soft_wrap=True)
+    for n in est.notes:
+        console.print(f"[yellow]note:[/yellow] {escape(n)}", soft_wrap=True)
 
 
 @app.command()

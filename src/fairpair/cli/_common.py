@@ -43,13 +43,63 @@ def confirm_size(lb, yes: bool, what: str) -> None:
         return
     size = (f"{p.conversations:,} conversations per target, {p.requests:,} requests, about "
             f"{p.prompt_tokens:,} prompt tokens (estimate)")
-    if sys.stdin.isatty() and sys.stdout.isatty():
-        if typer.confirm(f"this battery {what} {size}; continue?", default=False):
+    ask_or_stop(f"this battery {what} {size}", file=lb.path,
+                hint="`fairpair plan BATTERY` shows the sizes; lower 'repetitions' or select templates with "
+                     "--templates")
+
+
+def on_terminal() -> bool:
+    """Whether a person can be asked: standard input and output are both a terminal."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def ask_or_stop(what: str, *, file, hint: str) -> None:
+    """Ask "``what``; continue?" on a terminal; without one (or on a no) stop with exit code 2.
+
+    Raises
+    ------
+    FairpairError
+        No terminal to ask on (the message says to pass ``--yes``), or the person answered no.
+    """
+    if on_terminal():
+        if typer.confirm(f"{what}; continue?", default=False):
             return
-        raise FairpairError(f"stopped: the battery {what} {size}", file=lb.path)
-    raise FairpairError(f"this battery {what} {size}; pass --yes to proceed", file=lb.path,
-                        hint="`fairpair plan BATTERY` shows the sizes; lower 'repetitions' or select templates "
-                             "with --templates")
+        raise FairpairError(f"stopped: {what}", file=file)
+    raise FairpairError(f"{what}; pass --yes to proceed", file=file, hint=hint)
+
+
+def confirm_cost(lb, prices_path: Path | None, yes: bool, *, targets: list[str] | None, batch: bool) -> None:
+    """Stop an audit estimated above the price table's ``confirm_above`` before it is sent, unless
+    ``--yes`` (or a yes on a terminal). The estimate is :func:`fairpair.cost.estimate_cost`'s total, in
+    batch prices with ``--batch``; nothing is estimated without ``--prices`` or without ``confirm_above``.
+
+    Raises
+    ------
+    FairpairError
+        A bad price table (file, line, key); over ``confirm_above`` with no ``--yes`` and no terminal, or a no.
+    """
+    if prices_path is None:
+        return
+    from fairpair.cost import estimate_cost, load_prices
+
+    prices = load_prices(prices_path)  # a bad table is an error even with --yes: it was asked for
+    limit = prices.table.confirm_above
+    if yes or limit is None:
+        return
+    est = estimate_cost(lb, prices, targets=targets)
+    mode = "batch" if batch else "live"
+    total = est.total(mode) or 0.0
+    left = est.unpriced(mode)
+    if left:  # confirm_above sees only what is priced: said, never silent
+        names = ", ".join(dict.fromkeys(s.model or f"{s.stage} {s.name}" for s in left))
+        console.print(f"[yellow]warning:[/yellow] no {mode} price in {escape(str(prices.path))} for {escape(names)}: "
+                      f"confirm_above compares {total:,.2f} {est.currency} without them", soft_wrap=True)
+    if total <= limit:
+        return
+    more = f", and more for {len(left)} stage(s) without a {mode} price" if left else ""
+    ask_or_stop(f"this audit is estimated at {total:,.2f} {est.currency} ({mode} prices{more}), above "
+                f"confirm_above {limit:,.2f} in {prices.path}", file=lb.path,
+                hint=f"`fairpair plan {lb.path} --cost --prices {prices.path}` shows the estimate per stage")
 
 
 def design_warnings(lb, p=None) -> None:

@@ -115,6 +115,11 @@ TemplatesOpt = Annotated[Optional[str], typer.Option(
     "patterns, e.g. 'work-*'.")]
 AxesOpt = Annotated[Optional[str], typer.Option(
     "--axes", help="Only these comma-separated attributes / two-party axes, e.g. 'age,race'.")]
+PricesOpt = Annotated[Optional[Path], typer.Option(
+    "--prices", envvar="FAIRPAIR_PRICES", show_default=False,
+    help="Price table (prices.yaml: per model, live and batch prices per million tokens, confirm_above; see "
+         "examples/prices.yaml); also $FAIRPAIR_PRICES.")]
+
 TargetsOpt = Annotated[Optional[list[str]], typer.Option(
     "--target", help="Only these targets of the battery (repeatable).")]
 
@@ -122,6 +127,10 @@ TargetsOpt = Annotated[Optional[list[str]], typer.Option(
 CONFIRM_REQUESTS = 100_000
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help=f"Proceed without asking when the battery is large "
                                       f"(over {CONFIRM_REQUESTS:,} requests).")]
+#: ``run``'s ``--yes``: also past the price table's ``confirm_above`` (``--prices``)
+RunYesOpt = Annotated[bool, typer.Option("--yes", "-y", help=f"Proceed without asking when the battery is large "
+                                         f"(over {CONFIRM_REQUESTS:,} requests) or, with --prices, estimated "
+                                         "above the price table's confirm_above.")]
 
 
 # ---------------------------------------------------------------- model calls

@@ -10,10 +10,11 @@ import typer
 from rich.markup import escape
 
 from fairpair.cli._app import app, console, current_run
-from fairpair.cli._common import confirm_size, load
+from fairpair.cli._common import confirm_cost, confirm_size, load
 from fairpair.cli._options import (
     AnalyzeStageOpt, AxesOpt, BatteryArg, ConcurrencyOpt, Engine, GateOpt, IgnoreStatusOpt, MaxAttemptsOpt,
-    MeasureStageOpt, QuietOpt, ReportStageOpt, RunArg, TargetsOpt, TemplatesOpt, TimeoutOpt, VerboseOpt, YesOpt,
+    MeasureStageOpt, PricesOpt, QuietOpt, ReportStageOpt, RunArg, RunYesOpt, TargetsOpt, TemplatesOpt, TimeoutOpt,
+    VerboseOpt,
     out_option,
 )
 
@@ -67,9 +68,14 @@ def run(
                       ] = None,
     templates: TemplatesOpt = None,
     axes: AxesOpt = None,
-    yes: YesOpt = False,
+    prices: PricesOpt = None,
+    yes: RunYesOpt = False,
 ) -> None:
-    """Send every case to the battery's target(s) and store every answer; then measure, analyze, report."""
+    """Send every case to the battery's target(s) and store every answer; then measure, analyze, report.
+
+    With --prices (or $FAIRPAIR_PRICES), an audit estimated above the table's confirm_above is asked about
+    on a terminal and, without one, stopped (exit 2) unless --yes; `fairpair plan --cost` shows the estimate.
+    """
     from fairpair.errors import FairpairError
 
     if engine is not Engine.ray and (address is not None or actors is not None):
@@ -103,6 +109,7 @@ def run(
         _dry_run(lb, target)
         return
     confirm_size(lb, yes, "sends")
+    confirm_cost(lb, prices, yes, targets=target, batch=batch)
     run_dir = out or default_run_dir(lb)
     calls = RunSettings(concurrency=concurrency, timeout=timeout, max_attempts=max_attempts, rpm=rpm, tpm=tpm,
                         preflight=preflight, max_consecutive_failures=max_consecutive_failures,

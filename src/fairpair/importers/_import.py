@@ -40,7 +40,7 @@ from fairpair.battery import (
     Attribute, BaselineDesign, Battery, CounterfactualDesign, CrossedDesign, Group, RankingDesign, Template,
 )
 from fairpair.battery import Located as YamlLocated
-from fairpair.battery import load_yaml
+from fairpair.battery import load_mapping
 from fairpair.cases import Case
 from fairpair.errors import BatteryError, FairpairError
 from fairpair.importers._format import AnswerRow, ImportBattery
@@ -167,12 +167,8 @@ def load_import_battery(path: str | Path) -> LoadedImport:
         problem, with file, line, key and a "did you mean").
     """
     path = Path(path)
-    if path.is_dir():
-        raise BatteryError("is a directory; give the import battery YAML file", file=path)
-    located = load_yaml(path)
+    located = load_mapping(path, "an import battery")
     data = located.data
-    if not isinstance(data, dict):
-        raise BatteryError("an import battery must be a YAML mapping (key: value)", file=path, line=1)
     try:
         battery = ImportBattery.model_validate(data)
     except ValidationError as exc:

@@ -187,5 +187,20 @@ class Measure:
     async def measure(self, item: MeasureItem, ctx: "MeasureContext") -> MeasureResult:  # pragma: no cover
         raise NotImplementedError
 
+    def judge_requests(self, item: MeasureItem, ctx: "MeasureContext") -> list[list[dict[str, str]]]:
+        """The judge calls :meth:`measure` sends for ``item`` (first attempts, no corrections): each
+        call's masked messages. ``[]`` for a measure that calls no judge. The cost estimate
+        (:mod:`fairpair.cost`) prices exactly these; a judge measure's ``measure`` sends them."""
+        return []
+
+    def embedded_texts(self, ctx: "MeasureContext") -> bool:
+        """Whether the measure embeds each answer once (``semantic_distance``): the cost estimate
+        counts one embedding per answer for it."""
+        return False
+
+    def embedder_name(self, ctx: "MeasureContext") -> str | None:
+        """The embedder's name for a measure that embeds (:meth:`embedded_texts`); None otherwise."""
+        return None
+
     def identity(self) -> dict[str, Any]:
         return {"kind": type(self).__name__, "options": self.options.model_dump(mode="json")}

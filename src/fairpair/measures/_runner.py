@@ -32,6 +32,7 @@ many cases the run has (``benchmarks/bench_memory.py``).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -46,7 +47,7 @@ from fairpair.measures._base import MAX_MEASURED_CHARS, Measure, MeasureItem, Me
 
 __all__ = ["measure_run", "MeasureContext", "MeasureCounts", "MeasureRunResult", "CounterpartOptions",
            "build_measures", "measure_scales", "measure_categories", "signal_values", "masker_for", "DEFAULT_JUDGE",
-           "check_self_judging"]
+           "check_self_judging", "compared_case", "reference_attribute"]
 
 #: The judge used when a battery declares none: the embedded local model, greedy.
 DEFAULT_JUDGE: dict[str, Any] = {"kind": "local", "temperature": 0.0, "max_tokens": 256}
@@ -73,6 +74,12 @@ class CounterpartOptions(MeasureOptions):
         if self.against == "baseline" and self.reference:
             raise ValueError("'reference' is only used with 'against: reference'")
         return self
+
+
+#: The measure whose item a judge call belongs to (set by each measuring worker; the self-test runs before).
+_MEASURING: contextvars.ContextVar[str] = contextvars.ContextVar("measuring", default="judge self-test")
+#: The counts of the manifest's ``tokens`` block, per target (answers) or per measure (judge).
+TOKEN_KEYS = ("calls", "input_tokens", "output_tokens", "without_usage")
 
 
 @dataclass
@@ -118,6 +125,8 @@ class MeasureContext:
     judge_prompts: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     #: (target, case id) of the answers longer than MAX_MEASURED_CHARS, measured on their beginning
     long_answers: set[tuple[str, str]] = field(default_factory=set)
+    #: this session's judge tokens, per measure (see :meth:`count_tokens`), for the manifest's ``tokens.judge``
+    judge_tokens: dict[str, dict[str, int]] = field(default_factory=dict)
     _masker: Any = None
     _caller: Any = None
 
@@ -207,7 +216,22 @@ class MeasureContext:
         self.judge_prompts.setdefault(system, [dict(m) for m in messages])
         outcome = await self._caller.call(ChatRequest(messages=tuple(messages), seed=seed, case_id=case_id,
                                                       choices=choices))
-        return outcome.result()
+        completion = outcome.result()
+        self.count_tokens(completion)
+        return completion
+
+    def count_tokens(self, completion) -> None:
+        """Add one judge call's ``usage`` (the provider's own token counts) to :attr:`judge_tokens`, under
+        the measure being measured (``judge self-test`` before any): ``calls``, ``input_tokens``,
+        ``output_tokens`` and ``without_usage`` (calls whose provider reported none, not in the sums)."""
+        usage = getattr(completion, "usage", None)
+        row = self.judge_tokens.setdefault(_MEASURING.get(), dict.fromkeys(TOKEN_KEYS, 0))
+        row["calls"] += 1
+        if usage is None or (usage.prompt_tokens is None and usage.completion_tokens is None):
+            row["without_usage"] += 1
+            return
+        row["input_tokens"] += usage.prompt_tokens or 0
+        row["output_tokens"] += usage.completion_tokens or 0
 
 
 @dataclass(frozen=True)
@@ -513,7 +537,7 @@ def _target_identities(loaded, store) -> dict[str, dict[str, Any]]:
 # ---------------------------------------------------------------- counterparts
 
 
-def _reference_attribute(battery, options, measure: str) -> str:
+def reference_attribute(battery, options, measure: str) -> str:
     """The attribute whose group ``options.reference`` is; FairpairError if unknown or ambiguous."""
     if options.attribute:
         if options.attribute not in battery.attributes:
@@ -566,6 +590,15 @@ class _KeyIndex:
         return self.rowids[lo:hi].tolist()
 
 
+def compared_case(case, options, ref_attr: str | None) -> bool:
+    """Whether a pairwise measure (``options.against``) compares ``case``'s answer with a counterpart:
+    ``baseline``: every case but the baselines; ``reference``: the cases that vary ``ref_attr`` with
+    another group than ``options.reference`` (the reference's own cases are the comparison point)."""
+    if options.against == "baseline":
+        return not case.baseline
+    return ref_attr in case.groups and case.groups[ref_attr] != options.reference
+
+
 class _Counterparts:
     """Finds the counterpart case of each case of a chunk, without holding the run's cases.
 
@@ -600,15 +633,12 @@ class _Counterparts:
         (or does not vary the reference's attribute); None when the run has no counterpart."""
         plans: list[tuple[list[int], Any] | None] = []
         for case in cases:
+            if not compared_case(case, options, ref_attr):
+                plans.append(None)
+                continue
             if options.against == "baseline":
-                if case.baseline:
-                    plans.append(None)
-                    continue
                 plans.append((self.baselines().rowids_of(hash(case.block)),
                               lambda c, case=case: c.baseline and c.block == case.block))
-                continue
-            if ref_attr not in case.groups or case.groups[ref_attr] == options.reference:
-                plans.append(None)
                 continue
             want = {**case.groups, ref_attr: options.reference}
             plans.append((self.members().rowids_of(hash((case.matched_set, _groups_key(want)))),
@@ -881,6 +911,16 @@ def _record_in_manifest(run, ctx: MeasureContext, names: Iterable[str], warnings
         block.pop("engine", None)
     if block != old:
         run.write_manifest({"measurement": block})
+    if ctx.judge_tokens:  # added to the earlier sessions' (a resumed measure stage calls the judge only for the rest)
+        tokens = dict(run.manifest().get("tokens") or {})
+        judge = {k: dict(v) for k, v in (tokens.get("judge") or {}).items() if isinstance(v, dict)}
+        for name, row in ctx.judge_tokens.items():
+            have = judge.setdefault(name, dict.fromkeys(TOKEN_KEYS, 0))
+            for k in TOKEN_KEYS:
+                have[k] = int(have.get(k) or 0) + row[k]
+            if ctx.judge_identity is not None:
+                have["model"] = ctx.judge_identity.get("model")
+        run.write_manifest({"tokens": {**tokens, "judge": judge}})
 
 
 #: answers read from the store at a time (and handed to ``Measure.prepare`` together)
@@ -904,7 +944,7 @@ async def _measure_stream(name: str, m: Measure, ctx: MeasureContext, store, cou
     if m.pairwise:
         opts = m.options
         if opts.against == "reference":
-            ref_attr = _reference_attribute(ctx.battery, opts, name)
+            ref_attr = reference_attribute(ctx.battery, opts, name)
         elif not len(counterparts.baselines()):
             raise FairpairError(
                 f"measure '{name}' compares with the baseline, but the run has no baseline cases",
@@ -924,6 +964,7 @@ async def _measure_stream(name: str, m: Measure, ctx: MeasureContext, store, cou
                 yield it
 
     async def work(item: MeasureItem) -> None:
+        _MEASURING.set(name)  # the judge calls of this item count under this measure (manifest tokens.judge)
         try:
             res = await m.measure(item, ctx)
         except FairpairError:

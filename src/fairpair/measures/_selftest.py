@@ -57,7 +57,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["Thresholds", "AnchorSet", "load_anchors", "self_test", "score_tone", "score_pairwise",
+__all__ = ["Thresholds", "AnchorSet", "load_anchors", "self_test", "self_test_items", "SelfTestItems", "score_tone",
+           "score_pairwise",
            "degenerate_scores", "run_self_tests", "flag_degenerate", "summary_line", "SELF_TEST_EVENT", "MODES"]
 
 #: The store event holding one self-test result (append-only; the latest per measure counts).
@@ -333,6 +334,59 @@ def _judge_dims(measure, ctx, anchors: AnchorSet) -> tuple[list[str], list[str]]
     return [d for d in dims if d in known], [d for d in dims if d not in known]
 
 
+@dataclass(frozen=True)
+class SelfTestItems:
+    """The items a judge measure's self-test sends (each through the measure's own ``measure``):
+    ``anchors`` as ``(scenario, tone, item)`` (tone judge: every tone of every scenario; pairwise: the
+    better anchor against each worse one, ``tone`` naming the worse) and ``shuffled`` (tone judge: the
+    word-shuffled better anchor of each scenario). Both empty for a measure the anchors cannot test."""
+
+    anchors: list[tuple[dict[str, Any], str, Any]]
+    shuffled: list[tuple[dict[str, Any], str, Any]]
+
+
+def self_test_items(measure, ctx, *, scenarios: int | None = None, shuffled: bool = True) -> SelfTestItems:
+    """The self-test's items for ``measure`` (see :func:`self_test`), in the order it sends them; the cost
+    estimate (:mod:`fairpair.cost`) counts their judge calls."""
+    from fairpair.measures._base import MeasureItem
+    from fairpair.measures.judge import PairwiseJudgeMeasure, ToneJudgeMeasure
+
+    anchors = load_anchors(getattr(measure.options, "language", None) or ctx.language)
+    scen = anchors.scenarios[:scenarios] if scenarios else anchors.scenarios
+    fill = _fill_value(ctx.battery)
+    out = SelfTestItems([], [])
+    k = 0
+    if isinstance(measure, ToneJudgeMeasure):
+        if not _judge_dims(measure, ctx, anchors)[0]:
+            return out
+        for s in scen:
+            for tone, text in s["answers"].items():
+                k += 1
+                case, resp, _ = _anchor_item(ctx.battery, s["id"], tone, s["prompt"].replace("{nombre}", fill),
+                                             text.replace("{nombre}", fill), k)
+                out.anchors.append((s, tone, MeasureItem("judge_self_test", case, resp)))
+        if shuffled:
+            rng = random.Random(f"fairpair-self-test-{anchors.sha256}")
+            for s in scen:
+                words = s["answers"][anchors.better].replace("{nombre}", fill).split()
+                rng.shuffle(words)
+                k += 1
+                case, resp, _ = _anchor_item(ctx.battery, s["id"], "shuffled", s["prompt"].replace(
+                    "{nombre}", fill), " ".join(words), k)
+                out.shuffled.append((s, "shuffled", MeasureItem("judge_self_test", case, resp)))
+    elif isinstance(measure, PairwiseJudgeMeasure):
+        for s in scen:
+            prompt = s["prompt"].replace("{nombre}", fill)
+            good = s["answers"][anchors.better].replace("{nombre}", fill)
+            for worse in anchors.worse:
+                k += 1
+                case, resp, _ = _anchor_item(ctx.battery, s["id"], anchors.better, prompt, good, k)
+                ocase, oresp, _ = _anchor_item(ctx.battery, s["id"], worse, prompt,
+                                               s["answers"][worse].replace("{nombre}", fill), k)
+                out.anchors.append((s, worse, MeasureItem("judge_self_test", case, resp, oresp, ocase)))
+    return out
+
+
 async def self_test(measure, ctx, *, thresholds: Thresholds = Thresholds(),
                     scenarios: int | None = None, shuffled: bool = True) -> dict[str, Any]:
     """Run the self-test of one judge measure through its own ``measure`` method.
@@ -373,9 +427,7 @@ async def self_test(measure, ctx, *, thresholds: Thresholds = Thresholds(),
     base = {"measure": measure.name, "kind": type(measure).__name__, "language": anchors.language,
             "anchors": {"file": anchors.source, "sha256": anchors.sha256}, "measure_options":
             measure.options.model_dump(mode="json", by_alias=True)}
-    scen = anchors.scenarios[:scenarios] if scenarios else anchors.scenarios
-    fill = _fill_value(ctx.battery)
-    k = 0
+    items = self_test_items(measure, ctx, scenarios=scenarios, shuffled=shuffled)
     if isinstance(measure, ToneJudgeMeasure):
         dims, untested = _judge_dims(measure, ctx, anchors)
         if not dims:
@@ -384,13 +436,7 @@ async def self_test(measure, ctx, *, thresholds: Thresholds = Thresholds(),
         import asyncio
 
         expected, judged, outputs = [], [], []
-        todo = []
-        for s in scen:
-            for tone, text in s["answers"].items():
-                k += 1
-                case, resp, MeasureItem = _anchor_item(ctx.battery, s["id"], tone, s["prompt"].replace(
-                    "{nombre}", fill), text.replace("{nombre}", fill), k)
-                todo.append((s, tone, MeasureItem("judge_self_test", case, resp)))
+        todo = items.anchors
         # all anchors at once, as the measure stage sends answers (a batching judge decodes them
         # together; the results are read in the anchors' order)
         results = await asyncio.gather(*(_measure_one(measure, item, ctx) for _, _, item in todo))
@@ -404,15 +450,9 @@ async def self_test(measure, ctx, *, thresholds: Thresholds = Thresholds(),
         score = score_tone(expected, judged, dims, thresholds)
         same = n_shuffled = 0
         if shuffled:
-            rng = random.Random(f"fairpair-self-test-{anchors.sha256}")
             originals = {(o["scenario"], o["tone"]): o["judge"] for o in outputs}
-            for s in scen:
-                words = s["answers"][anchors.better].replace("{nombre}", fill).split()
-                rng.shuffle(words)
-                k += 1
-                case, resp, MeasureItem = _anchor_item(ctx.battery, s["id"], "shuffled", s["prompt"].replace(
-                    "{nombre}", fill), " ".join(words), k)
-                res = await _measure_one(measure, MeasureItem("judge_self_test", case, resp), ctx)
+            for s, _, item in items.shuffled:
+                res = await _measure_one(measure, item, ctx)
                 got = {d: (res.outputs or {}).get(d) for d in dims} if res.status == "ok" else None
                 orig = originals.get((s["id"], anchors.better))
                 outputs.append({"scenario": s["id"], "tone": f"{anchors.better} (words shuffled)", "judge": got,
@@ -428,23 +468,14 @@ async def self_test(measure, ctx, *, thresholds: Thresholds = Thresholds(),
         out["status"] = "passed" if score["passed"] else "failed"
         return out
     if isinstance(measure, PairwiseJudgeMeasure):
-        from fairpair.measures._base import MeasureItem
-
         verdicts, outputs = [], []
-        for s in scen:
-            prompt = s["prompt"].replace("{nombre}", fill)
-            good = s["answers"][anchors.better].replace("{nombre}", fill)
-            for worse in anchors.worse:
-                k += 1
-                case, resp, _ = _anchor_item(ctx.battery, s["id"], anchors.better, prompt, good, k)
-                ocase, oresp, _ = _anchor_item(ctx.battery, s["id"], worse, prompt,
-                                               s["answers"][worse].replace("{nombre}", fill), k)
-                res = await _measure_one(measure, MeasureItem("judge_self_test", case, resp, oresp, ocase), ctx)
-                orders = (res.detail or {}).get("orders") or {}
-                ab, ba = (orders.get("AB") or {}).get("winner"), (orders.get("BA") or {}).get("winner")
-                verdicts.append((ab, ba))
-                outputs.append({"scenario": s["id"], "better": anchors.better, "worse": worse,
-                                "better_first": ab, "better_second": ba, "status": res.status})
+        for s, worse, item in items.anchors:  # the better anchor against a worse one, both orders
+            res = await _measure_one(measure, item, ctx)
+            orders = (res.detail or {}).get("orders") or {}
+            ab, ba = (orders.get("AB") or {}).get("winner"), (orders.get("BA") or {}).get("winner")
+            verdicts.append((ab, ba))
+            outputs.append({"scenario": s["id"], "better": anchors.better, "worse": worse,
+                            "better_first": ab, "better_second": ba, "status": res.status})
         score = score_pairwise(verdicts, thresholds)
         out = {**base, **score, "outputs": outputs}
         out["status"] = "passed" if score["passed"] else "failed"

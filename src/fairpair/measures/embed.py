@@ -61,7 +61,7 @@ from fairpair.measures._base import Measure, MeasureItem, MeasureResult
 from fairpair.measures._runner import CounterpartOptions, MeasureContext
 from fairpair.measures.status import nfc
 
-__all__ = ["Embedder", "SemanticDistanceMeasure", "get_embedder", "embedder_names", "cosine_distance",
+__all__ = ["Embedder", "SemanticDistanceMeasure", "get_embedder", "embedder_key", "embedder_names", "cosine_distance",
            "E5Embedder", "SentenceTransformerEmbedder", "assemble_mpnet", "EMBEDDER_EXTRA"]
 
 #: Embeddings kept in memory per measure (about 3 KB each for a 768-dimension float32 model).
@@ -240,13 +240,19 @@ def embedder_names() -> list[str]:
     return list(_FACTORIES)
 
 
+def embedder_key(name: str | None = None, *, language: str = "es") -> str:
+    """The canonical name of the embedder ``name`` (an alias resolved), or of ``language``'s default; an
+    unknown name is returned as written (:func:`get_embedder` refuses it). Loads nothing."""
+    key = name or _BY_LANGUAGE.get(language, "multilingual-e5-small")
+    return _ALIASES.get(key, _ALIASES.get(key.lower(), key))
+
+
 def get_embedder(name: str | None = None, *, language: str = "es") -> Embedder:
     """The embedder called ``name`` (or the default for ``language``), loaded once per process.
 
     Raises FairpairError for an unknown name or a missing package (naming the pip line).
     """
-    key = name or _BY_LANGUAGE.get(language, "multilingual-e5-small")
-    key = _ALIASES.get(key, _ALIASES.get(key.lower(), key))
+    key = embedder_key(name, language=language)
     if key not in _FACTORIES:
         import difflib
 
@@ -283,6 +289,15 @@ class SemanticDistanceMeasure(Measure):
         # bounded (least recently added first out): a chunk's texts are always the newest entries,
         # and the baselines they share are re-added when evicted, so memory stays flat on any run
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def embedded_texts(self, ctx: MeasureContext) -> bool:
+        return True
+
+    def embedder_name(self, ctx: MeasureContext) -> str:
+        """The canonical name of the embedder this measure uses (loads nothing)."""
+        if self.embedder is not None:
+            return self.embedder.name
+        return embedder_key(self.options.embedder or getattr(ctx.battery, "embedder", None), language=ctx.language)
 
     def _embedder(self, ctx: MeasureContext) -> Embedder:
         if self.embedder is None:

@@ -380,17 +380,22 @@ class ExtractMeasure(Measure):
         return {row: tuple(str(v) for v in prop.get("enum") or ()) for row, prop in props.items()
                 if scales.get(row) == "categorical" and prop.get("enum")}
 
-    async def measure(self, item: MeasureItem, ctx: MeasureContext) -> MeasureResult:
+    def judge_requests(self, item: MeasureItem, ctx: MeasureContext) -> list[list[dict[str, str]]]:
+        """One call: the instructions and schema, then the (masked) prompt and answer."""
         o = self.options
-        lang = o.language or ctx.language
-        system_t, user_t = _prompt("extract", lang)
+        system_t, user_t = _prompt("extract", o.language or ctx.language)
         mk = ctx.masker
-        messages = [
+        return [[
             {"role": "system", "content": system_t.substitute(
                 instructions=o.instructions, schema=json.dumps(o.schema_, ensure_ascii=False, indent=1))},
             {"role": "user", "content": user_t.substitute(
                 prompt=mk.mask(_user_prompt(item.case)) if o.include_prompt else "-", answer=mk.mask(item.text))},
-        ]
+        ]]
+
+    async def measure(self, item: MeasureItem, ctx: MeasureContext) -> MeasureResult:
+        o = self.options
+        lang = o.language or ctx.language
+        (messages,) = self.judge_requests(item, ctx)
         leaks = _leaks(ctx, messages)
         if leaks:
             return _leak_result(ctx, self.name, leaks)
@@ -531,26 +536,19 @@ class ToneJudgeMeasure(Measure):
         props["reason"] = {"type": "string"}
         return {"type": "object", "properties": props, "required": list(r), "additionalProperties": False}
 
+    def judge_requests(self, item: MeasureItem, ctx: MeasureContext) -> list[list[dict[str, str]]]:
+        """``joint``: one call scoring every dimension; ``per_dimension``: one call per dimension."""
+        if self.options.mode == "per_dimension":
+            return [self.dimension_messages(item, ctx, k) for k in self.rubric(ctx)]
+        return [self._joint_messages(item, ctx)]
+
     async def measure(self, item: MeasureItem, ctx: MeasureContext) -> MeasureResult:
         if self.options.mode == "per_dimension":
             return await self._measure_per_dimension(item, ctx)
         o = self.options
         lang = o.language or ctx.language
-        system_t, user_t = _prompt("tone", lang)
         rubric = self.rubric(ctx)
-        lines = []
-        for k, d in rubric.items():
-            lines.append(f"- {k}: {d.get('description') or ''}".rstrip())
-            lines += [f"    {lvl}: {desc}" for lvl, desc in d["levels"].items()]
-        # A format, not a filled-in example: small judges copy an example's numbers (all 1s) verbatim.
-        example = "{" + ", ".join(f'"{k}": <{min(d["levels"])}-{max(d["levels"])}>' for k, d in rubric.items()) \
-            + ', "reason": "..."}'
-        mk = ctx.masker
-        messages = [
-            {"role": "system", "content": system_t.substitute(rubric="\n".join(lines), example=example)},
-            {"role": "user", "content": user_t.substitute(
-                prompt=mk.mask(_user_prompt(item.case)) if o.include_prompt else "-", answer=mk.mask(item.text))},
-        ]
+        messages = self._joint_messages(item, ctx)
         leaks = _leaks(ctx, messages)
         if leaks:
             return _leak_result(ctx, self.name, leaks)
@@ -564,6 +562,26 @@ class ToneJudgeMeasure(Measure):
         if invalid:
             detail["invalid_outputs"] = invalid
         return MeasureResult.ok(outputs={k: out.value[k] for k in rubric}, detail=detail)
+
+    def _joint_messages(self, item: MeasureItem, ctx: MeasureContext) -> list[dict[str, str]]:
+        """The one call of ``mode: joint``: the whole rubric and a format, then the (masked) prompt and answer."""
+        o = self.options
+        lang = o.language or ctx.language
+        system_t, user_t = _prompt("tone", lang)
+        rubric = self.rubric(ctx)
+        lines = []
+        for k, d in rubric.items():
+            lines.append(f"- {k}: {d.get('description') or ''}".rstrip())
+            lines += [f"    {lvl}: {desc}" for lvl, desc in d["levels"].items()]
+        # A format, not a filled-in example: small judges copy an example's numbers (all 1s) verbatim.
+        example = "{" + ", ".join(f'"{k}": <{min(d["levels"])}-{max(d["levels"])}>' for k, d in rubric.items()) \
+            + ', "reason": "..."}'
+        mk = ctx.masker
+        return [
+            {"role": "system", "content": system_t.substitute(rubric="\n".join(lines), example=example)},
+            {"role": "user", "content": user_t.substitute(
+                prompt=mk.mask(_user_prompt(item.case)) if o.include_prompt else "-", answer=mk.mask(item.text))},
+        ]
 
     def dimension_messages(self, item: MeasureItem, ctx: MeasureContext, dimension: str) -> list[dict[str, str]]:
         """The masked messages of one ``per_dimension`` judge call (system: the dimension's
@@ -593,7 +611,7 @@ class ToneJudgeMeasure(Measure):
         o = self.options
         lang = o.language or ctx.language
         rubric = self.rubric(ctx)
-        per_dim = {k: self.dimension_messages(item, ctx, k) for k in rubric}
+        per_dim = dict(zip(rubric, self.judge_requests(item, ctx)))
         leaks = list(dict.fromkeys(v for m in per_dim.values() for v in _leaks(ctx, m)))
         if leaks:
             return _leak_result(ctx, self.name, leaks)
@@ -773,19 +791,23 @@ class PairwiseJudgeMeasure(Measure):
     pairwise = True
     uses_judge = True
 
-    async def measure(self, item: MeasureItem, ctx: MeasureContext) -> MeasureResult:
+    def judge_requests(self, item: MeasureItem, ctx: MeasureContext) -> list[list[dict[str, str]]]:
+        """Two calls: the answer under test shown first (order AB), then second (BA)."""
         o = self.options
         lang = o.language or ctx.language
         system_t, user_t = _prompt("pairwise", lang)
         mk = ctx.masker
-        criteria = o.criteria or _default_criteria(lang)
-        system = system_t.substitute(criteria=criteria)
+        system = system_t.substitute(criteria=o.criteria or _default_criteria(lang))
         test, other = mk.mask(item.text), mk.mask(item.counterpart.text or "")
         prompt = mk.mask(_user_prompt(item.case)) if o.include_prompt else "-"
-        orders = {"AB": (test, other), "BA": (other, test)}
-        msgs = {k: [{"role": "system", "content": system},
-                    {"role": "user", "content": user_t.substitute(prompt=prompt, answer_a=a, answer_b=b)}]
-                for k, (a, b) in orders.items()}
+        return [[{"role": "system", "content": system},
+                 {"role": "user", "content": user_t.substitute(prompt=prompt, answer_a=a, answer_b=b)}]
+                for a, b in ((test, other), (other, test))]
+
+    async def measure(self, item: MeasureItem, ctx: MeasureContext) -> MeasureResult:
+        o = self.options
+        lang = o.language or ctx.language
+        msgs = dict(zip(("AB", "BA"), self.judge_requests(item, ctx)))
         leaks = list(dict.fromkeys(v for m in msgs.values() for v in _leaks(ctx, m)))
         if leaks:
             return _leak_result(ctx, self.name, leaks)

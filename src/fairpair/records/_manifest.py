@@ -44,6 +44,12 @@ class RunManifest(BaseModel):
         (``import`` in the file) provenance of answers imported by ``fairpair import-answers``.
     plan_changed_after_registration, targets_changed_after_answers:
         The plan changed after the first answer; targets whose options changed after answers.
+    tokens:
+        The tokens actually used, from the providers' ``usage`` fields: ``answers`` (target ->
+        ``calls``, ``input_tokens``, ``output_tokens``, ``without_usage``: the stored answers, every turn
+        of a multi-turn case summed; recounted from the store at each write) and ``judge`` (measure, or
+        ``judge self-test`` -> the same counts and the judge's ``model``; added up over the measure
+        sessions). ``without_usage`` counts calls whose provider reported no usage (left out of the sums).
     """
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
@@ -70,6 +76,7 @@ class RunManifest(BaseModel):
     import_: dict[str, Any] | None = Field(None, alias="import")
     plan_changed_after_registration: bool = False
     targets_changed_after_answers: list[str] = Field(default_factory=list)
+    tokens: dict[str, dict[str, dict[str, Any]]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of ``manifest.json``: the keys set (or defaulted by a write), by their file names."""

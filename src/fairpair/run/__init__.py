@@ -17,6 +17,7 @@ _LAZY_EXPORTS = {
     "ray_session": "fairpair.run._ray",
     "require_ray": "fairpair.run._ray",
     "run_status": "fairpair.run._status",
+    "with_system_prompt": "fairpair.run._system",
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())

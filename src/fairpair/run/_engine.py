@@ -28,7 +28,7 @@ from typing import Any
 from fairpair._calls import CallOutcome, ModelCaller, RateLimiter, describe_error, worker_pool
 from fairpair.cases import Case
 from fairpair.store import Store
-from fairpair.targets import ChatRequest, Completion
+from fairpair.targets import ChatRequest, Completion, Usage
 
 __all__ = ["RunSettings", "RateLimiter", "run_target", "redact", "request_for"]
 
@@ -100,7 +100,9 @@ async def _converse(caller: ModelCaller, case: Case, tools, tool_map) -> tuple[C
 
     Returns the outcome of the last call made (the last turn's, or the turn
     that failed), every reply, and the seconds taken. The outcome's
-    ``attempts`` is the most tries any one turn needed.
+    ``attempts`` is the most tries any one turn needed; its completion's
+    ``usage`` is the sum over the turns (every turn resends the conversation,
+    and the manifest records the tokens used).
     """
     messages: list[dict[str, Any]] = list(case.messages)
     replies: list[str] = []
@@ -108,18 +110,31 @@ async def _converse(caller: ModelCaller, case: Case, tools, tool_map) -> tuple[C
     t0 = time.monotonic()
     outcome: CallOutcome | None = None
     results = _tool_results(case, tool_map) if tool_map else {}
+    used: list[Usage] = []
     for turn in case.turns:
         messages.append({"role": "user", "content": turn})
         outcome = await caller.call(request_for(case, messages, tools=tools, tool_results=results))
         most = max(most, outcome.attempts)
         if outcome.completion is None:
             break
+        used.append(outcome.completion.usage)
         replies.append(outcome.completion.text)
         messages.append({"role": "assistant", "content": outcome.completion.text})
     assert outcome is not None
     if outcome.attempts != most:
         outcome = replace(outcome, attempts=most)
+    if len(used) > 1 and outcome.completion is not None:
+        outcome = replace(outcome, completion=replace(outcome.completion, usage=_summed(used)))
     return outcome, replies, time.monotonic() - t0
+
+
+def _summed(usages: list[Usage]) -> Usage:
+    """The turns' usage added up; a count none of the turns reported stays None."""
+    def add(values: list[int | None]) -> int | None:
+        known = [v for v in values if v is not None]
+        return sum(known) if known else None
+
+    return Usage(add([u.prompt_tokens for u in usages]), add([u.completion_tokens for u in usages]))
 
 
 async def run_target(store: Store, target_name: str, target, cases: Iterable[Case], settings: RunSettings, *,

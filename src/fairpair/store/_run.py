@@ -164,6 +164,9 @@ def write_manifest(run_dir: Path, store: Store, extra: dict[str, Any]) -> dict[s
             old = {}
     m = {**old, **extra}
     m["counts"] = {t: store.counts(t) for t in (m.get("targets") or {})}
+    usage = store.token_usage()
+    if usage or m.get("tokens"):
+        m["tokens"] = {**(m.get("tokens") or {}), "answers": usage}
     m["plan_changed_after_registration"] = bool(store.events("plan_changed"))
     changed = sorted({e["target"] for e in store.events("target_changed")})
     if changed:  # answers of these targets were produced under other options than those recorded now

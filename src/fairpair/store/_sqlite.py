@@ -776,6 +776,15 @@ class Store:
             cases = self.n_cases()
         return {"cases": cases, "answered": answered, "failed": failed, "retried": retried}
 
+    def token_usage(self) -> dict[str, dict[str, int]]:
+        """target -> the tokens of its stored ``ok`` answers, as the provider reported them: ``calls``
+        (answers), ``input_tokens`` and ``output_tokens`` (sums over the answers that carry them) and
+        ``without_usage`` (answers whose provider reported no usage)."""
+        return {r[0]: {"calls": r[1], "input_tokens": r[2] or 0, "output_tokens": r[3] or 0, "without_usage": r[4]}
+                for r in self.conn.execute(
+                    "SELECT target, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(prompt_tokens IS NULL"
+                    " AND completion_tokens IS NULL) FROM responses WHERE status='ok' GROUP BY target ORDER BY target")}
+
     def failure_messages(self, target: str) -> list[str]:
         """The last stored error of each case of ``target`` that has failures and no ``ok`` answer,
         in the order the cases failed."""

@@ -106,6 +106,7 @@ from fairpair.targets._gguf import (
     file_sha256,
     get_spec,
     load_default_model_path,
+    resolve_parts,
 )
 
 __all__ = ["LocalOptions", "LocalTarget", "load_default_model_path", "local_tools_supported"]
@@ -532,6 +533,12 @@ class LocalTarget(TargetBase):
             self._path = ensure_model(self._spec)
         return self._path
 
+    def check_installed(self) -> None:
+        """Raise :class:`FairpairError` (naming the ``pip install`` line) when the model's part packages are
+        not installed; reads nothing but the installed packages' paths (a ``model_path`` file exists already)."""
+        if self._spec is not None and self._path is None:
+            resolve_parts(self._spec)
+
     def _ensure_loaded(self) -> _Loaded:
         with self._load_lock:
             if self._loaded is None:
@@ -607,13 +614,28 @@ class LocalTarget(TargetBase):
 
         Loads the model. Raises :class:`TargetError` when llama.cpp cannot render it.
         """
+        body = {k: v for k, v in self.payload(request).items() if k in ("messages", "tools")}
+        return self._loopback("/apply-template", body, "render the chat template")["prompt"]
+
+    def count_tokens(self, request: ChatRequest) -> int:
+        """The prompt tokens the model reads for ``request``: its chat-template rendering
+        (:meth:`render_prompt`) tokenized by the GGUF's own tokenizer (llama.cpp's ``/tokenize``,
+        special tokens parsed). Exact for this model; the cost estimate uses it (:mod:`fairpair.cost`).
+
+        Loads the model. Raises :class:`TargetError` when llama.cpp cannot render or tokenize it.
+        """
+        prompt = self.render_prompt(request)
+        return len(self._loopback("/tokenize", {"content": prompt, "add_special": False, "parse_special": True},
+                                  "tokenize the prompt")["tokens"])
+
+    def _loopback(self, path: str, body: dict[str, Any], what: str) -> dict[str, Any]:
+        """POST ``body`` to ``path`` of the binding's own locked loopback endpoint; its JSON answer."""
         import urllib.error
         import urllib.request
 
         loaded = self._ensure_loaded()
-        body = {k: v for k, v in self.payload(request).items() if k in ("messages", "tools")}
         address = str(loaded.server.listening_address)
-        url = (address if address.startswith("http") else f"http://{address}").rstrip("/") + "/apply-template"
+        url = (address if address.startswith("http") else f"http://{address}").rstrip("/") + path
         # the binding's own loopback endpoint: the standard library, never a proxy from the environment
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         req = urllib.request.Request(url, data=json.dumps(body, ensure_ascii=False).encode("utf-8"), method="POST",
@@ -621,9 +643,12 @@ class LocalTarget(TargetBase):
                                               "Content-Type": "application/json"})
         try:
             with opener.open(req, timeout=60) as resp:
-                return json.loads(resp.read())["prompt"]
-        except (urllib.error.URLError, OSError, ValueError, KeyError) as exc:
-            raise TargetError(f"llama.cpp could not render the chat template: {exc}") from None
+                out = json.loads(resp.read())
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise TargetError(f"llama.cpp could not {what}: {exc}") from None
+        if not isinstance(out, dict):
+            raise TargetError(f"llama.cpp could not {what}: it answered {str(out)[:100]}")
+        return out
 
     def _call(self, body: dict[str, Any]) -> Any:
         loaded = self._ensure_loaded()
