@@ -31,6 +31,17 @@ Holm / BH over the plan, ``finish``). One table:
   comparison's templates; pooled over the three truths); goal <= alpha + 1;
 * ``found``: sparse-bias rows, audits (at the margin) in which a biased
   scenario was sampled and one is named (scenario-level ``fail``); goal >= 80%.
+* ``tail``: plans of k comparisons, the share of comparisons whose raw
+  crossed p-value is below alpha / k at a true difference of 0 (the tail that
+  Holm's first step uses; issue 30 item 2: the name-pooling pretest fattened
+  it to 2.4% instead of 1.67%);
+* ``sp_fail``: count, continuous and 1-5 measures, the within-cell spread
+  test's ``fail`` (``fairpair.stats.spread_difference``, adjusted over the
+  plan) per comparison at a true mean difference of 0: its level where the
+  spreads are equal (goal <= alpha + 1 point), its power where group A's
+  within-cell noise is 1.25 or 1.5 times group B's; ``sp_cov``: coverage of
+  its 95% interval of the log SD ratio (linear measures, where the truth is
+  known: :func:`fairpair.analysis._simaudit.true_spread`); goal 93.5-96.5%.
 
 Rows with ``templates fixed`` judge the average over the audit's own
 templates (the truth is re-solved per audit so that it equals 0, the margin
@@ -44,6 +55,15 @@ row (the reference group's "yes" answers lost 30%, its "no" answers 10%) has
 no calibrated interval either (the answers that exist are biased): its goal is
 an honest ``inconclusive``: no false ``fail`` and no ``pass`` at the margin
 (the worst-case bounds of :mod:`fairpair.analysis._paired`).
+
+Issue 30's leftovers: ``ceiling`` is a 1-5 score with ~95% fives (93-97%
+over templates; margin 0.1 point, the truth below the reference: a ceiling
+score can only fall), ``rare`` a yes/no measure at 1% (margin 1 point); the
+skewed rows draw the compared group's template x group bias from a centred
+exponential (skewness 2) instead of a normal. Spread rows (issue 32) multiply
+each cell's within-cell noise by ``exp(X - var X)``, ``X`` normal template,
+name and template x group effects; where group A's spread is planted on a
+1-5 measure its mean moves too, so the mean's goals do not apply there.
 
 Monte Carlo standard errors in parentheses. For names fixed with name
 effects, the truth is the difference between *these* names (not 0): false
@@ -70,6 +90,14 @@ TGB = Gen("template x group bias", template_group=0.1, rho=0.5)
 NAMES = Gen("name effects 0.05", name=0.05, rho=0.5)
 NAMES_S = Gen("name effects 0.01", name=0.01, rho=0.5)
 SPARSE = Gen("sparse 10% x 20 points", sparse=0.1, sparse_shift=20.0, rho=0.5)
+SKEW = Gen("skewed template x group bias", template_group=0.1, skew=True, rho=0.5)
+# spread effects (issue 32): templates, names and template x group multiply the within-cell noise (log-scale SDs
+# 0.2 / 0.15 / 0.1), on top of name effects and template x group bias of the mean
+_SP = dict(name=0.05, template_group=0.1, rho=0.5, spread_template=0.2, spread_name=0.15, spread_tg=0.1)
+SPREAD = Gen("spread effects", **_SP)
+SPREAD_F = Gen("spread effects, none by name", **{**_SP, "spread_name": 0.0})
+SPREAD_125 = Gen("spread effects, group A x1.25", **_SP, spread_ratio=1.25)
+SPREAD_15 = Gen("spread effects, group A x1.5", **_SP, spread_ratio=1.5)
 
 
 def rows() -> list[Row]:
@@ -123,6 +151,33 @@ def rows() -> list[Row]:
         Row(TGB, "score", 40, 5, 2, "random"),
         # informative failures: the reference group's yes answers lost 30%, its no answers 10%
         Row(RHO5, "binary", 20, 10, 5, "random", informative=(0.3, 0.1)),
+        # issue 30's leftovers: Holm with name effects (the name-pooling pretest's tail), ceiling 1-5 scores
+        # (~95% fives; margin 0.1 point), rare events (1%; margin 1 point), skewed template x group bias
+        Row(NAMES, "binary", 20, 10, 5, "random", comparisons=3, correction="holm"),
+        Row(NAMES, "binary", 20, 5, 5, "random", comparisons=3, correction="holm"),
+        Row(NAMES_S, "binary", 20, 10, 5, "random", comparisons=3, correction="holm"),
+        Row(NAMES, "continuous", 20, 10, 5, "random", comparisons=3, correction="holm"),
+        Row(RHO5, "ceiling", 20, 10, 5, "random"),
+        Row(RHO5, "ceiling", 20, 3, 5, "fixed"),
+        Row(NAMES, "ceiling", 20, 10, 5, "random"),
+        Row(RHO5, "rare", 20, 10, 5, "random"),
+        Row(INDEP, "rare", 20, 10, 5, "random"),
+        Row(SKEW, "score", 8, 5, 2, "random"),
+        Row(SKEW, "score", 20, 5, 2, "random"),
+        Row(SKEW, "score", 40, 5, 2, "random"),
+        Row(SKEW, "score", 20, 10, 10, "random"),
+        # the within-cell spread (issue 32): level with spread effects, power against a planted ratio
+        Row(SPREAD, "continuous", 20, 10, 5, "random"),
+        Row(SPREAD, "continuous", 8, 5, 5, "random"),
+        Row(SPREAD_F, "continuous", 20, 3, 5, "fixed"),
+        Row(SPREAD, "score", 20, 5, 2, "random"),
+        Row(SPREAD, "ordinal", 20, 10, 5, "random"),
+        Row(SPREAD, "continuous", 20, 10, 5, "random", comparisons=3, correction="holm"),
+        Row(SPREAD_125, "continuous", 20, 10, 5, "random"),
+        Row(SPREAD_15, "continuous", 20, 10, 5, "random"),
+        Row(SPREAD_15, "continuous", 8, 5, 5, "random"),
+        Row(SPREAD_15, "score", 20, 5, 2, "random"),
+        Row(SPREAD_15, "ordinal", 20, 10, 5, "random"),
     ]
 
 
@@ -151,7 +206,7 @@ def main() -> None:
     print(f"{args.audits} audits per row and truth; alpha {ALPHA}; guard level {paired.HETEROGENEITY_CUTOFF}; "
           f"load {os.getloadavg()[0]:.1f}")
     head = ("| scenario | audits | ff0 | ffm0 | ffm | pm | insuf | cov95 | cov90 | pow_fail | pow_pass | raw_rej | "
-            "raw_cov | guard0 | pm_ng | scen_ff | found | goals |")
+            "raw_cov | guard0 | pm_ng | scen_ff | found | tail | sp_fail | sp_cov | goals |")
     print(head)
     print("|" + " --- |" * (head.count("|") - 1))
     all_ok = True
@@ -165,12 +220,18 @@ def main() -> None:
         # names fixed with name effects: the truth is these names' difference, not 0 (templates fixed re-solves it)
         cond = row.estimand == "fixed" and row.gen.name > 0 and row.templates_estimand == "random"
         sparse = row.gen.sparse > 0 or row.informative is not None  # no calibrated interval exists: goals on verdicts
+        # a planted spread ratio on a non-linear measure moves its mean: the mean's truth is not known there
+        spread_only = row.gen.spread_ratio != 1.0 and row.measure not in ("continuous", "score")
         n_cov = nul.n_cov + mar.n_cov + pw.n_cov
         cov95 = nul.cov95 + mar.cov95 + pw.cov95
         cov90 = nul.cov90 + mar.cov90 + pw.cov90
         given = nul.insufficient < nul.n
         ok = True
-        if given:
+        if row.gen.spread_ratio == 1.0 and nul.sp_n:
+            ok &= nul.sp_fail / nul.sp_n <= ALPHA + 0.01
+        if nul.sp_ncov:
+            ok &= 0.935 <= nul.sp_cov / nul.sp_ncov <= 0.965
+        if given and not spread_only:
             lim = ALPHA + 0.01
             ok &= cond or nul.fail_nomargin / nul.n <= lim
             ok &= cond or mar.fail_margin / mar.n <= ALPHA / 2 + 0.01
@@ -191,6 +252,8 @@ def main() -> None:
               f"{_pct(raw_c, raw_n)} | {_pct(nul.guarded, nul.n_each)} | {_pct(mar.pass_each + mar.guarded, mar.n_each)} | "
               f"{_pct(nul.scen_false + mar.scen_false + pw.scen_false, nul.n + mar.n + pw.n)} | "
               f"{_pct(mar.scen_found, mar.scen_sampled) if sparse else '-'} | "
+              f"{_pct(nul.tail, nul.n_each) if row.comparisons > 1 else '-'} | "
+              f"{_pct(nul.sp_fail, nul.sp_n)} | {_pct(nul.sp_cov, nul.sp_ncov)} | "
               f"{'ok' if ok else 'OUT'}{'' if given else ' (no verdict)'} |", flush=True)
     print(f"{'all rows meet the goals' if all_ok else 'SOME ROWS MISS THE GOALS'} in {time.perf_counter() - t0:.0f} s; "
           f"load {os.getloadavg()[0]:.1f}")

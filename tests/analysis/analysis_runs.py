@@ -72,3 +72,22 @@ def make_run(tmp: Path, name: str, battery: dict, *, skip=None) -> Path:
     else:
         measure(run_dir, skip=skip)
     return run_dir
+
+
+def score_run(tmp: Path, battery: dict, value, *, measure: str = "score", seed: int = 0) -> Path:
+    """Run ``battery`` (with ``measure`` declared as a word count) with the mock target, then store
+    ``value(case, rng)`` as every answer's ``measure``."""
+    import numpy as np
+
+    battery["measures"][measure] = {"kind": "word_count"}  # declared (a plan's measure must be); values below
+    path = tmp / "b.yaml"
+    path.write_text(yaml.safe_dump(battery, allow_unicode=True), encoding="utf-8")
+    run_dir = tmp / "run"
+    execute_run(load_battery(path), run_dir, RunSettings(concurrency=16))
+    rng = np.random.default_rng(seed)
+    with Store.open(run_dir) as s:
+        cases = {c.id: c for c in s.iter_cases()}
+        for r in s.responses():
+            s.add_measurement(target=r.target, case_id=r.case_id, measure=measure, status="ok",
+                              value=float(value(cases[r.case_id], rng)))
+    return run_dir

@@ -7,15 +7,11 @@ import json
 
 import numpy as np
 import pytest
-import yaml
 from scipy import stats
 
-from analysis_runs import battery_dict
+from analysis_runs import battery_dict, score_run
 from fairpair.analysis import analyze_run
 from fairpair.analysis._paired import PairData, analyze_pairs, finish
-from fairpair.battery import load_battery
-from fairpair.run import RunSettings, execute_run
-from fairpair.store import Store
 
 IDENT = dict(id="c", target="t", measure="m", attribute="a", design="d", group_a="A", group_b="B", primary=True)
 
@@ -26,19 +22,11 @@ def _score_run(tmp_path, *, templates: int, generalize: dict, comparisons: list 
     b = battery_dict(templates=templates, repetitions=2, names=None, comparisons=comparisons or [
         {"id": "score", "measure": "score", "attribute": "origen", "groups": ["magreb", "espana"], "margin": 0.5,
          "generalize": generalize}])
-    b["measures"]["score"] = {"kind": "word_count"}  # declared (a plan's measure must be); its values are set below
-    path = tmp_path / "b.yaml"
-    path.write_text(yaml.safe_dump(b, allow_unicode=True), encoding="utf-8")
-    run_dir = tmp_path / "run"
-    execute_run(load_battery(path), run_dir, RunSettings(concurrency=16))
-    rng = np.random.default_rng(0)
-    with Store.open(run_dir) as s:
-        cases = {c.id: c for c in s.iter_cases()}
-        for r in s.responses():
-            c = cases[r.case_id]
-            v = rng.normal(0, 0.3) + (shift if c.groups.get("origen") == "magreb" and c.template in biased else 0)
-            s.add_measurement(target=r.target, case_id=r.case_id, measure="score", status="ok", value=float(v))
-    return run_dir
+
+    def value(c, rng):
+        return rng.normal(0, 0.3) + (shift if c.groups.get("origen") == "magreb" and c.template in biased else 0)
+
+    return score_run(tmp_path, b, value)
 
 
 def test_templates_fixed_gives_a_verdict_for_one_handful_of_scenarios_and_says_where(tmp_path):

@@ -29,3 +29,36 @@ def test_small_designs_get_insufficient_design():
     row = Row(Gen("independent"), "binary", templates=3, names=3, reps=1, estimand="fixed")
     out = run_row(row, 10, seed=0)
     assert out["null"].insufficient == 10 and out["null"].fail_nomargin == 0 and out["null"].pass_margin == 0
+
+
+def test_new_measure_kinds_and_the_true_spread():
+    from scipy import integrate, stats
+
+    from fairpair.analysis._simaudit import true_spread
+
+    # ceiling: P(5) = 0.95 at mu = 0 (the last cut is the 5% quantile); rare: P(yes) = 0.01
+    assert np.isclose(stats.norm.sf(-1.6448536269514729), 0.95) and np.isclose(true_mean("rare", 0.0), 0.01)
+    assert 4.9 < true_mean("ceiling", 0.0) < 4.95
+    # without spread effects: log(sqrt(ms + noise r^2) / sqrt(ms + noise)), in closed form
+    g = Gen("x", spread_ratio=1.5)
+    noise = 1 - g.template - g.matched_set
+    assert np.isclose(true_spread(g), np.log(np.sqrt(0.1 + 2.25 * noise) / np.sqrt(0.1 + noise)))
+    # with them: the expectation over X ~ N(0, v) by adaptive quadrature (scipy), not Gauss-Hermite
+    g = Gen("x", rho=0.5, spread_template=0.2, spread_name=0.15, spread_tg=0.1, spread_ratio=1.25)
+    v = 0.2 ** 2 + 0.15 ** 2 + 0.1 ** 2
+    noise = (1 - g.template - g.matched_set) * 0.5
+
+    def mean_sd(m):
+        f = lambda x: np.sqrt(0.1 + noise * m ** 2 * np.exp(2 * x - 2 * v)) * stats.norm.pdf(x, 0, np.sqrt(v))
+        return integrate.quad(f, -12 * np.sqrt(v), 12 * np.sqrt(v))[0]
+
+    assert np.isclose(true_spread(g), np.log(mean_sd(1.25) / mean_sd(1.0)), rtol=1e-9)
+
+
+def test_the_spread_test_finds_a_planted_ratio_and_keeps_quiet_without_one():
+    base = dict(name=0.05, template_group=0.1, rho=0.5, spread_template=0.2, spread_name=0.15, spread_tg=0.1)
+    fair = run_row(Row(Gen("s", **base), "continuous", 20, 10, 5, "random"), 40, seed=5)["null"]
+    wide = run_row(Row(Gen("s", **base, spread_ratio=1.5), "continuous", 20, 10, 5, "random"), 40, seed=5)["null"]
+    assert fair.sp_n == wide.sp_n == 40
+    assert fair.sp_fail <= 6 and wide.sp_fail >= 34  # 5% and ~98% (benchmarks/HISTORY.md)
+    assert fair.sp_cov >= 34 and wide.sp_ncov == 40

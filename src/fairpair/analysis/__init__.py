@@ -52,7 +52,8 @@ from fairpair.analysis._gate import gate_exit_code, junit_xml
 from fairpair.analysis._ranking import RankingAnalysis, analyze_ranking
 from fairpair.records import (
     RESULTS_SCHEMA, AnswerStatusBlock, CellMean, ComparisonResult, DispersionRow, DispersionTest, JudgeBlock,
-    LengthBias, MinimumIdentity, OmnibusResult, PositionBias, Results, ScenarioBlock, ScenarioRow, TwoPartyBlock,
+    LengthBias, MinimumIdentity, OmnibusResult, PositionBias, Results, ScenarioBlock, ScenarioRow, SpreadBlock,
+    TwoPartyBlock,
     results_schema,
 )
 
@@ -60,7 +61,8 @@ __all__ = ["analyze_run", "load_results", "compare_runs", "gate_exit_code", "jun
            "ComparisonResult", "results_schema", "RESULTS_SCHEMA", "analyze_ranking", "RankingAnalysis",
            # the records of Results, as the report renders them
            "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow", "DispersionTest", "MinimumIdentity",
-           "JudgeBlock", "PositionBias", "LengthBias", "AnswerStatusBlock", "ScenarioBlock", "ScenarioRow"]
+           "JudgeBlock", "PositionBias", "LengthBias", "AnswerStatusBlock", "ScenarioBlock", "ScenarioRow",
+           "SpreadBlock"]
 
 # the lazily imported names are public too (tests/test_layers.py: a name imported across packages is in __all__)
 __all__ += list(_LAZY_EXPORTS)

@@ -147,11 +147,27 @@ def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None, 
             label = {True: method, False: "none (secondary comparison)",
                      "status": "holm (the answer-status comparisons of the target)"}[primary]
             adj, adj_m, scen = _family_adjust(fam, method)
-            for (pa, ident, _, margin), pa_adj, pm_adj, sc in zip(fam, adj, adj_m, scen):
+            spread = _spread_adjust(fam, method)
+            for (pa, ident, _, margin), pa_adj, pm_adj, sc, sp in zip(fam, adj, adj_m, scen, spread):
                 comparisons.append(finish(pa, pvalue_adjusted=num(pa_adj), margin=margin, alpha=plan.alpha,
                                           pvalue_margin_adjusted=num(pm_adj), scenario_adjusted=sc,
-                                          correction=label, family_size=len(fam), **ident))
+                                          spread_adjusted=sp, correction=label, family_size=len(fam), **ident))
     return comparisons, omnibus, notes
+
+
+def _spread_adjust(fam: list, method: str) -> list:
+    """The spread statistics' p-values adjusted over the family's comparisons that have one (secondary: a
+    family of their own, with the family's correction): per comparison ``(adjusted p, label, size)`` or None."""
+    have = [i for i, (pa, *_rest) in enumerate(fam) if pa.within_spread is not None]
+    out: list = [None] * len(fam)
+    if not have:
+        return out
+    raw = np.array([fam[i][0].within_spread.pvalue for i in have], dtype=float)
+    adj = adjust(raw, method)
+    label = f"{method} (the target's spread tests; secondary)"
+    for i, p in zip(have, adj):
+        out[i] = (num(p), label, len(have))
+    return out
 
 
 def _family_adjust(fam: list, method: str) -> tuple[np.ndarray, np.ndarray, list]:

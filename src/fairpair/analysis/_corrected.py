@@ -193,6 +193,9 @@ def analyze_corrected(pd: PairData, raw: PairAnalysis, hx: np.ndarray, hy: np.nd
     # covered 97-98% at 50 labels with its own, with a Satterthwaite df near 4); this assumes the judge spreads
     # names at least as much as the humans do (a judge harsher on one name adds to its spread)
     pa = analyze_pairs(cpd, scale="continuous", names_from=raw.crossed, **kw)
+    # the within-cell spread stays the judge's scores' (None for yes/no): the prediction-powered values of
+    # the labelled answers carry their residuals, which are no answer's spread
+    pa.within_spread = raw.within_spread
     f = pa.fields
     if binary:  # the estimate is still a risk difference; its values are no longer 0/1
         f["value_kind"], f["estimate_name"] = "rate", raw.fields.get("estimate_name")

@@ -56,7 +56,7 @@ from scipy import special
 from fairpair.records import Reason
 from fairpair.records import (
     BinaryDetail, ComparisonResult, ContinuousDetail, Evidence, Heterogeneity, PairedTDetail, ScenarioBlock,
-    ScenarioRow, VariantRow, interval, num,
+    ScenarioRow, SpreadBlock, VariantRow, interval, num,
 )
 from fairpair.analysis._design import NOT_MEASURED
 from fairpair.analysis._verdict import RULE_BY_TEMPLATE, RULE_NOT_MEASURED, decide
@@ -65,7 +65,8 @@ from fairpair.stats import mcnemar
 from fairpair.stats import paired_t, wilcoxon
 
 __all__ = ["PairData", "PairAnalysis", "analyze_pairs", "finish", "pair_cells", "BINARY_SCALES", "CI_METHOD",
-           "t_interval", "HETEROGENEITY_CUTOFF", "scenario_pvalues", "crossed_verdict_inputs", "sign_flip_interval"]
+           "t_interval", "HETEROGENEITY_CUTOFF", "scenario_pvalues", "crossed_verdict_inputs", "sign_flip_interval",
+           "pair_spread", "spread_block", "RULE_SPREAD"]
 
 #: The guard of the templates-random average: when the generalized ESD (Rosner 1983) singles out at
 #: least one template at this level (:func:`fairpair.stats.scenario_heterogeneity`), the average cannot
@@ -152,6 +153,9 @@ class PairAnalysis:
     spread: Any = None
     template_labels: tuple = ()
     by_template: bool = False
+    #: :func:`fairpair.stats.spread_difference` of the comparison (count, continuous and 1-5 measures with
+    #: repetitions; ``None`` otherwise): the within-cell spread, a secondary statistic
+    within_spread: Any = None
     #: the crossed inference behind the figures (:class:`fairpair.stats.CrossedDifferenceResult`; None without
     #: answers or with templates fixed)
     crossed: Any = None
@@ -245,6 +249,49 @@ def pair_cells(pd: PairData) -> tuple[np.ndarray, np.ndarray]:
     return out[0], out[1]
 
 
+def pair_spread(pd: PairData, *, names: str, templates: str) -> Any:
+    """:func:`fairpair.stats.spread_from_cells` of a comparison's answers: the within-cell SDs of group A's and
+    group B's template x name cells (as :func:`pair_cells`); ``None`` when no cell has two answers."""
+    from fairpair.stats import cell_sds, spread_from_cells
+
+    tc = _codes(pd.clusters)
+    t = int(tc.max()) + 1 if tc.size else 0
+    sds = []
+    for vals, nc in ((pd.x, _codes(pd.name_a) if pd.name_a.size else _codes(pd.variants)),
+                     (pd.y, _codes(pd.name_b) if pd.name_b.size else _codes(pd.variants))):
+        sds.append(cell_sds(vals, tc, nc, t, int(nc.max()) + 1 if nc.size else 0)[0])
+    if not any(np.isfinite(x).any() for x in sds):
+        return None
+    return spread_from_cells(sds[0], sds[1], names=names, templates=templates)
+
+
+#: The spread statistic's verdict rule (secondary: it never changes the comparison's verdict or the gate).
+RULE_SPREAD = ("spread (secondary): fail if the adjusted p-value of the log ratio of within-cell SDs is below "
+               "alpha, else inconclusive; never pass (no margin for spread), never the comparison's verdict")
+
+
+def spread_block(pa: PairAnalysis, *, pvalue_adjusted: float | None, correction: str, family_size: int,
+                 alpha: float, confidence_level: float, labels: tuple[str, str] = ("A", "B")) -> SpreadBlock | None:
+    """The :class:`~fairpair.records.SpreadBlock` of a comparison (``None`` without a spread statistic)."""
+    from fairpair.analysis._design import design_reason_counts
+
+    sp = pa.within_spread
+    if sp is None:
+        return None
+    reason = design_reason_counts(n_templates=sp.n_templates, n_names_a=sp.n_names_a, n_names_b=sp.n_names_b,
+                                  names=sp.names, templates=sp.templates,
+                                  group_a=labels[0], group_b=labels[1])
+    ci = sp.confidence_interval(confidence_level)
+    rci = sp.ratio_interval(confidence_level)
+    verdict, _rule = decide(tuple(ci), None, pvalue_adjusted, None, alpha, design_reason=reason)
+    return SpreadBlock(estimate=num(sp.estimate), ratio=num(sp.ratio), ci=interval(ci), ratio_ci=interval(rci),
+                       sd_a=num(sp.sd_a), sd_b=num(sp.sd_b), se=num(sp.se), df=num(sp.df),
+                       statistic=num(sp.statistic), pvalue=num(sp.pvalue), pvalue_adjusted=num(pvalue_adjusted),
+                       correction=correction, family_size=family_size, n_templates=sp.n_templates,
+                       n_cells=sp.n_cells, verdict=verdict, verdict_rule=RULE_SPREAD, design_reason=reason,
+                       method=sp.method, note=sp.note)
+
+
 def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: float, exact_threshold: int,
                   n_resamples: int, seed: int, heterogeneity: bool = True, names: str = "random",
                   secondary: bool = True, labels: tuple[str, str] = ("A", "B"), templates: str = "random",
@@ -295,7 +342,8 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
         cr = crossed_from_cells(cells_a, cells_b, names=names, n_values=int(answers.size),
                                 names_from=names_from)
     extra = dict(scenario=sd, spread=spread, template_labels=tuple(pd.template_labels), by_template=by_template,
-                 crossed=cr if templates != "fixed" else None)
+                 crossed=cr if templates != "fixed" else None,
+                 within_spread=None if binary else pair_spread(pd, names=names, templates=templates))
     _missing_bounds(f, pd, answers, binary, alpha)
     f["n_clusters"] = cr.n_templates
     f["n_names_a"], f["n_names_b"] = cr.n_names_a, cr.n_names_b
@@ -519,11 +567,14 @@ def _scenario_block(pa: PairAnalysis, *, margin: float | None, alpha: float,
 
 def finish(pa: PairAnalysis, *, pvalue_adjusted: float | None, correction: str, family_size: int,
            margin: float | None, alpha: float, pvalue_margin_adjusted: float | None = None,
-           scenario_adjusted: tuple[np.ndarray, np.ndarray] | None = None, **ident: Any) -> ComparisonResult:
+           scenario_adjusted: tuple[np.ndarray, np.ndarray] | None = None,
+           spread_adjusted: tuple[float | None, str, int] | None = None, **ident: Any) -> ComparisonResult:
     """Attach the adjusted p-value and the verdict; build the record.
 
     ``ident`` holds id, target, measure, attribute, design, group_a,
-    group_b and primary. ``scenario_adjusted``: the per-scenario p-values
+    group_b and primary. ``spread_adjusted``: the spread statistic's p-value adjusted over its family,
+    the correction's label and the family's size (default: unadjusted, a family of one); the spread
+    block never changes the verdict. ``scenario_adjusted``: the per-scenario p-values
     against 0 and against the margin adjusted over the plan's primary tests
     (``by: template``); without it the scenarios are their own Holm family.
     The templates-random average cannot ``pass`` when its scenarios are
@@ -587,6 +638,11 @@ def finish(pa: PairAnalysis, *, pvalue_adjusted: float | None, correction: str, 
                 verdict = "inconclusive"
                 rule += ("; informative missingness: the worst-case bounds (with their sampling error) cross the "
                          "margin, so the comparison cannot pass")
+    if pa.within_spread is not None:
+        p_sp, corr_sp, n_sp = spread_adjusted or (num(pa.within_spread.pvalue), "none", 1)
+        fields["spread"] = spread_block(pa, pvalue_adjusted=p_sp, correction=corr_sp, family_size=n_sp, alpha=alpha,
+                                        confidence_level=float(fields.get("confidence_level") or 1.0 - alpha),
+                                        labels=(str(ident.get("group_a", "A")), str(ident.get("group_b", "B"))))
     return ComparisonResult(**ident, **fields, pvalue=pa.pvalue, pvalue_adjusted=num(pvalue_adjusted),
                             pvalue_margin=num(pa.pvalue_beyond(margin)),
                             pvalue_margin_adjusted=num(pvalue_margin_adjusted),

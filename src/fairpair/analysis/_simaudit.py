@@ -38,13 +38,21 @@ from scipy import optimize, special, stats
 from fairpair.analysis._paired import PairData, analyze_pairs, finish
 from fairpair.stats import adjust
 
-__all__ = ["Gen", "Row", "true_mean", "run_row", "MARGINS"]
+__all__ = ["Gen", "Row", "true_mean", "true_spread", "run_row", "MARGINS"]
 
 #: Margin of each measure kind, in its units (0.10 = 10 points for yes/no; ``score``: a 0-100-like score
 #: in points, ten times the latent score, so 2 points are 0.2 latent standard deviations).
-MARGINS = {"binary": 0.10, "continuous": 0.25, "count": 0.30, "ordinal": 0.25, "score": 2.0}
+MARGINS = {"binary": 0.10, "continuous": 0.25, "count": 0.30, "ordinal": 0.25, "score": 2.0, "ceiling": 0.10,
+           "rare": 0.01}
+#: The scale each measure kind is analysed on (``ceiling``: a 1-5 score with ~95% fives; ``rare``: yes/no at 1%).
+SCALE = {"score": "continuous", "ceiling": "ordinal", "rare": "binary"}
+#: Direction of the true difference (group A minus the reference): a ceiling score can only fall.
+SIGN = {"ceiling": -1.0}
 _CUTS = np.array([-1.2, -0.4, 0.4, 1.2])
+_CEIL_CUTS = np.array([-2.9, -2.5, -2.1, float(stats.norm.ppf(0.05))])  # P(5) = 0.95 at mu = 0
 _BIN_CUT = float(stats.norm.ppf(0.3))  # P(eta > cut) = 0.7 at mu = 0
+_RARE_CUT = float(stats.norm.ppf(0.99))  # P(eta > cut) = 0.01 at mu = 0
+_LINEAR = ("continuous", "score")
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,16 @@ class Gen:
     #: sparse shift: at the margin ``sparse * shift`` = the margin)
     sparse: float = 0.0
     sparse_shift: float = 0.0
+    #: skewed template x group bias: groups 1.. draw ``g`` from a centred exponential (skewness 2) of variance
+    #: ``template_group`` instead of a normal (issue 30), so the template differences are skewed, mean 0
+    skew: bool = False
+    #: spread effects (issue 32): the within-cell noise of a cell is multiplied by ``exp(X - var X)`` (mean
+    #: square 1), ``X`` the sum of normal template, name and template x group effects with these SDs, and
+    #: by ``spread_ratio`` for groups 1.. (1: the groups' spreads do not differ)
+    spread_template: float = 0.0
+    spread_name: float = 0.0
+    spread_tg: float = 0.0
+    spread_ratio: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -100,11 +118,12 @@ def _mean_given(measure: str, mu: np.ndarray, sd: float) -> np.ndarray:
         return mu
     if measure == "score":
         return 10.0 * mu
-    if measure == "binary":
-        return special.ndtr((mu - _BIN_CUT) / sd)
+    if measure in ("binary", "rare"):
+        return special.ndtr((mu - (_BIN_CUT if measure == "binary" else _RARE_CUT)) / sd)
     if measure == "count":
         return np.exp(0.3 + 0.5 * mu + 0.125 * sd ** 2)
-    return 1.0 + special.ndtr((np.asarray(mu)[..., None] - _CUTS) / sd).sum(axis=-1)
+    cuts = _CEIL_CUTS if measure == "ceiling" else _CUTS
+    return 1.0 + special.ndtr((np.asarray(mu)[..., None] - cuts) / sd).sum(axis=-1)
 
 
 def true_mean(measure: str, mu: float) -> float:
@@ -117,7 +136,8 @@ def _mu_for(measure: str, delta: float) -> float:
     base = true_mean(measure, 0.0)
     if delta == 0:
         return 0.0
-    return float(optimize.brentq(lambda m: true_mean(measure, m) - base - delta, -5, 5, xtol=1e-12))
+    sign = SIGN.get(measure, 1.0)
+    return float(optimize.brentq(lambda m: true_mean(measure, m) - base - sign * delta, -5, 5, xtol=1e-12))
 
 
 def _measure(measure: str, eta: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -125,11 +145,11 @@ def _measure(measure: str, eta: np.ndarray, rng: np.random.Generator) -> np.ndar
         return eta
     if measure == "score":
         return 10.0 * eta
-    if measure == "binary":
-        return (eta > _BIN_CUT).astype(float)
+    if measure in ("binary", "rare"):
+        return (eta > (_BIN_CUT if measure == "binary" else _RARE_CUT)).astype(float)
     if measure == "count":
         return rng.poisson(np.exp(0.3 + 0.5 * eta)).astype(float)
-    return 1.0 + (eta[..., None] > _CUTS).sum(axis=-1).astype(float)
+    return 1.0 + (eta[..., None] > (_CEIL_CUTS if measure == "ceiling" else _CUTS)).sum(axis=-1).astype(float)
 
 
 def _draw(row: Row, mus: np.ndarray, rng: np.random.Generator, delta: float = 0.0,
@@ -149,6 +169,8 @@ def _draw(row: Row, mus: np.ndarray, rng: np.random.Generator, delta: float = 0.
     b = rng.normal(0, np.sqrt(gen.name), (g, 1, k, 1))
     a_t = rng.normal(0, np.sqrt(gen.template), (1, t, 1, 1))
     g_t = rng.normal(0, np.sqrt(gen.template_group), (g, t, 1, 1))
+    if gen.skew:
+        g_t[1:] = np.sqrt(gen.template_group) * (rng.exponential(1.0, (g - 1, t, 1, 1)) - 1.0)
     fixed_names = row.estimand == "fixed"
     sd_t = np.sqrt(1.0 - gen.template - gen.template_group - (gen.name if fixed_names else 0.0))
 
@@ -166,7 +188,7 @@ def _draw(row: Row, mus: np.ndarray, rng: np.random.Generator, delta: float = 0.
             mus[j] = optimize.brentq(lambda m: per_template(m, j).mean() - base - sign * delta, -8, 8, xtol=1e-12)
     eta = (mus[:, None, None, None] + a_t + g_t + b
            + rng.normal(0, np.sqrt(cell), (g, t, k, 1)) + rng.normal(0, np.sqrt(gen.matched_set), (1, t, 1, r))
-           + rng.normal(0, np.sqrt(noise), (g, t, k, r)))
+           + rng.normal(0, np.sqrt(noise), (g, t, k, r)) * _spread_scale(gen, rng, g, t, k))
     y = _measure(row.measure, eta, rng)
     biased = np.zeros(t, dtype=bool)
     truth_t = np.stack([per_template(mus[j], j) for j in range(g)])
@@ -183,6 +205,35 @@ def _draw(row: Row, mus: np.ndarray, rng: np.random.Generator, delta: float = 0.
     sd_given = np.sqrt(1.0 - gen.name)
     truth = _mean_given(row.measure, mus[:, None] + b[:, 0, :, 0], sd_given).mean(axis=1)
     return y, truth, truth_t, biased
+
+
+def _spread_scale(gen: Gen, rng: np.random.Generator, g: int, t: int, k: int) -> np.ndarray | float:
+    """Each cell's multiplier of the within-cell noise, shape (g, t, k, 1) (1.0 without spread effects)."""
+    var = gen.spread_template ** 2 + gen.spread_name ** 2 + gen.spread_tg ** 2
+    if var == 0 and gen.spread_ratio == 1.0:
+        return 1.0
+    x = (rng.normal(0, gen.spread_template, (1, t, 1, 1)) + rng.normal(0, gen.spread_name, (g, 1, k, 1))
+         + rng.normal(0, gen.spread_tg, (g, t, 1, 1)))
+    ratio = np.where(np.arange(g) > 0, gen.spread_ratio, 1.0)[:, None, None, None]
+    return np.exp(x - var) * ratio
+
+
+@lru_cache(maxsize=None)
+def true_spread(gen: Gen) -> float:
+    """The true log ratio of the mean within-cell SDs (groups 1.. over group 0) of a linear measure.
+
+    A cell's answers vary by the matched-set effect and the scaled noise: its SD is
+    ``sqrt(ms + noise m^2 exp(2 X - 2 var X))`` with ``m`` the group's ``spread_ratio``; the mean over
+    cells is its expectation over ``X ~ N(0, var X)`` (Gauss-Hermite, 80 nodes).
+    """
+    rest = 1.0 - gen.template - gen.template_group - gen.name - gen.matched_set
+    noise = rest * (1 - gen.rho)
+    var = gen.spread_template ** 2 + gen.spread_name ** 2 + gen.spread_tg ** 2
+    z, w = np.polynomial.hermite_e.hermegauss(80)
+    x = np.sqrt(var) * z
+    mean_sd = [float(np.sum(w * np.sqrt(gen.matched_set + noise * m ** 2 * np.exp(2 * x - 2 * var))) / w.sum())
+               for m in (gen.spread_ratio, 1.0)]
+    return float(np.log(mean_sd[0] / mean_sd[1]))
 
 
 def _pairs(y: np.ndarray, ga: int, gb: int) -> PairData:
@@ -216,6 +267,11 @@ class Tally:
     scen_false: int = 0  # audits where a scenario whose true difference is within the margin fails
     scen_sampled: int = 0  # audits that sampled at least one sparse-biased scenario
     scen_found: int = 0  # ... and named one (scenario-level verdict fail)
+    tail: int = 0  # comparisons whose raw p-value is below alpha / (comparisons in the plan)
+    sp_n: int = 0  # comparisons with a spread statistic (counted at a true difference of 0 only)
+    sp_fail: int = 0  # ... whose spread verdict is fail
+    sp_cov: int = 0  # ... whose 95% interval of the log SD ratio covers the truth (linear measures)
+    sp_ncov: int = 0
 
     def add(self, o: "Tally") -> None:
         for f in self.__dataclass_fields__:
@@ -228,7 +284,8 @@ def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: 
     if not row.gen.sparse:  # sparse rows: the difference is carried by the sparse templates alone
         mus[1:] = _mu_for(row.measure, delta)  # groups 1.. vs group 0 (the reference), each truly delta apart
     y, truth, truth_t, biased = _draw(row, mus, rng, delta, margin)
-    scale = "continuous" if row.measure == "score" else row.measure
+    scale = SCALE.get(row.measure, row.measure)
+    sign = SIGN.get(row.measure, 1.0)
     tl = Tally()
     pas = []
     for j in range(1, ng):
@@ -243,6 +300,9 @@ def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: 
     adj_m = adjust(raw_m, row.correction if ng > 2 else "none")
     ident = dict(id="sim", target="sim", measure="m", attribute="a", design="d", group_a="A", group_b="B",
                  primary=True)
+    # the spread tests: their own family, with the plan's correction (as analyze_run)
+    sp_raw = np.array([np.nan if p.within_spread is None else p.within_spread.pvalue for p in pas], dtype=float)
+    sp_adj = adjust(sp_raw, row.correction if ng > 2 else "none")
     verdict_nm, verdict_m = [], []
     guarded = 0
     scen_false = found = False
@@ -250,13 +310,22 @@ def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: 
         if row.templates_estimand == "fixed" or row.gen.sparse:
             true = float((truth_t[j + 1] - truth_t[0]).mean()) if row.templates_estimand == "fixed" else delta
         else:
-            true = truth[j + 1] - truth[0] if row.estimand == "fixed" else delta
+            true = truth[j + 1] - truth[0] if row.estimand == "fixed" else sign * delta
         r0 = finish(pa, pvalue_adjusted=pj, correction="x", family_size=len(pas), margin=None, alpha=row.alpha,
                     **ident)
         r1 = finish(pa, pvalue_adjusted=pj, correction="x", family_size=len(pas), margin=margin,
-                    alpha=row.alpha, pvalue_margin_adjusted=pmj, **ident)
+                    alpha=row.alpha, pvalue_margin_adjusted=pmj, spread_adjusted=(sp_adj[j], "x", len(pas)), **ident)
         verdict_nm.append(r0.verdict)
         verdict_m.append(r1.verdict)
+        sp = r1.spread
+        if delta == 0:
+            tl.tail += pa.pvalue is not None and pa.pvalue < row.alpha / len(pas)
+            if sp is not None and sp.verdict != "insufficient design":
+                tl.sp_n += 1
+                tl.sp_fail += sp.verdict == "fail"
+                if row.measure in _LINEAR and sp.ci is not None and None not in sp.ci:
+                    tl.sp_ncov += 1
+                    tl.sp_cov += sp.ci[0] <= true_spread(row.gen) <= sp.ci[1]
         sc = r1.scenarios
         if sc is not None:
             guarded += sc.heterogeneous and "heterogeneous average" in r1.verdict_rule

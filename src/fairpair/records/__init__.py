@@ -30,9 +30,10 @@ from fairpair.records._reasons import (
 )
 from fairpair.records._results import (RESULTS_SCHEMA, AnswerStatusBlock, BinaryDetail, CellMean, ComparisonResult,
                                        ContinuousDetail, Counts, DispersionRow, DispersionTest, Evidence,
-                                       Heterogeneity, IncompleteRun, JudgeBlock, LabelCorrection, LengthBias, MinimumIdentity,
-                                       OmnibusResult, PairedTDetail, PositionBias, Results, ScenarioBlock, ScenarioRow,
-                                       TwoPartyBlock, VariantRow, incomplete_text, interval, num, results_schema)
+                                       Heterogeneity, IncompleteRun, JudgeBlock, LabelCorrection, LengthBias,
+                                       MinimumIdentity, OmnibusResult, PairedTDetail, PositionBias, Results,
+                                       ScenarioBlock, ScenarioRow, SpreadBlock, TwoPartyBlock, VariantRow,
+                                       incomplete_text, interval, num, results_schema)
 
 __all__ = ["REASON_VERDICT", "Reason", "first_reason", "IncompleteRun", "incomplete_text",
            "Case", "case_json",
@@ -44,4 +45,5 @@ __all__ = ["REASON_VERDICT", "Reason", "first_reason", "IncompleteRun", "incompl
            "RESULTS_SCHEMA", "Results", "ComparisonResult", "BinaryDetail", "ContinuousDetail", "PairedTDetail",
            "VariantRow", "Heterogeneity", "Evidence", "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow",
            "DispersionTest", "MinimumIdentity", "PositionBias", "LengthBias", "JudgeBlock", "Counts",
-           "AnswerStatusBlock", "LabelCorrection", "results_schema", "num", "interval", "ScenarioBlock", "ScenarioRow"]
+           "AnswerStatusBlock", "LabelCorrection", "results_schema", "num", "interval", "ScenarioBlock", "ScenarioRow",
+           "SpreadBlock"]

@@ -30,6 +30,7 @@ __all__ = [
     "VariantRow", "Heterogeneity", "Evidence", "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow",
     "DispersionTest", "MinimumIdentity", "PositionBias", "LengthBias", "JudgeBlock", "Counts", "AnswerStatusBlock",
     "results_schema", "num", "interval", "IncompleteRun", "incomplete_text", "ScenarioRow", "ScenarioBlock",
+    "SpreadBlock",
 ]
 
 RESULTS_SCHEMA = "fairpair.results/2"
@@ -215,6 +216,43 @@ class ScenarioBlock(_Rec):
     note: str | None = None
 
 
+class SpreadBlock(_Rec):
+    """The difference in within-cell spread between the groups (a secondary statistic; never the verdict's).
+
+    For count, continuous and 1-5 measures with at least two answers in some template x name cells:
+    ``sd_a`` / ``sd_b`` each group's mean unbiased within-cell standard deviation (the repetitions of
+    one template and name; measure units), ``estimate`` the log ratio ``log(sd_a / sd_b)`` (natural
+    log) and ``ratio`` its ``exp``; ``ci`` / ``ratio_ci`` the ``confidence_level`` intervals of both;
+    ``se`` / ``df`` / ``statistic`` / ``pvalue`` the delta-method crossed t (templates and, unless
+    fixed, names random; :func:`fairpair.stats.spread_difference`); ``pvalue_adjusted`` over the
+    target's spread tests of the same family (``correction``, ``family_size`` tests). ``verdict``:
+    ``fail`` (the spreads differ: adjusted p < alpha), ``inconclusive`` or ``insufficient design``
+    (``design_reason``); it never changes the comparison's verdict or the gate. ``n_cells``: cells
+    with at least two answers.
+    """
+
+    estimate: float | None
+    ratio: float | None
+    ci: Interval | None
+    ratio_ci: Interval | None
+    sd_a: float | None
+    sd_b: float | None
+    se: float | None
+    df: float | None
+    statistic: float | None
+    pvalue: float | None
+    pvalue_adjusted: float | None = None
+    correction: str = ""
+    family_size: int = 1
+    n_templates: int
+    n_cells: int
+    verdict: Verdict
+    verdict_rule: str
+    design_reason: str | None = None
+    method: str
+    note: str | None = None
+
+
 class LabelCorrection(_Rec):
     """A judge-measured comparison corrected by human labels (:mod:`fairpair.analysis._corrected`).
 
@@ -337,6 +375,8 @@ class ComparisonResult(_Rec):
     evidence: list[Evidence] = Field(default_factory=list)
     #: Where the difference lives: per-scenario differences, the scenario-level family, the guard.
     scenarios: ScenarioBlock | None = None
+    #: The difference in within-cell spread (count, continuous and 1-5 measures; secondary).
+    spread: SpreadBlock | None = None
     #: Share of group A's and group B's answers missing (not answered, measurement missing or failed).
     missing_shares: list[float | None] | None = None
     #: Worst-case bounds of the estimate (Manski 1990): the missing answers at either end of the scale.

@@ -151,6 +151,16 @@ MESSAGES: dict[str, dict[str, str]] = {
         "scenarios.no_test": "not tested (fewer than 5 scenarios)",
         "scenarios.guard": ("the average over scenarios like these cannot pass: the difference is uneven over "
                             "scenarios ({outliers} stand out)"),
+        "spread": "Spread of the answers (secondary)",
+        "spread.intro": ("How much the answers to one scenario and name scatter, by group: each group's mean "
+                         "within-cell standard deviation (the repetitions of one template and name), their ratio "
+                         "A / B with its interval (the same crossed inference and estimand as the difference) and a "
+                         "verdict of its own (fail: the spreads differ; Holm over the target's spread tests). "
+                         "Secondary: it never changes a comparison's verdict or the gate."),
+        "spread.col.sd": "SD A / SD B",
+        "spread.col.ratio": "Ratio A / B",
+        "spread.line": ("spread (secondary) {label}: SD {sd_a} vs {sd_b}, ratio {ratio} ({level}% CI {lo} to {hi}), "
+                        "p adj. {p}: {verdict}"),
         "points": "{x} points",
         "forest.title": "Difference between groups: {measure}",
         "forest.x.binary": "difference A − B (percentage points)",
@@ -481,6 +491,17 @@ MESSAGES: dict[str, dict[str, str]] = {
         "scenarios.no_test": "sin prueba (menos de 5 escenarios)",
         "scenarios.guard": ("el promedio sobre escenarios como estos no puede pasar: la diferencia es desigual entre "
                             "escenarios ({outliers} se apartan)"),
+        "spread": "Dispersión de las respuestas (secundaria)",
+        "spread.intro": ("Cuánto varían las respuestas a un mismo escenario y nombre, por grupo: la desviación "
+                         "típica media dentro de cada celda (las repeticiones de una plantilla y un nombre) de cada "
+                         "grupo, su razón A / B con su intervalo (la misma inferencia cruzada y el mismo estimando "
+                         "que la diferencia) y un veredicto propio (falla: las dispersiones difieren; Holm sobre las "
+                         "pruebas de dispersión del objetivo). Secundaria: nunca cambia el veredicto de una "
+                         "comparación ni el gate."),
+        "spread.col.sd": "DT A / DT B",
+        "spread.col.ratio": "Razón A / B",
+        "spread.line": ("dispersión (secundaria) {label}: DT {sd_a} frente a {sd_b}, razón {ratio} (IC {level}% {lo} "
+                        "a {hi}), p ajust. {p}: {verdict}"),
         "points": "{x} puntos",
         "forest.title": "Diferencia entre grupos: {measure}",
         "forest.x.binary": "diferencia A − B (puntos porcentuales)",

@@ -28,7 +28,7 @@ from fairpair.report._ranking import rmsg as _ranking_msg
 from fairpair.report._text import MdSafe, clean, md_block, md_inline
 from fairpair.report._view import (
     AAControlRow, CollectedRow, DroppedRow, EvidenceBlock, Figures, RankingView, ReasonGroup, ScenarioView, SelfTestRow,
-    TwoPartyView, VerdictRow,
+    SpreadView, TwoPartyView, VerdictRow,
 )
 
 if TYPE_CHECKING:
@@ -309,6 +309,25 @@ def _scenario_views(rows: list[VerdictRow], figures: Figures, lang: str) -> list
     return out
 
 
+def _spread_views(rows: list[VerdictRow], lang: str) -> list[SpreadView]:
+    """The comparisons with a within-cell spread statistic (results.json ``spread``), primary ones first."""
+    out = []
+    for r in sorted((r for r in rows if getattr(r.result, "spread", None) is not None), key=lambda r: not r.primary):
+        sp = r.result.spread
+        ci = sp.ratio_ci or [None, None]
+        level = fmt_num(100 * (r.result.confidence_level or 0.95), lang, 0)
+        word = verdict_word(sp.verdict, lang)
+        sd = f"{fmt_num(sp.sd_a, lang, 3)} / {fmt_num(sp.sd_b, lang, 3)}"
+        line = msg(lang, "spread.line", label=r.label, sd_a=fmt_num(sp.sd_a, lang, 3), sd_b=fmt_num(sp.sd_b, lang, 3),
+                   ratio=fmt_num(sp.ratio, lang, 2), level=level, lo=fmt_num(ci[0], lang, 2),
+                   hi=fmt_num(ci[1], lang, 2), p=fmt_p(sp.pvalue_adjusted, lang), verdict=word)
+        out.append(SpreadView(sd=sd, ratio=fmt_num(sp.ratio, lang, 2),
+                              ci=f"{fmt_num(ci[0], lang, 2)} … {fmt_num(ci[1], lang, 2)}",
+                              p_adjusted=fmt_p(sp.pvalue_adjusted, lang), verdict=sp.verdict, verdict_word=word,
+                              line=line, row=r))
+    return out
+
+
 def _commands(data: ReportData) -> list[str]:
     battery = data.manifest.get("battery_path") or f"{data.battery_name}.yaml"
     old = str(data.run_dir)
@@ -557,6 +576,8 @@ class ReportModel:
     #: say so
     ranking_only: bool = False
     ranking_counts: str = ""
+    #: The within-cell spread of each comparison that has one (:class:`SpreadView`; secondary)
+    spreads: list[SpreadView] = field(default_factory=list)
     #: judge comparisons corrected by human labels: corrected and raw, the judge's error by group
     label_corrections: list[str] = field(default_factory=list)
 
@@ -677,6 +698,7 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
         scenarios=_scenario_views(rows, figures, lang),
         ranking_only=ranking_only,
         ranking_counts=_ranking_counts(ranking_verdicts(res), lang) if ranking_only else "",
+        spreads=_spread_views(rows, lang),
         label_corrections=_label_rows(rows, lang),
     )
 
@@ -797,7 +819,9 @@ def summary_json(model: ReportModel, files: dict[str, str]) -> dict[str, Any]:
             "test": r.result.test, "pvalue": r.result.pvalue, "pvalue_adjusted": r.result.pvalue_adjusted,
             "correction": r.result.correction, "n_pairs": r.n_pairs, "n_dropped": r.n_dropped,
             "sentence": r.sentence, "shown": r.verdict, "reasons": list(r.reasons), "reason": r.reason,
-            "mark": r.mark} for r in model.rows],
+            "mark": r.mark,
+            "spread": r.result.spread.model_dump() if getattr(r.result, "spread", None) is not None else None}
+            for r in model.rows],
         "incomplete": (model.data.results.incomplete.model_dump()
                        if model.data.results is not None and model.data.results.incomplete is not None else None),
         "counts": model.ranking_counts or model.counts,

@@ -64,7 +64,8 @@ def print_verdicts(console: Any, run_dir: Path | None = None, *, language: str |
     """Print a run's verdicts, each thing once; returns the overall verdict.
 
     In order: the ``run incomplete`` headline (when it is), the verdict table (one line per
-    comparison), what its marks mean, each distinct reason once with the comparisons it covers,
+    comparison), the within-cell spread tests that fail (secondary; all of them with ``verbose``),
+    what its marks mean, each distinct reason once with the comparisons it covers,
     each distinct warning once, and the overall verdict naming what fails. ``verbose`` (or
     ``sentences``) adds each comparison's sentence; the rest is in ``fairpair status RUN``.
 
@@ -111,6 +112,9 @@ def print_verdicts(console: Any, run_dir: Path | None = None, *, language: str |
 
         for table in ranking_tables(model.rankings, model.lang):
             console.print(table)
+    for sp in getattr(model, "spreads", []):  # secondary: the spread tests that fail, every one with --verbose
+        if verbose or sp.verdict == "fail":
+            line(sp.line)
     for m in model.marks:
         line(m)
     for g in model.shared_reasons:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from fairpair.analysis import TwoPartyBlock
     from fairpair.report._data import EvidencePair
 
-__all__ = ["ScenarioView", "Figures", "CollectedRow", "VerdictRow", "ReasonGroup", "AAControlRow", "SelfTestRow",
+__all__ = ["ScenarioView", "SpreadView", "Figures", "CollectedRow", "VerdictRow", "ReasonGroup", "AAControlRow", "SelfTestRow",
            "EvidenceBlock", "TwoPartyView",
            "DroppedRow", "RankingView", "RankingSelectionRow", "RankingSlotRow", "RankingPairRow", "RankingEvidenceView",
            "RankingEvidenceLine", "RankingTable"]
@@ -52,6 +52,23 @@ class ScenarioView:
     spread: str
     guard: str
     figure: Any
+    row: Any
+
+
+@dataclass(frozen=True)
+class SpreadView:
+    """A comparison's within-cell spread (results.json ``spread``, secondary) with its numbers formatted for the
+    report's language: ``sd`` (``SD A / SD B``), ``ratio`` and ``ci`` (of the ratio A / B), ``p_adjusted``,
+    ``verdict`` / ``verdict_word``, ``line`` (the whole of it in one sentence, for the terminal) and ``row``
+    (the :class:`VerdictRow`)."""
+
+    sd: str
+    ratio: str
+    ci: str
+    p_adjusted: str
+    verdict: str
+    verdict_word: str
+    line: str
     row: Any
 
 

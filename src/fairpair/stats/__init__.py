@@ -26,6 +26,7 @@ Dispersion (Tan & Lee 2025)               :func:`cell_means`, :func:`cell_means_
                                           :func:`corrected_dispersion` (answer noise removed)
 Crossed designs (templates x names)       :func:`crossed_difference`, :func:`crossed_from_cells`,
                                           :func:`crossed_omnibus`, :func:`names_heterogeneity`
+Within-cell spread                        :func:`spread_difference`, :func:`spread_from_cells`, :func:`cell_sds`
 Scenarios (templates fixed)               :func:`scenario_differences` (per template and the average over these
                                           templates), :func:`scenario_heterogeneity`
 Variant heterogeneity                     :func:`variant_heterogeneity`
@@ -81,6 +82,7 @@ _LAZY = {
                  "position_effect", "FOUR_FIFTHS"),
     "_scenarios": ("ScenarioDifferencesResult", "ScenarioHeterogeneityResult", "scenario_differences",
                    "scenario_differences_from_cells", "scenario_heterogeneity", "stratified_difference"),
+    "_spread": ("SpreadDifferenceResult", "spread_difference", "spread_from_cells", "cell_sds"),
     "_signed_rank": ("PairedTResult", "WilcoxonResult", "paired_t", "wilcoxon"),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
@@ -121,6 +123,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         scenario_differences_from_cells,
         scenario_heterogeneity,
         stratified_difference,
+    )
+    from fairpair.stats._spread import (  # noqa: F401
+        SpreadDifferenceResult,
+        cell_sds,
+        spread_difference,
+        spread_from_cells,
     )
     from fairpair.stats._crossed import (  # noqa: F401
         CrossedDifferenceResult,
@@ -290,6 +298,11 @@ __all__ = [
     "ScenarioHeterogeneityResult",
     "CrossedDifferenceResult",
     "CrossedFResult",
+    # within-cell spread (templates and names random)
+    "spread_difference",
+    "spread_from_cells",
+    "cell_sds",
+    "SpreadDifferenceResult",
     # heterogeneity
     "variant_heterogeneity",
     "HeterogeneityResult",

@@ -436,6 +436,30 @@ def _satterthwaite(terms: list[tuple[float, float, float]]) -> float:
     return float(total ** 2 / den)
 
 
+def group_names(group: Any, name: Any, n: int, groups: tuple[Any, Any] | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Name codes of ``n`` answers and, per name code, whether the name belongs to group A.
+
+    ``group`` must hold exactly two labels; ``groups`` says which is A (default: the first in sorted
+    order). Raises ``ValueError`` otherwise, or when a name appears in both groups.
+    """
+    gl, gc = as_labels(group, "group", n)
+    if groups is not None:
+        order = [list(gl).index(g) if g in list(gl) else -1 for g in groups]
+        if -1 in order or len(set(order)) != 2:
+            raise ValueError(f"groups {groups!r} must be two distinct labels present in group")
+    if len(gl) != 2:
+        raise ValueError(f"group must hold exactly two labels; got {len(gl)}")
+    is_a = gc == (order[0] if groups is not None else 0)
+    nl, nc = as_labels(name, "name", n)
+    ga = np.bincount(nc, weights=is_a.astype(float), minlength=len(nl))
+    gt = np.bincount(nc, minlength=len(nl))
+    if np.any((ga > 0) & (ga < gt)):
+        bad = [str(nl[i]) for i in np.nonzero((ga > 0) & (ga < gt))[0]]
+        raise ValueError(f"a name must belong to one group; in both: {bad[:5]}")
+    return nc, ga > 0
+
+
 def crossed_difference(values: Any, template: Any, name: Any, group: Any, *, groups: tuple[Any, Any] | None = None,
                        names: str = "random", pool: float | None = POOL) -> CrossedDifferenceResult:
     """Difference of two groups' means with templates and names as random factors.
@@ -483,27 +507,9 @@ def crossed_difference(values: Any, template: Any, name: Any, group: Any, *, gro
     """
     check_choice("names", names, NAMES)
     v = np.asarray(values, dtype=float).ravel()
-    n = v.size
-    gl, gc = as_labels(group, "group", n)
-    if groups is not None:
-        order = [list(gl).index(g) if g in list(gl) else -1 for g in groups]
-        if -1 in order or len(set(order)) != 2:
-            raise ValueError(f"groups {groups!r} must be two distinct labels present in group")
-        if len(gl) != 2:
-            raise ValueError(f"group must hold exactly two labels; got {len(gl)}")
-        is_a = gc == order[0]
-    else:
-        if len(gl) != 2:
-            raise ValueError(f"group must hold exactly two labels; got {len(gl)}")
-        is_a = gc == 0
-    nl, nc = as_labels(name, "name", n)
-    ga = np.bincount(nc, weights=is_a.astype(float), minlength=len(nl))
-    gt = np.bincount(nc, minlength=len(nl))
-    if np.any((ga > 0) & (ga < gt)):
-        bad = [str(nl[i]) for i in np.nonzero((ga > 0) & (ga < gt))[0]]
-        raise ValueError(f"a name must belong to one group; in both: {bad[:5]}")
+    nc, in_a = group_names(group, name, v.size, groups)
     means, _cnt, _tl, _nl = cell_matrix(v, template, nc)
-    name_in_a = ga[: means.shape[1]] > 0
+    name_in_a = in_a[: means.shape[1]]
     return crossed_from_cells(means[:, name_in_a], means[:, ~name_in_a], names=names,
                               n_values=int((~np.isnan(v)).sum()), pool=pool)
 

@@ -1,0 +1,107 @@
+"""The within-cell spread of a comparison (issue 32, "Spread"): in results.json, the report and the terminal,
+secondary (never the comparison's verdict or the gate)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+from statsmodels.stats.multitest import multipletests
+
+from analysis_runs import battery_dict, score_run
+from fairpair.analysis import analyze_run
+from fairpair.stats import spread_difference
+from fairpair.store import Store
+
+COMPARISONS = [
+    {"id": "score", "measure": "score", "attribute": "origen", "groups": ["magreb", "espana"], "margin": 2.0},
+    {"id": "score-ro", "measure": "score", "attribute": "origen", "groups": ["rumania", "espana"], "margin": 2.0},
+    {"id": "refund", "measure": "refund", "attribute": "origen", "groups": ["magreb", "espana"], "margin": 0.2},
+]
+
+
+def _run(tmp_path, *, wide: float = 3.0):
+    """10 templates x 3 names x 3 repetitions; ``score`` ~ N(0, 1), N(0, wide) for magreb (same mean)."""
+    b = battery_dict(templates=10, repetitions=3, comparisons=COMPARISONS)
+
+    def value(c, rng):
+        return rng.normal(0, wide if c.groups.get("origen") == "magreb" else 1.0)
+
+    run_dir = score_run(tmp_path, b, value, seed=3)
+    rng = np.random.default_rng(4)
+    with Store.open(run_dir) as s:
+        for r in s.responses():
+            s.add_measurement(target=r.target, case_id=r.case_id, measure="refund", status="ok",
+                              value=float(rng.random() < 0.5))
+    return run_dir
+
+
+def test_spread_is_a_secondary_statistic_with_its_own_verdict(tmp_path):
+    run_dir = _run(tmp_path)
+    analyze_run(run_dir)
+    res = json.loads((run_dir / "results.json").read_text())
+    by = {c["id"]: c for c in res["comparisons"]}
+    sp = by["score"]["spread"]
+    assert sp["ratio"] == pytest.approx(3.0, rel=0.2) and sp["estimate"] == pytest.approx(np.log(sp["ratio"]))
+    assert sp["ci"][0] < sp["estimate"] < sp["ci"][1]
+    assert sp["ratio_ci"] == pytest.approx([np.exp(sp["ci"][0]), np.exp(sp["ci"][1])])
+    assert sp["verdict"] == "fail" and "never the comparison's verdict" in sp["verdict_rule"]
+    assert sp["n_templates"] == 10 and sp["n_cells"] == 60
+    # the spread never decides the comparison: the means do not differ, so no fail
+    assert by["score"]["verdict"] != "fail"
+    assert by["score-ro"]["spread"]["verdict"] == "inconclusive"
+    # Holm over the target's two spread tests (the refund measure is yes/no: no spread)
+    assert by["refund"]["spread"] is None
+    raw = [by[k]["spread"]["pvalue"] for k in ("score", "score-ro")]
+    adj = multipletests(raw, method="holm")[1]
+    assert [by[k]["spread"]["pvalue_adjusted"] for k in ("score", "score-ro")] == pytest.approx(adj)
+    assert by["score"]["spread"]["family_size"] == 2 and by["score"]["spread"]["correction"].startswith("holm")
+
+
+def test_spread_matches_the_statistic_on_the_answers(tmp_path):
+    run_dir = _run(tmp_path, wide=1.0)
+    res = analyze_run(run_dir, write=False)
+    c = next(x for x in res.comparisons if x.id == "score")
+    with Store.open(run_dir) as s:
+        cases = {k.id: k for k in s.iter_cases()}
+        vals = {m.case_id: m.value for m in s.measurements("score")}
+    v, t, n, g = [], [], [], []
+    for cid, val in vals.items():
+        k = cases[cid]
+        grp = k.groups.get("origen")
+        if grp in ("magreb", "espana"):
+            v.append(val)
+            t.append(k.template)
+            n.append(str(k.variants))
+            g.append(grp)
+    direct = spread_difference(np.array(v), np.array(t), np.array(n), np.array(g), groups=("magreb", "espana"),
+                               names="fixed")
+    assert c.spread.estimate == pytest.approx(direct.estimate) and c.spread.se == pytest.approx(direct.se)
+    assert c.spread.sd_a == pytest.approx(direct.sd_a)
+
+
+def test_report_and_terminal_show_the_spread(tmp_path):
+    from rich.console import Console
+
+    from fairpair.report import print_verdicts, write_report
+
+    run_dir = _run(tmp_path)
+    analyze_run(run_dir)
+    write_report(run_dir, out=tmp_path / "rep", language="en")
+    md = (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
+    html = (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
+    assert "## Spread of the answers (secondary)" in md and "SD A / SD B" in md
+    line = next(x for x in md.splitlines() if x.startswith("| score: magreb") and "SD" not in x)
+    assert line.endswith("**FAIL** |")
+    assert 'id="spread"' in html and "Ratio A / B" in html
+    summary = json.loads((tmp_path / "rep" / "report.json").read_text(encoding="utf-8"))
+    spreads = {v["id"]: v["spread"] for v in summary["verdicts"]}
+    assert spreads["score"]["verdict"] == "fail" and spreads["refund"] is None
+    buf = io.StringIO()
+    print_verdicts(Console(file=buf, width=200), run_dir=run_dir, language="en")
+    out = buf.getvalue()
+    line = next(x for x in out.splitlines() if x.startswith("spread (secondary) score: magreb − espana: SD"))
+    assert line.endswith(": FAIL") and "(95% CI" in line
+    assert "rumania − espana: SD" not in out  # without --verbose only the spread tests that fail
