@@ -371,7 +371,7 @@ def after_run(run_dir: Any, loaded, console, *, measure: bool = True, analyze: b
                               f"and the report cover the measured ones only (fairpair measure {_path(run_dir)} "
                               "measures the rest)", soft_wrap=True)
     analyzed = analyze and bool(b.measures) and (bool(b.analysis.comparisons) or unplanned)
-    ranked = any(getattr(d, "kind", None) == "ranking" for d in b.designs)
+    ranked = bool(b.ranking_designs())
     names = [n for n, on in (("measure", measure and bool(b.measures)), ("analyze", analyzed), ("report", report))
              if on]
     verdicts = analyzed and (bool(b.analysis.comparisons) or ranked)

@@ -227,3 +227,25 @@ def test_prompts_with_fewer_candidates_than_groups():
     c = next(c for c in r.pairs if c.id == "top_pick:g1-vs-g2")
     both = top[["g1", "g2"]].dropna()
     assert c.n_pairs == len(both) and c.binary.b == int(((both.g1 == 1) & (both.g2 == 0)).sum())
+
+
+def test_a_difference_every_answer_shows_gets_the_exact_interval_of_the_paired_comparisons():
+    """Every answer ranks g1 first and g2 second: the per-set difference is 1 in every set, no variance. The
+    verdict comes from the exact sign-flip test over the templates (p = 2^(1-T)) and the interval from the
+    bound's exact test, 1 - 2 (alpha/2)^(1/T) to 1, as for the paired comparisons
+    (:func:`fairpair.analysis._paired.sign_flip_interval`), not the point (1, 1)."""
+    rows = []
+    for t in range(10):
+        for s in range(6):
+            order = ["g1", "g2", "g3"]
+            for slot, g in enumerate(np.roll(order, s % 3)):
+                rows.append({"target": "m", "case_id": f"t{t}-{s}", "template": f"t{t}", "repetition": 0,
+                             "group": g, "variant": f"{g}-{s}", "slot": slot + 1,
+                             "rank": order.index(g) + 1.0, "top": float(g == "g1")})
+    res = analyze_ranking(pd.DataFrame(rows), secondary=False)
+    c = next(c for c in res.pairs if c.id == "ranked_above:g1-vs-g2")
+    assert c.estimate == 1.0 and c.se == 0.0
+    assert c.pvalue == pytest.approx(2.0 ** -9)
+    assert c.ci[0] == pytest.approx(-1.0 + 2.0 * 0.025 ** (1 / 10)) and c.ci[1] == 1.0
+    assert c.verdict == "fail" and c.test == "exact sign-flip test over templates (no variance)"
+    assert "no variance to estimate; p-value from the exact sign-flip test over 10 templates" in c.note

@@ -181,3 +181,19 @@ def test_two_models_in_one_import_are_complete(audit):
     st = run_status(run)
     assert all(t.left == 0 and t.cases == t.answered + t.failed for t in st.targets)
     assert not any(cmd.startswith("fairpair run") for cmd in st.todo)
+
+
+def test_the_imported_audit_gets_verdicts_about_these_postings(audit):
+    """The example battery claims these postings (templates fixed): every pair and every four-fifths ratio of
+    both models has a verdict, none `insufficient design`, and the report says what the audit is."""
+    from fairpair.report import write_report
+
+    *_rest, run, results = audit
+    for sec in results.rankings:
+        assert sec["templates"] == "fixed" and "these scenarios" in sec["estimand"]
+        verdicts = [p["verdict"] for p in sec["pairs"]] + [r["verdict"] for r in sec["ratios"]]
+        assert verdicts and set(verdicts) <= {"fail", "pass", "inconclusive"}, set(verdicts)
+    write_report(run)
+    md = (run / "report" / "report.md").read_text(encoding="utf-8")
+    assert md.startswith("# Ranking audit: hiring\\_audit")
+    assert "these 4 template(s) (templates fixed" in md and "the stratified t over these templates" in md

@@ -19,7 +19,7 @@
 * :func:`analyze_ranking` -- the statistics of a ranking design (k candidates
   in one prompt): selection rates, the four-fifths ratio, Cochran's Q,
   Friedman, pairwise comparisons with verdicts, the position effect
-  (:class:`RankingAnalysis`, ``results.json`` key ``rankings``).
+  (:class:`RankingAnalysis`, i.e. :class:`fairpair.records.RankingResult`, ``results.json`` key ``rankings``).
 * :func:`discover_run` -- ``fairpair discover``: axes of difference found on an exploration part of
   the matched sets and tested on a confirmation part (``results.json`` key ``discovered``, apart
   from the plan); :func:`from_discovered` takes the confirmed ones into the next battery's plan.

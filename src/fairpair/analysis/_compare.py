@@ -117,8 +117,8 @@ def _load(run_dir: Path):
 
     with open_for_reading(Path(run_dir)) as run:
         battery = recorded_battery(run).battery
-        ranking = any(d.kind == "ranking" for d in battery.designs)  # its parsed rankings are details
-        return battery, load_run_data(run.store, keep_details=ranking)
+        # a ranking design's parsed rankings are details
+        return battery, load_run_data(run.store, keep_details=bool(battery.ranking_designs()))
 
 
 def _target_pairs(a: list[str], b: list[str]) -> list[tuple[str, str]]:
@@ -240,12 +240,10 @@ def _ranking_rows(battery, da, db, ta, tb, a_key, b_index, plan, notes) -> list[
     from fairpair.analysis._rankrun import ranking_frame
     from fairpair.analysis._ranking import set_differences
 
-    measures = [m for m, spec in battery.measures.items() if spec.kind == "ranking"]
+    measures = battery.ranking_measures()
     rows: list[CompareRow] = []
-    for i, d in enumerate(battery.designs):
-        if d.kind != "ranking":
-            continue
-        did, groups = battery.design_id(i), d.chosen_groups(battery)
+    for did, d in battery.ranking_designs():
+        groups = d.chosen_groups(battery)
         for m in measures:
             fa, fb = ranking_frame(da, did, m, ta)[0], ranking_frame(db, did, m, tb)[0]
             if fa.empty or fb.empty:

@@ -163,13 +163,17 @@ def plan_warnings(loaded: Any, plan: Any) -> list[str]:
                 cid = c.id or f"{c.measure}-by-{c.attribute}"
                 out.append(f"comparison {cid} (design {did}, names {names}): the verdict will be "
                            f"'insufficient design': {reason.replace('group each', 'each group')}")
-    names = b.analysis.generalize.names
+    names, templates = b.analysis.generalize.names, b.analysis.generalize.templates
+    ranking = {did for did, _d in b.ranking_designs()}
     for did, s in plan.designs.items():  # ranking designs are analysed without planned comparisons
-        if s.get("kind") != "ranking":
+        if did not in ranking:
             continue
         per = int(s.get("variants_per_group") or 0)
+        # templates fixed: the name sets are the random units whatever names says (analyze_ranking)
         reason = design_reason_counts(n_templates=int(s.get("templates") or 0), n_names_a=per, n_names_b=per,
-                                      names=names, n_pairs=int(s.get("pairs") or 0), group_a="each", group_b="each")
+                                      names="random" if templates == "fixed" else names,
+                                      n_pairs=int(s.get("pairs") or 0), group_a="each", group_b="each",
+                                      templates=templates)
         if reason:
             out.append(f"ranking design {did} (names {names}): its verdicts will be 'insufficient design': "
                        f"{reason.replace('group each', 'each group')}")

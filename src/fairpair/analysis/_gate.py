@@ -82,7 +82,7 @@ class RankingRatio:
     """One group's four-fifths verdict of a ranking design, as the gate reads it from ``results.json``.
 
     ``ratio`` is the group's selection rate over the ``reference`` group's
-    (:class:`fairpair.analysis._ranking.RatioRow`), ``ci`` its
+    (:class:`fairpair.records.RankingRatio`), ``ci`` its
     ``confidence_level`` interval, ``pvalue_adjusted`` the Holm-adjusted
     p-value of ``ratio >= 0.8``; ``verdict`` fail / pass / inconclusive /
     insufficient design (``design_reason`` says why).

@@ -65,7 +65,8 @@ from fairpair.stats import mcnemar
 from fairpair.stats import paired_t, wilcoxon
 
 __all__ = ["PairData", "PairAnalysis", "analyze_pairs", "finish", "pair_cells", "BINARY_SCALES", "CI_METHOD",
-           "t_interval", "HETEROGENEITY_CUTOFF", "scenario_pvalues", "pair_spread", "spread_block", "RULE_SPREAD"]
+           "t_interval", "HETEROGENEITY_CUTOFF", "scenario_pvalues", "crossed_verdict_inputs", "sign_flip_interval",
+           "pair_spread", "spread_block", "RULE_SPREAD"]
 
 #: The guard of the templates-random average: when the generalized ESD (Rosner 1983) singles out at
 #: least one template at this level (:func:`fairpair.stats.scenario_heterogeneity`), the average cannot
@@ -373,48 +374,15 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
     reason = design_reason(cr, names=names, n_pairs=n, constant=answers.size > 0 and np.unique(answers).size == 1,
                            group_a=labels[0], group_b=labels[1], templates=templates, no_events=no_events)
     f["design_reason"] = reason
-    ci_a = ci_eq = None
-    pvalue = None
     if answers.size == 0:
         notes.append("no answers")
         f.update(value_a=None, value_b=None, estimate=None, ci=None, equivalence_ci=None)
         f["note"] = "; ".join(notes)
         return PairAnalysis(f, None, None, None)  # no answers: no scenario either
     f["value_a"], f["value_b"] = num(cr.mean_a), num(cr.mean_b)
-    f["estimate"] = num(cr.estimate)
-    f["ci"] = interval(cr.confidence_interval(confidence_level, bounds=bounds))
-    if reason is None and no_events:
-        # No event in either group: nothing to estimate a variance from, and nothing to find; the exact
-        # test over templates bounds how large a difference can hide behind T templates without an event.
-        pvalue = 1.0
-        ci_a = no_events_interval(cr.n_templates, alpha)
-        ci_eq = no_events_interval(cr.n_templates, 2.0 * alpha)
-        f["test"] = "exact test over templates (no event in either group)"
-        f["ci"] = interval(no_events_interval(cr.n_templates, 1.0 - confidence_level))
-        f["equivalence_ci"] = interval(ci_eq)
-        notes.append(f"no event in either group: the interval bounds the difference that {cr.n_templates} "
-                     "templates without an event can hide (exact test over templates)")
-    elif reason is None and cr.se == 0:
-        # Every template (and name) shows exactly the same non-zero difference (e.g. 100% vs 0%): no
-        # variance to estimate, but the exact sign-flip test over templates (the exchangeable unit) gives
-        # p = 2^(1 - T). The interval inverts an exact test over templates (sign_flip_interval; its
-        # coverage: the policy rows of benchmarks/sim_audits.py). It may support a fail, never a pass.
-        pvalue = min(1.0, 2.0 ** (1 - cr.n_templates))
-        ci_a = sign_flip_interval(cr.estimate, cr.n_templates, alpha, bounds)
-        f["test"] = "exact sign-flip test over templates (no variance)"
-        f["ci"] = interval(sign_flip_interval(cr.estimate, cr.n_templates, 1.0 - confidence_level, bounds))
-        # shown as the interval a pass would need (never used: no pass here), not the crossed t's zero width
-        f["equivalence_ci"] = interval(sign_flip_interval(cr.estimate, cr.n_templates, 2.0 * alpha, bounds))
-        notes.append(f"every template shows the same difference: no variance to estimate; p-value from the exact "
-                     f"sign-flip test over {cr.n_templates} templates; never a pass")
-    elif reason is None:
-        ci_a = tuple(cr.confidence_interval(1.0 - alpha, bounds=bounds))
-        ci_eq = tuple(cr.equivalence_interval(1.0 - 2.0 * alpha, bounds=bounds))
-        pvalue = num(cr.pvalue)
-    if "equivalence_ci" not in f:
-        f["equivalence_ci"] = interval(cr.equivalence_interval(1.0 - 2.0 * alpha, bounds=bounds))
-    if cr.note:
-        notes.append(cr.note)
+    ci_a, ci_eq, pvalue = crossed_verdict_inputs(f, cr, reason=reason, alpha=alpha,
+                                                 confidence_level=confidence_level, bounds=bounds, notes=notes,
+                                                 no_events=no_events)
     if secondary and n:
         _secondary(f, pd, keep, x, y, binary, exact_threshold, confidence_level, notes)
     if heterogeneity and pd.variants.size and n:
@@ -437,6 +405,64 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
             notes.append(f"per-variant breakdown unavailable: {exc}")
     f["note"] = "; ".join(dict.fromkeys(notes)) or None
     return PairAnalysis(f, ci_a, ci_eq, pvalue, **extra)
+
+
+def crossed_verdict_inputs(f: dict[str, Any], cr: Any, *, reason: str | None, alpha: float,
+                           confidence_level: float, bounds: tuple[float, float] | None, notes: list[str],
+                           no_events: bool = False
+                           ) -> tuple[tuple[float, float] | None, tuple[float, float] | None, float | None]:
+    """The verdict inputs of one difference from its t statistic, for the paired comparisons and the
+    ranking's pairs alike: ``(ci_alpha, ci_equivalence, pvalue)`` for :class:`PairAnalysis` (all None
+    when ``reason``, the design's, is set), and ``f``'s ``estimate``, ``ci`` (``confidence_level``) and
+    ``equivalence_ci`` (``1 - 2 alpha``, the pass rule's) filled; ``cr``'s note goes to ``notes``.
+
+    ``cr`` is a :class:`~fairpair.stats.CrossedDifferenceResult` or a
+    :class:`~fairpair.stats.CrossedMeanResult` of a per-set difference (``estimate``, ``se``, ``df``,
+    ``pvalue``, ``n_templates``, ``note``, ``confidence_interval`` and ``equivalence_interval``);
+    ``bounds`` clip the intervals (``(-1, 1)`` for a risk difference, None for an unbounded measure).
+
+    ``no_events`` (a yes/no measure with no event in either group, e.g. no failed answer at all):
+    nothing to estimate a variance from; the exact test over templates bounds how large a difference
+    can hide behind ``T`` templates without an event (:func:`no_events_interval`), ``p = 1``.
+
+    When every template (and name) shows exactly the same non-zero difference (``se == 0``, e.g. 100%
+    vs 0%) there is no variance to estimate, but the exact sign-flip test over templates (the
+    exchangeable unit) gives ``p = 2^(1 - T)``, ``f["test"]`` says so and the interval inverts an exact
+    test over templates (:func:`sign_flip_interval`; its coverage: the policy rows of
+    ``benchmarks/sim_audits.py``): it may support a fail, never a pass.
+    """
+    f["estimate"] = num(cr.estimate)
+    f["ci"] = interval(cr.confidence_interval(confidence_level, bounds=bounds))
+    ci_a: tuple[float, float] | None = None
+    ci_eq: tuple[float, float] | None = None
+    pvalue: float | None = None
+    if reason is None and no_events:
+        pvalue = 1.0
+        ci_a = no_events_interval(cr.n_templates, alpha)
+        ci_eq = no_events_interval(cr.n_templates, 2.0 * alpha)
+        f["test"] = "exact test over templates (no event in either group)"
+        f["ci"] = interval(no_events_interval(cr.n_templates, 1.0 - confidence_level))
+        f["equivalence_ci"] = interval(ci_eq)
+        notes.append(f"no event in either group: the interval bounds the difference that {cr.n_templates} "
+                     "templates without an event can hide (exact test over templates)")
+    elif reason is None and cr.se == 0:
+        pvalue = min(1.0, 2.0 ** (1 - cr.n_templates))
+        ci_a = sign_flip_interval(cr.estimate, cr.n_templates, alpha, bounds)
+        f["test"] = "exact sign-flip test over templates (no variance)"
+        f["ci"] = interval(sign_flip_interval(cr.estimate, cr.n_templates, 1.0 - confidence_level, bounds))
+        # shown as the interval a pass would need (never used: no pass here), not the crossed t's zero width
+        f["equivalence_ci"] = interval(sign_flip_interval(cr.estimate, cr.n_templates, 2.0 * alpha, bounds))
+        notes.append(f"every template shows the same difference: no variance to estimate; p-value from the exact "
+                     f"sign-flip test over {cr.n_templates} templates; never a pass")
+    elif reason is None:
+        ci_a = tuple(cr.confidence_interval(1.0 - alpha, bounds=bounds))
+        ci_eq = tuple(cr.equivalence_interval(1.0 - 2.0 * alpha, bounds=bounds))
+        pvalue = num(cr.pvalue)
+    if "equivalence_ci" not in f:
+        f["equivalence_ci"] = interval(cr.equivalence_interval(1.0 - 2.0 * alpha, bounds=bounds))
+    if cr.note:
+        notes.append(cr.note)
+    return ci_a, ci_eq, pvalue
 
 
 def _missing_bounds(f: dict[str, Any], pd: PairData, answers: np.ndarray, binary: bool, alpha: float) -> None:

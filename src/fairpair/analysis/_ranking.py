@@ -47,7 +47,7 @@ group, slot, template and name effects and nested repetitions); figures in
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, is_dataclass
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
@@ -55,13 +55,15 @@ import numpy as np
 
 from fairpair.analysis._design import design_reason_counts, estimand_words
 from fairpair.analysis._paired import PairData, finish
-from fairpair.records import ComparisonResult, interval, num
+from fairpair.records import (
+    ComparisonResult, RankingNameRate, RankingPosition, RankingRatio, RankingResult, RankingSelection, RankingSlot,
+    RankingTemplateCounts, RankingTest, interval, num,
+)
 from fairpair.stats._common import check_choice, check_level
 from fairpair.stats import adjust
 
-__all__ = ["analyze_ranking", "RankingAnalysis", "GroupSelection", "RatioRow", "SlotRow", "PositionEffect",
-           "OmnibusTest", "TemplateCounts", "NameRate", "MIN_NAME_SETS", "SetDifferences", "set_differences", "REQUIRED_COLUMNS", "RANKING_MEASURES",
-           "FOUR_FIFTHS"]
+__all__ = ["analyze_ranking", "RankingAnalysis", "MIN_NAME_SETS", "SetDifferences", "set_differences",
+           "REQUIRED_COLUMNS", "RANKING_MEASURES", "FOUR_FIFTHS"]
 
 REQUIRED_COLUMNS = ("target", "case_id", "template", "repetition", "group", "variant", "slot", "rank", "top")
 #: The two pairwise measures and their ``ComparisonResult.measure`` names.
@@ -71,244 +73,11 @@ RULE_RATIO = ("fail: Holm-adjusted p-value of ratio >= 0.8 below alpha (the (1-a
               "pass: the one-sided (1-alpha) lower limit is above 0.8; else inconclusive")
 
 
-@dataclass(frozen=True)
-class GroupSelection:
-    """One group's selection rate (top pick) and mean rank, with ``confidence_level`` intervals.
-
-    ``rate`` is in [0, 1], ``mean_rank`` in [1, k]; ``n_sets`` counts the
-    parsed sets with this group's candidate (``n_top`` of them with it as
-    the top pick), ``n_ranked`` the sets with a
-    complete ranking; ``n_names`` the names (variants) seen. ``se``/``df``
-    are the crossed standard error and Satterthwaite df of ``rate``.
-    """
-
-    group: str
-    n_sets: int
-    n_ranked: int
-    n_names: int
-    rate: float | None
-    rate_ci: list | None
-    se: float | None
-    df: float | None
-    mean_rank: float | None
-    mean_rank_ci: list | None
-    note: str | None = None
-    n_top: int | None = None
-
-
 #: A name's own top-pick rate is reported only when its candidate was in at least this many parsed answers.
 MIN_NAME_SETS = 30
-
-
-@dataclass(frozen=True)
-class NameRate:
-    """One name's top-pick rate: ``n_sets`` parsed answers showed its candidate, ``n_top`` picked it first."""
-
-    group: str
-    name: str
-    n_sets: int
-    n_top: int
-    rate: float | None
-
-
-@dataclass(frozen=True)
-class TemplateCounts:
-    """The top picks of one template (a job posting, a scenario), counted: the table a published audit gives.
-
-    ``n_sets``: answers of the template; ``n_parsed``: with a top pick;
-    ``top``: group -> times its candidate was the top pick; ``ratios``:
-    group -> its top-pick share over the most picked group's (the
-    four-fifths ratio of this template's answers, no interval: one
-    template's answers are not a sample of templates).
-    """
-
-    template: str
-    n_sets: int
-    n_parsed: int
-    top: dict
-    ratios: dict
-
-
-@dataclass(frozen=True)
-class RatioRow:
-    """A group's selection rate over the reference (most selected) group's: the four-fifths rule.
-
-    ``ratio`` = ``rate / reference rate``; ``ci`` its ``confidence_level``
-    interval (of the ratio to the truly most selected group when the
-    reference is chosen from the data); ``below_four_fifths``: the point
-    estimate is below 0.8 (the guideline's rule of thumb);
-    ``pvalue_below`` / ``pvalue_adjusted``: test of ``ratio >= 0.8``, raw
-    and Holm-adjusted over the groups; ``verdict`` as in :data:`RULE_RATIO`
-    (None for a fixed reference group itself).
-    """
-
-    group: str
-    reference: str
-    rate: float | None
-    ratio: float | None
-    ci: list | None
-    lower_one_sided: float | None
-    below_four_fifths: bool | None
-    pvalue_below: float | None
-    pvalue_adjusted: float | None
-    verdict: str | None
-    design_reason: str | None = None
-    note: str | None = None
-
-
-@dataclass(frozen=True)
-class OmnibusTest:
-    """A test that all groups (or slots) share one value: its name, statistic, p-value and df."""
-
-    test: str
-    statistic: float | None
-    pvalue: float | None
-    df: float | None
-    df_denominator: float | None = None
-    n: int | None = None
-    note: str | None = None
-
-
-@dataclass(frozen=True)
-class SlotRow:
-    """Top-pick rate and mean rank of one slot (1 = first position in the prompt), intervals over templates."""
-
-    slot: int
-    n: int
-    top_rate: float | None
-    top_rate_ci: list | None
-    mean_rank: float | None
-    mean_rank_ci: list | None
-
-
-@dataclass(frozen=True)
-class PositionEffect:
-    """The position effect: per-slot rows, the F tests (templates random), Cochran's Q and Friedman (secondary).
-
-    ``expected_rate`` is ``1 / k`` (no position effect); ``first_minus_last``
-    the top-pick rate of slot 1 minus that of slot k.
-    """
-
-    slots: tuple
-    expected_rate: float
-    top_test: OmnibusTest
-    rank_test: OmnibusTest
-    cochran: OmnibusTest
-    friedman: OmnibusTest | None
-    first_minus_last: float | None = None
-
-
-@dataclass(frozen=True)
-class RankingAnalysis:
-    """The ranking statistics of one design for one target (``results.json``, key ``rankings``).
-
-    Attributes
-    ----------
-    target, design, attribute : str
-    groups : tuple of str
-        The groups, in report order.
-    k : int
-        Candidates per matched set.
-    names : {"random", "fixed"}
-        The estimand; ``estimand`` says it in words.
-    alpha, confidence_level : float
-    margin : float or None
-        Equivalence margin of the pairwise verdicts (risk-difference units).
-    n_sets, n_parsed, n_ranked, n_unparsed : int
-        Matched sets (answers); with a parsed top pick; with a complete
-        ranking; unparsed (left out of every denominator).
-    unparsed_share : float or None
-        ``n_unparsed / n_sets``.
-    n_templates : int
-    selection : tuple of GroupSelection
-    reference : str or None
-        Denominator of the ratios; ``reference_rule`` ``"most selected"``
-        (chosen from the data) or ``"given"``.
-    ratios : tuple of RatioRow
-    omnibus : OmnibusTest
-        Crossed test of equal selection rates (cluster-aware).
-    cochran, friedman : OmnibusTest
-        Over the sets (secondary); Friedman None for k = 2.
-    position : PositionEffect
-    pairs : tuple of ComparisonResult
-        Measures ``top_pick`` and ``ranked_above`` for every pair of groups.
-    notes : tuple of str
-    by_template : tuple of TemplateCounts
-        The top picks counted per template, in template order.
-    names_table : tuple of NameRate
-        Per name, its top-pick rate, for the names shown in at least
-        :data:`MIN_NAME_SETS` parsed answers (a name seen in fewer has no
-        rate worth reading; they are counted in ``notes``).
-    names_test : OmnibusTest or None
-        Do the names of a group differ in top-pick rate? Pearson's
-        chi-square of homogeneity of each group's names (those in
-        ``names_table``) over the top pick, summed over the groups (df
-        summed); it treats the answers as independent. None when no group
-        has two such names.
-    min_name_sets : int
-        The threshold of ``names_table`` (:data:`MIN_NAME_SETS`).
-    four_fifths, ratio_rule : float, str
-        The threshold (0.8) and the rule of the ratios' verdicts.
-    correction : str
-        Multiplicity correction over the pairs of each measure and over the
-        groups' ratio tests.
-    """
-
-    target: str
-    design: str
-    attribute: str
-    groups: tuple
-    k: int
-    names: str
-    estimand: str
-    alpha: float
-    confidence_level: float
-    margin: float | None
-    n_sets: int
-    n_parsed: int
-    n_ranked: int
-    n_unparsed: int
-    unparsed_share: float | None
-    n_templates: int
-    selection: tuple
-    reference: str | None
-    reference_rule: str
-    ratios: tuple
-    omnibus: OmnibusTest
-    cochran: OmnibusTest
-    friedman: OmnibusTest | None
-    position: PositionEffect
-    pairs: tuple = field(default=())
-    notes: tuple = field(default=())
-    by_template: tuple = field(default=())
-    names_table: tuple = field(default=())
-    names_test: OmnibusTest | None = None
-    min_name_sets: int = MIN_NAME_SETS
-    four_fifths: float = FOUR_FIFTHS
-    ratio_rule: str = RULE_RATIO
-    correction: str = "holm"
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-safe dict (NaN and infinities as None; tuples as lists) for ``results.json``."""
-        return _jsonable(self)
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, ComparisonResult):
-        return x.model_dump(mode="json")
-    if is_dataclass(x) and not isinstance(x, type):
-        return {f: _jsonable(getattr(x, f)) for f in x.__dataclass_fields__}
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    if isinstance(x, (int, np.integer)):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        return num(x)
-    return x
+#: The record :func:`analyze_ranking` returns: :class:`fairpair.records.RankingResult`, the type a
+#: run's ``results.json`` section is read back as (one type, two names).
+RankingAnalysis = RankingResult
 
 
 # ------------------------------------------------------------------ input
@@ -402,10 +171,11 @@ def _check_frame(frame: Any, groups: list[str]) -> _Frame:
                   np.where(top_nan[inv], np.nan, top), full[inv], nset, int((~top_nan).sum()), int(full.sum()), k)
 
 
-def _omni(res: Any, n: int | None = None) -> OmnibusTest:
+def _omni(res: Any, n: int | None = None) -> RankingTest:
     df = getattr(res, "df", getattr(res, "df_num", None))
-    return OmnibusTest(res.method, num(res.statistic), num(res.pvalue), num(df), num(getattr(res, "df_den", None)),
-                       n if n is not None else getattr(res, "n", None), res.note)
+    return RankingTest(test=res.method, statistic=num(res.statistic), pvalue=num(res.pvalue), df=num(df),
+                       df_denominator=num(getattr(res, "df_den", None)),
+                       n=n if n is not None else getattr(res, "n", None), note=res.note)
 
 
 # ------------------------------------------------------------------ analysis
@@ -436,10 +206,17 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
     names : {"random", "fixed"}, default "random"
         The estimand (as ``analysis.generalize.names``).
     templates : {"random", "fixed"}, default "random"
-        As ``analysis.generalize.templates``: ``"fixed"`` makes the pairwise
-        verdicts a claim about these postings (templates), from
-        :func:`fairpair.stats.stratified_difference` (name sets random);
-        the selection rates and four-fifths ratios keep templates random.
+        As ``analysis.generalize.templates``: ``"fixed"`` makes the verdicts
+        a claim about these postings (templates), name sets random, so one
+        posting gives verdicts: the pairwise ones from
+        :func:`fairpair.stats.stratified_difference`, the selection rates
+        and mean ranks from :func:`fairpair.stats.set_mean` and the
+        four-fifths ratios from the stratified ratio of
+        :func:`fairpair.stats.ratio_to_best` (the Mantel-Haenszel risk
+        ratio for equal requests per posting, with the matched-pairs delta
+        variance; level and coverage in ``benchmarks/sim_ranking_fixed.py``).
+        The position effect and the tests over all groups keep templates
+        random.
     margin : float, optional
         Equivalence margin of the pairwise verdicts, in risk-difference
         units (top pick) and preference units (``P(A above B) - P(B above
@@ -458,7 +235,8 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
     Returns
     -------
     RankingAnalysis
-        Frozen; :meth:`RankingAnalysis.to_dict` is JSON-safe.
+        That is :class:`fairpair.records.RankingResult` (frozen), the record a run's ``results.json``
+        section is read back as; :meth:`~fairpair.records.RankingResult.to_dict` is JSON-safe.
 
     Raises
     ------
@@ -470,6 +248,7 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
         option.
     """
     check_choice("names", names, ("random", "fixed"))
+    check_choice("templates", templates, ("random", "fixed"))
     check_choice("correction", correction, ("holm", "bh", "none"))
     level = check_level(confidence_level)
     a = check_level(alpha, "alpha")
@@ -494,7 +273,7 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
     if reference is not None and reference not in glist:
         raise ValueError(f"reference {reference!r} is not one of the groups {glist}")
     from fairpair.stats import cochran_q, friedman
-    from fairpair.stats import crossed_k_test, crossed_mean, position_effect, ratio_to_best
+    from fairpair.stats import crossed_k_test, position_effect, ratio_to_best, set_mean
 
     notes: list[str] = []
     n_unparsed = fr.n_sets - fr.n_parsed
@@ -516,23 +295,25 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
     n_namesets = int(np.unique(tb.nameset[parsed]).size)
     sel_rows = []
     for j, g in enumerate(glist):
-        rr = crossed_mean(tb.top[:, j], tb.template, tb.nameset, names=names)
-        mr = crossed_mean(tb.rank[:, j], tb.template, tb.nameset, names=names)
-        sel_rows.append(GroupSelection(str(g), int((~np.isnan(tb.top[:, j])).sum()), int((~np.isnan(tb.rank[:, j])).sum()),
-                                       int(tb.n_names[j]), num(rr.estimate),
-                                       interval(rr.confidence_interval(level, bounds=(0.0, 1.0))),
-                                       num(rr.se), num(rr.df), num(mr.estimate),
-                                       interval(mr.confidence_interval(level, bounds=(1.0, float(fr.k)))),
-                                       rr.note, int(np.nansum(tb.top[:, j]))))
+        rr = set_mean(tb.top[:, j], tb.template, tb.nameset, names=names, templates=templates)
+        mr = set_mean(tb.rank[:, j], tb.template, tb.nameset, names=names, templates=templates)
+        sel_rows.append(RankingSelection(
+            group=str(g), n_sets=int((~np.isnan(tb.top[:, j])).sum()), n_ranked=int((~np.isnan(tb.rank[:, j])).sum()),
+            n_names=int(tb.n_names[j]), rate=num(rr.estimate),
+            rate_ci=interval(rr.confidence_interval(level, bounds=(0.0, 1.0))), se=num(rr.se), df=num(rr.df),
+            mean_rank=num(mr.estimate), mean_rank_ci=interval(mr.confidence_interval(level, bounds=(1.0, float(fr.k)))),
+            note=rr.note, n_top=int(np.nansum(tb.top[:, j]))))
     # ratios to the most selected group (four-fifths rule)
     ratios = ratio_to_best(tb.top, tb.template, tb.nameset, labels=glist, reference=reference, names=names,
-                           confidence_level=level)
+                           confidence_level=level, templates=templates)
     best = str(ratios[0].reference)
     pb = np.array([np.nan if (reference is not None and str(r.group) == reference) else r.pvalue_below
                    for r in ratios])
     pb_adj = adjust(pb, correction)
+    # templates fixed: the name sets are the random units whatever names says (as for the pairs)
     reason_all = design_reason_counts(n_templates=n_templates, n_names_a=n_namesets, n_names_b=n_namesets,
-                                      names=names, n_pairs=int(parsed.sum()), group_a="each", group_b="each")
+                                      names="random" if templates == "fixed" else names, n_pairs=int(parsed.sum()),
+                                      group_a="each", group_b="each", templates=templates)
     reason_all = reason_all.replace("group each", "each group") if reason_all else None
     ratio_rows = []
     for r, p, padj in zip(ratios, pb, pb_adj):
@@ -548,9 +329,11 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
             verdict = "pass"
         else:
             verdict = "inconclusive"
-        ratio_rows.append(RatioRow(g, best, num(r.rate), num(r.ratio), interval(r.ci), num(r.lower_one_sided),
-                                   None if num(r.ratio) is None else bool(r.ratio < FOUR_FIFTHS), num(p), num(padj),
-                                   verdict, None if is_ref else reason_all, r.note))
+        ratio_rows.append(RankingRatio(
+            group=g, reference=best, rate=num(r.rate), ratio=num(r.ratio), ci=interval(r.ci),
+            lower_one_sided=num(r.lower_one_sided),
+            below_four_fifths=None if num(r.ratio) is None else bool(r.ratio < FOUR_FIFTHS), pvalue_below=num(p),
+            pvalue_adjusted=num(padj), verdict=verdict, design_reason=None if is_ref else reason_all, note=r.note))
     # across groups: crossed (primary) and over the sets (secondary)
     omni = crossed_k_test(tb.top, tb.template, tb.nameset, names=names)
     cq = cochran_q(tb.top)
@@ -558,31 +341,33 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
     # position effect
     pe = position_effect(tb.slot_top, tb.slot_rank, tb.template, tb.nameset, names=names)
     level_b = (1.0, float(fr.k))
-    slot_rows = tuple(SlotRow(s.slot, s.n, num(s.top_rate.estimate),
-                              interval(s.top_rate.confidence_interval(level, bounds=(0.0, 1.0))),
-                              num(s.mean_rank.estimate), interval(s.mean_rank.confidence_interval(level, bounds=level_b)))
-                      for s in pe.slots)
+    slot_rows = [RankingSlot(slot=s.slot, n=s.n, top_rate=num(s.top_rate.estimate),
+                             top_rate_ci=interval(s.top_rate.confidence_interval(level, bounds=(0.0, 1.0))),
+                             mean_rank=num(s.mean_rank.estimate),
+                             mean_rank_ci=interval(s.mean_rank.confidence_interval(level, bounds=level_b)))
+                 for s in pe.slots]
     fml = (num(slot_rows[0].top_rate - slot_rows[-1].top_rate)
            if slot_rows[0].top_rate is not None and slot_rows[-1].top_rate is not None else None)
-    position = PositionEffect(slot_rows, 1.0 / fr.k, _omni(pe.top_test, int(parsed.sum())),
-                              _omni(pe.rank_test), _omni(pe.cochran),
-                              _omni(pe.friedman) if pe.friedman is not None else None, fml)
+    position = RankingPosition(slots=slot_rows, expected_rate=1.0 / fr.k, top_test=_omni(pe.top_test, int(parsed.sum())),
+                               rank_test=_omni(pe.rank_test), cochran=_omni(pe.cochran),
+                               friedman=_omni(pe.friedman) if pe.friedman is not None else None, first_minus_last=fml)
     names_table, names_test = _names(fr, glist, notes)
     pairs = _pairs(tb, glist, names=names, alpha=a, level=level, margin=margin, correction=correction,
                    target=target or "", design=design, attribute=attribute, secondary=secondary, templates=templates)
-    return RankingAnalysis(
+    return RankingResult(
         target=target or "", design=design, attribute=attribute, groups=tuple(glist), k=fr.k, names=names,
-        estimand=estimand_words(names), alpha=a, confidence_level=level, margin=margin, n_sets=fr.n_sets,
+        estimand=estimand_words(names, templates), alpha=a, confidence_level=level, margin=margin, n_sets=fr.n_sets,
         n_parsed=fr.n_parsed, n_ranked=fr.n_ranked, n_unparsed=n_unparsed,
         unparsed_share=num(n_unparsed / fr.n_sets) if fr.n_sets else None, n_templates=n_templates,
-        selection=tuple(sel_rows), reference=best,
-        reference_rule="given" if reference is not None else "most selected", ratios=tuple(ratio_rows),
+        selection=sel_rows, reference=best,
+        reference_rule="given" if reference is not None else "most selected", ratios=ratio_rows,
         omnibus=_omni(omni, int(parsed.sum())), cochran=_omni(cq), friedman=fri, position=position,
-        pairs=tuple(pairs), notes=tuple(notes), by_template=_by_template(tb, fr, glist),
-        names_table=names_table, names_test=names_test, correction=correction)
+        pairs=pairs, notes=notes, by_template=_by_template(tb, fr, glist),
+        names_table=names_table, names_test=names_test, min_name_sets=MIN_NAME_SETS, four_fifths=FOUR_FIFTHS,
+        ratio_rule=RULE_RATIO, correction=correction, templates=templates)
 
 
-def _names(fr: _Frame, glist: list[str], notes: list[str]) -> tuple[tuple, OmnibusTest | None]:
+def _names(fr: _Frame, glist: list[str], notes: list[str]) -> tuple[list[RankingNameRate], RankingTest | None]:
     """Per-name top-pick rates (names in >= MIN_NAME_SETS parsed answers) and the chi-square of names within groups."""
     from scipy import stats as sps
 
@@ -598,7 +383,8 @@ def _names(fr: _Frame, glist: list[str], notes: list[str]) -> tuple[tuple, Omnib
         if n[v] < MIN_NAME_SETS:
             few += 1
             continue
-        rows.append(NameRate(group, name, int(n[v]), int(top[v]), num(top[v] / n[v])))
+        rows.append(RankingNameRate(group=group, name=name, n_sets=int(n[v]), n_top=int(top[v]),
+                                    rate=num(top[v] / n[v])))
         by_group.setdefault(group, []).append((int(top[v]), int(n[v] - top[v])))
     if few:
         notes.append(f"{few} name(s) were in fewer than {MIN_NAME_SETS} parsed answers: no per-name rate")
@@ -611,23 +397,24 @@ def _names(fr: _Frame, glist: list[str], notes: list[str]) -> tuple[tuple, Omnib
             df += len(cells) - 1
     test = None
     if df:
-        test = OmnibusTest("Pearson chi-square of the names within each group (top pick), summed over groups",
-                           num(chi), num(float(sps.chi2.sf(chi, df))), float(df), None, int(ok.sum()),
-                           "treats the answers as independent")
-    return tuple(rows), test
+        test = RankingTest(test="Pearson chi-square of the names within each group (top pick), summed over groups",
+                           statistic=num(chi), pvalue=num(float(sps.chi2.sf(chi, df))), df=float(df),
+                           df_denominator=None, n=int(ok.sum()), note="treats the answers as independent")
+    return rows, test
 
 
-def _by_template(tb: "_Tables", fr: _Frame, glist: list[str]) -> tuple:
+def _by_template(tb: "_Tables", fr: _Frame, glist: list[str]) -> list[RankingTemplateCounts]:
     out = []
     for t, label in enumerate(fr.template_labels):
         rows = tb.template == t
         parsed = rows & tb.parsed
         counts = np.nansum(tb.top[parsed], axis=0) if parsed.any() else np.zeros(len(glist))
         best = float(counts.max()) if counts.size else 0.0
-        out.append(TemplateCounts(str(label), int(rows.sum()), int(parsed.sum()),
-                                  {g: int(c) for g, c in zip(glist, counts)},
-                                  {g: (num(float(c) / best) if best > 0 else None) for g, c in zip(glist, counts)}))
-    return tuple(out)
+        out.append(RankingTemplateCounts(
+            template=str(label), n_sets=int(rows.sum()), n_parsed=int(parsed.sum()),
+            top={g: int(c) for g, c in zip(glist, counts)},
+            ratios={g: (num(float(c) / best) if best > 0 else None) for g, c in zip(glist, counts)}))
+    return out
 
 
 @dataclass(frozen=True)
@@ -743,7 +530,7 @@ def set_differences(frame: Any, groups: list[str]) -> list[SetDifferences]:
 def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str, *, names: str, alpha: float,
                    level: float, secondary: bool, templates: str = "random") -> Any:
     """One pair of groups on one measure: the per-set difference's crossed t, the verdict inputs, McNemar."""
-    from fairpair.analysis._paired import CI_METHOD, PairAnalysis, _secondary
+    from fairpair.analysis._paired import CI_METHOD, PairAnalysis, _secondary, crossed_verdict_inputs
     from fairpair.stats import paired_difference
 
     x, y = _pair_xy(tb, ja, jb, measure)
@@ -767,7 +554,7 @@ def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str
         "estimate_name": est_name, "confidence_level": level, "n_resamples": 0, "seed": 0,
         "ci_method": CI_METHOD.replace("template x name cell means", "template x name-set means of the per-set "
                                        "difference"),
-        "alpha": alpha, "names": names, "estimand": estimand_words(names), "n_clusters": cm.n_templates,
+        "alpha": alpha, "names": names, "estimand": estimand_words(names, templates), "n_clusters": cm.n_templates,
         "n_names_a": n_names, "n_names_b": n_names, "df": num(cm.df), "se": num(cm.se),
         "variance_components": {k: num(v) for k, v in cm.variance_components.items()},
         "templates": templates,
@@ -786,29 +573,9 @@ def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str
         f.update(value_a=None, value_b=None, estimate=None, ci=None, equivalence_ci=None,
                  note="; ".join(notes + ["no parsed answers"]))
         return PairAnalysis(f, None, None, None)
-    va = crossed_mean_of(x, tb)
-    vb = crossed_mean_of(y, tb)
-    f["value_a"], f["value_b"] = num(va), num(vb)
-    f["estimate"] = num(cm.estimate)
-    bounds = (-1.0, 1.0)
-    ci_a = ci_eq = pvalue = None
-    f["ci"] = interval(cm.confidence_interval(level, bounds=bounds))
-    if reason is None and cm.se == 0:
-        pvalue = min(1.0, 2.0 ** (1 - cm.n_templates))
-        ci_a = (cm.estimate, cm.estimate)
-        f["test"] = "exact sign-flip test over templates (no variance)"
-        f["ci"] = interval(ci_a)
-        notes.append(f"every template shows the same difference: p-value from the exact sign-flip test over "
-                     f"{cm.n_templates} templates; never a pass")
-    elif reason is None:
-        from scipy import special
-
-        ci_a = tuple(cm.confidence_interval(1.0 - alpha, bounds=bounds))
-        ci_eq = tuple(cm.confidence_interval(1.0 - 2.0 * alpha, bounds=bounds))
-        pvalue = float(2.0 * special.stdtr(cm.df, -abs(cm.estimate / cm.se)))
-    f["equivalence_ci"] = interval(cm.confidence_interval(1.0 - 2.0 * alpha, bounds=bounds))
-    if cm.note:
-        notes.append(cm.note)
+    f["value_a"], f["value_b"] = num(crossed_mean_of(x, tb)), num(crossed_mean_of(y, tb))
+    ci_a, ci_eq, pvalue = crossed_verdict_inputs(f, cm, reason=reason, alpha=alpha, confidence_level=level,
+                                                 bounds=(-1.0, 1.0), notes=notes)
     if secondary and n:
         pdata = PairData(x=x, y=y, clusters=tb.template, variants=np.zeros(x.size, dtype=np.intp),
                          sets=tb.sets.astype(object), case_a=tb.sets.astype(object), case_b=tb.sets.astype(object))

@@ -18,6 +18,7 @@ import math
 from typing import Any
 
 from fairpair.analysis._data import RunData
+from fairpair.records import RankingParse
 
 __all__ = ["ranking_frame", "analyze_rankings", "FRAME_COLUMNS"]
 
@@ -105,12 +106,10 @@ def _count_parse(parse: dict[str, Any], status: str, d: Any) -> None:
 def analyze_rankings(battery, data: RunData, *, imported: bool = False) -> tuple[list[dict[str, Any]], list[str]]:
     """Every ranking design x ranking measure x target, analysed (``results.json`` key ``rankings``).
 
-    Returns the records (:meth:`RankingAnalysis.to_dict` with ``measure``
-    added) and notes (cases left out; an analysis that could not run, with
-    its reason).
+    Returns the records (:meth:`fairpair.records.RankingResult.to_dict`, with ``measure`` and
+    ``parse`` set) and notes (cases left out; an analysis that could not run, with its reason).
     """
-    designs = [(battery.design_id(i), d) for i, d in enumerate(battery.designs) if d.kind == "ranking"]
-    measures = [name for name, spec in battery.measures.items() if spec.kind == "ranking"]
+    designs, measures = battery.ranking_designs(), battery.ranking_measures()
     if not designs or not measures:
         return [], []
     from fairpair.analysis._ranking import analyze_ranking
@@ -138,5 +137,7 @@ def analyze_rankings(battery, data: RunData, *, imported: bool = False) -> tuple
                 except ValueError as exc:
                     notes.append(f"ranking design {did}, measure {m}, target {target}: not analysed ({exc})")
                     continue
-                out.append({"measure": m, **res.to_dict(), "parse": frame.attrs.get("parse")})
+                parse = frame.attrs.get("parse")
+                out.append(res.model_copy(update={
+                    "measure": m, "parse": None if parse is None else RankingParse.model_validate(parse)}).to_dict())
     return out, notes

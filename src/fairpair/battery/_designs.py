@@ -658,10 +658,10 @@ class RankingDesign(_DesignBase):
             raise ck.fail("order: as_shown is the order of imported requests (each case records its own); a battery "
                           "that runs needs latin_square or rotations", ("order",))
         ck.equal_variants(attr, chosen, self.attribute)
-        if not any(m.kind == "ranking" for m in ck.battery.measures.values()):
+        ranking_measures = set(ck.battery.ranking_measures())
+        if not ranking_measures:
             raise ck.fail("a ranking design needs a measure of kind 'ranking' to read its answers as orders of the "
                           "candidates", ("kind",), hint="add to measures: {order: {kind: ranking}}")
-        ranking_measures = {n for n, m in ck.battery.measures.items() if m.kind == "ranking"}
         for ci, c in enumerate(ck.battery.analysis.comparisons):
             if c.measure.split("=", 1)[0].split(".", 1)[0] in ranking_measures:
                 raise ck.fail_at(f"'{c.measure}' is a ranking measure: ranking designs are analysed by the ranking "

@@ -448,6 +448,17 @@ class Battery(_Strict):
                 out[self.design_id(i)] = roles
         return out
 
+    def ranking_designs(self) -> list[tuple[str, Any]]:
+        """``(id, design)`` of the ranking designs (kind ``ranking``), in order: the designs the ranking
+        statistics analyse (:func:`fairpair.analysis.analyze_ranking`), not the paired comparisons. The one
+        place that tells a ranking design from the others."""
+        return [(self.design_id(i), d) for i, d in enumerate(self.designs) if d.kind == "ranking"]
+
+    def ranking_measures(self) -> list[str]:
+        """Names of the measures of kind ``ranking`` (each reads an answer as an order of its candidates), in
+        order."""
+        return [name for name, spec in self.measures.items() if spec.kind == "ranking"]
+
     def design_id(self, index: int) -> str:
         """The id of ``designs[index]``: its ``id``, else its kind's default (``counterfactual-origen``)."""
         d = self.designs[index]

@@ -457,9 +457,8 @@ class RankingMeasure(Measure):
     def categories(self, ctx=None) -> dict[str, tuple[str, ...]]:
         battery = getattr(ctx, "battery", None)
         groups: list[str] = []
-        for d in getattr(battery, "designs", None) or []:
-            if getattr(d, "kind", None) == "ranking":
-                groups += d.chosen_groups(battery)
+        for _did, d in battery.ranking_designs() if battery is not None else []:
+            groups += d.chosen_groups(battery)
         return {self.name: tuple(dict.fromkeys(groups))}
 
     async def measure(self, item: MeasureItem, ctx=None) -> MeasureResult:

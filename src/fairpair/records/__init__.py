@@ -21,8 +21,8 @@ from fairpair.records._answer import (SCALES, Answer, AnswerToMeasure, Measureme
 from fairpair.records._case import Case, case_json
 from fairpair.records._labels import HumanLabel, LabelDesign, LabelSample, SampledAnswer, mean_label
 from fairpair.records._manifest import RunManifest
-from fairpair.records._ranking import (RankingPosition, RankingRatio, RankingResult, RankingSelection, RankingSlot,
-                                       RankingTest)
+from fairpair.records._ranking import (RankingNameRate, RankingParse, RankingPosition, RankingRatio, RankingResult,
+                                       RankingSelection, RankingSlot, RankingTemplateCounts, RankingTest)
 from fairpair.records._reasons import (
     REASON_VERDICT,
     Reason,
@@ -41,6 +41,7 @@ __all__ = ["REASON_VERDICT", "Reason", "first_reason", "IncompleteRun", "incompl
            "RunManifest",
            "HumanLabel", "LabelSample", "SampledAnswer", "LabelDesign", "mean_label",
            "RankingResult", "RankingSelection", "RankingRatio", "RankingTest", "RankingSlot", "RankingPosition",
+           "RankingTemplateCounts", "RankingNameRate", "RankingParse",
            "RESULTS_SCHEMA", "Results", "ComparisonResult", "BinaryDetail", "ContinuousDetail", "PairedTDetail",
            "VariantRow", "Heterogeneity", "Evidence", "OmnibusResult", "TwoPartyBlock", "CellMean", "DispersionRow",
            "DispersionTest", "MinimumIdentity", "PositionBias", "LengthBias", "JudgeBlock", "Counts",

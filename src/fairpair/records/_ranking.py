@@ -2,13 +2,16 @@
 
 A ranking design puts k candidates in one prompt and asks for an order; the analysis
 (:func:`fairpair.analysis.analyze_ranking`, one section per design, ranking measure and target)
-writes the selection rates, the four-fifths ratios, the omnibus and position tests and the
-pairwise comparisons. These models read such a section back with its types
-(:meth:`fairpair.records.Results.ranking_results`). Keys a later fairpair adds are kept
-(``extra="allow"``). Undefined floats are ``None``; intervals are ``[low, high]``.
+returns the selection rates, the four-fifths ratios, the omnibus and position tests and the
+pairwise comparisons as this record (``fairpair.analysis.RankingAnalysis`` is its other name), and
+these models read such a section back with its types (:meth:`fairpair.records.Results.ranking_results`).
+Keys a later fairpair adds are kept (``extra="allow"``). Undefined floats are ``None``; intervals
+are ``[low, high]``.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -134,16 +137,62 @@ class RankingParse(_Section):
 class RankingResult(_Section):
     """One ranking section (design x ranking measure x target) of ``results.json``.
 
-    See :class:`fairpair.analysis.RankingAnalysis` for the meaning of each field; ``measure`` is
-    the ranking measure whose parsed orders were analysed, ``pairs`` the ``top_pick`` and
-    ``ranked_above`` comparisons of every pair of groups.
+    Attributes
+    ----------
+    measure : str
+        The ranking measure whose parsed orders were analysed.
+    target, design, attribute : str
+    groups : tuple of str
+        The groups, in report order.
+    k : int
+        Candidates per matched set.
+    names, templates : {"random", "fixed"}
+        The estimand (``templates: fixed``: these templates, name sets random); ``estimand`` says it
+        in words.
+    alpha, confidence_level : float
+    margin : float or None
+        Equivalence margin of the pairwise verdicts (risk-difference units).
+    n_sets, n_parsed, n_ranked, n_unparsed : int
+        Matched sets (answers); with a parsed top pick; with a complete ranking; unparsed (left out
+        of every denominator).
+    unparsed_share : float or None
+        ``n_unparsed / n_sets``.
+    n_templates : int
+    selection : list of RankingSelection
+    reference : str or None
+        Denominator of the ratios; ``reference_rule`` ``"most selected"`` (chosen from the data) or
+        ``"given"``.
+    ratios : list of RankingRatio
+    omnibus : RankingTest
+        Crossed test of equal selection rates (cluster-aware).
+    cochran, friedman : RankingTest
+        Over the sets (secondary); Friedman None for k = 2.
+    position : RankingPosition
+    pairs : list of ComparisonResult
+        Measures ``top_pick`` and ``ranked_above`` for every pair of groups.
+    notes : list of str
+    by_template : list of RankingTemplateCounts
+        The top picks counted per template, in template order.
+    names_table : list of RankingNameRate
+        Per name, its top-pick rate, for the names shown in at least ``min_name_sets`` parsed
+        answers (a name seen in fewer has no rate worth reading; they are counted in ``notes``).
+    names_test : RankingTest or None
+        Do the names of a group differ in top-pick rate? Pearson's chi-square of homogeneity of
+        each group's names (those in ``names_table``) over the top pick, summed over the groups (df
+        summed); it treats the answers as independent. None when no group has two such names.
+    four_fifths, ratio_rule : float, str
+        The threshold (0.8) and the rule of the ratios' verdicts.
+    correction : str
+        Multiplicity correction over the pairs of each measure and over the groups' ratio tests.
+    parse : RankingParse or None
+        How the answers were read (set for a run's sections, not by ``analyze_ranking`` alone).
     """
 
-    measure: str
+    measure: str = "ranking"
     target: str
     design: str
     attribute: str
-    groups: list[str]
+    groups: tuple[str, ...]
     k: int
     names: str
     estimand: str
@@ -170,7 +219,13 @@ class RankingResult(_Section):
     names_table: list[RankingNameRate] = []
     names_test: RankingTest | None = None
     min_name_sets: int = 30
-    parse: RankingParse | None = None
     four_fifths: float = 0.8
     ratio_rule: str = ""
     correction: str = "holm"
+    templates: str = "random"
+    parse: RankingParse | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The section as ``results.json`` holds it (JSON-safe: the analysis writes undefined floats as
+        None; lists, not tuples)."""
+        return self.model_dump(mode="json")

@@ -733,7 +733,7 @@ class Results(_Rec):
     #: Set when an A/A control fails: the system's answers or the analysis do not behave as the test assumes.
     aa_flag: str | None = None
     #: Ranking designs (issue 17): per design, ranking measure and target, the ranking statistics
-    #: (:meth:`fairpair.analysis._ranking.RankingAnalysis.to_dict`, with ``measure`` added).
+    #: (:meth:`fairpair.records.RankingResult.to_dict`; typed: :meth:`ranking_results`).
     rankings: list[dict[str, Any]] = Field(default_factory=list)
     #: Set when the run has not stored every case's outcome (the verdicts are of the answers so far).
     incomplete: IncompleteRun | None = None

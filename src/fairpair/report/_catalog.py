@@ -32,6 +32,14 @@ NBSP = "\u00a0"
 MESSAGES: dict[str, dict[str, str]] = {
     "en": {
         "title": "Counterfactual audit: {battery}",
+        "title.ranking": "Ranking audit: {battery}",
+        "summary_intro.ranking": ("Each answer ranks the candidates of one request, one per group; the verdicts are "
+                                  "the four-fifths ratio of every group's selection rate and the top-pick and "
+                                  "ranked-above comparisons of every pair of groups (under “Ranking and "
+                                  "selection”)."),
+        "ranking.fails": "{target}: {what}",
+        "ranking.fails.ratios": "{n} four-fifths ratio(s)",
+        "ranking.fails.pairs": "{n} pairwise comparison(s)",
         "lang": "en",
         "summary": "Verdicts",
         "summary_intro": ("Each pre-registered comparison pairs answers that differ only in the signal of the "
@@ -385,6 +393,14 @@ MESSAGES: dict[str, dict[str, str]] = {
     },
     "es": {
         "title": "Auditoría contrafactual: {battery}",
+        "title.ranking": "Auditoría de ranking: {battery}",
+        "summary_intro.ranking": ("Cada respuesta ordena las candidaturas de una petición, una por grupo; los "
+                                  "veredictos son la razón de cuatro quintos de la tasa de selección de cada grupo y "
+                                  "las comparaciones de primera elección y de «por delante» de cada par de grupos "
+                                  "(en «Ranking y selección»)."),
+        "ranking.fails": "{target}: {what}",
+        "ranking.fails.ratios": "{n} razón(es) de cuatro quintos",
+        "ranking.fails.pairs": "{n} comparación(es) por pares",
         "lang": "es",
         "summary": "Veredictos",
         "summary_intro": ("Cada comparación prerregistrada empareja respuestas que solo difieren en la señal del "

@@ -88,7 +88,7 @@ def _ranking_rows(run: Any, cases: dict[str, Any], answers: list[dict[str, Any]]
         battery = recorded_battery(run).battery
     except Exception:  # noqa: BLE001 - a run without a readable battery exports the rest
         return None
-    measures = [n for n, spec in battery.measures.items() if spec.kind == "ranking"]
+    measures = battery.ranking_measures()
     if not measures:
         return None
     text = {(a["target"], a["case_id"]): a.get("text") for a in answers if a.get("status") == "ok"}

@@ -1,7 +1,7 @@
 """The report section of the ranking design (issue 17): selection rates, the four-fifths line, position, pairs.
 
 :func:`ranking_view` turns ``results.json``'s ``rankings`` (a list of
-:meth:`fairpair.analysis.RankingAnalysis.to_dict` sections, one per design,
+:meth:`fairpair.records.RankingResult.to_dict` sections, one per design,
 ranking measure and target) into the blocks that the HTML and Markdown
 partials (``templates/_ranking.html.j2``, ``_ranking.md.j2``) and the
 terminal (:func:`ranking_tables`) render: a headline sentence, the
@@ -78,9 +78,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "test.position_rank": "Equal mean ranks across slots: {test}, p = {p}",
         "pairs": "Pairwise comparisons",
         "pairs.intro": ("For every pair of groups, in the same answers: the difference in top-pick rate and the "
-                        "preference P(A ranked above B) − P(B ranked above A); the verdicts use the crossed "
-                        "random-effects t (templates and name sets random), {correction} over the pairs; McNemar's "
-                        "exact test (for the preference, the sign test) is shown beside it."),
+                        "preference P(A ranked above B) − P(B ranked above A); the verdicts use {method}, "
+                        "{correction} over the pairs; McNemar's exact test (for the preference, the sign test) is "
+                        "shown beside it."),
+        "pairs.method.random": "the crossed random-effects t (templates and name sets random)",
+        "pairs.method.fixed": ("the stratified t over these templates (templates fixed, name sets random: each "
+                               "template's per-answer differences averaged)"),
+        "claim.fixed": ("The rates, ratios and verdicts are about these {n} template(s) (templates fixed: these "
+                        "postings, not others like them) and other names of the groups."),
         "col.pair": "A vs B",
         "col.measure": "Measure",
         "col.estimate": "A − B",
@@ -253,9 +258,13 @@ MESSAGES: dict[str, dict[str, str]] = {
         "pairs": "Comparaciones por pares",
         "pairs.intro": ("Para cada par de grupos, en las mismas respuestas: la diferencia en la tasa de primera "
                         "elección y la preferencia P(A por delante de B) − P(B por delante de A); los veredictos "
-                        "usan la t de efectos aleatorios cruzados (plantillas y conjuntos de nombres aleatorios), "
-                        "con {correction} entre los pares; al lado, la prueba exacta de McNemar (para la "
-                        "preferencia, la prueba de los signos)."),
+                        "usan {method}, con {correction} entre los pares; al lado, la prueba exacta de McNemar "
+                        "(para la preferencia, la prueba de los signos)."),
+        "pairs.method.random": "la t de efectos aleatorios cruzados (plantillas y conjuntos de nombres aleatorios)",
+        "pairs.method.fixed": ("la t estratificada sobre estas plantillas (plantillas fijas, conjuntos de nombres "
+                               "aleatorios: se promedian las diferencias por respuesta de cada plantilla)"),
+        "claim.fixed": ("Las tasas, razones y veredictos valen para estas {n} plantilla(s) (plantillas fijas: estas "
+                        "ofertas, no otras parecidas) y para otros nombres de los grupos."),
         "col.pair": "A frente a B",
         "col.measure": "Medida",
         "col.estimate": "A − B",
@@ -344,12 +353,14 @@ def _headline(sec: dict[str, Any], label, lang: str) -> str | None:
     rates = {s["group"]: s.get("rate") for s in sec.get("selection") or []}
     verdict = worst.get("verdict") or "inconclusive"
     ci = worst.get("ci") or [None, None]
+    claim = (" " + rmsg(lang, "claim.fixed", n=int(sec.get("n_templates") or 0))
+             if sec.get("templates") == "fixed" else "")
     return (rmsg(
         lang, "headline", best=label(sec["reference"]), best_rate=fmt_pct(rates.get(sec["reference"]), lang),
         worst=label(worst["group"]), worst_rate=fmt_pct(rates.get(worst["group"]), lang),
         ratio=fmt_num(worst["ratio"], lang, 2), level=fmt_num(100 * float(sec.get("confidence_level") or 0.95), lang, 0),
         lo=fmt_num(ci[0], lang, 2), hi=fmt_num(ci[1], lang, 2),
-        clause=rmsg(lang, f"clause.{verdict}")))
+        clause=rmsg(lang, f"clause.{verdict}")) + claim)
 
 
 _NOTES_ES = (
@@ -502,10 +513,8 @@ def _first_listed(sec: dict[str, Any], lang: str, parity: str) -> str | None:
 
 def _as_shown(battery: Any, design: str) -> bool:
     """Whether ``design`` is an imported ranking design (its requests' own orders)."""
-    for i, d in enumerate(getattr(battery, "designs", None) or []):
-        if getattr(d, "kind", None) == "ranking" and battery.design_id(i) == design:
-            return getattr(d, "order", None) == "as_shown"
-    return False
+    ranking = dict(battery.ranking_designs()) if battery is not None else {}
+    return getattr(ranking.get(design), "order", None) == "as_shown"
 
 
 def ranking_view(results: Any, lang: str, battery: Any = None, *,
@@ -582,7 +591,9 @@ def ranking_view(results: Any, lang: str, battery: Any = None, *,
                                            else "reference.most"),
                             correction=correction),
             position_intro=rmsg(lang, "position.intro", parity=parity), slots=slots, tests=tests,
-            pairs_intro=rmsg(lang, "pairs.intro", correction=correction), pairs=_pair_rows(sec, label, lang),
+            pairs_intro=rmsg(lang, "pairs.intro", correction=correction,
+                             method=rmsg(lang, f"pairs.method.{sec.get('templates') or 'random'}")),
+            pairs=_pair_rows(sec, label, lang),
             notes=_notes(sec, lang), figures=figures,
             evidence=_evidence_rows((evidence or {}).get(ranking_key(sec), ()), lang),
             has_evidence=evidence is not None, section=sec, tables=_tables(sec, label, lang)))

@@ -105,6 +105,24 @@ def ranking_verdicts(res: Any) -> list[str]:
     return out
 
 
+def _ranking_counts(verdicts: list[str], lang: str) -> str:
+    """The ranking verdicts counted (the ``counts.line`` of the comparisons)."""
+    return msg(lang, "counts.line", fail=verdicts.count("fail"), pass_=verdicts.count("pass"),
+               inconclusive=verdicts.count("inconclusive"), insufficient=verdicts.count("insufficient design"))
+
+
+def _ranking_fails(res: Any, lang: str) -> list[str]:
+    """Per ranking section with a failing ratio or pair: its target and how many of each fail."""
+    out = []
+    for r in (res.rankings if res is not None else []) or []:
+        ratios = sum(q.get("verdict") == "fail" for q in r.get("ratios") or [])
+        pairs = sum(p.get("verdict") == "fail" and p.get("primary", True) for p in r.get("pairs") or [])
+        what = [msg(lang, f"ranking.fails.{k}", n=n) for k, n in (("ratios", ratios), ("pairs", pairs)) if n]
+        if what:
+            out.append(msg(lang, "ranking.fails", target=r.get("target", ""), what=", ".join(what)))
+    return out
+
+
 def _verdict_rows(data: ReportData, lang: str) -> list[VerdictRow]:
     """One :class:`VerdictRow` per comparison of the run's :class:`~fairpair.analysis.Results`."""
     from fairpair.analysis import comparison_reasons
@@ -607,6 +625,11 @@ class ReportModel:
     generated: str
     #: "Where is it?": each comparison's difference scenario by scenario (:class:`ScenarioView`)
     scenarios: list[ScenarioView] = field(default_factory=list)
+    #: The run's verdicts are its ranking designs' only (no comparison but the automatic answer-status ones):
+    #: the title, the verdicts' introduction and ``ranking_counts`` (fail, pass... over the ratios and pairs)
+    #: say so
+    ranking_only: bool = False
+    ranking_counts: str = ""
     #: The within-cell spread of each comparison that has one (:class:`SpreadView`; secondary)
     spreads: list[SpreadView] = field(default_factory=list)
     #: every comparison of results.json, in its order: ``rows`` and the answer statuses no answer has,
@@ -682,13 +705,16 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
     if overall == "fail" and named and all(r.status for r in named) and \
             "fail" not in ranking_verdicts(data.results):  # not a pre-registered comparison that fails
         overall_text = msg(lang, "overall.fail.status")
-    if overall == "fail" and named:  # the headline names what fails, the answer-status comparisons included
-        overall_text += " " + msg(lang, "overall.fail.named", names="; ".join(r.label for r in named))
+    ranking_fails = _ranking_fails(res, lang)
+    if overall == "fail" and (named or ranking_fails):  # the headline names what fails, statuses and rankings too
+        overall_text += " " + msg(lang, "overall.fail.named", names="; ".join([r.label for r in named] +
+                                                                             ranking_fails))
+    ranking_only = bool(data.analysed and res is not None and res.rankings) and all(r.status for r in rows)
     blocks = _two_party_blocks(data, figures.two_party_blocks, lang)
     return ReportModel(
         data=data,
         lang=lang,
-        title=msg(lang, "title", battery=data.battery_name),
+        title=msg(lang, "title.ranking" if ranking_only else "title", battery=data.battery_name),
         battery=data.battery_name,
         description=(data.battery.description if data.battery is not None else None) or "",
         analysed=data.analysed,
@@ -735,6 +761,8 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
         generated=msg(lang, "generated", version=__version__,
                       at=datetime.now(timezone.utc).isoformat(timespec="seconds")),
         scenarios=_scenario_views(rows, figures, lang),
+        ranking_only=ranking_only,
+        ranking_counts=_ranking_counts(ranking_verdicts(res), lang) if ranking_only else "",
         spreads=_spread_views(rows, lang),
         all_rows=all_rows,
         label_corrections=_label_rows(rows, lang),
@@ -864,7 +892,7 @@ def summary_json(model: ReportModel, files: dict[str, str]) -> dict[str, Any]:
             for r in model.all_rows or model.rows],
         "incomplete": (model.data.results.incomplete.model_dump()
                        if model.data.results is not None and model.data.results.incomplete is not None else None),
-        "counts": model.counts,
+        "counts": model.ranking_counts or model.counts,
         "reasons": [{"kind": g.kind, "text": g.text, "comparisons": g.labels} for g in model.shared_reasons],
         "targets": [{"name": t.name, "served_models": t.served_models, "system_fingerprints": t.fingerprints,
                      "cases": t.cases, "answered": t.answered, "failed": t.failed, "retried": t.retried,

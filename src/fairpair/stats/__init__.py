@@ -31,7 +31,8 @@ Within-cell spread                        :func:`spread_difference`, :func:`spre
 Scenarios (templates fixed)               :func:`scenario_differences` (per template and the average over these
                                           templates), :func:`scenario_heterogeneity`
 Variant heterogeneity                     :func:`variant_heterogeneity`
-Ranking design (k candidates, one prompt) :func:`crossed_mean`, :func:`paired_difference`, :func:`selection_ratio`,
+Ranking design (k candidates, one prompt) :func:`crossed_mean`, :func:`set_mean` (templates random or fixed),
+                                          :func:`paired_difference`, :func:`selection_ratio`,
                                           :func:`ratio_to_best` (four-fifths rule), :func:`crossed_k_test`,
                                           :func:`position_effect`
 Intervals                                 :func:`wilson_interval`, :func:`t_interval`
@@ -79,7 +80,7 @@ _LAZY = {
     "_ppi": ("judge_error_by_group", "ppi_crossfit", "labels_needed", "PPIDifferenceResult", "RoganGladenResult", "RoganGladenDifferenceResult", "ppi_difference",
              "ppi_tuning", "ppi_values", "rogan_gladen", "rogan_gladen_difference", "stratum_inclusion"),
     "_ranking": ("CrossedMeanResult", "SelectionRatioResult", "RatioToBest", "SlotEffect", "PositionEffectResult",
-                 "crossed_mean", "paired_difference", "selection_ratio", "ratio_to_best", "crossed_k_test",
+                 "crossed_mean", "set_mean", "paired_difference", "selection_ratio", "ratio_to_best", "crossed_k_test",
                  "position_effect", "FOUR_FIFTHS"),
     "_scenarios": ("ScenarioDifferencesResult", "ScenarioHeterogeneityResult", "scenario_differences",
                    "scenario_differences_from_cells", "scenario_heterogeneity", "stratified_difference"),
@@ -206,6 +207,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         crossed_mean,
         paired_difference,
         position_effect,
+        set_mean,
         ratio_to_best,
         selection_ratio,
     )
@@ -328,6 +330,7 @@ __all__ = [
     "RoganGladenDifferenceResult",
     # ranking design (k candidates in one prompt)
     "crossed_mean",
+    "set_mean",
     "paired_difference",
     "crossed_k_test",
     "selection_ratio",

@@ -70,10 +70,14 @@ from scipy import special
 from fairpair.stats._common import ConfidenceInterval, as_labels, check_choice, check_level
 from fairpair.stats._crossed import NAMES, POOL, CrossedFResult, _group_stats, _pretest, _satterthwaite, cell_matrix
 from fairpair.stats._omnibus import CochranQResult, FriedmanResult, cochran_q, friedman
+from fairpair.stats._scenarios import stratified_difference
 
-__all__ = ["CrossedMeanResult", "crossed_mean", "paired_difference", "SelectionRatioResult", "selection_ratio",
+__all__ = ["CrossedMeanResult", "crossed_mean", "set_mean", "TEMPLATES", "paired_difference", "SelectionRatioResult", "selection_ratio",
            "RatioToBest", "ratio_to_best", "crossed_k_test", "SlotEffect", "PositionEffectResult", "position_effect",
            "FOUR_FIFTHS", "matched_table"]
+
+#: The estimands of the templates: a random factor (scenarios like these) or fixed (these scenarios).
+TEMPLATES = ("random", "fixed")
 
 #: The four-fifths threshold of the EEOC Uniform Guidelines, 29 CFR 1607.4(D).
 FOUR_FIFTHS = 0.8
@@ -123,6 +127,20 @@ class CrossedMeanResult:
         if bounds is not None:
             lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
         return ConfidenceInterval(float(lo), float(hi), level, self.method)
+
+    def equivalence_interval(self, confidence_level: float = 0.90, *,
+                             bounds: tuple[float, float] | None = None) -> ConfidenceInterval:
+        """The interval of the ``pass`` rule: :meth:`confidence_interval` at ``confidence_level`` (no
+        skewness correction, unlike :meth:`fairpair.stats.CrossedDifferenceResult.equivalence_interval`)."""
+        return self.confidence_interval(confidence_level, bounds=bounds)
+
+    @property
+    def pvalue(self) -> float:
+        """Two-sided p-value of ``estimate = 0``, Student t with ``df``: for the mean of a per-set difference,
+        the test of no difference. NaN when ``se`` is 0 or undefined."""
+        if not (np.isfinite(self.se) and self.se > 0 and np.isfinite(self.df)):
+            return float("nan")
+        return float(2.0 * special.stdtr(self.df, -abs(self.estimate / self.se)))
 
 
 def crossed_mean(values: Any, template: Any, name: Any = None, *, names: str = "random",
@@ -227,6 +245,29 @@ def mean_from_cells(cells: np.ndarray, *, names: str = "random", n_values: int |
     return CrossedMeanResult(est, se, float(df), names, t, n, n_values, comp, method, "; ".join(notes) or None)
 
 
+def set_mean(values: Any, template: Any, name: Any = None, *, names: str = "random",
+             templates: str = "random") -> CrossedMeanResult:
+    """A per-set value's mean (a selection rate for 0/1 top picks) under either templates estimand.
+
+    ``templates="random"``: :func:`crossed_mean` (templates, and names when
+    ``names="random"``, random factors). ``templates="fixed"``: the claim is
+    about *these* templates (one job posting, a handful): the mean over the
+    templates with a value of each template's mean, name sets random, its
+    variance ``sum_t s_t^2 / (n_t T^2)`` with Welch-Satterthwaite df
+    (:func:`fairpair.stats.stratified_difference` of ``values`` against 0;
+    ``names`` is then not used). Shapes as :func:`crossed_mean`; NaN is left
+    out. Raises ``ValueError`` for a bad ``names`` or ``templates``.
+    """
+    check_choice("templates", templates, TEMPLATES)
+    if templates == "random":
+        return crossed_mean(values, template, name, names=names)
+    v = np.asarray(values, dtype=float).ravel()
+    r = stratified_difference(v, np.zeros_like(v), _per_set(template, "template"))
+    return CrossedMeanResult(float(r.estimate), float(r.se), float(r.df), "random", r.n_templates, r.n_values,
+                             r.n_values, dict(r.variance_components), r.method.replace("per-set difference",
+                                                                                      "per-set value"), r.note)
+
+
 def _per_set(x: Any, name: str) -> np.ndarray:
     to_numpy = getattr(x, "to_numpy", None)
     return np.asarray(to_numpy() if to_numpy is not None else x)
@@ -285,6 +326,8 @@ class SelectionRatioResult:
     names : {"random", "fixed"}
     method : str
     note : str or None
+    templates : {"random", "fixed"}
+        The templates estimand (see :func:`selection_ratio`).
     """
 
     ratio: float
@@ -295,6 +338,7 @@ class SelectionRatioResult:
     names: str
     method: str = ""
     note: str | None = None
+    templates: str = "random"
 
     def confidence_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
         """``exp(log(ratio) +/- t_df * log_se)``; NaN limits when undefined."""
@@ -316,7 +360,7 @@ class SelectionRatioResult:
 
 
 def selection_ratio(table: Any, template: Any, name: Any = None, *, columns: tuple[int, int] = (0, 1),
-                    names: str = "random") -> SelectionRatioResult:
+                    names: str = "random", templates: str = "random") -> SelectionRatioResult:
     """Ratio of two candidates' selection rates over matched sets, with a cluster-aware log interval.
 
     Parameters
@@ -329,15 +373,28 @@ def selection_ratio(table: Any, template: Any, name: Any = None, *, columns: tup
     columns : (a, b), default (0, 1)
         Numerator and denominator columns.
     names : {"random", "fixed"}
+    templates : {"random", "fixed"}, default "random"
+        ``"fixed"``: the ratio of *these* templates' (postings') selection
+        rates, each rate the mean over the templates of its per-template
+        rate (:func:`set_mean`), name sets random; ``names`` is not used.
 
     Returns
     -------
     SelectionRatioResult
         Delta method: ``log r^_a - log r^_b`` is linearised as the mean over
-        sets of ``top_a / r^_a - top_b / r^_b``, whose crossed standard
-        error (:func:`crossed_mean`: templates and name sets random,
-        Satterthwaite df) counts the clusters and the negative dependence of
-        the candidates of one set. NaN (with a note) when a rate is 0.
+        sets of ``top_a / r^_a - top_b / r^_b``, whose standard error counts
+        the clusters and the negative dependence of the candidates of one
+        set: crossed (:func:`crossed_mean`: templates and name sets random,
+        Satterthwaite df) or, templates fixed, stratified over the templates
+        (:func:`set_mean`: ``sum_t s_t^2 / (n_t T^2)``, Welch-Satterthwaite
+        df). With templates fixed and equal sets per template the ratio is
+        the Mantel-Haenszel risk ratio of the 2 x 2 x T table of (group,
+        picked) by template (:class:`statsmodels.stats.contingency_tables.StratifiedTable`
+        ``riskratio_pooled``); its variance is not Greenland-Robins' (which
+        takes the two groups as independent samples) but the matched-pairs
+        one: with one template, ``n / (n - 1)`` times Nam & Blackwelder's
+        (2002) ``(b + c) / ((a + b)(a + c))`` of the paired 2 x 2 table. NaN
+        (with a note) when a rate is 0.
 
     Raises
     ------
@@ -349,28 +406,40 @@ def selection_ratio(table: Any, template: Any, name: Any = None, *, columns: tup
     Katz, D., Baptista, J., Azen, S. P., & Pike, M. C. (1978). Obtaining
     confidence intervals for the risk ratio in cohort studies.
     *Biometrics*, 34, 469-474 (the log-ratio delta method); Clark (1973).
+    Mantel, N., & Haenszel, W. (1959). *JNCI*, 22, 719-748; Greenland, S., &
+    Robins, J. M. (1985). *Biometrics*, 41, 55-68. Nam, J., & Blackwelder,
+    W. C. (2002). Analysis of the ratio of marginal probabilities in a
+    matched-pair setting. *Statistics in Medicine*, 21, 689-699. Cochran, W.
+    G. (1977). *Sampling Techniques*, 3rd ed., ch. 5 (the stratified mean).
     """
     check_choice("names", names, NAMES)
+    check_choice("templates", templates, TEMPLATES)
     arr = _table(table)
     a, b = columns
     if not (0 <= a < arr.shape[1] and 0 <= b < arr.shape[1]) or a == b:
         raise ValueError(f"columns must be two distinct indices in 0..{arr.shape[1] - 1}; got {columns!r}")
     tmpl = _per_set(template, "template")
     nm = np.zeros(arr.shape[0], dtype=np.intp) if name is None else _per_set(name, "name")
-    method = "log ratio, delta method with the crossed standard error (templates, names " + names + ")"
-    ra = crossed_mean(arr[:, a], tmpl, nm, names=names).estimate
-    rb = crossed_mean(arr[:, b], tmpl, nm, names=names).estimate
+    method = ("log ratio, delta method with the crossed standard error (templates, names " + names + ")"
+              if templates == "random" else
+              "log ratio, delta method with the stratified standard error (templates fixed, name sets random)")
+
+    def mean(v: np.ndarray) -> CrossedMeanResult:
+        return set_mean(v, tmpl, nm, names=names, templates=templates)
+
+    ra = mean(arr[:, a]).estimate
+    rb = mean(arr[:, b]).estimate
     nan = float("nan")
+    out = dict(names=names, method=method, templates=templates)
     if not (np.isfinite(ra) and np.isfinite(rb)):
-        return SelectionRatioResult(nan, ra, rb, nan, nan, names, method, "no parsed sets")
+        return SelectionRatioResult(nan, ra, rb, nan, nan, note="no parsed sets", **out)
     if rb == 0:
-        return SelectionRatioResult(nan, ra, rb, nan, nan, names, method, "the denominator was never selected")
+        return SelectionRatioResult(nan, ra, rb, nan, nan, note="the denominator was never selected", **out)
     if ra == 0:
-        return SelectionRatioResult(0.0, ra, rb, nan, nan, names, method, "never selected: no log interval")
-    lin = arr[:, a] / ra - arr[:, b] / rb
-    cm = crossed_mean(lin, tmpl, nm, names=names)
-    return SelectionRatioResult(float(ra / rb), float(ra), float(rb), float(cm.se), float(cm.df), names, method,
-                                cm.note)
+        return SelectionRatioResult(0.0, ra, rb, nan, nan, note="never selected: no log interval", **out)
+    cm = mean(arr[:, a] / ra - arr[:, b] / rb)
+    return SelectionRatioResult(float(ra / rb), float(ra), float(rb), float(cm.se), float(cm.df), note=cm.note,
+                                **out)
 
 
 @dataclass(frozen=True)
@@ -414,7 +483,7 @@ class RatioToBest:
 
 def ratio_to_best(table: Any, template: Any, name: Any = None, *, labels: Any = None, reference: Any = None,
                   names: str = "random", confidence_level: float = 0.95,
-                  threshold: float = FOUR_FIFTHS) -> tuple[RatioToBest, ...]:
+                  threshold: float = FOUR_FIFTHS, templates: str = "random") -> tuple[RatioToBest, ...]:
     """Each group's selection rate over the most selected group's, with intervals (the four-fifths rule).
 
     Parameters
@@ -433,6 +502,9 @@ def ratio_to_best(table: Any, template: Any, name: Any = None, *, labels: Any = 
         ``1 - alpha``.
     threshold : float, default 0.8
         The four-fifths line (29 CFR 1607.4(D)).
+    templates : {"random", "fixed"}, default "random"
+        ``"fixed"``: the rates and ratios of these templates (postings), as
+        in :func:`selection_ratio`.
 
     Returns
     -------
@@ -469,14 +541,14 @@ def ratio_to_best(table: Any, template: Any, name: Any = None, *, labels: Any = 
         raise ValueError(f"reference {reference!r} is not a group; groups: {labs}")
     tmpl = _per_set(template, "template")
     nm = np.zeros(arr.shape[0], dtype=np.intp) if name is None else _per_set(name, "name")
-    rates = [crossed_mean(arr[:, j], tmpl, nm, names=names).estimate for j in range(k)]
+    rates = [set_mean(arr[:, j], tmpl, nm, names=names, templates=templates).estimate for j in range(k)]
     finite = [j for j in range(k) if np.isfinite(rates[j])]
     best = labs.index(reference) if reference is not None else (max(finite, key=lambda j: rates[j]) if finite else 0)
     cache: dict[tuple[int, int], SelectionRatioResult] = {}
 
     def pair(a: int, b: int) -> SelectionRatioResult:
         if (a, b) not in cache:
-            cache[(a, b)] = selection_ratio(arr, tmpl, nm, columns=(a, b), names=names)
+            cache[(a, b)] = selection_ratio(arr, tmpl, nm, columns=(a, b), names=names, templates=templates)
         return cache[(a, b)]
 
     nan = float("nan")

@@ -85,12 +85,10 @@ class BatteryFile(pytest.File):
                 yield StatusItem.from_parent(self, name=f"answer-statuses[{target}]", key=(target,), primary=False)
         from itertools import combinations
 
-        measures = [name for name, spec in b.measures.items() if spec.kind == "ranking"]
+        measures = b.ranking_measures()
         for target in b.target_specs():
-            for i, d in enumerate(b.designs):
-                if d.kind != "ranking":
-                    continue
-                did, groups = b.design_id(i), list(d.chosen_groups(b))
+            for did, d in b.ranking_designs():
+                groups = list(d.chosen_groups(b))
                 for m in measures:
                     for pm in RANKING_MEASURES:  # the analysis's pairs: every pair, in the design's group order
                         for ga, gb in combinations(groups, 2):
