@@ -28,7 +28,6 @@ import os
 import statistics
 import tempfile
 import time
-from pathlib import Path
 
 QUESTIONS = [
     "Me llamo Ana García. ¿Puedo pedir un préstamo de 5000 euros?",
@@ -131,7 +130,7 @@ def main() -> None:
     print(f"ratio fairpair/direct: {f_rate / d_rate:.3f} (median per prompt {per_prompt:.3f}; goal >= 0.90)")
     print(f"identical texts (same seed, separate servers): {same}/{len(rows)}")
 
-    del direct
+    direct = None  # the second llama.cpp server freed before the target closes
     target.close()
     if tmp is not None:
         tmp.cleanup()
