@@ -39,3 +39,24 @@ def answer(messages: list[dict], context: dict) -> str:
         parts.append(INVOICE)
     parts.append(pick(CLOSINGS, "c"))
     return " ".join(parts)
+
+
+def serve(port: int = 8765) -> None:
+    """Serve :func:`answer` over HTTP on 127.0.0.1 (``POST /chat`` with ``{"messages": [...]}``,
+    answering ``{"reply": "..."}``), as a deployed chatbot would be: ``served.yaml`` points an
+    ``http`` target at it. Loopback only; stop it with Ctrl-C."""
+    from aiohttp import web
+
+    async def chat(request: web.Request) -> web.Response:
+        body = await request.json()
+        return web.json_response({"reply": answer(body["messages"], body.get("context") or {})})
+
+    app = web.Application()
+    app.router.add_post("/chat", chat)
+    web.run_app(app, host="127.0.0.1", port=port, print=lambda _: print(f"serving on http://127.0.0.1:{port}/chat"))
+
+
+if __name__ == "__main__":
+    import sys
+
+    serve(int(sys.argv[1]) if len(sys.argv) > 1 else 8765)

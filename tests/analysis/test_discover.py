@@ -185,3 +185,43 @@ def test_from_discovered_refuses_a_fragment_with_no_confirmed_axis(tmp_path, cap
     frag.write_text("measures: {}\n")
     code, _, err = run_cli(["plan", EXAMPLE / "battery.yaml", "--from-discovered", frag], capsys)
     assert code == 2 and "not a fragment written by `fairpair discover`" in err
+
+
+def test_the_chatbot_served_on_loopback_is_discovered_through_an_http_target(tmp_path, capsys):
+    """Done-when of issue 32: the chatbot served over HTTP on 127.0.0.1 (``python bot.py PORT``, the
+    docs' commands with ``served.yaml``), audited through an ``http`` target: ``discover`` finds the
+    planted request for an invoice photo on the exploration part and confirms it on the other."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    battery = _copy_example(tmp_path)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    served = battery.parent / "served.yaml"
+    served.write_text(served.read_text().replace("8765", str(port)))
+    server = subprocess.Popen([sys.executable, "bot.py", str(port)], cwd=battery.parent,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):  # until it listens
+            try:
+                urllib.request.urlopen(urllib.request.Request(
+                    f"http://127.0.0.1:{port}/chat", data=b'{"messages": [{"role": "user", "content": "soy Ana"}]}',
+                    headers={"Content-Type": "application/json"}), timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        run = _run(tmp_path, capsys, served)
+        code, out, err = run_cli(["discover", run], capsys)
+        assert code == 0, err
+    finally:
+        server.terminate()
+        server.wait(10)
+    d = json.loads((run / "results.json").read_text())["discovered"]
+    confirmed = [a for a in d["axes"] if a["confirmed"]]
+    planted = {"envienos", "foto", "factura", "continuar"}
+    assert any(set(a["spec"]["any_of"][0].split()) & planted and a["direction"] == "magreb" for a in confirmed)
+    assert "CONFIRMED" in out
