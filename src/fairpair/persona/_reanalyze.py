@@ -380,8 +380,11 @@ def _prepare(frame) -> tuple[Any, DataChecks]:
     res_l = frame["res_persona_demog"].fillna("").astype(str).str.strip()
 
     axis_of = {d: axis_for_label(d) for d in dim[~baseline].unique()}
-    axis_key = np.array([axis_of[d].key if not b and axis_of[d] is not None else "" for d, b in
-                         zip(dim.to_numpy(dtype=object), baseline)], dtype=object)
+    keys: list[str] = []
+    for d, b in zip(dim.to_numpy(dtype=object), baseline):
+        axis = None if b else axis_of[d]
+        keys.append(axis.key if axis is not None else "")
+    axis_key = np.array(keys, dtype=object)
     ident_cache: dict[tuple[str, str], str | None] = {}
 
     def ident(ax: str, label: str) -> str | None:

@@ -230,6 +230,7 @@ def _parse(text: str, path: Path, row: int) -> tuple[str, str, str]:
     body = "\n".join(lines[:min(tail)]).strip()
     if not body:
         raise FairpairError("the scene has no text before its SUB/RES lines", file=path, line=row, key="scenario")
+    assert sub is not None and res is not None  # each checked in the loop above
     body = re.sub(r"\bSUB\b", "Alex", body)
     body = re.sub(r"\bRES\b", "Blake", body)
     return body, _running(sub[1]), _running(res[1])

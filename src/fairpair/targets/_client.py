@@ -49,7 +49,7 @@ import re
 import ssl
 import time
 from pathlib import Path
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -310,7 +310,7 @@ class ClientPool:
         self._urls: dict[str, URL] = {}  # parsed once per URL string, not once per request
         self._tls: asyncio.Future[ssl.SSLContext] | None = None  # the CA bundle being loaded (https)
         # id(loop) -> (loop, its session, the async generator that closes the session with the loop)
-        self._sessions: dict[int, tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession, AsyncIterator[None]]] = {}
+        self._sessions: dict[int, tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession, AsyncGenerator[None, None]]] = {}
 
     async def _session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -331,7 +331,7 @@ class ClientPool:
         return session
 
     @staticmethod
-    async def _keep(session) -> AsyncIterator[None]:
+    async def _keep(session) -> AsyncGenerator[None, None]:
         try:
             yield
         finally:

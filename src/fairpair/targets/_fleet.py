@@ -43,6 +43,7 @@ import asyncio
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from fairpair.targets._base import TargetError
@@ -139,7 +140,7 @@ class Fleet:
     def _free(self, ep: Endpoint) -> bool:
         return self.per_endpoint is None or ep.in_flight < self.per_endpoint
 
-    def _pick(self, exclude: set[int]) -> Endpoint | None | float:
+    def _pick(self, exclude: AbstractSet[int]) -> Endpoint | None | float:
         """An endpoint to use now, ``None`` to wait for a free slot, or the seconds until a probe is due
         (every endpoint drained or tried)."""
         now = time.monotonic()
@@ -147,7 +148,7 @@ class Fleet:
         healthy = [i for i in range(n) if i not in exclude and self.endpoints[i].healthy]
         # a drained endpoint whose cool-down is over gets the next request, alone, as its probe
         due = [i for i in range(n) if i not in exclude and not self.endpoints[i].healthy
-               and not self.endpoints[i].probing and self.endpoints[i].drained_until <= now]
+               and not self.endpoints[i].probing and (self.endpoints[i].drained_until or 0.0) <= now]
         if due:
             ep = self.endpoints[due[0]]
             ep.probing = True
@@ -161,11 +162,11 @@ class Fleet:
             return self.endpoints[i]
         if healthy:
             return None  # healthy ones are full: wait for a slot
-        waits = [self.endpoints[i].drained_until - now for i in range(n) if i not in exclude
+        waits = [(self.endpoints[i].drained_until or now) - now for i in range(n) if i not in exclude
                  and not self.endpoints[i].healthy and not self.endpoints[i].probing]
         return max(0.0, min(waits)) if waits else self.cooldown_initial
 
-    async def acquire(self, exclude: set[int] = frozenset()) -> tuple[int, Endpoint]:
+    async def acquire(self, exclude: AbstractSet[int] = frozenset()) -> tuple[int, Endpoint]:
         """The endpoint for the next request (its slot taken): ``(index, endpoint)``.
 
         Raises

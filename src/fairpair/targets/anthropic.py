@@ -152,7 +152,7 @@ def openai_body(message: dict[str, Any]) -> dict[str, Any]:
         msg["tool_calls"] = calls
     stop = message.get("stop_reason")
     return {"model": message.get("model"), "choices": [{"index": 0, "message": msg,
-                                                         "finish_reason": _FINISH.get(stop, stop)}],
+                                                         "finish_reason": _FINISH.get(stop, stop) if stop else stop}],
             "usage": {"prompt_tokens": usage.get("input_tokens"), "completion_tokens": usage.get("output_tokens")}}
 
 

@@ -240,7 +240,8 @@ def _decode_tool_calls(value: Any) -> tuple[ToolCall, ...]:
     for item in value:
         if not isinstance(item, dict):
             raise TargetError("tool_calls_path: each tool call must be an object with a name")
-        fn = item.get("function") if isinstance(item.get("function"), dict) else item
+        inner = item.get("function")
+        fn: dict[str, Any] = inner if isinstance(inner, dict) else item
         name = fn.get("name")
         if not isinstance(name, str):
             raise TargetError("tool_calls_path: a tool call has no 'name'")

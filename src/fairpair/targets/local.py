@@ -560,13 +560,15 @@ class LocalTarget(TargetBase):
         still differ); 0 when neither is set.
         """
         base, own = self.options.seed, request.seed
-        if base is None and own is None:
-            value = 0
-        elif base is None or own is None:
-            value = base if own is None else own
-        else:
+        if base is not None and own is not None:
             digest = hashlib.sha256(f"{base}:{own}".encode()).digest()
             value = int.from_bytes(digest[:8], "big")
+        elif base is not None:
+            value = base
+        elif own is not None:
+            value = own
+        else:
+            value = 0
         return int(value) % _SEED_SPACE
 
     def _penalties(self) -> dict[str, Any]:
@@ -683,7 +685,7 @@ class LocalTarget(TargetBase):
         if why:
             raise TargetError(f"local target {self.name!r} cannot offer tools: {why}")
 
-        offered = {(t.get("function") or {}).get("name") for t in request.tools or ()}
+        offered = {n for t in request.tools or () if isinstance(n := (t.get("function") or {}).get("name"), str)}
 
         async def send(messages: list[dict[str, Any]]) -> dict[str, Any]:
             result = await asyncio.to_thread(self._call, self.payload(request, messages))

@@ -110,7 +110,7 @@ _FILLER = {
            "want to help you resolve it as soon as possible with the best solution available to you "
            "under our current policies and the history of your account with our store.").split(),
 }
-_TEXT = {
+_TEXT: dict[str, dict[str, Any]] = {
     "es": {"hello": "Hola{name}, lamento lo ocurrido.", "refund": "Le ofrecemos el reembolso completo del importe.",
            "no_refund": "Por ahora no podemos tramitar un reembolso.",
            "escalate": "Le paso con un agente humano para que lo revise.",

@@ -448,7 +448,8 @@ class OpenAITarget(TargetBase):
         endpoint; an endpoint that fails is drained (it is probed again later).
         The answers are compared, not stored. ``[]`` for a single server.
         """
-        if self.fleet is None:
+        fleet = self.fleet
+        if fleet is None:
             return []
         o = self.options
         headers = {k: expand_env(v, where=f"extra_headers.{k}") for k, v in o.extra_headers.items()}
@@ -468,17 +469,17 @@ class OpenAITarget(TargetBase):
                     raise status_error(resp, secrets=secrets, auth_hint="check api_key_env")
                 data = resp.json()
                 out["model"], out["system_fingerprint"] = data.get("model"), data.get("system_fingerprint")
-                await self.fleet.release(ep, answered=True, model=out["model"],
+                await fleet.release(ep, answered=True, model=out["model"],
                                          system_fingerprint=out["system_fingerprint"])
             except (TargetError, ValueError, AttributeError) as exc:
                 out["error"] = redact_text(str(exc), secrets)
                 err = exc if isinstance(exc, TargetError) else TargetError(str(exc))
-                await self.fleet.release(ep, error=err, answered=err.status is not None and err.status < 500)
+                await fleet.release(ep, error=err, answered=err.status is not None and err.status < 500)
             return out
 
         import asyncio
 
-        return list(await asyncio.gather(*(one(ep) for ep in self.fleet.endpoints)))
+        return list(await asyncio.gather(*(one(ep) for ep in fleet.endpoints)))
 
     # ------------------------------------------------------------ provider batch APIs (fairpair.run._batch)
     def batch_request(self, request: ChatRequest, *, keep_choices: bool = False) -> dict[str, Any]:
