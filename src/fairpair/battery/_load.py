@@ -20,6 +20,7 @@ import re
 import typing
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -301,7 +302,7 @@ def _to_battery_error(exc: ValidationError, data: Any, located: Located,
 yaml_error = _to_battery_error
 
 
-def _first_the_typos(errors: list[dict]) -> list[dict]:
+def _first_the_typos(errors: list[Any]) -> list[Any]:
     """pydantic's errors with unknown keys first: a misspelt key (``templtes``) also makes the key it
     meant missing, and its "did you mean" is the useful message."""
     return sorted(errors, key=lambda e: e["type"] != "extra_forbidden")
@@ -341,7 +342,7 @@ def _data_path(loc: tuple, data: Any, root: type[BaseModel] = Battery) -> tuple[
             path.append(part)
             d = d[part]
         elif isinstance(d, dict) and part not in d and isinstance(part, str) and ann is not None \
-                and _model_of(ann) is not None and part not in _model_of(ann).model_fields:
+                and (model := _model_of(ann)) is not None and part not in model.model_fields:
             # union tag (e.g. 'counterfactual') or an extra key
             if d.get("kind") == part:
                 ann = _pick_union(ann, part)
@@ -466,7 +467,7 @@ def _check(lb: LoadedBattery) -> None:
         group_slots |= every
     # slots used by templates
     known_slots = set(b.slots) | group_slots
-    slot_owner = {}
+    slot_owner: dict[str, str] = {}
     for an, attr in attrs.items():
         if attr.slot:
             if attr.slot in slot_owner:
@@ -484,7 +485,7 @@ def _check(lb: LoadedBattery) -> None:
         raise lb.fail(f"template id '{sorted(dup)[0]}' is used twice", ("templates", i, "id"))
     msg = b.context_channels.message
     for i, t in enumerate(b.templates):
-        texts = [(("templates", i, "turns", j), s) for j, s in enumerate(t.turns)]
+        texts: list[tuple[tuple[Any, ...], str]] = [(("templates", i, "turns", j), s) for j, s in enumerate(t.turns)]
         texts += [(("templates", i, "history", j, "content"), m.content) for j, m in enumerate(t.history)]
         if t.system:
             texts.append((("templates", i, "system"), t.system))
@@ -525,8 +526,8 @@ def _check(lb: LoadedBattery) -> None:
         dpath = ("designs", di)
         for a, sub in d.attribute_keys():
             _need(lb, a, list(attrs), (*dpath, *sub), "attribute")
-        for k, tid in enumerate(d.templates or []):
-            _need(lb, tid, template_ids, (*dpath, "templates", k), "template")
+        for ti, tid in enumerate(d.templates or []):
+            _need(lb, tid, template_ids, (*dpath, "templates", ti), "template")
         d.check(DesignCheck(lb, di))
     # templates must use the varied slot of counterfactual designs
     for di, d in enumerate(b.designs):
@@ -542,9 +543,9 @@ def _check(lb: LoadedBattery) -> None:
                 for i, t in enumerate(b.templates):
                     if d.templates and t.id not in d.templates:
                         continue
-                    used = {m.group(1) for s in (*t.turns, t.system or "", *(h.content for h in t.history))
-                            for m in SLOT_RE.finditer(s) if m.group(1)}
-                    if attr.slot not in used and not attr.context_field:
+                    slots_used = {m.group(1) for s in (*t.turns, t.system or "", *(h.content for h in t.history))
+                                  for m in SLOT_RE.finditer(s) if m.group(1)}
+                    if attr.slot not in slots_used and not attr.context_field:
                         raise lb.fail(
                             f"template '{t.id}' never uses slot '{{{attr.slot}}}', so design "
                             f"'{b.design_id(di)}' would vary nothing in it", ("templates", i, "turns"),
@@ -579,11 +580,11 @@ def _check(lb: LoadedBattery) -> None:
         if b.judge.system is not None:
             raise lb.fail("a judge takes no system prompt: fairpair writes the judge's prompts", ("judge", "system"),
                           hint="give 'system' or 'system_file' to a target under test")
-    for name, spec in b.measures.items():
+    for name, mspec in b.measures.items():
         if not name.strip():  # stored and compared by its name: '' reads as no measure at all
             raise lb.fail("empty measure name", ("measures", name),
                           hint="give the measure a name: the comparisons, the report and --measure use it")
-        _check_plugin(lb, "fairpair.measures", spec, ("measures", name))
+        _check_plugin(lb, "fairpair.measures", mspec, ("measures", name))
     for ci, c in enumerate(b.analysis.comparisons):
         cpath = ("analysis", "comparisons", ci)
         # a measure with several outputs is compared as 'name.field'; with no measure declared
@@ -597,8 +598,8 @@ def _check(lb: LoadedBattery) -> None:
         _need(lb, c.attribute, list(attrs), (*cpath, "attribute"), "attribute")
         groups = list(attrs[c.attribute].groups)
         if c.groups != "all_pairs":
-            for k, g in enumerate(c.groups):
-                _need(lb, g, groups, (*cpath, "groups", k), f"group of '{c.attribute}'")
+            for gi, gname in enumerate(c.groups):
+                _need(lb, gname, groups, (*cpath, "groups", gi), f"group of '{c.attribute}'")
         if c.reference is not None:
             _need(lb, c.reference, groups, (*cpath, "reference"), f"group of '{c.attribute}'")
         check_comparison(lb, c, cpath)
@@ -748,7 +749,7 @@ def _context_shape(b: Battery, t, i: int) -> tuple[dict, list[tuple[str, tuple]]
     return shape, origins
 
 
-def _get_path(d: dict, dotted: str) -> Any:
+def _get_path(d: Any, dotted: str) -> Any:
     for part in dotted.split("."):
         d = d.get(part) if isinstance(d, dict) else None
     return d
@@ -797,7 +798,7 @@ def _system_paths(text: str | None) -> list[str]:
 
 
 def _check_routing(lb: LoadedBattery, i: int, t, shape: dict, origins: list[tuple[str, tuple]],
-                   used: list[str], in_system: list[str] = ()) -> None:
+                   used: list[str], in_system: Sequence[str] = ()) -> None:
     """Every context field reaches the model through at least one channel of every target.
 
     A target with its own ``system`` prompt reads its own prompt's fields instead of the template's
@@ -822,7 +823,7 @@ def _check_routing(lb: LoadedBattery, i: int, t, shape: dict, origins: list[tupl
     if not shape:
         return
     common = list(used) + list(tools.values())
-    specs = b.target_specs() or {None: None}
+    specs: dict[str | None, Any] = {k: v for k, v in b.target_specs().items()} or {None: None}
     for name, spec in specs.items():
         kind = spec.kind if spec is not None else None
         if kind in _CONTEXT_AS_DATA or kind not in (None, "openai", "anthropic", "litellm", "local", "http"):

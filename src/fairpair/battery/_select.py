@@ -12,6 +12,7 @@ import dataclasses
 import fnmatch
 from collections.abc import Sequence
 
+from fairpair.battery._designs import _DesignBase
 from fairpair.battery._load import LoadedBattery, battery_hash
 from fairpair.errors import BatteryError
 
@@ -47,7 +48,7 @@ def select(loaded: LoadedBattery, *, templates: Sequence[str] | None = None,
                 raise BatteryError(f"--templates '{p}' matches no template id or meta value", file=loaded.path,
                                    key="templates")
         kept = [t for t in b.templates if _matches(t, templates)]
-    designs = list(b.designs)
+    designs: list[_DesignBase] = list(b.designs)
     if axes:
         unknown = [a for a in axes if a not in b.attributes]
         if unknown:

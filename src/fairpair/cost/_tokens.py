@@ -90,11 +90,13 @@ def counter_for(kind: str, options: Mapping[str, Any]) -> tuple[TokenCounter, st
     from fairpair.targets.local import LocalTarget
 
     try:
-        import xllamacpp  # noqa: F401 - the backend that reads the GGUF's tokenizer
-
         target = LocalTarget(dict(options), name="tokenizer")
         target.check_installed()  # a known model's part packages (assembling the GGUF reads them)
+        import xllamacpp  # noqa: F401 - the backend that reads the GGUF's tokenizer
+
         return LocalTokenizer(target), None
-    except (ImportError, FairpairError) as exc:
+    except ImportError:
+        why = "the llama.cpp backend, xllamacpp, is missing; pip install 'fairpair[local]'"
+    except FairpairError as exc:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return CharsPerToken(), f"the local model's tokenizer is not installed ({why})"
+    return CharsPerToken(), f"the local model's tokenizer is not installed ({why})"
