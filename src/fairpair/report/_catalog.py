@@ -79,7 +79,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "warnings.title": "Warnings",
         "reasons.title": "Why some comparisons have no verdict or are inconclusive",
         "failing.title": "Failing comparisons",
-        "verbose.hint": "details: fairpair status {run}, or --verbose",
+        "verbose.hint": "each comparison in a sentence: fairpair report {run} --verbose",
         "overall.insufficient design": ("No comparison fails, but the design cannot support a verdict for at "
                                         "least one (see why next to it)."),
         "clause.insufficient design": "no verdict: the design cannot support one ({reason})",
@@ -442,7 +442,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "warnings.title": "Avisos",
         "reasons.title": "Por qué algunas comparaciones no tienen veredicto o no son concluyentes",
         "failing.title": "Comparaciones que fallan",
-        "verbose.hint": "detalles: fairpair status {run}, o --verbose",
+        "verbose.hint": "cada comparación en una frase: fairpair report {run} --verbose",
         "overall.insufficient design": ("Ninguna comparación falla, pero el diseño no permite un veredicto en al "
                                         "menos una (ver el motivo junto a ella)."),
         "clause.insufficient design": "sin veredicto: el diseño no lo permite ({reason})",

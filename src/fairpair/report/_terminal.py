@@ -112,6 +112,8 @@ def print_verdicts(console: Any, run_dir: Path | None = None, *, language: str |
 
         for table in ranking_tables(model.rankings, model.lang):
             console.print(table)
+    for lc in model.label_corrections:  # a verdict decided by human labels says so, with the judge's own figure
+        line(lc)
     for sp in getattr(model, "spreads", []):  # secondary: the spread tests that fail, every one with --verbose
         if verbose or sp.verdict == "fail":
             line(sp.line)
