@@ -225,3 +225,6 @@ def test_the_chatbot_served_on_loopback_is_discovered_through_an_http_target(tmp
     planted = {"envienos", "foto", "factura", "continuar"}
     assert any(set(a["spec"]["any_of"][0].split()) & planted and a["direction"] == "magreb" for a in confirmed)
     assert "CONFIRMED" in out
+    # the report `run` wrote is brought up to date: its discovered section is there without `fairpair report`
+    assert "report updated" in out
+    assert confirmed[0]["spec"]["any_of"][0] in (run / "report" / "report.md").read_text()

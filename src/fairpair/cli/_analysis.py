@@ -170,6 +170,11 @@ def discover(run: RunArg,
         judge_target = _target_option(run, judge, build_target, "--judge")
     discover_run(run, seed=seed, words=words, proposer=target, max_axes=max_axes, z_min=z_min,
                  min_answers=min_answers, proposer_pairs=pairs, judge=judge_target, console=console)
+    if (Path(run) / "report").is_dir():  # a report written before: its 'discovered' section is brought up to date
+        from fairpair import pipeline
+
+        out = pipeline.report(run, pipeline.Settings(console=None))
+        console.print(f"report updated: {escape(str(Path(run) / 'report'))} ({out.counts.get('files', 0)} files)")
 
 
 def _target_option(run: Path, text: str, build_target, option: str):
