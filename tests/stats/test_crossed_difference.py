@@ -308,3 +308,33 @@ def test_no_skewness_leaves_the_t_interval_and_two_templates_have_none():
     assert tuple(sym.equivalence_interval(0.9)) == pytest.approx(tuple(sym.confidence_interval(0.9)))
     two = crossed_from_cells(a[:2], b[:2] + np.array([[0.3], [0.0]]), names="fixed")  # k3 needs 3 templates
     assert np.isnan(two.skewness) and tuple(two.equivalence_interval(0.9)) == tuple(two.confidence_interval(0.9))
+
+
+def test_names_from_keeps_the_source_mean_squares_in_satterthwaite_df():
+    # the name components of another inference (names_from) enter the df through that inference's own
+    # mean squares: S_N^2 / n with n - 1 df minus MS_res / (T n) with (T - 1)(n - 1) df (balanced), each
+    # taken here from statsmodels' two-way ANOVA of the source's cells (Satterthwaite 1946 by hand)
+    rng = np.random.default_rng(8)
+    t, k = 12, 5
+    src = [rng.normal(0, 1, t)[:, None] + rng.normal(0, 1.5, k)[None, :] + rng.normal(0, 0.5, (t, k))
+           for _ in range(2)]
+    own = [s + rng.normal(0, 0.8, (t, k)) for s in src]
+    r_src = crossed_from_cells(src[0], src[1], pool=None)
+    r = crossed_from_cells(own[0], own[1], names_from=r_src)
+    terms = [(1 / t, np.var(own[0].mean(1) - own[1].mean(1), ddof=1), t - 1)]
+    for m in src:
+        data = pd.DataFrame([(i, j, m[i, j]) for i in range(t) for j in range(k)], columns=["t", "n", "v"])
+        aov = anova_lm(smf.ols("v ~ C(t) + C(n)", data).fit())
+        ms_n, ms_res = aov.loc["C(n)", "mean_sq"], aov.loc["Residual", "mean_sq"]
+        assert aov.loc["Residual", "df"] == (t - 1) * (k - 1)
+        # the ANOVA's name mean square is T S_N^2
+        terms += [(1 / (t * k), ms_n, k - 1), (-1 / (t * k), ms_res, (t - 1) * (k - 1))]
+    total = sum(c * m for c, m, _ in terms)
+    df = total ** 2 / sum((c * m) ** 2 / d for c, m, d in terms)
+    assert r.se ** 2 == pytest.approx(total)
+    assert r.df == pytest.approx(df)
+    # a single (component, n - 1) term per group (before) overstated it
+    comp = r_src.variance_components
+    single = total ** 2 / ((terms[0][0] * terms[0][1]) ** 2 / (t - 1) + (comp["names_a"] ** 2 + comp["names_b"] ** 2) / (k - 1))
+    assert r.df < single
+    assert r.pvalue == pytest.approx(2 * stats.t.sf(abs(r.estimate) / r.se, df))

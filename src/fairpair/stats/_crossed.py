@@ -533,7 +533,8 @@ def crossed_from_cells(cells_a: np.ndarray, cells_b: np.ndarray, *, names: str =
     """:func:`crossed_difference` from cell means: arrays (T, n_a) and (T, n_b), NaN for empty cells.
 
     ``names_from``: take the name components (names random) from another inference of the same
-    design instead of these cells (each entering Satterthwaite's df as ``(component, n_g - 1)``):
+    design instead of these cells (each entering Satterthwaite's df through that inference's own mean
+    squares, ``S_N^2 / n_g`` with ``n_g - 1`` df minus ``h MS_res / n_g`` with the interaction's df):
     the prediction-powered values of :mod:`fairpair.stats._ppi`, whose labelled-sample noise makes
     their own name components noisy and, truncated at 0, biased upwards (20% too wide at 50 labels
     in ``benchmarks/sim_labels.py``), take them from the judge's scores of every answer.
@@ -563,7 +564,9 @@ def crossed_from_cells(cells_a: np.ndarray, cells_b: np.ndarray, *, names: str =
     notes: list[str] = []
     s2t = float(d_t.var(ddof=1)) if t > 1 else nan
     ms = {"s2_templates": s2t, "s2_names_a": sa.s2_names, "s2_names_b": sb.s2_names,
-          "ms_interaction_a": sa.ms_res, "ms_interaction_b": sb.ms_res}
+          "ms_interaction_a": sa.ms_res, "ms_interaction_b": sb.ms_res,
+          "df_interaction_a": float(sa.df_res), "df_interaction_b": float(sb.df_res),
+          "h_names_a": sa.h, "h_names_b": sb.h}
     comp = {"templates": s2t / t if t > 1 else nan, "names_a": 0.0, "names_b": 0.0}
     terms = [(1.0 / t, s2t, t - 1.0)] if t > 1 else []
     if t < 2:
@@ -576,11 +579,11 @@ def crossed_from_cells(cells_a: np.ndarray, cells_b: np.ndarray, *, names: str =
             notes.append(f"group {key} has one name: the name variance cannot be estimated")
         pooled = False
         if names_from is not None and not one:
-            for key, g in (("a", sa), ("b", sb)):
+            for key in ("a", "b"):
                 val = names_from.variance_components.get(f"names_{key}", nan)
                 comp[f"names_{key}"] = float(val) if np.isfinite(val) else nan
                 if np.isfinite(val) and val > 0:
-                    terms.append((1.0, float(val), g.n - 1.0))
+                    terms += _names_terms(names_from, key, float(val))
             ms["names_pretest_pvalue"] = names_from.mean_squares.get("names_pretest_pvalue", nan)
             pooled = True  # nothing more to estimate here
         elif not one and pool is not None and t > 1:
@@ -623,6 +626,24 @@ def crossed_from_cells(cells_a: np.ndarray, cells_b: np.ndarray, *, names: str =
     return CrossedDifferenceResult(est, float(stat), p, float(df), se, names, t, sa.n, sb.n, n_values, comp, ms,
                                    d_t, float(rows_a.mean()), float(rows_b.mean()), method, "; ".join(notes) or None,
                                    lam)
+
+
+def _names_terms(src: CrossedDifferenceResult, key: str, val: float) -> list[tuple[float, float, float]]:
+    """Satterthwaite's ``(c, ms, df)`` terms of group ``key``'s name component ``val`` as ``src`` estimated
+    it, ``S_N^2 / n - h MS_res / n``: a component taken from another inference keeps the sampling
+    variability of its own mean squares (a single ``(val, n - 1)`` term overstates the df of a difference
+    of mean squares; in ``benchmarks/sim_labels.py`` it gave df 19-21 where the t statistics' spread
+    showed 14-18, and 5.5-5.7% false fails)."""
+    n = float(src.n_names_a if key == "a" else src.n_names_b)
+    ms = src.mean_squares
+    s2, ms_res = ms.get(f"s2_names_{key}", np.nan), ms.get(f"ms_interaction_{key}", np.nan)
+    h, df_res = ms.get(f"h_names_{key}", np.nan), ms.get(f"df_interaction_{key}", 0.0)
+    if not (np.isfinite(s2) and n > 1):
+        return [(1.0, val, n - 1.0)]
+    terms = [(1.0 / n, float(s2), n - 1.0)]
+    if np.isfinite(ms_res) and np.isfinite(h) and df_res > 0:
+        terms.append((-h / n, float(ms_res), float(df_res)))
+    return terms
 
 
 def _with(r: CrossedDifferenceResult, **kw) -> CrossedDifferenceResult:
