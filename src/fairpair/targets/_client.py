@@ -153,6 +153,38 @@ def check_env(names: list[str], *, target: str, where: str) -> None:
                             f"(used by {where})", hint=f"export {missing[0]}=... before running")
 
 
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def env_var_name(value: str | None, *, example: str | None = None) -> str | None:
+    """An ``api_key_env`` option checked: ``value`` must be the NAME of an environment variable (``None``
+    passes); ``example`` is named in the message.
+
+    Raises
+    ------
+    ValueError
+        When ``value`` is not a variable name; the message never echoes it (it may be a key pasted by
+        mistake).
+    """
+    if value is not None and not _ENV_NAME_RE.fullmatch(value):
+        eg = f" (e.g. {example})" if example else ""
+        raise ValueError(f"api_key_env takes the NAME of an environment variable{eg}, never the key itself")
+    return value
+
+
+def header_env(headers: Mapping[str, str], *, target: str) -> list[str]:
+    """The environment variables that ``headers``' ``${VAR}`` references name, sorted and unique.
+
+    Raises
+    ------
+    FairpairError
+        When one of them is unset (:func:`check_env`, ``where="extra_headers"``).
+    """
+    names = sorted({n for v in headers.values() for n in env_names(v)})
+    check_env(names, target=target, where="extra_headers")
+    return names
+
+
 def redact_text(text: str, secrets: list[str]) -> str:
     """``text`` with every secret of 4 characters or more replaced by ``***``."""
     for s in secrets:

@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fairpair.errors import FairpairError
 from fairpair.targets._base import ChatRequest, Completion, TargetBase, TargetError
-from fairpair.targets._client import check_env, env_names, expand_env, redact_text
+from fairpair.targets._client import env_var_name, expand_env, header_env, redact_text
 
 __all__ = ["AnthropicBatches", "AnthropicOptions", "AnthropicTarget", "MAX_BATCH_BYTES", "MAX_BATCH_REQUESTS",
            "openai_body", "message_params"]
@@ -79,8 +79,7 @@ class AnthropicOptions(BaseModel):
     @field_validator("api_key_env")
     @classmethod
     def _env_name(cls, v: str) -> str:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
-            raise ValueError("api_key_env takes the NAME of an environment variable, never the key itself")
+        env_var_name(v)  # raises on a value that is not a variable name
         return v
 
 
@@ -167,8 +166,7 @@ class AnthropicTarget(TargetBase):
     def __init__(self, options: dict[str, Any] | AnthropicOptions, *, name: str = "anthropic"):
         super().__init__(options, name=name)
         o = self.options
-        self._header_env = sorted({n for v in o.extra_headers.values() for n in env_names(v)})
-        check_env(self._header_env, target=name, where="extra_headers")
+        self._header_env = header_env(o.extra_headers, target=name)
         key = os.environ.get(o.api_key_env)
         if not key:
             raise FairpairError(f"target '{name}': environment variable {o.api_key_env} is not set (api_key_env)",

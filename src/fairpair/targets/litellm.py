@@ -17,13 +17,13 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
-import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from fairpair.errors import FairpairError
 from fairpair.targets._base import ChatRequest, Completion, TargetBase, TargetError
+from fairpair.targets._client import env_var_name
 from fairpair.targets.http import RETRYABLE_STATUS, parse_retry_after, redact_text
 from fairpair.targets.openai import chat_with_tools
 
@@ -57,9 +57,7 @@ class LiteLLMOptions(BaseModel):
     @field_validator("api_key_env")
     @classmethod
     def _env_name(cls, v: str | None) -> str | None:
-        if v is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
-            raise ValueError("api_key_env takes the NAME of an environment variable, never the key itself")
-        return v
+        return env_var_name(v)
 
 
 def _import_litellm():

@@ -73,8 +73,8 @@ from fairpair.errors import FairpairError
 from fairpair.targets._fleet import Fleet
 from fairpair.targets._base import ChatRequest, Completion, TargetBase, TargetError, ToolCall, Usage, \
     first_top_logprobs
-from fairpair.targets._client import ClientPool, Reply, check_env, check_header_values, env_names, expand_env, prepared_request, \
-    redact_text, status_error
+from fairpair.targets._client import ClientPool, Reply, check_header_values, env_var_name, expand_env, header_env, \
+    prepared_request, redact_text, status_error
 
 __all__ = ["OpenAIOptions", "OpenAITarget", "chat_with_tools", "completion_of", "parse_choice"]
 
@@ -195,11 +195,7 @@ class OpenAIOptions(BaseModel):
     @field_validator("api_key_env")
     @classmethod
     def _env_name(cls, v: str | None) -> str | None:
-        if v is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
-            # never echo the value: it may be a key pasted by mistake
-            raise ValueError("api_key_env takes the NAME of an environment variable (e.g. OPENAI_API_KEY), "
-                             "never the key itself")
-        return v
+        return env_var_name(v, example="OPENAI_API_KEY")
 
 
 def parse_choice(data: Any) -> tuple[dict[str, Any], str | None]:
@@ -330,8 +326,7 @@ class OpenAITarget(TargetBase):
     def __init__(self, options: dict[str, Any] | OpenAIOptions, *, name: str = "openai"):
         super().__init__(options, name=name)
         o = self.options
-        self._header_env = sorted({n for v in o.extra_headers.values() for n in env_names(v)})
-        check_env(self._header_env, target=name, where="extra_headers")
+        self._header_env = header_env(o.extra_headers, target=name)
         self._key: str | None = None
         if o.api_key_env is not None:
             key = os.environ.get(o.api_key_env)
