@@ -374,9 +374,10 @@ def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: 
             if sp is not None and sp.verdict != "insufficient design":
                 tl.sp_n += 1
                 tl.sp_fail += sp.verdict == "fail"
-                if row.measure in _LINEAR and sp.ci is not None and None not in sp.ci:
+                if row.measure in _LINEAR and sp.ci is not None:  # a None limit: Fieller's unbounded side
+                    lo, hi = (-np.inf if sp.ci[0] is None else sp.ci[0]), (np.inf if sp.ci[1] is None else sp.ci[1])
                     tl.sp_ncov += 1
-                    tl.sp_cov += sp.ci[0] <= true_spread(row.gen) <= sp.ci[1]
+                    tl.sp_cov += lo <= true_spread(row.gen) <= hi
         sc = r1.scenarios
         if sc is not None:
             guarded += sc.heterogeneous and "heterogeneous average" in r1.verdict_rule

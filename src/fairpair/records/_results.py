@@ -223,9 +223,11 @@ class SpreadBlock(_Rec):
     For count, continuous and 1-5 measures with at least two answers in some template x name cells:
     ``sd_a`` / ``sd_b`` each group's mean unbiased within-cell standard deviation (the repetitions of
     one template and name; measure units), ``estimate`` the log ratio ``log(sd_a / sd_b)`` (natural
-    log) and ``ratio`` its ``exp``; ``ci`` / ``ratio_ci`` the ``confidence_level`` intervals of both;
-    ``se`` / ``df`` / ``statistic`` / ``pvalue`` the delta-method crossed t (templates and, unless
-    fixed, names random; :func:`fairpair.stats.spread_difference`); ``pvalue_adjusted`` over the
+    log) and ``ratio`` its ``exp``; ``ci`` / ``ratio_ci`` the ``confidence_level`` intervals of both
+    (Fieller's; a ``null`` limit: unbounded on that side); ``df`` / ``statistic`` / ``pvalue`` the
+    crossed t of ``sd_a - sd_b`` (templates and, unless fixed, names random;
+    :func:`fairpair.stats.spread_difference`), ``se`` the delta-method standard error of ``estimate``
+    (scale only); ``pvalue_adjusted`` over the
     target's spread tests of the same family (``correction``, ``family_size`` tests). ``verdict``:
     ``fail`` (the spreads differ: adjusted p < alpha), ``inconclusive`` or ``insufficient design``
     (``design_reason``); it never changes the comparison's verdict or the gate. ``n_cells``: cells
