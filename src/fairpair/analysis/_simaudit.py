@@ -358,6 +358,8 @@ def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: 
     guarded = 0
     scen_false = found = False
     for j, (pa, pj, pmj) in enumerate(zip(pas, adj, adj_m)):
+        if delta != 0:  # the spread is tallied at a true difference of 0 only: its Fieller interval costs
+            pa.within_spread = None
         if row.templates_estimand == "fixed" or row.gen.sparse:
             true = float((truth_t[j + 1] - truth_t[0]).mean()) if row.templates_estimand == "fixed" else delta
         else:

@@ -219,7 +219,9 @@ class SpreadDifferenceResult:
             return abs(t) - float(special.stdtrit(df, 0.5 + level / 2.0)) if np.isfinite(t) else nan
 
         out = []
-        step0 = max(2.0 * self.se, 0.02) if np.isfinite(self.se) else 0.1
+        # first bracket: around the delta method's limit (usually close), then doubling outwards
+        q = float(special.stdtrit(self.df, 0.5 + level / 2.0)) if np.isfinite(self.df) else 2.0
+        step0 = max(0.8 * q * self.se, 0.01) if np.isfinite(self.se) else 0.1
         for sign in (-1.0, 1.0):
             inner, step = x0, step0
             while True:
@@ -228,12 +230,12 @@ class SpreadDifferenceResult:
                 if not np.isfinite(fx):
                     return nan, nan
                 if fx >= 0:
-                    out.append(float(optimize.brentq(f, min(inner, x), max(inner, x), xtol=1e-7)))
+                    out.append(float(optimize.brentq(f, min(inner, x), max(inner, x), xtol=1e-6)))
                     break
                 if step > _UNBOUNDED:
                     out.append(sign * float("inf"))
                     break
-                inner, step = x, 2.0 * step
+                inner, step = x, 1.6 * step if inner == x0 else 2.0 * step
         return out[0], out[1]
     def ratio_interval(self, confidence_level: float = 0.95) -> ConfidenceInterval:
         """:meth:`confidence_interval` on the ratio scale (``exp`` of its limits)."""
