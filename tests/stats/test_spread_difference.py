@@ -19,6 +19,9 @@ def test_c4_is_the_textbook_constant():
     assert c4(5) == pytest.approx(math.sqrt(2 / 4) * special.gamma(2.5) / special.gamma(2.0))
     assert round(float(c4(5)), 4) == 0.9400 and round(float(c4(10)), 4) == 0.9727
     assert np.isnan(c4(1))
+    # E[s] / sigma = E[chi_{n-1}] / sqrt(n - 1) (scipy's chi distribution)
+    for n in (2, 3, 5, 10, 30):
+        assert c4(n) == pytest.approx(stats.chi(n - 1).mean() / math.sqrt(n - 1))
 
 
 def test_cell_sds_are_numpy_sample_sds_over_c4_and_cells_of_one_answer_have_none():

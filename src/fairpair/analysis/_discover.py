@@ -19,7 +19,8 @@ the search never saw.
    * the *model* pass (:func:`propose_axes`): any target as the proposer, blind to the group as the
      judge is (masked answers; each pair shown in both orders, so the side does not tell the group),
      asked for yes/no questions on which the two answers differ; the questions asked most often
-     are kept.
+     are answered by the judge on the exploration part and screened there (:func:`screen`), as the
+     phrases are.
 
    Each axis is an ordinary measure (``keywords`` for a phrase, ``llm_extract`` with a boolean
    schema for a question, answered by the battery's judge), written to a battery fragment
@@ -27,8 +28,8 @@ the search never saw.
 3. **Confirmation** (:func:`confirm`): the axes are measured on the confirmation part only (stored
    as ``discovered.<name>``) and tested with the crossed inference of every comparison
    (:func:`fairpair.analysis._paired.analyze_pairs`), Holm over each target's discovered family. An
-   axis is *confirmed* when its adjusted p-value is below alpha and (a words axis) its difference
-   has the sign the exploration saw. The result is ``results.json``'s ``discovered`` section,
+   axis is *confirmed* when its adjusted p-value (one-sided, in the direction the exploration saw)
+   is below alpha. The result is ``results.json``'s ``discovered`` section,
    apart from the pre-registered comparisons: it changes no verdict and not the gate.
 
 ``benchmarks/sim_discover.py`` simulates whole audits through :func:`make_split`,
@@ -348,10 +349,10 @@ def confirm(tests: list[AxisTest], *, alpha: float) -> list[tuple[Any, bool]]:
     (its ``pvalue_adjusted`` Holm's over the family) and whether the axis is confirmed (adjusted p below
     ``alpha``).
 
-    A signed axis (a phrase, whose direction the exploration saw) is tested one-sided in that
-    direction: its crossed t's two-sided p-value ``p`` becomes ``p / 2`` when the estimate has the
+    A signed axis (every axis of ``fairpair discover``: the exploration saw its direction) is tested
+    one-sided in that direction: its crossed t's two-sided p-value ``p`` becomes ``p / 2`` when the estimate has the
     expected sign and ``1 - p / 2`` otherwise, since the hypothesis was fixed before the confirmation
-    part was read. An axis without a sign (a proposer's question) keeps the two-sided p-value.
+    part was read. An axis without a sign (``sign`` 0) keeps the two-sided p-value.
     """
     from fairpair.analysis._paired import finish
     from fairpair.stats import adjust
@@ -828,7 +829,7 @@ def print_discovered(console, block) -> None:
     console.print(f"discovered (not pre-registered; changes no verdict and not the gate): passes "
                   f"{', '.join(block.passes) or 'none'} on {n.get('explore', 0)} exploration answers; "
                   f"{len(block.axes)} axis(es) tested on {n.get('confirm', 0)} confirmation answers, "
-                  f"{len(block.confirmed())} confirmed ({block.correction}, alpha {block.alpha}; a phrase one-sided, in the "
+                  f"{len(block.confirmed())} confirmed ({block.correction}, alpha {block.alpha}; an axis one-sided, in the "
                   f"direction the exploration saw)", soft_wrap=True)
     for a in block.axes:
         c = a.confirmation
