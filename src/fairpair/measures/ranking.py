@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from fairpair.records import Case
 
 __all__ = ["RankingMeasure", "RankingOptions", "ParsedRanking", "Pick", "parse_ranking", "ranking_detail", "candidate_spans", "UNPARSED",
-           "MATCHES", "FUZZY"]
+           "MATCHES", "FUZZY", "ranking_slots"]
 
 UNPARSED = "unparsed"
 
