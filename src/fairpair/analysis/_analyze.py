@@ -13,7 +13,7 @@ import numpy as np
 import fairpair.battery  # noqa: F401  (registers the reader of the battery a run records: Run.battery)
 from fairpair import __version__
 from fairpair.analysis._data import (
-    RunData, add_category_values, group_pairs, load_run_data, measure_scale, pairs_for, strata_for,
+    RunData, Strata, add_category_values, group_pairs, load_run_data, measure_scale, pairs_for, strata_for,
 )
 from fairpair.analysis._corrected import analyze_corrected, label_arrays, load_labels
 from fairpair.analysis._paired import BINARY_SCALES, analyze_pairs, finish, scenario_pvalues
@@ -98,7 +98,7 @@ def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None, 
     notes: list[str] = []
     comparisons: list[ComparisonResult] = []
     omnibus: list[OmnibusResult] = []
-    strata_cache: dict[tuple[str, str], dict] = {}
+    strata_cache: dict[tuple[str, str], Strata] = {}
     seen_ids: dict[str, int] = {}
     for target in targets or data.targets:
         answered = data.answered.get(target, np.zeros(len(data.cases), dtype=bool))
@@ -201,7 +201,9 @@ def _family_adjust(fam: list, method: str) -> tuple[np.ndarray, np.ndarray, list
     p-values per comparison and, per comparison, its scenarios' adjusted arrays (``None`` unless by
     template).
     """
-    raw, raw_m, spans = [], [], []
+    raw: list[float] = []
+    raw_m: list[float] = []
+    spans: list[tuple[int, int]] = []
     for pa, _ident, _primary, margin in fam:
         if pa.by_template:
             p0, pm = scenario_pvalues(pa, margin)
@@ -214,7 +216,9 @@ def _family_adjust(fam: list, method: str) -> tuple[np.ndarray, np.ndarray, list
         raw_m += list(pm)
     a0 = adjust(np.array(raw), method) if raw else np.zeros(0)
     am = adjust(np.array(raw_m), method) if raw_m else np.zeros(0)
-    adj, adj_m, scen = [], [], []
+    adj: list[float] = []
+    adj_m: list[float] = []
+    scen: list[tuple[np.ndarray, np.ndarray] | None] = []
     for (pa, *_), (i, j) in zip(fam, spans):
         if pa.by_template:
             s0, sm = a0[i:j], am[i:j]
@@ -249,7 +253,7 @@ def _category_comparisons(data: RunData, strata, answered, ident: dict[str, Any]
     return out
 
 
-def _square_table_tests(data: RunData, strata, answered, ident: dict[str, Any]) -> list[OmnibusResult]:
+def _square_table_tests(data: RunData, strata: Strata, answered: np.ndarray, ident: dict[str, Any]) -> list[OmnibusResult]:
     """Stuart-Maxwell (marginal homogeneity) and Bowker (symmetry) on the k x k table of the pairs'
     outcomes (:func:`fairpair.stats.stuart_maxwell`, :func:`fairpair.stats.bowker`), reported beside
     the per-outcome comparisons. Pair-level chi-square tests: they do not model the clustering of
@@ -262,8 +266,9 @@ def _square_table_tests(data: RunData, strata, answered, ident: dict[str, Any]) 
     ia, ib = ca[ok], cb[ok]
     if labels is None:
         labels = np.full(len(data.cases), None, dtype=object)
-    x = np.where(answered[ia], labels[ia], None)
-    y = np.where(answered[ib], labels[ib], None)
+    none = np.array(None, dtype=object)  # not a bare None: numpy's stubs read where(c, Any, None) as where(c)
+    x = np.where(answered[ia], labels[ia], none)
+    y = np.where(answered[ib], labels[ib], none)
     cats = data.categories.get(ident["measure"]) or None
     extra = sorted({v for v in (*x, *y) if v is not None} - set(cats or ()))
     cats = (*cats, *extra) if cats else None
@@ -366,6 +371,8 @@ def _omnibus(cid, target, measure, did, attribute, groups, strata, vals, answere
     table = np.where(answered[idx], vals[idx], np.nan) if idx.size else np.empty((0, len(groups)))
     binary = scale in BINARY_SCALES and np.all(np.isin(table[~np.isnan(table)], (0.0, 1.0)))
     note = None
+    s_stat: float | None
+    s_p: float | None
     try:
         res = cochran_q(table) if binary else friedman(table)
         s_stat, s_p, n, n_missing, s_note = res.statistic, res.pvalue, res.n, res.n_missing, res.note
@@ -413,8 +420,8 @@ def _judge_block(battery, store, data: RunData) -> JudgeBlock:
             from fairpair.measures import position_bias
             from fairpair.measures.judge import length_bias
         except ImportError:
-            position_bias = None
-        for name in pairwise if position_bias else []:
+            pairwise = []
+        for name in pairwise:
             pb = position_bias(store, name)
             if pb.n_items:
                 position[name] = PositionBias(share_first=num(pb.statistic), pvalue=num(pb.pvalue),
@@ -436,10 +443,10 @@ def _judge_block(battery, store, data: RunData) -> JudgeBlock:
         if pb.pvalue is not None and pb.pvalue < 0.05:
             warnings.append(f"{m}: the judge prefers the answer shown first in {pb.share_first:.0%} of decisive "
                             "verdicts (position bias); both orders are averaged")
-    for m, lb in lengths.items():
-        if lb.pvalue is not None and lb.pvalue < 0.05 and (lb.share_longer or 0) > 0.5:
-            warnings.append(f"{m}: the judge prefers the longer answer in {lb.share_longer:.0%} of decisive verdicts "
-                            f"between answers of different length (sign test p = {lb.pvalue:.3g}): its preferences "
+    for m, bias in lengths.items():
+        if bias.pvalue is not None and bias.pvalue < 0.05 and (bias.share_longer or 0) > 0.5:
+            warnings.append(f"{m}: the judge prefers the longer answer in {bias.share_longer:.0%} of decisive verdicts "
+                            f"between answers of different length (sign test p = {bias.pvalue:.3g}): its preferences "
                             "may follow length (verbosity bias) rather than quality")
     for m, n in invalid.items():
         warnings.append(f"{m}: {n} invalid judge outputs (retried; those still invalid are missing)")
@@ -649,7 +656,7 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
         if changes:
             notes.append("the analysis plan was changed after it was registered; the registered plan was executed")
         res = Results(
-            schema="fairpair.results/2", fairpair_version=__version__,
+            schema_="fairpair.results/2", fairpair_version=__version__,
             created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), run_dir=str(run_dir),
             battery=battery.name, battery_sha256=loaded.sha256, plan_sha256=registered, plan_sha256_now=now,
             plan_changed=bool(changes) and now != registered, alpha=plan.alpha, correction=plan.correction,

@@ -171,6 +171,7 @@ def compare_runs(before: Path | str, after: Path | str, *, target_before: str | 
                      f"cluster-bootstrap resamples (seed {plan.seed})")
     if target_before is not None or target_after is not None:
         ta, tb = target_before or target_after, target_after or target_before
+        assert ta is not None and tb is not None  # one of the two is set, and stands for both when alone
         for name, data, run in ((ta, da, before), (tb, db, after)):
             if name not in data.targets:
                 raise FairpairError(f"target '{name}' has no answer in {run} (its targets: "

@@ -322,7 +322,7 @@ def _recorded_statuses(blocks: dict[str, Any], data: RunData, index: dict[str, i
     for target in targets:
         b = blocks.get(target)
         cases = getattr(b, "cases", None) if b is not None else None
-        if cases is None:
+        if b is None or cases is None:
             return None
         arr = np.where(data.answered.get(target, np.zeros(n, dtype=bool)), "ok", "").astype(object)
         for st, ids in cases.items():
@@ -350,7 +350,7 @@ def _declared_scales(battery) -> dict[str, str]:
         try:
             from fairpair.measures import SCALES, measure_scales
 
-            scales = {k: v for k, v in measure_scales(battery).items() if v in SCALES}
+            scales: dict[str, str] = {k: v for k, v in measure_scales(battery).items() if v in SCALES}
         except Exception:  # noqa: BLE001 - a measure that cannot be built: fall back to the stored values
             scales = {}
         _SCALES_CACHE.clear()

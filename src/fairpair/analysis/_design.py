@@ -20,7 +20,7 @@ the goals. See the table in ``benchmarks/HISTORY.md``.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypedDict
 
 from fairpair._text import counted
 
@@ -53,7 +53,15 @@ def estimand_words(names: str, templates: str = "random") -> str:
     return _ESTIMAND[(names, templates)]
 
 
-_WORDS = {
+class _Words(TypedDict):
+    templates: str
+    names: str
+    templates_fixed: str
+    pairs: str
+    pair: tuple[str, str]  # (one, many)
+
+
+_WORDS: dict[str, _Words] = {
     "en": {"templates": "{n} template(s): too few scenarios to estimate how much the difference varies between "
                         "them; use at least {need}",
            "names": "{n} name(s) in group {g}: the result cannot generalise to other names of this group; use at "

@@ -195,6 +195,6 @@ def run_scenario(sc: RankingScenario, audits: int, seed: int, *, names: str = "r
         res[key] = float(np.nanmean(arr)) if np.isfinite(arr).any() else float("nan")
         hits[key] = [int(np.nansum(arr[:, j])) for j in range(arr.shape[1])] if arr.ndim == 2 else []
     res["hits"] = hits
-    res["joint_rates"] = int(sum(all(v == 1.0 for v in r["group_rate"]) for r in rows))
-    res["joint_slots"] = int(sum(all(v == 1.0 for v in r["slot_rate"]) for r in rows))
+    res["joint_rates"] = int(sum(all(v == 1.0 for v in h) for r in rows if isinstance(h := r["group_rate"], list)))
+    res["joint_slots"] = int(sum(all(v == 1.0 for v in h) for r in rows if isinstance(h := r["slot_rate"], list)))
     return res

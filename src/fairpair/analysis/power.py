@@ -113,7 +113,7 @@ def _names_per_group(s: dict[str, Any], attribute: str | None) -> int:
         v = v.get(attribute) if attribute in v else min(v.values(), default=1)
         if isinstance(v, dict):
             v = min(v.values(), default=1)
-    return int(v)
+    return int(v or 1)  # an attribute whose count is null: one name, as when the key is absent
 
 
 def components_from_run(run_dir: Path | str) -> dict[tuple[str, str], VarianceComponents]:
