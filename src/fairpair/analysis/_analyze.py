@@ -6,14 +6,14 @@ import json
 import shlex
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 import fairpair.battery  # noqa: F401  (registers the reader of the battery a run records: Run.battery)
 from fairpair import __version__
 from fairpair.analysis._data import (
-    RunData, Strata, add_category_values, group_pairs, load_run_data, measure_scale, pairs_for, strata_for,
+    CaseTable, RunData, Strata, add_category_values, group_pairs, load_run_data, measure_scale, pairs_for, strata_for,
 )
 from fairpair.analysis._corrected import analyze_corrected, label_arrays, load_labels
 from fairpair.analysis._paired import BINARY_SCALES, analyze_pairs, finish, scenario_pvalues
@@ -27,11 +27,15 @@ from fairpair.stats import adjust
 from fairpair.stats import cochran_q, friedman
 from fairpair.store import RESULTS_NAME, write_results
 
+if TYPE_CHECKING:
+    from fairpair.battery import AnalysisPlan, Battery, Comparison
+    from fairpair.store import Store
+
 __all__ = ["analyze_run", "analyze_loaded", "load_results", "comparison_names", "RESULTS_NAME"]
 
 
 
-def _designs_for(battery, comparison, cases) -> list[str]:
+def _designs_for(battery: Battery, comparison: Comparison, cases: CaseTable | None) -> list[str]:
     """Design ids whose cases vary the comparison's attribute (or the one the plan names)."""
     out = []
     for i, d in enumerate(battery.designs):
@@ -43,18 +47,18 @@ def _designs_for(battery, comparison, cases) -> list[str]:
     return out
 
 
-def _design_groups(battery, did: str, attribute: str) -> list[str]:
+def _design_groups(battery: Battery, did: str, attribute: str) -> list[str]:
     for i, d in enumerate(battery.designs):
         if battery.design_id(i) == did:
             return d.comparison_groups(battery, attribute)
     return list(battery.attributes[attribute].groups)
 
 
-def _comparison_id(c, k: int) -> str:
+def _comparison_id(c: Comparison, k: int) -> str:
     return c.id or f"{c.measure}-by-{c.attribute}" + (f"-{k}" if k else "")
 
 
-def planned_comparisons(battery) -> list[tuple[str, str, str, str, bool]]:
+def planned_comparisons(battery: Battery) -> list[tuple[str, str, str, str, bool]]:
     """What the plan of ``battery`` (a :class:`~fairpair.battery.Battery`) promises before any answer:
     one ``(comparison id, design id, group_a, group_b, primary)`` per comparison, design and pair of
     groups, in plan order (the rows of ``results.json`` per target, answer statuses aside)."""
@@ -79,7 +83,7 @@ def _ticking(items, tick):
             tick()
 
 
-def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None, heterogeneity: bool = True,
+def analyze_loaded(battery: Battery, data: RunData, *, targets: list[str] | None = None, heterogeneity: bool = True,
                    on_comparison=None, labels: dict | None = None,
                    always_compared: tuple[str, ...] | None = None,
                    ) -> tuple[list[ComparisonResult], list[OmnibusResult], list[str]]:
@@ -290,7 +294,7 @@ def _square_table_tests(data: RunData, strata: Strata, answered: np.ndarray, ide
 ALWAYS_COMPARED = ("failed", "empty", "refused")
 
 
-def _status_comparisons(battery, data: RunData, target: str, pending: list, strata_cache: dict,
+def _status_comparisons(battery: Battery, data: RunData, target: str, pending: list, strata_cache: dict,
                         heterogeneity: bool, always: tuple[str, ...] = ()) -> list:
     """The answer-status rates (``answer.failed``, ``answer.refused``...; see
     :mod:`fairpair.measures.status`) compared between the groups of every plan comparison, as
@@ -332,13 +336,13 @@ def _status_comparisons(battery, data: RunData, target: str, pending: list, stra
 
 
 
-def comparison_names(plan, comparison) -> str:
+def comparison_names(plan: AnalysisPlan, comparison: Comparison) -> str:
     """The estimand of a comparison: its own ``generalize.names``, else the plan's."""
     g = comparison.generalize or plan.generalize
     return g.names
 
 
-def comparison_templates(plan, comparison) -> str:
+def comparison_templates(plan: AnalysisPlan, comparison: Comparison) -> str:
     """The templates' estimand of a comparison: its own ``generalize.templates``, else the plan's."""
     g = comparison.generalize or plan.generalize
     return g.templates
@@ -395,7 +399,7 @@ def _omnibus(cid, target, measure, did, attribute, groups, strata, vals, answere
                          secondary_test=s_test, secondary_statistic=num(s_stat), secondary_pvalue=num(s_p))
 
 
-def _judge_block(battery, store, data: RunData) -> JudgeBlock:
+def _judge_block(battery: Battery, store: Store, data: RunData) -> JudgeBlock:
     events = [e for e in store.events() if e["kind"] in ("judge", "self_judging", "measure_finished",
                                                            "judge_degenerate")]
     judge = next((e.get("identity") for e in reversed(events) if e["kind"] == "judge"), None)
@@ -469,7 +473,7 @@ def _judge_block(battery, store, data: RunData) -> JudgeBlock:
                       events=[e for e in events if e["kind"] != "measure_finished"], self_test=self_test)
 
 
-def _self_tests(store) -> list[dict[str, Any]]:
+def _self_tests(store: Store) -> list[dict[str, Any]]:
     """The latest judge self-test per measure (store events ``judge_self_test``), without the
     per-anchor outputs."""
     latest: dict[str, dict[str, Any]] = {}
@@ -478,7 +482,7 @@ def _self_tests(store) -> list[dict[str, Any]]:
     return list(latest.values())
 
 
-def _distrust_judge(battery, comparisons: list[ComparisonResult], judge: JudgeBlock) -> list[ComparisonResult]:
+def _distrust_judge(battery: Battery, comparisons: list[ComparisonResult], judge: JudgeBlock) -> list[ComparisonResult]:
     """A comparison of a measure whose judge failed its self-test (``judge_self_test: warn``) carries
     the warning in its note and is never ``pass`` (a ``pass`` becomes ``inconclusive``)."""
     failed = {t["measure"] for t in judge.self_test if t.get("status") == "failed"}
@@ -541,7 +545,7 @@ def _counts(data: RunData, cases: dict[str, int]) -> dict[str, Counts]:
                       leaks=leaks.get(t, 0)) for t in data.targets}
 
 
-def _answer_statuses(battery, data: RunData) -> dict[str, AnswerStatusBlock]:
+def _answer_statuses(battery: Battery, data: RunData) -> dict[str, AnswerStatusBlock]:
     """Per target, the answer statuses, their rates per group of each attribute, and the warning."""
     from fairpair.measures.status import STATUSES, StatusSummary, degenerate_warning
 

@@ -20,9 +20,14 @@ the goals. See the table in ``benchmarks/HISTORY.md``.
 from __future__ import annotations
 
 import math
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from fairpair._text import counted
+
+if TYPE_CHECKING:
+    from fairpair.battery import LoadedBattery
+    from fairpair.cases import Plan
+    from fairpair.stats import CrossedDifferenceResult
 
 __all__ = ["MIN_TEMPLATES", "MIN_TEMPLATES_FIXED", "MIN_NAMES", "MIN_PAIRS", "design_reason", "design_reason_counts",
            "design_reason_parts", "estimand_words"]
@@ -120,7 +125,7 @@ def design_reason_parts(*, n_templates: int, n_names_a: int, n_names_b: int, nam
 NOT_MEASURED = "no answer of these groups has a value for this measure: check the measures stage (missing or failed)"
 
 
-def design_reason(cr: Any, *, names: str, n_pairs: int, constant: bool = False, group_a: str = "A",
+def design_reason(cr: CrossedDifferenceResult, *, names: str, n_pairs: int, constant: bool = False, group_a: str = "A",
                   group_b: str = "B", templates: str = "random", no_events: bool = False) -> str | None:
     """:func:`design_reason_counts` from a :class:`~fairpair.stats.CrossedDifferenceResult`, plus "no variance".
 
@@ -147,7 +152,7 @@ def design_reason(cr: Any, *, names: str, n_pairs: int, constant: bool = False, 
     return None
 
 
-def plan_warnings(loaded: Any, plan: Any) -> list[str]:
+def plan_warnings(loaded: LoadedBattery, plan: Plan) -> list[str]:
     """Warnings, before anything is sent, for pre-registered comparisons whose design cannot support a verdict.
 
     ``loaded`` is a :class:`~fairpair.battery.LoadedBattery`, ``plan`` its

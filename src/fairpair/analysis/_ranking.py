@@ -458,7 +458,7 @@ def _tables(fr: _Frame, glist: list[str]) -> _Tables:
                    slot_top, slot_rank, n_names, parsed)
 
 
-def _design_reason(cm: Any, *, names: str, n_pairs: int, constant: bool, ga: str, gb: str,
+def _design_reason(cm: CrossedDifferenceResult | CrossedMeanResult, *, names: str, n_pairs: int, constant: bool, ga: str, gb: str,
                    n_names: int, templates: str = "random") -> str | None:
     """The `insufficient design` rule of :mod:`fairpair.analysis._design` for a per-set difference."""
     if cm.n_values == 0:
