@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
@@ -48,6 +48,9 @@ from fairpair.cases import Case
 from fairpair.errors import BatteryError, FairpairError
 from fairpair.importers._format import AnswerRow, ImportBattery
 from fairpair.importers._read import FORMATS, Located, RowProblem, Source, read_rows
+
+if TYPE_CHECKING:
+    from fairpair.store import Store
 
 __all__ = ["ImportResult", "LoadedImport", "import_answers", "load_import_battery"]
 
@@ -870,7 +873,7 @@ def _scales(battery: Battery) -> dict[str, str]:
     return dict(measure_scales(battery))
 
 
-def _store_row(store, row: AnswerRow, target: str, case: Case, imported: set[str], scales: dict[str, str],
+def _store_row(store: Store, row: AnswerRow, target: str, case: Case, imported: set[str], scales: dict[str, str],
                counts: dict[str, int], ranking_measures: tuple[str, ...] = ()) -> None:
     created = None
     if row.timestamp is not None:
@@ -903,7 +906,7 @@ def _store_row(store, row: AnswerRow, target: str, case: Case, imported: set[str
         counts["measurements"] += 1
 
 
-def _store_given_order(store, row: AnswerRow, target: str, case: Case, ranking_measures: tuple[str, ...],
+def _store_given_order(store: Store, row: AnswerRow, target: str, case: Case, ranking_measures: tuple[str, ...],
                        counts: dict[str, int]) -> None:
     """A ranking row's already parsed ``order``, stored as the value of every ``ranking`` measure (``parse:
     imported``): complete when it names k or k - 1 candidates, else its top picks."""
