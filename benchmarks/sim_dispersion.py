@@ -26,7 +26,13 @@ import time
 
 import numpy as np
 
-from fairpair.stats import corrected_dispersion, dispersion, dispersion_bootstrap, dispersion_permutation_test, cell_means
+from fairpair.stats import (
+    cell_means,
+    corrected_dispersion,
+    dispersion,
+    dispersion_bootstrap,
+    dispersion_permutation_test,
+)
 
 SUBS = ["a", "b", "c"]
 RES = ["x", "y", "z"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from analysis_runs import battery_dict, make_run
 
 

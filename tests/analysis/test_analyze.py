@@ -8,7 +8,6 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-
 from scipy import stats
 from statsmodels.stats.contingency_tables import cochrans_q, mcnemar
 from statsmodels.stats.multitest import multipletests

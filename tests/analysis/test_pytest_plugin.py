@@ -7,7 +7,6 @@ import sys
 from importlib.metadata import entry_points
 
 import yaml
-
 from analysis_runs import battery_dict
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from run_helpers import run_cli
+
 from tests.reliability.conftest import demo_battery, scripted_judge
 
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from fairpair.analysis._why import comparison_reasons, reason_text
-from fairpair.analysis._verdict import decide
-from fairpair.records import Reason
 from run_helpers import run_cli
+
+from fairpair.analysis._verdict import decide
+from fairpair.analysis._why import comparison_reasons, reason_text
+from fairpair.records import Reason
 from tests.reliability.conftest import demo_battery
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "bad_inputs"

@@ -112,8 +112,8 @@ def test_pairwise_is_judged_in_both_orders_with_both_answers_quoted(tiny):
 
 def test_the_estimate_counts_what_the_judge_is_sent(tiny):
     """The judge prompt counted is the measure's own message list (masked: a name never reaches the judge)."""
-    from fairpair.measures import MeasureContext, MeasureItem, build_measures
     from fairpair.cases import expand
+    from fairpair.measures import MeasureContext, MeasureItem, build_measures
     from fairpair.records import Response
 
     lb = _edit(tiny, repetitions=1, measures={"tone": {"kind": "judge"}})

@@ -8,15 +8,21 @@ import json
 from pathlib import Path
 
 import pytest
+from import_helpers import (
+    RECORDS_MAPPING,
+    answer_rows,
+    chat_records,
+    import_battery,
+    write_csv,
+    write_jsonl,
+    write_yaml,
+)
 
 from fairpair.analysis import analyze_run
 from fairpair.cli import main
 from fairpair.importers import AnswerRow, ImportBattery, import_answers
 from fairpair.measures import measure_run
 from fairpair.store import Store
-from import_helpers import (
-    RECORDS_MAPPING, answer_rows, chat_records, import_battery, write_csv, write_jsonl, write_yaml,
-)
 
 
 def _keys(run: Path) -> dict[str, tuple]:

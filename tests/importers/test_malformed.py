@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from import_helpers import RECORDS_MAPPING, import_battery, write_jsonl, write_yaml
 
 from fairpair.cli import main
 from fairpair.errors import FairpairError
 from fairpair.importers import import_answers
-from import_helpers import RECORDS_MAPPING, import_battery, write_jsonl, write_yaml
 from tests.run_helpers import run_cli
 
 

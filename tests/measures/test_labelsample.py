@@ -12,8 +12,14 @@ from collections import Counter
 import pytest
 
 from fairpair.errors import FairpairError
-from fairpair.measures._labelsample import (LabelMeasure, allocate, draw_label_sample, judge_uncertainty,
-                                            pps_probabilities, systematic_sample)
+from fairpair.measures._labelsample import (
+    LabelMeasure,
+    allocate,
+    draw_label_sample,
+    judge_uncertainty,
+    pps_probabilities,
+    systematic_sample,
+)
 from fairpair.records import Case, Measurement
 
 SIZES = [1.0, 2.0, 3.0, 0.5, 4.0]

@@ -12,8 +12,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats as sps
 from run_helpers import run_cli
+from scipy import stats as sps
 from tan_lee_synth import COLUMNS, synthetic_release
 
 from fairpair.cli import main

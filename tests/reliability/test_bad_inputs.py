@@ -22,7 +22,6 @@ from fairpair.cli import main
 
 from .conftest import demo_battery
 
-
 DATA = Path(__file__).resolve().parents[1] / "data" / "bad_inputs"
 
 JUDGE = '''

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from fairpair.records import RESULTS_SCHEMA
 from fairpair.battery import load_battery
 from fairpair.errors import BatteryError
+from fairpair.records import RESULTS_SCHEMA
 from fairpair.testing import write_battery
 
 

@@ -7,9 +7,9 @@ import re
 import pytest
 import yaml
 
+from fairpair.analysis import analyze_run
 from fairpair.battery import load_battery
 from fairpair.measures import measure_run
-from fairpair.analysis import analyze_run
 from fairpair.report import load_report_data, write_report
 from fairpair.report._data import _placeholder_mask
 from fairpair.run import RunSettings, execute_run

@@ -11,7 +11,11 @@ from statsmodels.stats.anova import AnovaRM, anova_lm
 from statsmodels.stats.contingency_tables import cochrans_q
 
 from fairpair.stats import (
-    FOUR_FIFTHS, crossed_mean, position_effect, ratio_to_best, selection_ratio,
+    FOUR_FIFTHS,
+    crossed_mean,
+    position_effect,
+    ratio_to_best,
+    selection_ratio,
 )
 from fairpair.stats._ranking import crossed_k_test, matched_table, paired_difference
 

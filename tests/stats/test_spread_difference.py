@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fractions import Fraction as F
 import math
+from fractions import Fraction as F
 
 import numpy as np
 import pytest

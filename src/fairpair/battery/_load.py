@@ -18,17 +18,17 @@ import hashlib
 import json
 import re
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from fairpair._text import fold
 from fairpair.battery._lexicons import lexicon_names, load_lexicon
 from fairpair.battery._schema import SLOT_RE, Attribute, Battery
 from fairpair.battery._yaml import Located, _dotted, load_yaml, read_capped
-from fairpair._text import fold
 from fairpair.errors import BatteryError
 
 __all__ = ["LoadedBattery", "load_battery", "battery_hash", "DesignCheck", "number_text_warnings", "yaml_error"]

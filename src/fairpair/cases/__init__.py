@@ -10,9 +10,9 @@ _LAZY_EXPORTS = {
 
 __getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
 
-from fairpair.records import Case
 from fairpair.cases._expand import Expansion, case_json, expand, fill_slots, indefinite_article, write_cases
 from fairpair.cases._plan import CHARS_PER_TOKEN, Plan, one_repetition, plan
+from fairpair.records import Case
 
 __all__ = ["CHARS_PER_TOKEN", "Case", "Expansion", "Plan", "one_repetition", "case_json", "expand", "fill_slots", "indefinite_article",
            "plan", "write_cases"]

@@ -24,13 +24,22 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from fairpair.errors import FairpairError
-from fairpair.records import (AnswerToMeasure, Case, HumanLabel, LabelSample, Measurement, MeasurementColumns, Response,
-                              SampledAnswer, case_json)
+from fairpair.records import (
+    AnswerToMeasure,
+    Case,
+    HumanLabel,
+    LabelSample,
+    Measurement,
+    MeasurementColumns,
+    Response,
+    SampledAnswer,
+    case_json,
+)
 
 __all__ = ["Store", "Response", "Measurement", "MeasurementColumns", "AnswerToMeasure", "STORE_NAME", "STORE_FORMAT",
            "SCHEMA_VERSION", "MIGRATIONS", "damaged_store_error"]
@@ -266,7 +275,7 @@ def _decode_lenient(b: bytes) -> str:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def _valid_text(s: str) -> bool:
@@ -359,7 +368,7 @@ class Store:
     # ------------------------------------------------------------ opening
     @classmethod
     def open(cls, run_dir: Path, *, create: bool = True, readonly: bool = False,
-             lenient_text: bool = False) -> "Store":
+             lenient_text: bool = False) -> Store:
         """Open (``create``: or create) ``run_dir``'s store, migrating it unless ``readonly``.
 
         ``lenient_text``: text that is not UTF-8 (a store written by another tool) reads as
@@ -472,7 +481,7 @@ class Store:
 
     @contextmanager
     def checkpoints_in_background(self, interval: float = 0.5,
-                                  bound: int = 10 * WAL_AUTOCHECKPOINT) -> Iterator["CheckpointCount"]:
+                                  bound: int = 10 * WAL_AUTOCHECKPOINT) -> Iterator[CheckpointCount]:
         """While the block runs, a thread of its own copies the WAL into the database, so that
         this connection's commits seldom do.
 
@@ -552,7 +561,7 @@ class Store:
     def close(self) -> None:
         self.conn.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -48,10 +48,10 @@ import os
 import re
 import ssl
 import time
-from pathlib import Path
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import aiohttp
