@@ -19,7 +19,8 @@ average is printed before and after each mode: the ratios are read under the sam
 Usage::
 
     nice -n 10 python benchmarks/bench_local_batch.py [--battery examples/tienda_online/battery.yaml]
-        [--n 60] [--sample blocks|spread] [--block 12] [--parallel 4] [--max-tokens 160] [--cache-prompt] [--skip-sequential] [--skip-batched]
+        [--n 60] [--sample blocks|spread] [--block 12] [--parallel 4] [--max-tokens 160] [--cache-prompt]
+        [--skip-sequential] [--skip-batched]
         [--mode 'p8c:parallel=8,cache_prompt=true' --mode 'p4c-ub256:parallel=4,cache_prompt=true,n_ubatch=256' ...]
 
 The sample (``--sample blocks``, the default) is runs of ``--block`` consecutive cases in the

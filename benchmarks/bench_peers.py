@@ -393,8 +393,9 @@ def main() -> None:
             base_cpu = min(ao["core_cpu_s"] for _aw, ao in results["aiohttp"]) / n
             for name in peers:
                 cpu = best(name)[1]["core_cpu_s"] / n
+                flag = "  <- check the harness (over 10x)" if cpu > 10 * base_cpu else ""
                 print(f"{name}: {cpu * 1000:.2f} ms CPU per request = {cpu / base_cpu:.1f}x bare aiohttp's "
-                      f"{base_cpu * 1000:.2f} ms" + ("  <- check the harness (over 10x)" if cpu > 10 * base_cpu else ""))
+                      f"{base_cpu * 1000:.2f} ms" + flag)
         for name in peers:
             wall, out = best(name)
             print(f"fairpair / {name}: {out['core_s'] / fo['core_s']:.2f}x on the sending call, "

@@ -28,7 +28,8 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from fairpair.targets import ChatRequest, Completion, TargetError
 
-__all__ = ["CallDeferred", "CallOutcome", "Caller", "ModelCaller", "RateLimiter", "describe_error", "is_retryable", "worker_pool"]
+__all__ = ["CallDeferred", "CallOutcome", "Caller", "ModelCaller", "RateLimiter", "describe_error", "is_retryable",
+           "worker_pool"]
 
 T = TypeVar("T")
 

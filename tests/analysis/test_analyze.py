@@ -189,7 +189,8 @@ def test_per_variant_and_evidence(runs, biased):
     # names within groups against the template x name interaction, on cell means (statsmodels OLS ANOVA)
     _, cell = _template_differences(runs["biased"], "refund", "magreb", "espana")
     # within each group: two-way ANOVA template + name; pool the name and residual sums of squares
-    tabs = [anova_lm(smf.ols("v ~ C(t) + C(n)", data=pd.DataFrame(cell[cell.g == g])).fit()) for g in ("magreb", "espana")]
+    tabs = [anova_lm(smf.ols("v ~ C(t) + C(n)", data=pd.DataFrame(cell[cell.g == g])).fit()) for g in ("magreb",
+                                                                                                       "espana")]
     ss_n, df_n = sum(t.loc["C(n)", "sum_sq"] for t in tabs), sum(t.loc["C(n)", "df"] for t in tabs)
     ss_r, df_r = sum(t.loc["Residual", "sum_sq"] for t in tabs), sum(t.loc["Residual", "df"] for t in tabs)
     assert c.heterogeneity.df == df_n == 4 and c.heterogeneity.df_denominator == pytest.approx(df_r)

@@ -208,7 +208,8 @@ def test_a_key_file_that_is_not_utf8_or_of_another_run(exported, judged_run, tmp
     code, _, err = run_cli(["calibrate", "score", judged_run, tmp_path / "ana.csv", "--key",
                             tmp_path / "kother.csv"], capsys)
     assert code == 2
-    assert f"kother.csv: {len(lines) - 1} of the key's {len(lines) - 1} samples name a case that is not in this run" in err
+    n = len(lines) - 1
+    assert f"kother.csv: {n} of the key's {n} samples name a case that is not in this run" in err
 
 
 def test_two_raters_who_never_agree_are_still_scored(exported, judged_run, tmp_path):

@@ -803,7 +803,8 @@ def test_group_probabilities_counts_words_by_their_first_token():
     assert mass == pytest.approx(0.85)
     assert probs == pytest.approx({"yes": 0.5 / 0.85, "no": 0.35 / 0.85})
     # a token that begins words of both groups counts for neither
-    probs, mass = group_probabilities({"N": math.log(0.5), "Yes": math.log(0.25)}, {"yes": ("Yes",), "no": ("No", "Nope"),
+    probs, mass = group_probabilities({"N": math.log(0.5), "Yes": math.log(0.25)}, {"yes": ("Yes",), "no": ("No",
+                                                                                                            "Nope"),
                                                                                   "neither": ("Neither",)})
     assert mass == pytest.approx(0.25) and probs == pytest.approx({"yes": 1.0, "no": 0.0, "neither": 0.0})
     assert group_probabilities({"El": 0.0}, groups) == ({"yes": 0.0, "no": 0.0}, 0.0)

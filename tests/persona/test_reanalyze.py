@@ -88,7 +88,8 @@ def test_gender_labels_outside_table2_are_excluded_with_reasons(release_frame):
     n = r.checks.rows_per_model["gemma-2"]
     assert (n.total, n.demographic, n.baseline, n.excluded) == (13_200, 11_100, 100, 2_000)
     # after the exclusion the rows kept are exactly the final 16 gender pairs
-    kept = dirty[~dirty["sub_persona_demog"].isin(["Gay", "Lesbian"]) & ~dirty["res_persona_demog"].isin(["Gay", "Lesbian"])]
+    kept = dirty[~dirty["sub_persona_demog"].isin(["Gay", "Lesbian"]) & ~dirty["res_persona_demog"].isin(["Gay",
+                                                                                                          "Lesbian"])]
     ref = reference_table6(kept, 1)
     for row in r.table6:
         assert abs(row.equal.statistic - ref[(row.model, "equal", row.metric)]) < 1e-12

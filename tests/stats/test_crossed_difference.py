@@ -67,7 +67,8 @@ def test_names_random_variance_and_satterthwaite_df_by_hand():
         comp = (g[k]["s2n"] - g[k]["ms"] / t) / g[k]["k"]
         assert comp > 0  # the scenario has real name effects
         var += comp
-        terms += [(1 / g[k]["k"], g[k]["s2n"], g[k]["k"] - 1), (-1 / (g[k]["k"] * t), g[k]["ms"], (t - 1) * (g[k]["k"] - 1))]
+        terms += [(1 / g[k]["k"], g[k]["s2n"], g[k]["k"] - 1), (-1 / (g[k]["k"] * t), g[k]["ms"],
+                                                                (t - 1) * (g[k]["k"] - 1))]
     df_s = var ** 2 / sum((c * m) ** 2 / d for c, m, d in terms)
     assert r.se ** 2 == pytest.approx(var) and r.df == pytest.approx(df_s)
     assert r.pvalue == pytest.approx(2 * stats.t.sf(abs(d_t.mean() / np.sqrt(var)), df_s))
@@ -335,6 +336,7 @@ def test_names_from_keeps_the_source_mean_squares_in_satterthwaite_df():
     assert r.df == pytest.approx(df)
     # a single (component, n - 1) term per group (before) overstated it
     comp = r_src.variance_components
-    single = total ** 2 / ((terms[0][0] * terms[0][1]) ** 2 / (t - 1) + (comp["names_a"] ** 2 + comp["names_b"] ** 2) / (k - 1))
+    single = total ** 2 / ((terms[0][0] * terms[0][1]) ** 2 / (t - 1)
+                           + (comp["names_a"] ** 2 + comp["names_b"] ** 2) / (k - 1))
     assert r.df < single
     assert r.pvalue == pytest.approx(2 * stats.t.sf(abs(r.estimate) / r.se, df))

@@ -62,7 +62,8 @@ def test_names_fixed_per_scenario_and_average_equal_ols_with_name_effects():
     avg = np.zeros(x.shape[1])
     for t in range(t_all):
         # the per-template A - B contrast: mean design row of A's cells minus B's, in template t
-        c = x[((df.t == f"t{t}") & (df.g == "A")).to_numpy()].mean(0) - x[((df.t == f"t{t}") & (df.g == "B")).to_numpy()].mean(0)
+        in_t = df.t == f"t{t}"
+        c = x[(in_t & (df.g == "A")).to_numpy()].mean(0) - x[(in_t & (df.g == "B")).to_numpy()].mean(0)
         tt = fit.t_test(c)
         assert r.estimates[t] == pytest.approx(float(tt.effect[0]), abs=1e-10)
         assert r.se[t] == pytest.approx(float(tt.sd[0, 0]), rel=1e-8)

@@ -124,7 +124,8 @@ def test_dispersion_permutation_exact_by_brute_force():
         for i, f in enumerate(flips):
             if f:
                 m = swapped.scene == f"s{i}"
-                swapped.loc[m, "condition"] = swapped.loc[m, "condition"].map({"power": "no_power", "no_power": "power"})
+                swapped.loc[m, "condition"] = swapped.loc[m, "condition"].map({"power": "no_power",
+                                                                               "no_power": "power"})
         null.append(disp(swapped, "power") - disp(swapped, "no_power"))
     np.testing.assert_allclose(np.sort(res.null_distribution), np.sort(null), atol=1e-12)
     null = np.array(null)

@@ -56,7 +56,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from fairpair.battery._schema import Battery, Comparison
     from fairpair.records import Case
 
-__all__ = ["CounterfactualDesign", "CrossedDesign", "TwoPartyDesign", "TwoPartyRoles", "AAControlDesign", "BaselineDesign",
+__all__ = ["CounterfactualDesign", "CrossedDesign", "TwoPartyDesign", "TwoPartyRoles", "AAControlDesign",
+           "BaselineDesign",
            "RankingDesign", "Design", "DESIGN_KINDS", "williams_rows"]
 
 
@@ -67,6 +68,8 @@ class _DesignBase(_Strict):
 
     #: analysed without a pre-registered comparison (the two-party cells, the ranking statistics)
     analysed_without_plan: ClassVar[bool] = False
+    if TYPE_CHECKING:  # every design declares its own ``kind: Literal[...]`` field
+        kind: str
 
     # -- the verbs (defaults: a design that varies nothing, like the baseline) --
 
@@ -327,7 +330,8 @@ class TwoPartyDesign(_DesignBase):
         if self._unnamed(battery):
             return (f"two-party roles: off, the templates do not name both '{self.roles.sub}' and "
                     f"'{self.roles.res}' (set roles: {{sub: ..., res: ...}} to check that answers stay in role)")
-        return f"two-party roles: {self.roles.res} (RES) answers {self.roles.sub} (SUB); out-of-role answers are counted"
+        return (f"two-party roles: {self.roles.res} (RES) answers {self.roles.sub} (SUB); "
+                "out-of-role answers are counted")
 
     def attribute_keys(self) -> list[tuple[str, tuple]]:
         return [(a, ("axes", k)) for k, a in enumerate(self.axes)]

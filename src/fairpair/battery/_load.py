@@ -443,7 +443,8 @@ def _check(lb: LoadedBattery) -> None:
                                   (*gpath, "variants", i))
                 if k in seen:
                     raise lb.fail(f"'{v}' appears twice in group '{gn}' (names are compared folded: "
-                                  f"without accents or case, apostrophes, dashes and spaces unified)", (*gpath, "variants", i))
+                                  f"without accents or case, apostrophes, dashes and spaces unified)", (*gpath,
+                                                                                                        "variants", i))
                 seen[k] = gn
             if g.transforms:
                 raise lb.fail("'transforms' belong to a writing_style attribute", (*gpath, "transforms"))
