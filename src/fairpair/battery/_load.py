@@ -824,6 +824,11 @@ def _check_routing(lb: LoadedBattery, i: int, t, shape: dict, origins: list[tupl
     if not shape:
         return
     common = list(used) + list(tools.values())
+
+    def reached(path: str, routes: list[str]) -> bool:
+        return any(r == "" or path == r or path.startswith(r + ".") for r in routes) or \
+            any(path == r or path.startswith(r + ".") or r.startswith(path + ".") for r in own)
+
     specs: dict[str | None, Any] = {k: v for k, v in b.target_specs().items()} or {None: None}
     for name, spec in specs.items():
         kind = spec.kind if spec is not None else None
@@ -835,13 +840,8 @@ def _check_routing(lb: LoadedBattery, i: int, t, shape: dict, origins: list[tupl
             routes += body_context_paths(spec.options().get("body"))
         who = f" of target '{name}' ({kind})" if kind else ""
         hint = _ROUTE_HINT + ("; or '{{{{context.{key}}}}}' in the http body" if kind == "http" else "")
-
-        def reached(path: str) -> bool:
-            return any(r == "" or path == r or path.startswith(r + ".") for r in routes) or \
-                any(path == r or path.startswith(r + ".") or r.startswith(path + ".") for r in own)
-
         for path, where in origins:
-            if not reached(path):
+            if not reached(path, routes):
                 raise lb.fail(f"context field '{path}' reaches no channel{who} in template '{t.id}': the "
                               f"model would never see it", where, hint=hint.format(key=path.split(".")[0]))
         for key in shape:
