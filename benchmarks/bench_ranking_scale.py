@@ -107,7 +107,7 @@ def _frame(gen, per_cell: int):
                 ranked.append(pick)
                 left.remove(pick)
             rank = {slot: r + 1 for r, slot in enumerate(ranked)}
-            for slot, (g, nm) in enumerate(zip(order, names)):
+            for slot, (g, nm) in enumerate(zip(order, names, strict=True)):
                 rows.append({"target": "gpt-4", "case_id": f"{job}/{i}", "template": job, "repetition": 0,
                              "group": g, "variant": nm, "slot": slot + 1, "rank": float(rank[slot]),
                              "top": float(rank[slot] == 1)})

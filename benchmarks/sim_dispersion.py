@@ -48,7 +48,7 @@ def study(rng, scenes, cell_sd, noise, conditions=("none",)):
         for s in range(scenes):
             u = rng.normal(0.0, 0.05)
             vals = 0.3 + u + eff + rng.normal(0.0, sd, len(cells))
-            for (a, b), v in zip(cells, vals):
+            for (a, b), v in zip(cells, vals, strict=True):
                 cols["scene"].append(f"s{s}")
                 cols["axis"].append("race")
                 cols["sub"].append(a)

@@ -308,7 +308,8 @@ def _is_loop(p: _Parsed) -> bool:
     words = p.words
     n = 6
     if len(words) >= 4 * n:
-        grams = Counter(zip(*(words[i:] for i in range(n))))  # every run of n words, as tuples
+        # every run of n words, as tuples (the shifted copies are shorter: zip stops at the last full run)
+        grams = Counter(zip(*(words[i:] for i in range(n)), strict=False))
         covered = sum(c for c in grams.values() if c >= 2)
         if covered * 2 >= len(words) - n + 1:
             return True

@@ -11,7 +11,7 @@ from fairpair.battery import load_battery
 from fairpair.cases import expand
 from fairpair.errors import FairpairError
 
-FOUR = {g: v + [extra] for (g, v), extra in zip(NAMES.items(), ["Pilar", "Salma", "Mihaela", "Xiu"])}
+FOUR = {g: v + [extra] for (g, v), extra in zip(NAMES.items(), ["Pilar", "Salma", "Mihaela", "Xiu"], strict=True)}
 
 
 def _battery(bias=None, aa=None, templates=20):

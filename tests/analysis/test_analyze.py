@@ -104,7 +104,7 @@ def test_binary_comparison_matches_statsmodels(runs, biased):
         assert c.binary.odds_ratio == pytest.approx(b / cc)
         raw.append((c, c.pvalue))
     adj = multipletests([p for _, p in raw], method="holm")[1]
-    for (c, _), pa in zip(raw, adj):
+    for (c, _), pa in zip(raw, adj, strict=True):
         assert c.pvalue_adjusted == pytest.approx(pa, rel=1e-9) and c.family_size == 3
 
 

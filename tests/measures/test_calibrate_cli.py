@@ -168,7 +168,7 @@ def test_export_never_overwrites_labels_the_raters_filled_in(exported, judged_ru
 
 
 def _labelled(exported, values=("3", "", "2")):
-    return [{"sample_id": r["sample_id"], **dict(zip(("courtesy", "condescension", "distrust"), values))}
+    return [{"sample_id": r["sample_id"], **dict(zip(("courtesy", "condescension", "distrust"), values, strict=True))}
             for r in read_csv(exported)]
 
 

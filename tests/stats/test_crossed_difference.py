@@ -87,7 +87,7 @@ def test_variance_components_match_mixedlm_reml_in_a_balanced_design():
     data = pd.DataFrame([(i, j, m[i, j]) for i in range(t) for j in range(k)], columns=["t", "n", "v"])
     data["one"] = 1
     fit = smf.mixedlm("v ~ 1", data, groups="one", vc_formula={"t": "0 + C(t)", "n": "0 + C(n)"}).fit(reml=True)
-    vc = dict(zip(fit.model.exog_vc.names, fit.vcomp))
+    vc = dict(zip(fit.model.exog_vc.names, fit.vcomp, strict=True))
     # ANOVA (method of moments): sigma2_N = (S_N^2 - MS_res / T) , sigma2_res = MS_res; equal to REML when positive
     rows, cols, grand = m.mean(1), m.mean(0), m.mean()
     ms_res = ((m - rows[:, None] - cols[None, :] + grand) ** 2).sum() / ((t - 1) * (k - 1))

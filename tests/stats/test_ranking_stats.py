@@ -182,8 +182,9 @@ def test_crossed_k_test_names_fixed_equals_repeated_measures_anova():
 def test_crossed_k_test_quasi_f_from_statsmodels_mean_squares():
     d = _sets(seed=8, r=1)
     res = crossed_k_test(d["top"], d["template"], d["name"], names="random")
-    long = pd.DataFrame([(t, p, c, d["top"][i, c]) for i, (t, p) in enumerate(zip(d["template"], d["name"]))
-                         for c in range(3)], columns=["t", "p", "c", "v"])
+    sets = enumerate(zip(d["template"], d["name"], strict=True))
+    long = pd.DataFrame([(t, p, c, d["top"][i, c]) for i, (t, p) in sets for c in range(3)],
+                        columns=["t", "p", "c", "v"])
     fit = smf.ols("v ~ C(c) + C(t) + C(p) + C(c):C(t) + C(c):C(p) + C(t):C(p)", data=long).fit()
     tab = anova_lm(fit, typ=1)
     ms = tab["sum_sq"] / tab["df"]

@@ -31,7 +31,7 @@ def _long(a: np.ndarray, b: np.ndarray) -> pd.DataFrame:
 def _contrast(fit, names_cols, weights):
     """t test of the linear combination ``sum w * coef`` by name (statsmodels' own t_test)."""
     c = np.zeros(len(fit.params))
-    for name, w in zip(names_cols, weights):
+    for name, w in zip(names_cols, weights, strict=True):
         c[list(fit.params.index).index(name)] += w
     return fit.t_test(c)
 

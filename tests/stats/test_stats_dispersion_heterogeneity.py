@@ -172,7 +172,7 @@ def test_binary_heterogeneity_matches_chi2_contingency(seed):
     assert res.statistic == pytest.approx(ref.statistic, abs=1e-10)
     assert res.pvalue == pytest.approx(ref.pvalue, abs=1e-10)
     assert res.df == ref.dof
-    for e, v in zip(res.variants, labels):
+    for e, v in zip(res.variants, labels, strict=True):
         sel = names == v
         assert e.variant == v and e.n == sel.sum()
         assert e.effect == pytest.approx(x[sel].mean() - y[sel].mean(), abs=1e-12)

@@ -228,7 +228,7 @@ class CrossedDesign(_DesignBase):
         # a writing style has no variants: it is applied at every position of the others
         with_values = [a for a in attrs if a.signal != "writing_style"]
         npos = min((ex.positions(a, list(a.groups)) for a in with_values), default=1)
-        for a_name, a in zip(self.attributes, attrs):
+        for a_name, a in zip(self.attributes, attrs, strict=True):
             if a.signal == "writing_style":
                 continue
             extra = ex.positions(a, list(a.groups)) - npos
@@ -241,7 +241,7 @@ class CrossedDesign(_DesignBase):
                 for k in range(npos):
                     ms = f"{ex.did}/{t.id}/r{rep}/p{k}"
                     for cell in cells:
-                        chosen = {an: (a, g, k) for an, a, g in zip(self.attributes, attrs, cell)}
+                        chosen = {an: (a, g, k) for an, a, g in zip(self.attributes, attrs, cell, strict=True)}
                         yield ex.render(t, rep, chosen=chosen, matched_set=ms, position=k)
 
     def plan(self, battery, stats, comparisons):
@@ -721,10 +721,11 @@ class RankingDesign(_DesignBase):
                     order = orders[oi]
                     variants = [attr.groups[g].variants[p] for g in order]
                     slots = [{"slot": j + 1, "name": names[j], "group": g, "variant": v}
-                             for j, (g, v) in enumerate(zip(order, variants))]
+                             for j, (g, v) in enumerate(zip(order, variants, strict=True))]
+                    by_slot = dict(zip(names, variants, strict=True))
                     case = ex.render(t, rep, chosen={}, matched_set=f"{ex.did}/{t.id}/r{rep}/p{p}", position=p,
-                                     attribute=self.attribute, groups=dict(zip(names, order)),
-                                     variants=dict(zip(names, variants)), extra_slots=dict(zip(names, variants)))
+                                     attribute=self.attribute, groups=dict(zip(names, order, strict=True)),
+                                     variants=by_slot, extra_slots=dict(by_slot))
                     meta = {**case.meta, "ranking": {"attribute": self.attribute, "order": self.order,
                                                      "order_index": oi, "repetition": rep, "slots": slots}}
                     yield case.model_copy(update={"meta": meta})
