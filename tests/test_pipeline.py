@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from run_helpers import run_cli
 
 from fairpair import pipeline
 from fairpair.battery import load_battery
 from fairpair.errors import FairpairError
+from run_helpers import run_cli
 
 NAMES = {"espana": ["Lucía", "Carmen"], "magreb": ["Fátima", "Aicha"]}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from analysis_runs import battery_dict, make_run
 
 

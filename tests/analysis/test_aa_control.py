@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from analysis_runs import NAMES, battery_dict, make_run
 
+from analysis_runs import NAMES, battery_dict, make_run
 from fairpair.analysis import analyze_run
 from fairpair.battery import load_battery
 from fairpair.cases import expand

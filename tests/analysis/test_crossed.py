@@ -7,9 +7,9 @@ import sqlite3
 from collections import defaultdict
 
 import yaml
-from analysis_runs import measure
 from statsmodels.stats.contingency_tables import mcnemar
 
+from analysis_runs import measure
 from fairpair.analysis import analyze_run
 from fairpair.battery import load_battery
 from fairpair.run import RunSettings, execute_run

@@ -8,9 +8,9 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 import yaml
-from analysis_runs import battery_dict, make_run
 from scipy import stats
 
+from analysis_runs import battery_dict, make_run
 from fairpair.analysis import analyze_run, compare_runs, gate_exit_code
 from fairpair.battery import load_battery
 from fairpair.errors import FairpairError

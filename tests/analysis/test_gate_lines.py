@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 
-from run_helpers import run_cli
-
 from fairpair.analysis import analyze_run
+from run_helpers import run_cli
 
 
 def test_failing_comparison_line_has_its_numbers(runs, capsys):

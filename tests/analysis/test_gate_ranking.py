@@ -11,7 +11,6 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 import yaml
-from run_helpers import run_cli
 from scipy import stats
 
 from fairpair.analysis import analyze_run, compare_runs, gate_exit_code
@@ -20,6 +19,7 @@ from fairpair.cli import main
 from fairpair.measures import measure_run
 from fairpair.run import RunSettings, execute_run
 from fairpair.testing._ranking import ranking_battery
+from run_helpers import run_cli
 
 
 def _ranking_run(tmp, name, selection, posting="Puesto"):

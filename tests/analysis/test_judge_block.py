@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from analysis_runs import battery_dict, make_run
-
 from fairpair.analysis import analyze_run
 from fairpair.store import Store
 

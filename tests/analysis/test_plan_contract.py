@@ -15,8 +15,8 @@ import json
 
 import pytest
 import yaml
-from analysis_runs import RunSettings, Store, battery_dict, execute_run, load_battery, make_run
 
+from analysis_runs import RunSettings, Store, battery_dict, execute_run, load_battery, make_run
 from fairpair.analysis import analyze_run, gate_exit_code
 from fairpair.cli import main
 from fairpair.errors import FairpairError

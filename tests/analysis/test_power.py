@@ -7,10 +7,10 @@ import math
 
 import pytest
 import yaml
-from analysis_runs import battery_dict, make_run
 from statsmodels.stats.power import TTestPower
 from typer.testing import CliRunner
 
+from analysis_runs import battery_dict, make_run
 from fairpair.analysis.power import components_from_run, power_plan
 from fairpair.battery import load_battery
 from fairpair.cases import plan as make_plan

@@ -7,6 +7,7 @@ import sys
 from importlib.metadata import entry_points
 
 import yaml
+
 from analysis_runs import battery_dict
 
 

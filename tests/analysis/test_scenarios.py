@@ -7,9 +7,9 @@ import json
 
 import numpy as np
 import pytest
-from analysis_runs import battery_dict, score_run
 from scipy import stats
 
+from analysis_runs import battery_dict, score_run
 from fairpair.analysis import analyze_run
 from fairpair.analysis._paired import PairData, analyze_pairs, finish
 

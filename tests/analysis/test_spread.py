@@ -8,9 +8,9 @@ import json
 
 import numpy as np
 import pytest
-from analysis_runs import battery_dict, score_run
 from statsmodels.stats.multitest import multipletests
 
+from analysis_runs import battery_dict, score_run
 from fairpair.analysis import analyze_run
 from fairpair.stats import spread_difference
 from fairpair.store import Store

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from run_helpers import refused_port, run_cli
 
 from fairpair.battery import load_battery
 from fairpair.battery._init import TARGET_PRESETS, InitChoices, starter_battery
+from run_helpers import refused_port, run_cli
 
 
 def _cli(capsys, *args):

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from run_helpers import refused_port, run_cli
 
 from fairpair.testing import serve_openai, write_battery
+from run_helpers import refused_port, run_cli
 
 
 def _cli(argv, capsys) -> tuple[int, str, str]:

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 import typer
-from run_helpers import run_cli
 
 from fairpair.cli import _options as opts
 from fairpair.cli import app
 from fairpair.testing import write_battery
+from run_helpers import run_cli
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "fairpair"
 

@@ -7,10 +7,10 @@ import json
 
 import pytest
 import yaml
+from tests.cost.conftest import TINY
 
 from fairpair.battery import load_battery
 from fairpair.cost import APPROXIMATE, CharsPerToken, Price, estimate_cost, load_prices
-from tests.cost.conftest import TINY
 
 
 def test_chars_per_token_is_characters_over_four():

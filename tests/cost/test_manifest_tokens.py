@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 
 import yaml
+from tests.cost.conftest import TINY
 
 from fairpair import pipeline
 from fairpair.battery import load_battery
 from fairpair.measures import measure_run
 from fairpair.run import RunSettings, open_run
 from fairpair.testing import ScriptedJudge
-from tests.cost.conftest import TINY
 
 
 def test_manifest_tokens(tmp_path):

@@ -8,6 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
+
+from fairpair.analysis import analyze_run
+from fairpair.cli import main
+from fairpair.importers import AnswerRow, ImportBattery, import_answers
+from fairpair.measures import measure_run
+from fairpair.store import Store
 from import_helpers import (
     RECORDS_MAPPING,
     answer_rows,
@@ -17,12 +23,6 @@ from import_helpers import (
     write_jsonl,
     write_yaml,
 )
-
-from fairpair.analysis import analyze_run
-from fairpair.cli import main
-from fairpair.importers import AnswerRow, ImportBattery, import_answers
-from fairpair.measures import measure_run
-from fairpair.store import Store
 
 
 def _keys(run: Path) -> dict[str, tuple]:

@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from import_helpers import RECORDS_MAPPING, import_battery, write_jsonl, write_yaml
+from tests.run_helpers import run_cli
 
 from fairpair.cli import main
 from fairpair.errors import FairpairError
 from fairpair.importers import import_answers
-from tests.run_helpers import run_cli
+from import_helpers import RECORDS_MAPPING, import_battery, write_jsonl, write_yaml
 
 
 def _row(set_id: str = "t1/r0/p0", group: str = "espana", name: str = "Lucía", **kw) -> dict:

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 from sklearn.metrics import cohen_kappa_score
+from tests.run_helpers import run_cli
 
 from fairpair.battery import load_battery
 from fairpair.cli import main
 from fairpair.measures import measure_run, score_label_files
 from fairpair.run import RunSettings, Store, execute_run
 from fairpair.targets._base import Completion
-from tests.run_helpers import run_cli
 
 NAMES = ["Lucía", "Carmen", "Fátima", "Aicha"]
 

@@ -6,7 +6,6 @@ import asyncio
 
 import pytest
 from scipy.stats import binomtest
-from test_judge import ScriptedJudge, cases_of, ctx_for, load, resp
 
 from fairpair.measures._base import MeasureItem
 from fairpair.measures.judge import (
@@ -17,6 +16,7 @@ from fairpair.measures.judge import (
     parse_verdict,
 )
 from fairpair.store import Store
+from test_judge import ScriptedJudge, cases_of, ctx_for, load, resp
 
 SCHEMA = {"type": "object", "properties": {"refund": {"type": "boolean"}}, "required": ["refund"]}
 

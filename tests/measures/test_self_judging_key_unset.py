@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
-from run_helpers import run_cli
 
 from fairpair.testing import openai_target, serve_openai, write_battery
+from run_helpers import run_cli
 
 JUDGE = ("from fairpair.testing import judge_reply\n\n"
          "def judge(messages, context=None):\n    return judge_reply(messages)\n")

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from run_helpers import run_cli
 
 from fairpair.battery import load_battery
 from fairpair.cases._expand import expand
@@ -21,6 +20,7 @@ from fairpair.persona import (
     battery_yaml,
     read_scenes,
 )
+from run_helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 XLSX = (ROOT / ".." / "shared" / "data" / "tan-lee-2025" / "scenarios.xlsx").resolve()

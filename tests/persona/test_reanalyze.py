@@ -12,9 +12,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from run_helpers import run_cli
 from scipy import stats as sps
-from tan_lee_synth import COLUMNS, synthetic_release
 
 from fairpair.cli import main
 from fairpair.errors import FairpairError
@@ -25,6 +23,8 @@ from fairpair.persona import (
     reanalyze_files,
     unpaired_dispersion_permutation_test,
 )
+from run_helpers import run_cli
+from tan_lee_synth import COLUMNS, synthetic_release
 
 METRIC_COLS = {"cosine_distance": "cosine_dist_from_no_demog", "win_rate": "score"}
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
+
 from run_helpers import rows, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]

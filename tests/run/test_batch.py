@@ -6,7 +6,6 @@ import json
 import shutil
 
 import pytest
-from run_helpers import rows
 
 from fairpair.battery import load_battery
 from fairpair.errors import FairpairError
@@ -14,6 +13,7 @@ from fairpair.run import RunSettings, Store, execute_run
 from fairpair.run._batch import custom_id, parse_custom_id
 from fairpair.testing import names_table, openai_target, write_battery
 from fairpair.testing._aio import BatchBehaviour, serve_batch_api
+from run_helpers import rows
 
 FAST = RunSettings(concurrency=4, timeout=10, max_attempts=2, backoff_initial=0.01, backoff_max=0.05)
 

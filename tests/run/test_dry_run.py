@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 
-from run_helpers import run_cli
-
 from fairpair.battery import load_battery
 from fairpair.run import RunSettings, execute_run
 from fairpair.testing import serve_openai, write_battery
+from run_helpers import run_cli
 
 FAST = RunSettings(concurrency=2, timeout=10, max_attempts=2, backoff_initial=0.01, backoff_max=0.05)
 

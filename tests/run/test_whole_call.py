@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-from run_helpers import refused_port, rows
 
 from fairpair.battery import load_battery
 from fairpair.cases import expand
@@ -19,6 +18,7 @@ from fairpair.run import RunSettings, execute_run
 from fairpair.run._preflight import PreflightError
 from fairpair.store import Store
 from fairpair.testing import openai_target, small_battery
+from run_helpers import refused_port, rows
 
 BATTERY = small_battery(name="whole_call", seed=5, repetitions=3)
 N_CASES = 2 * 3 * 2 * 2  # templates x repetitions x positions x groups
