@@ -9,10 +9,13 @@ from scipy.stats import binomtest
 
 from fairpair.measures._base import MeasureItem
 from fairpair.measures.judge import (
-    PairwiseJudgeMeasure, length_bias, pairwise_score, parse_judge_json, parse_verdict,
+    PairwiseJudgeMeasure,
+    length_bias,
+    pairwise_score,
+    parse_judge_json,
+    parse_verdict,
 )
 from fairpair.store import Store
-
 from test_judge import ScriptedJudge, cases_of, ctx_for, load, resp
 
 SCHEMA = {"type": "object", "properties": {"refund": {"type": "boolean"}}, "required": ["refund"]}

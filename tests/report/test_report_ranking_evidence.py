@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from fairpair.analysis import analyze_run
 from fairpair.battery import load_battery
 from fairpair.measures import measure_run
-from fairpair.analysis import analyze_run
 from fairpair.report import load_report_data, write_report
 from fairpair.records import Case
 from fairpair.report._data import _placeholder_mask, _ranking_cases
@@ -64,7 +64,8 @@ def test_evidence_is_chosen_by_the_rule_and_matches_the_store(ranked_run):
         assert [(slot, g) for slot, g, _lab, _ph in e.slots] == sorted(slots.items())
         assert [(r, g) for r, _slot, g, _lab in e.ranking] == sorted(((v, g) for g, v in d["ranks"].items()))
         assert [slot for _r, slot, _g, _l in e.ranking] == d["order"]
-        assert e.template == cases[e.case_id].template and e.repetition == cases[e.case_id].meta["ranking"]["repetition"]
+        assert e.template == cases[e.case_id].template
+        assert e.repetition == cases[e.case_id].meta["ranking"]["repetition"]
     # the first sets quoted are those where the most selected group won from a slot other than 1
     telling = [e for e in quoted if stored[e.case_id]["top"] == sec["reference"]
                and dict((g, s) for s, g, _l, _p in e.slots)[sec["reference"]] != 1]

@@ -123,7 +123,7 @@ class MeasureRunResult:
 class MeasureContext:
     """What a measure may use while it measures: the battery, the judge, the masker, counters."""
 
-    battery: Battery
+    battery: Battery | None
     battery_dir: Path | None = None
     judge: Any = None
     judge_identity: dict[str, Any] | None = None
@@ -555,8 +555,12 @@ def _target_identities(loaded: LoadedBattery, store: Store) -> dict[str, dict[st
 # ---------------------------------------------------------------- counterparts
 
 
-def reference_attribute(battery: Battery, options: CounterpartOptions, measure: str) -> str:
-    """The attribute whose group ``options.reference`` is; FairpairError if unknown or ambiguous."""
+def reference_attribute(battery: Battery | None, options: CounterpartOptions, measure: str) -> str:
+    """The attribute whose group ``options.reference`` is; FairpairError if unknown or ambiguous (or
+    without a battery to look in: a :class:`MeasureContext` made for a judge alone)."""
+    if battery is None:
+        raise FairpairError(f"measure '{measure}': no battery to find the reference group '{options.reference}' in",
+                            key=f"measures.{measure}.reference")
     if options.attribute:
         if options.attribute not in battery.attributes:
             raise FairpairError(f"measure '{measure}': unknown attribute '{options.attribute}'",
