@@ -36,6 +36,13 @@ def test_only_invisible_characters_is_an_empty_output():
     assert parse_judge_json("\u200b\ufeff", SCHEMA).error == "empty output"
 
 
+def test_an_integer_too_long_for_python_is_an_invalid_output_not_a_crash():
+    """json.loads raises a plain ValueError (not JSONDecodeError, no .msg) past Python's 4300-digit
+    limit on int(str); the judge's output is invalid, like any other that does not parse."""
+    out = parse_judge_json('{"refund": ' + "1" * 5000 + "}", SCHEMA)
+    assert not out.valid and out.error.startswith("not JSON (") and "digits" in out.error
+
+
 @pytest.mark.parametrize("text, expected", [
     ("GRADE: C ... no reason to downgrade: insufficient grounds", "C"),
     ("GRADE: A\nOn reflection the answer is wrong.\nGRADE: B", "B"),
