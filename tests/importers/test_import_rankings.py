@@ -217,3 +217,16 @@ def test_the_all_group_tests_and_position_effect_honour_templates_fixed(audit):
             lo, hi = r["verdict_ci"]
             assert (r["verdict"] == "fail") == (hi < FOUR_FIFTHS) and (r["verdict"] == "pass") == (lo > FOUR_FIFTHS)
             assert lo == pytest.approx(r["lower_one_sided"])
+
+
+def test_the_markdown_report_reads_numbers_and_p_values_as_written(audit):
+    """report.md is read raw as often as rendered: no "0\\.04", no "p = &lt; 0.001"."""
+    import re
+
+    from fairpair.report import write_report
+
+    *_rest, run, _results = audit
+    write_report(run)
+    md = (run / "report" / "report.md").read_text(encoding="utf-8")
+    assert not re.search(r"\d\\\.", md) and "&lt;" not in md and "= <" not in md
+    assert re.search(r"p [=<] 0\.\d", md) and re.search(r"\| 0\.\d\d …", md)

@@ -778,7 +778,12 @@ def msg(lang: str, key: str, **kw: Any) -> str:
     text = table.get(key, MESSAGES["en"].get(key))
     if text is None:
         raise KeyError(f"message {key!r} is not in the catalogue")
-    return text.format(nbsp=NBSP, **kw) if kw or "{nbsp}" in text else text
+    return p_reads(text.format(nbsp=NBSP, **kw)) if kw or "{nbsp}" in text else text
+
+
+def p_reads(text: str) -> str:
+    """``text`` with "p = < 0.001" (a template's "p = {p}" and :func:`fmt_p`) read as "p < 0.001"."""
+    return text.replace("= < ", "< ")
 
 
 # ------------------------------------------------------------------ numbers

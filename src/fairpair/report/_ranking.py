@@ -25,7 +25,7 @@ import math
 import re
 from typing import Any, Sequence
 
-from fairpair.report._catalog import fmt_num, fmt_p, fmt_pct, msg, verdict_word
+from fairpair.report._catalog import fmt_num, fmt_p, fmt_pct, msg, p_reads, verdict_word
 from fairpair.report._data import ranking_key
 from fairpair.report._text import terminal
 from fairpair.report._view import (
@@ -323,7 +323,7 @@ def rmsg(lang: str, key: str, **kw: Any) -> str:
     """The ranking section's text for ``key`` in ``lang`` (English when missing), formatted with ``kw``."""
     table = MESSAGES.get(lang, MESSAGES["en"])
     text = table.get(key, MESSAGES["en"].get(key, key))
-    return text.format(**kw) if kw else text
+    return p_reads(text.format(**kw)) if kw else text
 
 
 def _num(x: Any) -> bool:
