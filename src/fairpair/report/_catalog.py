@@ -369,6 +369,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "labels.line": ("{what}: corrected {est} ({ci}); the judge alone {raw} ({raw_ci}); {n} labelled answers "
                         "({a}: {na}, {b}: {nb}), λ = {lam}; the judge's error (judge − human): {a} {ea}, {b} {eb}"),
         "labels.rg": "; Rogan-Gladen {est} ({ci}), sensitivity / specificity {a} {sa} / {pa}, {b} {sb} / {pb}",
+        "labels.rg_none": ("; no Rogan-Gladen figure: the judge gives a probability of yes, not a hard yes/no, and "
+                           "Rogan-Gladen corrects a 0/1 classification (the corrected figure uses the probabilities)"),
         "aa.title": "A/A control: the audit's noise floor",
         "aa.intro": ("Two halves of one group (its names split in two, or with `split: seeds` the same names under "
                      "two halves of the sampling seeds), compared through the same analysis as the real "
@@ -747,6 +749,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "labels.line": ("{what}: corregida {est} ({ci}); el juez solo {raw} ({raw_ci}); {n} respuestas etiquetadas "
                         "({a}: {na}, {b}: {nb}), λ = {lam}; error del juez (juez − humano): {a} {ea}, {b} {eb}"),
         "labels.rg": "; Rogan-Gladen {est} ({ci}), sensibilidad / especificidad {a} {sa} / {pa}, {b} {sb} / {pb}",
+        "labels.rg_none": ("; sin cifra de Rogan-Gladen: el juez da una probabilidad de sí, no un sí/no firme, y "
+                           "Rogan-Gladen corrige una clasificación 0/1 (la cifra corregida usa las probabilidades)"),
         "aa.title": "Control A/A: el suelo de ruido de la auditoría",
         "aa.intro": ("Dos mitades de un mismo grupo (sus nombres partidos en dos o, con `split: seeds`, los mismos "
                      "nombres con dos mitades de las semillas de muestreo), comparadas con el mismo análisis que las "

@@ -190,6 +190,8 @@ def _label_rows(rows: list[VerdictRow], lang: str) -> list[str]:
             line += msg(lang, "labels.rg", est=n(lc.rogan_gladen_estimate), ci=ci(lc.rogan_gladen_ci), a=r.label_a,
                         b=r.label_b, sa=fmt_num(lc.sensitivity_a, lang, 2), pa=fmt_num(lc.specificity_a, lang, 2),
                         sb=fmt_num(lc.sensitivity_b, lang, 2), pb=fmt_num(lc.specificity_b, lang, 2))
+        elif lc.rogan_gladen_note:  # a yes/no measure without Rogan-Gladen: say why
+            line += msg(lang, "labels.rg_none")
         out.append(line)
     return out
 
