@@ -252,6 +252,7 @@ __all__ = [
     "adjust",
     "holm",
     "benjamini_hochberg",
+    "verdict_alphas",
     # bootstrap
     "cluster_bootstrap",
     "cluster_bootstrap_mean_difference",
@@ -335,6 +336,8 @@ __all__ = [
     "set_mean",
     "paired_difference",
     "crossed_k_test",
+    "set_k_test",
+    "stratified_k_test",
     "selection_ratio",
     "ratio_to_best",
     "position_effect",
