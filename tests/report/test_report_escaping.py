@@ -170,6 +170,12 @@ def test_p_below_a_thousandth_reads_p_less_than():
     from fairpair.report._catalog import msg, p_reads
 
     assert p_reads("p = < 0.001") == "p < 0.001" and p_reads("p = 0.04") == "p = 0.04"
+    from fairpair.report._catalog import fmt_p_is
+    from fairpair.report._render import _env
+
+    assert (fmt_p_is(0.0004, "en"), fmt_p_is(0.0412, "en"), fmt_p_is(0.0412, "es")) == (
+        "p < 0.001", "p = 0.04", "p = 0,04")
+    assert _env("md").from_string("{{ x|p_is }}; {{ y|p_is }}").render(x="< 0.001", y="0.04") == "p < 0.001; p = 0.04"
     assert "(binomial p < 0.001)" in msg("en", "judge.pb", first="60%", p="< 0.001", cons="90%", n=10)
     c = {"verdict": "inconclusive", "pvalue": 0.0001, "pvalue_adjusted": 0.0001, "correction": "none",
          "alpha": 0.05, "margin": None}

@@ -822,6 +822,11 @@ def fmt_p(p: Any, lang: str) -> str:
     return fmt_num(p, lang, 3 if p < 0.01 else 2)
 
 
+def fmt_p_is(p: Any, lang: str) -> str:
+    """``p = 0.04`` or ``p < 0.001``: :func:`fmt_p` after "p" (never "p = < 0.001")."""
+    return p_reads("p = " + fmt_p(p, lang))
+
+
 def fmt_margin_value(m: float, lang: str) -> str:
     """A margin without trailing zeros (3, 2.5 / 2,5)."""
     s = f"{m:.4g}"

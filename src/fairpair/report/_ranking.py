@@ -25,7 +25,7 @@ import math
 import re
 from typing import Any, Sequence
 
-from fairpair.report._catalog import fmt_num, fmt_p, fmt_pct, msg, p_reads, verdict_word
+from fairpair.report._catalog import fmt_num, fmt_p, fmt_p_is, fmt_pct, msg, p_reads, verdict_word
 from fairpair.report._data import ranking_key
 from fairpair.report._text import terminal
 from fairpair.report._view import (
@@ -412,7 +412,7 @@ def _pair_rows(sec: dict[str, Any], label, lang: str) -> list[RankingPairRow]:
             estimate=fmt_num(100 * est, lang) if _num(est) else "—",
             ci=_ci([100 * v if _num(v) else None for v in (c.get("ci") or [])], lang, digits=1),
             p=fmt_p(c.get("pvalue"), lang), p_adjusted=fmt_p(c.get("pvalue_adjusted"), lang),
-            mcnemar=(f"{b.get('b')}/{b.get('c')}, p = {fmt_p(b.get('exact_pvalue'), lang)}"
+            mcnemar=(f"{b.get('b')}/{b.get('c')}, {fmt_p_is(b.get('exact_pvalue'), lang)}"
                      if b.get("b") is not None else "—"),
             n=c.get("n_pairs"), verdict=c.get("verdict") or "", verdict_word=verdict_word(c.get("verdict"), lang),
             reason=c.get("design_reason") or _whole_range(c, lang)))
