@@ -61,8 +61,21 @@ from fairpair.analysis._compare import compare_runs
 from fairpair.analysis._gate import gate_exit_code, junit_xml
 from fairpair.analysis._ranking import RankingAnalysis, analyze_ranking
 from fairpair.records import (
-    RESULTS_SCHEMA, AnswerStatusBlock, CellMean, ComparisonResult, DispersionRow, DispersionTest, JudgeBlock,
-    LengthBias, MinimumIdentity, OmnibusResult, PositionBias, Results, ScenarioBlock, ScenarioRow, SpreadBlock,
+    RESULTS_SCHEMA,
+    AnswerStatusBlock,
+    CellMean,
+    ComparisonResult,
+    DispersionRow,
+    DispersionTest,
+    JudgeBlock,
+    LengthBias,
+    MinimumIdentity,
+    OmnibusResult,
+    PositionBias,
+    Results,
+    ScenarioBlock,
+    ScenarioRow,
+    SpreadBlock,
     TwoPartyBlock,
     results_schema,
 )

@@ -38,11 +38,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from fairpair.analysis._data import group_pairs, load_run_data, measure_scale, strata_for
 from fairpair.analysis._paired import t_interval
-from fairpair.records import interval, num
 from fairpair.battery import recorded_battery
 from fairpair.errors import FairpairError
-from fairpair.stats._bootstrap import _paired_difference_bootstrap  # silent engine: the t interval below is used
+from fairpair.records import interval, num
 from fairpair.stats import wilcoxon
+from fairpair.stats._bootstrap import _paired_difference_bootstrap  # silent engine: the t interval below is used
 
 if TYPE_CHECKING:
     from fairpair.analysis._data import RunData
@@ -243,8 +243,8 @@ def _resamples(plan: AnalysisPlan) -> int:
 def _ranking_rows(battery: Battery, da: RunData, db: RunData, ta: str, tb: str, a_key: list[tuple[str, str, str]],
                   b_index: dict[tuple[str, str, str], int], plan: AnalysisPlan, notes: list[str]) -> list[CompareRow]:
     """The ranking designs' pairs of groups: the per-set difference before and after, set by set."""
-    from fairpair.analysis._rankrun import ranking_frame
     from fairpair.analysis._ranking import set_differences
+    from fairpair.analysis._rankrun import ranking_frame
 
     measures = battery.ranking_measures()
     rows: list[CompareRow] = []

@@ -49,11 +49,25 @@ import numpy as np
 from fairpair.analysis._data import RunData
 from fairpair.analysis._discover import DISCOVERED_PREFIX
 from fairpair.records import (
-    CellMean, DispersionRow, DispersionTest, MinimumIdentity, TwoPartyBlock, interval, num,
+    CellMean,
+    DispersionRow,
+    DispersionTest,
+    MinimumIdentity,
+    TwoPartyBlock,
+    interval,
+    num,
 )
 from fairpair.stats import (
-    cell_means as _cell_means, cell_means_bootstrap, corrected_dispersion, dispersion, dispersion_bootstrap,
-    dispersion_permutation_test, least_change_identity, unpaired_dispersion_permutation_test,
+    cell_means as _cell_means,
+)
+from fairpair.stats import (
+    cell_means_bootstrap,
+    corrected_dispersion,
+    dispersion,
+    dispersion_bootstrap,
+    dispersion_permutation_test,
+    least_change_identity,
+    unpaired_dispersion_permutation_test,
 )
 
 if TYPE_CHECKING:

@@ -23,8 +23,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator, \
-    model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
 
 from fairpair.battery import AnalysisPlan, MeasureSpec, TargetSpec
 
@@ -79,7 +78,7 @@ class RowRanking(_Strict):
     order: list[Annotated[int, Field(ge=1)] | str] | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> "RowRanking":
+    def _consistent(self) -> RowRanking:
         names = [c.name for c in self.candidates]
         if len(set(names)) != len(names):
             dup = next(n for n in names if names.count(n) > 1)
@@ -183,7 +182,7 @@ class AnswerRow(_Strict):
     system_fingerprint: str | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> "AnswerRow":
+    def _consistent(self) -> AnswerRow:
         if (self.answer is None) == (self.error is None):
             raise ValueError("give either 'answer' (the text) or 'error' (why there is none), not both or neither")
         if self.ranking is not None and (self.groups or self.variants):

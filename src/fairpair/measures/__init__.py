@@ -41,11 +41,16 @@ _LAZY_EXPORTS = {
 
 __getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
 
-from fairpair.measures._labels import (ExportResult, ImportResult, export_labels, import_label_files,
-                                       score_label_files)
 from fairpair.measures._base import SCALES, Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
+from fairpair.measures._labels import ExportResult, ImportResult, export_labels, import_label_files, score_label_files
 from fairpair.measures._runner import (
-    MeasureContext, MeasureCounts, MeasureRunResult, build_measures, measure_run, measure_scales, signal_values,
+    MeasureContext,
+    MeasureCounts,
+    MeasureRunResult,
+    build_measures,
+    measure_run,
+    measure_scales,
+    signal_values,
 )
 
 

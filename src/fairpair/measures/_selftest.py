@@ -315,10 +315,9 @@ def score_pairwise(verdicts: list[tuple[str | None, str | None]],
 
 async def _measure_one(measure, item, ctx):
     """``measure.measure`` as the stage calls it: an error is a ``failed`` result, not an exception."""
+    from fairpair._calls import CallDeferred
     from fairpair.errors import FairpairError
     from fairpair.measures._base import MeasureResult
-
-    from fairpair._calls import CallDeferred
 
     try:
         return await measure.measure(item, ctx)

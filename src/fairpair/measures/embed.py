@@ -43,15 +43,15 @@ an ``embedder`` event) for the manifest and report.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import asyncio
 import hashlib
 import shutil
 import zipfile
+from collections import OrderedDict
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from pydantic import Field

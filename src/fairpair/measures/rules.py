@@ -240,7 +240,7 @@ PATTERN_SECONDS = 1.0
 
 
 @lru_cache(maxsize=1024)
-def _compile_folded(pattern: str) -> "regex.Pattern[str]":
+def _compile_folded(pattern: str) -> regex.Pattern[str]:
     try:
         re.compile(fold_pattern(pattern))  # the syntax users write is Python's re
         return regex.compile(fold_pattern(pattern), flags=regex.VERSION0)

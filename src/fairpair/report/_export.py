@@ -46,8 +46,8 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fairpair.errors import FairpairError
 from fairpair._files import atomic_path
+from fairpair.errors import FairpairError
 from fairpair.report._text import clean, csv_cell
 
 if TYPE_CHECKING:

@@ -20,8 +20,9 @@ import io
 import math
 import textwrap
 import warnings
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from fairpair.report._catalog import difference, fmt_num, fmt_pct, msg, verdict_word
 from fairpair.report._text import terminal

@@ -16,11 +16,10 @@ distribution for the same seed:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
-
-import warnings
 
 import numpy as np
 from scipy import special
@@ -58,7 +57,7 @@ class FewClustersWarning(UserWarning):
     """A cluster-bootstrap interval from fewer than :data:`MIN_CLUSTERS_FOR_INTERVAL` clusters."""
 
 
-def _warn_few_clusters(res: "BootstrapResult") -> "BootstrapResult":
+def _warn_few_clusters(res: BootstrapResult) -> BootstrapResult:
     g = res.n_clusters
     if 0 < g < MIN_CLUSTERS_FOR_INTERVAL:
         warnings.warn(

@@ -564,7 +564,7 @@ class VarianceComponents:
                 "names_b": self.names_b, "repetitions": self.repetitions, "note": self.note}
 
     @classmethod
-    def assumed(cls, answer_variance: float, *, share: float = 0.05) -> "VarianceComponents":
+    def assumed(cls, answer_variance: float, *, share: float = 0.05) -> VarianceComponents:
         """Planning defaults: each structured component takes ``share`` of an answer's variance.
 
         ``template_group`` takes ``2 * share`` (it is the variance of a
