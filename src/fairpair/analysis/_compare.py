@@ -191,7 +191,7 @@ def compare_runs(before: Path | str, after: Path | str, *, target_before: str | 
     rows: list[CompareRow] = []
     for ta, tb in tpairs:
         ans_a, ans_b = da.answered[ta], db.answered[tb]
-        for k, c in enumerate(plan.comparisons):
+        for c in plan.comparisons:
             if c.attribute not in ba.attributes:
                 continue
             va = da.values.get((ta, c.measure))
@@ -263,7 +263,7 @@ def _ranking_rows(battery: Battery, da: RunData, db: RunData, ta: str, tb: str, 
                 continue
             for s in before:
                 t = after[(s.measure, s.group_a, s.group_b)]
-                of_b = dict(zip(t.case_ids.tolist(), t.difference.tolist()))
+                of_b = dict(zip(t.case_ids.tolist(), t.difference.tolist(), strict=True))
                 # the same matched set in the later run: by case id, or by (design, matched set, groups)
                 later = [b_index.get(a_key[da.cases.index[cid]]) for cid in s.case_ids.tolist()]
                 gap_b = np.array([np.nan if j is None else of_b.get(db.cases.ids[j], np.nan) for j in later])

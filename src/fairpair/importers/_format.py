@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, Stri
 
 from fairpair.battery import AnalysisPlan, MeasureSpec, TargetSpec
 
-__all__ = ["AnswerRow", "RowCandidate", "RowRanking", "RowMessage", "RowToolCall", "ImportBattery", "ImportAttribute", "ImportGroup",
-           "RecordsMapping", "FieldRef", "CSV_COLUMNS", "CSV_PREFIXES", "ID_PATTERN", "answers_schema"]
+__all__ = ["AnswerRow", "RowCandidate", "RowRanking", "RowMessage", "RowToolCall", "ImportBattery", "ImportAttribute",
+           "ImportGroup", "RecordsMapping", "FieldRef", "CSV_COLUMNS", "CSV_PREFIXES", "ID_PATTERN", "answers_schema"]
 
 #: Ids of templates, designs and the battery: letters, digits, ``_``, ``.`` and ``-`` (as in a battery).
 ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
@@ -87,7 +87,7 @@ class RowRanking(_Strict):
             if not self.order:
                 raise ValueError("'order' is empty: leave it out to let the ranking measure read the answer")
             picks = [self.position(x) for x in self.order]
-            bad = [x for x, p in zip(self.order, picks) if p is None]
+            bad = [x for x, p in zip(self.order, picks, strict=True) if p is None]
             if bad:
                 raise ValueError(f"'order' names {bad[0]!r}, which is not one of the {len(names)} candidates "
                                  f"(give 1-based positions or names)")

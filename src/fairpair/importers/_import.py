@@ -505,7 +505,7 @@ class _Builder:
             self.cases[ckey] = _CaseDraft(ckey, loc, content)
         elif draft.content != content:
             what = [n for n, x, y in zip(("template", "repetition", "variants", "messages", "prompt", "context"),
-                                         draft.content, content) if x != y]
+                                         draft.content, content, strict=True) if x != y]
             self.problems.add(loc, None, f"matched set '{row.set}' already has a case {label} "
                                          f"({_where_row(draft.first)}) with other {', '.join(what)}",
                               "each group appears once per matched set; answers of several targets to one "
@@ -610,7 +610,8 @@ class _Builder:
             draft.case = Case(
                 id=hashlib.sha256(blob.encode("utf-8")).hexdigest()[:20], battery=battery.name, design=did,
                 design_kind=kind, template=row.template, repetition=row.repetition, matched_set=set_id,
-                block=f"{row.template}/r{row.repetition}", attribute=attrs[0] if kind in ("counterfactual", "ranking") else None,
+                block=f"{row.template}/r{row.repetition}",
+                attribute=attrs[0] if kind in ("counterfactual", "ranking") else None,
                 baseline=kind == "baseline", groups=dict(gkey), variants=variants, messages=messages, meta=meta,
                 turns=turns, context=row.context, seed=seed)
 

@@ -241,7 +241,7 @@ def read_csv(path: Path, text: str) -> Iterator[Located | RowProblem]:
                 continue
             data: dict[str, Any] = {}
             bad: RowProblem | None = None
-            for h, cell in zip(header, cells):
+            for h, cell in zip(header, cells, strict=True):
                 if cell == "":
                     continue
                 prefix = next((p for p in CSV_PREFIXES if h.startswith(p)), None)

@@ -30,8 +30,8 @@ from fairpair.report._text import terminal
 if TYPE_CHECKING:
     from fairpair.analysis import CellMean, ComparisonResult, TwoPartyBlock
 
-__all__ = ["Figure", "forest_plot", "scenario_plot", "group_plot", "discordant_plot", "heatmap_plots", "dispersion_plot",
-           "OKABE_ITO", "VERDICT_STYLE"]
+__all__ = ["Figure", "forest_plot", "scenario_plot", "group_plot", "discordant_plot", "heatmap_plots",
+           "dispersion_plot", "OKABE_ITO", "VERDICT_STYLE"]
 
 OKABE_ITO = {"orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73", "yellow": "#F0E442",
              "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7", "black": "#000000"}
