@@ -32,28 +32,28 @@ E = TypeVar("E", bound=enum.Enum)
 # ---------------------------------------------------------------- choices
 
 
-class Engine(str, enum.Enum):
+class Engine(enum.StrEnum):
     """Where ``fairpair run`` sends cases from: this process (asyncio) or a Ray actor pool."""
 
     inprocess = "inprocess"
     ray = "ray"
 
 
-class Lang(str, enum.Enum):
+class Lang(enum.StrEnum):
     """Language of a battery or a report (the two that ship texts and lexicons)."""
 
     es = "es"
     en = "en"
 
 
-class ExportFormat(str, enum.Enum):
+class ExportFormat(enum.StrEnum):
     """Table format of ``fairpair export`` (:data:`fairpair.report._export.FORMATS`)."""
 
     csv = "csv"
     parquet = "parquet"
 
 
-class ImportFormat(str, enum.Enum):
+class ImportFormat(enum.StrEnum):
     """Answer file format of ``fairpair import-answers`` (:data:`fairpair.importers._read.FORMATS`)."""
 
     auto = "auto"
@@ -62,13 +62,13 @@ class ImportFormat(str, enum.Enum):
     chat_completions = "chat-completions"
 
 
-class ReleaseFormat(str, enum.Enum):
+class ReleaseFormat(enum.StrEnum):
     """Column layout of the result files ``fairpair reanalyze`` reads (:data:`fairpair.persona._reanalyze.FORMATS`)."""
 
     tan_lee_2025 = "tan-lee-2025"
 
 
-class Ddof(str, enum.Enum):
+class Ddof(enum.StrEnum):
     """Delta degrees of freedom of the standard deviation across cells: 0, 1 or both."""
 
     zero = "0"
