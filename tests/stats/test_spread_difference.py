@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fractions import Fraction as F
 import math
+from fractions import Fraction as F
 
 import numpy as np
 import pytest
@@ -50,7 +50,7 @@ def test_names_fixed_by_hand():
     # cell gaps: A [[1, 2], [2, 2], [1, 3]], B [[1, 1], [1, 2], [1, 1]]: sd = gap * sqrt(pi) / 2
     ga, gb = [[1, 2], [2, 2], [1, 3]], [[1, 1], [1, 2], [1, 1]]
     rows = _two_answer_cells(ga, "A") + _two_answer_cells(gb, "B")
-    v, t, n, g = (np.array(c) for c in zip(*rows))
+    v, t, n, g = (np.array(c) for c in zip(*rows, strict=True))
     r = spread_difference(v, t, n, g, names="fixed")
     half_root_pi = math.sqrt(math.pi) / 2
     sa, sb = F(11, 6), F(7, 6)  # the groups' mean gaps
@@ -63,7 +63,7 @@ def test_names_fixed_by_hand():
     assert r.statistic == pytest.approx(ref.statistic) and r.pvalue == pytest.approx(ref.pvalue)
     assert r.df == pytest.approx(2.0)
     # se: the delta method on the log ratio (scale only): per template, A's scaled SDs minus B's
-    d_t = [float(F(sum(a), 2) / sa - F(sum(b), 2) / sb) for a, b in zip(ga, gb)]
+    d_t = [float(F(sum(a), 2) / sa - F(sum(b), 2) / sb) for a, b in zip(ga, gb, strict=True)]
     assert r.se == pytest.approx(float(np.std(d_t, ddof=1) / math.sqrt(3)))
     # the interval: Fieller's, the ratios rho at which scipy's paired t of x_t - rho y_t has p = 0.05
     lo, hi = r.confidence_interval(0.95)
@@ -105,7 +105,7 @@ def test_cells_with_fewer_answers_do_not_look_less_spread():
             for grp, reps in (("A", 5), ("B", 2)):
                 for v in rng.normal(0, 1, reps):
                     rows.append((v, t, f"{grp}{k}", grp))
-    v, t, n, g = (np.array(c) for c in zip(*rows))
+    v, t, n, g = (np.array(c) for c in zip(*rows, strict=True))
     r = spread_difference(v, t, n, g, names="fixed")
     assert abs(r.estimate) < 0.06 and r.pvalue > 0.05
 
