@@ -99,9 +99,15 @@ def test_words_pass_alone_finds_and_confirms_the_planted_request(tmp_path, capsy
     frag = yaml.safe_load((run / "discovered" / "axes.yaml").read_text())
     assert frag["discovered"]["confirmed"] == [a["name"] for a in confirmed]
     assert set(frag["measures"]) == {a["name"] for a in d["axes"]}
-    # a second discover keeps the recorded split
-    code, _, _ = run_cli(["discover", run, "--seed", "9"], capsys)
+    # a second discover keeps the recorded split; a --seed that would change nothing is an error
+    code, _, err = run_cli(["discover", run, "--seed", "9"], capsys)
+    assert code == 2 and "split was made with seed 0; --seed 9 would change nothing" in err and "--seed" in err
+    code, _, err = run_cli(["discover", run], capsys)
+    assert code == 0, err
     assert json.loads((run / "results.json").read_text())["discovered"]["split"] == d["split"]
+    # the sign as in the plan's comparison (groups [magreb, espana]): magreb minus espana, as elsewhere
+    assert all((a["group_a"], a["group_b"]) == ("magreb", "espana") for a in d["axes"])
+    assert any(a["confirmation"]["estimate"] > 0 for a in confirmed)
     # the report has the section, apart from the verdicts
     code, _, err = run_cli(["report", run, "--lang", "en"], capsys)
     assert code == 0, err
@@ -128,24 +134,32 @@ import re
 
 def answer(messages, context):
     text = messages[-1]["content"]
-    # a paraphrase of the planted axis when one of the two answers asks for the invoice
+    # a paraphrase of the planted axis when one of the two answers asks for the invoice, and a question on
+    # which no two answers differ (every answer greets): the screen on the exploration part drops it
     if "factura" in text:
-        return '{"questions": ["¿Le pide la respuesta al cliente que mande una imagen del recibo de compra?"]}'
-    return '{"questions": []}'
+        return ('{"questions": ["¿Le pide la respuesta al cliente que mande una imagen del recibo de compra?", '
+                '"¿Saluda la respuesta al cliente?"]}')
+    return '{"questions": ["¿Saluda la respuesta al cliente?"]}'
 '''
 
 JUDGE = '''
 def answer(messages, context):
-    user = messages[-1]["content"]
-    reply = user.rsplit("<<<", 1)[-1]
+    system = messages[0]["content"]
+    reply = messages[-1]["content"].rsplit("<<<", 1)[-1]
+    if "Saluda" in system:
+        return "true"
     return "true" if "factura" in reply else "false"
 '''
 
 
 def test_model_pass_alone_with_a_scripted_proposer(tmp_path, capsys):
+    """Two targets (the same bot twice); the proposer asks the planted axis and a useless question."""
     battery = _copy_example(tmp_path)
     (battery.parent / "proposer.py").write_text(PROPOSER)
     (battery.parent / "judge.py").write_text(JUDGE)
+    b = yaml.safe_load(battery.read_text())
+    b["targets"] = {"uno": b.pop("target"), "dos": {"kind": "python", "callable": "bot:answer", "path": "."}}
+    battery.write_text(yaml.safe_dump(b, allow_unicode=True))
     run = _run(tmp_path, capsys, battery)
     spec = json.dumps({"kind": "python", "callable": "proposer:answer", "path": str(battery.parent)})
     judge = json.dumps({"kind": "python", "callable": "judge:answer", "path": str(battery.parent)})
@@ -153,11 +167,31 @@ def test_model_pass_alone_with_a_scripted_proposer(tmp_path, capsys):
     assert code == 0, err + out
     d = json.loads((run / "results.json").read_text())["discovered"]
     assert d["passes"] == ["model"]
-    assert [a["how"] for a in d["axes"]] == ["model"]
-    axis = d["axes"][0]
-    assert axis["spec"]["kind"] == "llm_extract" and "recibo" in axis["spec"]["instructions"]
-    assert axis["exploration"]["calls"] == 16 and axis["confirmed"]
-    assert axis["confirmation"]["estimate"] < 0  # espana - magreb: the invoice is asked of magreb
+    # the useless question was answered on the exploration part, did not differ there and never entered the
+    # confirmation family: one axis per target, the planted one
+    assert sorted(a["target"] for a in d["axes"]) == ["dos", "uno"] and {a["how"] for a in d["axes"]} == {"model"}
+    for axis in d["axes"]:
+        assert axis["spec"]["kind"] == "llm_extract" and "recibo" in axis["spec"]["instructions"]
+        assert axis["exploration"]["calls"] == 16 and axis["exploration"]["questions_proposed"] == 2
+        assert axis["exploration"]["crossed_pvalue"] < 0.05 and axis["direction"] == "magreb"
+        assert axis["confirmed"] and "one-sided" in axis["confirmation"]["correction"]
+        assert axis["confirmation"]["estimate"] > 0  # magreb - espana: the invoice is asked of magreb
+        assert axis["confirmation"]["family_size"] == 1
+    # each question measured on its own target's answers only; the useless one on the exploration part only
+    from tests.run_helpers import rows
+
+    cases = {cid: json.loads(c)["template"] for cid, c in rows(run, "SELECT case_id, data FROM cases")}
+    explore = set(d["split"]["explore"]["templates"])
+    got: dict[str, set] = {}
+    for target, cid, measure in rows(run, "SELECT target, case_id, measure FROM measurements "
+                                          "WHERE measure LIKE 'discovered.%'"):
+        got.setdefault(measure, set()).add((target, cases[cid] in explore))
+    kept = {"discovered." + a["name"]: a["target"] for a in d["axes"]}
+    useless = [m for m in got if m not in kept]
+    assert len(useless) == 2 and all(len({t for t, _ in got[m]}) == 1 and {e for _, e in got[m]} == {True}
+                                     for m in useless)
+    for m, target in kept.items():
+        assert got[m] == {(target, True), (target, False)}
 
 
 def test_both_passes_off_is_an_error_and_a_small_battery_is_refused(tmp_path, capsys):
@@ -170,6 +204,7 @@ def test_both_passes_off_is_an_error_and_a_small_battery_is_refused(tmp_path, ca
     assert code == 2 and "both passes are off" in err
     code, _, err = run_cli(["discover", run], capsys)
     assert code == 2 and "misses the design minimums" in err and "5 template(s)" in err
+    assert "each part needs 8 templates and 5 names per group, so the battery needs 16 templates" in " ".join(err.split())
     code, out, _ = run_cli(["plan", battery, "--discover"], capsys)
     assert "needs 8 templates a part (16 in the battery)" in " ".join(out.split())
 

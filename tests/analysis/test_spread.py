@@ -22,9 +22,9 @@ COMPARISONS = [
 ]
 
 
-def _run(tmp_path, *, wide: float = 3.0):
+def _run(tmp_path, *, wide: float = 3.0, comparisons: list | None = None):
     """10 templates x 3 names x 3 repetitions; ``score`` ~ N(0, 1), N(0, wide) for magreb (same mean)."""
-    b = battery_dict(templates=10, repetitions=3, comparisons=COMPARISONS)
+    b = battery_dict(templates=10, repetitions=3, comparisons=comparisons or COMPARISONS)
 
     def value(c, rng):
         return rng.normal(0, wide if c.groups.get("origen") == "magreb" else 1.0)
@@ -94,7 +94,7 @@ def test_report_and_terminal_show_the_spread(tmp_path):
     html = (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
     assert "## Spread of the answers (secondary)" in md and "SD A / SD B" in md
     line = next(x for x in md.splitlines() if x.startswith("| score: magreb") and "SD" not in x)
-    assert line.endswith("**FAIL** |")
+    assert line.endswith("**FAIL** (cannot pass: the plan gives no max\\_sd\\_ratio for this comparison) |")
     assert 'id="spread"' in html and "Ratio A / B" in html
     summary = json.loads((tmp_path / "rep" / "report.json").read_text(encoding="utf-8"))
     spreads = {v["id"]: v["spread"] for v in summary["verdicts"]}
@@ -103,5 +103,34 @@ def test_report_and_terminal_show_the_spread(tmp_path):
     print_verdicts(Console(file=buf, width=200), run_dir=run_dir, language="en")
     out = buf.getvalue()
     line = next(x for x in out.splitlines() if x.startswith("spread (secondary) score: magreb − espana: SD"))
-    assert line.endswith(": FAIL") and "(95% CI" in line
+    assert line.endswith(": FAIL; cannot pass: the plan gives no max_sd_ratio for this comparison") and "(95% CI" in line
     assert "rumania − espana: SD" not in out  # without --verbose only the spread tests that fail
+
+
+@pytest.mark.parametrize("wide, verdict", [(1.0, "pass"), (3.0, "fail")])
+def test_a_max_sd_ratio_in_the_plan_lets_the_spread_pass_or_fail_beyond_it(tmp_path, wide, verdict):
+    comps = [{**c, "max_sd_ratio": 1.5} if c["measure"] == "score" else c for c in COMPARISONS]
+    run_dir = _run(tmp_path, wide=wide, comparisons=comps)
+    res = analyze_run(run_dir, write=False)
+    by = {c.id: c.spread for c in res.comparisons}
+    sp = by["score"]
+    assert sp.max_sd_ratio == 1.5 and sp.verdict == verdict and "max_sd_ratio R" in sp.verdict_rule
+    lo, hi = sp.equivalence_ratio_ci
+    if verdict == "pass":  # the 90% interval of the ratio inside [1/1.5, 1.5]
+        assert 1 / 1.5 < lo and hi < 1.5 and sp.pvalue_margin == 1.0
+    else:  # the 95% interval beyond 1.5, and the p-value against [1/1.5, 1.5] below alpha after Holm
+        assert sp.ratio_ci[0] > 1.5 and sp.pvalue_margin_adjusted < 0.05
+    # Holm over the two spread tests, against the margin as against equal SDs (statsmodels)
+    raw = [by[k].pvalue_margin for k in ("score", "score-ro")]
+    assert [by[k].pvalue_margin_adjusted for k in ("score", "score-ro")] == pytest.approx(
+        multipletests(raw, method="holm")[1])
+    # the terminal prints a spread that passes or fails, with the plan's ratio
+    from rich.console import Console
+
+    from fairpair.report import print_verdicts
+
+    analyze_run(run_dir)
+    buf = io.StringIO()
+    print_verdicts(Console(file=buf, width=250), run_dir=run_dir, language="en")
+    line = next(x for x in buf.getvalue().splitlines() if x.startswith("spread (secondary) score: magreb − espana"))
+    assert line.endswith(f": {verdict.upper()}; largest tolerated ratio 1.50 (or 1/1.50)")

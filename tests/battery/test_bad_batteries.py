@@ -131,6 +131,13 @@ CASES = [
     ("alpha_too_small.yaml", 21, "analysis.alpha", "greater than 0.000001 (got 1e-18)", None),
     ("comparison_zero_margin.yaml", 22, "analysis.comparisons[0].margin",
      "margin 0 on the yes/no measure 'reembolso' tolerates no difference at all", "leave 'margin' out"),
+    # the spread margin (issue 32): a ratio above 1, on a measure and design that have a spread statistic
+    ("comparison_spread_margin_below_one.yaml", 23, "analysis.comparisons[0].max_sd_ratio",
+     "greater than 1 (got 0.25)", None),
+    ("comparison_spread_margin_binary.yaml", 22, "analysis.comparisons[0].max_sd_ratio",
+     "max_sd_ratio on the yes/no measure 'reembolso' would do nothing", "remove 'max_sd_ratio'"),
+    ("comparison_spread_margin_one_repetition.yaml", 22, "analysis.comparisons[0].max_sd_ratio",
+     "max_sd_ratio 1.25 would do nothing with repetitions: 1", "set 'repetitions: 2'"),
     # bounded inputs: a device is refused before it is read (a FIFO and a file too large: tests below)
     ("system_file_device.yaml", 14, "templates[0].system_file", "/dev/zero: it is a device, not a regular file",
      None),

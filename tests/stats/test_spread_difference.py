@@ -19,6 +19,9 @@ def test_c4_is_the_textbook_constant():
     assert c4(5) == pytest.approx(math.sqrt(2 / 4) * special.gamma(2.5) / special.gamma(2.0))
     assert round(float(c4(5)), 4) == 0.9400 and round(float(c4(10)), 4) == 0.9727
     assert np.isnan(c4(1))
+    # E[s] / sigma = E[chi_{n-1}] / sqrt(n - 1) (scipy's chi distribution)
+    for n in (2, 3, 5, 10, 30):
+        assert c4(n) == pytest.approx(stats.chi(n - 1).mean() / math.sqrt(n - 1))
 
 
 def test_cell_sds_are_numpy_sample_sds_over_c4_and_cells_of_one_answer_have_none():
@@ -53,14 +56,20 @@ def test_names_fixed_by_hand():
     sa, sb = F(11, 6), F(7, 6)  # the groups' mean gaps
     assert r.sd_a == pytest.approx(float(sa) * half_root_pi) and r.sd_b == pytest.approx(float(sb) * half_root_pi)
     assert r.estimate == pytest.approx(math.log(11 / 7)) and r.ratio == pytest.approx(11 / 7)
-    # delta method: per template, the mean of A's scaled SDs minus B's; se = their SD / sqrt(T), df = T - 1
+    # the test: the paired t of the template means of A's cell SDs minus B's (scipy), df = T - 1
+    x_t = [float(F(sum(a), 2)) * half_root_pi for a in ga]
+    y_t = [float(F(sum(b), 2)) * half_root_pi for b in gb]
+    ref = stats.ttest_rel(x_t, y_t)
+    assert r.statistic == pytest.approx(ref.statistic) and r.pvalue == pytest.approx(ref.pvalue)
+    assert r.df == pytest.approx(2.0)
+    # se: the delta method on the log ratio (scale only): per template, A's scaled SDs minus B's
     d_t = [float(F(sum(a), 2) / sa - F(sum(b), 2) / sb) for a, b in zip(ga, gb, strict=True)]
-    se = float(np.std(d_t, ddof=1) / math.sqrt(3))
-    assert r.se == pytest.approx(se) and r.df == pytest.approx(2.0)
-    assert r.pvalue == pytest.approx(2 * stats.t.sf(math.log(11 / 7) / se, 2))
+    assert r.se == pytest.approx(float(np.std(d_t, ddof=1) / math.sqrt(3)))
+    # the interval: Fieller's, the ratios rho at which scipy's paired t of x_t - rho y_t has p = 0.05
     lo, hi = r.confidence_interval(0.95)
-    q = stats.t.ppf(0.975, 2) * se
-    assert (lo, hi) == pytest.approx((math.log(11 / 7) - q, math.log(11 / 7) + q))
+    for lim in (lo, hi):
+        assert stats.ttest_1samp(np.array(x_t) - math.exp(lim) * np.array(y_t), 0.0).pvalue == pytest.approx(0.05)
+    assert lo < math.log(11 / 7) < hi
     assert tuple(r.ratio_interval(0.95)) == pytest.approx((math.exp(lo), math.exp(hi)))
     assert r.n_templates == 3 and r.n_cells == 12
 
@@ -119,3 +128,45 @@ def test_a_planted_spread_difference_is_found_and_undefined_cases_say_why():
     assert np.isnan(zero.estimate) and zero.sd_b == 0 and "group B" in zero.note
     with pytest.raises(ValueError, match="exactly two"):
         spread_difference(v, tt, nn, np.where(nn < 3, "A", np.where(nn < 6, "B", "C")))
+
+
+def _fieller_closed_form(x: np.ndarray, y: np.ndarray, level: float) -> tuple[float, float]:
+    """Fieller (1954) for the ratio of two paired means: the roots of
+    (ybar^2 - q^2 s_yy / T) rho^2 - 2 (xbar ybar - q^2 s_xy / T) rho + (xbar^2 - q^2 s_xx / T) = 0."""
+    t = x.size
+    q2 = stats.t.ppf(0.5 + level / 2, t - 1) ** 2 / t
+    c = np.cov(x, y, ddof=1)
+    qa, qb, qc = y.mean() ** 2 - q2 * c[1, 1], x.mean() * y.mean() - q2 * c[0, 1], x.mean() ** 2 - q2 * c[0, 0]
+    disc = math.sqrt(qb ** 2 - qa * qc)
+    return (qb - disc) / qa, (qb + disc) / qa
+
+
+def test_names_fixed_interval_is_fiellers_closed_form():
+    rng = np.random.default_rng(3)
+    a = rng.gamma(3.0, 0.4, (15, 4)) * np.exp(rng.normal(0, 0.3, (15, 1)))
+    b = rng.gamma(3.0, 0.3, (15, 4)) * np.exp(rng.normal(0, 0.3, (15, 1)))
+    r = spread_from_cells(a, b, names="fixed")
+    for level in (0.95, 0.90):
+        ref = _fieller_closed_form(a.mean(axis=1), b.mean(axis=1), level)
+        assert tuple(r.ratio_interval(level)) == pytest.approx(ref, rel=1e-5)
+    assert tuple(r.equivalence_interval(0.05)) == pytest.approx(tuple(r.confidence_interval(0.90)))
+    # the p-value against the margin: scipy's paired t at the nearer bound, two-sided
+    lo95, _hi95 = r.ratio_interval(0.95)
+    bound = 1.05
+    assert r.ratio > bound
+    ref_p = stats.ttest_1samp(a.mean(axis=1) - bound * b.mean(axis=1), 0.0).pvalue
+    assert r.pvalue_beyond(bound) == pytest.approx(ref_p)
+    assert (r.pvalue_beyond(bound) < 0.05) == (lo95 > bound)
+    assert r.pvalue_beyond(r.ratio * 1.01) == 1.0 and r.pvalue_beyond(None) == r.pvalue
+
+
+def test_an_unbounded_fieller_interval_when_group_b_has_almost_no_spread():
+    # group B's cells are SD 0 but for one template: its mean SD is not clearly above 0, so no upper limit
+    a = np.full((10, 3), 1.0) + np.linspace(0, 0.5, 10)[:, None]
+    b = np.zeros((10, 3))
+    b[0] = 3.0
+    r = spread_from_cells(a, b, names="fixed")
+    lo, hi = r.confidence_interval(0.95)
+    assert np.isfinite(lo) and hi == math.inf
+    x, y = a.mean(axis=1), b.mean(axis=1)
+    assert stats.ttest_1samp(x - math.exp(lo) * y, 0.0).pvalue == pytest.approx(0.05)

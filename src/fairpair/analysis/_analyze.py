@@ -161,6 +161,7 @@ def analyze_loaded(battery: Battery, data: RunData, *, targets: list[str] | None
                                                templates=templates, by_template=c.by == "template" and c.primary)
                     ident = dict(id=cid, target=target, measure=c.measure, attribute=c.attribute, design=did,
                                  group_a=ga, group_b=gb, primary=c.primary)
+                    pa.spread_margin = c.max_sd_ratio
                     pending.append((pa, ident, c.primary, c.margin))
                 all_groups = groups if c.reference is None else list(dict.fromkeys([*groups, c.reference]))
                 if len(all_groups) > 2:
@@ -187,16 +188,20 @@ def analyze_loaded(battery: Battery, data: RunData, *, targets: list[str] | None
 
 def _spread_adjust(fam: list, method: str) -> list:
     """The spread statistics' p-values adjusted over the family's comparisons that have one (secondary: a
-    family of their own, with the family's correction): per comparison ``(adjusted p, label, size)`` or None."""
+    family of their own, with the family's correction), against equal SDs and against the plan's
+    ``max_sd_ratio`` (adjusted together, as :func:`_family_adjust` does the means'): per comparison
+    ``(adjusted p, label, size, adjusted p against the ratio)`` or None."""
     have = [i for i, (pa, *_rest) in enumerate(fam) if pa.within_spread is not None]
     out: list = [None] * len(fam)
     if not have:
         return out
-    raw = np.array([fam[i][0].within_spread.pvalue for i in have], dtype=float)
-    adj = adjust(raw, method)
+    sps = [fam[i][0] for i in have]
+    raw = np.array([pa.within_spread.pvalue for pa in sps], dtype=float)
+    raw_m = np.array([pa.within_spread.pvalue_beyond(pa.spread_margin) for pa in sps], dtype=float)
+    adj, adj_m = adjust(raw, method), adjust(raw_m, method)
     label = f"{method} (the target's spread tests; secondary)"
-    for i, p in zip(have, adj):
-        out[i] = (num(p), label, len(have))
+    for i, p, pm, pa in zip(have, adj, adj_m, sps):
+        out[i] = (num(p), label, len(have), num(pm) if pa.spread_margin else None)
     return out
 
 

@@ -19,7 +19,8 @@ the search never saw.
    * the *model* pass (:func:`propose_axes`): any target as the proposer, blind to the group as the
      judge is (masked answers; each pair shown in both orders, so the side does not tell the group),
      asked for yes/no questions on which the two answers differ; the questions asked most often
-     are kept.
+     are answered by the judge on the exploration part and screened there (:func:`screen`), as the
+     phrases are.
 
    Each axis is an ordinary measure (``keywords`` for a phrase, ``llm_extract`` with a boolean
    schema for a question, answered by the battery's judge), written to a battery fragment
@@ -27,8 +28,8 @@ the search never saw.
 3. **Confirmation** (:func:`confirm`): the axes are measured on the confirmation part only (stored
    as ``discovered.<name>``) and tested with the crossed inference of every comparison
    (:func:`fairpair.analysis._paired.analyze_pairs`), Holm over each target's discovered family. An
-   axis is *confirmed* when its adjusted p-value is below alpha and (a words axis) its difference
-   has the sign the exploration saw. The result is ``results.json``'s ``discovered`` section,
+   axis is *confirmed* when its adjusted p-value (one-sided, in the direction the exploration saw)
+   is below alpha. The result is ``results.json``'s ``discovered`` section,
    apart from the pre-registered comparisons: it changes no verdict and not the gate.
 
 ``benchmarks/sim_discover.py`` simulates whole audits through :func:`make_split`,
@@ -297,15 +298,20 @@ def presence_matrix(docs_a: list[set[str]], docs_b: list[set[str]], *, min_answe
     return out[0], out[1], vocab
 
 
-def screen(candidates: list[Candidate], analyses: list[Any], *, max_axes: int = 3, level: float = 0.05
-           ) -> list[tuple[Candidate, float]]:
-    """The second step of the words pass, on the exploration part too: each candidate phrase's
-    crossed test on the exploration pairs (``analyses``: its
-    :class:`~fairpair.analysis._paired.PairAnalysis`, templates and names as random factors) keeps the
-    phrases whose difference has the log-odds ratio's sign and a p-value below ``level``, at most
-    ``max_axes``, in the log-odds ratio's order (largest ``|z|`` first: ranked by the exploration's
-    p-value, phrases that a few names use for one group, whose p-values the same selection makes
-    small, crowded out the planted phrase in ``benchmarks/sim_discover.py``).
+def screen(candidates: list[Any], analyses: list[Any], *, max_axes: int = 3, level: float = 0.05,
+           signs: list[int] | None = None) -> list[tuple[Any, float]]:
+    """The second step of each pass, on the exploration part too: each candidate's crossed test on
+    the exploration pairs (``analyses``: its :class:`~fairpair.analysis._paired.PairAnalysis`,
+    templates and names as random factors) keeps the candidates whose difference has the expected
+    sign and a p-value below ``level``, at most ``max_axes``, in the order given.
+
+    ``signs``: the sign each candidate's difference must have (+1 / -1; 0: either); default a
+    :class:`Candidate`'s log-odds ratio's (a phrase), whose order is then the log-odds ratio's (largest
+    ``|z|`` first: ranked by the exploration's p-value, phrases that a few names use for one group,
+    whose p-values the same selection makes small, crowded out the planted phrase in
+    ``benchmarks/sim_discover.py``). A proposer's questions come in the order of the calls that asked
+    them, with sign 0: a question whose answers do not differ on the exploration part (most of what a
+    model proposes from a few pairs) never enters the confirmation's Holm family.
 
     The log-odds ratio's z-score counts answers as independent; a phrase that a few names or
     templates use for one group gets a large z that the crossed test sees through, so the
@@ -314,12 +320,14 @@ def screen(candidates: list[Candidate], analyses: list[Any], *, max_axes: int = 
     Returns (candidate, exploration p-value) pairs.
     """
     kept = []
-    for c, pa in zip(candidates, analyses):
+    for k, (c, pa) in enumerate(zip(candidates, analyses)):
         est = pa.fields.get("estimate")
-        if pa.pvalue is None or est is None or np.sign(est) != np.sign(c.zscore) or pa.pvalue >= level:
+        want = int(np.sign(c.zscore)) if signs is None else signs[k]
+        if pa.pvalue is None or est is None or not est or (want and np.sign(est) != want) or pa.pvalue >= level:
             continue
         kept.append((c, float(pa.pvalue)))
-    kept.sort(key=lambda cp: -abs(cp[0].zscore))
+    if signs is None:
+        kept.sort(key=lambda cp: -abs(cp[0].zscore))
     return kept[:max_axes]
 
 
@@ -341,10 +349,10 @@ def confirm(tests: list[AxisTest], *, alpha: float) -> list[tuple[Any, bool]]:
     (its ``pvalue_adjusted`` Holm's over the family) and whether the axis is confirmed (adjusted p below
     ``alpha``).
 
-    A signed axis (a phrase, whose direction the exploration saw) is tested one-sided in that
-    direction: its crossed t's two-sided p-value ``p`` becomes ``p / 2`` when the estimate has the
+    A signed axis (every axis of ``fairpair discover``: the exploration saw its direction) is tested
+    one-sided in that direction: its crossed t's two-sided p-value ``p`` becomes ``p / 2`` when the estimate has the
     expected sign and ``1 - p / 2`` otherwise, since the hypothesis was fixed before the confirmation
-    part was read. An axis without a sign (a proposer's question) keeps the two-sided p-value.
+    part was read. An axis without a sign (``sign`` 0) keeps the two-sided p-value.
     """
     from fairpair.analysis._paired import finish
     from fairpair.stats import adjust
@@ -393,7 +401,8 @@ def _set_names(cases, i: int, j: int, attribute: str) -> tuple[str, ...]:
 
 
 def _comparisons(battery, data, split: Split | None) -> tuple[list[_Comparison], list[tuple[str, ...]], list[str]]:
-    """Every pair of groups of every design x attribute x target, with the part of each pair."""
+    """Every pair of groups of every design x attribute x target, with the part of each pair; group A and
+    B as in the plan's comparisons of the attribute (the compared group minus the reference)."""
     from fairpair.analysis._data import group_pairs, strata_for
 
     cases = data.cases
@@ -416,7 +425,14 @@ def _comparisons(battery, data, split: Split | None) -> tuple[list[_Comparison],
         strata = strata_for(cases, did, attr)
         if len(strata.groups) < 2:
             continue
-        for ga, gb in group_pairs(_All, strata.groups):
+        # the sign of every difference as the plan's comparisons of this attribute give it (group A minus the
+        # reference, or the order the comparison lists), else all pairs in the attribute's order
+        orient: dict[frozenset, tuple[str, str]] = {}
+        for pc in battery.analysis.comparisons:
+            if pc.attribute == attr:
+                for pair in group_pairs(pc, strata.groups):
+                    orient.setdefault(frozenset(pair), pair)
+        for ga, gb in (orient.get(frozenset(p), p) for p in group_pairs(_All, strata.groups)):
             ca, cb = strata.column(ga), strata.column(gb)
             ok = (ca >= 0) & (cb >= 0)
             ia, ib = ca[ok], cb[ok]
@@ -431,9 +447,15 @@ def _comparisons(battery, data, split: Split | None) -> tuple[list[_Comparison],
 
 
 def split_design_notes(comps: list[_Comparison], data, names: str) -> list[str]:
-    """A part of the split that misses the estimand's design minimums, in words (one line each)."""
-    from fairpair.analysis._design import design_reason_counts
+    """A part of the split that misses the estimand's design minimums, in words (one line each): the
+    minimums are each part's (:data:`~fairpair.analysis._design.MIN_TEMPLATES`, ``MIN_NAMES``), so the
+    battery needs twice them, and the line says both."""
+    from fairpair.analysis._design import MIN_NAMES, MIN_TEMPLATES, design_reason_counts
 
+    need = f"each part needs {MIN_TEMPLATES[names]} templates" + (
+        f" and {MIN_NAMES} names per group, so the battery needs {2 * MIN_TEMPLATES[names]} templates and "
+        f"{2 * MIN_NAMES} names per group" if names == "random" else
+        f", so the battery needs {2 * MIN_TEMPLATES[names]} templates")
     notes = []
     seen = set()
     for c in comps:
@@ -450,7 +472,7 @@ def split_design_notes(comps: list[_Comparison], data, names: str) -> list[str]:
                                        n_pairs=int(sel.sum()), group_a=c.group_a, group_b=c.group_b)
             if why:
                 word = "exploration" if part == "explore" else "confirmation"
-                notes.append(f"{c.attribute} {c.group_a} vs {c.group_b}, {word} part: {why}")
+                notes.append(f"{c.attribute} {c.group_a} vs {c.group_b}, {word} part: {why} ({need})")
     return notes
 
 
@@ -590,7 +612,73 @@ def _fragment_text(axes: list[dict[str, Any]], run_dir: Path, split: Split, conf
     return "\n".join(lines) + yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=100)
 
 
-def discover_run(run_dir: Path | str, *, seed: int = 0, words: bool = True, proposer: Any = None,
+def _part_cases(data, c: _Comparison, part: str) -> set[tuple[str, str]]:
+    """(target, case id) of the answers of comparison ``c``'s pairs in ``part``."""
+    sel = c.part == part
+    return {(c.target, data.cases.ids[i]) for i in (*c.ia[sel], *c.ib[sel])}
+
+
+def _measure_axes(run_dir: Path, axes: list[dict[str, Any]], where: dict[str, set[tuple[str, str]]], *,
+                  judge: Any, settings: Any) -> None:
+    """Measure each axis (stored as ``discovered.<name>``) on the answers ``where`` lists for it only."""
+    from fairpair.battery import MeasureSpec
+    from fairpair.measures import measure_run
+
+    extra = {DISCOVERED_PREFIX + a["name"]: MeasureSpec.model_validate(a["spec"]) for a in axes}
+    measure_run(run_dir, extra=extra, only_cases=where, judge=judge, settings=settings, summary=False)
+
+
+def _model_axes(run_dir: Path, data: Any, shown: list, proposer: Any, battery: Any, names: str, taken: set[str], *,
+                seed: int, max_axes: int, judge: Any, settings: Any) -> list[dict[str, Any]]:
+    """The model pass: the proposer's questions (up to ``2 max_axes`` per comparison), answered by the
+    judge on the exploration part of their own comparison and target and screened there (:func:`screen`,
+    either sign), so that a question whose answers do not differ never enters the confirmation family;
+    the kept ones (at most ``max_axes``) carry the direction the exploration saw."""
+    from fairpair.analysis._data import load_run_data, open_for_reading
+
+    proposed = propose_axes(proposer, [pairs for *_, pairs in shown], language=battery.language, seed=seed,
+                            max_axes=2 * max_axes, settings=settings)
+    cands: list[tuple[_Comparison, dict[str, Any]]] = []
+    for (ident, c, both, pairs), (qs, calls, bad) in zip(shown, proposed):
+        for q, n in qs:
+            cands.append((c, {"name": _slug(q, taken, "q_"), "how": "model", **ident, "direction": None,
+                              "spec": {"kind": "llm_extract", "instructions": q, "schema": {"type": "boolean"}},
+                              "exploration": {"question": q, "calls_asking": n, "calls": calls,
+                                              "pairs_shown": len(pairs), "calls_without_questions": bad,
+                                              "questions_proposed": len(qs)}}))
+    if not cands:
+        return []
+    _measure_axes(run_dir, [a for _, a in cands],
+                  {DISCOVERED_PREFIX + a["name"]: _part_cases(data, c, "explore") for c, a in cands},
+                  judge=judge, settings=settings)
+    with open_for_reading(run_dir) as run:  # the answers to the questions, now in the store
+        data = load_run_data(run.store, keep_details=False)
+    strata_cache: dict[tuple[str, str], Any] = {}
+    kept: list[dict[str, Any]] = []
+    by_comparison: list[tuple[_Comparison, list[dict[str, Any]]]] = []
+    for c, a in cands:  # consecutive per comparison
+        if not by_comparison or by_comparison[-1][0] is not c:
+            by_comparison.append((c, []))
+        by_comparison[-1][1].append(a)
+    for c, mine in by_comparison:
+        analyses = []
+        for a in mine:
+            vals = data.values.get((c.target, DISCOVERED_PREFIX + a["name"]), np.full(len(data.cases), np.nan)).copy()
+            keep = np.zeros(len(data.cases), dtype=bool)
+            sel = c.part == "explore"
+            keep[c.ia[sel]] = True
+            keep[c.ib[sel]] = True
+            vals[~keep] = np.nan  # the exploration part only
+            analyses.append(_analyse(data, c, vals, names, battery.analysis, strata_cache))
+        for a, p in screen(mine, analyses, max_axes=max_axes, signs=[0] * len(mine)):
+            est = analyses[mine.index(a)].fields["estimate"]
+            kept.append({**a, "direction": c.group_a if est > 0 else c.group_b,
+                         "exploration": {**a["exploration"], "crossed_pvalue": round(p, 6),
+                                         "estimate": round(float(est), 6)}})
+    return kept
+
+
+def discover_run(run_dir: Path | str, *, seed: int | None = None, words: bool = True, proposer: Any = None,
                  max_axes: int = 3, z_min: float = 2.0, min_answers: int = 5, proposer_pairs: int = 8,
                  judge: Any = None, settings: Any = None, console: Any = None) -> Any:
     """Split, explore, write the fragment, measure the axes on the confirmation part, analyse.
@@ -599,8 +687,9 @@ def discover_run(run_dir: Path | str, *, seed: int = 0, words: bool = True, prop
     ----------
     run_dir : path
         A measured run (``fairpair run``).
-    seed : int
-        Seed of the split (used only when the run has none recorded yet: a recorded split is reused).
+    seed : int, optional
+        Seed of the split (default 0) and of the pairs shown to the proposer. A run is split once: with a
+        split recorded, its seed is used, and a different ``seed`` is an error.
     words : bool
         Run the words pass.
     proposer : Target, optional
@@ -621,7 +710,8 @@ def discover_run(run_dir: Path | str, *, seed: int = 0, words: bool = True, prop
     Raises
     ------
     FairpairError
-        No pass selected; a part of the split misses the design minimums; the run has no answers.
+        No pass selected; a part of the split misses the design minimums; the run has no answers; a
+        ``seed`` other than the recorded split's.
     """
     from fairpair.analysis._analyze import analyze_run
     from fairpair.analysis._data import load_run_data, open_for_reading
@@ -641,7 +731,14 @@ def discover_run(run_dir: Path | str, *, seed: int = 0, words: bool = True, prop
         old = store.events(SPLIT_EVENT)
         if old:
             split = Split.from_dict(old[0]["split"])
+            if seed is not None and seed != split.seed:
+                raise FairpairError(f"discover: this run's split was made with seed {split.seed}; --seed {seed} "
+                                    "would change nothing (a run is split once, so that its confirmation part "
+                                    "stays unread by every search)", file=run_dir, key="--seed",
+                                    hint=f"leave --seed out (or give {split.seed}), or discover on a fresh run")
+            seed = split.seed
         else:
+            seed = 0 if seed is None else seed
             comps, name_sets, templates = _comparisons(battery, data, None)
             if not comps:
                 raise FairpairError("discover: the run has no matched pairs of two groups to explore", file=run_dir)
@@ -651,14 +748,13 @@ def discover_run(run_dir: Path | str, *, seed: int = 0, words: bool = True, prop
         if notes:
             raise FairpairError("discover: a part of the split misses the design minimums of the estimand "
                                 f"(names {names}): " + "; ".join(notes), file=run_dir,
-                                hint="each part needs them, so the battery needs twice: `fairpair plan BATTERY "
-                                     "--discover` sizes it")
+                                hint="`fairpair plan BATTERY --discover` sizes a battery for both parts")
         masker = masker_for(battery)
         texts = _texts(store, masker)
     axes: list[dict[str, Any]] = []
     taken: set[str] = set()
     n_explore: set[tuple[str, str]] = set()
-    shown: list[tuple[dict[str, Any], list[tuple[str, str]]]] = []
+    shown: list[tuple[dict[str, Any], _Comparison, list[tuple[str, str]], list[tuple[str, str]]]] = []
     strata_cache: dict[tuple[str, str], Any] = {}
     for c in comps:
         sel = np.nonzero(c.part == "explore")[0]
@@ -694,20 +790,12 @@ def discover_run(run_dir: Path | str, *, seed: int = 0, words: bool = True, prop
             differ = [ab for ab in both if texts[(c.target, ab[0])] != texts[(c.target, ab[1])]
                       and not masker.leaks(texts[(c.target, ab[0])]) and not masker.leaks(texts[(c.target, ab[1])])]
             pick = [differ[i] for i in rng.permutation(len(differ))[:proposer_pairs]]
-            shown.append((ident, [(texts[(c.target, a)], texts[(c.target, b)]) for a, b in pick]))
+            shown.append((ident, c, both, [(texts[(c.target, a)], texts[(c.target, b)]) for a, b in pick]))
     if shown:
-        proposed = propose_axes(proposer, [pairs for _, pairs in shown], language=battery.language, seed=seed,
-                                max_axes=max_axes, settings=settings)
-        for (ident, pairs), (qs, calls, bad) in zip(shown, proposed):
-            for q, n in qs:
-                name = _slug(q, taken, "q_")
-                axes.append({"name": name, "how": "model", **ident, "direction": None,
-                             "spec": {"kind": "llm_extract", "instructions": q, "schema": {"type": "boolean"}},
-                             "exploration": {"question": q, "calls_asking": n, "calls": calls,
-                                             "pairs_shown": len(pairs), "calls_without_questions": bad}})
+        axes += _model_axes(run_dir, data, shown, proposer, battery, names, taken, seed=seed, max_axes=max_axes,
+                            judge=judge, settings=settings)
     from fairpair.store import Run
 
-    confirm_ids = {data.cases.ids[i] for c in comps for i in (*c.ia[c.part == "confirm"], *c.ib[c.part == "confirm"])}
     with Run.open(run_dir, "w") as run:
         if not run.store.events(SPLIT_EVENT):
             run.store.event(SPLIT_EVENT, {"split": split.to_dict()})
@@ -715,13 +803,13 @@ def discover_run(run_dir: Path | str, *, seed: int = 0, words: bool = True, prop
                                                                               ("model", proposer is not None)) if on],
                                      "n_explore": len(n_explore)})
     if axes:
-        from fairpair.measures import measure_run
-
-        extra = {DISCOVERED_PREFIX + a["name"]: a["spec"] for a in axes}
-        from fairpair.battery import MeasureSpec
-
-        measure_run(run_dir, extra={k: MeasureSpec.model_validate(v) for k, v in extra.items()},
-                    only_cases=confirm_ids, judge=judge, settings=settings, summary=False)
+        # each axis on the confirmation pairs of its own comparison and target, nothing more
+        by_key = {(c.target, c.design, c.attribute, c.group_a, c.group_b): c for c in comps}
+        where = {}
+        for a in axes:
+            c = by_key[(a["target"], a["design"], a["attribute"], a["group_a"], a["group_b"])]
+            where[DISCOVERED_PREFIX + a["name"]] = _part_cases(data, c, "confirm")
+        _measure_axes(run_dir, axes, where, judge=judge, settings=settings)
     res = analyze_run(run_dir)
     block = res.discovered
     frag = run_dir / FRAGMENT
@@ -741,7 +829,7 @@ def print_discovered(console, block) -> None:
     console.print(f"discovered (not pre-registered; changes no verdict and not the gate): passes "
                   f"{', '.join(block.passes) or 'none'} on {n.get('explore', 0)} exploration answers; "
                   f"{len(block.axes)} axis(es) tested on {n.get('confirm', 0)} confirmation answers, "
-                  f"{len(block.confirmed())} confirmed ({block.correction}, alpha {block.alpha}; a phrase one-sided, in the "
+                  f"{len(block.confirmed())} confirmed ({block.correction}, alpha {block.alpha}; an axis one-sided, in the "
                   f"direction the exploration saw)", soft_wrap=True)
     for a in block.axes:
         c = a.confirmation

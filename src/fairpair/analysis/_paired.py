@@ -66,7 +66,8 @@ from fairpair.stats import paired_t, wilcoxon
 
 __all__ = ["PairData", "PairAnalysis", "analyze_pairs", "finish", "pair_cells", "BINARY_SCALES", "CI_METHOD",
            "t_interval", "HETEROGENEITY_CUTOFF", "scenario_pvalues", "crossed_verdict_inputs", "sign_flip_interval",
-           "pair_spread", "spread_block", "RULE_SPREAD"]
+           "pair_spread", "spread_block", "RULE_SPREAD",
+           "RULE_SPREAD_MARGIN"]
 
 #: The guard of the templates-random average: when the generalized ESD (Rosner 1983) singles out at
 #: least one template at this level (:func:`fairpair.stats.scenario_heterogeneity`), the average cannot
@@ -156,6 +157,8 @@ class PairAnalysis:
     #: :func:`fairpair.stats.spread_difference` of the comparison (count, continuous and 1-5 measures with
     #: repetitions; ``None`` otherwise): the within-cell spread, a secondary statistic
     within_spread: Any = None
+    #: the plan's largest tolerated ratio of within-cell SDs (``max_sd_ratio``; None: no spread margin)
+    spread_margin: float | None = None
     #: the crossed inference behind the figures (:class:`fairpair.stats.CrossedDifferenceResult`; None without
     #: answers or with templates fixed)
     crossed: Any = None
@@ -278,14 +281,31 @@ def pair_spread(pd: PairData, *, names: str, templates: str) -> Any:
     return spread_from_cells(sds[0], sds[1], names=names, templates=templates)
 
 
-#: The spread statistic's verdict rule (secondary: it never changes the comparison's verdict or the gate).
-RULE_SPREAD = ("spread (secondary): fail if the adjusted p-value of the log ratio of within-cell SDs is below "
-               "alpha, else inconclusive; never pass (no margin for spread), never the comparison's verdict")
+#: The spread statistic's verdict rules (secondary: they never change the comparison's verdict or the gate).
+RULE_SPREAD = ("spread (secondary), no max_sd_ratio in the plan: fail if the adjusted p-value of equal within-cell "
+               "SDs is below alpha, else inconclusive; never pass (without a largest tolerated SD ratio nothing "
+               "can be shown equal), never the comparison's verdict")
+RULE_SPREAD_MARGIN = ("spread (secondary), max_sd_ratio R: pass if the (1-2 alpha) interval of the SD ratio lies "
+                      "inside [1/R, R]; fail if the (1-alpha) interval lies entirely outside it with the adjusted "
+                      "p-values against equal SDs and against [1/R, R] below alpha; else inconclusive; never the "
+                      "comparison's verdict")
+#: An unbounded Fieller limit, as a finite log ratio the verdict rule can compare (a ratio of e^1000)
+_FAR = 1000.0
+
+
+def _finite_limits(ci: Any) -> tuple[float, float]:
+    return tuple(float(np.clip(v, -_FAR, _FAR)) if not np.isnan(v) else float("nan") for v in ci)  # type: ignore[return-value]
 
 
 def spread_block(pa: PairAnalysis, *, pvalue_adjusted: float | None, correction: str, family_size: int,
-                 alpha: float, confidence_level: float, labels: tuple[str, str] = ("A", "B")) -> SpreadBlock | None:
-    """The :class:`~fairpair.records.SpreadBlock` of a comparison (``None`` without a spread statistic)."""
+                 alpha: float, confidence_level: float, labels: tuple[str, str] = ("A", "B"),
+                 pvalue_margin_adjusted: float | None = None) -> SpreadBlock | None:
+    """The :class:`~fairpair.records.SpreadBlock` of a comparison (``None`` without a spread statistic).
+
+    With ``pa.spread_margin`` (the plan's ``max_sd_ratio`` R) the verdict can ``pass``: the rule of
+    :func:`fairpair.analysis._verdict.decide` on the log scale with the margin ``log R``, Fieller's
+    ``1 - 2 alpha`` interval for ``pass`` and ``pvalue_margin_adjusted`` (default: unadjusted) for ``fail``.
+    """
     from fairpair.analysis._design import design_reason_counts
 
     sp = pa.within_spread
@@ -296,13 +316,27 @@ def spread_block(pa: PairAnalysis, *, pvalue_adjusted: float | None, correction:
                                   group_a=labels[0], group_b=labels[1])
     ci = sp.confidence_interval(confidence_level)
     rci = sp.ratio_interval(confidence_level)
-    verdict, _rule = decide(tuple(ci), None, pvalue_adjusted, None, alpha, design_reason=reason)
+    ratio_max = pa.spread_margin
+    eq = p_m = None
+    if ratio_max:
+        eq = sp.equivalence_interval(alpha)
+        p_m = num(sp.pvalue_beyond(ratio_max))
+        if pvalue_margin_adjusted is None:
+            pvalue_margin_adjusted = p_m
+        verdict, _rule = decide(_finite_limits(ci), _finite_limits(eq), pvalue_adjusted, float(np.log(ratio_max)),
+                                alpha, design_reason=reason, pvalue_margin_adjusted=pvalue_margin_adjusted)
+    else:
+        verdict, _rule = decide(tuple(ci), None, pvalue_adjusted, None, alpha, design_reason=reason)
     return SpreadBlock(estimate=num(sp.estimate), ratio=num(sp.ratio), ci=interval(ci), ratio_ci=interval(rci),
                        sd_a=num(sp.sd_a), sd_b=num(sp.sd_b), se=num(sp.se), df=num(sp.df),
                        statistic=num(sp.statistic), pvalue=num(sp.pvalue), pvalue_adjusted=num(pvalue_adjusted),
                        correction=correction, family_size=family_size, n_templates=sp.n_templates,
-                       n_cells=sp.n_cells, verdict=verdict, verdict_rule=RULE_SPREAD, design_reason=reason,
-                       method=sp.method, note=sp.note)
+                       n_cells=sp.n_cells, max_sd_ratio=ratio_max,
+                       equivalence_ratio_ci=None if eq is None else interval(np.exp(np.asarray(tuple(eq)))),
+                       pvalue_margin=p_m,
+                       pvalue_margin_adjusted=num(pvalue_margin_adjusted) if ratio_max else None,
+                       verdict=verdict, verdict_rule=RULE_SPREAD_MARGIN if ratio_max else RULE_SPREAD,
+                       design_reason=reason, method=sp.method, note=sp.note)
 
 
 def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: float, exact_threshold: int,
@@ -607,12 +641,14 @@ def _scenario_block(pa: PairAnalysis, *, margin: float | None, alpha: float,
 def finish(pa: PairAnalysis, *, pvalue_adjusted: float | None, correction: str, family_size: int,
            margin: float | None, alpha: float, pvalue_margin_adjusted: float | None = None,
            scenario_adjusted: tuple[np.ndarray, np.ndarray] | None = None,
-           spread_adjusted: tuple[float | None, str, int] | None = None, **ident: Any) -> ComparisonResult:
+           spread_adjusted: tuple[float | None, str, int] | tuple[float | None, str, int, float | None] | None = None,
+           **ident: Any) -> ComparisonResult:
     """Attach the adjusted p-value and the verdict; build the record.
 
     ``ident`` holds id, target, measure, attribute, design, group_a,
     group_b and primary. ``spread_adjusted``: the spread statistic's p-value adjusted over its family,
-    the correction's label and the family's size (default: unadjusted, a family of one); the spread
+    the correction's label, the family's size and (optionally) its p-value against ``max_sd_ratio``
+    adjusted over the same family (default: unadjusted, a family of one); the spread
     block never changes the verdict. ``scenario_adjusted``: the per-scenario p-values
     against 0 and against the margin adjusted over the plan's primary tests
     (``by: template``); without it the scenarios are their own Holm family.
@@ -678,8 +714,9 @@ def finish(pa: PairAnalysis, *, pvalue_adjusted: float | None, correction: str, 
                 rule += ("; informative missingness: the worst-case bounds (with their sampling error) cross the "
                          "margin, so the comparison cannot pass")
     if pa.within_spread is not None:
-        p_sp, corr_sp, n_sp = spread_adjusted or (num(pa.within_spread.pvalue), "none", 1)
+        p_sp, corr_sp, n_sp, *p_sp_m = spread_adjusted or (num(pa.within_spread.pvalue), "none", 1)
         fields["spread"] = spread_block(pa, pvalue_adjusted=p_sp, correction=corr_sp, family_size=n_sp, alpha=alpha,
+                                        pvalue_margin_adjusted=p_sp_m[0] if p_sp_m else None,
                                         confidence_level=float(fields.get("confidence_level") or 1.0 - alpha),
                                         labels=(str(ident.get("group_a", "A")), str(ident.get("group_b", "B"))))
     return ComparisonResult(**ident, **fields, pvalue=pa.pvalue, pvalue_adjusted=num(pvalue_adjusted),

@@ -359,6 +359,8 @@ def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: 
     guarded = 0
     scen_false = found = False
     for j, (pa, pj, pmj) in enumerate(zip(pas, adj, adj_m)):
+        if delta != 0:  # the spread is tallied at a true difference of 0 only: its Fieller interval costs
+            pa.within_spread = None
         if row.templates_estimand == "fixed" or row.gen.sparse:
             true = float((truth_t[j + 1] - truth_t[0]).mean()) if row.templates_estimand == "fixed" else delta
         else:
@@ -375,8 +377,9 @@ def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: 
             if sp is not None and sp.verdict != "insufficient design":
                 tl.sp_n += 1
                 tl.sp_fail += sp.verdict == "fail"
-                lo, hi = sp.ci if sp.ci is not None else (None, None)
-                if row.measure in _LINEAR and lo is not None and hi is not None:
+                if row.measure in _LINEAR and sp.ci is not None:  # a None limit: Fieller's unbounded side
+                    lo = -np.inf if sp.ci[0] is None else float(sp.ci[0])
+                    hi = np.inf if sp.ci[1] is None else float(sp.ci[1])
                     tl.sp_ncov += 1
                     tl.sp_cov += lo <= true_spread(row.gen) <= hi
         sc = r1.scenarios

@@ -348,7 +348,12 @@ class Comparison(_Strict):
     other group with this one instead of all pairs. ``margin``: the largest
     difference tolerated (proportion for yes/no measures, e.g. 0.03 = 3
     points; measure units for continuous ones), judged on the confidence
-    interval. ``design``: restrict to one design id. ``generalize``:
+    interval. ``max_sd_ratio``: the largest ratio of the groups' within-cell
+    standard deviations tolerated (above 1; e.g. 1.25: one group's answers to
+    the same scenario and name may scatter at most 1.25 times as much as the
+    other's), the margin of the secondary spread statistic of a count,
+    continuous or 1-5 measure with repetitions, which can then ``pass``
+    (``docs/analysis.md``, "Spread of the answers"). ``design``: restrict to one design id. ``generalize``:
     overrides the plan's estimand for this comparison. ``by: template``:
     the verdict is made scenario by scenario (each template's difference is a
     primary test, Holm over them with the plan's other primary tests): one
@@ -362,6 +367,7 @@ class Comparison(_Strict):
     groups: list[str] | Literal["all_pairs"] = "all_pairs"
     reference: str | None = None
     margin: float | None = Field(None, ge=0)
+    max_sd_ratio: float | None = Field(None, gt=1)
     design: str | None = None
     primary: bool = True
     generalize: Generalize | None = None

@@ -131,8 +131,9 @@ def results_schema_cmd() -> None:
 
 @app.command()
 def discover(run: RunArg,
-             seed: Annotated[int, typer.Option(help="Seed of the split into exploration and confirmation parts "
-                                                    "(used once: a run keeps its first split).")] = 0,
+             seed: Annotated[Optional[int], typer.Option(
+                 help="Seed of the split into exploration and confirmation parts (default 0). A run is split "
+                      "once: with a split recorded, a different seed is an error.")] = None,
              words: Annotated[bool, typer.Option("--words/--no-words", help="The model-free pass: phrases that "
                                                  "distinguish the groups' answers (log-odds ratio, informative "
                                                  "Dirichlet prior).")] = True,

@@ -721,7 +721,9 @@ def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | 
         instead of the battery's (``fairpair discover``: the discovered axes, stored as
         ``discovered.<name>``).
     only_cases:
-        A set of case ids: measure only their answers (``fairpair discover``: the confirmation part).
+        A set of case ids, or of (target, case id) pairs: measure only their answers; or a mapping
+        measure name -> such a set, per measure (``fairpair discover``: each axis on the part and target
+        of its own comparison).
 
     Returns
     -------
@@ -848,7 +850,8 @@ async def _measure_in(run, console, names, judge, settings, ray_pool=None, *, su
                 await pools.before(name, m)
             bar = asyncio.ensure_future(_measure_progress(console, name, m, ctx, store))
             try:
-                await _measure_stream(name, m, ctx, store, counterparts, only_cases)
+                await _measure_stream(name, m, ctx, store, counterparts,
+                                      only_cases.get(name, set()) if isinstance(only_cases, dict) else only_cases)
             finally:
                 bar.cancel()
                 await asyncio.gather(bar, return_exceptions=True)
@@ -1065,7 +1068,8 @@ async def _measure_stream(name: str, m: Measure, ctx: MeasureContext, store, cou
         while answers := store.answers_to_measure(rows, after=after, limit=CHUNK):
             after = answers[-1].id
             if only_cases is not None:
-                answers = [a for a in answers if a.response.case_id in only_cases]
+                answers = [a for a in answers if a.response.case_id in only_cases
+                           or (a.response.target, a.response.case_id) in only_cases]
             chunk = _chunk_items(name, m, answers, rows, store, ctx, counterparts, ref_attr)
             if chunk:
                 await m.prepare(chunk, ctx)

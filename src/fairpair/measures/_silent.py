@@ -21,7 +21,9 @@ Each is an error with file, line, key and a "did you mean", never a warning:
 * ``margin: 0`` on a measure whose values tie (yes/no, count, ordinal,
   categorical): a margin of 0 tolerates no difference at all, so equivalence can
   never be shown and the margin acts as no margin (the verdict rule of
-  :mod:`fairpair.analysis._verdict` treats 0 as "no margin").
+  :mod:`fairpair.analysis._verdict` treats 0 as "no margin");
+* ``max_sd_ratio`` (the spread margin) on a yes/no or categorical measure, or in a
+  battery with one repetition: there is no spread statistic for it to judge.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import difflib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fairpair.battery import Battery, LoadedBattery
+    from fairpair.battery import Battery, Comparison, LoadedBattery
     from fairpair.records import Scale
 
 __all__ = ["check_silent_paths"]
@@ -138,6 +140,8 @@ def _check_comparisons(lb: LoadedBattery) -> None:
                           "reference and design): it would count one question twice in the "
                           f"{b.analysis.correction} family", cpath, hint="delete one of the two")
         seen[key] = ci
+        if c.max_sd_ratio is not None:
+            _check_spread_margin(lb, c, cpath, scales.get(c.measure))
         if c.margin is None:
             continue
         scale = scales.get(c.measure)
@@ -156,6 +160,19 @@ def _check_comparisons(lb: LoadedBattery) -> None:
             if c.margin >= hi - lo:
                 raise lb.fail(f"margin {c.margin:g} on '{c.measure}' is not below the range of its scale "
                               f"({lo:g}-{hi:g}), so it tolerates every difference", (*cpath, "margin"))
+
+
+def _check_spread_margin(lb: LoadedBattery, c: Comparison, cpath: tuple, scale: Scale | None) -> None:
+    """``max_sd_ratio`` needs a spread statistic: a count, continuous or 1-5 measure and two answers per cell."""
+    if scale in ("binary", "categorical"):
+        raise lb.fail(f"max_sd_ratio on the {_TIES[scale]} measure '{c.measure}' would do nothing: the spread "
+                      "statistic is for count, continuous and 1-5 measures (a yes/no answer's spread is a "
+                      "function of its rate)", (*cpath, "max_sd_ratio"), hint="remove 'max_sd_ratio' here")
+    if lb.battery.repetitions < 2:
+        raise lb.fail(f"max_sd_ratio {c.max_sd_ratio:g} would do nothing with repetitions: "
+                      f"{lb.battery.repetitions}: the spread is measured within a template x name cell, which "
+                      "needs at least two answers", (*cpath, "max_sd_ratio"),
+                      hint="set 'repetitions: 2' or more, or remove 'max_sd_ratio'")
 
 
 #: scales whose paired values tie (a margin of 0 can never be met) and how a message names them

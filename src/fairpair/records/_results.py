@@ -223,11 +223,15 @@ class SpreadBlock(_Rec):
     For count, continuous and 1-5 measures with at least two answers in some template x name cells:
     ``sd_a`` / ``sd_b`` each group's mean unbiased within-cell standard deviation (the repetitions of
     one template and name; measure units), ``estimate`` the log ratio ``log(sd_a / sd_b)`` (natural
-    log) and ``ratio`` its ``exp``; ``ci`` / ``ratio_ci`` the ``confidence_level`` intervals of both;
-    ``se`` / ``df`` / ``statistic`` / ``pvalue`` the delta-method crossed t (templates and, unless
-    fixed, names random; :func:`fairpair.stats.spread_difference`); ``pvalue_adjusted`` over the
+    log) and ``ratio`` its ``exp``; ``ci`` / ``ratio_ci`` the ``confidence_level`` intervals of both
+    (Fieller's; a ``null`` limit: unbounded on that side); ``df`` / ``statistic`` / ``pvalue`` the
+    crossed t of ``sd_a - sd_b`` (templates and, unless fixed, names random;
+    :func:`fairpair.stats.spread_difference`), ``se`` the delta-method standard error of ``estimate``
+    (scale only); ``pvalue_adjusted`` over the
     target's spread tests of the same family (``correction``, ``family_size`` tests). ``verdict``:
-    ``fail`` (the spreads differ: adjusted p < alpha), ``inconclusive`` or ``insufficient design``
+    ``fail`` (the spreads differ: adjusted p < alpha; with ``max_sd_ratio``, beyond it),
+    ``pass`` (only with the plan's ``max_sd_ratio``: the ``1 - 2 alpha`` interval of the ratio inside
+    ``[1 / max_sd_ratio, max_sd_ratio]``), ``inconclusive`` or ``insufficient design``
     (``design_reason``); it never changes the comparison's verdict or the gate. ``n_cells``: cells
     with at least two answers.
     """
@@ -247,6 +251,13 @@ class SpreadBlock(_Rec):
     family_size: int = 1
     n_templates: int
     n_cells: int
+    #: the plan's largest tolerated SD ratio (the spread margin; None: the spread cannot pass)
+    max_sd_ratio: float | None = None
+    #: the 1 - 2 alpha interval of the ratio that ``pass`` needs inside [1 / max_sd_ratio, max_sd_ratio]
+    equivalence_ratio_ci: Interval | None = None
+    #: p-value against a ratio within [1 / max_sd_ratio, max_sd_ratio], raw and adjusted over the family
+    pvalue_margin: float | None = None
+    pvalue_margin_adjusted: float | None = None
     verdict: Verdict
     verdict_rule: str
     design_reason: str | None = None

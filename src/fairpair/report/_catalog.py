@@ -165,12 +165,16 @@ MESSAGES: dict[str, dict[str, str]] = {
         "spread.intro": ("How much the answers to one scenario and name scatter, by group: each group's mean "
                          "within-cell standard deviation (the repetitions of one template and name), their ratio "
                          "A / B with its interval (the same crossed inference and estimand as the difference) and a "
-                         "verdict of its own (fail: the spreads differ; Holm over the target's spread tests). "
-                         "Secondary: it never changes a comparison's verdict or the gate."),
+                         "verdict of its own (fail: the spreads differ; pass: the ratio lies within the plan's "
+                         "max_sd_ratio; Holm over the target's spread tests). Without a max_sd_ratio in the plan a "
+                         "spread can fail or be inconclusive, never pass. Secondary: it never changes a "
+                         "comparison's verdict or the gate."),
         "spread.col.sd": "SD A / SD B",
         "spread.col.ratio": "Ratio A / B",
         "spread.line": ("spread (secondary) {label}: SD {sd_a} vs {sd_b}, ratio {ratio} ({level}% CI {lo} to {hi}), "
-                        "p adj. {p}: {verdict}"),
+                        "p adj. {p}: {verdict}; {why}"),
+        "spread.margin": "largest tolerated ratio {r} (or 1/{r})",
+        "spread.no_margin": "cannot pass: the plan gives no max_sd_ratio for this comparison",
         "points": "{x} points",
         "forest.title": "Difference between groups: {measure}",
         "forest.x.binary": "difference A − B (percentage points)",
@@ -532,13 +536,17 @@ MESSAGES: dict[str, dict[str, str]] = {
         "spread.intro": ("Cuánto varían las respuestas a un mismo escenario y nombre, por grupo: la desviación "
                          "típica media dentro de cada celda (las repeticiones de una plantilla y un nombre) de cada "
                          "grupo, su razón A / B con su intervalo (la misma inferencia cruzada y el mismo estimando "
-                         "que la diferencia) y un veredicto propio (falla: las dispersiones difieren; Holm sobre las "
-                         "pruebas de dispersión del objetivo). Secundaria: nunca cambia el veredicto de una "
-                         "comparación ni el gate."),
+                         "que la diferencia) y un veredicto propio (falla: las dispersiones difieren; pasa: la razón "
+                         "queda dentro del max_sd_ratio del plan; Holm sobre las pruebas de dispersión del "
+                         "objetivo). Sin max_sd_ratio en el plan una dispersión puede fallar o quedar no "
+                         "concluyente, nunca pasar. Secundaria: nunca cambia el veredicto de una comparación ni el "
+                         "gate."),
         "spread.col.sd": "DT A / DT B",
         "spread.col.ratio": "Razón A / B",
         "spread.line": ("dispersión (secundaria) {label}: DT {sd_a} frente a {sd_b}, razón {ratio} (IC {level}% {lo} "
-                        "a {hi}), p ajust. {p}: {verdict}"),
+                        "a {hi}), p ajust. {p}: {verdict}; {why}"),
+        "spread.margin": "razón máxima tolerada {r} (o 1/{r})",
+        "spread.no_margin": "no puede pasar: el plan no da max_sd_ratio para esta comparación",
         "points": "{x} puntos",
         "forest.title": "Diferencia entre grupos: {measure}",
         "forest.x.binary": "diferencia A − B (puntos porcentuales)",

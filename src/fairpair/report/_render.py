@@ -348,15 +348,20 @@ def _spread_views(rows: list[VerdictRow], lang: str) -> list[SpreadView]:
     """The comparisons with a within-cell spread statistic (results.json ``spread``), primary ones first."""
     out = []
     for r, sp in sorted(((r, sp) for r in rows if (sp := r.result.spread) is not None), key=lambda h: not h[0].primary):
-        ci = sp.ratio_ci or [None, None]
+        # a null limit of a defined interval: Fieller's interval is unbounded on that side
+        lo, hi = (("0", "∞") if sp.ratio_ci is None and sp.estimate is not None else
+                  ("—", "—") if sp.ratio_ci is None else
+                  ("0" if sp.ratio_ci[0] is None else fmt_num(sp.ratio_ci[0], lang, 2),
+                   "∞" if sp.ratio_ci[1] is None else fmt_num(sp.ratio_ci[1], lang, 2)))
         level = fmt_num(100 * (r.result.confidence_level or 0.95), lang, 0)
         word = verdict_word(sp.verdict, lang)
+        why = (msg(lang, "spread.margin", r=fmt_num(sp.max_sd_ratio, lang, 2)) if sp.max_sd_ratio
+               else msg(lang, "spread.no_margin"))
         sd = f"{fmt_num(sp.sd_a, lang, 3)} / {fmt_num(sp.sd_b, lang, 3)}"
         line = msg(lang, "spread.line", label=r.label, sd_a=fmt_num(sp.sd_a, lang, 3), sd_b=fmt_num(sp.sd_b, lang, 3),
-                   ratio=fmt_num(sp.ratio, lang, 2), level=level, lo=fmt_num(ci[0], lang, 2),
-                   hi=fmt_num(ci[1], lang, 2), p=fmt_p(sp.pvalue_adjusted, lang), verdict=word)
-        out.append(SpreadView(sd=sd, ratio=fmt_num(sp.ratio, lang, 2),
-                              ci=f"{fmt_num(ci[0], lang, 2)} … {fmt_num(ci[1], lang, 2)}",
+                   ratio=fmt_num(sp.ratio, lang, 2), level=level, lo=lo, hi=hi, p=fmt_p(sp.pvalue_adjusted, lang),
+                   verdict=word, why=why)
+        out.append(SpreadView(sd=sd, ratio=fmt_num(sp.ratio, lang, 2), ci=f"{lo} … {hi}", why=why,
                               p_adjusted=fmt_p(sp.pvalue_adjusted, lang), verdict=sp.verdict, verdict_word=word,
                               line=line, row=r))
     return out

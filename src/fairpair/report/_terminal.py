@@ -71,7 +71,7 @@ def print_verdicts(console: Console, run_dir: Path | None = None, *, language: s
     """Print a run's verdicts, each thing once; returns the overall verdict.
 
     In order: the ``run incomplete`` headline (when it is), the verdict table (one line per
-    comparison), the within-cell spread tests that fail (secondary; all of them with ``verbose``),
+    comparison), the within-cell spread tests that fail or pass (secondary; all of them with ``verbose``),
     what its marks mean, each distinct reason once with the comparisons it covers,
     each distinct warning once, and the overall verdict naming what fails. ``verbose`` (or
     ``sentences``) adds each comparison's sentence; the rest is in ``fairpair status RUN``.
@@ -123,8 +123,8 @@ def print_verdicts(console: Console, run_dir: Path | None = None, *, language: s
             console.print(table)
     for lc in model.label_corrections:  # a verdict decided by human labels says so, with the judge's own figure
         line(lc)
-    for sp in getattr(model, "spreads", []):  # secondary: the spread tests that fail, every one with --verbose
-        if verbose or sp.verdict == "fail":
+    for sp in getattr(model, "spreads", []):  # secondary: the spread tests that fail or pass, all with --verbose
+        if verbose or sp.verdict in ("fail", "pass"):
             line(sp.line)
     for m in model.marks:
         line(m)

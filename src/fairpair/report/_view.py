@@ -60,8 +60,9 @@ class ScenarioView:
 class SpreadView:
     """A comparison's within-cell spread (results.json ``spread``, secondary) with its numbers formatted for the
     report's language: ``sd`` (``SD A / SD B``), ``ratio`` and ``ci`` (of the ratio A / B), ``p_adjusted``,
-    ``verdict`` / ``verdict_word``, ``line`` (the whole of it in one sentence, for the terminal) and ``row``
-    (the :class:`VerdictRow`)."""
+    ``verdict`` / ``verdict_word``, ``why`` (the plan's largest tolerated ratio, or why the spread cannot
+    pass without one), ``line`` (the whole of it in one sentence, for the terminal) and ``row`` (the
+    :class:`VerdictRow`)."""
 
     sd: str
     ratio: str
@@ -71,6 +72,7 @@ class SpreadView:
     verdict_word: str
     line: str
     row: Any
+    why: str = ""
 
 
 @dataclass(frozen=True)
