@@ -146,3 +146,61 @@ def test_esd_matches_rosners_worked_example():
     order, levels = _esd(x, 10)
     assert [x[i] for i in order[:3]] == [6.01, 5.42, 5.34]
     assert int(np.nonzero(levels < 0.05)[0].max()) + 1 == 3
+
+
+def _esd_r_reference(x: np.ndarray, k: int) -> list[float]:
+    """Rosner's R_i by hand: scipy's z-score (ddof 1) of the remaining values, the largest removed each step."""
+    vals, out = list(x), []
+    for _ in range(k):
+        z = np.abs(stats.zscore(vals, ddof=1))
+        out.append(float(z.max()))
+        vals.pop(int(np.argmax(z)))
+    return out
+
+
+def test_vectorised_esd_statistics_equal_scipy_zscores():
+    from fairpair.stats._scenarios import _esd_statistics
+
+    x = np.random.default_rng(5).normal(size=(3, 12))
+    got = _esd_statistics(x, 3)
+    for i in range(3):
+        assert got[i] == pytest.approx(_esd_r_reference(x[i], 3), rel=1e-12)
+
+
+def test_permutation_levels_equal_exact_enumeration():
+    import itertools
+
+    from fairpair.stats._scenarios import _esd_statistics, _permutation_levels, _studentized
+
+    rng = np.random.default_rng(9)
+    a = (rng.random((5, 2)) < 0.3).astype(float)  # yes/no cells: ties and discreteness
+    a[0] = 1.0
+    b = (rng.random((5, 2)) < 0.3).astype(float)
+    c = np.concatenate([a, b], axis=1)
+    obs = _esd_statistics(_studentized(a, b), 2)
+    splits = [s for s in itertools.combinations(range(4), 2)]  # the 6 ways to split 4 names into 2 + 2
+    rs = []
+    for combo in itertools.product(splits, repeat=5):  # 6^5 = 7776 equally likely arrangements
+        pa = np.array([c[t, list(s)] for t, s in enumerate(combo)])
+        pb = np.array([np.delete(c[t], list(s)) for t, s in enumerate(combo)])
+        rs.append(_esd_statistics(_studentized(pa, pb), 2))
+    rs = np.array(rs)
+    exact = (rs >= obs - 1e-9).mean(axis=0)
+    levels, overall = _permutation_levels(a, b, 2, 20000, seed=1)
+    assert levels == pytest.approx(exact, abs=0.01)
+    assert overall >= levels.min() - 1e-12
+
+
+def test_permutation_guard_does_not_fire_on_rare_events_and_finds_a_biased_template():
+    rng = np.random.default_rng(3)
+    fired = 0
+    for _ in range(40):
+        a = (rng.random((20, 10, 5)) < 0.01).mean(-1)
+        b = (rng.random((20, 10, 5)) < 0.01).mean(-1)
+        h = scenario_heterogeneity(a, b, outlier_alpha=0.005, n_permutations=999, seed=0)
+        fired += h.outliers.size > 0
+    assert fired <= 2  # the t levels fire in most of these (47-74% in sim_audits' rare rows)
+    a = (rng.random((20, 10, 5)) < 0.01).mean(-1)
+    a[3] = (rng.random((10, 5)) < 0.4).mean(-1)
+    h = scenario_heterogeneity(a, b, outlier_alpha=0.005, n_permutations=999, seed=0)
+    assert list(h.outliers) == [3]

@@ -74,6 +74,7 @@ different population variances are involved. *Biometrika*, 34, 28-35.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -426,8 +427,57 @@ def _esd(x: np.ndarray, k_max: int) -> tuple[np.ndarray, np.ndarray]:
     return np.array(order, dtype=int), np.array(levels)
 
 
+def _esd_statistics(d: np.ndarray, k_max: int) -> np.ndarray:
+    """Rosner's ``R_1 .. R_k`` of the generalized ESD, vectorised over the leading axes of ``d[..., T]``."""
+    vals = np.array(d, dtype=float)
+    out = np.full(vals.shape[:-1] + (k_max,), np.nan)
+    rows = np.indices(vals.shape[:-1])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for i in range(k_max):
+            dev = np.abs(vals - np.nanmean(vals, axis=-1, keepdims=True))
+            s = np.nanstd(vals, axis=-1, ddof=1)
+            top = np.nanmax(dev, axis=-1)
+            out[..., i] = np.where(s > 0, top / s, np.where(top == 0, 0.0, np.inf))
+            j = np.nanargmax(np.where(np.isnan(dev), -1.0, dev), axis=-1)
+            vals[(*rows, j)] = np.nan
+    return out
+
+
+def _studentized(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``D_t / sqrt(w_t + mean w)``, ``w_t`` the variance of ``D_t`` from the names within template ``t``
+    (the mean over templates keeps a template without spread, e.g. no event, from dividing by 0)."""
+    na, nb = np.sum(~np.isnan(a), -1), np.sum(~np.isnan(b), -1)
+    w = np.nanvar(a, -1, ddof=1) / na + np.nanvar(b, -1, ddof=1) / nb
+    w = np.where(np.isnan(w), 0.0, w)
+    return (np.nanmean(a, -1) - np.nanmean(b, -1)) / np.sqrt(w + w.mean(-1, keepdims=True) + 1e-300)
+
+
+def _permutation_levels(a: np.ndarray, b: np.ndarray, k: int, n_permutations: int,
+                        seed: int | None) -> tuple[np.ndarray, float]:
+    """Per ESD step, the share of within-template permutations of the names between the groups whose ``R_i``
+    reaches the observed one (``(1 + #) / (1 + B)``), and the level of the smallest of them (min-p over the
+    steps, calibrated on the same permutations, so that trying ``k`` steps does not add up)."""
+    obs = _esd_statistics(_studentized(a, b), k)
+    c = np.concatenate([a, b], axis=1)
+    rng = np.random.default_rng(seed)
+    pc = rng.permuted(np.broadcast_to(c, (n_permutations,) + c.shape), axis=-1)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a template whose permuted group is all empty
+        null = _esd_statistics(_studentized(pc[..., : a.shape[1]], pc[..., a.shape[1]:]), k)
+    null = np.where(np.isnan(null), -np.inf, null)
+    tol = 1e-9 * np.maximum(1.0, np.abs(np.where(np.isfinite(obs), obs, 1.0)))
+    levels = (1.0 + np.sum(null >= obs - tol, axis=0)) / (1.0 + n_permutations)
+    levels = np.where(np.isnan(obs), 1.0, levels)
+    srt = np.sort(null, axis=0)  # each permutation's own per-step level, against the same permutations
+    p_null = (1.0 + n_permutations - np.stack([np.searchsorted(srt[:, i], null[:, i], side="left")
+                                               for i in range(k)], axis=1)) / (1.0 + n_permutations)
+    overall = (1.0 + np.sum(p_null.min(axis=1) <= levels.min() + 1e-12)) / (1.0 + n_permutations)
+    return levels, float(overall)
+
+
 def scenario_heterogeneity(cells_a: Any, cells_b: Any, *, confidence_level: float = 0.95,
-                           outlier_alpha: float = 0.05) -> ScenarioHeterogeneityResult:
+                           outlier_alpha: float = 0.05, n_permutations: int = 0,
+                           seed: int | None = None) -> ScenarioHeterogeneityResult:
     """How unevenly the difference between two groups spreads over templates (templates random).
 
     Parameters
@@ -439,6 +489,18 @@ def scenario_heterogeneity(cells_a: Any, cells_b: Any, *, confidence_level: floa
         Of the variance-share interval.
     outlier_alpha : float
         Level of the generalized ESD (Rosner 1983) for outlying templates.
+    n_permutations : int
+        0: the ESD's levels are Rosner's t approximation (normal ``D_t``). B > 0: each
+        step's level is a permutation p-value instead: the names are permuted between
+        the groups within every template, B times, ``R_i`` is compared with its
+        permutation distribution, and the ESD's p-value is the level of the
+        smallest step p-value (min-p over the steps, on the same permutations).
+        Exact when no template differs from the others and the groups do not
+        differ (approximate when they differ alike everywhere), whatever the measure's distribution
+        (yes/no, rare events, scores at a ceiling, where the t levels fire on the
+        binomial noise of ``D_t``). Needs 2+ names in all.
+    seed : int or None
+        Of the permutations.
 
     Returns
     -------
@@ -482,9 +544,12 @@ def scenario_heterogeneity(cells_a: Any, cells_b: Any, *, confidence_level: floa
     without = nan
     if t >= 5:
         order, levels = _esd(d_t, max(1, math.ceil(t / 4)))
+        overall = None
+        if n_permutations > 0 and levels.size:
+            levels, overall = _permutation_levels(a, b, levels.size, n_permutations, seed)
         if levels.size:
-            p_out = float(levels.min())
-            hits = np.nonzero(levels < outlier_alpha)[0]
+            p_out = float(levels.min()) if overall is None else overall
+            hits = np.nonzero(levels < outlier_alpha)[0] if p_out < outlier_alpha else np.zeros(0, dtype=int)
             if hits.size:
                 pos = order[: int(hits.max()) + 1]
                 out = rows[pos]
