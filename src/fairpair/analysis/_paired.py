@@ -356,7 +356,10 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
         f["value_kind"] = "mean"
         f["estimate_name"] = "mean difference (A - B)"
     cells_a, cells_b = pair_cells(pd)
-    sd = scenario_differences_from_cells(cells_a, cells_b, names=names, n_values=int(answers.size))
+    # bounded measures: score-type per-template tests and intervals (the t's variance follows the mean there)
+    lo_hi = (0.0, 1.0) if binary else (float(answers.min()), float(answers.max())) \
+        if scale == "ordinal" and answers.size and answers.min() < answers.max() else None
+    sd = scenario_differences_from_cells(cells_a, cells_b, names=names, n_values=int(answers.size), bounds=lo_hi)
     spread = scenario_heterogeneity(cells_a, cells_b, outlier_alpha=HETEROGENEITY_CUTOFF, seed=seed,
                                     n_permutations=HETEROGENEITY_PERMUTATIONS if binary or scale == "ordinal"
                                     else 0)
