@@ -80,7 +80,8 @@ HETEROGENEITY_CUTOFF = 0.005
 #: template differences and fired on the binomial noise of ``D_t`` in 47-74% of fair audits (the guard took
 #: 17-31 points of ``pass`` at 0); there its levels are permutation p-values (of the ESD on ``D_t`` studentized
 #: by the names within each template) over this many permutations of the names between the groups within each
-#: template (``benchmarks/HISTORY.md``, 2026-12-04 21:30 section).
+#: template, drawn only when a first 199 give a p-value below 10x the cutoff (``benchmarks/HISTORY.md``,
+#: 2026-12-04 21:32 and 23:00 sections).
 HETEROGENEITY_PERMUTATIONS = 999
 
 CI_METHOD_FIXED = ("templates fixed (these scenarios): the average over these templates +/- t x SE "
