@@ -81,7 +81,7 @@ HETEROGENEITY_CUTOFF = 0.005
 #: 17-31 points of ``pass`` at 0); there its levels are permutation p-values (of the ESD on ``D_t`` studentized
 #: by the names within each template) over this many permutations of the names between the groups within each
 #: template, drawn only when a first 199 give a p-value below 10x the cutoff (``benchmarks/HISTORY.md``,
-#: 2026-12-04 21:32 and 23:00 sections).
+#: 2026-12-04 21:32 and 22:50 sections).
 HETEROGENEITY_PERMUTATIONS = 999
 
 CI_METHOD_FIXED = ("templates fixed (these scenarios): the average over these templates +/- t x SE "
