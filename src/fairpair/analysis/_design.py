@@ -20,9 +20,14 @@ the goals. See the table in ``benchmarks/HISTORY.md``.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from fairpair._text import counted
+
+if TYPE_CHECKING:
+    from fairpair.battery import LoadedBattery
+    from fairpair.cases import Plan
+    from fairpair.stats import CrossedDifferenceResult
 
 __all__ = ["MIN_TEMPLATES", "MIN_TEMPLATES_FIXED", "MIN_NAMES", "MIN_PAIRS", "design_reason", "design_reason_counts",
            "design_reason_parts", "estimand_words"]
@@ -53,7 +58,15 @@ def estimand_words(names: str, templates: str = "random") -> str:
     return _ESTIMAND[(names, templates)]
 
 
-_WORDS = {
+class _Words(TypedDict):
+    templates: str
+    names: str
+    templates_fixed: str
+    pairs: str
+    pair: tuple[str, str]  # (one, many)
+
+
+_WORDS: dict[str, _Words] = {
     "en": {"templates": "{n} template(s): too few scenarios to estimate how much the difference varies between "
                         "them; use at least {need}",
            "names": "{n} name(s) in group {g}: the result cannot generalise to other names of this group; use at "
@@ -112,7 +125,7 @@ def design_reason_parts(*, n_templates: int, n_names_a: int, n_names_b: int, nam
 NOT_MEASURED = "no answer of these groups has a value for this measure: check the measures stage (missing or failed)"
 
 
-def design_reason(cr: Any, *, names: str, n_pairs: int, constant: bool = False, group_a: str = "A",
+def design_reason(cr: CrossedDifferenceResult, *, names: str, n_pairs: int, constant: bool = False, group_a: str = "A",
                   group_b: str = "B", templates: str = "random", no_events: bool = False) -> str | None:
     """:func:`design_reason_counts` from a :class:`~fairpair.stats.CrossedDifferenceResult`, plus "no variance".
 
@@ -139,7 +152,7 @@ def design_reason(cr: Any, *, names: str, n_pairs: int, constant: bool = False, 
     return None
 
 
-def plan_warnings(loaded: Any, plan: Any) -> list[str]:
+def plan_warnings(loaded: LoadedBattery, plan: Plan) -> list[str]:
     """Warnings, before anything is sent, for pre-registered comparisons whose design cannot support a verdict.
 
     ``loaded`` is a :class:`~fairpair.battery.LoadedBattery`, ``plan`` its

@@ -23,7 +23,7 @@ What is computed (see :mod:`fairpair.stats._ranking` for the methods):
   **inconclusive**; **insufficient design** by the rule of
   :mod:`fairpair.analysis._design`;
 * across groups: the crossed F (names fixed) or Clark's quasi-F (names
-  random) on the top pick, with Cochran's Q (top pick) and Friedman (ranks)
+  random) on the top pick, with templates fixed the stratified Hotelling F, with Cochran's Q (top pick) and Friedman (ranks)
   over the matched sets as secondary tests (they treat sets as
   independent);
 * every pair of groups, twice: the top-pick risk difference (``top_A -
@@ -36,7 +36,7 @@ What is computed (see :mod:`fairpair.stats._ranking` for the methods):
   McNemar's test (for the preference the sign test) as a secondary
   statistic, Holm over the pairs of each measure;
 * the position effect: top-pick rate and mean rank by slot with intervals
-  (templates random) and the F test of equal slots;
+  and the F test of equal slots (templates random or fixed, as the rates);
 * the unparsed answers, counted: left out of every denominator, and said so.
 
 Calibration: ``benchmarks/sim_ranking.py`` (Plackett-Luce audits with
@@ -54,13 +54,13 @@ from typing import Any
 import numpy as np
 
 from fairpair.analysis._design import design_reason_counts, estimand_words
-from fairpair.analysis._paired import PairData, finish
+from fairpair.analysis._paired import PairAnalysis, PairData, finish
 from fairpair.records import (
     ComparisonResult, RankingNameRate, RankingPosition, RankingRatio, RankingResult, RankingSelection, RankingSlot,
     RankingTemplateCounts, RankingTest, interval, num,
 )
 from fairpair.stats._common import check_choice, check_level
-from fairpair.stats import adjust
+from fairpair.stats import CrossedDifferenceResult, CrossedMeanResult, adjust
 
 __all__ = ["analyze_ranking", "RankingAnalysis", "MIN_NAME_SETS", "SetDifferences", "set_differences",
            "REQUIRED_COLUMNS", "RANKING_MEASURES", "FOUR_FIFTHS"]
@@ -214,9 +214,9 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
         four-fifths ratios from the stratified ratio of
         :func:`fairpair.stats.ratio_to_best` (the Mantel-Haenszel risk
         ratio for equal requests per posting, with the matched-pairs delta
-        variance; level and coverage in ``benchmarks/sim_ranking_fixed.py``).
-        The position effect and the tests over all groups keep templates
-        random.
+        variance; level and coverage in ``benchmarks/sim_ranking_fixed.py``),
+        and the position effect and the tests over all groups from
+        :func:`fairpair.stats.set_k_test` (a stratified Hotelling F).
     margin : float, optional
         Equivalence margin of the pairwise verdicts, in risk-difference
         units (top pick) and preference units (``P(A above B) - P(B above
@@ -273,7 +273,7 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
     if reference is not None and reference not in glist:
         raise ValueError(f"reference {reference!r} is not one of the groups {glist}")
     from fairpair.stats import cochran_q, friedman
-    from fairpair.stats import crossed_k_test, position_effect, ratio_to_best, set_mean
+    from fairpair.stats import position_effect, ratio_to_best, set_k_test, set_mean, verdict_alphas
 
     notes: list[str] = []
     n_unparsed = fr.n_sets - fr.n_parsed
@@ -310,14 +310,19 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
     pb = np.array([np.nan if (reference is not None and str(r.group) == reference) else r.pvalue_below
                    for r in ratios])
     pb_adj = adjust(pb, correction)
+    # the interval shown beside each verdict (the (1 - alpha) interval `ci` alone can, and did, contradict it):
+    # from the pass rule's one-sided lower limit to the upper limit at the level of the group's step in the
+    # correction, so it lies wholly above 0.8 exactly when pass and wholly below exactly when fail
+    alphas = verdict_alphas(pb, a, correction)
     # templates fixed: the name sets are the random units whatever names says (as for the pairs)
     reason_all = design_reason_counts(n_templates=n_templates, n_names_a=n_namesets, n_names_b=n_namesets,
                                       names="random" if templates == "fixed" else names, n_pairs=int(parsed.sum()),
                                       group_a="each", group_b="each", templates=templates)
     reason_all = reason_all.replace("group each", "each group") if reason_all else None
     ratio_rows = []
-    for r, p, padj in zip(ratios, pb, pb_adj):
+    for r, p, padj, a_i in zip(ratios, pb, pb_adj, alphas):
         g = str(r.group)
+        high = r.confidence_interval(1.0 - float(a_i)).high if np.isfinite(a_i) else float("nan")
         is_ref = reference is not None and g == reference
         if is_ref:
             verdict = None
@@ -333,13 +338,15 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
             group=g, reference=best, rate=num(r.rate), ratio=num(r.ratio), ci=interval(r.ci),
             lower_one_sided=num(r.lower_one_sided),
             below_four_fifths=None if num(r.ratio) is None else bool(r.ratio < FOUR_FIFTHS), pvalue_below=num(p),
-            pvalue_adjusted=num(padj), verdict=verdict, design_reason=None if is_ref else reason_all, note=r.note))
+            pvalue_adjusted=num(padj), verdict=verdict, design_reason=None if is_ref else reason_all, note=r.note,
+            verdict_ci=interval((r.lower_one_sided, high)),
+            verdict_upper_level=num(1.0 - float(a_i)) if np.isfinite(a_i) else None))
     # across groups: crossed (primary) and over the sets (secondary)
-    omni = crossed_k_test(tb.top, tb.template, tb.nameset, names=names)
+    omni = set_k_test(tb.top, tb.template, tb.nameset, names=names, templates=templates)
     cq = cochran_q(tb.top)
     fri = _omni(friedman(tb.rank)) if len(glist) >= 3 and (~np.isnan(tb.rank).any(axis=1)).any() else None
     # position effect
-    pe = position_effect(tb.slot_top, tb.slot_rank, tb.template, tb.nameset, names=names)
+    pe = position_effect(tb.slot_top, tb.slot_rank, tb.template, tb.nameset, names=names, templates=templates)
     level_b = (1.0, float(fr.k))
     slot_rows = [RankingSlot(slot=s.slot, n=s.n, top_rate=num(s.top_rate.estimate),
                              top_rate_ci=interval(s.top_rate.confidence_interval(level, bounds=(0.0, 1.0))),
@@ -458,7 +465,7 @@ def _tables(fr: _Frame, glist: list[str]) -> _Tables:
                    slot_top, slot_rank, n_names, parsed)
 
 
-def _design_reason(cm: Any, *, names: str, n_pairs: int, constant: bool, ga: str, gb: str,
+def _design_reason(cm: CrossedDifferenceResult | CrossedMeanResult, *, names: str, n_pairs: int, constant: bool, ga: str, gb: str,
                    n_names: int, templates: str = "random") -> str | None:
     """The `insufficient design` rule of :mod:`fairpair.analysis._design` for a per-set difference."""
     if cm.n_values == 0:
@@ -528,9 +535,9 @@ def set_differences(frame: Any, groups: list[str]) -> list[SetDifferences]:
 
 
 def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str, *, names: str, alpha: float,
-                   level: float, secondary: bool, templates: str = "random") -> Any:
+                   level: float, secondary: bool, templates: str = "random") -> PairAnalysis:
     """One pair of groups on one measure: the per-set difference's crossed t, the verdict inputs, McNemar."""
-    from fairpair.analysis._paired import CI_METHOD, PairAnalysis, _secondary, crossed_verdict_inputs
+    from fairpair.analysis._paired import CI_METHOD, _secondary, crossed_verdict_inputs
     from fairpair.stats import paired_difference
 
     x, y = _pair_xy(tb, ja, jb, measure)
@@ -542,6 +549,7 @@ def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str
     # No "sometimes pool" of the name component here (pool=None): with it, the family-wise false fail over the
     # 6 pairs of 4 groups was 6-7% (the t's tail at alpha/6 held 1.1% instead of 0.83%); without, 3%
     # (benchmarks/sim_ranking.py, benchmarks/HISTORY.md).
+    cm: CrossedDifferenceResult | CrossedMeanResult
     if templates == "fixed":  # a claim about these postings: their per-set differences, stratified
         from fairpair.stats import stratified_difference
 
@@ -598,7 +606,7 @@ def _pairs(tb: _Tables, glist: list[str], *, names: str, alpha: float, level: fl
            templates: str = "random") -> list[ComparisonResult]:
     out: list[ComparisonResult] = []
     for measure in RANKING_MEASURES:
-        pending = []
+        pending: list[tuple[PairAnalysis, dict[str, Any]]] = []
         for (ja, ga), (jb, gb) in combinations(list(enumerate(glist)), 2):
             pa = _pair_analysis(tb, ja, jb, ga, gb, measure, names=names, alpha=alpha, level=level,
                                 secondary=secondary, templates=templates)

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
-from fairpair.records import Reason, first_reason
+from fairpair.records import ComparisonResult, IncompleteRun, Reason, first_reason
 
 __all__ = ["comparison_reasons", "reason_text"]
 
@@ -75,15 +75,19 @@ def _f(x: Any) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-def _get(c: Any, key: str) -> Any:
+#: One comparison: the record, or its entry of ``results.json``'s ``comparisons`` (a mapping).
+Comparison: TypeAlias = "ComparisonResult | Mapping[str, Any]"
+
+
+def _get(c: Comparison, key: str) -> Any:
     return c.get(key) if isinstance(c, Mapping) else getattr(c, key, None)
 
 
-def _judge_withheld(c: Any) -> bool:
+def _judge_withheld(c: Comparison) -> bool:
     return "'pass' is withheld" in str(_get(c, "verdict_rule") or "")
 
 
-def comparison_reasons(c: Any, *, incomplete: bool = False) -> list[Reason]:
+def comparison_reasons(c: Comparison, *, incomplete: bool = False) -> list[Reason]:
     """The reasons of one comparison, highest precedence first (empty for a ``pass`` or ``fail`` of a
     complete run).
 
@@ -110,7 +114,7 @@ def comparison_reasons(c: Any, *, incomplete: bool = False) -> list[Reason]:
     return sorted(dict.fromkeys(out), key=lambda r: r.rank)
 
 
-def _inconclusive_reason(c: Any) -> Reason:
+def _inconclusive_reason(c: Comparison) -> Reason:
     if _judge_withheld(c):
         return Reason.UNRELIABLE_JUDGE
     if Reason.HETEROGENEOUS_AVERAGE.value + ":" in str(_get(c, "verdict_rule") or ""):  # the scenario guard
@@ -142,6 +146,11 @@ def _num(x: float | None, lang: str, digits: int = 1) -> str:
     return s.replace(".", ",") if lang == "es" else s
 
 
+def _say(text: str, **kw: Any) -> str:
+    """``text`` formatted, with "p = < 0.001" read as "p < 0.001"."""
+    return text.format(**kw).replace("= < ", "< ")
+
+
 def _p(p: float | None, lang: str) -> str:
     if p is None:
         return "n/a"
@@ -150,8 +159,8 @@ def _p(p: float | None, lang: str) -> str:
     return _num(p, lang, 3)
 
 
-def reason_text(c: Any, reason: Reason | str | None = None, lang: str = "en", *,
-                incomplete: Any = None) -> str:
+def reason_text(c: Comparison, reason: Reason | str | None = None, lang: str = "en", *,
+                incomplete: IncompleteRun | None = None) -> str:
     """One reason of comparison ``c`` in words with its numbers (default: its headline reason, the first
     of :func:`comparison_reasons`). Empty string when it has none.
 
@@ -179,7 +188,7 @@ def reason_text(c: Any, reason: Reason | str | None = None, lang: str = "en", *,
     if reason is Reason.INSUFFICIENT_DESIGN:
         return str(_get(c, "design_reason") or "insufficient design")
     if reason is Reason.UNRELIABLE_JUDGE:
-        return t["judge"].format(measure=str(_get(c, "measure")).split(".")[0])
+        return _say(t["judge"], measure=str(_get(c, "measure")).split(".")[0])
     rule = str(_get(c, "verdict_rule") or "")
     if reason is Reason.HETEROGENEOUS_AVERAGE and Reason.HETEROGENEOUS_AVERAGE.value + ":" in rule:
         return rule.split(Reason.HETEROGENEOUS_AVERAGE.value + ":", 1)[1].split(";")[0].strip()
@@ -195,24 +204,24 @@ def reason_text(c: Any, reason: Reason | str | None = None, lang: str = "en", *,
             return t["interval.none"]
         m = _num((margin or 0) * f, lang, 1).rstrip("0").rstrip(".,")
         level = _num(100 * (_f(_get(c, "confidence_level")) or 0.95), lang, 0)
-        text = t["interval"].format(level=level, lo=_num(lo * f, lang), hi=_num(hi * f, lang),
-                                    margin=t["points"].format(m=m) if binary else f"±{m}")
+        text = _say(t["interval"], level=level, lo=_num(lo * f, lang), hi=_num(hi * f, lang),
+                                    margin=_say(t["points"], m=m) if binary else f"±{m}")
         eq = _get(c, "equivalence_ci") or [None, None]
         elo, ehi = _f(eq[0]), _f(eq[1])
         if elo is not None and ehi is not None:  # the interval that decides a pass (TOST at alpha: 1 - 2 alpha)
             eq_level = _num(100 * (1 - 2 * (_f(_get(c, "alpha")) or 0.05)), lang, 0)
-            text += t["interval.eq"].format(level=eq_level, lo=_num(elo * f, lang), hi=_num(ehi * f, lang))
+            text += _say(t["interval.eq"], level=eq_level, lo=_num(elo * f, lang), hi=_num(ehi * f, lang))
         return text
     if reason is Reason.ADJUSTED_P_MARGIN:
-        return t["p_margin"].format(corr=corr, p=_p(_f(_get(c, "pvalue_margin_adjusted")), lang))
+        return _say(t["p_margin"], corr=corr, p=_p(_f(_get(c, "pvalue_margin_adjusted")), lang))
     if reason is Reason.ADJUSTED_P_ZERO:
         p0 = _f(_get(c, "pvalue_adjusted"))
         if margin:
-            return t["p_zero.margin"].format(corr=corr, p=_p(p0, lang))
+            return _say(t["p_zero.margin"], corr=corr, p=_p(p0, lang))
         raw = _f(_get(c, "pvalue"))
         if corr == "none":
-            return t["p_zero.none"].format(p=_p(raw, lang))
+            return _say(t["p_zero.none"], p=_p(raw, lang))
         alpha = _f(_get(c, "alpha")) or 0.05
         key = "p_zero.raw" if raw is not None and raw < alpha else "p_zero"
-        return t[key].format(corr=corr, p=_p(p0, lang))
+        return _say(t[key], corr=corr, p=_p(p0, lang))
     return reason.value

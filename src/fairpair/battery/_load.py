@@ -18,17 +18,17 @@ import hashlib
 import json
 import re
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from fairpair._text import fold
 from fairpair.battery._lexicons import lexicon_names, load_lexicon
 from fairpair.battery._schema import SLOT_RE, Attribute, Battery
 from fairpair.battery._yaml import Located, _dotted, load_yaml, read_capped
-from fairpair._text import fold
 from fairpair.errors import BatteryError
 
 __all__ = ["LoadedBattery", "load_battery", "battery_hash", "DesignCheck", "number_text_warnings", "yaml_error"]
@@ -111,6 +111,19 @@ def _not_a_run_battery(data: dict, path: Path) -> None:
 # ---------------------------------------------------------------- includes
 
 
+def _written_by(including: Path, missing: Path) -> str | None:
+    """How to make a missing included file that a command writes: the scenes of a persona study come from
+    ``fairpair import-scenes`` (the including file says so, or the file is named after its scenes)."""
+    try:
+        text = including.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    if "import-scenes" in text or "scene" in missing.stem.lower():
+        return (f"it is the battery `fairpair import-scenes` writes from the study's scene table; write it first: "
+                f"fairpair import-scenes SCENES.xlsx -o {missing} (docs/persona.md)")
+    return None
+
+
 def _merge_includes(data: dict, path: Path, located: Located, stack: tuple[Path, ...] = ()) -> dict:
     """Merge the files of ``data``'s ``include:`` list underneath it; included files may include
     others (``stack``: the files above, for cycles). Errors name the file that has the problem."""
@@ -129,7 +142,7 @@ def _merge_includes(data: dict, path: Path, located: Located, stack: tuple[Path,
         if not (path.parent / inc).exists():
             file, line = located.where(("include", i))
             raise BatteryError(f"included file not found: {path.parent / inc}", file=file, line=line,
-                               key=f"include[{i}]")
+                               key=f"include[{i}]", hint=_written_by(path, path.parent / inc))
         sub = load_yaml(path.parent / inc, _stack=stack, _origin=located.where(("include", i)))
         if not isinstance(sub.data, dict):
             file, line = located.where(("include", i))
@@ -443,7 +456,8 @@ def _check(lb: LoadedBattery) -> None:
                                   (*gpath, "variants", i))
                 if k in seen:
                     raise lb.fail(f"'{v}' appears twice in group '{gn}' (names are compared folded: "
-                                  f"without accents or case, apostrophes, dashes and spaces unified)", (*gpath, "variants", i))
+                                  f"without accents or case, apostrophes, dashes and spaces unified)", (*gpath,
+                                                                                                        "variants", i))
                 seen[k] = gn
             if g.transforms:
                 raise lb.fail("'transforms' belong to a writing_style attribute", (*gpath, "transforms"))
@@ -823,6 +837,11 @@ def _check_routing(lb: LoadedBattery, i: int, t, shape: dict, origins: list[tupl
     if not shape:
         return
     common = list(used) + list(tools.values())
+
+    def reached(path: str, routes: list[str]) -> bool:
+        return any(r == "" or path == r or path.startswith(r + ".") for r in routes) or \
+            any(path == r or path.startswith(r + ".") or r.startswith(path + ".") for r in own)
+
     specs: dict[str | None, Any] = {k: v for k, v in b.target_specs().items()} or {None: None}
     for name, spec in specs.items():
         kind = spec.kind if spec is not None else None
@@ -834,13 +853,8 @@ def _check_routing(lb: LoadedBattery, i: int, t, shape: dict, origins: list[tupl
             routes += body_context_paths(spec.options().get("body"))
         who = f" of target '{name}' ({kind})" if kind else ""
         hint = _ROUTE_HINT + ("; or '{{{{context.{key}}}}}' in the http body" if kind == "http" else "")
-
-        def reached(path: str) -> bool:
-            return any(r == "" or path == r or path.startswith(r + ".") for r in routes) or \
-                any(path == r or path.startswith(r + ".") or r.startswith(path + ".") for r in own)
-
         for path, where in origins:
-            if not reached(path):
+            if not reached(path, routes):
                 raise lb.fail(f"context field '{path}' reaches no channel{who} in template '{t.id}': the "
                               f"model would never see it", where, hint=hint.format(key=path.split(".")[0]))
         for key in shape:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.markup import escape
@@ -17,6 +17,9 @@ from fairpair.cli._options import (
     VerboseOpt,
     out_option,
 )
+
+if TYPE_CHECKING:
+    from fairpair.battery import LoadedBattery
 
 
 def _per_minute(value: Optional[float]) -> Optional[float]:
@@ -101,10 +104,12 @@ def run(
         require_ray()  # exit 2 with the install line before anything is loaded
     from fairpair import pipeline
     from fairpair._progress import RunProgress, progress_enabled
-    from fairpair.run import RunSettings, default_run_dir, select_targets
+    from fairpair.run import RunSettings, default_run_dir, refuse_batch, select_targets
 
     lb = load(battery, templates, axes)
-    select_targets(lb, target)  # a --target the battery lacks: exit 2 before any run directory is named
+    specs = select_targets(lb, target)  # a --target the battery lacks: exit 2 before any run directory is named
+    if batch:  # a target without a batch API, or tools: refused before a run directory is named or made
+        refuse_batch(specs, lb.battery.all_tools())
     if dry_run:
         _dry_run(lb, target)
         return
@@ -178,7 +183,7 @@ def _print_failures(run_dir: Path, targets: list[str]) -> None:
         console.print(escape(line), soft_wrap=True)
 
 
-def _dry_run(lb, only_targets: list[str] | None = None) -> None:
+def _dry_run(lb: LoadedBattery, only_targets: list[str] | None = None) -> None:
     """Print the exact request of the first case of each template for each target; send nothing."""
     from fairpair.cases import expand as expand_cases
     from fairpair.run import preview_requests

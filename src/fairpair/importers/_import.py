@@ -25,26 +25,41 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from fairpair import __version__
 from fairpair._text import fold
-from fairpair.battery import LoadedBattery, battery_hash
-from fairpair.battery._load import _at as _value_at
 from fairpair.battery import (
-    Attribute, BaselineDesign, Battery, CounterfactualDesign, CrossedDesign, Group, RankingDesign, Template,
+    Attribute,
+    BaselineDesign,
+    Battery,
+    CounterfactualDesign,
+    CrossedDesign,
+    Group,
+    LoadedBattery,
+    MeasureSpec,
+    RankingDesign,
+    TargetSpec,
+    Template,
+    battery_hash,
+    load_mapping,
 )
 from fairpair.battery import Located as YamlLocated
-from fairpair.battery import load_mapping
+from fairpair.battery._load import _at as _value_at
 from fairpair.cases import Case
 from fairpair.errors import BatteryError, FairpairError
 from fairpair.importers._format import AnswerRow, ImportBattery
 from fairpair.importers._read import FORMATS, Located, RowProblem, Source, read_rows
+
+if TYPE_CHECKING:
+    from fairpair.store import Store
 
 __all__ = ["ImportResult", "LoadedImport", "import_answers", "load_import_battery"]
 
@@ -89,7 +104,7 @@ def _union_tag(loc: tuple, data: Any) -> int | None:
     return None
 
 
-def _first_error(exc: ValidationError, data: Any) -> dict[str, Any]:
+def _first_error(exc: ValidationError, data: Any) -> ErrorDetails:
     """The error to report: for a ``str | FieldRef`` reference written as a mapping, the mapping's own error
     (pydantic lists the failed ``str`` alternative first)."""
     errors = exc.errors()
@@ -236,7 +251,8 @@ def _check_plugins(li: LoadedImport) -> None:
     from fairpair._plugins import PluginError, plugin_names, validate_options
 
     b = li.battery
-    specs = [("fairpair.measures", spec, ("measures", name)) for name, spec in b.measures.items()]
+    specs: list[tuple[str, MeasureSpec | TargetSpec, tuple[str, ...]]] = [
+        ("fairpair.measures", spec, ("measures", name)) for name, spec in b.measures.items()]
     if b.judge is not None:
         specs.append(("fairpair.targets", b.judge, ("judge",)))
     for group, spec, key in specs:
@@ -314,6 +330,12 @@ class _CaseDraft:
     first: Located
     content: tuple
     case: Case | None = None
+
+    @property
+    def built(self) -> Case:
+        """The case, once :meth:`_Builder.build_cases` has built it."""
+        assert self.case is not None, "build_cases() first"
+        return self.case
 
 
 class _Builder:
@@ -483,7 +505,7 @@ class _Builder:
             self.cases[ckey] = _CaseDraft(ckey, loc, content)
         elif draft.content != content:
             what = [n for n, x, y in zip(("template", "repetition", "variants", "messages", "prompt", "context"),
-                                         draft.content, content) if x != y]
+                                         draft.content, content, strict=True) if x != y]
             self.problems.add(loc, None, f"matched set '{row.set}' already has a case {label} "
                                          f"({_where_row(draft.first)}) with other {', '.join(what)}",
                               "each group appears once per matched set; answers of several targets to one "
@@ -556,7 +578,8 @@ class _Builder:
         def templ(text: str) -> str:
             text = text.replace("{", "{{").replace("}", "}}")
             for v, slot in subs:
-                text = re.sub(rf"(?<!\w){re.escape(v)}(?!\w)", lambda _m, s=slot: "{" + s + "}", text)
+                literal = "{" + slot.replace("\\", "\\\\") + "}"  # a replacement string reads backslashes
+                text = re.sub(rf"(?<!\w){re.escape(v)}(?!\w)", literal, text)
             return text
 
         messages, turns = row.conversation()
@@ -587,11 +610,12 @@ class _Builder:
             draft.case = Case(
                 id=hashlib.sha256(blob.encode("utf-8")).hexdigest()[:20], battery=battery.name, design=did,
                 design_kind=kind, template=row.template, repetition=row.repetition, matched_set=set_id,
-                block=f"{row.template}/r{row.repetition}", attribute=attrs[0] if kind in ("counterfactual", "ranking") else None,
+                block=f"{row.template}/r{row.repetition}",
+                attribute=attrs[0] if kind in ("counterfactual", "ranking") else None,
                 baseline=kind == "baseline", groups=dict(gkey), variants=variants, messages=messages, meta=meta,
                 turns=turns, context=row.context, seed=seed)
 
-    def check_measures(self, scales: dict[str, str]) -> None:
+    def check_measures(self, scales: Mapping[str, str]) -> None:
         """Every value already measured names a declared measure (its stored row) and fits its scale."""
         for loc, _target, _ckey in self.rows:
             for name, v in loc.row.measures.items():
@@ -600,7 +624,7 @@ class _Builder:
                     self.problems.add(loc, self.key("measures", name),
                                       f"measure '{name}' is not declared in the battery's 'measures'",
                                       f"did you mean '{close[0]}'?" if close else
-                                      "declare it, e.g. '{name}: {{kind: imported, scale: binary}}'".format(name=name))
+                                      f"declare it, e.g. '{name}: {{kind: imported, scale: binary}}'")
                     continue
                 if v is None:
                     continue
@@ -781,7 +805,7 @@ def _write(li: LoadedImport, battery: Battery, builder: _Builder, source: Path, 
     plan = plan_hash(loaded)
     combined = sources[0].sha256 if len(sources) == 1 else hashlib.sha256(
         "".join(f"{s.path.name}\0{s.sha256}\n" for s in sources).encode("utf-8")).hexdigest()
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = datetime.now(UTC).isoformat(timespec="seconds")
     provenance = {
         "format": fmt, "source": str(source), "sha256": combined,
         "files": [{"path": str(s.path), "sha256": s.sha256, "rows": s.rows} for s in sources],
@@ -799,9 +823,9 @@ def _write(li: LoadedImport, battery: Battery, builder: _Builder, source: Path, 
     scales = _scales(battery)
     ranked = tuple(n for n, spec in battery.measures.items() if spec.kind == "ranking")
     exp = Expansion(battery.name, sha)
-    for t in battery.templates:
-        exp.add_prompt(t)
-    cases = [d.case for d in builder.cases.values()]
+    for template in battery.templates:
+        exp.add_prompt(template)
+    cases = [d.built for d in builder.cases.values()]
     per_design: dict[str, dict[str, Any]] = {}
     for c in cases:
         s = per_design.setdefault(c.design, {"kind": c.design_kind, "templates": set(), "cases": 0, "sets": set()})
@@ -829,11 +853,11 @@ def _write(li: LoadedImport, battery: Battery, builder: _Builder, source: Path, 
                 store.add_cases(cases)
                 store.declare_scales(scales)  # each row stores its measure's scale
                 for loc, t, ckey in builder.rows:
-                    _store_row(store, loc.row, t, builder.cases[ckey].case, imported, scales, counts, ranked)
+                    _store_row(store, loc.row, t, builder.cases[ckey].built, imported, scales, counts, ranked)
                 store.event("imported", {**{k: v for k, v in provenance.items() if k != "files"},
                                          "answers": counts["answers"], "failed": counts["failed"],
                                          "measurements": counts["measurements"], "warnings": warnings})
-            finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            finished = datetime.now(UTC).isoformat(timespec="seconds")
             run.write_manifest({
                 "fairpair_version": __version__, "battery": battery.name, "battery_sha256": sha,
                 "battery_path": str(li.path), "selection": None, "plan_sha256": plan, "plan_sha256_now": plan,
@@ -859,12 +883,12 @@ def _scales(battery: Battery) -> dict[str, str]:
     return dict(measure_scales(battery))
 
 
-def _store_row(store, row: AnswerRow, target: str, case: Case, imported: set[str], scales: dict[str, str],
+def _store_row(store: Store, row: AnswerRow, target: str, case: Case, imported: set[str], scales: dict[str, str],
                counts: dict[str, int], ranking_measures: tuple[str, ...] = ()) -> None:
     created = None
     if row.timestamp is not None:
-        ts = row.timestamp if row.timestamp.tzinfo else row.timestamp.replace(tzinfo=timezone.utc)
-        created = ts.astimezone(timezone.utc).isoformat(timespec="milliseconds")
+        ts = row.timestamp if row.timestamp.tzinfo else row.timestamp.replace(tzinfo=UTC)
+        created = ts.astimezone(UTC).isoformat(timespec="milliseconds")
     if row.error is not None:
         store.add_response(target=target, case_id=case.id, status="failed", error=row.error, model=row.model,
                            created_at=created)
@@ -892,7 +916,7 @@ def _store_row(store, row: AnswerRow, target: str, case: Case, imported: set[str
         counts["measurements"] += 1
 
 
-def _store_given_order(store, row: AnswerRow, target: str, case: Case, ranking_measures: tuple[str, ...],
+def _store_given_order(store: Store, row: AnswerRow, target: str, case: Case, ranking_measures: tuple[str, ...],
                        counts: dict[str, int]) -> None:
     """A ranking row's already parsed ``order``, stored as the value of every ``ranking`` measure (``parse:
     imported``): complete when it names k or k - 1 candidates, else its top picks."""
@@ -902,7 +926,7 @@ def _store_given_order(store, row: AnswerRow, target: str, case: Case, ranking_m
     assert rk is not None and rk.order
     slots = case.meta["ranking"]["slots"]
     k = len(slots)
-    order = [rk.position(x) for x in rk.order]
+    order = [p for x in rk.order if (p := rk.position(x)) is not None]  # RowRanking: each one a candidate
     complete = len(order) >= k - 1
     if len(order) == k - 1:
         order += [i for i in range(k) if i not in order]

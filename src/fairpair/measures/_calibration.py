@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -145,9 +146,9 @@ class DisagreementByGroupResult:
 
 
 def disagreement_by_group(
-    judge: Sequence[Hashable],
-    human: Sequence[Hashable],
-    groups: Sequence[Hashable],
+    judge: Sequence[Hashable] | np.ndarray,
+    human: Sequence[Hashable] | np.ndarray,
+    groups: Sequence[Hashable] | np.ndarray,
     *,
     ordinal: bool = False,
     labels: Sequence[Hashable] | None = None,
@@ -191,7 +192,7 @@ def disagreement_by_group(
     j, h, g = _as_1d(judge, "judge"), _as_1d(human, "human"), _as_1d(groups, "groups")
     if not len(j) == len(h) == len(g):
         raise ValueError(f"judge, human and groups differ in length: {len(j)}, {len(h)}, {len(g)}")
-    keep = np.array([x is not None and y is not None and z is not None for x, y, z in zip(j, h, g)], bool)
+    keep = np.array([x is not None and y is not None and z is not None for x, y, z in zip(j, h, g, strict=True)], bool)
     dropped = int((~keep).sum())
     j, h, g = j[keep], h[keep], g[keep]
     labs = _resolve_labels(list(j) + list(h), labels)
@@ -202,8 +203,8 @@ def disagreement_by_group(
     if len(group_order) < 2:
         raise ValueError(f"need at least two groups, got {group_order}")
     pos = {lab: i for i, lab in enumerate(labs)}
-    disagree = np.array([a != b for a, b in zip(j, h)], dtype=int)
-    abs_err = np.array([abs(pos[a] - pos[b]) for a, b in zip(j, h)], dtype=float)
+    disagree = np.array([a != b for a, b in zip(j, h, strict=True)], dtype=int)
+    abs_err = np.array([abs(pos[a] - pos[b]) for a, b in zip(j, h, strict=True)], dtype=float)
     rows = []
     for grp in group_order:
         sel = g == grp
@@ -411,8 +412,8 @@ def score_labels(
     human = _as_2d(df[rater_cols], "human ratings")
     judge = _as_1d(df[judge_col], judge_col)
     labs = _resolve_labels(list(human.ravel()) + list(judge), labels)
-    weights = "quadratic" if ordinal else None
-    level = "ordinal" if ordinal else "nominal"
+    weights: Literal["quadratic"] | None = "quadratic" if ordinal else None
+    level: Literal["ordinal", "nominal"] = "ordinal" if ordinal else "nominal"
     notes: list[str] = []
 
     kappas = {c: cohen_kappa(judge, human[:, i], weights=weights, labels=labs) for i, c in enumerate(rater_cols)}
@@ -420,7 +421,7 @@ def score_labels(
         cohen_kappa(human[:, i], human[:, k], weights=weights, labels=labs).statistic
         for i in range(len(rater_cols))
         for k in range(i + 1, len(rater_cols))
-        if any(a is not None and b is not None for a, b in zip(human[:, i], human[:, k]))
+        if any(a is not None and b is not None for a, b in zip(human[:, i], human[:, k], strict=True))
     ]
     with_judge = np.column_stack([human, judge])
     fleiss_h = fleiss_kappa(human, labels=labs) if len(rater_cols) > 1 else None
@@ -436,7 +437,8 @@ def score_labels(
     disagreement = None
     if group_col is not None:
         groups = _as_1d(df[group_col], group_col)
-        covered = {g for j, c, g in zip(judge, consensus, groups) if j is not None and c is not None and g is not None}
+        covered = {g for j, c, g in zip(judge, consensus, groups, strict=True)
+                   if j is not None and c is not None and g is not None}
         if len(covered) >= 2:
             disagreement = disagreement_by_group(judge, consensus, groups, ordinal=ordinal, labels=labs)
         else:  # e.g. two raters who never agree: the coefficients above still stand

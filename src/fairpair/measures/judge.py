@@ -153,7 +153,7 @@ def default_rubric(language: str) -> dict[str, dict[str, Any]]:
     text = resources.files("fairpair.measures").joinpath("prompts", f"rubric.{lang}.yaml").read_text("utf-8")
     data = yaml.safe_load(text)
     examples = tone_examples(lang)
-    return {k: {"description": v.get("description"), "levels": {int(l): d for l, d in v["levels"].items()},
+    return {k: {"description": v.get("description"), "levels": {int(lvl): d for lvl, d in v["levels"].items()},
                 "examples": examples.get(k), "question": v.get("question")}
             for k, v in data.items()}
 
@@ -242,8 +242,10 @@ def parse_judge_json(text: str | None, schema: dict[str, Any]) -> JudgeOutput:
         body = m.group(1).strip()
     try:
         value = json.loads(body)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         return JudgeOutput(None, f"not JSON ({exc.msg} at position {exc.pos})")
+    except ValueError as exc:  # valid syntax Python will not read: an integer past sys.get_int_max_str_digits()
+        return JudgeOutput(None, f"not JSON ({exc})")
     cls = jsonschema.validators.validator_for(schema)
     errors = sorted(cls(schema).iter_errors(value), key=lambda e: list(e.path))
     if errors:
@@ -405,9 +407,10 @@ class ExtractMeasure(Measure):
             return MeasureResult.missing(f"invalid judge output after {o.max_attempts} attempt(s): {out.error}",
                                          raw=raw, detail={"invalid_outputs": invalid})
         detail = {"invalid_outputs": invalid} if invalid else None
-        if self._props() is None:
+        props = self._props()
+        if props is None:
             return MeasureResult.ok(out.value, detail=detail)
-        return MeasureResult.ok(outputs={k: out.value.get(k) for k in self._props()}, detail=detail)
+        return MeasureResult.ok(outputs={k: out.value.get(k) for k in props}, detail=detail)
 
 
 # ---------------------------------------------------------------- blinded tone judge
@@ -611,7 +614,7 @@ class ToneJudgeMeasure(Measure):
         o = self.options
         lang = o.language or ctx.language
         rubric = self.rubric(ctx)
-        per_dim = dict(zip(rubric, self.judge_requests(item, ctx)))
+        per_dim = dict(zip(rubric, self.judge_requests(item, ctx), strict=True))
         leaks = list(dict.fromkeys(v for m in per_dim.values() for v in _leaks(ctx, m)))
         if leaks:
             return _leak_result(ctx, self.name, leaks)
@@ -635,7 +638,7 @@ class ToneJudgeMeasure(Measure):
         outputs: dict[str, Any] = {}
         raws: dict[str, str] = {}
         invalid_total = sum(a[2] for a in answers)
-        for k, (out, raw, _invalid) in zip(per_dim, answers):
+        for k, (out, raw, _invalid) in zip(per_dim, answers, strict=True):
             raws[k] = raw
             if not out.valid:
                 return MeasureResult.missing(
@@ -662,7 +665,7 @@ class ToneJudgeMeasure(Measure):
         outputs: dict[str, Any] = {}
         detail: dict[str, Any] = {"mode": "per_dimension", "scoring": "probabilities", "probabilities": {},
                                   "mass": {}, "decoded": {}}
-        for k, a in zip(per_dim, answers):
+        for k, a in zip(per_dim, answers, strict=True):
             detail["probabilities"][k] = {c: round(p, 6) for c, p in a.probabilities.items()}
             detail["mass"][k] = round(a.mass, 6)
             detail["decoded"][k] = a.text
@@ -721,7 +724,7 @@ class ToneJudgeMeasure(Measure):
             for a in answers:
                 if isinstance(a, BaseException):
                     raise a
-        for k, a in zip(per_dim, answers):
+        for k, a in zip(per_dim, answers, strict=True):
             detail["p_yes"][k] = round(a.probabilities["yes"], 6)
             detail["mass"][k] = round(a.mass, 6)
             detail["decoded"][k] = a.text
@@ -800,7 +803,7 @@ class PairwiseJudgeMeasure(Measure):
         system_t, user_t = _prompt("pairwise", lang)
         mk = ctx.masker
         system = system_t.substitute(criteria=o.criteria or _default_criteria(lang))
-        test, other = mk.mask(item.text), mk.mask(item.counterpart.text or "")
+        test, other = mk.mask(item.text), mk.mask(item.counterpart_response().text or "")
         prompt = mk.mask(_user_prompt(item.case)) if o.include_prompt else "-"
         return [[{"role": "system", "content": system},
                  {"role": "user", "content": user_t.substitute(prompt=prompt, answer_a=a, answer_b=b)}]
@@ -809,13 +812,13 @@ class PairwiseJudgeMeasure(Measure):
     async def measure(self, item: MeasureItem, ctx: MeasureContext) -> MeasureResult:
         o = self.options
         lang = o.language or ctx.language
-        msgs = dict(zip(("AB", "BA"), self.judge_requests(item, ctx)))
+        msgs = dict(zip(("AB", "BA"), self.judge_requests(item, ctx), strict=True))
         leaks = list(dict.fromkeys(v for m in msgs.values() for v in _leaks(ctx, m)))
         if leaks:
             return _leak_result(ctx, self.name, leaks)
         from fairpair.measures.rules import count_words
 
-        cp_text = MeasureItem(item.target, item.counterpart_case or item.case, item.counterpart).text
+        cp_text = MeasureItem(item.target, item.counterpart_case or item.case, item.counterpart_response()).text
         detail: dict[str, Any] = {"counterpart": item.counterpart_case.id if item.counterpart_case else None,
                                   "against": o.against, "orders": {},
                                   "words": {"answer": count_words(item.text), "counterpart": count_words(cp_text)}}
@@ -827,10 +830,12 @@ class PairwiseJudgeMeasure(Measure):
         asked = await asyncio.gather(*(
             _ask(ctx, self.name, m, _VERDICT_SCHEMA, case_id=item.case.id, seed=item.case.seed,
                  max_attempts=o.max_attempts, language=lang) for m in msgs.values()), return_exceptions=True)
+        answers: list[tuple[JudgeOutput, str, int]] = []
         for a in asked:
             if isinstance(a, BaseException):
                 raise a
-        for k, (out, raw, invalid) in zip(msgs, asked):
+            answers.append(a)
+        for k, (out, raw, invalid) in zip(msgs, answers, strict=True):
             rec: dict[str, Any] = {"raw": raw, "invalid_outputs": invalid}
             if out.valid:
                 w = out.value["winner"]
@@ -1007,7 +1012,10 @@ def length_bias(store, measure: str | None = None) -> LengthBiasResult:
         else:
             shorter += 1
     n = longer + shorter
-    mean = (lambda v: sum(v) / len(v) if v else float("nan"))
+
+    def mean(v: list[float]) -> float:
+        return sum(v) / len(v) if v else float("nan")
+
     return LengthBiasResult(longer / n if n else float("nan"), float(binomtest(longer, n, 0.5).pvalue) if n else
                             float("nan"), longer, shorter, items, mean(wa), mean(wb),
-                            mean([x - y for x, y in zip(wa, wb)]))
+                            mean([x - y for x, y in zip(wa, wb, strict=True)]))

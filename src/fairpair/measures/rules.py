@@ -100,7 +100,8 @@ from fairpair.measures._base import Measure, MeasureItem, MeasureOptions, Measur
 
 __all__ = [
     "RegexMeasure", "KeywordsMeasure", "WordCountMeasure", "OptionsCountMeasure", "ToolCallMeasure",
-    "PythonMeasure", "CategoriesMeasure", "ToolArgumentMeasure", "fold_text", "sentences", "count_words", "count_options", "keyword_hits",
+    "PythonMeasure", "CategoriesMeasure", "ToolArgumentMeasure", "fold_text", "sentences", "count_words",
+    "count_options", "keyword_hits",
 ]
 
 
@@ -240,7 +241,7 @@ PATTERN_SECONDS = 1.0
 
 
 @lru_cache(maxsize=1024)
-def _compile_folded(pattern: str) -> "regex.Pattern[str]":
+def _compile_folded(pattern: str) -> regex.Pattern[str]:
     try:
         re.compile(fold_pattern(pattern))  # the syntax users write is Python's re
         return regex.compile(fold_pattern(pattern), flags=regex.VERSION0)
@@ -359,13 +360,18 @@ class KeywordsMeasure(Measure):
 # ---------------------------------------------------------------- quality measures
 
 
+_CountedStatus = Literal["ok", "truncated", "refused", "loop", "out_of_role", "wrong_language", "empty", "filtered"]
+
+
+def _only_ok() -> list[_CountedStatus]:
+    return ["ok"]
+
+
 class _QuantityOptions(MeasureOptions):
     """``answer_statuses``: the answer statuses counted (default ``[ok]``); the others are stored
     as ``missing`` with their status, never as 0 (see :mod:`fairpair.measures.status`)."""
 
-    answer_statuses: list[Literal["ok", "truncated", "refused", "loop", "out_of_role", "wrong_language", "empty",
-                                  "filtered"]] = \
-        Field(default_factory=lambda: ["ok"], min_length=1)
+    answer_statuses: list[_CountedStatus] = Field(default_factory=_only_ok, min_length=1)
 
 
 def _excluded(item: MeasureItem, ctx, allowed: list[str]) -> MeasureResult | None:
@@ -399,8 +405,8 @@ class WordCountMeasure(Measure):
         return MeasureResult.ok(count_words(item.text), detail={"normalization": "NFC"})
 
 
-_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+\u2022\u00b7\u2023\u25e6\u25aa\u2013]|\d{1,2}[.)]|[a-zA-Z][.)]|\(\d{1,2}\)|\([a-z]\))"
-                        r"[ \t]+\S", re.M)
+_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+\u2022\u00b7\u2023\u25e6\u25aa\u2013]|\d{1,2}[.)]|[a-zA-Z][.)]"
+                        r"|\(\d{1,2}\)|\([a-z]\))[ \t]+\S", re.M)
 # Phrases that open an enumeration of alternatives in running text (folded).
 _ALT_TRIGGERS = re.compile(
     r"\b(?:(?:puede|puedes|podra|podria|podemos|pueden) (?:elegir|escoger|optar|seleccionar)(?: entre| por)?|"

@@ -21,7 +21,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, TypeGuard
+
+if TYPE_CHECKING:
+    from fairpair.records import ComparisonResult
 
 __all__ = ["LANGUAGES", "MESSAGES", "msg", "fmt_num", "fmt_pct", "fmt_p", "verdict_sentence",
            "verdict_word", "Phrase", "test_name", "group_subject", "difference"]
@@ -369,6 +372,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "labels.line": ("{what}: corrected {est} ({ci}); the judge alone {raw} ({raw_ci}); {n} labelled answers "
                         "({a}: {na}, {b}: {nb}), λ = {lam}; the judge's error (judge − human): {a} {ea}, {b} {eb}"),
         "labels.rg": "; Rogan-Gladen {est} ({ci}), sensitivity / specificity {a} {sa} / {pa}, {b} {sb} / {pb}",
+        "labels.rg_none": ("; no Rogan-Gladen figure: the judge gives a probability of yes, not a hard yes/no, and "
+                           "Rogan-Gladen corrects a 0/1 classification (the corrected figure uses the probabilities)"),
         "aa.title": "A/A control: the audit's noise floor",
         "aa.intro": ("Two halves of one group (its names split in two, or with `split: seeds` the same names under "
                      "two halves of the sampling seeds), compared through the same analysis as the real "
@@ -747,6 +752,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "labels.line": ("{what}: corregida {est} ({ci}); el juez solo {raw} ({raw_ci}); {n} respuestas etiquetadas "
                         "({a}: {na}, {b}: {nb}), λ = {lam}; error del juez (juez − humano): {a} {ea}, {b} {eb}"),
         "labels.rg": "; Rogan-Gladen {est} ({ci}), sensibilidad / especificidad {a} {sa} / {pa}, {b} {sb} / {pb}",
+        "labels.rg_none": ("; sin cifra de Rogan-Gladen: el juez da una probabilidad de sí, no un sí/no firme, y "
+                           "Rogan-Gladen corrige una clasificación 0/1 (la cifra corregida usa las probabilidades)"),
         "aa.title": "Control A/A: el suelo de ruido de la auditoría",
         "aa.intro": ("Dos mitades de un mismo grupo (sus nombres partidos en dos o, con `split: seeds`, los mismos "
                      "nombres con dos mitades de las semillas de muestreo), comparadas con el mismo análisis que las "
@@ -778,11 +785,16 @@ def msg(lang: str, key: str, **kw: Any) -> str:
     text = table.get(key, MESSAGES["en"].get(key))
     if text is None:
         raise KeyError(f"message {key!r} is not in the catalogue")
-    return text.format(nbsp=NBSP, **kw) if kw or "{nbsp}" in text else text
+    return p_reads(text.format(nbsp=NBSP, **kw)) if kw or "{nbsp}" in text else text
+
+
+def p_reads(text: str) -> str:
+    """``text`` with "p = < 0.001" (a template's "p = {p}" and :func:`fmt_p`) read as "p < 0.001"."""
+    return text.replace("= < ", "< ")
 
 
 # ------------------------------------------------------------------ numbers
-def _finite(x: Any) -> bool:
+def _finite(x: Any) -> TypeGuard[int | float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
@@ -811,6 +823,11 @@ def fmt_p(p: Any, lang: str) -> str:
     if p < 0.001:
         return "< " + fmt_num(0.001, lang, 3)
     return fmt_num(p, lang, 3 if p < 0.01 else 2)
+
+
+def fmt_p_is(p: Any, lang: str) -> str:
+    """``p = 0.04`` or ``p < 0.001``: :func:`fmt_p` after "p" (never "p = < 0.001")."""
+    return p_reads("p = " + fmt_p(p, lang))
 
 
 def fmt_margin_value(m: float, lang: str) -> str:
@@ -896,7 +913,7 @@ def _cap(s: str) -> str:
     return s[:1].upper() + s[1:]
 
 
-def difference(comp: Any) -> tuple[float | None, tuple[float, float] | None]:
+def difference(comp: ComparisonResult | Mapping[str, Any]) -> tuple[float | None, tuple[float, float] | None]:
     """The comparison's (a :class:`~fairpair.analysis.ComparisonResult`, or its JSON object) estimate
     and CI as ``group_a - group_b`` (the ``results.json`` convention).
 
@@ -965,7 +982,7 @@ def _decided_by_p(comp: Mapping[str, Any]) -> bool:
     return first in (Reason.ADJUSTED_P_ZERO, Reason.ADJUSTED_P_MARGIN, Reason.UNRELIABLE_JUDGE)
 
 
-def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
+def verdict_sentence(comp: ComparisonResult | Mapping[str, Any], *, lang: str, label_a: str, label_b: str,
                      measure_label: str, signal: str | None = None, confidence_level: float = 0.95,
                      phrase: bool = True, reason_said: bool = False) -> str:
     """One comparison in plain words, with its numbers, in ``lang`` (``es`` or ``en``).
@@ -1027,8 +1044,8 @@ def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
         lo, hi = ci
         parts.append(msg(lang, "ci", level=level, lo=fmt_num(lo * scale_f, lang), hi=fmt_num(hi * scale_f, lang)))
     if _finite(comp.get("pvalue")):
-        p = fmt_p(comp["pvalue"], lang)
-        tp = (test_name(comp.get("test"), lang) + " p " + ("= " + p if not p.startswith("<") else p)).strip()
+        pv = fmt_p(comp["pvalue"], lang)
+        tp = (test_name(comp.get("test"), lang) + " p " + ("= " + pv if not pv.startswith("<") else pv)).strip()
         corr = str(comp.get("correction") or "").lower()
         if _finite(comp.get("pvalue_adjusted")) and corr and corr != "none":
             tp += ", " + msg(lang, "adjusted", method=_CORRECTIONS.get(corr, corr), p=fmt_p(comp["pvalue_adjusted"], lang))
@@ -1072,7 +1089,7 @@ def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
     return sentence
 
 
-def scenario_summary(comp: Any, lang: str) -> str:
+def scenario_summary(comp: ComparisonResult, lang: str) -> str:
     """The scenario-level finding of a comparison in ``lang``: "fails in `financiacion` (-22.0 points), not
     shown elsewhere", "no scenario fails on its own", or, when no scenario can have a verdict of its own
     (one pair per scenario: no error to estimate), that there are too few pairs per scenario (from its

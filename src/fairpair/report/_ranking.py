@@ -23,15 +23,21 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from fairpair.report._catalog import fmt_num, fmt_p, fmt_pct, msg, verdict_word
-from fairpair.report._data import ranking_key
+from fairpair.report._catalog import fmt_num, fmt_p, fmt_p_is, fmt_pct, msg, p_reads, verdict_word
+from fairpair.report._data import RankingEvidence, ranking_key
 from fairpair.report._text import terminal
 from fairpair.report._view import (
     RankingEvidenceLine, RankingEvidenceView, RankingPairRow, RankingSelectionRow, RankingSlotRow, RankingTable,
     RankingView,
 )
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
+
+    from fairpair.battery import Battery
+    from fairpair.records import Results
 
 __all__ = ["MESSAGES", "rmsg", "ranking_view", "selection_plot", "position_plot", "ranking_tables"]
 
@@ -43,7 +49,7 @@ MESSAGES: dict[str, dict[str, str]] = {
                   "answers whose first pick is the group's candidate (parity: {parity})."),
         "block": "{measure} · {design} · target {target}",
         "headline": ("The candidates of “{best}” were picked first in {best_rate} of the answers, those of "
-                     "“{worst}” in {worst_rate}: a ratio of {ratio} ({level}% CI {lo} to {hi}), {clause}."),
+                     "“{worst}” in {worst_rate}: a ratio of {ratio} (verdict interval {lo} to {hi}), {clause}."),
         "clause.fail": "established below the four-fifths line",
         "clause.pass": "established at or above the four-fifths line",
         "clause.inconclusive": "not settled with respect to the four-fifths line",
@@ -57,14 +63,17 @@ MESSAGES: dict[str, dict[str, str]] = {
         "col.ci": "CI",
         "col.mean_rank": "Mean rank",
         "col.ratio": "Ratio to {best}",
-        "col.ratio_ci": "CI of the ratio",
+        "col.ratio_ci": "Verdict interval of the ratio",
         "col.verdict": "Four-fifths verdict",
         "col.n": "Answers",
         "reference.most": "the most selected group, chosen from the data (the interval allows for the choice)",
         "reference.given": "the reference group fixed before the audit",
         "ratio.rule": ("Four-fifths verdict: FAIL when the ratio to {best} ({reference}) is established below 0.8 "
                        "({correction}-adjusted over the groups), PASS when it is established at or above 0.8, "
-                       "else INCONCLUSIVE (29 CFR 1607.4(D))."),
+                       "else INCONCLUSIVE (29 CFR 1607.4(D)). The verdict interval reads the verdict: it runs from "
+                       "the one-sided {level}% lower limit (PASS when above 0.8) to the upper limit at the level of "
+                       "the group's step in the {correction} correction (FAIL when below 0.8); the unadjusted "
+                       "{level}% intervals (`ci`) are in results.json."),
         "position": "Position effect",
         "position.intro": ("Top-pick rate and mean rank of the candidate in each slot of the prompt (1 = first); "
                            "with no position effect every slot is picked first in {parity} of the answers."),
@@ -220,7 +229,7 @@ MESSAGES: dict[str, dict[str, str]] = {
                   "(paridad: {parity})."),
         "block": "{measure} · {design} · destino {target}",
         "headline": ("Las candidaturas de «{best}» fueron elegidas primero en el {best_rate} de las respuestas, "
-                     "las de «{worst}» en el {worst_rate}: una razón de {ratio} (IC del {level} % de {lo} a {hi}), "
+                     "las de «{worst}» en el {worst_rate}: una razón de {ratio} (intervalo del veredicto de {lo} a {hi}), "
                      "{clause}."),
         "clause.fail": "por debajo de la regla de los cuatro quintos, de forma establecida",
         "clause.pass": "en o por encima de la regla de los cuatro quintos, de forma establecida",
@@ -235,14 +244,18 @@ MESSAGES: dict[str, dict[str, str]] = {
         "col.ci": "IC",
         "col.mean_rank": "Puesto medio",
         "col.ratio": "Razón respecto a {best}",
-        "col.ratio_ci": "IC de la razón",
+        "col.ratio_ci": "Intervalo del veredicto",
         "col.verdict": "Veredicto cuatro quintos",
         "col.n": "Respuestas",
         "reference.most": "el grupo más seleccionado, elegido con los datos (el intervalo tiene en cuenta la elección)",
         "reference.given": "el grupo de referencia fijado antes de la auditoría",
         "ratio.rule": ("Veredicto de los cuatro quintos: SUSPENDE cuando la razón respecto a {best} ({reference}) "
                        "queda establecida por debajo de 0,8 (ajuste de {correction} entre los grupos), APRUEBA "
-                       "cuando queda establecida en 0,8 o más, y si no, NO CONCLUYENTE (29 CFR 1607.4(D))."),
+                       "cuando queda establecida en 0,8 o más, y si no, NO CONCLUYENTE (29 CFR 1607.4(D)). El "
+                       "intervalo del veredicto va del límite inferior unilateral del {level} % (APRUEBA si supera "
+                       "0,8) al límite superior al nivel del paso del grupo en la corrección de {correction} "
+                       "(SUSPENDE si queda por debajo de 0,8); los intervalos del {level} % sin ajustar (`ci`) "
+                       "están en results.json."),
         "position": "Efecto de la posición",
         "position.intro": ("Tasa de primera elección y puesto medio de la candidatura de cada posición del mensaje "
                            "(1 = primera); sin efecto de la posición cada una se elige primero en el {parity} de "
@@ -316,7 +329,7 @@ def rmsg(lang: str, key: str, **kw: Any) -> str:
     """The ranking section's text for ``key`` in ``lang`` (English when missing), formatted with ``kw``."""
     table = MESSAGES.get(lang, MESSAGES["en"])
     text = table.get(key, MESSAGES["en"].get(key, key))
-    return text.format(**kw) if kw else text
+    return p_reads(text.format(**kw)) if kw else text
 
 
 def _num(x: Any) -> bool:
@@ -331,7 +344,7 @@ def _ci(ci: Any, lang: str, *, pct: bool = False, digits: int = 2) -> str:
     return f"{fmt_num(ci[0], lang, digits)} … {fmt_num(ci[1], lang, digits)}"
 
 
-def _label_fn(battery: Any, attribute: str):
+def _label_fn(battery: Battery | None, attribute: str) -> Callable[[str], str]:
     def label(group: str) -> str:
         if battery is None:
             return str(group)
@@ -352,7 +365,7 @@ def _headline(sec: dict[str, Any], label, lang: str) -> str | None:
     worst = min(rows, key=lambda r: r["ratio"])
     rates = {s["group"]: s.get("rate") for s in sec.get("selection") or []}
     verdict = worst.get("verdict") or "inconclusive"
-    ci = worst.get("ci") or [None, None]
+    ci = worst.get("verdict_ci") or worst.get("ci") or [None, None]
     claim = (" " + rmsg(lang, "claim.fixed", n=int(sec.get("n_templates") or 0))
              if sec.get("templates") == "fixed" else "")
     return (rmsg(
@@ -405,7 +418,7 @@ def _pair_rows(sec: dict[str, Any], label, lang: str) -> list[RankingPairRow]:
             estimate=fmt_num(100 * est, lang) if _num(est) else "—",
             ci=_ci([100 * v if _num(v) else None for v in (c.get("ci") or [])], lang, digits=1),
             p=fmt_p(c.get("pvalue"), lang), p_adjusted=fmt_p(c.get("pvalue_adjusted"), lang),
-            mcnemar=(f"{b.get('b')}/{b.get('c')}, p = {fmt_p(b.get('exact_pvalue'), lang)}"
+            mcnemar=(f"{b.get('b')}/{b.get('c')}, {fmt_p_is(b.get('exact_pvalue'), lang)}"
                      if b.get("b") is not None else "—"),
             n=c.get("n_pairs"), verdict=c.get("verdict") or "", verdict_word=verdict_word(c.get("verdict"), lang),
             reason=c.get("design_reason") or _whole_range(c, lang)))
@@ -426,7 +439,7 @@ def _whole_range(c: dict[str, Any], lang: str) -> str:
     return ""
 
 
-def _evidence_rows(quoted: Sequence[Any], lang: str) -> list[RankingEvidenceView]:
+def _evidence_rows(quoted: Sequence[RankingEvidence], lang: str) -> list[RankingEvidenceView]:
     """The display of a section's :class:`~fairpair.report._data.RankingEvidence`: per matched set a
     header, the rows ``position | prompt's group at that slot | answer's group at that rank (its slot)``
     and the masked answer."""
@@ -511,14 +524,15 @@ def _first_listed(sec: dict[str, Any], lang: str, parity: str) -> str | None:
                 ci=_ci(first.get("top_rate_ci"), lang, pct=True), parity=parity)
 
 
-def _as_shown(battery: Any, design: str) -> bool:
+def _as_shown(battery: Battery | None, design: str) -> bool:
     """Whether ``design`` is an imported ranking design (its requests' own orders)."""
     ranking = dict(battery.ranking_designs()) if battery is not None else {}
     return getattr(ranking.get(design), "order", None) == "as_shown"
 
 
-def ranking_view(results: Any, lang: str, battery: Any = None, *,
-                 with_figures: bool = True, evidence: dict[str, Sequence[Any]] | None = None) -> list[RankingView]:
+def ranking_view(results: Results | dict[str, Any] | None, lang: str, battery: Battery | None = None, *,
+                 with_figures: bool = True,
+                 evidence: Mapping[str, Sequence[RankingEvidence]] | None = None) -> list[RankingView]:
     """One display block per ``rankings`` section of ``results`` (the typed
     :class:`~fairpair.analysis.Results`, or a results.json object; empty list when there is none).
 
@@ -544,7 +558,7 @@ def ranking_view(results: Any, lang: str, battery: Any = None, *,
                 group=s["group"], label=label(s["group"]), rate=fmt_pct(s.get("rate"), lang),
                 rate_ci=_ci(s.get("rate_ci"), lang, pct=True), mean_rank=fmt_num(s.get("mean_rank"), lang, 2),
                 mean_rank_ci=_ci(s.get("mean_rank_ci"), lang), n=s.get("n_sets"),
-                ratio=fmt_num(r.get("ratio"), lang, 2), ratio_ci=_ci(r.get("ci"), lang),
+                ratio=fmt_num(r.get("ratio"), lang, 2), ratio_ci=_ci(r.get("verdict_ci") or r.get("ci"), lang),
                 verdict=r.get("verdict") or "",
                 verdict_word=verdict_word(r.get("verdict"), lang) if r.get("verdict") else "—",
                 below=bool(r.get("below_four_fifths"))))
@@ -589,7 +603,8 @@ def ranking_view(results: Any, lang: str, battery: Any = None, *,
             ratio_rule=rmsg(lang, "ratio.rule", best=label(best) if best else "—",
                             reference=rmsg(lang, "reference.given" if sec.get("reference_rule") == "given"
                                            else "reference.most"),
-                            correction=correction),
+                            correction=correction,
+                            level=fmt_num(100 * (1.0 - float(sec.get("alpha") or 0.05)), lang, 0)),
             position_intro=rmsg(lang, "position.intro", parity=parity), slots=slots, tests=tests,
             pairs_intro=rmsg(lang, "pairs.intro", correction=correction,
                              method=rmsg(lang, f"pairs.method.{sec.get('templates') or 'random'}")),
@@ -691,9 +706,11 @@ def ranking_tables(blocks: Sequence[RankingView], lang: str) -> list[Any]:
     out = []
     for b in blocks:
         t = Table(title=Text(terminal(rmsg(lang, "terminal.title", block=b.title))), title_justify="left")
-        for name, justify in ((rmsg(lang, "col.group"), "left"), (rmsg(lang, "col.rate"), "right"),
-                              (rmsg(lang, "col.ci"), "right"), (rmsg(lang, "col.ratio", best=b.best), "right"),
-                              (rmsg(lang, "col.ratio_ci"), "right"), (rmsg(lang, "col.verdict"), "left")):
+        columns: tuple[tuple[str, JustifyMethod], ...] = (
+            (rmsg(lang, "col.group"), "left"), (rmsg(lang, "col.rate"), "right"),
+            (rmsg(lang, "col.ci"), "right"), (rmsg(lang, "col.ratio", best=b.best), "right"),
+            (rmsg(lang, "col.ratio_ci"), "right"), (rmsg(lang, "col.verdict"), "left"))
+        for name, justify in columns:
             verdict_col = name == rmsg(lang, "col.verdict")
             t.add_column(Text(terminal(name)), justify=justify, overflow="fold", no_wrap=verdict_col)
         for s in b.selection:

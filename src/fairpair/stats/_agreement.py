@@ -112,7 +112,7 @@ def _paired(a: Any, b: Any, names: tuple[str, str]) -> tuple[np.ndarray, np.ndar
     a, b = _as_1d(a, names[0]), _as_1d(b, names[1])
     if len(a) != len(b):
         raise ValueError(f"{names[0]} and {names[1]} differ in length: {len(a)} != {len(b)}")
-    keep = np.array([x is not None and y is not None for x, y in zip(a, b)], dtype=bool)
+    keep = np.array([x is not None and y is not None for x, y in zip(a, b, strict=True)], dtype=bool)
     return a[keep], b[keep], int((~keep).sum())
 
 
@@ -165,8 +165,8 @@ class CohenKappaResult:
 
 
 def cohen_kappa(
-    a: Sequence[Hashable],
-    b: Sequence[Hashable],
+    a: Sequence[Hashable] | np.ndarray,
+    b: Sequence[Hashable] | np.ndarray,
     *,
     weights: Literal["linear", "quadratic"] | None = None,
     labels: Sequence[Hashable] | None = None,
@@ -292,8 +292,8 @@ class ConfusionMatrixResult:
 
 
 def confusion_matrix(
-    judge: Sequence[Hashable],
-    human: Sequence[Hashable],
+    judge: Sequence[Hashable] | np.ndarray,
+    human: Sequence[Hashable] | np.ndarray,
     labels: Sequence[Hashable] | None = None,
 ) -> ConfusionMatrixResult:
     """Confusion matrix of the judge's labels against the human reference.

@@ -23,9 +23,10 @@ import hashlib
 import json
 import os
 import shutil
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator, Literal, TextIO
+from typing import Any, ClassVar, Literal, TextIO
 
 from fairpair._files import atomic_write_text
 from fairpair.errors import FairpairError, validation_summary
@@ -53,7 +54,7 @@ class RunLock:
         self.path = Path(run_dir) / LOCK_NAME
         self.fh: TextIO | None = None
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fh = open(self.path, "a+")
@@ -85,7 +86,7 @@ class RunLock:
         it. Reads only: a directory without a lock file, or one that cannot be read, is not in use."""
         path = Path(run_dir) / LOCK_NAME
         try:
-            fh = open(path, "r")
+            fh = open(path)
         except OSError:
             return None
         with fh:
@@ -212,7 +213,7 @@ def write_results(run_dir: Path, text: str) -> None:
         if path.exists() and path.read_bytes() != text.encode("utf-8"):  # bytes: a damaged file is kept too
             keep = path.parent / "results.previous"
             keep.mkdir(exist_ok=True)
-            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
             shutil.copy2(path, keep / f"results-{stamp}.json")
         atomic_write_text(path, text)
     except OSError as exc:
@@ -300,7 +301,7 @@ class Run:
 
     @classmethod
     def open(cls, path: Path | str, mode: Literal["r", "w"] = "r", *, create: bool = False,
-             migrate: bool = False, lenient_text: bool = False) -> "Run":
+             migrate: bool = False, lenient_text: bool = False) -> Run:
         """Open the run directory ``path``.
 
         Parameters
@@ -362,7 +363,7 @@ class Run:
                 self._lock.__exit__(None, None, None)
                 self._lock = None
 
-    def __enter__(self) -> "Run":
+    def __enter__(self) -> Run:
         return self
 
     def __exit__(self, *exc: Any) -> None:
