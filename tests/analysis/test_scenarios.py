@@ -155,3 +155,30 @@ def test_informative_missingness_gives_worst_case_bounds_and_no_pass():
     assert res.missing_bounds == pytest.approx([lo, hi])
     assert "missing answers differ by group (0% vs" in res.note
     assert res.verdict != "pass" and (res.verdict != "fail" or lo > 0.3)
+
+
+def test_yes_no_scenarios_get_score_intervals_inside_the_scale_and_name_a_clear_one():
+    """1% events: a scenario without events has an interval with width inside [-1, 1] and p = 1; a scenario
+    where group A gets 60% events fails; fair scenarios do not (the score test of fairpair.stats)."""
+    from fairpair.stats import scenario_differences_from_cells
+
+    rng = np.random.default_rng(2)
+    t, names, reps = 20, 10, 5
+    tt, kk, _ = np.meshgrid(np.arange(t), np.arange(names), np.arange(reps), indexing="ij")
+    x = (rng.random(tt.shape) < np.where(tt == 4, 0.6, 0.01)).astype(float)
+    y = (rng.random(tt.shape) < 0.01).astype(float)
+    x[tt == 0], y[tt == 0] = 0.0, 0.0
+    k = kk.reshape(-1).astype(np.intp)
+    pd = PairData(x.reshape(-1), y.reshape(-1), tt.reshape(-1).astype(np.intp), k, ("v",) * names, name_a=k,
+                  name_b=k, template_labels=tuple(f"s{i}" for i in range(t)))
+    pa = analyze_pairs(pd, scale="binary", alpha=0.05, confidence_level=0.95, exact_threshold=25, n_resamples=0,
+                       seed=0, heterogeneity=False, names="random", secondary=False)
+    res = finish(pa, pvalue_adjusted=pa.pvalue, correction="none", family_size=1, margin=0.01, alpha=0.05,
+                 pvalue_margin_adjusted=pa.pvalue_beyond(0.01), **IDENT)
+    rows = {r.template: r for r in res.scenarios.rows}
+    assert rows["s0"].pvalue == 1.0 and rows["s0"].ci[0] < 0 < rows["s0"].ci[1]
+    assert all(-1 <= r.ci[0] <= r.estimate <= r.ci[1] <= 1 for r in rows.values())
+    assert [r.template for r in rows.values() if r.verdict == "fail"] == ["s4"]
+    # the same as the score test on the template x name cell means, names as units
+    ref = scenario_differences_from_cells(x.mean(-1), y.mean(-1), names="random", bounds=(0, 1))
+    np.testing.assert_allclose([r.ci for r in rows.values()], ref.confidence_intervals(0.95), rtol=1e-12)

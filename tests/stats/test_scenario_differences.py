@@ -147,3 +147,180 @@ def test_esd_matches_rosners_worked_example():
     order, levels = _esd(x, 10)
     assert [x[i] for i in order[:3]] == [6.01, 5.42, 5.34]
     assert int(np.nonzero(levels < 0.05)[0].max()) + 1 == 3
+
+
+def _esd_r_reference(x: np.ndarray, k: int) -> list[float]:
+    """Rosner's R_i by hand: scipy's z-score (ddof 1) of the remaining values, the largest removed each step."""
+    vals, out = list(x), []
+    for _ in range(k):
+        z = np.abs(stats.zscore(vals, ddof=1))
+        out.append(float(z.max()))
+        vals.pop(int(np.argmax(z)))
+    return out
+
+
+def test_vectorised_esd_statistics_equal_scipy_zscores():
+    from fairpair.stats._scenarios import _esd_statistics
+
+    x = np.random.default_rng(5).normal(size=(3, 12))
+    got = _esd_statistics(x, 3)
+    for i in range(3):
+        assert got[i] == pytest.approx(_esd_r_reference(x[i], 3), rel=1e-12)
+
+
+def test_permutation_levels_equal_exact_enumeration():
+    import itertools
+
+    from fairpair.stats._scenarios import _esd_statistics, _permutation_levels, _studentized
+
+    rng = np.random.default_rng(9)
+    a = (rng.random((5, 2)) < 0.3).astype(float)  # yes/no cells: ties and discreteness
+    a[0] = 1.0
+    b = (rng.random((5, 2)) < 0.3).astype(float)
+    c = np.concatenate([a, b], axis=1)
+    obs = _esd_statistics(_studentized(a, b), 2)
+    splits = [s for s in itertools.combinations(range(4), 2)]  # the 6 ways to split 4 names into 2 + 2
+    rs = []
+    for combo in itertools.product(splits, repeat=5):  # 6^5 = 7776 equally likely arrangements
+        pa = np.array([c[t, list(s)] for t, s in enumerate(combo)])
+        pb = np.array([np.delete(c[t], list(s)) for t, s in enumerate(combo)])
+        rs.append(_esd_statistics(_studentized(pa, pb), 2))
+    rs = np.array(rs)
+    exact = (rs >= obs - 1e-9).mean(axis=0)
+    levels, overall = _permutation_levels(a, b, 2, 20000, seed=1)
+    assert levels == pytest.approx(exact, abs=0.01)
+    assert overall >= levels.min() - 1e-12
+
+
+def test_permutation_guard_does_not_fire_on_rare_events_and_finds_a_biased_template():
+    rng = np.random.default_rng(3)
+    fired = 0
+    for _ in range(40):
+        a = (rng.random((20, 10, 5)) < 0.01).mean(-1)
+        b = (rng.random((20, 10, 5)) < 0.01).mean(-1)
+        h = scenario_heterogeneity(a, b, outlier_alpha=0.005, n_permutations=999, seed=0)
+        fired += h.outliers.size > 0
+    assert fired <= 2  # the t levels fire in most of these (47-74% in sim_audits' rare rows)
+    a = (rng.random((20, 10, 5)) < 0.01).mean(-1)
+    a[3] = (rng.random((10, 5)) < 0.4).mean(-1)
+    h = scenario_heterogeneity(a, b, outlier_alpha=0.005, n_permutations=999, seed=0)
+    assert list(h.outliers) == [3]
+
+
+# bounded measures: the per-template score test and interval (issue 30)
+
+_TABLES = [(7, 40, 12, 60), (3, 50, 1, 50), (2, 50, 1, 50), (50, 50, 49, 50), (1, 10, 0, 12), (0, 50, 0, 50),
+           (3, 50, 0, 50), (20, 25, 5, 30)]
+
+
+def _restricted_by_search(x1, n1, x0, n0, d):
+    """The binomial likelihood maximised under ``p1 - p0 = d`` by a bounded scalar search (scipy)."""
+    from scipy import optimize
+
+    def nll(p0):
+        p1 = p0 + d
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ll = (stats.binom.logpmf(x1, n1, p1) if 0 < p1 < 1 else (0.0 if x1 == n1 * p1 else -np.inf)) + \
+                 (stats.binom.logpmf(x0, n0, p0) if 0 < p0 < 1 else (0.0 if x0 == n0 * p0 else -np.inf))
+        return -ll
+    lo, hi = max(0.0, -d), min(1.0, 1.0 - d)
+    grid = np.linspace(lo, hi, 2001)
+    start = grid[int(np.argmin([nll(g) for g in grid]))]
+    step = (hi - lo) / 2000
+    r = optimize.minimize_scalar(nll, bounds=(max(lo, start - step), min(hi, start + step)), method="bounded",
+                                 options={"xatol": 1e-12})
+    return r.x + d, r.x
+
+
+@pytest.mark.parametrize("x1,n1,x0,n0", _TABLES)
+@pytest.mark.parametrize("d", [0.0, 0.05, -0.1, 0.2])
+def test_score_statistic_uses_the_restricted_maximum_likelihood(x1, n1, x0, n0, d):
+    """The restricted estimates maximise the binomial likelihood (scipy search); at d = 0 the statistic is
+    statsmodels' score test (its restricted estimate for d != 0 is not the maximum in 0.15)."""
+    import warnings
+
+    from statsmodels.stats.proportion import score_test_proportions_2indep
+
+    from fairpair.stats import score_restricted, score_se
+
+    p1, p0 = score_restricted(x1 / n1, n1, x0 / n0, n0, d)
+    r1, r0 = _restricted_by_search(x1, n1, x0, n0, d)
+    assert float(p1) == pytest.approx(r1, abs=1e-6) and float(p0) == pytest.approx(r0, abs=1e-6)
+    se = float(score_se(x1 / n1, n1, x0 / n0, n0, d))
+    assert se == pytest.approx(np.sqrt(r1 * (1 - r1) / n1 + r0 * (1 - r0) / n0), rel=1e-5, abs=1e-6)
+    if d == 0 and 0 < x1 + x0 < n1 + n0:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ref = score_test_proportions_2indep(x1, n1, x0, n0, value=0, correction=False)
+        assert (x1 / n1 - x0 / n0) / se == pytest.approx(float(ref.statistic), rel=1e-12)
+
+
+@pytest.mark.parametrize("x1,n1,x0,n0,mn,mee", [
+    (56, 70, 48, 80, (0.0528, 0.3382), (0.0533, 0.3377)), (9, 10, 3, 10, (0.1700, 0.8406), (0.1821, 0.8370)),
+    (6, 7, 2, 7, (0.0342, 0.8534), (0.0544, 0.8478)), (5, 56, 0, 29, (-0.0326, 0.1933), (-0.0313, 0.1926)),
+    (0, 10, 0, 20, (-0.1658, 0.2844), (-0.1611, 0.2775)), (10, 10, 0, 20, (0.7156, 1.0), (0.7225, 1.0))])
+def test_score_interval_equals_newcombes_table(x1, n1, x0, n0, mn, mee):
+    """Newcombe (1998), *Statistics in Medicine* 17, 873-890, Table II: Miettinen-Nurminen (method 6, the
+    variance times N / (N - 1): ``dispersion``) and Mee (method 5, without it)."""
+    from fairpair.stats import score_interval
+
+    q = stats.norm.ppf(0.975)
+    d, n = x1 / n1 - x0 / n0, n1 + n0
+    np.testing.assert_allclose(score_interval(d, x1 / n1, n1, x0 / n0, n0, n / (n - 1), q), mn, atol=6e-5)
+    np.testing.assert_allclose(score_interval(d, x1 / n1, n1, x0 / n0, n0, 1.0, q), mee, atol=6e-5)
+
+
+@pytest.mark.parametrize("x1,n1,x0,n0", _TABLES)
+def test_score_interval_inverts_the_score_test(x1, n1, x0, n0):
+    """Each end is where the score statistic (the likelihood maximised by search) reaches 1.96; the differences
+    just inside are kept, just outside rejected."""
+    from fairpair.stats import score_interval
+
+    d = x1 / n1 - x0 / n0
+    q = stats.norm.ppf(0.975)
+    got = score_interval(d, x1 / n1, n1, x0 / n0, n0, 1.0, q)
+
+    def z(g):
+        p1, p0 = _restricted_by_search(x1, n1, x0, n0, g)
+        return abs(d - g) / np.sqrt(p1 * (1 - p1) / n1 + p0 * (1 - p0) / n0)
+
+    for end, inward in ((got[0], 1e-3), (got[1], -1e-3)):
+        assert z(end) == pytest.approx(q, rel=1e-4)
+        assert z(end + inward) < q < z(end - inward)
+
+
+def test_bounded_scenarios_use_the_score_test_with_the_pooled_dispersion():
+    """Yes/no cells: per template, the score test of the group means with the names as the units and the
+    variance function's dispersion pooled over templates; a template with no event in either group is p = 1
+    with an interval that still has width."""
+    from fairpair.stats import score_interval, score_se
+
+    rng = np.random.default_rng(4)
+    a = (rng.random((12, 6, 5)) < 0.05).mean(-1)
+    b = (rng.random((12, 7, 5)) < 0.05).mean(-1)
+    a[0], b[0] = 0.0, 0.0
+    a[1] = (rng.random((6, 5)) < 0.5).mean(-1)
+    r = scenario_differences_from_cells(a, b, names="random", bounds=(0, 1))
+    t = scenario_differences_from_cells(a, b, names="random")
+    ma, mb = a.mean(1), b.mean(1)
+    va = ma * (1 - ma) + a.var(1, ddof=1) / 6
+    vb = mb * (1 - mb) + b.var(1, ddof=1) / 7
+    phi = t.variance["ms_within"] / ((5 * va.sum() + 6 * vb.sum()) / (12 * 11))
+    assert r.dispersion == pytest.approx(phi, rel=1e-12)
+    se0 = score_se(ma, 6, mb, 7, 0.0, phi)
+    np.testing.assert_allclose(r.se, se0, rtol=1e-12)
+    np.testing.assert_allclose(r.pvalues[1:], 2 * stats.t.sf(np.abs(ma - mb)[1:] / se0[1:], t.df), rtol=1e-9)
+    assert r.pvalues[0] == 1.0
+    ci = r.confidence_intervals(0.95)
+    np.testing.assert_allclose(ci, score_interval(ma - mb, ma, 6, mb, 7, phi, stats.t.ppf(0.975, t.df)))
+    assert ci[0, 0] < 0 < ci[0, 1] and np.all(ci >= -1) and np.all(ci <= 1)
+    # against a margin: the score test where the difference is the margin, on the side of the estimate
+    pm = r.pvalues_beyond(0.1)
+    z = (np.abs(ma - mb) - 0.1) / score_se(ma, 6, mb, 7, np.sign(ma - mb + 1e-300) * 0.1, phi)
+    np.testing.assert_allclose(pm, np.where(z > 0, np.minimum(1, 2 * stats.t.sf(z, t.df)), 1.0), rtol=1e-9)
+    # a 1-5 score is the same test on (x - 1) / 4
+    s = scenario_differences_from_cells(1 + 4 * a, 1 + 4 * b, names="random", bounds=(1, 5))
+    np.testing.assert_allclose(s.pvalues, r.pvalues, rtol=1e-9)
+    np.testing.assert_allclose(s.confidence_intervals(0.9), 4 * r.confidence_intervals(0.9), rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="low < high"):
+        scenario_differences_from_cells(a, b, bounds=(1, 1))

@@ -65,8 +65,8 @@ from fairpair.stats import mcnemar
 from fairpair.stats import paired_t, wilcoxon
 
 __all__ = ["PairData", "PairAnalysis", "analyze_pairs", "finish", "pair_cells", "BINARY_SCALES", "CI_METHOD",
-           "t_interval", "HETEROGENEITY_CUTOFF", "scenario_pvalues", "crossed_verdict_inputs", "sign_flip_interval",
-           "pair_spread", "spread_block", "RULE_SPREAD",
+           "t_interval", "HETEROGENEITY_CUTOFF", "HETEROGENEITY_PERMUTATIONS", "scenario_pvalues",
+           "crossed_verdict_inputs", "sign_flip_interval", "pair_spread", "spread_block", "RULE_SPREAD",
            "RULE_SPREAD_MARGIN"]
 
 #: The guard of the templates-random average: when the generalized ESD (Rosner 1983) singles out at
@@ -77,6 +77,13 @@ __all__ = ["PairData", "PairAnalysis", "analyze_pairs", "finish", "pair_cells", 
 #: 0.005 it fires in 1.7-2.1% of them and still names a sampled biased scenario in 31-43% of the sparse-bias
 #: audits of 20-40 templates (table in ``benchmarks/README.md``).
 HETEROGENEITY_CUTOFF = 0.005
+#: Yes/no and ordinal measures (rare events, 1-5 scores at a ceiling): the ESD's t levels assume normal
+#: template differences and fired on the binomial noise of ``D_t`` in 47-74% of fair audits (the guard took
+#: 17-31 points of ``pass`` at 0); there its levels are permutation p-values (of the ESD on ``D_t`` studentized
+#: by the names within each template) over this many permutations of the names between the groups within each
+#: template, drawn only when a first 199 give a p-value below 10x the cutoff (``benchmarks/HISTORY.md``,
+#: 2026-12-04 21:32 and 22:50 sections).
+HETEROGENEITY_PERMUTATIONS = 999
 
 CI_METHOD_FIXED = ("templates fixed (these scenarios): the average over these templates +/- t x SE "
                    "(names random: Welch on the names' means; names fixed: the template x name interaction as "
@@ -384,8 +391,13 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
         f["value_kind"] = "mean"
         f["estimate_name"] = "mean difference (A - B)"
     cells_a, cells_b = pair_cells(pd)
-    sd = scenario_differences_from_cells(cells_a, cells_b, names=names, n_values=int(answers.size))
-    spread = scenario_heterogeneity(cells_a, cells_b, outlier_alpha=HETEROGENEITY_CUTOFF)
+    # bounded measures: score-type per-template tests and intervals (the t's variance follows the mean there)
+    lo_hi = (0.0, 1.0) if binary else (float(answers.min()), float(answers.max())) \
+        if scale == "ordinal" and answers.size and answers.min() < answers.max() else None
+    sd = scenario_differences_from_cells(cells_a, cells_b, names=names, n_values=int(answers.size), bounds=lo_hi)
+    spread = scenario_heterogeneity(cells_a, cells_b, outlier_alpha=HETEROGENEITY_CUTOFF, seed=seed,
+                                    n_permutations=HETEROGENEITY_PERMUTATIONS if binary or scale == "ordinal"
+                                    else 0)
     if templates == "fixed":
         cr = sd.as_crossed()
     else:

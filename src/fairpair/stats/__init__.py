@@ -83,7 +83,8 @@ _LAZY = {
                  "crossed_mean", "set_mean", "paired_difference", "selection_ratio", "ratio_to_best", "crossed_k_test",
                  "set_k_test", "stratified_k_test", "position_effect", "FOUR_FIFTHS"),
     "_scenarios": ("ScenarioDifferencesResult", "ScenarioHeterogeneityResult", "scenario_differences",
-                   "scenario_differences_from_cells", "scenario_heterogeneity", "stratified_difference"),
+                   "scenario_differences_from_cells", "scenario_heterogeneity", "score_interval", "score_restricted",
+                   "score_se", "stratified_difference"),
     "_spread": ("SpreadDifferenceResult", "spread_difference", "spread_from_cells", "cell_sds"),
     "_signed_rank": ("PairedTResult", "WilcoxonResult", "paired_t", "wilcoxon"),
 }
@@ -124,6 +125,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         scenario_differences,
         scenario_differences_from_cells,
         scenario_heterogeneity,
+        score_interval,
+        score_restricted,
+        score_se,
         stratified_difference,
     )
     from fairpair.stats._spread import (  # noqa: F401
@@ -304,6 +308,9 @@ __all__ = [
     "scenario_differences",
     "scenario_differences_from_cells",
     "scenario_heterogeneity",
+    "score_interval",
+    "score_restricted",
+    "score_se",
     "stratified_difference",
     "ScenarioDifferencesResult",
     "ScenarioHeterogeneityResult",
