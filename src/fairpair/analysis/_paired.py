@@ -21,7 +21,9 @@ fixed (``analysis.generalize.names: fixed``: "these names"). So a ``fail``
 0. The ``1 - 2 alpha`` interval of the ``pass`` rule is never narrower: the
 hull of that t interval and Hall's (1992) skewness-corrected t interval
 (:meth:`fairpair.stats.CrossedDifferenceResult.equivalence_interval`; the
-simulation that chose it is in :mod:`fairpair.stats._crossed`). It uses every answer that exists, not only complete pairs. Yes/no
+simulation that chose it is in :mod:`fairpair.stats._crossed`); for bounded measures (yes/no, 1-5
+scores) the df allow for kurtosis and the pass interval is also hulled with the variance at the
+hypothesis (:data:`CI_METHOD_BOUNDED`). It uses every answer that exists, not only complete pairs. Yes/no
 measures go through the same route on cell proportions (the estimate is a
 risk difference); their level and coverage were checked by simulation
 (``benchmarks/sim_audits.py``, table in ``benchmarks/HISTORY.md``).
