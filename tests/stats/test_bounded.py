@@ -13,6 +13,7 @@ from statsmodels.stats.proportion import proportion_confint
 
 from fairpair.stats import crossed_from_cells, null_variance_interval
 from fairpair.stats._crossed import _kurtosis_df
+from tests.stats.kurtosis_reference import kurtosis_df_reference
 
 
 @pytest.mark.parametrize("x,n,pb", [(7, 50, 0.3), (1, 120, 0.01), (118, 120, 0.97), (0, 40, 0.2)])
@@ -71,21 +72,12 @@ def test_kurtosis_df_matches_the_exact_variance_of_a_sample_variance(p):
     kappa = (1 - 6 * p * (1 - p)) / (p * (1 - p))
     assert mean == pytest.approx(p * (1 - p))
     assert 2 * mean ** 2 / var == pytest.approx((n - 1) / (1 + kappa * (n - 1) / (2 * n)))
-    x = np.array([0, 0, 1, 0, 0, 0, 3.0, 0, 1, 0, 0, 0])
+    x = np.array([0, 0, 1, 0, 0, 0, 3.0, 0, 1, 0, 0, 0] * 2)
     g2 = stats.kurtosis(x, fisher=True, bias=False)
     assert stats.kurtosistest(x, alternative="greater").pvalue <= 0.25
-    assert g2 > 0 and _kurtosis_df(x) == pytest.approx(11 / (1 + g2 * 11 / 24))
-    assert _kurtosis_df(np.array([-1.0, 1.0] * 6)) == pytest.approx(11.0)  # negative kurtosis: never above n - 1
-
-
-def ref_df(x):
-    """The df of a sample variance by scipy: n - 1, or the kurtosis one when Anscombe-Glynn's test has p <= 0.25."""
-    n = x.size
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if stats.kurtosistest(x, alternative="greater").pvalue > 0.25:
-            return n - 1
-    return (n - 1) / (1 + max(stats.kurtosis(x, bias=False), 0) * (n - 1) / (2 * n))
+    assert g2 > 0 and _kurtosis_df(x) == pytest.approx(23 / (1 + g2 * 23 / 48))
+    assert _kurtosis_df(np.array([-1.0, 1.0] * 12)) == pytest.approx(23.0)  # negative kurtosis: never above n - 1
+    assert _kurtosis_df(x[:12]) == 11.0  # below 20 values (the test's validity limit): no correction
 
 
 def test_kurtosis_is_corrected_only_where_a_test_sees_it():
@@ -97,29 +89,31 @@ def test_kurtosis_is_corrected_only_where_a_test_sees_it():
 
 
 def test_kurtosis_df_in_the_crossed_satterthwaite_df():
+    # 1% events with two templates carrying a cluster of them: heavy-tailed template differences
     rng = np.random.default_rng(4)
-    t, n = 16, 6
-    base = rng.random((t, 1)) * 0.1
-    a = (rng.random((t, n)) < 0.05 + base).astype(float)
-    b = (rng.random((t, n)) < base).astype(float)
+    t, n = 30, 20
+    a = (rng.random((t, n)) < 0.02).astype(float)
+    b = (rng.random((t, n)) < 0.01).astype(float)
+    a[:2] = rng.random((2, n)) < 0.3
     fixed = crossed_from_cells(a, b, names="fixed", kurtosis=True)
     d_t = a.mean(1) - b.mean(1)
-    assert fixed.df == pytest.approx(ref_df(d_t)) and fixed.df < t - 1
+    assert fixed.df == pytest.approx(kurtosis_df_reference(d_t)) and fixed.df < t - 1
     assert crossed_from_cells(a, b, names="fixed").df == t - 1
-    # names random, not pooled: each name term's df from its group's name means
-    a[:, 0] = np.minimum(1.0, a[:, 0] + (rng.random(t) < 0.6))
+    # names random, not pooled: one of group A's names with events in half the templates; each name term's df from
+    # its group's name means
+    a[:, 0] = np.minimum(1.0, a[:, 0] + (rng.random(t) < 0.5))
     r = crossed_from_cells(a, b, names="random", kurtosis=True, pool=None)
     plain = crossed_from_cells(a, b, names="random", pool=None)
     assert r.se == plain.se and r.estimate == plain.estimate
     d_t = a.mean(1) - b.mean(1)
-    terms = [(1 / t, d_t.var(ddof=1), ref_df(d_t))]
+    terms = [(1 / t, d_t.var(ddof=1), kurtosis_df_reference(d_t))]
     for key, m in (("a", a), ("b", b)):
         if r.variance_components[f"names_{key}"] > 0:
             cols = m.mean(0)
             ms = r.mean_squares
-            terms += [(1 / n, cols.var(ddof=1), ref_df(cols)),
+            terms += [(1 / n, cols.var(ddof=1), kurtosis_df_reference(cols)),
                       (-ms[f"h_names_{key}"] / n, ms[f"ms_interaction_{key}"], ms[f"df_interaction_{key}"])]
-    assert r.variance_components["names_a"] > 0
+    assert r.variance_components["names_a"] > 0 and kurtosis_df_reference(a.mean(0)) < n - 1
     var = sum(c * m for c, m, _ in terms)
     assert r.df == pytest.approx(var ** 2 / sum((c * m) ** 2 / d for c, m, d in terms))
     assert r.df < plain.df
