@@ -107,8 +107,8 @@ events, ceiling scores with ~95% fives) have heavy-tailed template
 differences whose sample variance (and name means' variance) is far noisier
 than the chi-square behind Satterthwaite's df; :func:`crossed_from_cells`
 then counts each mean square with the df of its kurtosis (:func:`_kurtosis_df`),
-which took the 95% interval's coverage from 92.3-93.5% to 94.6-94.8% on those
-rows of ``benchmarks/sim_audits.py``. The pass rule of these measures adds the
+which took the 95% interval's coverage from 92.6-94.0% to 93.9-94.7% on those
+rows of ``benchmarks/sim_audits.py`` (1000 audits a truth; ``benchmarks/HISTORY.md``). The pass rule of these measures adds the
 variance at the hypothesis (:mod:`fairpair.stats._bounded`).
 
 Calibration: ``benchmarks/sim_audits.py`` simulates whole audits (independent
