@@ -13,6 +13,7 @@ from statsmodels.stats.contingency_tables import cochrans_q, mcnemar
 from statsmodels.stats.multitest import multipletests
 
 from fairpair.analysis import analyze_run, load_results, results_schema
+from tests.stats.kurtosis_reference import kurtosis_df_reference
 
 
 def _pairs(run_dir, measure, ga, gb):
@@ -85,13 +86,15 @@ def test_binary_comparison_matches_statsmodels(runs, biased):
         assert c.estimate == pytest.approx(x.mean() - y.mean())
         # names fixed: the verdict's t is the one-sample t on the template differences (scipy)
         dt, _ = _template_differences(runs["biased"], "refund", c.group_a, c.group_b)
+        # (yes/no: with the df of the template differences' kurtosis, a bounded measure's)
         ref = stats.ttest_1samp(dt, 0.0)
+        df = kurtosis_df_reference(dt)
         assert c.names == "fixed" and "these names" in c.estimand
-        assert c.test.startswith("crossed t") and c.df == pytest.approx(19)
+        assert c.test.startswith("crossed t") and c.df == pytest.approx(df)
         assert c.statistic == pytest.approx(ref.statistic, rel=1e-9)
-        assert c.pvalue == pytest.approx(ref.pvalue, rel=1e-9)
-        lo, hi = ref.confidence_interval(0.95)
-        assert c.ci == pytest.approx([max(lo, -1), min(hi, 1)], rel=1e-9)
+        assert c.pvalue == pytest.approx(2 * stats.t.sf(abs(ref.statistic), df), rel=1e-9)
+        q = stats.t.ppf(0.975, df) * stats.sem(dt)
+        assert c.ci == pytest.approx([max(dt.mean() - q, -1), min(dt.mean() + q, 1)], rel=1e-9)
         # secondary McNemar statistics (statsmodels)
         ex = mcnemar([[a, b], [cc, d]], exact=True)
         chi = mcnemar([[a, b], [cc, d]], exact=False, correction=True)

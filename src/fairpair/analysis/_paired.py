@@ -21,7 +21,9 @@ fixed (``analysis.generalize.names: fixed``: "these names"). So a ``fail``
 0. The ``1 - 2 alpha`` interval of the ``pass`` rule is never narrower: the
 hull of that t interval and Hall's (1992) skewness-corrected t interval
 (:meth:`fairpair.stats.CrossedDifferenceResult.equivalence_interval`; the
-simulation that chose it is in :mod:`fairpair.stats._crossed`). It uses every answer that exists, not only complete pairs. Yes/no
+simulation that chose it is in :mod:`fairpair.stats._crossed`); for bounded measures (yes/no, 1-5
+scores) the df allow for kurtosis and the pass interval is also hulled with the variance at the
+hypothesis (:data:`CI_METHOD_BOUNDED`). It uses every answer that exists, not only complete pairs. Yes/no
 measures go through the same route on cell proportions (the estimate is a
 risk difference); their level and coverage were checked by simulation
 (``benchmarks/sim_audits.py``, table in ``benchmarks/HISTORY.md``).
@@ -65,9 +67,9 @@ from fairpair.stats import mcnemar
 from fairpair.stats import paired_t, wilcoxon
 
 __all__ = ["PairData", "PairAnalysis", "analyze_pairs", "finish", "pair_cells", "BINARY_SCALES", "CI_METHOD",
-           "t_interval", "HETEROGENEITY_CUTOFF", "HETEROGENEITY_PERMUTATIONS", "scenario_pvalues",
-           "crossed_verdict_inputs", "sign_flip_interval", "pair_spread", "spread_block", "RULE_SPREAD",
-           "RULE_SPREAD_MARGIN"]
+           "CI_METHOD_BOUNDED", "t_interval", "HETEROGENEITY_CUTOFF", "HETEROGENEITY_PERMUTATIONS",
+           "scenario_pvalues", "crossed_verdict_inputs", "sign_flip_interval", "pair_spread", "spread_block",
+           "RULE_SPREAD", "RULE_SPREAD_MARGIN"]
 
 #: The guard of the templates-random average: when the generalized ESD (Rosner 1983) singles out at
 #: least one template at this level (:func:`fairpair.stats.scenario_heterogeneity`), the average cannot
@@ -91,6 +93,15 @@ CI_METHOD_FIXED = ("templates fixed (these scenarios): the average over these te
 CI_METHOD = ("crossed random effects on template x name cell means (method of moments): "
              "estimate +/- t(Satterthwaite df) x SE; the (1-2alpha) equivalence interval is its hull with "
              "Hall's (1992) skewness-corrected t")
+#: Bounded measures (yes/no, 1-5 scores), templates random: near a bound the crossed SE moves with the estimate
+#: (``benchmarks/HISTORY.md``, issue 30), so the df allow for the kurtosis of the template differences and the
+#: name means (:func:`fairpair.stats.crossed_from_cells`, ``kurtosis``) and the pass rule's interval is also
+#: hulled with the score-type interval of the variance at the hypothesis (:func:`fairpair.stats.null_variance_interval`)
+CI_METHOD_BOUNDED = ("crossed random effects on template x name cell means (method of moments): "
+                     "estimate +/- t x SE, Satterthwaite df corrected for the kurtosis of the template differences "
+                     "and name means; the (1-2alpha) equivalence interval is its hull with Hall's (1992) "
+                     "skewness-corrected t and with the score-type interval of the variance at the hypothesis "
+                     "(quasi-binomial variance at group B's mean, times the crossed design effect)")
 
 
 def t_interval(theta: float, boot: np.ndarray, n_clusters: int, level: float) -> tuple[float, float]:
@@ -391,7 +402,10 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
         f["value_kind"] = "mean"
         f["estimate_name"] = "mean difference (A - B)"
     cells_a, cells_b = pair_cells(pd)
-    # bounded measures: score-type per-template tests and intervals (the t's variance follows the mean there)
+    # bounded measures (yes/no, 1-5 scores): the kurtosis-corrected df and, for the pass rule, the variance at
+    # the hypothesis (:data:`CI_METHOD_BOUNDED`); score-type per-template tests and intervals (the t's variance
+    # follows the mean there)
+    bounded = (binary or scale == "ordinal") and answers.size > 0 and templates == "random"
     lo_hi = (0.0, 1.0) if binary else (float(answers.min()), float(answers.max())) \
         if scale == "ordinal" and answers.size and answers.min() < answers.max() else None
     sd = scenario_differences_from_cells(cells_a, cells_b, names=names, n_values=int(answers.size), bounds=lo_hi)
@@ -402,10 +416,10 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
         cr = sd.as_crossed()
     else:
         cr = crossed_from_cells(cells_a, cells_b, names=names, n_values=int(answers.size),
-                                names_from=names_from)
-    extra: dict[str, Any] = dict(scenario=sd, spread=spread, template_labels=tuple(pd.template_labels), by_template=by_template,
-                 crossed=cr if templates != "fixed" else None,
-                 within_spread=None if binary else pair_spread(pd, names=names, templates=templates))
+                                names_from=names_from, kurtosis=bounded)
+    extra: dict[str, Any] = dict(scenario=sd, spread=spread, template_labels=tuple(pd.template_labels),
+                                 by_template=by_template, crossed=cr if templates != "fixed" else None,
+                                 within_spread=None if binary else pair_spread(pd, names=names, templates=templates))
     _missing_bounds(f, pd, answers, binary, alpha)
     f["n_clusters"] = cr.n_templates
     f["n_names_a"], f["n_names_b"] = cr.n_names_a, cr.n_names_b
@@ -426,9 +440,16 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
         f["note"] = "; ".join(notes)
         return PairAnalysis(f, None, None, None)  # no answers: no scenario either
     f["value_a"], f["value_b"] = num(cr.mean_a), num(cr.mean_b)
-    ci_a, ci_eq, pvalue = crossed_verdict_inputs(f, cr, reason=reason, alpha=alpha,
-                                                 confidence_level=confidence_level, bounds=bounds, notes=notes,
-                                                 no_events=no_events)
+    scale_range = None
+    if bounded:
+        scale_range = (0.0, 1.0) if binary else (float(answers.min()), float(answers.max()))
+        f["ci_method"] = CI_METHOD_BOUNDED
+        f["test"] = f"crossed t (templates random, names {names}; Satterthwaite df, kurtosis-corrected)"
+    ci_a, ci_eq, pvalue = crossed_verdict_inputs(
+        f, cr, reason=reason, alpha=alpha, confidence_level=confidence_level, bounds=bounds, notes=notes,
+        no_events=no_events,
+        null_variance=None if scale_range is None or scale_range[0] >= scale_range[1] else
+        (scale_range, float((~np.isnan(pd.x)).sum()), float((~np.isnan(pd.y)).sum())))
     if secondary and n:
         _secondary(f, pd, keep, x, y, binary, exact_threshold, confidence_level, notes)
     if heterogeneity and pd.variants.size and n:
@@ -455,7 +476,8 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
 
 def crossed_verdict_inputs(f: dict[str, Any], cr: Any, *, reason: str | None, alpha: float,
                            confidence_level: float, bounds: tuple[float, float] | None, notes: list[str],
-                           no_events: bool = False
+                           no_events: bool = False,
+                           null_variance: tuple[tuple[float, float], float, float] | None = None
                            ) -> tuple[tuple[float, float] | None, tuple[float, float] | None, float | None]:
     """The verdict inputs of one difference from its t statistic, for the paired comparisons and the
     ranking's pairs alike: ``(ci_alpha, ci_equivalence, pvalue)`` for :class:`PairAnalysis` (all None
@@ -466,6 +488,11 @@ def crossed_verdict_inputs(f: dict[str, Any], cr: Any, *, reason: str | None, al
     :class:`~fairpair.stats.CrossedMeanResult` of a per-set difference (``estimate``, ``se``, ``df``,
     ``pvalue``, ``n_templates``, ``note``, ``confidence_interval`` and ``equivalence_interval``);
     ``bounds`` clip the intervals (``(-1, 1)`` for a risk difference, None for an unbounded measure).
+
+    ``null_variance`` (bounded measures: the measure's range and each group's answers): the
+    ``1 - 2 alpha`` interval of the pass rule is also hulled with
+    :func:`fairpair.stats.null_variance_interval` (the variance at the hypothesis, not at the estimate),
+    so a pass needs it inside the margin too (:data:`CI_METHOD_BOUNDED`).
 
     ``no_events`` (a yes/no measure with no event in either group, e.g. no failed answer at all):
     nothing to estimate a variance from; the exact test over templates bounds how large a difference
@@ -502,13 +529,30 @@ def crossed_verdict_inputs(f: dict[str, Any], cr: Any, *, reason: str | None, al
                      f"sign-flip test over {cr.n_templates} templates; never a pass")
     elif reason is None:
         ci_a = tuple(cr.confidence_interval(1.0 - alpha, bounds=bounds))
-        ci_eq = tuple(cr.equivalence_interval(1.0 - 2.0 * alpha, bounds=bounds))
+        ci_eq = tuple(_pass_interval(cr, 1.0 - 2.0 * alpha, bounds, null_variance))
         pvalue = num(cr.pvalue)
     if "equivalence_ci" not in f:
-        f["equivalence_ci"] = interval(cr.equivalence_interval(1.0 - 2.0 * alpha, bounds=bounds))
+        f["equivalence_ci"] = interval(_pass_interval(cr, 1.0 - 2.0 * alpha, bounds, null_variance))
     if cr.note:
         notes.append(cr.note)
     return ci_a, ci_eq, pvalue
+
+
+def _pass_interval(cr: Any, level: float, bounds: tuple[float, float] | None,
+                   null_variance: tuple[tuple[float, float], float, float] | None) -> Any:
+    """``cr.equivalence_interval(level)``, hulled for a bounded measure with the interval of the variance at the
+    hypothesis (:func:`fairpair.stats.null_variance_interval`; skipped where that one is undefined)."""
+    eq = cr.equivalence_interval(level, bounds=bounds)
+    if null_variance is None or not np.isfinite(eq.low):
+        return eq
+    from fairpair.stats import ConfidenceInterval, null_variance_interval
+
+    scale_range, n_a, n_b = null_variance
+    nv = null_variance_interval(cr.estimate, cr.se, cr.df, cr.mean_b, n_a, n_b, scale_range, level)
+    if not np.isfinite(nv.low):
+        return eq
+    return ConfidenceInterval(min(eq.low, nv.low), max(eq.high, nv.high), level,
+                              f"{eq.method}; hull with the variance at the hypothesis")
 
 
 def _missing_bounds(f: dict[str, Any], pd: PairData, answers: np.ndarray, binary: bool, alpha: float) -> None:
