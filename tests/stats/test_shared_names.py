@@ -1,0 +1,91 @@
+"""The shared-name variance of the ranking design (stats._sharednames) against statsmodels and exact enumeration."""
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+
+from fairpair.stats._sharednames import multiway_cluster_variance, name_clusters, shared_name_variance
+
+
+def _draw(seed, n=120, d=3, pool=6, templates=4):
+    rng = np.random.default_rng(seed)
+    names = rng.integers(0, pool, size=(n, d))
+    tmpl = rng.integers(0, templates, size=n)
+    v = rng.normal(size=n) + names @ rng.normal(size=d) * 0.1
+    return v, tmpl, names
+
+
+def _share_any(names):
+    """n x n: the two sets share at least one group's name (the exact enumeration of every pair)."""
+    return (names[:, None, :] == names[None, :, :]).any(axis=2)
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_multiway_matches_statsmodels_cluster_covariance(groups):
+    v, tmpl, names = _draw(3)
+    g = names[:, 0] if groups == 1 else names[:, :2]
+    fit = sm.OLS(v, np.ones((v.size, 1))).fit(cov_type="cluster", cov_kwds={"groups": g, "use_correction": False})
+    scores = (v - v.mean()) / v.size
+    assert multiway_cluster_variance(scores, g) == pytest.approx(float(fit.cov_params()[0, 0]), rel=1e-10)
+
+
+def test_multiway_three_dimensions_by_enumeration():
+    v, _t, names = _draw(5, d=4, pool=5)
+    s = (v - v.mean()) / v.size
+    assert multiway_cluster_variance(s, names) == pytest.approx(float(s @ _share_any(names) @ s), rel=1e-10)
+
+
+def _weights(v, tmpl):
+    nt = np.bincount(tmpl).astype(float)
+    big_t = int((nt > 0).sum())
+    mean_t = np.bincount(tmpl, weights=v) / np.maximum(nt, 1)
+    return (v - mean_t[tmpl]) / (big_t * nt[tmpl]), nt, big_t, mean_t
+
+
+def test_templates_random_term_by_enumeration():
+    v, tmpl, names = _draw(7, n=150, d=3, pool=4)
+    a, *_ = _weights(v, tmpl)
+    nameset = np.unique(names, axis=0, return_inverse=True)[1].ravel()
+    pick = _share_any(names) & (tmpl[:, None] != tmpl[None, :]) & (nameset[:, None] != nameset[None, :])
+    res = shared_name_variance(v, name_clusters(tmpl, names), templates="random")
+    assert res.variance == pytest.approx(float(a @ pick @ a), rel=1e-10)
+    assert res.n_pairs == int(pick.sum())
+
+
+def test_templates_fixed_term_by_enumeration():
+    v, tmpl, names = _draw(11, n=150, d=3, pool=5)
+    a, nt, big_t, mean_t = _weights(v, tmpl)
+    share = _share_any(names)
+    np.fill_diagonal(share, False)
+    s2 = np.array([v[tmpl == t].var(ddof=1) for t in range(nt.size)])
+    same = share & (tmpl[:, None] == tmpl[None, :])
+    corr = sum(same[np.ix_(tmpl == t, tmpl == t)].sum() * s2[t] / (nt[t] ** 3 * big_t ** 2) for t in range(nt.size))
+    res = shared_name_variance(v, name_clusters(tmpl, names), templates="fixed")
+    assert res.variance == pytest.approx(float(a @ share @ a) + corr, rel=1e-10)
+
+
+def test_names_repeating_together_add_nothing():
+    """The ranking design's name positions: every group's p-th name together, so the name set is the unit."""
+    rng = np.random.default_rng(2)
+    pos = rng.integers(0, 5, size=200)
+    names = np.column_stack([pos, pos, pos, pos])
+    tmpl = rng.integers(0, 10, size=200)
+    nc = name_clusters(tmpl, names)
+    assert nc.beyond_sets == ()  # every term cancels against the name-set partition
+    assert shared_name_variance(rng.normal(size=200), nc).variance == 0.0
+
+
+def test_missing_values_and_absent_groups():
+    v, tmpl, names = _draw(13, n=100, d=3, pool=4)
+    v[::7] = np.nan
+    names[::5, 2] = -1  # the prompt lacks group 3's candidate
+    ok = ~np.isnan(v)
+    a, *_ = _weights(v[ok], tmpl[ok])
+    n2 = names[ok]
+    share = (n2[:, None, :] == n2[None, :, :]) & (n2[:, None, :] >= 0)
+    nameset = np.unique(names, axis=0, return_inverse=True)[1].ravel()[ok]
+    pick = share.any(axis=2) & (tmpl[ok][:, None] != tmpl[ok][None, :]) & (nameset[:, None] != nameset[None, :])
+    res = shared_name_variance(v, name_clusters(tmpl, names), templates="random")
+    assert res.variance == pytest.approx(float(a @ pick @ a), rel=1e-10)
+    with pytest.raises(ValueError, match="one value per set"):
+        shared_name_variance(v[:-1], name_clusters(tmpl, names))
