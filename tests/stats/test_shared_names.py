@@ -89,3 +89,42 @@ def test_missing_values_and_absent_groups():
     assert res.variance == pytest.approx(float(a @ pick @ a), rel=1e-10)
     with pytest.raises(ValueError, match="one value per set"):
         shared_name_variance(v[:-1], name_clusters(tmpl, names))
+
+
+def test_multiway_mean_variance_against_statsmodels_and_enumeration():
+    """The residual sum is statsmodels' uncorrected two-way cluster covariance (template x one group's names) of the
+    WLS mean with weights 1 / (T n_t), and by exact enumeration with three name columns; the divisor is
+    1 / (1 - H), H the sum of w_i w_j over the pairs sharing the template or a name."""
+    from fairpair.stats._sharednames import multiway_mean_variance
+
+    rng = np.random.default_rng(21)
+    n = 160
+    tmpl = rng.integers(0, 6, size=n)
+    names = rng.integers(0, 9, size=(n, 1))
+    v = rng.normal(size=n) + rng.normal(size=9)[names[:, 0]] + rng.normal(size=6)[tmpl]
+    nt = np.bincount(tmpl).astype(float)
+    w = 1.0 / (nt.size * nt[tmpl])
+    fit = sm.WLS(v, np.ones((n, 1)), weights=w).fit(
+        cov_type="cluster", cov_kwds={"groups": np.column_stack([tmpl, names[:, 0]]), "use_correction": False})
+    res = multiway_mean_variance(v, name_clusters(tmpl, names))
+    assert float(fit.params[0]) == pytest.approx(float((w * v).sum()))
+    share = (tmpl[:, None] == tmpl[None, :]) | _share_any(names)
+    assert res.correction == pytest.approx(1.0 / (1.0 - float(w @ share @ w)), rel=1e-10)
+    assert res.variance / res.correction == pytest.approx(float(fit.cov_params()[0, 0]), rel=1e-10)
+    assert res.df == 5.0  # min(6 templates, 9 names) - 1
+    # three name dimensions: the residual sum by exact enumeration
+    names3 = rng.integers(0, 5, size=(n, 3))
+    res3 = multiway_mean_variance(v, name_clusters(tmpl, names3))
+    share3 = (tmpl[:, None] == tmpl[None, :]) | _share_any(names3)
+    a = w * (v - (w * v).sum())
+    assert res3.variance == pytest.approx(float(a @ share3 @ a) / (1.0 - float(w @ share3 @ w)), rel=1e-10)
+
+
+def test_multiway_one_way_balanced_is_cr1():
+    """One dimension of G equal clusters: the divisor is CGM's G / (G - 1)."""
+    from fairpair.stats._sharednames import multiway_mean_variance
+
+    tmpl = np.repeat(np.arange(8), 5)
+    names = np.arange(40).reshape(-1, 1)  # every name once: only the templates cluster
+    res = multiway_mean_variance(np.random.default_rng(1).normal(size=40), name_clusters(tmpl, names))
+    assert res.correction == pytest.approx(8 / 7)

@@ -71,7 +71,7 @@ from fairpair.stats._common import ConfidenceInterval, as_labels, check_choice, 
 from fairpair.stats._crossed import NAMES, POOL, CrossedFResult, _group_stats, _pretest, _satterthwaite, cell_matrix
 from fairpair.stats._omnibus import CochranQResult, FriedmanResult, cochran_q, friedman
 from fairpair.stats._scenarios import stratified_difference
-from fairpair.stats._sharednames import NameClusters, shared_name_variance
+from fairpair.stats._sharednames import NameClusters, multiway_mean_variance, shared_name_variance
 
 __all__ = ["CrossedMeanResult", "crossed_mean", "set_mean", "TEMPLATES", "paired_difference", "SelectionRatioResult", "selection_ratio",
            "RatioToBest", "ratio_to_best", "crossed_k_test", "SlotEffect", "PositionEffectResult", "position_effect",
@@ -284,8 +284,17 @@ def _templates_random(values: Any, template: Any, name: Any, *, names: str, pool
     if name.crossed:
         return crossed_mean(values, template, name.nameset, names=names, pool=pool)
     res = crossed_mean(values, template, None, names="fixed")
-    return replace(res, names=names, n_names=int(np.unique(name.nameset).size),
-                   method="templates random, mean of the template means (name sets not crossed with the templates)")
+    res = replace(res, names=names, n_names=int(np.unique(name.nameset).size),
+                  method="templates random, mean of the template means (name sets not crossed with the templates)")
+    if names != "random" or not np.isfinite(res.estimate):
+        return res
+    mv = multiway_mean_variance(values, name)
+    if not np.isfinite(mv.variance):
+        return res
+    var = max(mv.variance, 0.0)
+    return replace(res, se=float(np.sqrt(var)), df=mv.df, variance_components={"templates and names": var},
+                   method="templates random, mean of the template means; templates and each group's names as "
+                   "random factors, multiway cluster-robust (Cameron, Gelbach & Miller 2011)")
 
 
 def with_shared_names(res: Any, values: Any, clusters: NameClusters | None, *, names: str = "random",
@@ -304,6 +313,8 @@ def with_shared_names(res: Any, values: Any, clusters: NameClusters | None, *, n
     from dataclasses import replace
 
     if clusters is None or names != "random" or not np.isfinite(res.se):
+        return res
+    if templates == "random" and not clusters.crossed:  # already in: multiway_mean_variance
         return res
     extra = shared_name_variance(values, clusters, templates=templates)
     if not (np.isfinite(extra.variance) and extra.variance > 0):
