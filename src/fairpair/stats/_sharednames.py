@@ -47,7 +47,7 @@ estimates of variance components. *Biometrics Bulletin*, 2, 110-114.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -199,6 +199,15 @@ class NameClusters:
     union: tuple
     beyond_sets: tuple
     crossed: bool = True
+    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def cached(self, key: tuple, make: Any) -> Any:
+        """``make()`` once per ``key`` (the sums that depend only on which sets have a value)."""
+        if key not in self._cache:
+            if len(self._cache) > 64:
+                self._cache.clear()
+            self._cache[key] = make()
+        return self._cache[key]
 
     def __len__(self) -> int:
         return int(self.nameset.size)
@@ -334,24 +343,37 @@ def shared_name_variance(values: Any, clusters: NameClusters, *, templates: str 
     w = np.where(ok, 1.0 / (big_t * np.maximum(nt[tmpl], 1.0)), 0.0)
     a = np.where(ok, w * (np.nan_to_num(v) - mean_t[tmpl]), 0.0)
     ind = ok.astype(float)
+    mask = ok.tobytes()
     total = 0.0
-    pairs = 0.0
     if templates == "random":
-        for sign, rows, codes, rows_t, codes_t, _tm in (clusters.beyond_sets if clusters.crossed else
-                                                         clusters.union):
+        terms = clusters.beyond_sets if clusters.crossed else clusters.union
+
+        def count_random() -> float:
+            return sum(sign * (_offdiag(ind, r, c) - _offdiag(ind, rt, ct)) for sign, r, c, rt, ct, _tm in terms)
+
+        for sign, rows, codes, rows_t, codes_t, _tm in terms:
             total += sign * (_offdiag(a, rows, codes) - _offdiag(a, rows_t, codes_t))
-            pairs += sign * (_offdiag(ind, rows, codes) - _offdiag(ind, rows_t, codes_t))
+        pairs = clusters.cached(("random", mask), count_random)
     else:
         ss = np.bincount(tmpl[ok], weights=(v[ok] - mean_t[tmpl[ok]]) ** 2, minlength=nt.size)
         s2 = np.divide(ss, nt - 1, out=np.zeros_like(ss), where=nt > 1)
         # per ordered within-template pair: + w_t^2 s_t^2 / n_t (the template mean's share of e_i e_j)
         corr = np.divide(s2, nt ** 3 * big_t ** 2, out=np.zeros_like(s2), where=nt > 0)
-        for sign, rows, codes, rows_t, codes_t, tm in clusters.union:
+
+        def count_fixed() -> tuple[float, np.ndarray]:
+            """Ordered pairs sharing a name, and those within each template."""
+            n_pairs, within = 0.0, np.zeros(nt.size)
+            for sign, r, c, rt, ct, tm in clusters.union:
+                n_pairs += sign * _offdiag(ind, r, c)
+                if rt.size:
+                    cnt = np.bincount(ct, weights=ind[rt])
+                    within += sign * np.bincount(tm, weights=cnt * cnt - cnt, minlength=nt.size)
+            return n_pairs, within
+
+        pairs, within = clusters.cached(("fixed", mask), count_fixed)
+        for sign, rows, codes, _rt, _ct, _tm in clusters.union:
             total += sign * _offdiag(a, rows, codes)
-            pairs += sign * _offdiag(ind, rows, codes)
-            if rows_t.size:
-                c = np.bincount(codes_t, weights=ind[rows_t])
-                total += sign * float(((c * c - c) * corr[tm]).sum())
+        total += float(within @ corr)
     return SharedNameVariance(float(total), float(max(clusters.n_names - 1, 1)), int(round(pairs)))
 
 
@@ -412,8 +434,7 @@ def multiway_mean_variance(values: Any, clusters: NameClusters) -> SharedNameVar
             out += sign * (_offdiag(x, rows, codes) - _offdiag(x, rows_t, codes_t))
         return out
 
-    h = share(w)
+    h, pairs = clusters.cached(("multiway", ok.tobytes()), lambda: (share(w), share(ok.astype(float)) - float(ok.sum())))
     correction = 1.0 / (1.0 - h) if h < 1.0 else nan
-    pairs = share(ok.astype(float)) - float(ok.sum())
     df = float(min(big_t, clusters.n_names) - 1) if clusters.n_names > 1 else float(big_t - 1)
     return SharedNameVariance(float(share(a) * correction), df, int(round(pairs)), correction)
