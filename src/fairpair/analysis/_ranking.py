@@ -39,6 +39,13 @@ What is computed (see :mod:`fairpair.stats._ranking` for the methods):
   (templates random) and the F test of equal slots;
 * the unparsed answers, counted: left out of every denominator, and said so.
 
+Names random: a name that recurs over requests in different company (names
+drawn per request from a short list) is a random effect shared by those
+requests; every interval above adds the covariance of the sets that share a
+name, or uses the multiway cluster-robust variance over templates and names
+when the name sets are not crossed with the templates
+(:mod:`fairpair.stats._sharednames`; Cameron, Gelbach & Miller 2011).
+
 Calibration: ``benchmarks/sim_ranking.py`` (Plackett-Luce audits with
 group, slot, template and name effects and nested repetitions); figures in
 ``benchmarks/HISTORY.md``.
@@ -206,7 +213,9 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
     alpha : float, default 0.05
         In (0, 0.5): the verdicts' level.
     names : {"random", "fixed"}, default "random"
-        The estimand (as ``analysis.generalize.names``).
+        The estimand (as ``analysis.generalize.names``). Random: a group's
+        name shared by sets with other names counts as a random effect
+        (:mod:`fairpair.stats._sharednames`), templates random or fixed.
     templates : {"random", "fixed"}, default "random"
         As ``analysis.generalize.templates``: ``"fixed"`` makes the verdicts
         a claim about these postings (templates), name sets random, so one

@@ -21,7 +21,15 @@ templates. Treating each candidate's name as an independent factor (as
 :func:`~fairpair.stats.crossed_difference` does for separate conversations)
 understates the variance of a difference between two candidates of the
 same prompts (the ranked-above preference covered 90% instead of 95% in the
-simulation).
+simulation). When a group's name recurs in sets with other names (each
+request draws its names from a short list, as published audits do), the
+name-set unit misses that sharing: the functions below then take a
+:class:`~fairpair.stats._sharednames.NameClusters` as ``name`` and add the
+covariance of sets that share a name (:func:`with_shared_names`), or, when
+the name sets are not crossed with the templates at all, use the multiway
+cluster-robust variance over templates and names
+(:func:`fairpair.stats._sharednames.multiway_mean_variance`; Cameron,
+Gelbach & Miller 2011).
 
 * :func:`crossed_mean` -- the mean of a per-set value (a selection rate for
   0/1 top picks, a mean rank) with the crossed standard error;
@@ -363,6 +371,9 @@ def paired_difference(x: Any, y: Any, template: Any, name: Any = None, *, names:
         Template and name set of each matched set (the names of all its
         candidates: one answer depends on all of them, so the name set,
         not one candidate's name, is the unit that repeats over templates).
+        ``name`` may be a :class:`~fairpair.stats._sharednames.NameClusters`
+        (each group's name per set): names random then count a name shared
+        by sets with other names (:func:`with_shared_names`).
     names : {"random", "fixed"}
 
     Returns
@@ -441,6 +452,9 @@ def selection_ratio(table: Any, template: Any, name: Any = None, *, columns: tup
         parsed row); a row with NaN is left out.
     template, name : array_like, shape (n_sets,)
         Template and name set of each matched set (see :func:`paired_difference`).
+        ``name`` may be a :class:`~fairpair.stats._sharednames.NameClusters`
+        (each group's name per set): names random then count a name shared
+        by sets with other names (:func:`with_shared_names`).
     columns : (a, b), default (0, 1)
         Numerator and denominator columns.
     names : {"random", "fixed"}
