@@ -55,13 +55,26 @@ def test_templates_random_term_by_enumeration():
 def test_templates_fixed_term_by_enumeration():
     v, tmpl, names = _draw(11, n=150, d=3, pool=5)
     a, nt, big_t, mean_t = _weights(v, tmpl)
-    share = _share_any(names)
-    np.fill_diagonal(share, False)
+    w = 1.0 / (big_t * nt[tmpl])
+    share = _share_any(names)  # diagonal included
+    same = tmpl[:, None] == tmpl[None, :]
+    q_t = np.array([a[tmpl == t] @ share[np.ix_(tmpl == t, tmpl == t)] @ a[tmpl == t] for t in range(nt.size)])
+    h_t = np.array([w[tmpl == t] @ share[np.ix_(tmpl == t, tmpl == t)] @ w[tmpl == t] / w[tmpl == t].sum() ** 2
+                    for t in range(nt.size)])
+    q_x = float(a @ (share & ~same) @ a)
     s2 = np.array([v[tmpl == t].var(ddof=1) for t in range(nt.size)])
-    same = share & (tmpl[:, None] == tmpl[None, :])
-    corr = sum(same[np.ix_(tmpl == t, tmpl == t)].sum() * s2[t] / (nt[t] ** 3 * big_t ** 2) for t in range(nt.size))
+    strat = float((s2 / nt / big_t ** 2).sum())
     res = shared_name_variance(v, name_clusters(tmpl, names), templates="fixed")
-    assert res.variance == pytest.approx(float(a @ share @ a) + corr, rel=1e-10)
+    assert res.variance == pytest.approx(float((q_t / (1 - h_t)).sum()) + q_x - strat, rel=1e-10)
+
+
+def test_templates_fixed_without_shared_names_is_the_stratified_variance():
+    """Every name once: Q / (1 - H) is sum_t s_t^2 / (n_t T^2) exactly, so nothing is added."""
+    rng = np.random.default_rng(8)
+    tmpl = np.repeat(np.arange(3), [20, 30, 50])
+    names = np.arange(300).reshape(100, 3)
+    res = shared_name_variance(rng.normal(size=100), name_clusters(tmpl, names), templates="fixed")
+    assert res.variance == pytest.approx(0.0, abs=1e-15)
 
 
 def test_names_repeating_together_add_nothing():

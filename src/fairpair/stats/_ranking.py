@@ -325,9 +325,9 @@ def with_shared_names(res: Any, values: Any, clusters: NameClusters | None, *, n
     if templates == "random" and not clusters.crossed:  # already in: multiway_mean_variance
         return res
     extra = shared_name_variance(values, clusters, templates=templates)
-    if not (np.isfinite(extra.variance) and extra.variance > 0):
-        return res
     v0 = float(res.se) ** 2
+    if not (np.isfinite(extra.variance) and extra.variance > 1e-12 * v0):
+        return res
     var = v0 + extra.variance
     se = float(np.sqrt(var))
     df0 = float(res.df)

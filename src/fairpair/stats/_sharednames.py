@@ -124,6 +124,17 @@ def _offdiag(a: np.ndarray, rows: np.ndarray, codes: np.ndarray) -> float:
     return float(s @ s - ar @ ar)
 
 
+def _offdiag_by(a: np.ndarray, rows: np.ndarray, codes: np.ndarray, cluster_template: np.ndarray,
+                size: int) -> np.ndarray:
+    """:func:`_offdiag` of clusters that lie within one template, by template (length ``size``)."""
+    if rows.size == 0:
+        return np.zeros(size)
+    ar = a[rows]
+    sums = np.bincount(codes, weights=ar)
+    sq = np.bincount(codes, weights=ar * ar)
+    return np.bincount(cluster_template[: sums.size], weights=sums * sums - sq, minlength=size)
+
+
 def multiway_cluster_variance(scores: Any, clusters: Any) -> float:
     """``sum_{i, j} s_i s_j 1[i and j share a cluster in at least one dimension]`` (diagonal included).
 
@@ -312,10 +323,14 @@ def shared_name_variance(values: Any, clusters: NameClusters, *, templates: str 
           template means, which counts the pairs of one template only; the
           term then takes every pair in different templates sharing a name.
         * ``"fixed"``: the stratified estimator counts no pair; the term is
-          ``sum a_i a_j`` over all pairs ``i != j`` that share a name, each
-          pair within one template corrected for the template mean's share,
-          ``E[e_i e_j] = cov - s_t^2 / n_t`` (so ``s_t^2 / n_t`` is added
-          per pair; Cameron & Miller 2015, sec. VI.B on residual bias).
+          ``sum_t Q_t / (1 - H_t) + Q_x - sum_t s_t^2 / (n_t T^2)``: ``Q_t =
+          sum a_i a_j`` over the pairs of template t (diagonal included)
+          that share a name, ``H_t = sum w_i w_j`` over the same pairs over
+          ``W_t^2``, ``Q_x`` the pairs of different templates sharing a name.
+          The residuals around a template's mean lose about ``Var(m_t)`` per
+          pair, ``E[e_i e_j] = cov_ij - Var(m_t)``, whatever the sharing (as
+          in :func:`multiway_mean_variance`); without shared names ``Q_t /
+          (1 - H_t)`` is exactly ``s_t^2 / (n_t T^2)``, so the term is 0.
 
     Returns
     -------
@@ -357,23 +372,31 @@ def shared_name_variance(values: Any, clusters: NameClusters, *, templates: str 
     else:
         ss = np.bincount(tmpl[ok], weights=(v[ok] - mean_t[tmpl[ok]]) ** 2, minlength=nt.size)
         s2 = np.divide(ss, nt - 1, out=np.zeros_like(ss), where=nt > 1)
-        # per ordered within-template pair: + w_t^2 s_t^2 / n_t (the template mean's share of e_i e_j)
-        corr = np.divide(s2, nt ** 3 * big_t ** 2, out=np.zeros_like(s2), where=nt > 0)
+        v_strat = float(np.divide(s2, nt * big_t ** 2, out=np.zeros_like(s2), where=nt > 0).sum())
 
         def count_fixed() -> tuple[float, np.ndarray]:
-            """Ordered pairs sharing a name, and those within each template."""
-            n_pairs, within = 0.0, np.zeros(nt.size)
+            """Ordered pairs sharing a name, and per template H_t: sum of w_i w_j over its pairs sharing a name
+            (diagonal included) over W_t^2."""
+            n_pairs = 0.0
+            within = np.bincount(tmpl, weights=w * w, minlength=nt.size)
             for sign, r, c, rt, ct, tm in clusters.union:
                 n_pairs += sign * _offdiag(ind, r, c)
-                if rt.size:
-                    cnt = np.bincount(ct, weights=ind[rt])
-                    within += sign * np.bincount(tm, weights=cnt * cnt - cnt, minlength=nt.size)
-            return n_pairs, within
+                within += sign * _offdiag_by(w, rt, ct, tm, nt.size)
+            wt = np.bincount(tmpl, weights=w, minlength=nt.size)
+            return n_pairs, np.divide(within, wt * wt, out=np.zeros_like(within), where=wt > 0)
 
-        pairs, within = clusters.cached(("fixed", mask), count_fixed)
-        for sign, rows, codes, _rt, _ct, _tm in clusters.union:
-            total += sign * _offdiag(a, rows, codes)
-        total += float(within @ corr)
+        pairs, h_t = clusters.cached(("fixed", mask), count_fixed)
+        q = float(a @ a)
+        q_t = np.bincount(tmpl, weights=a * a, minlength=nt.size)
+        for sign, rows, codes, rows_t, codes_t, tm in clusters.union:
+            q += sign * _offdiag(a, rows, codes)
+            q_t += sign * _offdiag_by(a, rows_t, codes_t, tm, nt.size)
+        if not clusters.union:  # no name shared by two sets: exactly the stratified variance
+            total = 0.0
+        elif np.any(h_t >= 1.0):
+            total = float("nan")
+        else:
+            total = float((q_t / (1.0 - h_t)).sum()) + (q - float(q_t.sum())) - v_strat
     return SharedNameVariance(float(total), float(max(clusters.n_names - 1, 1)), int(round(pairs)))
 
 
