@@ -52,6 +52,12 @@ ROWS = [
     ("both biases, 20 templates x 8 names x 4 reps", RankingScenario(group_worth=(0.6, 0.0, 0.0, 0.0),
                                                                      slot_worth=(0.5, 0.2, 0.0, 0.0), templates=20,
                                                                      names=8)),
+    # a published audit's lists: each group's name drawn per request from 8, so a name recurs in sets with
+    # other names (the names a random factor beyond the name sets)
+    ("no bias, names drawn per request (8 a group, sd 0.6)", RankingScenario(names=8, sd_name=0.6,
+                                                                             name_draw="random")),
+    ("selection bias, names drawn per request (8 a group, sd 0.6)",
+     RankingScenario(names=8, sd_name=0.6, group_worth=(0.6, 0.0, 0.0, 0.0), name_draw="random")),
 ]
 
 COLS = ("omnibus", "cochran", "friedman", "position_top", "pair_top_fail", "pair_above_fail", "ratio_fail",

@@ -31,7 +31,11 @@ Printed per design, two tables:
 
 Goals: false fails <= 5%, coverage 93.5-96.5%.
 
-Usage: ``nice -n 10 python benchmarks/sim_ranking_fixed.py [--audits 300] [--only 0 2] [--tests]``
+Since 2026-12-04 the frames keep the simulated names (``variant``), so the analysis sees a name that recurs
+over requests (``name_draw="random"`` rows, and the name positions shared by the 4-posting rows) as the random
+factor it is (:mod:`fairpair.stats._sharednames`).
+
+Usage: ``nice -n 10 python benchmarks/sim_ranking_fixed.py [--audits 300] [--only 6 7] [--tests]``
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ import numpy as np
 from fairpair.analysis import analyze_ranking
 from fairpair.analysis._simranking import RankingScenario, audit_outcomes, simulate_ranking_frame, true_values
 from fairpair.stats import selection_ratio
+from fairpair.stats._sharednames import name_clusters
 
 
 def worth_for_ratio(sc: RankingScenario, group: int, ratio: float) -> RankingScenario:
@@ -76,7 +81,6 @@ def run(sc: RankingScenario, audits: int, seed: int) -> dict[str, float]:
     agree = rows_n = 0
     for i in range(audits):
         frame = simulate_ranking_frame(sc, np.random.default_rng(seed + i))
-        frame["variant"] = frame["case_id"]
         res = analyze_ranking(frame, templates="fixed", secondary=False)
         any_false = False
         for c in res.pairs:
@@ -122,8 +126,11 @@ def run(sc: RankingScenario, audits: int, seed: int) -> dict[str, float]:
                 agree += (r.verdict == "pass") == (lo > 0.8) and (r.verdict == "fail") == (hi < 0.8)
         wide = frame.pivot(index="case_id", columns="group", values="top")
         tmpl = frame.drop_duplicates("case_id").set_index("case_id").loc[wide.index, "template"].to_numpy()
+        variants = frame.pivot(index="case_id", columns="group", values="variant").loc[wide.index]
+        names = name_clusters(tmpl, np.column_stack([np.unique(variants[c], return_inverse=True)[1]
+                                                     for c in variants.columns]))
         for g in range(1, sc.k):
-            sr = selection_ratio(wide.to_numpy(), tmpl, columns=(g, 0), templates="fixed")
+            sr = selection_ratio(wide.to_numpy(), tmpl, names, columns=(g, 0), templates="fixed")
             ci = sr.confidence_interval(0.95)
             if np.isfinite(ci.low):
                 p_total += 1
@@ -152,9 +159,14 @@ def designs() -> list[tuple[str, RankingScenario]]:
         ("1 posting x 1000, g2 at ratio 0.8", worth_for_ratio(replace(one, names=1000), 1, 0.8)),
         ("4 postings x 250, g2 at ratio 0.8", worth_for_ratio(replace(four, names=250), 1, 0.8)),
         ("8 groups, 1 x 1000, g2 0.8, g3 0.6", worth_for_ratio(worth_for_ratio(eight, 1, 0.8), 2, 0.6)),
-        # names reused: 100 names a group, each in 10 requests of the posting (the analysis still takes
-        # every request as its own name set): what a name pool shared by many requests costs
-        ("1 x 1000, 100 names x 10, g2 at 0.8", worth_for_ratio(replace(one, names=100, reps=10), 1, 0.8)),
+        # names reused: each group's name drawn per request from 100 names (each in about 10 requests, in
+        # different company), as a published audit's lists: the names are a random factor shared by requests
+        ("1 x 1000, names drawn from 100, g2 at 0.8",
+         worth_for_ratio(replace(one, names=100, reps=10, name_draw="random"), 1, 0.8)),
+        ("1 x 1000, names drawn from 20 (sd 0.5), null",
+         replace(one, names=20, reps=50, name_draw="random", sd_name=0.5)),
+        ("8 groups, 1 x 1000, names drawn from 25, g2 0.8",
+         worth_for_ratio(replace(eight, names=25, reps=40, name_draw="random"), 1, 0.8)),
     ]
 
 

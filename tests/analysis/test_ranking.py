@@ -250,3 +250,58 @@ def test_a_difference_every_answer_shows_gets_the_exact_interval_of_the_paired_c
     assert c.ci[0] == pytest.approx(-1.0 + 2.0 * 0.025 ** (1 / 10)) and c.ci[1] == 1.0
     assert c.verdict == "fail" and c.test == "exact sign-flip test over templates (no variance)"
     assert "no variance to estimate; p-value from the exact sign-flip test over 10 templates" in c.note
+
+
+def _pair(res, ga="g1", gb="g2"):
+    return next(c for c in res.pairs if c.measure == "top_pick" and (c.group_a, c.group_b) == (ga, gb))
+
+
+def test_names_drawn_per_request_are_a_random_factor_templates_fixed():
+    """One posting, each group's name drawn per request from 10: the pair's variance is the stratified one plus
+    the covariance of requests sharing a name (stats._sharednames); names fixed, or names that repeat only
+    together (the ranking design's name positions), add nothing."""
+    from fairpair.stats import stratified_difference
+    from fairpair.stats._sharednames import name_clusters, shared_name_variance
+
+    sc = RankingScenario(k=3, templates=1, names=10, reps=30, sd_name=0.6, sd_template_group=0.0,
+                         sd_template_name=0.0, group_worth=(0.0, 0.0, 0.0), slot_worth=(0.0, 0.0, 0.0),
+                         name_draw="random")
+    frame = simulate_ranking_frame(sc, np.random.default_rng(4))
+    res = analyze_ranking(frame, templates="fixed", secondary=False)
+    wide = frame.pivot(index="case_id", columns="group", values="top")
+    names = frame.pivot(index="case_id", columns="group", values="variant").loc[wide.index]
+    codes = np.column_stack([np.unique(names[g], return_inverse=True)[1] for g in names.columns])
+    tmpl = np.zeros(len(wide), dtype=int)
+    base = stratified_difference(wide["g1"].to_numpy(), wide["g2"].to_numpy(), tmpl)
+    extra = shared_name_variance((wide["g1"] - wide["g2"]).to_numpy(), name_clusters(tmpl, codes), templates="fixed")
+    assert extra.variance > 0
+    assert _pair(res).se ** 2 == pytest.approx(base.se ** 2 + extra.variance, rel=1e-9)
+    assert _pair(res).variance_components["shared names"] == pytest.approx(extra.variance, rel=1e-9)
+    fixed = analyze_ranking(frame, templates="fixed", names="fixed", secondary=False)
+    assert _pair(fixed).se == pytest.approx(base.se, rel=1e-9)
+    together = simulate_ranking_frame(
+        RankingScenario(k=3, templates=1, names=300, reps=1, group_worth=(0.0,) * 3, slot_worth=(0.0,) * 3),
+        np.random.default_rng(4))
+    assert "shared names" not in _pair(analyze_ranking(together, templates="fixed", secondary=False)).variance_components
+
+
+def test_names_drawn_per_request_templates_random_use_the_multiway_variance():
+    """Name sets not crossed with the templates: the mean of the template means, templates and names random by the
+    multiway cluster-robust variance; the ranking design's name positions keep the crossed estimator."""
+    from fairpair.stats._sharednames import multiway_mean_variance, name_clusters
+
+    frame = simulate_ranking_frame(RankingScenario(names=8, sd_name=0.6, name_draw="random"),
+                                   np.random.default_rng(3))
+    res = analyze_ranking(frame, secondary=False)
+    wide = frame.pivot(index="case_id", columns="group", values="top")
+    names = frame.pivot(index="case_id", columns="group", values="variant").loc[wide.index]
+    codes = np.column_stack([np.unique(names[g], return_inverse=True)[1] for g in names.columns])
+    tmpl = frame.drop_duplicates("case_id").set_index("case_id").loc[wide.index, "template"].to_numpy()
+    d = (wide["g1"] - wide["g2"]).to_numpy()
+    mv = multiway_mean_variance(d, name_clusters(tmpl, codes))
+    pair = _pair(res)
+    assert pair.se ** 2 == pytest.approx(mv.variance, rel=1e-9) and pair.df == pytest.approx(mv.df)
+    template_means = pd.Series(d).groupby(tmpl).mean()
+    assert pair.estimate == pytest.approx(template_means.mean())
+    crossed = analyze_ranking(simulate_ranking_frame(RankingScenario(), np.random.default_rng(3)), secondary=False)
+    assert set(_pair(crossed).variance_components) == {"templates", "names"}

@@ -39,6 +39,13 @@ What is computed (see :mod:`fairpair.stats._ranking` for the methods):
   and the F test of equal slots (templates random or fixed, as the rates);
 * the unparsed answers, counted: left out of every denominator, and said so.
 
+Names random: a name that recurs over requests in different company (names
+drawn per request from a short list) is a random effect shared by those
+requests; every interval above adds the covariance of the sets that share a
+name, or uses the multiway cluster-robust variance over templates and names
+when the name sets are not crossed with the templates
+(:mod:`fairpair.stats._sharednames`; Cameron, Gelbach & Miller 2011).
+
 Calibration: ``benchmarks/sim_ranking.py`` (Plackett-Luce audits with
 group, slot, template and name effects and nested repetitions); figures in
 ``benchmarks/HISTORY.md``.
@@ -61,6 +68,8 @@ from fairpair.records import (
 )
 from fairpair.stats._common import check_choice, check_level
 from fairpair.stats import CrossedDifferenceResult, CrossedMeanResult, adjust
+from fairpair.stats._ranking import with_shared_names
+from fairpair.stats._sharednames import NameClusters, name_clusters
 
 __all__ = ["analyze_ranking", "RankingAnalysis", "MIN_NAME_SETS", "SetDifferences", "set_differences",
            "REQUIRED_COLUMNS", "RANKING_MEASURES", "FOUR_FIFTHS"]
@@ -204,7 +213,9 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
     alpha : float, default 0.05
         In (0, 0.5): the verdicts' level.
     names : {"random", "fixed"}, default "random"
-        The estimand (as ``analysis.generalize.names``).
+        The estimand (as ``analysis.generalize.names``). Random: a group's
+        name shared by sets with other names counts as a random effect
+        (:mod:`fairpair.stats._sharednames`), templates random or fixed.
     templates : {"random", "fixed"}, default "random"
         As ``analysis.generalize.templates``: ``"fixed"`` makes the verdicts
         a claim about these postings (templates), name sets random, so one
@@ -287,6 +298,9 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
         notes.append(f"groups reported: {glist}; the sets also hold {sorted(set(present) - set(glist))}")
     tb = _tables(fr, glist)
     parsed = tb.parsed
+    # names random: a name recurring in sets with other names is a random factor too (stats._sharednames)
+    nc = name_clusters(tb.template, tb.names)
+    nm = nc
     if len(present) > fr.k:
         notes.append(f"each prompt holds {fr.k} of the {len(present)} groups: rates are over the answers whose "
                      "prompt holds the group; the tests over complete sets (Cochran's Q, Friedman, the crossed "
@@ -295,8 +309,8 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
     n_namesets = int(np.unique(tb.nameset[parsed]).size)
     sel_rows = []
     for j, g in enumerate(glist):
-        rr = set_mean(tb.top[:, j], tb.template, tb.nameset, names=names, templates=templates)
-        mr = set_mean(tb.rank[:, j], tb.template, tb.nameset, names=names, templates=templates)
+        rr = set_mean(tb.top[:, j], tb.template, nm, names=names, templates=templates)
+        mr = set_mean(tb.rank[:, j], tb.template, nm, names=names, templates=templates)
         sel_rows.append(RankingSelection(
             group=str(g), n_sets=int((~np.isnan(tb.top[:, j])).sum()), n_ranked=int((~np.isnan(tb.rank[:, j])).sum()),
             n_names=int(tb.n_names[j]), rate=num(rr.estimate),
@@ -304,7 +318,7 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
             mean_rank=num(mr.estimate), mean_rank_ci=interval(mr.confidence_interval(level, bounds=(1.0, float(fr.k)))),
             note=rr.note, n_top=int(np.nansum(tb.top[:, j]))))
     # ratios to the most selected group (four-fifths rule)
-    ratios = ratio_to_best(tb.top, tb.template, tb.nameset, labels=glist, reference=reference, names=names,
+    ratios = ratio_to_best(tb.top, tb.template, nm, labels=glist, reference=reference, names=names,
                            confidence_level=level, templates=templates)
     best = str(ratios[0].reference)
     pb = np.array([np.nan if (reference is not None and str(r.group) == reference) else r.pvalue_below
@@ -360,7 +374,8 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
                                friedman=_omni(pe.friedman) if pe.friedman is not None else None, first_minus_last=fml)
     names_table, names_test = _names(fr, glist, notes)
     pairs = _pairs(tb, glist, names=names, alpha=a, level=level, margin=margin, correction=correction,
-                   target=target or "", design=design, attribute=attribute, secondary=secondary, templates=templates)
+                   target=target or "", design=design, attribute=attribute, secondary=secondary, templates=templates,
+                   clusters=nc)
     return RankingResult(
         target=target or "", design=design, attribute=attribute, groups=tuple(glist), k=fr.k, names=names,
         estimand=estimand_words(names, templates), alpha=a, confidence_level=level, margin=margin, n_sets=fr.n_sets,
@@ -431,6 +446,7 @@ class _Tables:
     sets: np.ndarray  # case_id per row
     template: np.ndarray  # template code
     nameset: np.ndarray  # code of the set's names (one variant per group)
+    names: np.ndarray  # (n_sets, all groups) name code of each group's candidate, -1 where absent
     top: np.ndarray  # (n_sets, k) by group, glist order; NaN rows unparsed
     rank: np.ndarray  # (n_sets, k) by group; NaN rows without a complete ranking
     slot_top: np.ndarray  # (n_sets, k) by slot (column j = slot j + 1)
@@ -461,7 +477,7 @@ def _tables(fr: _Frame, glist: list[str]) -> _Tables:
     n_names = np.array([np.unique(name[:, c][name[:, c] >= 0]).size for c in cols])
     parsed = np.zeros(n, dtype=bool)
     parsed[fr.sets] = ~np.isnan(fr.top)
-    return _Tables(fr.set_labels, template, nameset.reshape(-1).astype(np.intp), top[:, cols], rank[:, cols],
+    return _Tables(fr.set_labels, template, nameset.reshape(-1).astype(np.intp), name, top[:, cols], rank[:, cols],
                    slot_top, slot_rank, n_names, parsed)
 
 
@@ -535,7 +551,8 @@ def set_differences(frame: Any, groups: list[str]) -> list[SetDifferences]:
 
 
 def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str, *, names: str, alpha: float,
-                   level: float, secondary: bool, templates: str = "random") -> PairAnalysis:
+                   level: float, secondary: bool, templates: str = "random",
+                   clusters: NameClusters | None = None) -> PairAnalysis:
     """One pair of groups on one measure: the per-set difference's crossed t, the verdict inputs, McNemar."""
     from fairpair.analysis._paired import CI_METHOD, _secondary, crossed_verdict_inputs
     from fairpair.stats import paired_difference
@@ -553,9 +570,10 @@ def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str
     if templates == "fixed":  # a claim about these postings: their per-set differences, stratified
         from fairpair.stats import stratified_difference
 
-        cm = stratified_difference(x, y, tb.template)
+        cm = with_shared_names(stratified_difference(x, y, tb.template), x - y, clusters, names=names,
+                               templates="fixed")
     else:
-        cm = paired_difference(x, y, tb.template, tb.nameset, names=names, pool=None)
+        cm = paired_difference(x, y, tb.template, clusters if clusters is not None else tb.nameset, names=names, pool=None)
     n_names = int(np.unique(tb.nameset[keep]).size)
     f: dict[str, Any] = {
         "n_pairs": n, "n_dropped": int(keep.size - n), "scale": "binary", "value_kind": "rate",
@@ -581,7 +599,9 @@ def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str
         f.update(value_a=None, value_b=None, estimate=None, ci=None, equivalence_ci=None,
                  note="; ".join(notes + ["no parsed answers"]))
         return PairAnalysis(f, None, None, None)
-    f["value_a"], f["value_b"] = num(crossed_mean_of(x, tb)), num(crossed_mean_of(y, tb))
+    f["value_a"], f["value_b"] = num(crossed_mean_of(x, tb, clusters)), num(crossed_mean_of(y, tb, clusters))
+    if "shared names" in cm.variance_components:
+        f["ci_method"] += "; plus the covariance of sets that share a name (multiway cluster-robust)"
     ci_a, ci_eq, pvalue = crossed_verdict_inputs(f, cm, reason=reason, alpha=alpha, confidence_level=level,
                                                  bounds=(-1.0, 1.0), notes=notes)
     if secondary and n:
@@ -594,22 +614,23 @@ def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str
     return PairAnalysis(f, ci_a, ci_eq, pvalue)
 
 
-def crossed_mean_of(v: np.ndarray, tb: _Tables) -> float:
-    """The crossed mean (mean over templates of name-set cell means) of a per-set value."""
-    from fairpair.stats import crossed_mean
+def crossed_mean_of(v: np.ndarray, tb: _Tables, clusters: NameClusters | None = None) -> float:
+    """The crossed mean (mean over templates of name-set cell means) of a per-set value; the mean of the template
+    means when ``clusters`` says the name sets are not crossed with the templates."""
+    from fairpair.stats import set_mean
 
-    return crossed_mean(v, tb.template, tb.nameset, names="fixed").estimate
+    return set_mean(v, tb.template, clusters if clusters is not None else tb.nameset, names="fixed").estimate
 
 
 def _pairs(tb: _Tables, glist: list[str], *, names: str, alpha: float, level: float, margin: float | None,
            correction: str, target: str, design: str, attribute: str, secondary: bool,
-           templates: str = "random") -> list[ComparisonResult]:
+           templates: str = "random", clusters: NameClusters | None = None) -> list[ComparisonResult]:
     out: list[ComparisonResult] = []
     for measure in RANKING_MEASURES:
         pending: list[tuple[PairAnalysis, dict[str, Any]]] = []
         for (ja, ga), (jb, gb) in combinations(list(enumerate(glist)), 2):
             pa = _pair_analysis(tb, ja, jb, ga, gb, measure, names=names, alpha=alpha, level=level,
-                                secondary=secondary, templates=templates)
+                                secondary=secondary, templates=templates, clusters=clusters)
             pending.append((pa, dict(id=f"{measure}:{ga}-vs-{gb}", target=target, measure=measure,
                                      attribute=attribute, design=design, group_a=ga, group_b=gb, primary=True)))
         raw = np.array([np.nan if p.pvalue is None else p.pvalue for p, _ in pending])

@@ -61,6 +61,10 @@ class RankingScenario:
     sd_template_group: float = 0.3
     sd_template_name: float = 0.3
     unparsed: float = 0.0
+    #: ``"position"``: name position p holds name p of every group (the ``ranking`` design, names repeat
+    #: together); ``"random"``: each group's name drawn per request from its ``names`` names (a published
+    #: audit's lists: a name recurs in sets with other names).
+    name_draw: str = "position"
 
     def groups(self) -> list[str]:
         return [f"g{i + 1}" for i in range(self.k)]
@@ -89,7 +93,8 @@ def simulate_ranking_frame(sc: RankingScenario, rng: np.random.Generator):
     m = ti.size
     g = np.arange(k)[None, :].repeat(m, 0)  # (m, k) group of column
     slot = (g + ji[:, None]) % k  # 0-based slot of each group
-    logw = (beta[None, :] + gamma[slot] + b[g, ni[:, None]] + u[ti][:, :] + c[ti[:, None], g, ni[:, None]])
+    nk = ni[:, None].repeat(k, 1) if sc.name_draw == "position" else rng.integers(0, n, size=(m, k))
+    logw = (beta[None, :] + gamma[slot] + b[g, nk] + u[ti][:, :] + c[ti[:, None], g, nk])
     scores = logw + rng.gumbel(size=logw.shape)
     rank = _rank_from_scores(scores).astype(float)
     top = (rank == 1).astype(float)
@@ -101,7 +106,7 @@ def simulate_ranking_frame(sc: RankingScenario, rng: np.random.Generator):
     return pd.DataFrame({
         "target": "sim", "case_id": case.repeat(k), "template": np.char.add("t", ti.astype(str)).repeat(k),
         "repetition": ri.repeat(k), "group": np.tile(groups, m),
-        "variant": np.char.add(np.tile(groups, m), np.char.add("-name", ni.repeat(k).astype(str))),
+        "variant": np.char.add(np.tile(groups, m), np.char.add("-name", nk.ravel().astype(str))),
         "slot": (slot + 1).ravel(), "rank": rank.ravel(), "top": top.ravel()})
 
 

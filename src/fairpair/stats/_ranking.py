@@ -21,7 +21,15 @@ templates. Treating each candidate's name as an independent factor (as
 :func:`~fairpair.stats.crossed_difference` does for separate conversations)
 understates the variance of a difference between two candidates of the
 same prompts (the ranked-above preference covered 90% instead of 95% in the
-simulation).
+simulation). When a group's name recurs in sets with other names (each
+request draws its names from a short list, as published audits do), the
+name-set unit misses that sharing: the functions below then take a
+:class:`~fairpair.stats._sharednames.NameClusters` as ``name`` and add the
+covariance of sets that share a name (:func:`with_shared_names`), or, when
+the name sets are not crossed with the templates at all, use the multiway
+cluster-robust variance over templates and names
+(:func:`fairpair.stats._sharednames.multiway_mean_variance`; Cameron,
+Gelbach & Miller 2011).
 
 * :func:`crossed_mean` -- the mean of a per-set value (a selection rate for
   0/1 top picks, a mean rank) with the crossed standard error;
@@ -73,6 +81,7 @@ from fairpair.stats._common import ConfidenceInterval, as_labels, check_choice, 
 from fairpair.stats._crossed import NAMES, POOL, CrossedFResult, _group_stats, _pretest, _satterthwaite, cell_matrix
 from fairpair.stats._omnibus import CochranQResult, FriedmanResult, cochran_q, friedman
 from fairpair.stats._scenarios import stratified_difference
+from fairpair.stats._sharednames import NameClusters, multiway_mean_variance, shared_name_variance
 
 __all__ = ["CrossedMeanResult", "crossed_mean", "set_mean", "TEMPLATES", "paired_difference", "SelectionRatioResult", "selection_ratio",
            "RatioToBest", "ratio_to_best", "crossed_k_test", "stratified_k_test", "set_k_test", "SlotEffect", "PositionEffectResult", "position_effect",
@@ -261,16 +270,85 @@ def set_mean(values: Any, template: Any, name: Any = None, *, names: str = "rand
     out. Raises ``ValueError`` for a bad ``names`` or ``templates``.
     """
     check_choice("templates", templates, TEMPLATES)
+    nc = name if isinstance(name, NameClusters) else None
     if templates == "random":
-        return crossed_mean(values, template, name, names=names)
-    v = np.asarray(values, dtype=float).ravel()
-    r = stratified_difference(v, np.zeros_like(v), _per_set(template, "template"))
-    return CrossedMeanResult(float(r.estimate), float(r.se), float(r.df), "random", r.n_templates, r.n_values,
-                             r.n_values, dict(r.variance_components), r.method.replace("per-set difference",
-                                                                                      "per-set value"), r.note)
+        res = _templates_random(values, template, name, names=names, pool=POOL)
+    else:
+        v = np.asarray(values, dtype=float).ravel()
+        r = stratified_difference(v, np.zeros_like(v), _per_set(template, "template"))
+        res = CrossedMeanResult(float(r.estimate), float(r.se), float(r.df), "random", r.n_templates, r.n_values,
+                                r.n_values, dict(r.variance_components), r.method.replace("per-set difference",
+                                                                                         "per-set value"), r.note)
+    return with_shared_names(res, values, nc, names=names, templates=templates)
 
 
-def _per_set(x: Any, name: str) -> np.ndarray:
+def _templates_random(values: Any, template: Any, name: Any, *, names: str, pool: float | None) -> CrossedMeanResult:
+    """Templates random: :func:`crossed_mean` over template x name-set cells when the name sets are crossed with
+    the templates; with a :class:`~fairpair.stats._sharednames.NameClusters` whose name sets are not (names drawn
+    per request), the mean of the template means with ``S_T^2 / T`` (``T - 1`` df), the names entering through
+    :func:`with_shared_names`."""
+    from dataclasses import replace
+
+    if not isinstance(name, NameClusters):
+        return crossed_mean(values, template, name, names=names, pool=pool)
+    if name.crossed:
+        return crossed_mean(values, template, name.nameset, names=names, pool=pool)
+    res = crossed_mean(values, template, None, names="fixed")
+    res = replace(res, names=names, n_names=int(np.unique(name.nameset).size),
+                  method="templates random, mean of the template means (name sets not crossed with the templates)")
+    if names != "random" or not np.isfinite(res.estimate):
+        return res
+    mv = multiway_mean_variance(values, name)
+    if not np.isfinite(mv.variance):
+        return res
+    var = max(mv.variance, 0.0)
+    return replace(res, se=float(np.sqrt(var)), df=mv.df, variance_components={"templates and names": var},
+                   method="templates random, mean of the template means; templates and each group's names as "
+                   "random factors, multiway cluster-robust (Cameron, Gelbach & Miller 2011)")
+
+
+def with_shared_names(res: Any, values: Any, clusters: NameClusters | None, *, names: str = "random",
+                      templates: str = "random") -> Any:
+    """``res`` (a :class:`CrossedMeanResult` or :class:`~fairpair.stats.CrossedDifferenceResult` of the mean of
+    ``values``) with the covariance of sets that share a name added (names random only).
+
+    The crossed (templates random) and stratified (templates fixed) estimators take the name *set* as the
+    random unit; when a group's name recurs in sets with other names, :func:`fairpair.stats._sharednames.
+    shared_name_variance` (multiway cluster-robust, Cameron, Gelbach & Miller 2011) adds ``max(0, V_shared)``
+    to ``se**2`` (component ``shared names``), and the df become Satterthwaite's over the two terms (the
+    shared term with the fewest names of a group minus one). ``clusters`` None, names fixed, or no sharing
+    beyond the name sets: ``res`` unchanged. Level and coverage: ``benchmarks/sim_ranking_fixed.py`` and
+    ``benchmarks/sim_ranking.py``'s shared-name rows.
+    """
+    from dataclasses import replace
+
+    if clusters is None or names != "random" or not np.isfinite(res.se):
+        return res
+    if templates == "random" and not clusters.crossed:  # already in: multiway_mean_variance
+        return res
+    extra = shared_name_variance(values, clusters, templates=templates)
+    v0 = float(res.se) ** 2
+    if not (np.isfinite(extra.variance) and extra.variance > 1e-12 * v0):
+        return res
+    var = v0 + extra.variance
+    se = float(np.sqrt(var))
+    df0 = float(res.df)
+    den = (v0 ** 2 / df0 if (np.isfinite(df0) and df0 > 0 and v0 > 0) else 0.0) + extra.variance ** 2 / extra.df
+    df = float(var ** 2 / den) if np.isfinite(df0) else df0
+    comp = {**res.variance_components, "shared names": float(extra.variance)}
+    change: dict[str, Any] = dict(se=se, df=df, variance_components=comp)
+    if hasattr(res, "statistic"):  # CrossedDifferenceResult
+        stat = res.estimate / se if se > 0 else float("nan")
+        change.update(statistic=float(stat), pvalue=float(2.0 * special.stdtr(df, -abs(stat)))
+                      if np.isfinite(stat) and np.isfinite(df) else float("nan"))
+        if hasattr(res, "skewness") and np.isfinite(res.skewness) and se > 0:
+            change["skewness"] = float(res.skewness * (float(res.se) / se) ** 3)
+    return replace(res, **change)
+
+
+def _per_set(x: Any, name: str) -> Any:
+    if isinstance(x, NameClusters):
+        return x
     to_numpy = getattr(x, "to_numpy", None)
     return np.asarray(to_numpy() if to_numpy is not None else x)
 
@@ -295,6 +373,9 @@ def paired_difference(x: Any, y: Any, template: Any, name: Any = None, *, names:
         Template and name set of each matched set (the names of all its
         candidates: one answer depends on all of them, so the name set,
         not one candidate's name, is the unit that repeats over templates).
+        ``name`` may be a :class:`~fairpair.stats._sharednames.NameClusters`
+        (each group's name per set): names random then count a name shared
+        by sets with other names (:func:`with_shared_names`).
     names : {"random", "fixed"}
 
     Returns
@@ -309,7 +390,8 @@ def paired_difference(x: Any, y: Any, template: Any, name: Any = None, *, names:
     ya = np.asarray(y, dtype=float).ravel()
     if xa.shape != ya.shape:
         raise ValueError(f"x and y must have one value per set; got {xa.size} and {ya.size}")
-    return crossed_mean(xa - ya, template, name, names=names, pool=pool)
+    res = _templates_random(xa - ya, template, name, names=names, pool=pool)
+    return with_shared_names(res, xa - ya, name if isinstance(name, NameClusters) else None, names=names)
 
 
 @dataclass(frozen=True)
@@ -373,6 +455,9 @@ def selection_ratio(table: Any, template: Any, name: Any = None, *, columns: tup
         parsed row); a row with NaN is left out.
     template, name : array_like, shape (n_sets,)
         Template and name set of each matched set (see :func:`paired_difference`).
+        ``name`` may be a :class:`~fairpair.stats._sharednames.NameClusters`
+        (each group's name per set): names random then count a name shared
+        by sets with other names (:func:`with_shared_names`).
     columns : (a, b), default (0, 1)
         Numerator and denominator columns.
     names : {"random", "fixed"}
