@@ -25,7 +25,7 @@ from fairpair.battery import recorded_battery
 from fairpair.errors import FairpairError
 from fairpair.stats import adjust
 from fairpair.stats import cochran_q, friedman
-from fairpair.store import RESULTS_NAME, write_results
+from fairpair.store import RESULTS_NAME, Run
 
 __all__ = ["analyze_run", "analyze_loaded", "load_results", "comparison_names", "RESULTS_NAME"]
 
@@ -567,14 +567,16 @@ def _answer_statuses(battery, data: RunData) -> dict[str, AnswerStatusBlock]:
 STATUS_IDS_MAX = 200_000
 
 
-def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
+def analyze_run(run_dir: Path | str | Run, *, console: Any = None, write: bool = True,
                 heterogeneity: bool = True, progress_console: Any = None) -> Results:
     """Execute the run's pre-registered analysis plan and write ``RUN/results.json``.
 
     Parameters
     ----------
-    run_dir : path
-        A directory written by ``fairpair run`` (with measurements).
+    run_dir : path or Run
+        A directory written by ``fairpair run`` (with measurements), or that run already open
+        (:class:`fairpair.store.Run`; it stays open, and its :meth:`~fairpair.store.Run.results` is
+        then the record written here).
     console : rich Console, optional
         Prints a one-line summary per comparison.
     progress_console : rich Console, optional
@@ -596,8 +598,8 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
     from fairpair.analysis._two_party import analyze_two_party
     from fairpair.analysis._data import open_for_reading
 
-    run_dir = Path(run_dir)
     with open_for_reading(run_dir) as run:
+        run_dir = run.path
         store = run.store
         loaded = recorded_battery(run)
         battery = loaded.battery
@@ -659,8 +661,8 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
             comparisons=comparisons, omnibus=omnibus, two_party=two_party, judge=judge, counts=counts,
             notes=notes + aa.notes, answer_statuses=_answer_statuses(battery, data), aa_controls=aa.comparisons,
             aa_flag=aa.flag, rankings=rankings, incomplete=incomplete, discovered=discovered)
-    if write:
-        write_results(run_dir, res.to_json() + "\n")
+    if write:  # after a run opened here is closed (a store it migrated is checkpointed before the file's time)
+        run.write_results(res)
     if console is not None:
         _print_summary(console, res)
     return res

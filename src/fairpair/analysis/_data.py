@@ -27,10 +27,10 @@ __all__ = ["CaseTable", "RunData", "Strata", "load_run_data", "load_answer_statu
 @contextmanager
 def open_for_reading(run_dir):
     """A run opened for the analysis (:class:`fairpair.store.Run`, read-only; a store from an older
-    fairpair is migrated first, append-only)."""
+    fairpair is migrated first, append-only), or ``run_dir`` itself when it is a ``Run`` already open."""
     from fairpair.store import Run
 
-    with Run.open(run_dir, "r", migrate=True) as run:
+    with Run.opened(run_dir, "r", migrate=True) as run:
         yield run
 
 

@@ -44,6 +44,7 @@ from pydantic import model_validator
 from fairpair._calls import CallDeferred, describe_error, worker_pool
 from fairpair.errors import FairpairError
 from fairpair.measures._base import MAX_MEASURED_CHARS, Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
+from fairpair.store import Run
 
 __all__ = ["measure_run", "MeasureContext", "MeasureCounts", "MeasureRunResult", "CounterpartOptions",
            "build_measures", "measure_scales", "measure_categories", "signal_values", "masker_for", "DEFAULT_JUDGE",
@@ -668,7 +669,7 @@ class _Counterparts:
 # ---------------------------------------------------------------- running
 
 
-def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | None = None, judge: Any = None,
+def measure_run(run_dir: str | Path | Run, *, console=None, measures: Iterable[str] | None = None, judge: Any = None,
                 settings: Any = None, ray_pool: Any = None, summary: bool = True,
                 batch: bool = False, extra: dict[str, Any] | None = None,
                 only_cases: Any = None) -> MeasureRunResult:
@@ -677,7 +678,8 @@ def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | 
     Parameters
     ----------
     run_dir:
-        A run directory written by ``fairpair run``.
+        A run directory written by ``fairpair run``, or that run already open for writing
+        (:class:`fairpair.store.Run`, mode ``"w"``; it stays open).
     console:
         A rich console for the summary (none: silent).
     measures:
@@ -725,11 +727,9 @@ def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | 
         a judge request that cannot go in its provider's batch (token
         probabilities where the batch returns none).
     """
-    from fairpair.store import Run
-
     if getattr(settings, "engine", "inprocess") not in ("inprocess", "ray"):
         raise FairpairError(f"unknown engine {settings.engine!r}; use one of inprocess, ray", key="--engine")
-    with Run.open(run_dir, "w") as run:
+    with Run.opened(run_dir, "w") as run:
         if getattr(settings, "engine", "inprocess") != "ray":
             return asyncio.run(_measure(run, console, measures, judge, settings, summary=summary, batch=batch,
                                         extra=extra, only_cases=only_cases))
