@@ -44,6 +44,7 @@ from pydantic import model_validator
 from fairpair._calls import CallDeferred, describe_error, worker_pool
 from fairpair.errors import FairpairError
 from fairpair.measures._base import MAX_MEASURED_CHARS, Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
+from fairpair.records import case_from_json
 from fairpair.store import Run
 
 __all__ = ["measure_run", "MeasureContext", "MeasureCounts", "MeasureRunResult", "CounterpartOptions",
@@ -1081,14 +1082,12 @@ def _chunk_items(name: str, m: Measure, answers, rows: tuple[str, ...], store, c
                  counterparts: _Counterparts, ref_attr: str | None) -> list[MeasureItem]:
     """The items of one chunk of answers: those already measured counted as ``skipped``; for a
     pairwise measure, an answer whose counterpart is missing stored as ``failed`` (retried later)."""
-    from fairpair.cases import Case
-
     todo = []
     for a in answers:
         if a.done:
             ctx.count(name, "skipped")
         elif a.case_json is not None:
-            todo.append((a.response, Case.model_validate_json(a.case_json)))
+            todo.append((a.response, case_from_json(a.case_json)))
             if len(a.response.text or "") > MAX_MEASURED_CHARS:
                 ctx.long_answers.add((a.response.target, a.response.case_id))
     if not m.pairwise:
