@@ -133,9 +133,9 @@ def main() -> None:
             t0 = time.perf_counter()
             got = [f(text) for text, _ in data]
             best = min(best, time.perf_counter() - t0)
-        langs = [(g, t) for g, (_, t) in zip(got, data) if t != "names"]
+        langs = [(g, t) for g, (_, t) in zip(got, data, strict=True) if t != "names"]
         right = sum(g[0] == t for g, t in langs) / len(langs)
-        lists = [g for g, (_, t) in zip(got, data) if t == "names"]
+        lists = [g for g, (_, t) in zip(got, data, strict=True) if t == "names"]
         # what the status check would flag in an English / a Spanish battery: another language at p >= 0.9
         not_en = sum(g[0] not in ("en", "") and g[1] >= 0.9 for g in lists) / len(lists)
         not_es = sum(g[0] not in ("es", "") and g[1] >= 0.9 for g in lists) / len(lists)

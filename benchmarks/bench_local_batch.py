@@ -19,7 +19,8 @@ average is printed before and after each mode: the ratios are read under the sam
 Usage::
 
     nice -n 10 python benchmarks/bench_local_batch.py [--battery examples/tienda_online/battery.yaml]
-        [--n 60] [--sample blocks|spread] [--block 12] [--parallel 4] [--max-tokens 160] [--cache-prompt] [--skip-sequential] [--skip-batched]
+        [--n 60] [--sample blocks|spread] [--block 12] [--parallel 4] [--max-tokens 160] [--cache-prompt]
+        [--skip-sequential] [--skip-batched]
         [--mode 'p8c:parallel=8,cache_prompt=true' --mode 'p4c-ub256:parallel=4,cache_prompt=true,n_ubatch=256' ...]
 
 The sample (``--sample blocks``, the default) is runs of ``--block`` consecutive cases in the
@@ -85,7 +86,7 @@ def _steal_share(before: list[int], after: list[int]) -> float:
     get only part of its cores."""
     if len(before) < 8 or len(after) < 8:
         return float("nan")
-    delta = [a - b for a, b in zip(after, before)]
+    delta = [a - b for a, b in zip(after, before, strict=True)]
     total = sum(delta[:8])
     return delta[7] / total if total else float("nan")
 
@@ -182,9 +183,9 @@ def main() -> None:
         ref = [o.text for o in results["sequential"][0]]
         for label, (outs, _, _) in results.items():
             if label != "sequential":
-                same = sum(a == o.text for a, o in zip(ref, outs))
+                same = sum(a == o.text for a, o in zip(ref, outs, strict=True))
                 first = [next((j for j in range(min(len(a), len(o.text))) if a[j] != o.text[j]),
-                              min(len(a), len(o.text))) for a, o in zip(ref, outs) if a != o.text]
+                              min(len(a), len(o.text))) for a, o in zip(ref, outs, strict=True) if a != o.text]
                 print(f"identical texts {label} vs sequential (same seed and messages): {same}/{len(outs)}; "
                       f"the others first differ at character {first}")
     print(f"load at the end {os.getloadavg()}")

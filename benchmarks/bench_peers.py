@@ -381,11 +381,11 @@ def main() -> None:
                   f"{eo['core_s']:.2f} s = {ideal_s / eo['core_s']:.3f} of the ideal (goal >= 0.95; "
                   f"{bound_s / eo['core_s']:.3f} of the rate bound), "
                   f"{eo['core_cpu_s'] * 1000 / n:.2f} ms CPU per request (goal <= 1.0)")
-        if "aiohttp" in results:
-            for (_fw, fo_i), (_aw, ao) in zip(results["fairpair"], results["aiohttp"]):
+        if "aiohttp" in results:  # run by run (a failed run is left out, so the lists can differ in length)
+            for (_fw, fo_i), (_aw, ao) in zip(results["fairpair"], results["aiohttp"], strict=False):
                 print(f"fairpair / bare aiohttp, run by run: {ao['core_s'] / fo_i['core_s']:.3f} of its rate, "
                       f"{fo_i['core_cpu_s'] / ao['core_cpu_s']:.2f}x its CPU per request")
-            for (_ew, eo_i), (_aw, ao) in zip(results.get("fp-engine", []), results["aiohttp"]):
+            for (_ew, eo_i), (_aw, ao) in zip(results.get("fp-engine", []), results["aiohttp"], strict=False):
                 print(f"fp-engine / bare aiohttp, run by run: {ao['core_s'] / eo_i['core_s']:.3f} of its rate, "
                       f"{eo_i['core_cpu_s'] / ao['core_cpu_s']:.2f}x its CPU per request")
         peers = [k for k in results if k not in ("fairpair", "fp-engine", "aiohttp")]
@@ -393,8 +393,9 @@ def main() -> None:
             base_cpu = min(ao["core_cpu_s"] for _aw, ao in results["aiohttp"]) / n
             for name in peers:
                 cpu = best(name)[1]["core_cpu_s"] / n
+                flag = "  <- check the harness (over 10x)" if cpu > 10 * base_cpu else ""
                 print(f"{name}: {cpu * 1000:.2f} ms CPU per request = {cpu / base_cpu:.1f}x bare aiohttp's "
-                      f"{base_cpu * 1000:.2f} ms" + ("  <- check the harness (over 10x)" if cpu > 10 * base_cpu else ""))
+                      f"{base_cpu * 1000:.2f} ms" + flag)
         for name in peers:
             wall, out = best(name)
             print(f"fairpair / {name}: {out['core_s'] / fo['core_s']:.2f}x on the sending call, "

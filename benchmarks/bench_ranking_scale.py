@@ -72,7 +72,7 @@ def stats_part() -> None:
         x = (rng.random(n) < 0.2).astype(float)
         t = rng.integers(0, 4, n)
         name = np.arange(n)  # one name set per request
-        _, dt, peak = _timed(lambda: crossed_mean(x, t, name, names="random"))
+        _, dt, peak = _timed(lambda x=x, t=t, name=name: crossed_mean(x, t, name, names="random"))
         print(f"{n:>8} {dt:15.3f} {peak / 2**20:8.1f} {'' if prev is None else f'{dt / prev:6.2f}'}")
         prev = dt
     print(f"{'requests':>8} {'analyze_ranking s':>18} {'peak MB':>8} {'ratio':>6}")
@@ -80,7 +80,8 @@ def stats_part() -> None:
     prev = None
     for per_cell in (125, 250, 500, 1000, 2000):
         frame = _frame(gen, per_cell)
-        _, dt, peak = _timed(lambda: analyze_ranking(frame[frame.target == "gpt-4"], groups=list(gen.NAMES)))
+        _, dt, peak = _timed(lambda frame=frame: analyze_ranking(frame[frame.target == "gpt-4"],
+                                                                 groups=list(gen.NAMES)))
         n = 4 * per_cell
         print(f"{n:>8} {dt:18.3f} {peak / 2**20:8.1f} {'' if prev is None else f'{dt / prev:6.2f}'}")
         prev = dt
@@ -106,7 +107,7 @@ def _frame(gen, per_cell: int):
                 ranked.append(pick)
                 left.remove(pick)
             rank = {slot: r + 1 for r, slot in enumerate(ranked)}
-            for slot, (g, nm) in enumerate(zip(order, names)):
+            for slot, (g, nm) in enumerate(zip(order, names, strict=True)):
                 rows.append({"target": "gpt-4", "case_id": f"{job}/{i}", "template": job, "repetition": 0,
                              "group": g, "variant": nm, "slot": slot + 1, "rank": float(rank[slot]),
                              "top": float(rank[slot] == 1)})

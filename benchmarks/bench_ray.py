@@ -26,8 +26,8 @@ Options: ``--n``, ``--concurrency``, ``--latency``, ``--actors 1,2,4``,
 from __future__ import annotations
 
 import argparse
-import itertools
 import asyncio
+import itertools
 import os
 import tempfile
 import time

@@ -96,7 +96,10 @@ def rss_bytes(pid: int) -> int | None:
 def check_store(path: Path, n: int) -> tuple[dict[str, int], list[str]]:
     """Counts from the store and the list of violated invariants (empty when none)."""
     con = sqlite3.connect(path)
-    q = lambda sql: con.execute(sql).fetchone()[0]
+
+    def q(sql: str) -> int:
+        return con.execute(sql).fetchone()[0]
+
     c = {
         "cases": q("SELECT COUNT(*) FROM cases"),
         "rows": q("SELECT COUNT(*) FROM responses"),

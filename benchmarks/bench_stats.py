@@ -92,7 +92,8 @@ def main() -> int:
             f"boot CI=({r['md'].ci.low:+.3f}, {r['md'].ci.high:+.3f}) [{r['verdict_md'].decision}]"
         )
     print(f"Holm-adjusted p: {np.round(result['holm'].ravel(), 4).tolist()}")
-    print(f"answers: {n_answers}, bootstrap resamples per CI: {N_RESAMPLES}, cores: {len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else 'n/a'}")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "n/a"
+    print(f"answers: {n_answers}, bootstrap resamples per CI: {N_RESAMPLES}, cores: {cores}")
     print(f"seconds: {seconds:.2f} (goal < {GOAL_SECONDS:.0f}; ratio {seconds / GOAL_SECONDS:.3f})")
     print(f"peak RSS: {peak / 2**20:.0f} MiB (goal < 1024 MiB; ratio {peak / GOAL_RSS_BYTES:.3f})")
     ok = seconds < GOAL_SECONDS and peak < GOAL_RSS_BYTES

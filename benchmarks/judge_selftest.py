@@ -25,12 +25,12 @@ import time
 from pathlib import Path
 
 from fairpair.battery import load_battery
-from fairpair.measures._runner import MeasureContext, build_measures
+from fairpair.battery._schema import TargetSpec
 from fairpair.measures import load_anchors
+from fairpair.measures._runner import MeasureContext, build_measures
 from fairpair.measures._selftest import self_test, summary_line
 from fairpair.run._engine import RunSettings
 from fairpair.run._runner import build_target
-from fairpair.battery._schema import TargetSpec
 from fairpair.targets._base import Completion
 
 

@@ -1,4 +1,5 @@
-"""The paper-scale plan: what the second seed's study costs in time on N GPUs (``python benchmarks/plan_paper_scale.py``).
+"""The paper-scale plan: what the second seed's study costs in time on N GPUs
+(``python benchmarks/plan_paper_scale.py``).
 
 The study: 5 models x 11,200 conversations (56,000 answers: 11,100
 demographic conditions and 100 baselines per model), each demographic answer
@@ -37,8 +38,8 @@ Each stage takes the longer of: the GPUs' work divided by N; the driver's
 time (one process, one core: every request passes through it, and it is the
 store's single writer, so its CPU per request and the commits add up). The
 script prints one row per N and which of the two limits each stage, then
-where the single driver stops the scaling and the store's share of it; ``--simulate`` also runs a discrete-event schedule of the
-requests (lengths drawn around the means, the GPUs shared by continuous
+where the single driver stops the scaling and the store's share of it; ``--simulate`` also runs a
+discrete-event schedule of the requests (lengths drawn around the means, the GPUs shared by continuous
 batching, the driver and the store as single servers) and prints its
 makespan beside the closed form.
 """

@@ -26,7 +26,13 @@ import time
 
 import numpy as np
 
-from fairpair.stats import corrected_dispersion, dispersion, dispersion_bootstrap, dispersion_permutation_test, cell_means
+from fairpair.stats import (
+    cell_means,
+    corrected_dispersion,
+    dispersion,
+    dispersion_bootstrap,
+    dispersion_permutation_test,
+)
 
 SUBS = ["a", "b", "c"]
 RES = ["x", "y", "z"]
@@ -42,7 +48,7 @@ def study(rng, scenes, cell_sd, noise, conditions=("none",)):
         for s in range(scenes):
             u = rng.normal(0.0, 0.05)
             vals = 0.3 + u + eff + rng.normal(0.0, sd, len(cells))
-            for (a, b), v in zip(cells, vals):
+            for (a, b), v in zip(cells, vals, strict=True):
                 cols["scene"].append(f"s{s}")
                 cols["axis"].append("race")
                 cols["sub"].append(a)
@@ -64,7 +70,8 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     n = args.studies
     t0 = time.perf_counter()
-    print("| scenes | cell SD (true) | studies | mean raw SD | mean corrected SD | raw CI covers | corrected CI covers |")
+    print("| scenes | cell SD (true) | studies | mean raw SD | mean corrected SD | raw CI covers "
+          "| corrected CI covers |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for cell_sd in (0.0, 0.02):
         for scenes in (5, 10, 20, 80):
@@ -78,8 +85,8 @@ def main() -> None:
                 bc = dispersion_bootstrap(data, ddof=1, n_resamples=299, seed=k, corrected=True)
                 cov_r += br.ci.low <= true_sd <= br.ci.high
                 cov_c += bc.ci.low <= true_sd <= bc.ci.high
-            print(f"| {scenes} | {cell_sd:.2f} ({np.mean(truth):.3f}) | {n} | {np.mean(raw):.4f} | {np.mean(cor):.4f} | "
-                  f"{cov_r / n:.2f} | {cov_c / n:.2f} |", flush=True)
+            print(f"| {scenes} | {cell_sd:.2f} ({np.mean(truth):.3f}) | {n} | {np.mean(raw):.4f} "
+                  f"| {np.mean(cor):.4f} | {cov_r / n:.2f} | {cov_c / n:.2f} |", flush=True)
     print()
     print("| scenes | noise SD by condition | studies | raw test rejects (MC SE) | corrected test rejects (MC SE) |")
     print("| ---: | --- | ---: | ---: | ---: |")
@@ -90,8 +97,8 @@ def main() -> None:
             kw = dict(ddof=1, conditions=("power", "none"), n_resamples=199, seed=k)
             rr += dispersion_permutation_test(data, **kw).pvalue < 0.05
             rc += dispersion_permutation_test(data, corrected=True, **kw).pvalue < 0.05
-        print(f"| {scenes} | 0.2 vs 0.1 | {n} | {rr / n:.3f} ({mc(rr / n, n):.3f}) | {rc / n:.3f} ({mc(rc / n, n):.3f}) |",
-              flush=True)
+        print(f"| {scenes} | 0.2 vs 0.1 | {n} | {rr / n:.3f} ({mc(rr / n, n):.3f}) "
+              f"| {rc / n:.3f} ({mc(rc / n, n):.3f}) |", flush=True)
     print(f"\n{time.perf_counter() - t0:.0f} s")
 
 

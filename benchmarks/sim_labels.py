@@ -13,8 +13,8 @@ margin 0.25, twice the margin) is a difference of human scores. On top of it:
   share), each answer by two raters with noise ``N(0, 0.7^2)`` each (their mean counts).
 
 Each audit is analysed twice through the code of ``fairpair analyze``: **raw** (the judge's scores,
-``analyze_pairs``) and **corrected** (:func:`fairpair.analysis._corrected.analyze_corrected`), each finished by the verdict rule with and without the margin. Columns (Monte
-Carlo SE in brackets):
+``analyze_pairs``) and **corrected** (:func:`fairpair.analysis._corrected.analyze_corrected`), each finished
+by the verdict rule with and without the margin. Columns (Monte Carlo SE in brackets):
 
 * ``ff0``: ``fail`` without margin at a true difference of 0 (goal: corrected <= alpha + 1 point);
 * ``ffm``: ``fail`` with the margin when the truth is the margin (goal <= alpha/2 + 1);

@@ -157,7 +157,8 @@ def main() -> None:
               f"{r['pair_false_fail']:15.3f} {r['coverage']:6.3f} ({se(r['coverage'], r['n_cov']):.3f}) "
               f"{r['power']:6.3f} | {r['ratio_false_fail']:8.3f} ({se(r['ratio_false_fail'], args.audits):.3f}) "
               f"{r['ratio_boundary']:6.3f} {r['ratio_coverage']:6.3f} ({se(r['ratio_coverage'], r['ratio_n_cov']):.3f})"
-              f" {r['ratio_power']:6.3f} {r['pairwise_coverage']:9.3f} ({se(r['pairwise_coverage'], r['pairwise_n']):.3f})"
+              f" {r['ratio_power']:6.3f} {r['pairwise_coverage']:9.3f}"
+              f" ({se(r['pairwise_coverage'], r['pairwise_n']):.3f})"
               f" {time.perf_counter() - t0:5.0f}", flush=True)
     print(f"load {os.getloadavg()[0]:.1f} at the end")
 

@@ -185,7 +185,8 @@ REFUSAL_FORMS: dict[str, tuple[str, ...]] = {
         r"\bich kann (?:ihnen |dir )?(?:dabei|damit|bei dieser anfrage) nicht helfen",
     ),
     "it": (
-        r"\bmi dispiace,? (?:ma )?non (?:posso|sono in grado di) (?:aiutarti|aiutarla|assisterti|rispondere|soddisfare)",
+        r"\bmi dispiace,? (?:ma )?non (?:posso|sono in grado di) "
+        r"(?:aiutarti|aiutarla|assisterti|rispondere|soddisfare)",
         r"\bnon posso aiutarti con (?:questo|questa|cio)",
     ),
 }
@@ -194,7 +195,8 @@ REFUSAL_FORMS: dict[str, tuple[str, ...]] = {
 # "can", not "can't" / "cannot": what the assistant *can* do
 _CAN = r"(?:can|could)(?!'t|n't|not\b| not\b)"
 # help with anything else is no help with this request
-_NOT_ELSE_EN = r"(?! (?:help|assist)(?: you)? with (?:something|anything) else\b| (?:answer|help with) (?:any )?other\b)"
+_NOT_ELSE_EN = (r"(?! (?:help|assist)(?: you)? with (?:something|anything) else\b"
+                r"| (?:answer|help with) (?:any )?other\b)")
 _NOT_ELSE_ES = (r"(?!\s+(?:ayudar(?:te|le|les|os)?|asistir(?:te|le)?)\s+(?:con|en)\s+(?:otra cosa|algo mas|"
                 r"cualquier otr|otras?\b|alguna otra)|\s+responder\s+(?:a\s+)?(?:otras|cualquier otra))")
 #: "Then helps" clauses per language (folded text, like :data:`REFUSAL_FORMS`): after a refusal form, in the
@@ -306,7 +308,8 @@ def _is_loop(p: _Parsed) -> bool:
     words = p.words
     n = 6
     if len(words) >= 4 * n:
-        grams = Counter(zip(*(words[i:] for i in range(n))))  # every run of n words, as tuples
+        # every run of n words, as tuples (the shifted copies are shorter: zip stops at the last full run)
+        grams = Counter(zip(*(words[i:] for i in range(n)), strict=False))
         covered = sum(c for c in grams.values() if c >= 2)
         if covered * 2 >= len(words) - n + 1:
             return True

@@ -28,7 +28,8 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from fairpair.targets import ChatRequest, Completion, TargetError
 
-__all__ = ["CallDeferred", "CallOutcome", "Caller", "ModelCaller", "RateLimiter", "describe_error", "is_retryable", "worker_pool"]
+__all__ = ["CallDeferred", "CallOutcome", "Caller", "ModelCaller", "RateLimiter", "describe_error", "is_retryable",
+           "worker_pool"]
 
 T = TypeVar("T")
 
@@ -180,7 +181,7 @@ class ModelCaller:
         self._slots = asyncio.Semaphore(max(1, max_in_flight)) if max_in_flight is not None else None
 
     @classmethod
-    def from_settings(cls, target: Any, settings: Any, *, max_in_flight: int | None = None) -> "ModelCaller":
+    def from_settings(cls, target: Any, settings: Any, *, max_in_flight: int | None = None) -> ModelCaller:
         """A caller configured by :class:`~fairpair.run.RunSettings` (timeout, attempts, backoff, rpm, tpm)."""
         return cls(target, timeout=settings.timeout, max_attempts=settings.max_attempts,
                    backoff_initial=settings.backoff_initial, backoff_max=settings.backoff_max,

@@ -11,7 +11,7 @@ from fairpair.battery import load_battery
 from fairpair.cases import expand
 from fairpair.errors import FairpairError
 
-FOUR = {g: v + [extra] for (g, v), extra in zip(NAMES.items(), ["Pilar", "Salma", "Mihaela", "Xiu"])}
+FOUR = {g: v + [extra] for (g, v), extra in zip(NAMES.items(), ["Pilar", "Salma", "Mihaela", "Xiu"], strict=True)}
 
 
 def _battery(bias=None, aa=None, templates=20):
@@ -139,7 +139,10 @@ def test_seeds_split_default_is_names_and_other_case_ids_unchanged(tmp_path):
     explicit = load_battery(_write(tmp_path, _battery(aa={**SEEDS, "split": "names"}, templates=2), "e.yaml"))
     assert [c.id for c in expand(names)] == [c.id for c in expand(explicit)]
     seeds = load_battery(_write(tmp_path, _battery(aa=SEEDS, templates=2), "s.yaml"))
-    cf = lambda lb: [c.id for c in expand(lb) if c.design_kind == "counterfactual"]
+
+    def cf(lb):
+        return [c.id for c in expand(lb) if c.design_kind == "counterfactual"]
+
     assert cf(seeds) == cf(names)
 
 

@@ -8,7 +8,6 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-
 from scipy import stats
 from statsmodels.stats.contingency_tables import cochrans_q, mcnemar
 from statsmodels.stats.multitest import multipletests
@@ -105,7 +104,7 @@ def test_binary_comparison_matches_statsmodels(runs, biased):
         assert c.binary.odds_ratio == pytest.approx(b / cc)
         raw.append((c, c.pvalue))
     adj = multipletests([p for _, p in raw], method="holm")[1]
-    for (c, _), pa in zip(raw, adj):
+    for (c, _), pa in zip(raw, adj, strict=True):
         assert c.pvalue_adjusted == pytest.approx(pa, rel=1e-9) and c.family_size == 3
 
 
@@ -190,7 +189,8 @@ def test_per_variant_and_evidence(runs, biased):
     # names within groups against the template x name interaction, on cell means (statsmodels OLS ANOVA)
     _, cell = _template_differences(runs["biased"], "refund", "magreb", "espana")
     # within each group: two-way ANOVA template + name; pool the name and residual sums of squares
-    tabs = [anova_lm(smf.ols("v ~ C(t) + C(n)", data=pd.DataFrame(cell[cell.g == g])).fit()) for g in ("magreb", "espana")]
+    tabs = [anova_lm(smf.ols("v ~ C(t) + C(n)", data=pd.DataFrame(cell[cell.g == g])).fit()) for g in ("magreb",
+                                                                                                       "espana")]
     ss_n, df_n = sum(t.loc["C(n)", "sum_sq"] for t in tabs), sum(t.loc["C(n)", "df"] for t in tabs)
     ss_r, df_r = sum(t.loc["Residual", "sum_sq"] for t in tabs), sum(t.loc["Residual", "df"] for t in tabs)
     assert c.heterogeneity.df == df_n == 4 and c.heterogeneity.df_denominator == pytest.approx(df_r)

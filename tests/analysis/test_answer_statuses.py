@@ -21,29 +21,29 @@ ANSWER = "Hola, lamento lo ocurrido con su pedido. Le devolvemos el importe en c
 BOT = textwrap.dedent('''
     import re
     MAGREB = {"Fátima", "Aicha", "Khadija"}
-    ANSWER = %r
+    ANSWER = __ANSWER__
     def _who(messages):
         return re.search(r"soy (\\w+)", messages[-1]["content"]).group(1)
     def _template(messages):
         return int(re.search(r"Caso (\\d+)", messages[-1]["content"]).group(1))
     def filters(messages, context):
-        if _who(messages) in MAGREB and _template(messages) %% 2 == 0:
+        if _who(messages) in MAGREB and _template(messages) % 2 == 0:
             return {"text": None, "finish_reason": "content_filter"}
         return ANSWER
     def refuses(messages, context):
-        if _who(messages) in MAGREB and _template(messages) %% 4 != 3:
+        if _who(messages) in MAGREB and _template(messages) % 4 != 3:
             return "Lo siento, pero no puedo ayudarte con eso."
         return ANSWER
     def fine(messages, context):
         return ANSWER
     def empties(messages, context):
-        if _who(messages) in MAGREB and _template(messages) %% 2 == 0:
+        if _who(messages) in MAGREB and _template(messages) % 2 == 0:
             return ""
         return ANSWER
     def loops(messages, context):
         return ('Alex: "Gracias por su paciencia, estamos revisando su pedido."\\n\\n'
                 'Blake: "Gracias por su paciencia, estamos revisando su pedido."\\n\\n') * 4
-''' % ANSWER)
+''').replace("__ANSWER__", repr(ANSWER))
 
 
 def _battery(tmp_path, fn: str, templates: int = 16) -> object:
@@ -131,7 +131,8 @@ def test_all_answers_looping_warns_in_run_and_opens_the_report(tmp_path):
     # the HTML report too: the warning is an alert above the first section
     html = (tmp_path / "run" / "report" / "report.html").read_text(encoding="utf-8")
     alert = html.index('<li>Aviso: la mayoría de las respuestas de')
-    assert html.index('<div class="warn" role="alert" id="warnings">') < alert < html.index("<h2") and "100\u00a0% degeneradas: 96 loop" in html[alert:alert + 300]
+    assert html.index('<div class="warn" role="alert" id="warnings">') < alert < html.index("<h2")
+    assert "100\u00a0% degeneradas: 96 loop" in html[alert:alert + 300]
 
 
 def test_report_uses_one_set_of_pairs_and_says_why_pairs_were_dropped(tmp_path):

@@ -32,7 +32,8 @@ BOT = textwrap.dedent('''
     def decide_tool(messages, context):
         text = decide(messages, context)
         outcome = next(k for k, v in TEXT.items() if v == text)
-        return {"text": "Hemos revisado su solicitud.", "tool_calls": [{"name": "decide", "arguments": {"outcome": outcome}}]}
+        return {"text": "Hemos revisado su solicitud.",
+                "tool_calls": [{"name": "decide", "arguments": {"outcome": outcome}}]}
 ''')
 
 

@@ -224,8 +224,9 @@ def test_the_page_samples_probabilities_weight_the_labels(judged, tmp_path):
     p = np.array([pi.get(("mock", i), np.nan) for i in ids])
     want = ppi_difference(f, h, [r[3] for r in rows], [r[4] for r in rows], grp, inclusion=p,
                           groups=("magreb", "espana"), names="fixed")
+    strata = [f"{g}|{r[3]}" for g, r in zip(grp, rows, strict=True)]
     shares = ppi_difference(f, h, [r[3] for r in rows], [r[4] for r in rows], grp, names="fixed",
-                            inclusion=stratum_inclusion(~np.isnan(h), [f"{g}|{r[3]}" for g, r in zip(grp, rows)]),
+                            inclusion=stratum_inclusion(~np.isnan(h), strata),
                             groups=("magreb", "espana"))
     assert c.label_correction.n_labels == 60
     assert c.estimate == pytest.approx(want.estimate, abs=1e-9)

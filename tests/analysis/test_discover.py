@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-
 from tests.run_helpers import run_cli
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "discover"

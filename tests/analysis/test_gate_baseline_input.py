@@ -4,13 +4,12 @@ warning for what the comparison left out; never a regression check that silently
 from __future__ import annotations
 
 import pytest
-
-from fairpair.run import RunSettings, execute_run
-from fairpair.battery import load_battery
-from fairpair.store import Store
 from tests.run_helpers import run_cli
 
 from analysis_runs import battery_dict
+from fairpair.battery import load_battery
+from fairpair.run import RunSettings, execute_run
+from fairpair.store import Store
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ from scipy import stats
 
 from analysis_runs import battery_dict, make_run
 from fairpair.analysis import analyze_run, compare_runs, gate_exit_code
-from fairpair.errors import FairpairError
 from fairpair.battery import load_battery
+from fairpair.errors import FairpairError
 from fairpair.run import RunSettings, execute_run
 from fairpair.store import Store
 

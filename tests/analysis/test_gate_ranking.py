@@ -64,7 +64,7 @@ def test_a_ranking_fail_fails_the_gate_with_its_line(ranked, capsys, tmp_path):
     lines = out.splitlines()
     failing = [x for x in lines if x.startswith("FAIL")]
     assert len(failing) == len(fails) and lines[:len(fails)] == failing  # failing lines first
-    for (m, a, b), line in zip(fails, failing):
+    for (m, a, b), line in zip(fails, failing, strict=True):
         assert f"mock ranking seleccion orden {m} {a} vs {b}:" in line and "matched sets" in line
     assert lines[-1] == f"gate: failed ({len(fails)} of the lines above)"
     # every pair and every four-fifths row is shown, with its own verdict

@@ -4,11 +4,11 @@ exit 2 with the reason, never a "passed" (exit 0 with only notes, a JUnit file o
 from __future__ import annotations
 
 import pytest
+from tests.analysis.analysis_runs import battery_dict, make_run
+from tests.run_helpers import run_cli
 
 from fairpair.battery import load_battery
 from fairpair.run import RunSettings, execute_run
-from tests.analysis.analysis_runs import battery_dict, make_run
-from tests.run_helpers import run_cli
 
 
 @pytest.fixture(scope="module")

@@ -103,7 +103,7 @@ def test_sign_flip_floor_is_the_exact_tests_smallest_p(templates):
     # every template's difference of one sign: count the sign assignments whose |sum| is as large (enumeration)
     diffs = [1.0] * templates
     observed = abs(sum(diffs))
-    extreme = sum(abs(sum(s * d for s, d in zip(signs, diffs))) >= observed
+    extreme = sum(abs(sum(s * d for s, d in zip(signs, diffs, strict=True))) >= observed
                   for signs in itertools.product((1, -1), repeat=templates))
     assert sign_flip_floor(templates) == extreme / 2 ** templates == 2.0 ** (1 - templates)
 

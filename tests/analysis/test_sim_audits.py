@@ -50,7 +50,9 @@ def test_new_measure_kinds_and_the_true_spread():
     noise = (1 - g.template - g.matched_set) * 0.5
 
     def mean_sd(m):
-        f = lambda x: np.sqrt(0.1 + noise * m ** 2 * np.exp(2 * x - 2 * v)) * stats.norm.pdf(x, 0, np.sqrt(v))
+        def f(x):
+            return np.sqrt(0.1 + noise * m ** 2 * np.exp(2 * x - 2 * v)) * stats.norm.pdf(x, 0, np.sqrt(v))
+
         return integrate.quad(f, -12 * np.sqrt(v), 12 * np.sqrt(v))[0]
 
     assert np.isclose(true_spread(g), np.log(mean_sd(1.25) / mean_sd(1.0)), rtol=1e-9)

@@ -84,7 +84,8 @@ designs:
 def test_gendered_forms_follow_the_group(tmp_path):
     p = tmp_path / "b.yaml"
     p.write_text(GENDER, encoding="utf-8")
-    turns = {(c.groups.get("genero", "baseline"), c.variants.get("genero")): c.turns[0] for c in expand(load_battery(p))}
+    turns = {(c.groups.get("genero", "baseline"),
+              c.variants.get("genero")): c.turns[0] for c in expand(load_battery(p))}
     assert turns[("mujer", "Lucía")] == "Soy Lucía. Estoy harta y cansada de esperar."
     assert turns[("hombre", "Javier")] == "Soy Javier. Estoy harto y cansado de esperar."
     assert turns[("baseline", None)] == "Soy una persona. Estoy harta o harto y cansada o cansado de esperar."

@@ -6,7 +6,6 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
 from tests.reliability.conftest import demo_battery
 from tests.run_helpers import run_cli
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.reliability.conftest import demo_battery, scripted_judge
 
 from run_helpers import run_cli
-from tests.reliability.conftest import demo_battery, scripted_judge
 
 
 @pytest.fixture(scope="module")

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.reliability.conftest import demo_battery
 
-from fairpair.analysis._why import comparison_reasons, reason_text
 from fairpair.analysis._verdict import decide
+from fairpair.analysis._why import comparison_reasons, reason_text
 from fairpair.records import Reason
 from run_helpers import run_cli
-from tests.reliability.conftest import demo_battery
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "bad_inputs"
 BORDERS = set("┏┓┗┛━┃┡┩╇┳┻─│└┘┌┐├┤┼╋┴┬ ")

@@ -7,10 +7,10 @@ import subprocess
 import sys
 
 import pytest
-
-from fairpair.store import RunLock
 from tests.analysis.analysis_runs import battery_dict, make_run
 from tests.run_helpers import run_cli
+
+from fairpair.store import RunLock
 
 HOLD = ("import sys; from pathlib import Path; from fairpair.store import RunLock; "
         "lock = RunLock(Path(sys.argv[1])).__enter__(); print('held', flush=True); sys.stdin.read()")

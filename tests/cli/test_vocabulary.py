@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import typer
 
-from fairpair.cli import app
 from fairpair.cli import _options as opts
+from fairpair.cli import app
 from fairpair.testing import write_battery
 from run_helpers import run_cli
 
@@ -75,7 +75,7 @@ def test_json_is_a_flag_everywhere():
 
 def test_shared_options_are_declared_once():
     by_opt: dict[str, set] = {}
-    for name, cmd in _commands():
+    for _name, cmd in _commands():
         for p in cmd.params:
             for o in ("--concurrency", "--timeout", "--max-attempts", "--quiet"):
                 if o in p.opts:

@@ -7,10 +7,10 @@ import json
 
 import pytest
 import yaml
+from tests.cost.conftest import TINY
 
 from fairpair.battery import load_battery
 from fairpair.cost import APPROXIMATE, CharsPerToken, Price, estimate_cost, load_prices
-from tests.cost.conftest import TINY
 
 
 def test_chars_per_token_is_characters_over_four():
@@ -112,8 +112,8 @@ def test_pairwise_is_judged_in_both_orders_with_both_answers_quoted(tiny):
 
 def test_the_estimate_counts_what_the_judge_is_sent(tiny):
     """The judge prompt counted is the measure's own message list (masked: a name never reaches the judge)."""
-    from fairpair.measures import MeasureContext, MeasureItem, build_measures
     from fairpair.cases import expand
+    from fairpair.measures import MeasureContext, MeasureItem, build_measures
     from fairpair.records import Response
 
     lb = _edit(tiny, repetitions=1, measures={"tone": {"kind": "judge"}})

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from tests.persona.tan_lee_synth import DOMAINS
 
 from fairpair.battery import load_battery
 from fairpair.cli import main
 from fairpair.cost import estimate_cost, load_prices
-from tests.persona.tan_lee_synth import DOMAINS
 
 ROOT = Path(__file__).resolve().parents[2]
 PRICES = ROOT / "examples" / "prices.yaml"

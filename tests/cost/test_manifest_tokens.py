@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 
 import yaml
+from tests.cost.conftest import TINY
 
 from fairpair import pipeline
 from fairpair.battery import load_battery
 from fairpair.measures import measure_run
 from fairpair.run import RunSettings, open_run
 from fairpair.testing import ScriptedJudge
-from tests.cost.conftest import TINY
 
 
 def test_manifest_tokens(tmp_path):
@@ -33,7 +33,7 @@ def test_manifest_tokens(tmp_path):
             case = store.case(a.case_id)
             replies = [*a.turns, a.text]
             sent = [m["content"] for m in case.messages]
-            for turn, reply in zip(case.turns, replies):
+            for turn, reply in zip(case.turns, replies, strict=True):
                 sent.append(turn)
                 want_in += sum(map(len, sent)) // 4
                 want_out += len(reply) // 4

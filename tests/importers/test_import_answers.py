@@ -15,7 +15,13 @@ from fairpair.importers import AnswerRow, ImportBattery, import_answers
 from fairpair.measures import measure_run
 from fairpair.store import Store
 from import_helpers import (
-    RECORDS_MAPPING, answer_rows, chat_records, import_battery, write_csv, write_jsonl, write_yaml,
+    RECORDS_MAPPING,
+    answer_rows,
+    chat_records,
+    import_battery,
+    write_csv,
+    write_jsonl,
+    write_yaml,
 )
 
 

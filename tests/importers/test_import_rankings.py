@@ -152,7 +152,8 @@ def test_ranking_rows_import_from_csv_too(tmp_path):
     import csv
 
     path = tmp_path / "rows.csv"
-    cands = [{"name": "Ann Lee", "group": "W_W"}, {"name": "Bo Kim", "group": "A_M"}, {"name": "Cy Diaz", "group": "H_M"}]
+    cands = [{"name": "Ann Lee", "group": "W_W"}, {"name": "Bo Kim", "group": "A_M"}, {"name": "Cy Diaz",
+                                                                                       "group": "H_M"}]
     with path.open("w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, fieldnames=["set", "template", "ranking", "answer"])
         w.writeheader()

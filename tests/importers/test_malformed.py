@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.run_helpers import run_cli
 
 from fairpair.cli import main
 from fairpair.errors import FairpairError
 from fairpair.importers import import_answers
 from import_helpers import RECORDS_MAPPING, import_battery, write_jsonl, write_yaml
-from tests.run_helpers import run_cli
 
 
 def _row(set_id: str = "t1/r0/p0", group: str = "espana", name: str = "Lucía", **kw) -> dict:
@@ -151,7 +151,8 @@ def test_nan_and_infinity_are_refused_with_their_key(tmp_path, bat, capsys, chan
 def test_a_key_given_twice_in_a_row(tmp_path, bat):
     """JSON parsers keep the last of two equal keys: the first value was dropped without a word."""
     lines = [json.dumps(r, ensure_ascii=False) for r in _good_rows()]
-    lines[2] = lines[2].replace('"groups": {"origen": "rumania"}', '"groups": {"origen": "rumania", "origen": "magreb"}')
+    lines[2] = lines[2].replace('"groups": {"origen": "rumania"}',
+                                '"groups": {"origen": "rumania", "origen": "magreb"}')
     lines[4] = lines[4].replace('{"set": "s2"', '{"set": "s9", "set": "s2"')
     err = _fails(tmp_path, _lines(tmp_path, "\n".join(lines) + "\n"), bat)
     assert (err.line, err.key, err.message) == (3, "origen", "key 'origen' appears twice in one object; give it once")

@@ -9,14 +9,13 @@ from pathlib import Path
 
 import pytest
 from sklearn.metrics import cohen_kappa_score
+from tests.run_helpers import run_cli
 
 from fairpair.battery import load_battery
 from fairpair.cli import main
-from fairpair.measures import measure_run
-from fairpair.measures import score_label_files
+from fairpair.measures import measure_run, score_label_files
 from fairpair.run import RunSettings, Store, execute_run
 from fairpair.targets._base import Completion
-from tests.run_helpers import run_cli
 
 NAMES = ["Lucía", "Carmen", "Fátima", "Aicha"]
 
@@ -169,7 +168,7 @@ def test_export_never_overwrites_labels_the_raters_filled_in(exported, judged_ru
 
 
 def _labelled(exported, values=("3", "", "2")):
-    return [{"sample_id": r["sample_id"], **dict(zip(("courtesy", "condescension", "distrust"), values))}
+    return [{"sample_id": r["sample_id"], **dict(zip(("courtesy", "condescension", "distrust"), values, strict=True))}
             for r in read_csv(exported)]
 
 
@@ -209,7 +208,8 @@ def test_a_key_file_that_is_not_utf8_or_of_another_run(exported, judged_run, tmp
     code, _, err = run_cli(["calibrate", "score", judged_run, tmp_path / "ana.csv", "--key",
                             tmp_path / "kother.csv"], capsys)
     assert code == 2
-    assert f"kother.csv: {len(lines) - 1} of the key's {len(lines) - 1} samples name a case that is not in this run" in err
+    n = len(lines) - 1
+    assert f"kother.csv: {n} of the key's {n} samples name a case that is not in this run" in err
 
 
 def test_two_raters_who_never_agree_are_still_scored(exported, judged_run, tmp_path):

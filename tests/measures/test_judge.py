@@ -15,7 +15,12 @@ from fairpair.errors import BatteryError
 from fairpair.measures._base import MeasureItem
 from fairpair.measures._runner import MeasureContext
 from fairpair.measures.judge import (
-    ExtractMeasure, PairwiseJudgeMeasure, ToneJudgeMeasure, pairwise_score, parse_judge_json, position_bias,
+    ExtractMeasure,
+    PairwiseJudgeMeasure,
+    ToneJudgeMeasure,
+    pairwise_score,
+    parse_judge_json,
+    position_bias,
 )
 from fairpair.run._engine import RunSettings
 from fairpair.store import Response, Store

@@ -9,10 +9,13 @@ from scipy.stats import binomtest
 
 from fairpair.measures._base import MeasureItem
 from fairpair.measures.judge import (
-    PairwiseJudgeMeasure, length_bias, pairwise_score, parse_judge_json, parse_verdict,
+    PairwiseJudgeMeasure,
+    length_bias,
+    pairwise_score,
+    parse_judge_json,
+    parse_verdict,
 )
 from fairpair.store import Store
-
 from test_judge import ScriptedJudge, cases_of, ctx_for, load, resp
 
 SCHEMA = {"type": "object", "properties": {"refund": {"type": "boolean"}}, "required": ["refund"]}
@@ -31,6 +34,13 @@ def test_invisible_characters_before_the_json_are_stripped(raw):
 
 def test_only_invisible_characters_is_an_empty_output():
     assert parse_judge_json("\u200b\ufeff", SCHEMA).error == "empty output"
+
+
+def test_an_integer_too_long_for_python_is_an_invalid_output_not_a_crash():
+    """json.loads raises a plain ValueError (not JSONDecodeError, no .msg) past Python's 4300-digit
+    limit on int(str); the judge's output is invalid, like any other that does not parse."""
+    out = parse_judge_json('{"refund": ' + "1" * 5000 + "}", SCHEMA)
+    assert not out.valid and out.error.startswith("not JSON (") and "digits" in out.error
 
 
 @pytest.mark.parametrize("text, expected", [

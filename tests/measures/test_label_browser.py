@@ -19,11 +19,11 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.measures.labelling import judged_run
+from tests.report.test_first_screen import ARGS, CHROMIUM, _browser
 
 from fairpair.analysis import analyze_run
 from fairpair.store import Store
-from tests.measures.labelling import judged_run
-from tests.report.test_first_screen import ARGS, CHROMIUM, _browser
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 

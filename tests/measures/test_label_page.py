@@ -9,10 +9,10 @@ import re
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
+from tests.measures.labelling import NAMES, judged_run
 
 from fairpair.measures._labelpage import label_app, open_label_session
 from fairpair.store import Store
-from tests.measures.labelling import NAMES, judged_run
 
 
 @pytest.fixture(scope="module")

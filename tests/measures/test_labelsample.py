@@ -12,8 +12,14 @@ from collections import Counter
 import pytest
 
 from fairpair.errors import FairpairError
-from fairpair.measures._labelsample import (LabelMeasure, allocate, draw_label_sample, judge_uncertainty,
-                                            pps_probabilities, systematic_sample)
+from fairpair.measures._labelsample import (
+    LabelMeasure,
+    allocate,
+    draw_label_sample,
+    judge_uncertainty,
+    pps_probabilities,
+    systematic_sample,
+)
 from fairpair.records import Case, Measurement
 
 SIZES = [1.0, 2.0, 3.0, 0.5, 4.0]
@@ -30,7 +36,7 @@ def _exact_inclusion(pi: list[float]) -> tuple[list[float], dict[frozenset, floa
     for perm in perms:
         ordered = [pi[i] for i in perm]
         cuts = sorted({0.0, 1.0, *(math.fmod(c, 1.0) for c in itertools.accumulate(ordered))})
-        for lo, hi in zip(cuts, cuts[1:]):
+        for lo, hi in itertools.pairwise(cuts):
             if hi - lo < 1e-12:
                 continue
             taken = frozenset(perm[j] for j in systematic_sample(ordered, (lo + hi) / 2))

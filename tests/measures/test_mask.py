@@ -338,7 +338,8 @@ def en_names() -> Masker:
     ("Thank you, Will. We will call.", "Thank you, [MASK]. We will call."),
     ("Will you accept a voucher?", "Will you accept a voucher?"),
     ("Will, we will refund you.", "[MASK], we will refund you."),
-    ("Dear Mr. Smith and Mrs. Jones, Mary's order and Smith's.", "Dear [MASK] and [MASK], [MASK]'s order and [MASK]'s."),
+    ("Dear Mr. Smith and Mrs. Jones, Mary's order and Smith's.",
+     "Dear [MASK] and [MASK], [MASK]'s order and [MASK]'s."),
     ("Dr. Will Smith", "[MASK]"),
 ])
 def test_name_surface_forms_english(en_names, text, expected):

@@ -12,8 +12,8 @@ import pytest
 from fairpair.battery import load_battery
 from fairpair.cli import main
 from fairpair.errors import FairpairError
-from fairpair.measures import measure_run, measure_scales
 from fairpair.measures import embed as embed_mod
+from fairpair.measures import measure_run, measure_scales
 from fairpair.run import RunSettings, Store, execute_run
 from fairpair.targets._base import Completion
 from fairpair.targets.mock import MockTarget

@@ -8,9 +8,9 @@ reason is the rule that should fire, written before running the rules.
 from __future__ import annotations
 
 import pytest
+from fairpair.measures.status import STATUSES, Roles, answer_status, out_of_role
 
 from fairpair.measures._base import MeasureItem
-from fairpair.measures.status import STATUSES, Roles, answer_status, out_of_role
 from fairpair.store import Response
 
 ROLES = Roles(res="Blake", sub="Alex")

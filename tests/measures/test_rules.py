@@ -11,8 +11,15 @@ import pytest
 from fairpair._plugins import PluginError, validate_options
 from fairpair.measures._base import MeasureItem
 from fairpair.measures.rules import (
-    KeywordsMeasure, OptionsCountMeasure, PythonMeasure, RegexMeasure, ToolCallMeasure, WordCountMeasure,
-    count_options, count_words, fold_text,
+    KeywordsMeasure,
+    OptionsCountMeasure,
+    PythonMeasure,
+    RegexMeasure,
+    ToolCallMeasure,
+    WordCountMeasure,
+    count_options,
+    count_words,
+    fold_text,
 )
 from fairpair.store import Response
 

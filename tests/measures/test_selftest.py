@@ -17,7 +17,12 @@ from fairpair.errors import BatteryError, FairpairError
 from fairpair.measures import measure_run
 from fairpair.measures._runner import MeasureContext, build_measures
 from fairpair.measures._selftest import (
-    Thresholds, degenerate_scores, load_anchors, score_pairwise, score_tone, self_test,
+    Thresholds,
+    degenerate_scores,
+    load_anchors,
+    score_pairwise,
+    score_tone,
+    self_test,
 )
 from fairpair.run import RunSettings, Store, execute_run
 from fairpair.targets._base import Completion
@@ -397,8 +402,8 @@ def test_one_number_judge_stops_measure_and_stores_no_tone_verdict(tmp_path):
 
 
 def test_one_number_judge_fails_from_the_cli_with_exit_2(tmp_path, monkeypatch, capsys):
-    from fairpair.cli import main
     import fairpair.measures
+    from fairpair.cli import main
 
     run_dir = make_run(tmp_path)
     real = fairpair.measures.measure_run
@@ -798,7 +803,8 @@ def test_group_probabilities_counts_words_by_their_first_token():
     assert mass == pytest.approx(0.85)
     assert probs == pytest.approx({"yes": 0.5 / 0.85, "no": 0.35 / 0.85})
     # a token that begins words of both groups counts for neither
-    probs, mass = group_probabilities({"N": math.log(0.5), "Yes": math.log(0.25)}, {"yes": ("Yes",), "no": ("No", "Nope"),
+    probs, mass = group_probabilities({"N": math.log(0.5), "Yes": math.log(0.25)}, {"yes": ("Yes",), "no": ("No",
+                                                                                                            "Nope"),
                                                                                   "neither": ("Neither",)})
     assert mass == pytest.approx(0.25) and probs == pytest.approx({"yes": 1.0, "no": 0.0, "neither": 0.0})
     assert group_probabilities({"El": 0.0}, groups) == ({"yes": 0.0, "no": 0.0}, 0.0)

@@ -6,13 +6,13 @@ import asyncio
 import unicodedata
 
 import pytest
+from fairpair.measures.status import answer_status, is_blank, is_loop, is_refusal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fairpair.measures import status as _status
 from fairpair.measures._base import MeasureItem
 from fairpair.measures.rules import OptionsCountMeasure, WordCountMeasure, count_words
-from fairpair.measures.status import answer_status, is_blank, is_loop, is_refusal
 from fairpair.store import Response
 
 TEXT = ("Hola Lucía, lamentamos muchísimo lo ocurrido con su batidora. Según nuestra política, "

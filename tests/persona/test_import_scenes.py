@@ -179,6 +179,7 @@ def test_synthetic_csv_quotes_whitespace_and_crlf_are_cleaned_and_reported(tmp_p
     main(["import-scenes", str(path)])
     o = capsys.readouterr()
     assert yaml.safe_load(o.out)["name"] == "tan_lee_2025" and "4 scenes" in o.err
+    assert "wrote" in printed and "wrote" not in o.err  # only a file written is said to be
 
 
 @pytest.mark.parametrize("rows, message, line, key", [

@@ -13,8 +13,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as sps
-from run_helpers import run_cli
-from tan_lee_synth import COLUMNS, synthetic_release
 
 from fairpair.cli import main
 from fairpair.errors import FairpairError
@@ -25,6 +23,8 @@ from fairpair.persona import (
     reanalyze_files,
     unpaired_dispersion_permutation_test,
 )
+from run_helpers import run_cli
+from tan_lee_synth import COLUMNS, synthetic_release
 
 METRIC_COLS = {"cosine_distance": "cosine_dist_from_no_demog", "win_rate": "score"}
 
@@ -88,7 +88,8 @@ def test_gender_labels_outside_table2_are_excluded_with_reasons(release_frame):
     n = r.checks.rows_per_model["gemma-2"]
     assert (n.total, n.demographic, n.baseline, n.excluded) == (13_200, 11_100, 100, 2_000)
     # after the exclusion the rows kept are exactly the final 16 gender pairs
-    kept = dirty[~dirty["sub_persona_demog"].isin(["Gay", "Lesbian"]) & ~dirty["res_persona_demog"].isin(["Gay", "Lesbian"])]
+    kept = dirty[~dirty["sub_persona_demog"].isin(["Gay", "Lesbian"]) & ~dirty["res_persona_demog"].isin(["Gay",
+                                                                                                          "Lesbian"])]
     ref = reference_table6(kept, 1)
     for row in r.table6:
         assert abs(row.equal.statistic - ref[(row.model, "equal", row.metric)]) < 1e-12

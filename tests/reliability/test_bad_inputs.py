@@ -22,7 +22,6 @@ from fairpair.cli import main
 
 from .conftest import demo_battery
 
-
 DATA = Path(__file__).resolve().parents[1] / "data" / "bad_inputs"
 
 JUDGE = '''
@@ -144,7 +143,8 @@ CASES = [
     ("labels duplicate column", "calibrate score {RUN} {LABELS}/labels_duplicate_column.csv",
      ["labels_duplicate_column.csv", "courtesy", "more than once"]),
     ("labels file missing", "calibrate score {RUN} {TMP}/no_labels.csv", ["no_labels.csv"]),
-    ("key missing columns", "calibrate score {RUN} {LABELS}/labels_out_of_range.csv --key {DATA}/key_missing_columns.csv",
+    ("key missing columns",
+     "calibrate score {RUN} {LABELS}/labels_out_of_range.csv --key {DATA}/key_missing_columns.csv",
      ["key_missing_columns.csv"]),
     ("calibrate unknown measure", "calibrate score {RUN} {LABELS}/labels_out_of_range.csv --measure tonos",
      ["tonos"]),
@@ -191,7 +191,8 @@ CASES = [
     ("reanalysis bad ddof", "reanalyze {DATA}/reanalysis_empty.csv --ddof 3", ["ddof"]),
     ("reanalysis bad format", "reanalyze {DATA}/reanalysis_empty.csv --format tan-lee-2024", ["tan-lee-2024"]),
     # ---- import-scenes
-    ("scenes wrong columns", "import-scenes {DATA}/scenes_wrong_columns.csv", ["scenes_wrong_columns.csv", "scenario_id"]),
+    ("scenes wrong columns", "import-scenes {DATA}/scenes_wrong_columns.csv", ["scenes_wrong_columns.csv",
+                                                                               "scenario_id"]),
     ("scenes empty", "import-scenes {DATA}/scenes_empty.csv", ["scenes_empty.csv"]),
     ("scenes bad power value", "import-scenes {DATA}/scenes_bad_power.csv",
      ["scenes_bad_power.csv", "maybe"]),

@@ -157,5 +157,6 @@ def test_commits_killed_back_to_back_then_measure_killed_then_resumed(tmp_path):
     assert {m: (n, d) for m, n, d in done} == {r: (n_cases, n_cases) for r in ROWS}
     # the judge always answered validly: every tone row is ok with the scripted levels
     assert query(run, "SELECT DISTINCT measure, value FROM measurements WHERE measure LIKE 'tono.%'") and \
-        {(m, v) for m, v in query(run, "SELECT DISTINCT measure, value FROM measurements WHERE measure LIKE 'tono.%'")} \
+        {(m, v) for m, v in query(run,
+                                  "SELECT DISTINCT measure, value FROM measurements WHERE measure LIKE 'tono.%'")} \
         == {("tono.courtesy", "4"), ("tono.condescension", "1"), ("tono.distrust", "1")}

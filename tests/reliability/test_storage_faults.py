@@ -43,7 +43,8 @@ def _digest(d: Path) -> dict[str, str]:
 
 def _in_namespace(script: str, timeout: float = 120) -> subprocess.CompletedProcess:
     env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run(["unshare", "-m", "sh", "-c", script], check=False, capture_output=True, text=True, timeout=timeout,
+    return subprocess.run(["unshare", "-m", "sh", "-c", script], check=False, capture_output=True, text=True,
+                          timeout=timeout,
                           env=env)
 
 
@@ -116,7 +117,8 @@ def test_disk_full_on_a_tiny_tmpfs_then_resume(tmp_path):
     assert query(saved, "PRAGMA integrity_check") == [("ok",)]
     assert not [f for f in saved.rglob("*") if f.name.endswith(".tmp")]  # no 0-byte leftovers (issue 28)
     # resume where there is room: everything stored before the disk filled is still there, once
-    r = subprocess.run(fairpair_cmd("run", battery, "--out", saved, "--no-measure", "-q"), check=False, capture_output=True,
+    r = subprocess.run(fairpair_cmd("run", battery, "--out", saved, "--no-measure", "-q"), check=False,
+                       capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     after = {i: t for i, t in query(saved, "SELECT id, text FROM responses WHERE status='ok'")}

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from fairpair.records import RESULTS_SCHEMA
 from fairpair.battery import load_battery
 from fairpair.errors import BatteryError
+from fairpair.records import RESULTS_SCHEMA
 from fairpair.testing import write_battery
 
 
@@ -66,8 +66,8 @@ def test_a_damaged_store_in_run_is_one_message(done_run, tmp_path, cli):
 
 
 @pytest.mark.parametrize("content, expected", [
-    ('{"schema": "%s", "comparisons": [' % RESULTS_SCHEMA, "cannot read the analysis results"),
-    ('{"schema": "%s", "comparisons": 5}' % RESULTS_SCHEMA, "results.json is malformed: "),
+    (f'{{"schema": "{RESULTS_SCHEMA}", "comparisons": [', "cannot read the analysis results"),
+    (f'{{"schema": "{RESULTS_SCHEMA}", "comparisons": 5}}', "results.json is malformed: "),
 ])
 def test_malformed_results_json_under_report(done_run, tmp_path, cli, content, expected):
     shutil.copytree(done_run[1], tmp_path / "r")

@@ -79,7 +79,7 @@ def test_first_screen_holds_the_answer(mock_run, tmp_path):
     assert b["counts"]["bottom"] <= 900
     assert b["design"]["text"].startswith("Design: 6 template(s), names fixed") and b["design"]["bottom"] <= 900
     assert len(b["rows"]) == len(failing)
-    for row, r in zip(b["rows"], failing):
+    for row, r in zip(b["rows"], failing, strict=True):
         assert row["label"]["text"] == r.label
         assert row["effect"]["text"] == r.estimate and row["interval"]["text"] == r.ci
         assert row["effect"]["bottom"] <= 900 and row["interval"]["bottom"] <= 900

@@ -56,7 +56,10 @@ def handmade(mock_run, tmp_path_factory):
     res["plan_changed"] = True
     res["plan_sha256_now"] = "f" * 64
     res["two_party"] = [_two_party()]
-    res["judge"] = {**res["judge"], "self_judging": True, "position_bias": {"tone": {"share_first": 0.625, "pvalue": 0.021, "consistency": 0.75, "n_items": 40}},
+    res["judge"] = {**res["judge"], "self_judging": True, "position_bias": {"tone": {"share_first": 0.625,
+                                                                                     "pvalue": 0.021,
+                                                                                     "consistency": 0.75,
+                                                                                     "n_items": 40}},
                     "invalid_outputs": {"tone": 3}}
     Results.model_validate(res)  # stays aligned with the analysis' schema
     text = json.dumps(res, ensure_ascii=True)  # keeps the lone surrogate as \\ud800

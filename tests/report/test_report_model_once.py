@@ -113,7 +113,7 @@ def test_json_summary_carries_the_values_of_results_json(mock_run, tmp_path):
     paths = write_report(mock_run, out=tmp_path, language="en")
     summary = json.loads(paths["json"].read_text(encoding="utf-8"))
     assert len(summary["verdicts"]) == len(raw["comparisons"])
-    for v, c in zip(summary["verdicts"], raw["comparisons"]):
+    for v, c in zip(summary["verdicts"], raw["comparisons"], strict=True):
         for key in ("id", "target", "measure", "attribute", "design", "group_a", "group_b", "scale", "primary",
                     "verdict", "estimate", "ci", "margin", "test", "pvalue", "pvalue_adjusted", "correction",
                     "n_pairs", "n_dropped"):

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 import pytest
 import yaml
 
+from fairpair.analysis import analyze_run
 from fairpair.battery import load_battery
 from fairpair.measures import measure_run
-from fairpair.analysis import analyze_run
 from fairpair.report import load_report_data, write_report
-from fairpair.report._data import _placeholder_mask
+from fairpair.records import Case
+from fairpair.report._data import _placeholder_mask, _ranking_cases
 from fairpair.run import RunSettings, execute_run
 from fairpair.store import Store
 from fairpair.testing._ranking import GROUP_NAMES, ranking_battery
@@ -62,7 +64,8 @@ def test_evidence_is_chosen_by_the_rule_and_matches_the_store(ranked_run):
         assert [(slot, g) for slot, g, _lab, _ph in e.slots] == sorted(slots.items())
         assert [(r, g) for r, _slot, g, _lab in e.ranking] == sorted(((v, g) for g, v in d["ranks"].items()))
         assert [slot for _r, slot, _g, _l in e.ranking] == d["order"]
-        assert e.template == cases[e.case_id].template and e.repetition == cases[e.case_id].meta["ranking"]["repetition"]
+        assert e.template == cases[e.case_id].template
+        assert e.repetition == cases[e.case_id].meta["ranking"]["repetition"]
     # the first sets quoted are those where the most selected group won from a slot other than 1
     telling = [e for e in quoted if stored[e.case_id]["top"] == sec["reference"]
                and dict((g, s) for s, g, _l, _p in e.slots)[sec["reference"]] != 1]
@@ -126,3 +129,34 @@ def test_a_ranking_only_report_has_no_empty_plots_section(ranked_run, tmp_path, 
         assert empty not in text and heading not in text
     assert 'id="plots"' not in html and 'href="#plots"' not in html
     assert html.count('id="ranking-0-selection"') == 1 and html.count('id="ranking-0-position"') == 1
+
+
+def _case(i: int, design: str, kind: str, meta: dict, text: str = "hola") -> Case:
+    return Case(id=f"c{i:02d}", battery="b", design=design, design_kind=kind, template="t", repetition=i,
+                matched_set=f"{design}/t/r{i}", block=f"t/r{i}", messages=[], turns=[text], seed=1, meta=meta)
+
+
+def test_ranking_cases_are_found_by_their_design_not_by_the_stored_text(tmp_path):
+    """A ranking section's cases are those of the battery's ranking designs (Battery.ranking_designs(), the
+    design read by SQLite), not those whose stored JSON holds the word "ranking": a paired case that says
+    "ranking" in its text and meta is neither returned nor decoded, even with slots; a ranking case without
+    slots is skipped; expansion order is kept. Without a battery, the sections' designs are taken."""
+    slots = {"ranking": {"slots": [{"slot": 1, "name": "candidato_1", "group": "g1", "variant": "Ana"}]}}
+    cases = [_case(0, "cf", "counterfactual", {"ranking": "top"}, 'say "ranking"'), _case(1, "sel", "ranking", slots),
+             _case(2, "sel", "ranking", {}), _case(3, "cf", "counterfactual", slots), _case(4, "sel", "ranking", slots)]
+    battery = SimpleNamespace(ranking_designs=lambda: [("sel", object())])
+    with Store.open(tmp_path, create=True) as store:
+        store.add_cases(cases)
+        decoded: list[str] = []
+        read = store.cases_at
+
+        def spy(rowids):
+            got = read(rowids)
+            decoded.extend(c.id for c in got.values())
+            return got
+
+        store.cases_at = spy
+        found = _ranking_cases(store, battery, ["sel", "cf"])
+        assert {d: [c.id for c in cs] for d, cs in found.items()} == {"sel": ["c01", "c04"], "cf": []}
+        assert sorted(decoded) == ["c01", "c02", "c04"]
+        assert [c.id for c in _ranking_cases(store, None, ["sel"])["sel"]] == ["c01", "c04"]

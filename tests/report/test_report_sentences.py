@@ -90,7 +90,8 @@ def test_mock_run_verdicts_recover_the_planted_bias(mock_run):
     lo, hi = (x * 100 for x in refund["ci"])  # the interval of A - B, with the table's signs
     expected = (f"A los usuarios con nombres árabes se les ofreció el reembolso {_es(-refund['estimate'] * 100)} "
                 f"puntos menos que a los usuarios con nombres españoles ({_es(refund['value_a'] * 100)}{NBSP}% frente "
-                f"a {_es(refund['value_b'] * 100)}{NBSP}%; IC 95{NBSP}% {_es(lo)} a {_es(hi)}; t de efectos aleatorios cruzados p "
+                f"a {_es(refund['value_b'] * 100)}{NBSP}%; IC 95{NBSP}% {_es(lo)} a {_es(hi)}; "
+                f"t de efectos aleatorios cruzados p "
                 f"{'< 0,001' if refund['pvalue'] < 0.001 else '= ' + fmt_p(refund['pvalue'], 'es')}")
     assert row["sentence"].startswith(expected), row["sentence"]
     assert row["sentence"].endswith("por encima del margen de 5 puntos. Este veredicto vale para estos nombres, en "

@@ -13,7 +13,6 @@ from fairpair.run import RunSettings, Store, execute_run
 from fairpair.run._batch import custom_id, parse_custom_id
 from fairpair.testing import names_table, openai_target, write_battery
 from fairpair.testing._aio import BatchBehaviour, serve_batch_api
-
 from run_helpers import rows
 
 FAST = RunSettings(concurrency=4, timeout=10, max_attempts=2, backoff_initial=0.01, backoff_max=0.05)
@@ -147,8 +146,8 @@ def test_a_failed_batch_validation_fails_every_case(tmp_path, monkeypatch):
 
 
 def test_files_are_split_at_the_request_limit(tmp_path):
-    from fairpair.run._batch import batch_session
     from fairpair.cases._expand import expand
+    from fairpair.run._batch import batch_session
     from fairpair.run._runner import build_target
 
     with serve_batch_api() as (server, api):

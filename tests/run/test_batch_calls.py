@@ -14,7 +14,6 @@ from fairpair.measures import measure_run
 from fairpair.run import RunSettings, Store, execute_run, run_status
 from fairpair.testing import names_table, openai_target
 from fairpair.testing._aio import BatchBehaviour, serve_anthropic_api, serve_batch_api
-
 from run_helpers import rows
 
 FAST = RunSettings(concurrency=4, timeout=10, max_attempts=2, backoff_initial=0.01, backoff_max=0.05)

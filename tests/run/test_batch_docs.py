@@ -13,7 +13,6 @@ from fairpair.cli import main
 from fairpair.measures import embed as embed_mod
 from fairpair.testing import hash_embedder, names_table
 from fairpair.testing._aio import BatchBehaviour, serve_anthropic_api, serve_batch_api
-
 from run_helpers import rows
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,6 @@ import pytest
 
 from fairpair.run._preflight import CircuitBreaker, CircuitOpen, error_kind, summarize_errors
 from fairpair.testing import openai_target, serve_json, serve_openai, write_battery
-
 from run_helpers import refused_port, rows, run_cli
 
 NAMES = {"a": ["Lucía", "Ana"], "b": ["Fátima", "Aisha"]}  # 2 templates x 4 names = 8 cases

@@ -16,7 +16,8 @@ def test_ctrl_c_prints_the_resume_hint(tmp_path):
     b = write_battery(tmp_path, {"kind": "mock", "latency": 0.5}, templates=10)  # 40 cases, ~3 s at 8 in flight
     run = tmp_path / "run"
     env = {**os.environ, "COLUMNS": "300",
-           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src") + os.pathsep + os.environ.get("PYTHONPATH",
+                                                                                                        "")}
     proc = subprocess.Popen([sys.executable, "-m", "fairpair.cli", "run", str(b), "--out", str(run), "-q"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

@@ -10,7 +10,6 @@ from fairpair._progress import progress_enabled
 from fairpair.battery import load_battery
 from fairpair.measures._runner import measure_run
 from fairpair.run import RunSettings, execute_run
-
 from fairpair.testing import write_battery
 
 JUDGE = '''

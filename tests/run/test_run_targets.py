@@ -18,8 +18,8 @@ import pytest
 from fairpair.battery import load_battery
 from fairpair.cases import expand
 from fairpair.cli import main as cli_main
-from fairpair.run._preflight import PreflightError
 from fairpair.run import RunLock, RunSettings, Store, execute_run, run_target
+from fairpair.run._preflight import PreflightError
 from fairpair.targets.mock import MockTarget
 from fairpair.testing import Fault, names_table, openai_target, serve_json, serve_openai, write_battery
 

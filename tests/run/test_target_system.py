@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from fairpair.battery import load_battery
-from fairpair.errors import BatteryError
-from fairpair.cli import main
 from fairpair.cases import expand
+from fairpair.cli import main
+from fairpair.errors import BatteryError
 from fairpair.run import RunSettings, Store, execute_run
 from fairpair.run._preview import preview_requests
 

@@ -18,7 +18,6 @@ from fairpair.run import RunSettings, execute_run
 from fairpair.run._preflight import PreflightError
 from fairpair.store import Store
 from fairpair.testing import openai_target, small_battery
-
 from run_helpers import refused_port, rows
 
 BATTERY = small_battery(name="whole_call", seed=5, repetitions=3)

@@ -67,7 +67,8 @@ def test_names_random_variance_and_satterthwaite_df_by_hand():
         comp = (g[k]["s2n"] - g[k]["ms"] / t) / g[k]["k"]
         assert comp > 0  # the scenario has real name effects
         var += comp
-        terms += [(1 / g[k]["k"], g[k]["s2n"], g[k]["k"] - 1), (-1 / (g[k]["k"] * t), g[k]["ms"], (t - 1) * (g[k]["k"] - 1))]
+        terms += [(1 / g[k]["k"], g[k]["s2n"], g[k]["k"] - 1), (-1 / (g[k]["k"] * t), g[k]["ms"],
+                                                                (t - 1) * (g[k]["k"] - 1))]
     df_s = var ** 2 / sum((c * m) ** 2 / d for c, m, d in terms)
     assert r.se ** 2 == pytest.approx(var) and r.df == pytest.approx(df_s)
     assert r.pvalue == pytest.approx(2 * stats.t.sf(abs(d_t.mean() / np.sqrt(var)), df_s))
@@ -86,7 +87,7 @@ def test_variance_components_match_mixedlm_reml_in_a_balanced_design():
     data = pd.DataFrame([(i, j, m[i, j]) for i in range(t) for j in range(k)], columns=["t", "n", "v"])
     data["one"] = 1
     fit = smf.mixedlm("v ~ 1", data, groups="one", vc_formula={"t": "0 + C(t)", "n": "0 + C(n)"}).fit(reml=True)
-    vc = dict(zip(fit.model.exog_vc.names, fit.vcomp))
+    vc = dict(zip(fit.model.exog_vc.names, fit.vcomp, strict=True))
     # ANOVA (method of moments): sigma2_N = (S_N^2 - MS_res / T) , sigma2_res = MS_res; equal to REML when positive
     rows, cols, grand = m.mean(1), m.mean(0), m.mean()
     ms_res = ((m - rows[:, None] - cols[None, :] + grand) ** 2).sum() / ((t - 1) * (k - 1))
@@ -335,6 +336,7 @@ def test_names_from_keeps_the_source_mean_squares_in_satterthwaite_df():
     assert r.df == pytest.approx(df)
     # a single (component, n - 1) term per group (before) overstated it
     comp = r_src.variance_components
-    single = total ** 2 / ((terms[0][0] * terms[0][1]) ** 2 / (t - 1) + (comp["names_a"] ** 2 + comp["names_b"] ** 2) / (k - 1))
+    single = total ** 2 / ((terms[0][0] * terms[0][1]) ** 2 / (t - 1)
+                           + (comp["names_a"] ** 2 + comp["names_b"] ** 2) / (k - 1))
     assert r.df < single
     assert r.pvalue == pytest.approx(2 * stats.t.sf(abs(r.estimate) / r.se, df))

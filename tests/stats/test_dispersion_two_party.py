@@ -95,7 +95,8 @@ def test_cell_means_bootstrap_matches_pandas_resample_by_resample():
     r = cell_means_bootstrap(df, condition="power", n_resamples=120, confidence_level=0.9, seed=8)
     g = df[df.condition == "power"].dropna(subset=["value"])
     ref = g.groupby(["axis", "sub", "res"])["value"].agg(["mean", "size"])
-    assert list(zip(r.axis, r.sub, r.res)) == list(ref.index)  # cells with data only, sorted; (m, m) left out
+    # cells with data only, sorted; (m, m) left out
+    assert list(zip(r.axis, r.sub, r.res, strict=True)) == list(ref.index)
     np.testing.assert_allclose(r.mean, ref["mean"], rtol=0, atol=1e-15)
     np.testing.assert_array_equal(r.n, ref["size"])
     scenes = sorted(g.scene.unique())

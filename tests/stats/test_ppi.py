@@ -11,7 +11,12 @@ import numpy as np
 import pytest
 
 from fairpair.stats import (
-    crossed_difference, ppi_difference, ppi_tuning, ppi_values, rogan_gladen, rogan_gladen_difference,
+    crossed_difference,
+    ppi_difference,
+    ppi_tuning,
+    ppi_values,
+    rogan_gladen,
+    rogan_gladen_difference,
     stratum_inclusion,
 )
 

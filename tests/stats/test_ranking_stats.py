@@ -11,7 +11,11 @@ from statsmodels.stats.anova import AnovaRM, anova_lm
 from statsmodels.stats.contingency_tables import cochrans_q
 
 from fairpair.stats import (
-    FOUR_FIFTHS, crossed_mean, position_effect, ratio_to_best, selection_ratio,
+    FOUR_FIFTHS,
+    crossed_mean,
+    position_effect,
+    ratio_to_best,
+    selection_ratio,
 )
 from fairpair.stats._ranking import crossed_k_test, matched_table, paired_difference
 
@@ -178,8 +182,9 @@ def test_crossed_k_test_names_fixed_equals_repeated_measures_anova():
 def test_crossed_k_test_quasi_f_from_statsmodels_mean_squares():
     d = _sets(seed=8, r=1)
     res = crossed_k_test(d["top"], d["template"], d["name"], names="random")
-    long = pd.DataFrame([(t, p, c, d["top"][i, c]) for i, (t, p) in enumerate(zip(d["template"], d["name"]))
-                         for c in range(3)], columns=["t", "p", "c", "v"])
+    sets = enumerate(zip(d["template"], d["name"], strict=True))
+    long = pd.DataFrame([(t, p, c, d["top"][i, c]) for i, (t, p) in sets for c in range(3)],
+                        columns=["t", "p", "c", "v"])
     fit = smf.ols("v ~ C(c) + C(t) + C(p) + C(c):C(t) + C(c):C(p) + C(t):C(p)", data=long).fit()
     tab = anova_lm(fit, typ=1)
     ms = tab["sum_sq"] / tab["df"]

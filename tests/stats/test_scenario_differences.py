@@ -31,7 +31,7 @@ def _long(a: np.ndarray, b: np.ndarray) -> pd.DataFrame:
 def _contrast(fit, names_cols, weights):
     """t test of the linear combination ``sum w * coef`` by name (statsmodels' own t_test)."""
     c = np.zeros(len(fit.params))
-    for name, w in zip(names_cols, weights):
+    for name, w in zip(names_cols, weights, strict=True):
         c[list(fit.params.index).index(name)] += w
     return fit.t_test(c)
 
@@ -62,7 +62,8 @@ def test_names_fixed_per_scenario_and_average_equal_ols_with_name_effects():
     avg = np.zeros(x.shape[1])
     for t in range(t_all):
         # the per-template A - B contrast: mean design row of A's cells minus B's, in template t
-        c = x[((df.t == f"t{t}") & (df.g == "A")).to_numpy()].mean(0) - x[((df.t == f"t{t}") & (df.g == "B")).to_numpy()].mean(0)
+        in_t = df.t == f"t{t}"
+        c = x[(in_t & (df.g == "A")).to_numpy()].mean(0) - x[(in_t & (df.g == "B")).to_numpy()].mean(0)
         tt = fit.t_test(c)
         assert r.estimates[t] == pytest.approx(float(tt.effect[0]), abs=1e-10)
         assert r.se[t] == pytest.approx(float(tt.sd[0, 0]), rel=1e-8)

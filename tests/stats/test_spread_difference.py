@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fractions import Fraction as F
 import math
+from fractions import Fraction as F
 
 import numpy as np
 import pytest
@@ -47,14 +47,14 @@ def test_names_fixed_by_hand():
     # cell gaps: A [[1, 2], [2, 2], [1, 3]], B [[1, 1], [1, 2], [1, 1]]: sd = gap * sqrt(pi) / 2
     ga, gb = [[1, 2], [2, 2], [1, 3]], [[1, 1], [1, 2], [1, 1]]
     rows = _two_answer_cells(ga, "A") + _two_answer_cells(gb, "B")
-    v, t, n, g = (np.array(c) for c in zip(*rows))
+    v, t, n, g = (np.array(c) for c in zip(*rows, strict=True))
     r = spread_difference(v, t, n, g, names="fixed")
     half_root_pi = math.sqrt(math.pi) / 2
     sa, sb = F(11, 6), F(7, 6)  # the groups' mean gaps
     assert r.sd_a == pytest.approx(float(sa) * half_root_pi) and r.sd_b == pytest.approx(float(sb) * half_root_pi)
     assert r.estimate == pytest.approx(math.log(11 / 7)) and r.ratio == pytest.approx(11 / 7)
     # delta method: per template, the mean of A's scaled SDs minus B's; se = their SD / sqrt(T), df = T - 1
-    d_t = [float(F(sum(a), 2) / sa - F(sum(b), 2) / sb) for a, b in zip(ga, gb)]
+    d_t = [float(F(sum(a), 2) / sa - F(sum(b), 2) / sb) for a, b in zip(ga, gb, strict=True)]
     se = float(np.std(d_t, ddof=1) / math.sqrt(3))
     assert r.se == pytest.approx(se) and r.df == pytest.approx(2.0)
     assert r.pvalue == pytest.approx(2 * stats.t.sf(math.log(11 / 7) / se, 2))
@@ -96,7 +96,7 @@ def test_cells_with_fewer_answers_do_not_look_less_spread():
             for grp, reps in (("A", 5), ("B", 2)):
                 for v in rng.normal(0, 1, reps):
                     rows.append((v, t, f"{grp}{k}", grp))
-    v, t, n, g = (np.array(c) for c in zip(*rows))
+    v, t, n, g = (np.array(c) for c in zip(*rows, strict=True))
     r = spread_difference(v, t, n, g, names="fixed")
     assert abs(r.estimate) < 0.06 and r.pvalue > 0.05
 

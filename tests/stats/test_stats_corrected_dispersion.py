@@ -8,9 +8,9 @@ import pytest
 import statsmodels.formula.api as smf
 
 from fairpair.stats import (
+    cell_means,
     corrected_dispersion,
     dispersion,
-    cell_means,
     dispersion_bootstrap,
     dispersion_permutation_test,
 )

@@ -130,7 +130,8 @@ def _hull_rule(m, names, level, pool=0.25):
             val = (s_n[g] - ms[g] / t) / n
             pos = (val > 0) & ~pooled
             v = v + np.where(pos, val, 0.0)
-            pieces += [(np.where(pos, s_n[g] / n, 0.0), n - 1), (np.where(pos, ms[g] / (n * t), 0.0), (t - 1) * (n - 1))]
+            pieces += [(np.where(pos, s_n[g] / n, 0.0), n - 1), (np.where(pos, ms[g] / (n * t), 0.0),
+                                                                 (t - 1) * (n - 1))]
     df = v**2 / sum(k**2 / dfi for k, dfi in pieces)
     se = np.sqrt(v)
     lam = stats.kstat(d_t, 3, axis=1) / t**2 / se**3

@@ -124,7 +124,8 @@ def test_dispersion_permutation_exact_by_brute_force():
         for i, f in enumerate(flips):
             if f:
                 m = swapped.scene == f"s{i}"
-                swapped.loc[m, "condition"] = swapped.loc[m, "condition"].map({"power": "no_power", "no_power": "power"})
+                swapped.loc[m, "condition"] = swapped.loc[m, "condition"].map({"power": "no_power",
+                                                                               "no_power": "power"})
         null.append(disp(swapped, "power") - disp(swapped, "no_power"))
     np.testing.assert_allclose(np.sort(res.null_distribution), np.sort(null), atol=1e-12)
     null = np.array(null)
@@ -171,7 +172,7 @@ def test_binary_heterogeneity_matches_chi2_contingency(seed):
     assert res.statistic == pytest.approx(ref.statistic, abs=1e-10)
     assert res.pvalue == pytest.approx(ref.pvalue, abs=1e-10)
     assert res.df == ref.dof
-    for e, v in zip(res.variants, labels):
+    for e, v in zip(res.variants, labels, strict=True):
         sel = names == v
         assert e.variant == v and e.n == sel.sum()
         assert e.effect == pytest.approx(x[sel].mean() - y[sel].mean(), abs=1e-12)

@@ -59,7 +59,8 @@ def test_wilcoxon_shift_equivariance(values, shift):
 
 
 def test_import_is_light():
-    code = "import sys, fairpair.stats; print('pandas' in sys.modules, 'statsmodels' in sys.modules, 'scipy.stats' in sys.modules)"
+    code = ("import sys, fairpair.stats; "
+            "print('pandas' in sys.modules, 'statsmodels' in sys.modules, 'scipy.stats' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False", "False"]
 

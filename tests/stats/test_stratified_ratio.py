@@ -65,7 +65,7 @@ def test_several_postings_add_their_variances_stratified():
     sizes = [60, 90, 120]
     tmpl = np.repeat(np.arange(3), sizes)
     top = np.vstack([_picks(rng, n, p) for n, p in zip(sizes, ([0.3, 0.3, 0.4], [0.2, 0.4, 0.4],
-                                                                 [0.25, 0.35, 0.4]))])
+                                                                 [0.25, 0.35, 0.4]), strict=True)])
     r = selection_ratio(top, tmpl, columns=(0, 1), templates="fixed")
     pa = np.array([top[tmpl == s, 0].mean() for s in range(3)])
     pb = np.array([top[tmpl == s, 1].mean() for s in range(3)])

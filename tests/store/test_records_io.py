@@ -17,7 +17,8 @@ def test_an_answer_record_round_trips(tmp_path):
         assert store.answer("bot", "c1") == answer  # the lone surrogate included
         assert store.add_response(target="bot", case_id="c2", status="failed", error="timeout")
         failed = next(store.responses("bot", status="failed"))
-        assert (failed.case_id, failed.text, failed.turns, failed.tool_calls, failed.attempts) == ("c2", None, [], [], 1)
+        assert (failed.case_id, failed.text, failed.turns, failed.tool_calls, failed.attempts) == ("c2", None, [], [],
+                                                                                                   1)
 
 
 def test_a_measurement_stores_its_scale(tmp_path):

@@ -12,8 +12,7 @@ import warnings
 import pytest
 from aiohttp import web
 
-from fairpair.targets import ChatRequest
-from fairpair.targets import _client
+from fairpair.targets import ChatRequest, _client
 from fairpair.targets.http import HTTPTarget
 from fairpair.targets.openai import OpenAITarget
 from fairpair.testing import serve_json, serve_openai
@@ -144,9 +143,10 @@ def test_tls_trusts_certifi_or_ssl_cert_file(tmp_path, monkeypatch):
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
 def test_https_is_verified_with_our_tls_context_and_http_needs_none(tmp_path, monkeypatch):
+    from yarl import URL
+
     from fairpair.targets import TargetError
     from fairpair.testing._aio import AioServer
-    from yarl import URL
 
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",

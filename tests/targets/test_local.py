@@ -466,7 +466,8 @@ def test_batch_sizes_threads_and_unified_cache_reach_the_server_and_the_manifest
             "n_threads_batch": 1, "kv_unified": True}
     target = LocalTarget(opts)
     params = target.identity()["parameters"]
-    assert (params["n_batch"], params["n_ubatch"], params["n_threads_batch"], params["kv_unified"]) == (1024, 256, 1, True)
+    assert (params["n_batch"], params["n_ubatch"], params["n_threads_batch"], params["kv_unified"]) == (1024, 256, 1,
+                                                                                                        True)
     plain = LocalTarget({"model_path": str(fake_backend), "n_threads": 3})
     p = plain.identity()["parameters"]
     assert (p["n_batch"], p["n_ubatch"], p["n_threads_batch"], p["kv_unified"]) == (2048, 512, 3, False)

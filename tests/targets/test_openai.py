@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
-from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -237,7 +237,7 @@ def test_extra_headers_expand_env_at_call_time(monkeypatch):
 
 
 def test_parse_retry_after_forms():
-    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 1, 1, tzinfo=UTC)
     date = format_datetime(now + timedelta(seconds=30), usegmt=True)
     assert parse_retry_after({"Retry-After": date}, now=now.timestamp()) == pytest.approx(30)
     assert parse_retry_after({"retry-after-ms": "1500", "Retry-After": "9"}) == 1.5
@@ -302,13 +302,14 @@ def test_choices_are_sent_as_logprobs_or_a_grammar_and_the_candidates_read(const
 
 def test_an_openai_judge_scores_yes_no_through_a_loopback_server(tmp_path):
     """The tone judge's ``scoring: yes_no`` with an ``openai`` judge: P(yes) from the server's logprobs."""
-    from fairpair.measures._runner import MeasureContext, build_measures
-    from fairpair.measures._base import MeasureItem
+    import yaml
+
     from fairpair.battery import load_battery
+    from fairpair.cases import Case
+    from fairpair.measures._base import MeasureItem
+    from fairpair.measures._runner import MeasureContext, build_measures
     from fairpair.run import RunSettings
     from fairpair.store import Response
-    from fairpair.cases import Case
-    import yaml
 
     received: list = []
     b = {"schema_version": 1, "name": "t", "language": "es", "seed": 1,

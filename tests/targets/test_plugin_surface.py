@@ -13,8 +13,7 @@ from fairpair import _plugins
 from fairpair._plugins import PluginError, load_plugin, plugin_names, validate_options
 from fairpair.cli import main
 from fairpair.errors import FairpairError
-from fairpair.targets import ChatRequest, Completion, TargetBase
-from fairpair.targets import _base
+from fairpair.targets import ChatRequest, Completion, TargetBase, _base
 
 
 def test_the_plugin_surface_is_exported():

@@ -20,9 +20,13 @@ ch. 19), applied to a counterfactual audit.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fairpair.analysis._data import RunData
 from fairpair.records import ComparisonResult
+
+if TYPE_CHECKING:
+    from fairpair.battery import Battery
 
 __all__ = ["AAOutcome", "analyze_aa"]
 
@@ -34,7 +38,7 @@ class AAOutcome:
     notes: list[str] = field(default_factory=list)
 
 
-def analyze_aa(battery, data: RunData) -> AAOutcome:
+def analyze_aa(battery: Battery, data: RunData) -> AAOutcome:
     """Run the A/A controls of a battery on loaded data (empty outcome when it has none)."""
     from fairpair.analysis._analyze import analyze_loaded
 

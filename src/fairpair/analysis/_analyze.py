@@ -6,14 +6,14 @@ import json
 import shlex
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 import fairpair.battery  # noqa: F401  (registers the reader of the battery a run records: Run.battery)
 from fairpair import __version__
 from fairpair.analysis._data import (
-    RunData, add_category_values, group_pairs, load_run_data, measure_scale, pairs_for, strata_for,
+    CaseTable, RunData, Strata, add_category_values, group_pairs, load_run_data, measure_scale, pairs_for, strata_for,
 )
 from fairpair.analysis._corrected import analyze_corrected, label_arrays, load_labels
 from fairpair.analysis._paired import BINARY_SCALES, analyze_pairs, finish, scenario_pvalues
@@ -27,11 +27,15 @@ from fairpair.stats import adjust
 from fairpair.stats import cochran_q, friedman
 from fairpair.store import RESULTS_NAME, Run
 
+if TYPE_CHECKING:
+    from fairpair.battery import AnalysisPlan, Battery, Comparison
+    from fairpair.store import Store
+
 __all__ = ["analyze_run", "analyze_loaded", "load_results", "comparison_names", "RESULTS_NAME"]
 
 
 
-def _designs_for(battery, comparison, cases) -> list[str]:
+def _designs_for(battery: Battery, comparison: Comparison, cases: CaseTable | None) -> list[str]:
     """Design ids whose cases vary the comparison's attribute (or the one the plan names)."""
     out = []
     for i, d in enumerate(battery.designs):
@@ -43,18 +47,18 @@ def _designs_for(battery, comparison, cases) -> list[str]:
     return out
 
 
-def _design_groups(battery, did: str, attribute: str) -> list[str]:
+def _design_groups(battery: Battery, did: str, attribute: str) -> list[str]:
     for i, d in enumerate(battery.designs):
         if battery.design_id(i) == did:
             return d.comparison_groups(battery, attribute)
     return list(battery.attributes[attribute].groups)
 
 
-def _comparison_id(c, k: int) -> str:
+def _comparison_id(c: Comparison, k: int) -> str:
     return c.id or f"{c.measure}-by-{c.attribute}" + (f"-{k}" if k else "")
 
 
-def planned_comparisons(battery) -> list[tuple[str, str, str, str, bool]]:
+def planned_comparisons(battery: Battery) -> list[tuple[str, str, str, str, bool]]:
     """What the plan of ``battery`` (a :class:`~fairpair.battery.Battery`) promises before any answer:
     one ``(comparison id, design id, group_a, group_b, primary)`` per comparison, design and pair of
     groups, in plan order (the rows of ``results.json`` per target, answer statuses aside)."""
@@ -79,7 +83,7 @@ def _ticking(items, tick):
             tick()
 
 
-def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None, heterogeneity: bool = True,
+def analyze_loaded(battery: Battery, data: RunData, *, targets: list[str] | None = None, heterogeneity: bool = True,
                    on_comparison=None, labels: dict | None = None,
                    always_compared: tuple[str, ...] | None = None,
                    ) -> tuple[list[ComparisonResult], list[OmnibusResult], list[str]]:
@@ -98,7 +102,7 @@ def analyze_loaded(battery, data: RunData, *, targets: list[str] | None = None, 
     notes: list[str] = []
     comparisons: list[ComparisonResult] = []
     omnibus: list[OmnibusResult] = []
-    strata_cache: dict[tuple[str, str], dict] = {}
+    strata_cache: dict[tuple[str, str], Strata] = {}
     seen_ids: dict[str, int] = {}
     for target in targets or data.targets:
         answered = data.answered.get(target, np.zeros(len(data.cases), dtype=bool))
@@ -201,7 +205,9 @@ def _family_adjust(fam: list, method: str) -> tuple[np.ndarray, np.ndarray, list
     p-values per comparison and, per comparison, its scenarios' adjusted arrays (``None`` unless by
     template).
     """
-    raw, raw_m, spans = [], [], []
+    raw: list[float] = []
+    raw_m: list[float] = []
+    spans: list[tuple[int, int]] = []
     for pa, _ident, _primary, margin in fam:
         if pa.by_template:
             p0, pm = scenario_pvalues(pa, margin)
@@ -214,7 +220,9 @@ def _family_adjust(fam: list, method: str) -> tuple[np.ndarray, np.ndarray, list
         raw_m += list(pm)
     a0 = adjust(np.array(raw), method) if raw else np.zeros(0)
     am = adjust(np.array(raw_m), method) if raw_m else np.zeros(0)
-    adj, adj_m, scen = [], [], []
+    adj: list[float] = []
+    adj_m: list[float] = []
+    scen: list[tuple[np.ndarray, np.ndarray] | None] = []
     for (pa, *_), (i, j) in zip(fam, spans):
         if pa.by_template:
             s0, sm = a0[i:j], am[i:j]
@@ -249,7 +257,7 @@ def _category_comparisons(data: RunData, strata, answered, ident: dict[str, Any]
     return out
 
 
-def _square_table_tests(data: RunData, strata, answered, ident: dict[str, Any]) -> list[OmnibusResult]:
+def _square_table_tests(data: RunData, strata: Strata, answered: np.ndarray, ident: dict[str, Any]) -> list[OmnibusResult]:
     """Stuart-Maxwell (marginal homogeneity) and Bowker (symmetry) on the k x k table of the pairs'
     outcomes (:func:`fairpair.stats.stuart_maxwell`, :func:`fairpair.stats.bowker`), reported beside
     the per-outcome comparisons. Pair-level chi-square tests: they do not model the clustering of
@@ -262,8 +270,9 @@ def _square_table_tests(data: RunData, strata, answered, ident: dict[str, Any]) 
     ia, ib = ca[ok], cb[ok]
     if labels is None:
         labels = np.full(len(data.cases), None, dtype=object)
-    x = np.where(answered[ia], labels[ia], None)
-    y = np.where(answered[ib], labels[ib], None)
+    none = np.array(None, dtype=object)  # not a bare None: numpy's stubs read where(c, Any, None) as where(c)
+    x = np.where(answered[ia], labels[ia], none)
+    y = np.where(answered[ib], labels[ib], none)
     cats = data.categories.get(ident["measure"]) or None
     extra = sorted({v for v in (*x, *y) if v is not None} - set(cats or ()))
     cats = (*cats, *extra) if cats else None
@@ -285,7 +294,7 @@ def _square_table_tests(data: RunData, strata, answered, ident: dict[str, Any]) 
 ALWAYS_COMPARED = ("failed", "empty", "refused")
 
 
-def _status_comparisons(battery, data: RunData, target: str, pending: list, strata_cache: dict,
+def _status_comparisons(battery: Battery, data: RunData, target: str, pending: list, strata_cache: dict,
                         heterogeneity: bool, always: tuple[str, ...] = ()) -> list:
     """The answer-status rates (``answer.failed``, ``answer.refused``...; see
     :mod:`fairpair.measures.status`) compared between the groups of every plan comparison, as
@@ -327,13 +336,13 @@ def _status_comparisons(battery, data: RunData, target: str, pending: list, stra
 
 
 
-def comparison_names(plan, comparison) -> str:
+def comparison_names(plan: AnalysisPlan, comparison: Comparison) -> str:
     """The estimand of a comparison: its own ``generalize.names``, else the plan's."""
     g = comparison.generalize or plan.generalize
     return g.names
 
 
-def comparison_templates(plan, comparison) -> str:
+def comparison_templates(plan: AnalysisPlan, comparison: Comparison) -> str:
     """The templates' estimand of a comparison: its own ``generalize.templates``, else the plan's."""
     g = comparison.generalize or plan.generalize
     return g.templates
@@ -366,6 +375,8 @@ def _omnibus(cid, target, measure, did, attribute, groups, strata, vals, answere
     table = np.where(answered[idx], vals[idx], np.nan) if idx.size else np.empty((0, len(groups)))
     binary = scale in BINARY_SCALES and np.all(np.isin(table[~np.isnan(table)], (0.0, 1.0)))
     note = None
+    s_stat: float | None
+    s_p: float | None
     try:
         res = cochran_q(table) if binary else friedman(table)
         s_stat, s_p, n, n_missing, s_note = res.statistic, res.pvalue, res.n, res.n_missing, res.note
@@ -388,7 +399,7 @@ def _omnibus(cid, target, measure, did, attribute, groups, strata, vals, answere
                          secondary_test=s_test, secondary_statistic=num(s_stat), secondary_pvalue=num(s_p))
 
 
-def _judge_block(battery, store, data: RunData) -> JudgeBlock:
+def _judge_block(battery: Battery, store: Store, data: RunData) -> JudgeBlock:
     events = [e for e in store.events() if e["kind"] in ("judge", "self_judging", "measure_finished",
                                                            "judge_degenerate")]
     judge = next((e.get("identity") for e in reversed(events) if e["kind"] == "judge"), None)
@@ -413,8 +424,8 @@ def _judge_block(battery, store, data: RunData) -> JudgeBlock:
             from fairpair.measures import position_bias
             from fairpair.measures.judge import length_bias
         except ImportError:
-            position_bias = None
-        for name in pairwise if position_bias else []:
+            pairwise = []
+        for name in pairwise:
             pb = position_bias(store, name)
             if pb.n_items:
                 position[name] = PositionBias(share_first=num(pb.statistic), pvalue=num(pb.pvalue),
@@ -436,10 +447,10 @@ def _judge_block(battery, store, data: RunData) -> JudgeBlock:
         if pb.pvalue is not None and pb.pvalue < 0.05:
             warnings.append(f"{m}: the judge prefers the answer shown first in {pb.share_first:.0%} of decisive "
                             "verdicts (position bias); both orders are averaged")
-    for m, lb in lengths.items():
-        if lb.pvalue is not None and lb.pvalue < 0.05 and (lb.share_longer or 0) > 0.5:
-            warnings.append(f"{m}: the judge prefers the longer answer in {lb.share_longer:.0%} of decisive verdicts "
-                            f"between answers of different length (sign test p = {lb.pvalue:.3g}): its preferences "
+    for m, bias in lengths.items():
+        if bias.pvalue is not None and bias.pvalue < 0.05 and (bias.share_longer or 0) > 0.5:
+            warnings.append(f"{m}: the judge prefers the longer answer in {bias.share_longer:.0%} of decisive verdicts "
+                            f"between answers of different length (sign test p = {bias.pvalue:.3g}): its preferences "
                             "may follow length (verbosity bias) rather than quality")
     for m, n in invalid.items():
         warnings.append(f"{m}: {n} invalid judge outputs (retried; those still invalid are missing)")
@@ -462,7 +473,7 @@ def _judge_block(battery, store, data: RunData) -> JudgeBlock:
                       events=[e for e in events if e["kind"] != "measure_finished"], self_test=self_test)
 
 
-def _self_tests(store) -> list[dict[str, Any]]:
+def _self_tests(store: Store) -> list[dict[str, Any]]:
     """The latest judge self-test per measure (store events ``judge_self_test``), without the
     per-anchor outputs."""
     latest: dict[str, dict[str, Any]] = {}
@@ -471,7 +482,7 @@ def _self_tests(store) -> list[dict[str, Any]]:
     return list(latest.values())
 
 
-def _distrust_judge(battery, comparisons: list[ComparisonResult], judge: JudgeBlock) -> list[ComparisonResult]:
+def _distrust_judge(battery: Battery, comparisons: list[ComparisonResult], judge: JudgeBlock) -> list[ComparisonResult]:
     """A comparison of a measure whose judge failed its self-test (``judge_self_test: warn``) carries
     the warning in its note and is never ``pass`` (a ``pass`` becomes ``inconclusive``)."""
     failed = {t["measure"] for t in judge.self_test if t.get("status") == "failed"}
@@ -534,7 +545,7 @@ def _counts(data: RunData, cases: dict[str, int]) -> dict[str, Counts]:
                       leaks=leaks.get(t, 0)) for t in data.targets}
 
 
-def _answer_statuses(battery, data: RunData) -> dict[str, AnswerStatusBlock]:
+def _answer_statuses(battery: Battery, data: RunData) -> dict[str, AnswerStatusBlock]:
     """Per target, the answer statuses, their rates per group of each attribute, and the warning."""
     from fairpair.measures.status import STATUSES, StatusSummary, degenerate_warning
 
@@ -599,7 +610,7 @@ def analyze_run(run_dir: Path | str | Run, *, console: Any = None, write: bool =
     from fairpair.analysis._data import open_for_reading
 
     with open_for_reading(run_dir) as run:
-        run_dir = run.path
+        path: Path = run.path
         store = run.store
         loaded = recorded_battery(run)
         battery = loaded.battery
@@ -640,7 +651,7 @@ def analyze_run(run_dir: Path | str | Run, *, console: Any = None, write: bool =
         judge = _judge_block(battery, store, data)
         comparisons = _distrust_judge(battery, comparisons, judge)
         counts = _counts(data, {t: store.counts(t)["cases"] for t in data.targets})
-        incomplete = _incomplete(run_dir, counts)
+        incomplete = _incomplete(path, counts)
         comparisons = with_reasons(comparisons, incomplete)
         from fairpair.analysis._discover import DISCOVERED_PREFIX, discovered_block
 
@@ -651,8 +662,8 @@ def analyze_run(run_dir: Path | str | Run, *, console: Any = None, write: bool =
         if changes:
             notes.append("the analysis plan was changed after it was registered; the registered plan was executed")
         res = Results(
-            schema="fairpair.results/2", fairpair_version=__version__,
-            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), run_dir=str(run_dir),
+            schema_="fairpair.results/2", fairpair_version=__version__,
+            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), run_dir=str(path),
             battery=battery.name, battery_sha256=loaded.sha256, plan_sha256=registered, plan_sha256_now=now,
             plan_changed=bool(changes) and now != registered, alpha=plan.alpha, correction=plan.correction,
             confidence_level=plan.confidence_level, n_resamples=plan.bootstrap_resamples, seed=plan.seed,

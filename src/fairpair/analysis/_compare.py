@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -43,6 +43,10 @@ from fairpair.battery import recorded_battery
 from fairpair.errors import FairpairError
 from fairpair.stats._bootstrap import _paired_difference_bootstrap  # silent engine: the t interval below is used
 from fairpair.stats import wilcoxon
+
+if TYPE_CHECKING:
+    from fairpair.analysis._data import RunData
+    from fairpair.battery import AnalysisPlan, Battery
 
 __all__ = ["CompareRow", "Comparison", "compare_runs"]
 
@@ -175,6 +179,7 @@ def compare_runs(before: Path | str, after: Path | str, *, target_before: str | 
                      f"cluster-bootstrap resamples (seed {plan.seed})")
     if target_before is not None or target_after is not None:
         ta, tb = target_before or target_after, target_after or target_before
+        assert ta is not None and tb is not None  # one of the two is set, and stands for both when alone
         for name, data, run in ((ta, da, before), (tb, db, after)):
             if name not in data.targets:
                 raise FairpairError(f"target '{name}' has no answer in {run} (its targets: "
@@ -232,14 +237,15 @@ def _row(cid, c, did, ga, gb, ta, tb, scale, strata, da, a_key, b_index, va, vb,
                    gap_a, gap_b, cl, plan)
 
 
-def _resamples(plan) -> int:
+def _resamples(plan: AnalysisPlan) -> int:
     """The plan's bootstrap resamples; :data:`RESAMPLES_IF_NONE` when it has none (``bootstrap_resamples: 0``,
     usual for a ranking battery, whose own analysis uses none): with one resample the interval would be
     undefined and no change could ever be called better or worse."""
     return plan.bootstrap_resamples or RESAMPLES_IF_NONE
 
 
-def _ranking_rows(battery, da, db, ta, tb, a_key, b_index, plan, notes) -> list[CompareRow]:
+def _ranking_rows(battery: Battery, da: RunData, db: RunData, ta: str, tb: str, a_key: list[tuple[str, str, str]],
+                  b_index: dict[tuple[str, str, str], int], plan: AnalysisPlan, notes: list[str]) -> list[CompareRow]:
     """The ranking designs' pairs of groups: the per-set difference before and after, set by set."""
     from fairpair.analysis._rankrun import ranking_frame
     from fairpair.analysis._ranking import set_differences
@@ -273,7 +279,7 @@ def _ranking_rows(battery, da, db, ta, tb, a_key, b_index, plan, notes) -> list[
     return rows
 
 
-def _change(base: dict, gap_a: np.ndarray, gap_b: np.ndarray, cl: list, plan) -> CompareRow:
+def _change(base: dict, gap_a: np.ndarray, gap_b: np.ndarray, cl: list, plan: AnalysisPlan) -> CompareRow:
     """The change of one gap, ``gap_b - gap_a`` per matched set (NaN: left out), templates ``cl`` as clusters."""
     keep = ~(np.isnan(gap_a) | np.isnan(gap_b))
     n = int(keep.sum())

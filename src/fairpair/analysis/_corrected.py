@@ -19,13 +19,17 @@ simulated is what is reported.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fairpair.analysis._paired import BINARY_SCALES, PairAnalysis, PairData, analyze_pairs
 from fairpair.records import HumanLabel, Reason, interval, num
+
+if TYPE_CHECKING:
+    from fairpair.store import Store
 
 __all__ = ["load_labels", "MIN_LABELS", "MIN_LABELS_PER_GROUP", "HumanLabels", "corrected_pairs", "analyze_corrected",
            "label_arrays",
@@ -62,7 +66,7 @@ class HumanLabels:
     raters: dict
 
     @classmethod
-    def from_rows(cls, rows: Any) -> "HumanLabels":
+    def from_rows(cls, rows: Iterable[tuple[str, str, float | None, float | None]]) -> "HumanLabels":
         """From ``(case_id, rater, value, inclusion)`` rows (``inclusion`` None when unknown); a rater
         who labelled one answer twice counts once, with the last value."""
         by: dict[str, dict[str, float]] = {}
@@ -80,7 +84,7 @@ class HumanLabels:
         return len(self.value)
 
 
-def load_labels(store) -> tuple[dict[tuple[str, str], HumanLabels], list[str]]:
+def load_labels(store: Store) -> tuple[dict[tuple[str, str], HumanLabels], list[str]]:
     """Every stored human label, as ``(target, measure) -> HumanLabels``, and notes.
 
     Labels of the page (``fairpair label``) and of imported ``calibrate`` files alike

@@ -13,12 +13,16 @@ import json
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fairpair.analysis._paired import PairData
 from fairpair.records import case_from_json
+
+if TYPE_CHECKING:
+    from fairpair.battery import Battery, Comparison
+    from fairpair.store import Store
 
 __all__ = ["CaseTable", "RunData", "Strata", "load_run_data", "load_answer_statuses", "add_status_values",
            "add_category_values",
@@ -120,7 +124,7 @@ _STATUS_MEMO: dict[tuple, Any] = {}
 _STATUS_MEMO_MAX = 500_000
 
 
-def load_answer_statuses(store, index: dict[str, int], n: int, language: str | None,
+def load_answer_statuses(store: Store, index: dict[str, int], n: int, language: str | None,
                          speakers: dict[str, tuple[str, str]] | None = None,
                          ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, list[tuple[str, str]]]]]:
     """Per target, each case's answer status (:func:`fairpair.measures.status.answer_status`).
@@ -176,7 +180,7 @@ def add_status_values(data: "RunData") -> None:
             data.raw_kinds.setdefault(STATUS_PREFIX + st, set()).add("bool")
 
 
-def add_category_values(store, data: "RunData", categories: dict[str, tuple[str, ...]]) -> None:
+def add_category_values(store: Store, data: "RunData", categories: dict[str, tuple[str, ...]]) -> None:
     """Read the labels of the ``categorical`` measures (row -> declared outcomes) into ``data.labels``
     and add one yes/no measure per outcome, ``<measure>=<outcome>`` (1 where the case got that
     outcome, 0 where it got another, NaN where the label is missing), so each outcome is analysed
@@ -323,7 +327,7 @@ def _recorded_statuses(blocks: dict[str, Any], data: RunData, index: dict[str, i
     for target in targets:
         b = blocks.get(target)
         cases = getattr(b, "cases", None) if b is not None else None
-        if cases is None:
+        if b is None or cases is None:
             return None
         arr = np.where(data.answered.get(target, np.zeros(n, dtype=bool)), "ok", "").astype(object)
         for st, ids in cases.items():
@@ -343,7 +347,7 @@ def _recorded_statuses(blocks: dict[str, Any], data: RunData, index: dict[str, i
 _SCALES_CACHE: dict[int, tuple[Any, dict[str, str]]] = {}
 
 
-def _declared_scales(battery) -> dict[str, str]:
+def _declared_scales(battery: Battery) -> dict[str, str]:
     """Stored row name -> scale as the measures stage declares it (``measure_scales``); {} if unavailable."""
     key = id(battery)
     hit = _SCALES_CACHE.get(key)
@@ -351,7 +355,7 @@ def _declared_scales(battery) -> dict[str, str]:
         try:
             from fairpair.measures import SCALES, measure_scales
 
-            scales = {k: v for k, v in measure_scales(battery).items() if v in SCALES}
+            scales: dict[str, str] = {k: v for k, v in measure_scales(battery).items() if v in SCALES}
         except Exception:  # noqa: BLE001 - a measure that cannot be built: fall back to the stored values
             scales = {}
         _SCALES_CACHE.clear()
@@ -359,7 +363,7 @@ def _declared_scales(battery) -> dict[str, str]:
     return hit[1]
 
 
-def measure_scale(battery, name: str, kinds: set[str] | None = None) -> str:
+def measure_scale(battery: Battery, name: str, kinds: set[str] | None = None) -> str:
     """Scale of a stored measure: as the measures stage declares it, else the plugin's ``scale``, else inferred.
 
     Inference from the stored values: JSON booleans -> ``binary``; anything
@@ -464,7 +468,7 @@ def pairs_for(cases: CaseTable, strata: Strata, attribute: str, group_a: str, gr
                     name_b=strata.variant_code[ib].astype(np.intp), template_labels=tuple(arr["template_labels"]))
 
 
-def group_pairs(comparison, groups: list[str]) -> list[tuple[str, str]]:
+def group_pairs(comparison: Comparison, groups: list[str]) -> list[tuple[str, str]]:
     """(group_a, group_b) pairs of a comparison: vs ``reference`` if given, else all pairs in order."""
     chosen = list(groups) if comparison.groups == "all_pairs" else [g for g in comparison.groups]
     if comparison.reference:

@@ -21,9 +21,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from fairpair._text import counted
+from fairpair.stats import CrossedDifferenceResult
+
+if TYPE_CHECKING:
+    from fairpair.battery import LoadedBattery
+    from fairpair.cases import Plan
+    from fairpair.stats import CrossedMeanResult
 
 __all__ = ["MIN_TEMPLATES", "MIN_TEMPLATES_FIXED", "MIN_NAMES", "MIN_PAIRS", "design_reason", "design_reason_counts",
            "design_reason_parts", "estimand_words", "ReasonWords", "PAIRED_WORDS", "RANKING_WORDS"]
@@ -54,7 +60,15 @@ def estimand_words(names: str, templates: str = "random") -> str:
     return _ESTIMAND[(names, templates)]
 
 
-_WORDS = {
+class _Words(TypedDict):
+    templates: str
+    names: str
+    templates_fixed: str
+    pairs: str
+    pair: tuple[str, str]  # (one, many)
+
+
+_WORDS: dict[str, _Words] = {
     "en": {"templates": "{n} template(s): too few scenarios to estimate how much the difference varies between "
                         "them; use at least {need}",
            "names": "{n} name(s) in group {g}: the result cannot generalise to other names of this group; use at "
@@ -138,21 +152,26 @@ RANKING_WORDS = ReasonWords(
                  "or repetitions"))
 
 
-def design_reason(cr: Any, *, names: str, n_pairs: int, constant: bool = False, group_a: str = "A",
-                  group_b: str = "B", templates: str = "random", no_events: bool = False,
-                  n_names: tuple[int, int] | None = None, words: ReasonWords = PAIRED_WORDS) -> str | None:
+def design_reason(cr: CrossedDifferenceResult | CrossedMeanResult, *, names: str, n_pairs: int,
+                  constant: bool = False, group_a: str = "A", group_b: str = "B", templates: str = "random",
+                  no_events: bool = False, n_names: tuple[int, int] | None = None,
+                  words: ReasonWords = PAIRED_WORDS) -> str | None:
     """:func:`design_reason_counts` from a :class:`~fairpair.stats.CrossedDifferenceResult`, plus "no variance".
 
     ``no_events``: a yes/no measure of events that may never occur (an answer status) has none in
     either group: that is data (an exact interval over templates), so only the counts can refuse it.
-    ``n_names``: the names of each group counted by the caller (default: ``cr``'s); ``words``: the
-    sentences beside the counts' (:data:`RANKING_WORDS` for a ranking design)."""
+    ``n_names``: the names of each group counted by the caller (needed for a ranking's
+    :class:`~fairpair.stats.CrossedMeanResult`; default: ``cr``'s); ``words``: the sentences beside the
+    counts' (:data:`RANKING_WORDS` for a ranking design)."""
     if cr.n_values == 0:
         return words.not_measured
     if cr.n_templates == 0 and words.no_templates is not None:
         return words.no_templates
-    n_a, n_b = n_names if n_names is not None else (cr.n_names_a, cr.n_names_b)
-    r = design_reason_counts(n_templates=cr.n_templates, n_names_a=n_a, n_names_b=n_b,
+    if n_names is None:
+        if not isinstance(cr, CrossedDifferenceResult):
+            raise TypeError("design_reason: give n_names for a result that does not count names per group")
+        n_names = (cr.n_names_a, cr.n_names_b)
+    r = design_reason_counts(n_templates=cr.n_templates, n_names_a=n_names[0], n_names_b=n_names[1],
                              names=names, n_pairs=n_pairs, group_a=group_a, group_b=group_b,
                              templates=templates)
     if r or no_events:
@@ -166,7 +185,7 @@ def design_reason(cr: Any, *, names: str, n_pairs: int, constant: bool = False, 
     return None
 
 
-def plan_warnings(loaded: Any, plan: Any) -> list[str]:
+def plan_warnings(loaded: LoadedBattery, plan: Plan) -> list[str]:
     """Warnings, before anything is sent, for pre-registered comparisons whose design cannot support a verdict.
 
     ``loaded`` is a :class:`~fairpair.battery.LoadedBattery`, ``plan`` its

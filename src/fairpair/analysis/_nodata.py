@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 __all__ = ["no_data_reason", "no_data_clause", "NO_DATA", "CONSTANT"]
 
 NO_DATA = "no data"
 CONSTANT = "constant measure"
 
-_TEXT = {
+_Text = TypedDict("_Text", {"nodata.none": str, "nodata.dropped": str, "nodata.dropped.one": str,
+                             "constant": str, "pair": tuple[str, str]})
+
+_TEXT: dict[str, _Text] = {
     "en": {
         "nodata.none": "no data: not one matched pair has this measure (not measured, or no answers)",
         "nodata.dropped": ("no data: all {dropped} matched pairs were dropped for a failed answer or a missing "

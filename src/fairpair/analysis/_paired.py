@@ -208,7 +208,7 @@ def sign_flip_interval(estimate: float, n_templates: int, alpha: float,
             return (lo + far, hi)
     if 2.0 ** (1 - n_templates) <= alpha:
         return (est, est)
-    return tuple(bounds) if bounds is not None else (-math.inf, math.inf)
+    return (bounds[0], bounds[1]) if bounds is not None else (-math.inf, math.inf)
 
 
 def no_events_interval(n_templates: int, alpha: float) -> tuple[float, float]:
@@ -357,7 +357,7 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
     else:
         cr = crossed_from_cells(cells_a, cells_b, names=names, n_values=int(answers.size),
                                 names_from=names_from)
-    extra = dict(scenario=sd, spread=spread, template_labels=tuple(pd.template_labels), by_template=by_template,
+    extra: dict[str, Any] = dict(scenario=sd, spread=spread, template_labels=tuple(pd.template_labels), by_template=by_template,
                  crossed=cr if templates != "fixed" else None,
                  within_spread=None if binary else pair_spread(pd, names=names, templates=templates))
     _missing_bounds(f, pd, answers, binary, alpha)
@@ -537,7 +537,9 @@ def scenario_pvalues(pa: PairAnalysis, margin: float | None) -> tuple[np.ndarray
     return np.asarray(sd.pvalues, dtype=float), np.asarray(sd.pvalues_beyond(margin), dtype=float)
 
 
-def _pts(x: float, binary: bool) -> str:
+def _pts(x: float | None, binary: bool) -> str:
+    if x is None:
+        return "—"
     return f"{100 * x:+.1f} points" if binary else f"{x:+.3g}"
 
 

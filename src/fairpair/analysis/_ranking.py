@@ -54,13 +54,13 @@ from typing import Any
 import numpy as np
 
 from fairpair.analysis._design import RANKING_WORDS, design_reason, design_reason_counts, estimand_words
-from fairpair.analysis._paired import PairData, finish
+from fairpair.analysis._paired import PairAnalysis, PairData, finish
 from fairpair.records import (
     ComparisonResult, RankingNameRate, RankingPosition, RankingRatio, RankingResult, RankingSelection, RankingSlot,
     RankingTemplateCounts, RankingTest, interval, num,
 )
 from fairpair.stats._common import check_choice, check_level
-from fairpair.stats import adjust
+from fairpair.stats import CrossedDifferenceResult, CrossedMeanResult, adjust
 
 __all__ = ["analyze_ranking", "RankingAnalysis", "MIN_NAME_SETS", "SetDifferences", "set_differences",
            "REQUIRED_COLUMNS", "RANKING_MEASURES", "FOUR_FIFTHS"]
@@ -509,9 +509,9 @@ def set_differences(frame: Any, groups: list[str]) -> list[SetDifferences]:
 
 
 def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str, *, names: str, alpha: float,
-                   level: float, secondary: bool, templates: str = "random") -> Any:
+                   level: float, secondary: bool, templates: str = "random") -> PairAnalysis:
     """One pair of groups on one measure: the per-set difference's crossed t, the verdict inputs, McNemar."""
-    from fairpair.analysis._paired import CI_METHOD, PairAnalysis, _secondary, crossed_verdict_inputs
+    from fairpair.analysis._paired import CI_METHOD, _secondary, crossed_verdict_inputs
     from fairpair.stats import paired_difference
 
     x, y = _pair_xy(tb, ja, jb, measure)
@@ -523,6 +523,7 @@ def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str
     # No "sometimes pool" of the name component here (pool=None): with it, the family-wise false fail over the
     # 6 pairs of 4 groups was 6-7% (the t's tail at alpha/6 held 1.1% instead of 0.83%); without, 3%
     # (benchmarks/sim_ranking.py, benchmarks/HISTORY.md).
+    cm: CrossedDifferenceResult | CrossedMeanResult
     if templates == "fixed":  # a claim about these postings: their per-set differences, stratified
         from fairpair.stats import stratified_difference
 
@@ -579,7 +580,7 @@ def _pairs(tb: _Tables, glist: list[str], *, names: str, alpha: float, level: fl
            templates: str = "random") -> list[ComparisonResult]:
     out: list[ComparisonResult] = []
     for measure in RANKING_MEASURES:
-        pending = []
+        pending: list[tuple[PairAnalysis, dict[str, Any]]] = []
         for (ja, ga), (jb, gb) in combinations(list(enumerate(glist)), 2):
             pa = _pair_analysis(tb, ja, jb, ga, gb, measure, names=names, alpha=alpha, level=level,
                                 secondary=secondary, templates=templates)

@@ -15,10 +15,13 @@ and counted in a note.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairpair.analysis._data import RunData
 from fairpair.records import RankingParse
+
+if TYPE_CHECKING:
+    from fairpair.battery import Battery
 
 __all__ = ["ranking_frame", "analyze_rankings", "FRAME_COLUMNS"]
 
@@ -103,7 +106,7 @@ def _count_parse(parse: dict[str, Any], status: str, d: Any) -> None:
     parse["renamed_excluded"] += how == "renamed"
 
 
-def analyze_rankings(battery, data: RunData, *, imported: bool = False) -> tuple[list[dict[str, Any]], list[str]]:
+def analyze_rankings(battery: Battery, data: RunData, *, imported: bool = False) -> tuple[list[dict[str, Any]], list[str]]:
     """Every ranking design x ranking measure x target, analysed (``results.json`` key ``rankings``).
 
     Returns the records (:meth:`fairpair.records.RankingResult.to_dict`, with ``measure`` and

@@ -29,6 +29,7 @@ Each audit goes through :func:`fairpair.analysis._paired.analyze_pairs`,
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from functools import lru_cache
@@ -285,8 +286,8 @@ def _pairs(y: np.ndarray, ga: int, gb: int) -> PairData:
     tt, kk, _rr = np.meshgrid(np.arange(t), np.arange(k), np.arange(r), indexing="ij")
     x = y[ga].reshape(-1)
     yy = y[gb].reshape(-1)
-    kk = kk.reshape(-1).astype(np.intp)
-    return PairData(x, yy, tt.reshape(-1).astype(np.intp), kk, ("v",) * k, name_a=kk, name_b=kk,
+    name = kk.reshape(-1).astype(np.intp)
+    return PairData(x, yy, tt.reshape(-1).astype(np.intp), name, ("v",) * k, name_a=name, name_b=name,
                     template_labels=tuple(range(t)))
 
 
@@ -332,16 +333,16 @@ def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: 
     sign = SIGN.get(row.measure, 1.0)
     tl = Tally()
     pas = []
-    kw = dict(alpha=row.alpha, confidence_level=1 - row.alpha, exact_threshold=25, n_resamples=0, seed=seed,
+    kw: dict[str, Any] = dict(alpha=row.alpha, confidence_level=1 - row.alpha, exact_threshold=25, n_resamples=0, seed=seed,
               heterogeneity=False, names=row.estimand, secondary=False, templates=row.templates_estimand)
     for j in range(1, ng):
         if row.judge is not None:  # the judge's scores, corrected by the labels (group j is A)
             from fairpair.analysis._corrected import analyze_corrected
 
-            f, h = judge_and_labels(row.judge, y[[0, j]], rng)
-            pd = _pairs(f, 1, 0)
-            raw = analyze_pairs(pd, scale=scale, **kw)
-            pas.append(analyze_corrected(pd, raw, h[1].reshape(-1), h[0].reshape(-1), scale=scale, **kw))
+            scores, h = judge_and_labels(row.judge, y[[0, j]], rng)
+            pd = _pairs(scores, 1, 0)
+            judged = analyze_pairs(pd, scale=scale, **kw)
+            pas.append(analyze_corrected(pd, judged, h[1].reshape(-1), h[0].reshape(-1), scale=scale, **kw))
             continue
         pd = _pairs(y, j, 0)
         pas.append(analyze_pairs(pd, scale=scale, **kw))
@@ -349,7 +350,7 @@ def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: 
     adj = adjust(raw, row.correction if ng > 2 else "none")
     raw_m = np.array([np.nan if (q := p.pvalue_beyond(margin)) is None else q for p in pas])
     adj_m = adjust(raw_m, row.correction if ng > 2 else "none")
-    ident = dict(id="sim", target="sim", measure="m", attribute="a", design="d", group_a="A", group_b="B",
+    ident: dict[str, Any] = dict(id="sim", target="sim", measure="m", attribute="a", design="d", group_a="A", group_b="B",
                  primary=True)
     # the spread tests: their own family, with the plan's correction (as analyze_run)
     sp_raw = np.array([np.nan if p.within_spread is None else p.within_spread.pvalue for p in pas], dtype=float)
@@ -374,9 +375,10 @@ def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: 
             if sp is not None and sp.verdict != "insufficient design":
                 tl.sp_n += 1
                 tl.sp_fail += sp.verdict == "fail"
-                if row.measure in _LINEAR and sp.ci is not None and None not in sp.ci:
+                lo, hi = sp.ci if sp.ci is not None else (None, None)
+                if row.measure in _LINEAR and lo is not None and hi is not None:
                     tl.sp_ncov += 1
-                    tl.sp_cov += sp.ci[0] <= true_spread(row.gen) <= sp.ci[1]
+                    tl.sp_cov += lo <= true_spread(row.gen) <= hi
         sc = r1.scenarios
         if sc is not None:
             guarded += sc.heterogeneous and "heterogeneous average" in r1.verdict_rule

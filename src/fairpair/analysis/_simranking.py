@@ -36,8 +36,12 @@ Mathematics Series 33 (the Gumbel-max trick).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from fairpair.analysis._ranking import RankingAnalysis
 
 __all__ = ["RankingScenario", "simulate_ranking_frame", "true_values", "run_scenario", "audit_outcomes", "REJECT_KEYS",
            "COVER_KEYS"]
@@ -141,7 +145,7 @@ def _inside(ci, value) -> float:
     return float(ci[0] - 1e-12 <= value <= ci[1] + 1e-12)
 
 
-def audit_outcomes(ra, truth: dict[str, np.ndarray], alpha: float = 0.05) -> dict[str, float | list]:
+def audit_outcomes(ra: RankingAnalysis, truth: dict[str, np.ndarray], alpha: float = 0.05) -> dict[str, float | list]:
     """Rejections and interval hits of one :class:`~fairpair.analysis._ranking.RankingAnalysis` against the truth."""
     groups = list(ra.groups)
     gi = {g: int(g[1:]) - 1 for g in groups}
@@ -195,6 +199,6 @@ def run_scenario(sc: RankingScenario, audits: int, seed: int, *, names: str = "r
         res[key] = float(np.nanmean(arr)) if np.isfinite(arr).any() else float("nan")
         hits[key] = [int(np.nansum(arr[:, j])) for j in range(arr.shape[1])] if arr.ndim == 2 else []
     res["hits"] = hits
-    res["joint_rates"] = int(sum(all(v == 1.0 for v in r["group_rate"]) for r in rows))
-    res["joint_slots"] = int(sum(all(v == 1.0 for v in r["slot_rate"]) for r in rows))
+    res["joint_rates"] = int(sum(all(v == 1.0 for v in h) for r in rows if isinstance(h := r["group_rate"], list)))
+    res["joint_slots"] = int(sum(all(v == 1.0 for v in h) for r in rows if isinstance(h := r["slot_rate"], list)))
     return res

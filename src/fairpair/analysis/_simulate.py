@@ -91,6 +91,7 @@ def simulate(s: Scenario, n_audits: int, *, seed: int = 0) -> SimSummary:
         ok += res.verdict == "pass"
         lo, hi = pa.ci_alpha if pa.ci_alpha is not None else (np.nan, np.nan)
         cover += lo <= -s.delta <= hi
+        assert res.binary is not None  # a binary measure always has its discordant counts
         disc += (res.binary.b + res.binary.c) / res.n_pairs
     return SimSummary(n_audits, rej / n_audits, fail / n_audits, ok / n_audits, float(cover) / n_audits,
                       float(disc) / n_audits)

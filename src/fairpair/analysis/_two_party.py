@@ -42,6 +42,7 @@ rows and builds the records.
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -54,6 +55,9 @@ from fairpair.stats import (
     cell_means as _cell_means, cell_means_bootstrap, corrected_dispersion, dispersion, dispersion_bootstrap,
     dispersion_permutation_test, least_change_identity, unpaired_dispersion_permutation_test,
 )
+
+if TYPE_CHECKING:
+    from fairpair.battery import Battery
 
 __all__ = ["DDOF", "analyze_two_party"]
 
@@ -87,7 +91,7 @@ def _minimum(rows: dict[str, np.ndarray], axis: str, side: str, cond: str | None
         wording=f"on axis '{axis}', the {side.upper()} prompt that changes the answer least is '{name}'")
 
 
-def analyze_two_party(battery, data: RunData, *, n_resamples: int, seed: int,
+def analyze_two_party(battery: Battery, data: RunData, *, n_resamples: int, seed: int,
                       confidence_level: float) -> list[TwoPartyBlock]:
     """Results of every two-party design, per target and measure (empty list when there is none)."""
     cases = data.cases

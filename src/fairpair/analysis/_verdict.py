@@ -88,7 +88,7 @@ def decide(ci: tuple[float, float] | None, equivalence_ci: tuple[float, float] |
     """
     if design_reason:
         return "insufficient design", RULE_DESIGN
-    significant = _finite(pvalue_adjusted) and pvalue_adjusted < alpha
+    significant = pvalue_adjusted is not None and _finite(pvalue_adjusted) and pvalue_adjusted < alpha
     if not margin:
         return ("fail" if significant else "inconclusive"), RULE_NO_MARGIN
     beyond = pvalue_margin_adjusted is None or (_finite(pvalue_margin_adjusted) and pvalue_margin_adjusted < alpha)

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeAlias
 
-from fairpair.records import Reason, first_reason
+from fairpair.records import ComparisonResult, IncompleteRun, Reason, first_reason
 
 __all__ = ["comparison_reasons", "reason_text"]
 
@@ -75,15 +75,19 @@ def _f(x: Any) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-def _get(c: Any, key: str) -> Any:
+#: One comparison: the record, or its entry of ``results.json``'s ``comparisons`` (a mapping).
+Comparison: TypeAlias = "ComparisonResult | Mapping[str, Any]"
+
+
+def _get(c: Comparison, key: str) -> Any:
     return c.get(key) if isinstance(c, Mapping) else getattr(c, key, None)
 
 
-def _judge_withheld(c: Any) -> bool:
+def _judge_withheld(c: Comparison) -> bool:
     return "'pass' is withheld" in str(_get(c, "verdict_rule") or "")
 
 
-def comparison_reasons(c: Any, *, incomplete: bool = False) -> list[Reason]:
+def comparison_reasons(c: Comparison, *, incomplete: bool = False) -> list[Reason]:
     """The reasons of one comparison, highest precedence first (empty for a ``pass`` or ``fail`` of a
     complete run).
 
@@ -110,7 +114,7 @@ def comparison_reasons(c: Any, *, incomplete: bool = False) -> list[Reason]:
     return sorted(dict.fromkeys(out), key=lambda r: r.rank)
 
 
-def _inconclusive_reason(c: Any) -> Reason:
+def _inconclusive_reason(c: Comparison) -> Reason:
     if _judge_withheld(c):
         return Reason.UNRELIABLE_JUDGE
     if Reason.HETEROGENEOUS_AVERAGE.value + ":" in str(_get(c, "verdict_rule") or ""):  # the scenario guard
@@ -150,8 +154,8 @@ def _p(p: float | None, lang: str) -> str:
     return _num(p, lang, 3)
 
 
-def reason_text(c: Any, reason: Reason | str | None = None, lang: str = "en", *,
-                incomplete: Any = None) -> str:
+def reason_text(c: Comparison, reason: Reason | str | None = None, lang: str = "en", *,
+                incomplete: IncompleteRun | None = None) -> str:
     """One reason of comparison ``c`` in words with its numbers (default: its headline reason, the first
     of :func:`comparison_reasons`). Empty string when it has none.
 

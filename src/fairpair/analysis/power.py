@@ -45,12 +45,16 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fairpair.battery import recorded_battery
 from fairpair.stats import VarianceComponents, crossed_power, estimate_variance_components
+
+if TYPE_CHECKING:
+    from fairpair.battery import Battery, Comparison, LoadedBattery
+    from fairpair.cases import Plan
 
 __all__ = ["power_plan", "components_from_run", "label_residuals_from_run", "DEFAULTS", "ASSUMED_RESIDUAL_SD"]
 
@@ -60,11 +64,11 @@ MAX_TEMPLATES = 2000
 MAX_NAMES = 200
 
 
-def _primary(b) -> list:
+def _primary(b: Battery) -> list[Comparison]:
     return [c for c in b.analysis.comparisons if c.primary]
 
 
-def _names_estimand(b, c=None) -> str:
+def _names_estimand(b: Battery, c: Comparison | None = None) -> str:
     """The plan's (or the comparison's) ``generalize.names``; ``random`` when the battery has no such field."""
     own = getattr(c, "generalize", None) if c is not None else None
     plan = getattr(b.analysis, "generalize", None)
@@ -72,7 +76,7 @@ def _names_estimand(b, c=None) -> str:
     return getattr(g, "names", "random") or "random"
 
 
-def _n_tests(loaded, designs: dict[str, dict[str, Any]]) -> int:
+def _n_tests(loaded: LoadedBattery, designs: dict[str, dict[str, Any]]) -> int:
     from fairpair.analysis._analyze import _design_groups
     from fairpair.analysis._data import group_pairs
 
@@ -113,7 +117,7 @@ def _names_per_group(s: dict[str, Any], attribute: str | None) -> int:
         v = v.get(attribute) if attribute in v else min(v.values(), default=1)
         if isinstance(v, dict):
             v = min(v.values(), default=1)
-    return int(v)
+    return int(v or 1)  # an attribute whose count is null: one name, as when the key is absent
 
 
 def components_from_run(run_dir: Path | str) -> dict[tuple[str, str], VarianceComponents]:
@@ -217,7 +221,7 @@ def _needed(fn, start: int, stop: int, target: float) -> int | None:
     return hi
 
 
-def power_plan(loaded, plan, *, discordance: float = DEFAULTS["discordance"], icc: float = DEFAULTS["icc"],
+def power_plan(loaded: LoadedBattery, plan: Plan, *, discordance: float = DEFAULTS["discordance"], icc: float = DEFAULTS["icc"],
                power: float = DEFAULTS["power"], target_difference: float = DEFAULTS["target_difference"],
                components: dict[tuple[str, str], VarianceComponents] | None = None,
                label_residual_sd: dict[str, float] | None = None) -> dict[str, Any]:
@@ -395,7 +399,7 @@ def power_plan(loaded, plan, *, discordance: float = DEFAULTS["discordance"], ic
 ASSUMED_RESIDUAL_SD = 0.8
 
 
-def _label_plan(b, plan, designs: dict, components: dict, residual: dict[str, float], a: float,
+def _label_plan(b: Battery, plan: Plan, designs: dict, components: dict, residual: dict[str, float], a: float,
                 out: dict[str, Any]) -> None:
     """The human labels each primary judge comparison needs (``out["labels"]`` and its lines)."""
     from fairpair.analysis._corrected import MIN_LABELS
@@ -480,7 +484,7 @@ def _design_shortfall(templates: int, names_per_group: int, names: str) -> str |
     return "; ".join(out) or None
 
 
-def _scales(loaded) -> dict[str, str]:
+def _scales(loaded: LoadedBattery) -> dict[str, str]:
     from fairpair.analysis._data import measure_scale
 
     b = loaded.battery

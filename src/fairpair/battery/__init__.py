@@ -1,6 +1,21 @@
 """The battery: what a user declares (attributes, signals, templates, designs, plan)."""
 
 from fairpair._lazy import lazy_getattr
+from fairpair.battery._designs import (
+    DESIGN_KINDS,
+    AAControlDesign,
+    BaselineDesign,
+    CounterfactualDesign,
+    CrossedDesign,
+    RankingDesign,
+    TwoPartyDesign,
+    williams_rows,
+)
+from fairpair.battery._lexicons import lexicon_names, lexicon_source, load_lexicon
+from fairpair.battery._load import LoadedBattery, battery_hash, load_battery, number_text_warnings
+from fairpair.battery._recorded import loaded_from_store, recorded_battery
+from fairpair.battery._schema import SCHEMA_VERSION, Battery
+from fairpair.battery._select import select
 
 # Names fairpair's other packages use, imported from their module on first use (so that
 # importing them through the package adds no import cycle and no start-up cost).
@@ -30,17 +45,8 @@ _LAZY_EXPORTS = {
 
 __getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
 
-from fairpair.battery._lexicons import lexicon_names, lexicon_source, load_lexicon
-from fairpair.battery._load import LoadedBattery, battery_hash, load_battery, number_text_warnings
-from fairpair.battery._designs import (
-    DESIGN_KINDS, AAControlDesign, BaselineDesign, CounterfactualDesign, CrossedDesign, RankingDesign,
-    TwoPartyDesign, williams_rows,
-)
-from fairpair.battery._schema import SCHEMA_VERSION, Battery
-from fairpair.battery._select import select
-from fairpair.battery._recorded import loaded_from_store, recorded_battery
-
-__all__ = ["loaded_from_store", "recorded_battery", "AAControlDesign", "BaselineDesign", "Battery", "CounterfactualDesign", "CrossedDesign", "DESIGN_KINDS",
+__all__ = ["loaded_from_store", "recorded_battery", "AAControlDesign", "BaselineDesign", "Battery",
+           "CounterfactualDesign", "CrossedDesign", "DESIGN_KINDS",
            "LoadedBattery", "RankingDesign", "SCHEMA_VERSION", "TwoPartyDesign", "battery_hash", "lexicon_names",
            "lexicon_source", "load_battery", "load_lexicon", "number_text_warnings", "select", "williams_rows"]
 

@@ -44,19 +44,20 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator
 from math import comb
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
 from fairpair.battery._strict import _ID, _Strict
 
 if TYPE_CHECKING:  # pragma: no cover
+    from fairpair.battery._expanding import ExpandContext
     from fairpair.battery._load import DesignCheck
     from fairpair.battery._schema import Battery, Comparison
-    from fairpair.battery._expanding import ExpandContext
     from fairpair.records import Case
 
-__all__ = ["CounterfactualDesign", "CrossedDesign", "TwoPartyDesign", "TwoPartyRoles", "AAControlDesign", "BaselineDesign",
+__all__ = ["CounterfactualDesign", "CrossedDesign", "TwoPartyDesign", "TwoPartyRoles", "AAControlDesign",
+           "BaselineDesign",
            "RankingDesign", "Design", "DESIGN_KINDS", "williams_rows"]
 
 
@@ -67,11 +68,13 @@ class _DesignBase(_Strict):
 
     #: analysed without a pre-registered comparison (the two-party cells, the ranking statistics)
     analysed_without_plan: ClassVar[bool] = False
+    if TYPE_CHECKING:  # every design declares its own ``kind: Literal[...]`` field
+        kind: str
 
     # -- the verbs (defaults: a design that varies nothing, like the baseline) --
 
     def default_id(self) -> str:
-        return str(getattr(self, "kind"))
+        return str(self.kind)
 
     def varied_attributes(self) -> list[str]:
         """The attributes this design varies."""
@@ -84,43 +87,43 @@ class _DesignBase(_Strict):
     def fills(self, attribute: str) -> bool:
         return False
 
-    def own_slots(self, battery: "Battery") -> set[str]:
+    def own_slots(self, battery: Battery) -> set[str]:
         return set()
 
     def slot_attributes(self) -> list[str]:
         return []
 
-    def check(self, ck: "DesignCheck") -> None:
+    def check(self, ck: DesignCheck) -> None:
         return None
 
-    def select(self, axes: set[str]) -> "_DesignBase | None":
+    def select(self, axes: set[str]) -> _DesignBase | None:
         return self
 
-    def expand(self, ex: "ExpandContext") -> Iterator["Case"]:  # pragma: no cover - every design has one
+    def expand(self, ex: ExpandContext) -> Iterator[Case]:  # pragma: no cover - every design has one
         raise NotImplementedError
 
-    def plan(self, battery: "Battery", stats: dict[str, Any],
+    def plan(self, battery: Battery, stats: dict[str, Any],
              comparisons: Callable[[str, int], int]) -> dict[str, Any]:
         """Sizes added to ``stats`` (the expansion's counts of one design) for ``fairpair plan``;
         ``comparisons(attribute, n_groups)`` counts what the analysis plan compares."""
         return {}
 
-    def summary(self, battery: "Battery") -> str | None:
+    def summary(self, battery: Battery) -> str | None:
         """One line for ``fairpair validate`` (None: nothing beyond the counts)."""
         return None
 
-    def speakers(self, battery: "Battery") -> tuple[str, str] | None:
+    def speakers(self, battery: Battery) -> tuple[str, str] | None:
         """``(res, sub)`` when the design's answers are a role-play reply of RES to SUB (checked by
         the ``out_of_role`` answer status); None for designs where the model speaks as itself."""
         return None
 
-    def compares(self, comparison: "Comparison", design_id: str) -> bool:
+    def compares(self, comparison: Comparison, design_id: str) -> bool:
         return False
 
-    def comparison_groups(self, battery: "Battery", attribute: str) -> list[str]:
+    def comparison_groups(self, battery: Battery, attribute: str) -> list[str]:
         return list(battery.attributes[attribute].groups)
 
-    def control_comparisons(self, battery: "Battery", design_id: str) -> list["Comparison"]:
+    def control_comparisons(self, battery: Battery, design_id: str) -> list[Comparison]:
         return []
 
 
@@ -148,7 +151,7 @@ class CounterfactualDesign(_DesignBase):
     def slot_attributes(self) -> list[str]:
         return [self.attribute]
 
-    def check(self, ck: "DesignCheck") -> None:
+    def check(self, ck: DesignCheck) -> None:
         attr = ck.attrs[self.attribute]
         for k, g in enumerate(self.groups or []):
             ck.need(g, list(attr.groups), ("groups", k), f"group of '{self.attribute}'")
@@ -157,10 +160,10 @@ class CounterfactualDesign(_DesignBase):
             raise ck.fail("a counterfactual design needs at least two groups")
         ck.equal_variants(attr, chosen, self.attribute)
 
-    def select(self, axes: set[str]) -> "_DesignBase | None":
+    def select(self, axes: set[str]) -> _DesignBase | None:
         return self if self.attribute in axes else None
 
-    def expand(self, ex: "ExpandContext") -> Iterator["Case"]:
+    def expand(self, ex: ExpandContext) -> Iterator[Case]:
         attr = ex.battery.attributes[self.attribute]
         groups = self.groups or list(attr.groups)
         left_out = [g for g in attr.groups if g not in groups]
@@ -208,7 +211,7 @@ class CrossedDesign(_DesignBase):
     def slot_attributes(self) -> list[str]:
         return list(self.attributes)
 
-    def check(self, ck: "DesignCheck") -> None:
+    def check(self, ck: DesignCheck) -> None:
         slots = [ck.attrs[a].slot for a in self.attributes if ck.attrs[a].slot]
         if len(set(slots)) != len(slots):
             raise ck.fail("crossed attributes must fill different slots (to cross origin and gender through one "
@@ -216,16 +219,16 @@ class CrossedDesign(_DesignBase):
         for a in self.attributes:
             ck.equal_variants(ck.attrs[a], list(ck.attrs[a].groups), a)
 
-    def select(self, axes: set[str]) -> "_DesignBase | None":
+    def select(self, axes: set[str]) -> _DesignBase | None:
         return self if set(self.attributes) <= axes else None
 
-    def expand(self, ex: "ExpandContext") -> Iterator["Case"]:
+    def expand(self, ex: ExpandContext) -> Iterator[Case]:
         b = ex.battery
         attrs = [b.attributes[a] for a in self.attributes]
         # a writing style has no variants: it is applied at every position of the others
         with_values = [a for a in attrs if a.signal != "writing_style"]
         npos = min((ex.positions(a, list(a.groups)) for a in with_values), default=1)
-        for a_name, a in zip(self.attributes, attrs):
+        for a_name, a in zip(self.attributes, attrs, strict=True):
             if a.signal == "writing_style":
                 continue
             extra = ex.positions(a, list(a.groups)) - npos
@@ -238,7 +241,7 @@ class CrossedDesign(_DesignBase):
                 for k in range(npos):
                     ms = f"{ex.did}/{t.id}/r{rep}/p{k}"
                     for cell in cells:
-                        chosen = {an: (a, g, k) for an, a, g in zip(self.attributes, attrs, cell)}
+                        chosen = {an: (a, g, k) for an, a, g in zip(self.attributes, attrs, cell, strict=True)}
                         yield ex.render(t, rep, chosen=chosen, matched_set=ms, position=k)
 
     def plan(self, battery, stats, comparisons):
@@ -298,44 +301,45 @@ class TwoPartyDesign(_DesignBase):
     def default_id(self) -> str:
         return "two_party"
 
-    def _templates(self, battery: "Battery") -> list:
+    def _templates(self, battery: Battery) -> list:
         return [t for t in battery.templates if not self.templates or t.id in self.templates]
 
     @staticmethod
-    def _template_text(battery: "Battery", t) -> str:
+    def _template_text(battery: Battery, t) -> str:
         """Everything the template's prompts are written from: system, history, turns, slot values."""
         return "\n".join([t.system or "", *t.turns, *(t.baseline_turns or ()), *t.slots.values(),
                           *battery.slots.values(), *(m.content for m in t.history)])
 
-    def _unnamed(self, battery: "Battery") -> list[tuple[str, str]]:
+    def _unnamed(self, battery: Battery) -> list[tuple[str, str]]:
         """(template id, name) for each party name a template of the design never writes."""
         if self.roles is None:
             return []
         return [(t.id, name) for t in self._templates(battery) for name in (self.roles.sub, self.roles.res)
                 if not _names(self._template_text(battery, t), name)]
 
-    def speakers(self, battery: "Battery") -> tuple[str, str] | None:
+    def speakers(self, battery: Battery) -> tuple[str, str] | None:
         """``(res, sub)``: who answers and whom, for the out-of-role check; None when it is off
         (``roles: null``, or default roles that the templates do not name)."""
         if self.roles is None or self._unnamed(battery):
             return None
         return self.roles.res, self.roles.sub
 
-    def summary(self, battery: "Battery") -> str | None:
+    def summary(self, battery: Battery) -> str | None:
         if self.roles is None:
             return "two-party roles: off (roles: null), answers are not checked to stay in role"
         if self._unnamed(battery):
             return (f"two-party roles: off, the templates do not name both '{self.roles.sub}' and "
                     f"'{self.roles.res}' (set roles: {{sub: ..., res: ...}} to check that answers stay in role)")
-        return f"two-party roles: {self.roles.res} (RES) answers {self.roles.sub} (SUB); out-of-role answers are counted"
+        return (f"two-party roles: {self.roles.res} (RES) answers {self.roles.sub} (SUB); "
+                "out-of-role answers are counted")
 
     def attribute_keys(self) -> list[tuple[str, tuple]]:
         return [(a, ("axes", k)) for k, a in enumerate(self.axes)]
 
-    def own_slots(self, battery: "Battery") -> set[str]:
+    def own_slots(self, battery: Battery) -> set[str]:
         return {self.sub_slot, self.res_slot}
 
-    def check(self, ck: "DesignCheck") -> None:
+    def check(self, ck: DesignCheck) -> None:
         for a in self.axes:
             if ck.attrs[a].signal != "identity":
                 raise ck.fail(f"two_party axes must be 'identity' attributes; '{a}' is '{ck.attrs[a].signal}'",
@@ -351,11 +355,11 @@ class TwoPartyDesign(_DesignBase):
                               hint="roles are the names the prompts give the two parties; roles: null turns "
                                    "the out-of-role check off")
 
-    def select(self, axes: set[str]) -> "_DesignBase | None":
+    def select(self, axes: set[str]) -> _DesignBase | None:
         keep = [a for a in self.axes if a in axes]
         return self.model_copy(update={"axes": keep}) if keep else None
 
-    def expand(self, ex: "ExpandContext") -> Iterator["Case"]:
+    def expand(self, ex: ExpandContext) -> Iterator[Case]:
         b = ex.battery
         for t in ex.templates:
             for rep in range(ex.reps):
@@ -437,7 +441,7 @@ class AAControlDesign(_DesignBase):
     def slot_attributes(self) -> list[str]:
         return [self.attribute]
 
-    def check(self, ck: "DesignCheck") -> None:
+    def check(self, ck: DesignCheck) -> None:
         attr = ck.attrs[self.attribute]
         ck.need(self.group, list(attr.groups), ("group",), f"group of '{self.attribute}'")
         if attr.signal == "writing_style":
@@ -449,7 +453,7 @@ class AAControlDesign(_DesignBase):
                           f"at least 2 to split into two pseudo-groups (4 or more to generalise over names), "
                           f"or `split: seeds` (the same variants with fresh seeds)", ("group",))
 
-    def expand(self, ex: "ExpandContext") -> Iterator["Case"]:
+    def expand(self, ex: ExpandContext) -> Iterator[Case]:
         attr = ex.battery.attributes[self.attribute]
         nv = len(attr.groups[self.group].variants)
         pseudo = self.pseudo_groups()
@@ -492,7 +496,7 @@ class AAControlDesign(_DesignBase):
     def comparison_groups(self, battery, attribute: str) -> list[str]:
         return list(self.pseudo_groups())
 
-    def control_comparisons(self, battery, design_id: str) -> list["Comparison"]:
+    def control_comparisons(self, battery, design_id: str) -> list[Comparison]:
         from fairpair.battery._schema import Comparison
 
         measures = list(dict.fromkeys(c.measure for c in battery.analysis.comparisons
@@ -514,7 +518,7 @@ class BaselineDesign(_DesignBase):
     def default_id(self) -> str:
         return "baseline"
 
-    def expand(self, ex: "ExpandContext") -> Iterator["Case"]:
+    def expand(self, ex: ExpandContext) -> Iterator[Case]:
         for t in ex.templates:
             for rep in range(ex.reps):
                 yield ex.render(t, rep, chosen={}, matched_set=f"{ex.did}/{t.id}/r{rep}", baseline=True)
@@ -599,17 +603,17 @@ class RankingDesign(_DesignBase):
         # its cases never use the attribute's own slot (check() forbids it): no neutral value needed
         return self.attribute == attribute
 
-    def chosen_groups(self, battery: "Battery") -> list[str]:
+    def chosen_groups(self, battery: Battery) -> list[str]:
         return list(self.groups) if self.groups else list(battery.attributes[self.attribute].groups)
 
-    def k(self, battery: "Battery") -> int:
+    def k(self, battery: Battery) -> int:
         """The number of candidates per prompt."""
         return self.candidates or len(self.chosen_groups(battery))
 
-    def slot_names(self, battery: "Battery") -> list[str]:
+    def slot_names(self, battery: Battery) -> list[str]:
         return [f"{self.slot}_{i}" for i in range(1, self.k(battery) + 1)]
 
-    def own_slots(self, battery: "Battery") -> set[str]:
+    def own_slots(self, battery: Battery) -> set[str]:
         attr = battery.attributes.get(self.attribute)
         if attr is None:
             return set()
@@ -621,7 +625,7 @@ class RankingDesign(_DesignBase):
             return {f"{self.slot}_{i}" for i in range(1, max(len(attr.groups), self.candidates or 0) + 1)}
         return set(self.slot_names(battery))
 
-    def orders(self, battery: "Battery") -> list[tuple[str, ...]]:
+    def orders(self, battery: Battery) -> list[tuple[str, ...]]:
         """The orders of groups over the slots (each a tuple of k groups), in the order they are used."""
         groups = self.chosen_groups(battery)
         n, k = len(groups), self.k(battery)
@@ -633,7 +637,7 @@ class RankingDesign(_DesignBase):
             rows = williams_rows(n)
         return [tuple(groups[x] for x in row[:k]) for row in rows]
 
-    def check(self, ck: "DesignCheck") -> None:
+    def check(self, ck: DesignCheck) -> None:
         attr = ck.attrs[self.attribute]
         for j, g in enumerate(self.groups or []):
             ck.need(g, list(attr.groups), ("groups", j), f"group of '{self.attribute}'")
@@ -690,17 +694,17 @@ class RankingDesign(_DesignBase):
                                  f"{{{wanted[0]}}}..{{{wanted[-1]}}}", ("templates", i, "turns"),
                                  hint="use the candidate slots, or keep this template out of the design's templates")
 
-    def summary(self, battery: "Battery") -> str | None:
+    def summary(self, battery: Battery) -> str | None:
         names = self.slot_names(battery)
         return (f"ranking of {len(names)} candidates of '{self.attribute}' "
                 f"({', '.join(self.chosen_groups(battery))}) in slots {{{names[0]}}}..{{{names[-1]}}}, "
                 + (f"{self.order.replace('_', ' ')} over {len(self.orders(battery))} orders" if self.order != "as_shown"
                  else "in the order each imported request showed"))
 
-    def select(self, axes: set[str]) -> "_DesignBase | None":
+    def select(self, axes: set[str]) -> _DesignBase | None:
         return self if self.attribute in axes else None
 
-    def expand(self, ex: "ExpandContext") -> Iterator["Case"]:
+    def expand(self, ex: ExpandContext) -> Iterator[Case]:
         b = ex.battery
         attr = b.attributes[self.attribute]
         groups = self.chosen_groups(b)
@@ -717,10 +721,11 @@ class RankingDesign(_DesignBase):
                     order = orders[oi]
                     variants = [attr.groups[g].variants[p] for g in order]
                     slots = [{"slot": j + 1, "name": names[j], "group": g, "variant": v}
-                             for j, (g, v) in enumerate(zip(order, variants))]
+                             for j, (g, v) in enumerate(zip(order, variants, strict=True))]
+                    by_slot = dict(zip(names, variants, strict=True))
                     case = ex.render(t, rep, chosen={}, matched_set=f"{ex.did}/{t.id}/r{rep}/p{p}", position=p,
-                                     attribute=self.attribute, groups=dict(zip(names, order)),
-                                     variants=dict(zip(names, variants)), extra_slots=dict(zip(names, variants)))
+                                     attribute=self.attribute, groups=dict(zip(names, order, strict=True)),
+                                     variants=by_slot, extra_slots=dict(by_slot))
                     meta = {**case.meta, "ranking": {"attribute": self.attribute, "order": self.order,
                                                      "order_index": oi, "repetition": rep, "slots": slots}}
                     yield case.model_copy(update={"meta": meta})
@@ -746,6 +751,6 @@ DESIGN_KINDS: dict[str, type[_DesignBase]] = {
 }
 
 Design = Annotated[
-    Union[CounterfactualDesign, CrossedDesign, TwoPartyDesign, AAControlDesign, BaselineDesign, RankingDesign],
+    CounterfactualDesign | CrossedDesign | TwoPartyDesign | AAControlDesign | BaselineDesign | RankingDesign,
     Field(discriminator="kind"),
 ]

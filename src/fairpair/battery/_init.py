@@ -215,7 +215,7 @@ def starter_battery(c: InitChoices) -> str:
         f"    min_variants: {take}",
         "    groups:                     # names from the built-in lexicons (`fairpair lexicons`)",
     ]
-    for gid, g in zip(ids, groups):
+    for gid, g in zip(ids, groups, strict=True):
         label = known[g]["label"].get(c.language) or g  # the words a report sentence uses for the group
         out.append(f"      {gid}: {{label: {_q(label)}, lexicon: {g}, take: {take}}}")
     out += ["", "templates:                      # your business scenarios, one user turn each"]

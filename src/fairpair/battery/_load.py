@@ -18,17 +18,17 @@ import hashlib
 import json
 import re
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from fairpair._text import fold
 from fairpair.battery._lexicons import lexicon_names, load_lexicon
 from fairpair.battery._schema import SLOT_RE, Attribute, Battery
 from fairpair.battery._yaml import Located, _dotted, load_yaml, read_capped
-from fairpair._text import fold
 from fairpair.errors import BatteryError
 
 __all__ = ["LoadedBattery", "load_battery", "battery_hash", "DesignCheck", "number_text_warnings", "yaml_error"]
@@ -443,7 +443,8 @@ def _check(lb: LoadedBattery) -> None:
                                   (*gpath, "variants", i))
                 if k in seen:
                     raise lb.fail(f"'{v}' appears twice in group '{gn}' (names are compared folded: "
-                                  f"without accents or case, apostrophes, dashes and spaces unified)", (*gpath, "variants", i))
+                                  f"without accents or case, apostrophes, dashes and spaces unified)", (*gpath,
+                                                                                                        "variants", i))
                 seen[k] = gn
             if g.transforms:
                 raise lb.fail("'transforms' belong to a writing_style attribute", (*gpath, "transforms"))
@@ -823,6 +824,11 @@ def _check_routing(lb: LoadedBattery, i: int, t, shape: dict, origins: list[tupl
     if not shape:
         return
     common = list(used) + list(tools.values())
+
+    def reached(path: str, routes: list[str]) -> bool:
+        return any(r == "" or path == r or path.startswith(r + ".") for r in routes) or \
+            any(path == r or path.startswith(r + ".") or r.startswith(path + ".") for r in own)
+
     specs: dict[str | None, Any] = {k: v for k, v in b.target_specs().items()} or {None: None}
     for name, spec in specs.items():
         kind = spec.kind if spec is not None else None
@@ -834,13 +840,8 @@ def _check_routing(lb: LoadedBattery, i: int, t, shape: dict, origins: list[tupl
             routes += body_context_paths(spec.options().get("body"))
         who = f" of target '{name}' ({kind})" if kind else ""
         hint = _ROUTE_HINT + ("; or '{{{{context.{key}}}}}' in the http body" if kind == "http" else "")
-
-        def reached(path: str) -> bool:
-            return any(r == "" or path == r or path.startswith(r + ".") for r in routes) or \
-                any(path == r or path.startswith(r + ".") or r.startswith(path + ".") for r in own)
-
         for path, where in origins:
-            if not reached(path):
+            if not reached(path, routes):
                 raise lb.fail(f"context field '{path}' reaches no channel{who} in template '{t.id}': the "
                               f"model would never see it", where, hint=hint.format(key=path.split(".")[0]))
         for key in shape:

@@ -62,7 +62,7 @@ class Transform(_Strict):
     phrases: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _needs(self) -> "Transform":
+    def _needs(self) -> Transform:
         if self.kind == "max_words" and self.max_words is None:
             raise ValueError("kind 'max_words' needs 'max_words: N'")
         if self.kind == "replace" and not (self.pairs or self.phrases):
@@ -161,7 +161,7 @@ class Attribute(_Strict):
     groups: dict[str, Group]
 
     @model_validator(mode="after")
-    def _check(self) -> "Attribute":
+    def _check(self) -> Attribute:
         # writing_style rewrites the text; identity is written by the two_party design into
         # its sub/res slots: neither needs a slot of its own
         if self.signal not in ("writing_style", "identity") and not self.slot and not self.context_field:
@@ -207,7 +207,7 @@ class Template(_Strict):
         return turns
 
     @model_validator(mode="after")
-    def _one_system(self) -> "Template":
+    def _one_system(self) -> Template:
         if self.system is not None and self.system_file is not None:
             raise ValueError("give either 'system' or 'system_file', not both")
         return self
@@ -269,7 +269,13 @@ class ContextChannels(_Strict):
 
 
 from fairpair.battery._designs import (  # noqa: E402 - the designs need _Strict above
-    DESIGN_KINDS, AAControlDesign, BaselineDesign, CounterfactualDesign, CrossedDesign, Design, RankingDesign,
+    DESIGN_KINDS,
+    AAControlDesign,
+    BaselineDesign,
+    CounterfactualDesign,
+    CrossedDesign,
+    Design,
+    RankingDesign,
     TwoPartyDesign,
 )
 
@@ -293,7 +299,7 @@ class TargetSpec(BaseModel):
     system_file: str | None = None
 
     @model_validator(mode="after")
-    def _one_system(self) -> "TargetSpec":
+    def _one_system(self) -> TargetSpec:
         if self.system is not None and self.system_file is not None:
             raise ValueError("give either 'system' or 'system_file', not both")
         return self
@@ -413,7 +419,7 @@ class Battery(_Strict):
     analysis: AnalysisPlan = Field(default_factory=AnalysisPlan)
 
     @model_validator(mode="after")
-    def _one_target_block(self) -> "Battery":
+    def _one_target_block(self) -> Battery:
         if self.target is not None and self.targets:
             raise ValueError("give either 'target' or 'targets', not both")
         return self

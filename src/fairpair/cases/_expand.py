@@ -20,11 +20,9 @@ import yaml
 
 from fairpair import __version__
 from fairpair._files import atomic_path
-from fairpair.battery import LoadedBattery
-from fairpair.battery import plain_scalar
-from fairpair.battery import SLOT_RE, AAControlDesign, Attribute, Battery, Template
-from fairpair.records import Case, case_json
+from fairpair.battery import SLOT_RE, AAControlDesign, Attribute, Battery, LoadedBattery, Template, plain_scalar
 from fairpair.cases._style import apply_transforms
+from fairpair.records import Case, case_json
 
 __all__ = ["Expansion", "ExpandContext", "expand", "fill_slots", "context_text", "context_lookup", "indefinite_article",
            "write_cases"]
@@ -313,7 +311,7 @@ class ExpandContext:
     """
 
     battery: Battery
-    renderer: "_Renderer"
+    renderer: _Renderer
     did: str
     kind: str
     templates: list[Template]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -12,20 +13,24 @@ from fairpair.cli._app import console
 from fairpair.cli._options import CONFIRM_REQUESTS
 from fairpair.errors import FairpairError
 
+if TYPE_CHECKING:
+    from fairpair.battery import Battery, LoadedBattery
+    from fairpair.cases import Plan
+
 
 def split_list(v: str | None) -> list[str] | None:
     """``'a, b,'`` -> ``['a', 'b']``; nothing -> ``None``."""
     return [x.strip() for x in v.split(",") if x.strip()] if v else None
 
 
-def load(path: Path, templates: str | None = None, axes: str | None = None):
+def load(path: Path, templates: str | None = None, axes: str | None = None) -> LoadedBattery:
     """The battery at ``path``, restricted to ``--templates`` and ``--axes`` (comma-separated)."""
     from fairpair.battery import load_battery, select
 
     return select(load_battery(path), templates=split_list(templates), axes=split_list(axes))
 
 
-def confirm_size(lb, yes: bool, what: str) -> None:
+def confirm_size(lb: LoadedBattery, yes: bool, what: str) -> None:
     """Stop a very large battery before it is sent or written, unless ``--yes`` (or a yes on a terminal).
 
     Raises
@@ -68,7 +73,7 @@ def ask_or_stop(what: str, *, file, hint: str) -> None:
     raise FairpairError(f"{what}; pass --yes to proceed", file=file, hint=hint)
 
 
-def confirm_cost(lb, prices_path: Path | None, yes: bool, *, targets: list[str] | None, batch: bool) -> None:
+def confirm_cost(lb: LoadedBattery, prices_path: Path | None, yes: bool, *, targets: list[str] | None, batch: bool) -> None:
     """Stop an audit estimated above the price table's ``confirm_above`` before it is sent, unless
     ``--yes`` (or a yes on a terminal). The estimate is :func:`fairpair.cost.estimate_cost`'s total, in
     batch prices with ``--batch``; nothing is estimated without ``--prices`` or without ``confirm_above``.
@@ -102,7 +107,7 @@ def confirm_cost(lb, prices_path: Path | None, yes: bool, *, targets: list[str] 
                 hint=f"`fairpair plan {lb.path} --cost --prices {prices.path}` shows the estimate per stage")
 
 
-def design_warnings(lb, p=None) -> None:
+def design_warnings(lb: LoadedBattery, p: Plan | None = None) -> None:
     """Print, before anything is sent, the comparisons whose design cannot support a verdict."""
     from fairpair.analysis import plan_warnings
     from fairpair.cases import plan as make_plan
@@ -111,7 +116,7 @@ def design_warnings(lb, p=None) -> None:
         console.print(f"[magenta]warning:[/magenta] {escape(w)}")
 
 
-def warn_ambiguous_names(b) -> None:
+def warn_ambiguous_names(b: Battery) -> None:
     """Warn about variants (or parts of names) that are common words of the battery's language: the
     masker blinds them only where they are used as names, so the judge may see them elsewhere."""
     from fairpair.measures import masker_for

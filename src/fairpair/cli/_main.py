@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 from rich.markup import escape
 
@@ -35,8 +35,9 @@ def main(argv: Optional[list[str]] = None) -> None:
     except Exception as exc:  # noqa: BLE001
         clicks = _click_exceptions()
         if isinstance(exc, tuple(m.ClickException for m in clicks if hasattr(m, "ClickException"))):
-            exc.show()  # usage errors and bad option values: click's message, exit 2
-            sys.exit(exc.exit_code)
+            usage: Any = exc  # a ClickException of click's or of typer's copy: which one is known at run time
+            usage.show()  # usage errors and bad option values: click's message, exit 2
+            sys.exit(usage.exit_code)
         if isinstance(exc, tuple(m.Abort for m in clicks if hasattr(m, "Abort"))):
             if isinstance(exc.__cause__, KeyboardInterrupt):  # click turns Ctrl-C into Abort
                 _interrupted()

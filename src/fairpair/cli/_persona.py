@@ -35,30 +35,33 @@ def import_scenes(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing output file.")] = False,
 ) -> None:
     """Import a Tan & Lee (2025) scene table into a two_party battery (112 conditions per scene)."""
-    from fairpair.battery import load_battery
+    from fairpair.battery import TwoPartyDesign, load_battery
     from fairpair.persona import battery_yaml, read_scenes, select
 
     output = renamed(output_old, out, old="--output", new="--out", default="-")
     table = select(read_scenes(file), scenes)
     axis_list = [a.strip() for item in (axes or []) for a in item.split(",") if a.strip()] or None
     text = battery_yaml(table, axes=axis_list, name=name, source=file.name)
-    out = None if output == "-" else Path(output)
-    if out is not None and out.exists() and not force:
-        raise FairpairError("the output file exists; give another -o or --force to overwrite it", file=out)
+    dest = None if output == "-" else Path(output)
+    if dest is not None and dest.exists() and not force:
+        raise FairpairError("the output file exists; give another -o or --force to overwrite it", file=dest)
     # validate before writing anything: the battery must load as written
     with tempfile.TemporaryDirectory() as tmp:
         probe = Path(tmp) / "battery.yaml"
         probe.write_text(text, encoding="utf-8")
         lb = load_battery(probe)
-    report = err_console if out is None else console
-    if out is None:
+    report = err_console if dest is None else console
+    if dest is None:
         sys.stdout.write(text)
         sys.stdout.flush()
     else:
-        out.write_text(text, encoding="utf-8")
+        dest.write_text(text, encoding="utf-8")
     counts = table.counts()
-    n_axes = len(lb.battery.designs[0].axes)
-    per_scene = sum(len(lb.battery.attributes[a].groups) ** 2 for a in lb.battery.designs[0].axes) + 1
+    design = lb.battery.designs[0]
+    if not isinstance(design, TwoPartyDesign):  # never: battery_yaml writes one two_party design
+        raise TypeError(f"the scene battery's design is {design.kind}, not two_party")
+    n_axes = len(design.axes)
+    per_scene = sum(len(lb.battery.attributes[a].groups) ** 2 for a in design.axes) + 1
     report.print(f"{escape(str(file))}: {len(table.scenes)} scenes ({counts.get('disparity', 0)} with a power "
                  f"disparity, {counts.get('equal', 0)} without), {n_axes} axes, {per_scene} conditions per scene "
                  f"-> {len(table.scenes) * per_scene:,} conversations per target", soft_wrap=True)
@@ -71,8 +74,8 @@ def import_scenes(
         report.print("cleaned: nothing needed cleaning", soft_wrap=True)
     report.print("[yellow]note:[/yellow] the scenes with and without a power disparity are different scenes "
                  "(not matched); power is compared unpaired (meta.matched: false)", soft_wrap=True)
-    if out is not None:
-        report.print(f"[green]wrote[/green] {escape(str(out))} (valid battery, sha256 {lb.sha256[:12]})",
+    if dest is not None:
+        report.print(f"[green]wrote[/green] {escape(str(dest))} (valid battery, sha256 {lb.sha256[:12]})",
                      soft_wrap=True)
 
 

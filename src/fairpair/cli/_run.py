@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.markup import escape
@@ -17,6 +17,9 @@ from fairpair.cli._options import (
     VerboseOpt,
     out_option,
 )
+
+if TYPE_CHECKING:
+    from fairpair.battery import LoadedBattery
 
 
 def _per_minute(value: Optional[float]) -> Optional[float]:
@@ -178,7 +181,7 @@ def _print_failures(run_dir: Path, targets: list[str]) -> None:
         console.print(escape(line), soft_wrap=True)
 
 
-def _dry_run(lb, only_targets: list[str] | None = None) -> None:
+def _dry_run(lb: LoadedBattery, only_targets: list[str] | None = None) -> None:
     """Print the exact request of the first case of each template for each target; send nothing."""
     from fairpair.cases import expand as expand_cases
     from fairpair.run import preview_requests

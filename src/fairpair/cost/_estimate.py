@@ -198,8 +198,14 @@ def estimate_cost(loaded: LoadedBattery, prices: LoadedPrices | None = None, *,
     """
     from fairpair.battery import TargetSpec
     from fairpair.cases import expand, one_repetition
-    from fairpair.measures import (DEFAULT_JUDGE, MeasureContext, MeasureItem, build_measures, compared_case,
-                                   reference_attribute)
+    from fairpair.measures import (
+        DEFAULT_JUDGE,
+        MeasureContext,
+        MeasureItem,
+        build_measures,
+        compared_case,
+        reference_attribute,
+    )
     from fairpair.records import Response
 
     b = loaded.battery

@@ -23,7 +23,6 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-
 __all__ = ["Price", "ModelPrice", "PriceTable", "LoadedPrices", "load_prices"]
 
 #: A price per million tokens or an amount: a finite number, at least 0 (``0.60`` and ``1e3``, which the YAML

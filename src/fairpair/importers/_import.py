@@ -25,19 +25,22 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from fairpair import __version__
 from fairpair._text import fold
 from fairpair.battery import LoadedBattery, battery_hash
 from fairpair.battery._load import _at as _value_at
 from fairpair.battery import (
-    Attribute, BaselineDesign, Battery, CounterfactualDesign, CrossedDesign, Group, RankingDesign, Template,
+    Attribute, BaselineDesign, Battery, CounterfactualDesign, CrossedDesign, Group, MeasureSpec, RankingDesign,
+    TargetSpec, Template,
 )
 from fairpair.battery import Located as YamlLocated
 from fairpair.battery import load_mapping
@@ -45,6 +48,9 @@ from fairpair.cases import Case
 from fairpair.errors import BatteryError, FairpairError
 from fairpair.importers._format import AnswerRow, ImportBattery
 from fairpair.importers._read import FORMATS, Located, RowProblem, Source, read_rows
+
+if TYPE_CHECKING:
+    from fairpair.store import Store
 
 __all__ = ["ImportResult", "LoadedImport", "import_answers", "load_import_battery"]
 
@@ -89,7 +95,7 @@ def _union_tag(loc: tuple, data: Any) -> int | None:
     return None
 
 
-def _first_error(exc: ValidationError, data: Any) -> dict[str, Any]:
+def _first_error(exc: ValidationError, data: Any) -> ErrorDetails:
     """The error to report: for a ``str | FieldRef`` reference written as a mapping, the mapping's own error
     (pydantic lists the failed ``str`` alternative first)."""
     errors = exc.errors()
@@ -236,7 +242,8 @@ def _check_plugins(li: LoadedImport) -> None:
     from fairpair._plugins import PluginError, plugin_names, validate_options
 
     b = li.battery
-    specs = [("fairpair.measures", spec, ("measures", name)) for name, spec in b.measures.items()]
+    specs: list[tuple[str, MeasureSpec | TargetSpec, tuple[str, ...]]] = [
+        ("fairpair.measures", spec, ("measures", name)) for name, spec in b.measures.items()]
     if b.judge is not None:
         specs.append(("fairpair.targets", b.judge, ("judge",)))
     for group, spec, key in specs:
@@ -314,6 +321,12 @@ class _CaseDraft:
     first: Located
     content: tuple
     case: Case | None = None
+
+    @property
+    def built(self) -> Case:
+        """The case, once :meth:`_Builder.build_cases` has built it."""
+        assert self.case is not None, "build_cases() first"
+        return self.case
 
 
 class _Builder:
@@ -556,7 +569,8 @@ class _Builder:
         def templ(text: str) -> str:
             text = text.replace("{", "{{").replace("}", "}}")
             for v, slot in subs:
-                text = re.sub(rf"(?<!\w){re.escape(v)}(?!\w)", lambda _m, s=slot: "{" + s + "}", text)
+                literal = "{" + slot.replace("\\", "\\\\") + "}"  # a replacement string reads backslashes
+                text = re.sub(rf"(?<!\w){re.escape(v)}(?!\w)", literal, text)
             return text
 
         messages, turns = row.conversation()
@@ -591,7 +605,7 @@ class _Builder:
                 baseline=kind == "baseline", groups=dict(gkey), variants=variants, messages=messages, meta=meta,
                 turns=turns, context=row.context, seed=seed)
 
-    def check_measures(self, scales: dict[str, str]) -> None:
+    def check_measures(self, scales: Mapping[str, str]) -> None:
         """Every value already measured names a declared measure (its stored row) and fits its scale."""
         for loc, _target, _ckey in self.rows:
             for name, v in loc.row.measures.items():
@@ -799,9 +813,9 @@ def _write(li: LoadedImport, battery: Battery, builder: _Builder, source: Path, 
     scales = _scales(battery)
     ranked = tuple(n for n, spec in battery.measures.items() if spec.kind == "ranking")
     exp = Expansion(battery.name, sha)
-    for t in battery.templates:
-        exp.add_prompt(t)
-    cases = [d.case for d in builder.cases.values()]
+    for template in battery.templates:
+        exp.add_prompt(template)
+    cases = [d.built for d in builder.cases.values()]
     per_design: dict[str, dict[str, Any]] = {}
     for c in cases:
         s = per_design.setdefault(c.design, {"kind": c.design_kind, "templates": set(), "cases": 0, "sets": set()})
@@ -829,7 +843,7 @@ def _write(li: LoadedImport, battery: Battery, builder: _Builder, source: Path, 
                 store.add_cases(cases)
                 store.declare_scales(scales)  # each row stores its measure's scale
                 for loc, t, ckey in builder.rows:
-                    _store_row(store, loc.row, t, builder.cases[ckey].case, imported, scales, counts, ranked)
+                    _store_row(store, loc.row, t, builder.cases[ckey].built, imported, scales, counts, ranked)
                 store.event("imported", {**{k: v for k, v in provenance.items() if k != "files"},
                                          "answers": counts["answers"], "failed": counts["failed"],
                                          "measurements": counts["measurements"], "warnings": warnings})
@@ -859,7 +873,7 @@ def _scales(battery: Battery) -> dict[str, str]:
     return dict(measure_scales(battery))
 
 
-def _store_row(store, row: AnswerRow, target: str, case: Case, imported: set[str], scales: dict[str, str],
+def _store_row(store: Store, row: AnswerRow, target: str, case: Case, imported: set[str], scales: dict[str, str],
                counts: dict[str, int], ranking_measures: tuple[str, ...] = ()) -> None:
     created = None
     if row.timestamp is not None:
@@ -892,7 +906,7 @@ def _store_row(store, row: AnswerRow, target: str, case: Case, imported: set[str
         counts["measurements"] += 1
 
 
-def _store_given_order(store, row: AnswerRow, target: str, case: Case, ranking_measures: tuple[str, ...],
+def _store_given_order(store: Store, row: AnswerRow, target: str, case: Case, ranking_measures: tuple[str, ...],
                        counts: dict[str, int]) -> None:
     """A ranking row's already parsed ``order``, stored as the value of every ``ranking`` measure (``parse:
     imported``): complete when it names k or k - 1 candidates, else its top picks."""
@@ -902,7 +916,7 @@ def _store_given_order(store, row: AnswerRow, target: str, case: Case, ranking_m
     assert rk is not None and rk.order
     slots = case.meta["ranking"]["slots"]
     k = len(slots)
-    order = [rk.position(x) for x in rk.order]
+    order = [p for x in rk.order if (p := rk.position(x)) is not None]  # RowRanking: each one a candidate
     complete = len(order) >= k - 1
     if len(order) == k - 1:
         order += [i for i in range(k) if i not in order]

@@ -79,6 +79,13 @@ class MeasureItem:
 
         return nfc((self.response.text or "")[:MAX_MEASURED_CHARS])
 
+    def counterpart_response(self) -> "Response":
+        """The answer a pairwise measure compares this one with. Raises ``ValueError`` when the item has
+        none (the measure stage gives every item of a pairwise measure one)."""
+        if self.counterpart is None:
+            raise ValueError(f"case {self.case.id}: a pairwise measure's item without a counterpart answer")
+        return self.counterpart
+
     def status(self, language: str | None = None, speakers: dict[str, tuple[str, str]] | None = None):
         """The answer's :class:`~fairpair.measures.status.AnswerStatus` (``ok``, ``empty``,
         ``filtered``, ``truncated``, ``refused``, ``loop``, ``out_of_role``, ``wrong_language``,

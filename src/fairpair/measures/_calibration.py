@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -145,9 +146,9 @@ class DisagreementByGroupResult:
 
 
 def disagreement_by_group(
-    judge: Sequence[Hashable],
-    human: Sequence[Hashable],
-    groups: Sequence[Hashable],
+    judge: Sequence[Hashable] | np.ndarray,
+    human: Sequence[Hashable] | np.ndarray,
+    groups: Sequence[Hashable] | np.ndarray,
     *,
     ordinal: bool = False,
     labels: Sequence[Hashable] | None = None,
@@ -411,8 +412,8 @@ def score_labels(
     human = _as_2d(df[rater_cols], "human ratings")
     judge = _as_1d(df[judge_col], judge_col)
     labs = _resolve_labels(list(human.ravel()) + list(judge), labels)
-    weights = "quadratic" if ordinal else None
-    level = "ordinal" if ordinal else "nominal"
+    weights: Literal["quadratic"] | None = "quadratic" if ordinal else None
+    level: Literal["ordinal", "nominal"] = "ordinal" if ordinal else "nominal"
     notes: list[str] = []
 
     kappas = {c: cohen_kappa(judge, human[:, i], weights=weights, labels=labs) for i, c in enumerate(rater_cols)}

@@ -22,11 +22,15 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairpair.errors import FairpairError
 from fairpair.measures._labelsample import DEFAULT_MIXING, LabelMeasure, draw_label_sample, label_measure
 from fairpair.records import LabelSample
+
+if TYPE_CHECKING:
+    from fairpair.measures._mask import Masker
+    from fairpair.store import Store
 
 __all__ = ["LabelSession", "open_label_session", "serve_labels", "label_app"]
 
@@ -40,10 +44,10 @@ class LabelSession:
     """
 
     run_dir: Path
-    store: Any
+    store: Store
     measure: LabelMeasure
     sample: LabelSample
-    masker: Any
+    masker: Masker
     notes: list[str] = field(default_factory=list)
 
     def acted(self, rater: str) -> set[tuple[str, str]]:
@@ -97,6 +101,8 @@ class LabelSession:
         """The masked conversation the answer answers, and the answer (the last ``assistant`` message):
         the case's system prompt and earlier messages, each user turn and the target's reply."""
         case = self.store.case(case_id)
+        if case is None:  # never in an append-only store: the sample was drawn from its cases
+            raise FairpairError(f"case {case_id} of the labelling sample is not in the run's store")
         answer = self.store.answer(target, case_id)
         mk = self.masker.mask
         out = [{"role": m.get("role", "user"), "content": mk(m.get("content") or "")} for m in case.messages]

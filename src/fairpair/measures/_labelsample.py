@@ -109,8 +109,11 @@ def _extract_rows(battery, mname: str) -> dict[str, LabelMeasure]:
     """The rows of an ``llm_extract`` measure a rater can label: boolean properties (0 no, 1 yes) and
     integer ones with at most 10 levels (an ``enum``, or ``minimum``..``maximum``)."""
     from fairpair.measures._runner import build_measures
+    from fairpair.measures.judge import ExtractMeasure
 
     m = build_measures(battery, [mname])[mname]
+    if not isinstance(m, ExtractMeasure):  # never: the caller passes llm_extract measures
+        raise TypeError(f"measure '{mname}' is not an llm_extract measure")
     o = m.options
     props = m._props() or {}
     scales = m.output_scales()
@@ -294,8 +297,8 @@ def draw_label_sample(store, lm: LabelMeasure, *, n: int = 100, seed: int = 0,
     known = [u.uncertainty for u in units if u.uncertainty is not None]
     weighted = len(known) == len(units) and sum(known) > 0
     mean_u = sum(known) / len(known) if weighted else 1.0
-    size = {(u.target, u.case_id): ((1 - mixing) * u.uncertainty + mixing * mean_u) if weighted else 1.0
-            for u in units}
+    size = {(u.target, u.case_id): ((1 - mixing) * u.uncertainty + mixing * mean_u)
+            if weighted and u.uncertainty is not None else 1.0 for u in units}
     if weighted and mixing == 0.0 and min(size.values()) <= 0:
         raise FairpairError("with mixing 0 an answer the judge is certain of could never be drawn, and the "
                             "weighted estimate would be biased", key="--mixing", hint="use a mixing above 0")

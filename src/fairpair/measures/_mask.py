@@ -258,8 +258,11 @@ def _first_words(folded_values: Iterable[str]) -> Iterable[bytes]:
     encodes (no Windows-1252 character folds to it), so it is skipped.
     """
     for f in folded_values:
+        m = re.match(r"[^\W_]+", f)
+        if m is None:  # never: every form is trimmed to a letter or digit (_trim)
+            raise ValueError(f"masking form {f!r} does not start with a letter or digit")
         try:
-            yield re.match(r"[^\W_]+", f).group().encode("cp1252")
+            yield m.group().encode("cp1252")
         except UnicodeEncodeError:
             continue
 
@@ -404,9 +407,10 @@ class Masker:
 
         def walk(node: _Node, path: str) -> _Node | None:
             for ch in path:
-                node = node.get(ch)
-                if node is None:
+                child = node.get(ch)
+                if child is None:
                     return None
+                node = child
             return node
 
         rendered: dict[int, str] = {}  # id(node) -> its regex; filled children first (no recursion)
@@ -555,7 +559,8 @@ class Masker:
         spans = self.spans(text)
         if not spans:
             return text
-        parts, pos = [], 0
+        parts: list[str] = []
+        pos = 0
         for start, end in spans:
             art = _ARTICLE.search(text, pos, start) if self._articles else None
             if art is not None and _word_start(text, art.start()):

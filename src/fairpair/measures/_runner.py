@@ -37,7 +37,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import model_validator
 
@@ -46,6 +46,12 @@ from fairpair.errors import FairpairError
 from fairpair.measures._base import MAX_MEASURED_CHARS, Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
 from fairpair.records import case_from_json
 from fairpair.store import Run
+
+if TYPE_CHECKING:
+    from fairpair.battery import Battery, LoadedBattery
+    from fairpair.measures._mask import Masker
+    from fairpair.records import Case
+    from fairpair.store import Store
 
 __all__ = ["measure_run", "MeasureContext", "MeasureCounts", "MeasureRunResult", "CounterpartOptions",
            "build_measures", "measure_scales", "measure_categories", "signal_values", "masker_for", "DEFAULT_JUDGE",
@@ -119,12 +125,12 @@ class MeasureRunResult:
 class MeasureContext:
     """What a measure may use while it measures: the battery, the judge, the masker, counters."""
 
-    battery: Any
+    battery: Battery | None
     battery_dir: Path | None = None
     judge: Any = None
     judge_identity: dict[str, Any] | None = None
     settings: Any = None
-    store: Any = None
+    store: Store | None = None
     counts: dict[str, MeasureCounts] = field(default_factory=dict)
     embedders: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: the first messages sent to the judge under each distinct system prompt (for the manifest)
@@ -314,7 +320,7 @@ def group_probabilities(top_logprobs: dict[str, float],
     return {g: v / mass for g, v in p.items()}, min(1.0, mass)
 
 
-def signal_values(battery) -> tuple[list[str], list[str]]:
+def signal_values(battery: Battery) -> tuple[list[str], list[str]]:
     """Every value that could reveal a group, and the declared group references.
 
     Values: all variants of all groups of all attributes (names, ages, postal
@@ -341,7 +347,7 @@ def signal_values(battery) -> tuple[list[str], list[str]]:
     return list(dict.fromkeys(values)), list(dict.fromkeys(terms))
 
 
-def masker_for(battery, *, marker: str = "[MASK]", extra_values=()):
+def masker_for(battery: Battery, *, marker: str = "[MASK]", extra_values: Iterable[str] = ()) -> Masker:
     """The :class:`~fairpair.measures._mask.Masker` of a battery: the variants of ``name`` signals as
     person names (all their surface forms), the other signal values (:func:`signal_values`: variants
     and the text values groups write into the context) as values, the group references as terms, and the battery's language (names that are common words are masked where used as names).
@@ -366,7 +372,7 @@ def masker_for(battery, *, marker: str = "[MASK]", extra_values=()):
 # ---------------------------------------------------------------- building
 
 
-def build_measures(battery, names: Iterable[str] | None = None) -> dict[str, Measure]:
+def build_measures(battery: Battery, names: Iterable[str] | None = None) -> dict[str, Measure]:
     """Instantiate the battery's measures (all, or ``names``); FairpairError for unknown names."""
     from fairpair._plugins import PluginError, load_plugin
 
@@ -390,7 +396,7 @@ def build_measures(battery, names: Iterable[str] | None = None) -> dict[str, Mea
     return out
 
 
-def measure_scales(battery) -> dict[str, Scale]:
+def measure_scales(battery: Battery) -> dict[str, Scale]:
     """Stored row name (``refund``, ``tone.courtesy``) -> scale, for every measure of ``battery``."""
     ctx = MeasureContext(battery=battery)
     out: dict[str, Scale] = {}
@@ -399,7 +405,7 @@ def measure_scales(battery) -> dict[str, Scale]:
     return out
 
 
-def measure_categories(battery) -> dict[str, tuple[str, ...]]:
+def measure_categories(battery: Battery) -> dict[str, tuple[str, ...]]:
     """Stored row name -> declared outcomes, for every ``categorical`` row of ``battery``'s measures."""
     ctx = MeasureContext(battery=battery)
     out: dict[str, tuple[str, ...]] = {}
@@ -408,7 +414,7 @@ def measure_categories(battery) -> dict[str, tuple[str, ...]]:
     return out
 
 
-def _build_judge(loaded, store, ctx: MeasureContext, judge) -> list[str]:
+def _build_judge(loaded: LoadedBattery, store: Store, ctx: MeasureContext, judge: Any) -> list[str]:
     """Build the judge target, refuse self-judging unless allowed; returns warnings."""
     from fairpair.battery import TargetSpec
     from fairpair.run import build_target
@@ -437,7 +443,7 @@ def _build_judge(loaded, store, ctx: MeasureContext, judge) -> list[str]:
     return warnings
 
 
-def check_self_judging(loaded, specs: dict[str, Any] | None = None) -> None:
+def check_self_judging(loaded: LoadedBattery, specs: dict[str, Any] | None = None) -> None:
     """Refuse, before anything is sent, a run whose judge is the same system as one of its targets.
 
     ``loaded`` is a :class:`~fairpair.battery.LoadedBattery`, ``specs`` the targets to run (name ->
@@ -499,7 +505,9 @@ def _same_system(target: dict[str, Any], judge: dict[str, Any]) -> bool:
     if _model_key(target) == _model_key(judge):
         return True
     models = (target or {}).get("models") if (target or {}).get("kind") == "imported" else None
-    return bool(models) and (judge or {}).get("model") in models
+    if not models:
+        return False
+    return (judge or {}).get("model") in models
 
 
 def _model_key(ident: dict[str, Any]) -> dict[str, Any]:
@@ -516,7 +524,7 @@ def _strip_name(ident: dict[str, Any]) -> dict[str, Any]:
 _FROM_BATTERY = "identity_from_battery"
 
 
-def _target_identities(loaded, store) -> dict[str, dict[str, Any]]:
+def _target_identities(loaded: LoadedBattery, store: Store) -> dict[str, dict[str, Any]]:
     """Target name -> identity, as recorded when the run started (``manifest.json``, else the store's
     ``target.NAME`` meta), never by building a client: an API target whose key is unset now (the
     answers are stored) must not stop a measure stage whose judge is another system. A target with
@@ -549,8 +557,12 @@ def _target_identities(loaded, store) -> dict[str, dict[str, Any]]:
 # ---------------------------------------------------------------- counterparts
 
 
-def reference_attribute(battery, options, measure: str) -> str:
-    """The attribute whose group ``options.reference`` is; FairpairError if unknown or ambiguous."""
+def reference_attribute(battery: Battery | None, options: CounterpartOptions, measure: str) -> str:
+    """The attribute whose group ``options.reference`` is; FairpairError if unknown or ambiguous (or
+    without a battery to look in: a :class:`MeasureContext` made for a judge alone)."""
+    if battery is None:
+        raise FairpairError(f"measure '{measure}': no battery to find the reference group '{options.reference}' in",
+                            key=f"measures.{measure}.reference")
     if options.attribute:
         if options.attribute not in battery.attributes:
             raise FairpairError(f"measure '{measure}': unknown attribute '{options.attribute}'",
@@ -602,7 +614,7 @@ class _KeyIndex:
         return self.rowids[lo:hi].tolist()
 
 
-def compared_case(case, options, ref_attr: str | None) -> bool:
+def compared_case(case: Case, options: CounterpartOptions, ref_attr: str | None) -> bool:
     """Whether a pairwise measure (``options.against``) compares ``case``'s answer with a counterpart:
     ``baseline``: every case but the baselines; ``reference``: the cases that vary ``ref_attr`` with
     another group than ``options.reference`` (the reference's own cases are the comparison point)."""
@@ -622,7 +634,7 @@ class _Counterparts:
     chunk are then read by row id and checked field by field.
     """
 
-    def __init__(self, store):
+    def __init__(self, store: Store) -> None:
         self.store = store
         self._baselines: _KeyIndex | None = None
         self._members: _KeyIndex | None = None
@@ -929,7 +941,10 @@ class _RayPools:
         if self.embed_pool is not None:
             self.embed_pool.close()
             self.embed_pool = None
-            m.embedder = None
+            from fairpair.measures.embed import SemanticDistanceMeasure
+
+            if isinstance(m, SemanticDistanceMeasure):  # the measure before() gave the pool to
+                m.embedder = None
         names = list(self.ms)
         if not any(self.ms[n].uses_judge for n in names[names.index(name) + 1:]):
             await self.judge_off()
@@ -1130,10 +1145,10 @@ def _chunk_items(name: str, m: Measure, answers, rows: tuple[str, ...], store, c
 
 
 def _commit(store, name, rows, fields, item: MeasureItem, res: MeasureResult) -> None:
-    detail = dict(res.detail or {})
+    full = dict(res.detail or {})
     if res.raw is not None:
-        detail["raw"] = res.raw
-    detail = detail or None
+        full["raw"] = res.raw
+    detail = full or None
     if res.status == "ok":
         if fields is None:
             store.add_measurement(target=item.target, case_id=item.case.id, measure=name, status="ok",

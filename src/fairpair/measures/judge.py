@@ -242,8 +242,10 @@ def parse_judge_json(text: str | None, schema: dict[str, Any]) -> JudgeOutput:
         body = m.group(1).strip()
     try:
         value = json.loads(body)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         return JudgeOutput(None, f"not JSON ({exc.msg} at position {exc.pos})")
+    except ValueError as exc:  # valid syntax Python will not read: an integer past sys.get_int_max_str_digits()
+        return JudgeOutput(None, f"not JSON ({exc})")
     cls = jsonschema.validators.validator_for(schema)
     errors = sorted(cls(schema).iter_errors(value), key=lambda e: list(e.path))
     if errors:
@@ -405,9 +407,10 @@ class ExtractMeasure(Measure):
             return MeasureResult.missing(f"invalid judge output after {o.max_attempts} attempt(s): {out.error}",
                                          raw=raw, detail={"invalid_outputs": invalid})
         detail = {"invalid_outputs": invalid} if invalid else None
-        if self._props() is None:
+        props = self._props()
+        if props is None:
             return MeasureResult.ok(out.value, detail=detail)
-        return MeasureResult.ok(outputs={k: out.value.get(k) for k in self._props()}, detail=detail)
+        return MeasureResult.ok(outputs={k: out.value.get(k) for k in props}, detail=detail)
 
 
 # ---------------------------------------------------------------- blinded tone judge
@@ -800,7 +803,7 @@ class PairwiseJudgeMeasure(Measure):
         system_t, user_t = _prompt("pairwise", lang)
         mk = ctx.masker
         system = system_t.substitute(criteria=o.criteria or _default_criteria(lang))
-        test, other = mk.mask(item.text), mk.mask(item.counterpart.text or "")
+        test, other = mk.mask(item.text), mk.mask(item.counterpart_response().text or "")
         prompt = mk.mask(_user_prompt(item.case)) if o.include_prompt else "-"
         return [[{"role": "system", "content": system},
                  {"role": "user", "content": user_t.substitute(prompt=prompt, answer_a=a, answer_b=b)}]
@@ -815,7 +818,7 @@ class PairwiseJudgeMeasure(Measure):
             return _leak_result(ctx, self.name, leaks)
         from fairpair.measures.rules import count_words
 
-        cp_text = MeasureItem(item.target, item.counterpart_case or item.case, item.counterpart).text
+        cp_text = MeasureItem(item.target, item.counterpart_case or item.case, item.counterpart_response()).text
         detail: dict[str, Any] = {"counterpart": item.counterpart_case.id if item.counterpart_case else None,
                                   "against": o.against, "orders": {},
                                   "words": {"answer": count_words(item.text), "counterpart": count_words(cp_text)}}
@@ -827,10 +830,12 @@ class PairwiseJudgeMeasure(Measure):
         asked = await asyncio.gather(*(
             _ask(ctx, self.name, m, _VERDICT_SCHEMA, case_id=item.case.id, seed=item.case.seed,
                  max_attempts=o.max_attempts, language=lang) for m in msgs.values()), return_exceptions=True)
+        answers: list[tuple[JudgeOutput, str, int]] = []
         for a in asked:
             if isinstance(a, BaseException):
                 raise a
-        for k, (out, raw, invalid) in zip(msgs, asked):
+            answers.append(a)
+        for k, (out, raw, invalid) in zip(msgs, answers):
             rec: dict[str, Any] = {"raw": raw, "invalid_outputs": invalid}
             if out.valid:
                 w = out.value["winner"]

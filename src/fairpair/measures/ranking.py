@@ -47,12 +47,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from fairpair.measures._base import Measure, MeasureItem, MeasureOptions, MeasureResult
 
+if TYPE_CHECKING:
+    from fairpair.records import Case
+
 __all__ = ["RankingMeasure", "RankingOptions", "ParsedRanking", "Pick", "parse_ranking", "ranking_detail", "candidate_spans", "UNPARSED",
-           "MATCHES", "FUZZY"]
+           "MATCHES", "FUZZY", "ranking_slots"]
 
 UNPARSED = "unparsed"
 
@@ -275,9 +278,9 @@ def candidate_spans(text: str, candidates: list[str]) -> list[tuple[int, int, in
     out: list[tuple[int, int, int]] = []
     end = -1
     for a, b, i in spans:
-        m = title.search(folded, max(0, a - 12), a)  # "Sra. Amrani": the title goes with the name
-        if m and m.start() >= end:
-            a = m.start()
+        tm = title.search(folded, max(0, a - 12), a)  # "Sra. Amrani": the title goes with the name
+        if tm and tm.start() >= end:
+            a = tm.start()
         if a < end:  # inside a mention already replaced (a renamed "heather yoder" holds "yoder")
             continue
         end = b
@@ -435,7 +438,7 @@ def ranking_detail(slots: list[dict[str, Any]], order: list[int] | tuple[int, ..
     return detail
 
 
-def ranking_slots(case: Any) -> list[dict[str, Any]] | None:
+def ranking_slots(case: Case) -> list[dict[str, Any]] | None:
     """The slots (``slot``, ``name``, ``group``, ``variant``) of a ranking case, or None for another case."""
     rk = (getattr(case, "meta", None) or {}).get("ranking")
     if not isinstance(rk, dict) or not isinstance(rk.get("slots"), list):
@@ -452,7 +455,7 @@ class RankingMeasure(Measure):
     """
 
     Options = RankingOptions
-    scale: Literal["categorical"] = "categorical"
+    scale: ClassVar[Literal["categorical"]] = "categorical"
 
     def categories(self, ctx=None) -> dict[str, tuple[str, ...]]:
         battery = getattr(ctx, "battery", None)

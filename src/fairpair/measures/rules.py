@@ -359,13 +359,18 @@ class KeywordsMeasure(Measure):
 # ---------------------------------------------------------------- quality measures
 
 
+_CountedStatus = Literal["ok", "truncated", "refused", "loop", "out_of_role", "wrong_language", "empty", "filtered"]
+
+
+def _only_ok() -> list[_CountedStatus]:
+    return ["ok"]
+
+
 class _QuantityOptions(MeasureOptions):
     """``answer_statuses``: the answer statuses counted (default ``[ok]``); the others are stored
     as ``missing`` with their status, never as 0 (see :mod:`fairpair.measures.status`)."""
 
-    answer_statuses: list[Literal["ok", "truncated", "refused", "loop", "out_of_role", "wrong_language", "empty",
-                                  "filtered"]] = \
-        Field(default_factory=lambda: ["ok"], min_length=1)
+    answer_statuses: list[_CountedStatus] = Field(default_factory=_only_ok, min_length=1)
 
 
 def _excluded(item: MeasureItem, ctx, allowed: list[str]) -> MeasureResult | None:

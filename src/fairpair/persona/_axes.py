@@ -121,7 +121,8 @@ SYSTEM_TEMPLATE = "This is a role-play. You are Blake and the user is Alex.\n\n{
 #: The user message: one persona sentence per party, the instruction. The two-party design fills
 #: ``sub_persona``/``res_persona``. (The paper sent the scene in this message too; see
 #: examples/persona_power/README.md, "The prompt", for why the scene moved to the system message.)
-PROMPT_TEMPLATE = "Alex is {sub_persona} who is {sub_trait}. Blake is {res_persona} who is {res_trait}.\n\n" + INSTRUCTION
+PROMPT_TEMPLATE = ("Alex is {sub_persona} who is {sub_trait}. Blake is {res_persona} who is {res_trait}.\n\n"
+                   + INSTRUCTION)
 #: The baseline user message: the same without any identity.
 BASELINE_TEMPLATE = "Alex is {sub_trait}. Blake is {res_trait}.\n\n" + INSTRUCTION
 

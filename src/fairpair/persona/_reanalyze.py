@@ -381,7 +381,7 @@ def _prepare(frame) -> tuple[Any, DataChecks]:
 
     axis_of = {d: axis_for_label(d) for d in dim[~baseline].unique()}
     keys: list[str] = []
-    for d, b in zip(dim.to_numpy(dtype=object), baseline):
+    for d, b in zip(dim.to_numpy(dtype=object), baseline, strict=True):
         axis = None if b else axis_of[d]
         keys.append(axis.key if axis is not None else "")
     axis_key = np.array(keys, dtype=object)
@@ -401,7 +401,7 @@ def _prepare(frame) -> tuple[Any, DataChecks]:
     demo = np.flatnonzero(~baseline)
     dim_a, sub_a, res_a = dim.to_numpy(dtype=object), sub_l.to_numpy(dtype=object), res_l.to_numpy(dtype=object)
     triples = pd.Series([f"{a}\x00{d}\x00{s}\x00{r}" for a, d, s, r in
-                         zip(axis_key[demo], dim_a[demo], sub_a[demo], res_a[demo])], dtype=object)
+                         zip(axis_key[demo], dim_a[demo], sub_a[demo], res_a[demo], strict=True)], dtype=object)
     codes, uniques = pd.factorize(triples)
     for u, triple in enumerate(uniques):
         ax, d, sl, rl = triple.split("\x00")
@@ -444,7 +444,7 @@ def _prepare(frame) -> tuple[Any, DataChecks]:
     for m in sorted(model.unique()):
         sel = (model == m).to_numpy()
         k = sel & kept
-        crosses[m] = set(zip(scene[k], axis_key[k], sub_key[k], res_key[k]))
+        crosses[m] = set(zip(scene[k], axis_key[k], sub_key[k], res_key[k], strict=True))
         counts[m] = ModelCounts(
             total=int(sel.sum()), demographic=int(k.sum()), baseline=int((sel & baseline).sum()),
             excluded=int((sel & excluded).sum()), duplicate_keys=int((sel & dup).sum()),

@@ -395,7 +395,8 @@ def battery_yaml(table: SceneTable, *, axes: list[str] | None = None, name: str 
         f"({counts.get('disparity', 0)} power disparity, {counts.get('equal', 0)} equal; NOT matched across power "
         f"conditions), two_party design over {len(chosen)} axes of Table 2, {per_scene} conditions per scene. "
         f"Cleaning: {'; '.join(clean_lines)}. System message: {SYSTEM_TEMPLATE!r}. "
-        f"User message: {PROMPT_TEMPLATE!r}. Baseline user message: {BASELINE_TEMPLATE!r}. sub_persona/res_persona are the Table 2 identity with its "
+        f"User message: {PROMPT_TEMPLATE!r}. Baseline user message: {BASELINE_TEMPLATE!r}. "
+        f"sub_persona/res_persona are the Table 2 identity with its "
         f"indefinite article (\"an Asian\")."
     )
     w(f"description: {_q(desc)}")

@@ -16,24 +16,59 @@ The store (:mod:`fairpair.store`) reads and writes these records and imports not
 them; every other package imports them from here (``tests/test_layers.py``).
 """
 
-from fairpair.records._answer import (SCALES, Answer, AnswerToMeasure, Measurement, MeasurementColumns, Response,
-                                      Scale)
+from fairpair.records._answer import SCALES, Answer, AnswerToMeasure, Measurement, MeasurementColumns, Response, Scale
 from fairpair.records._case import Case, case_from_json, case_json
 from fairpair.records._labels import HumanLabel, LabelDesign, LabelSample, SampledAnswer, mean_label
 from fairpair.records._manifest import RunManifest
-from fairpair.records._ranking import (RankingNameRate, RankingParse, RankingPosition, RankingRatio, RankingResult,
-                                       RankingSelection, RankingSlot, RankingTemplateCounts, RankingTest)
-from fairpair.records._reasons import (
-    REASON_VERDICT,
-    Reason,
-    first_reason,
+from fairpair.records._ranking import (
+                                      RankingNameRate,
+                                      RankingParse,
+                                      RankingPosition,
+                                      RankingRatio,
+                                      RankingResult,
+                                      RankingSelection,
+                                      RankingSlot,
+                                      RankingTemplateCounts,
+                                      RankingTest,
 )
-from fairpair.records._results import (RESULTS_SCHEMA, AnswerStatusBlock, BinaryDetail, CellMean, ComparisonResult,
-                                       ContinuousDetail, Counts, DiscoveredAxis, DiscoveredBlock, DispersionRow, DispersionTest, Evidence,
-                                       Heterogeneity, IncompleteRun, JudgeBlock, LabelCorrection, LengthBias,
-                                       MinimumIdentity, OmnibusResult, PairedTDetail, PositionBias, Results,
-                                       ScenarioBlock, ScenarioRow, SpreadBlock, TwoPartyBlock, VariantRow,
-                                       incomplete_text, interval, num, results_schema)
+from fairpair.records._reasons import (
+                                      REASON_VERDICT,
+                                      Reason,
+                                      first_reason,
+)
+from fairpair.records._results import (
+                                      RESULTS_SCHEMA,
+                                      AnswerStatusBlock,
+                                      BinaryDetail,
+                                      CellMean,
+                                      ComparisonResult,
+                                      ContinuousDetail,
+                                      Counts,
+                                      DiscoveredAxis,
+                                      DiscoveredBlock,
+                                      DispersionRow,
+                                      DispersionTest,
+                                      Evidence,
+                                      Heterogeneity,
+                                      IncompleteRun,
+                                      JudgeBlock,
+                                      LabelCorrection,
+                                      LengthBias,
+                                      MinimumIdentity,
+                                      OmnibusResult,
+                                      PairedTDetail,
+                                      PositionBias,
+                                      Results,
+                                      ScenarioBlock,
+                                      ScenarioRow,
+                                      SpreadBlock,
+                                      TwoPartyBlock,
+                                      VariantRow,
+                                      incomplete_text,
+                                      interval,
+                                      num,
+                                      results_schema,
+)
 
 __all__ = ["REASON_VERDICT", "Reason", "first_reason", "IncompleteRun", "incomplete_text",
            "Case", "case_json", "case_from_json",

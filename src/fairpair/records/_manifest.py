@@ -78,7 +78,7 @@ class RunManifest(BaseModel):
     targets_changed_after_answers: list[str] = Field(default_factory=list)
     tokens: dict[str, dict[str, dict[str, Any]]] | None = None
 
-    def merged(self, update: "RunManifest") -> "RunManifest":
+    def merged(self, update: RunManifest) -> RunManifest:
         """A copy of this manifest with every key set in ``update`` (its fields and its extra keys)
         replacing this one's: a stage writes its own keys whole (top level), the others are kept."""
         out = self.model_copy(deep=True)

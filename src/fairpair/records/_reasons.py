@@ -28,7 +28,8 @@ from enum import Enum
 __all__ = ["Reason", "REASON_VERDICT", "first_reason"]
 
 
-class Reason(str, Enum):
+# not StrEnum: str() and f"{}" of a member give "Reason.X" here, the value under StrEnum, and members reach f-strings
+class Reason(str, Enum):  # noqa: UP042
     """A reason for no verdict (or an ``inconclusive`` one), in precedence order (first wins)."""
 
     INCOMPLETE_RUN = "incomplete run"

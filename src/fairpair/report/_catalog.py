@@ -21,7 +21,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, TypeGuard
+
+if TYPE_CHECKING:
+    from fairpair.records import ComparisonResult
 
 __all__ = ["LANGUAGES", "MESSAGES", "msg", "fmt_num", "fmt_pct", "fmt_p", "verdict_sentence",
            "verdict_word", "Phrase", "test_name", "group_subject", "difference"]
@@ -782,7 +785,7 @@ def msg(lang: str, key: str, **kw: Any) -> str:
 
 
 # ------------------------------------------------------------------ numbers
-def _finite(x: Any) -> bool:
+def _finite(x: Any) -> TypeGuard[int | float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
@@ -896,7 +899,7 @@ def _cap(s: str) -> str:
     return s[:1].upper() + s[1:]
 
 
-def difference(comp: Any) -> tuple[float | None, tuple[float, float] | None]:
+def difference(comp: ComparisonResult | Mapping[str, Any]) -> tuple[float | None, tuple[float, float] | None]:
     """The comparison's (a :class:`~fairpair.analysis.ComparisonResult`, or its JSON object) estimate
     and CI as ``group_a - group_b`` (the ``results.json`` convention).
 
@@ -965,7 +968,7 @@ def _decided_by_p(comp: Mapping[str, Any]) -> bool:
     return first in (Reason.ADJUSTED_P_ZERO, Reason.ADJUSTED_P_MARGIN, Reason.UNRELIABLE_JUDGE)
 
 
-def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
+def verdict_sentence(comp: ComparisonResult | Mapping[str, Any], *, lang: str, label_a: str, label_b: str,
                      measure_label: str, signal: str | None = None, confidence_level: float = 0.95,
                      phrase: bool = True, reason_said: bool = False) -> str:
     """One comparison in plain words, with its numbers, in ``lang`` (``es`` or ``en``).
@@ -1027,8 +1030,8 @@ def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
         lo, hi = ci
         parts.append(msg(lang, "ci", level=level, lo=fmt_num(lo * scale_f, lang), hi=fmt_num(hi * scale_f, lang)))
     if _finite(comp.get("pvalue")):
-        p = fmt_p(comp["pvalue"], lang)
-        tp = (test_name(comp.get("test"), lang) + " p " + ("= " + p if not p.startswith("<") else p)).strip()
+        pv = fmt_p(comp["pvalue"], lang)
+        tp = (test_name(comp.get("test"), lang) + " p " + ("= " + pv if not pv.startswith("<") else pv)).strip()
         corr = str(comp.get("correction") or "").lower()
         if _finite(comp.get("pvalue_adjusted")) and corr and corr != "none":
             tp += ", " + msg(lang, "adjusted", method=_CORRECTIONS.get(corr, corr), p=fmt_p(comp["pvalue_adjusted"], lang))
@@ -1072,7 +1075,7 @@ def verdict_sentence(comp: Any, *, lang: str, label_a: str, label_b: str,
     return sentence
 
 
-def scenario_summary(comp: Any, lang: str) -> str:
+def scenario_summary(comp: ComparisonResult, lang: str) -> str:
     """The scenario-level finding of a comparison in ``lang``: "fails in `financiacion` (-22.0 points), not
     shown elsewhere", "no scenario fails on its own", or, when no scenario can have a verdict of its own
     (one pair per scenario: no error to estimate), that there are too few pairs per scenario (from its

@@ -8,12 +8,11 @@ measurements, failures). Nothing is written here.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from fairpair.battery import recorded_battery
 from fairpair.errors import FairpairError
@@ -23,6 +22,10 @@ from fairpair.store import MANIFEST_NAME, RESULTS_NAME, RESULTS_SCHEMA
 
 if TYPE_CHECKING:
     from fairpair.analysis import ComparisonResult, Results
+    from fairpair.battery import Battery
+    from fairpair.measures import Masker
+    from fairpair.records import Case
+    from fairpair.store import Run, Store
 
 __all__ = ["ReportData", "TargetInfo", "GroupValue", "EvidencePair", "load_report_data", "read_report_data",
            "RESULTS_SCHEMA", "MANIFEST_NAME", "RESULTS_NAME", "group_label", "measure_label", "comparison_key",
@@ -111,7 +114,7 @@ class ReportData:
 
     run_dir: Path
     language: str
-    battery: Any  # fairpair.battery.Battery, or None for a store without one
+    battery: Battery | None  # None for a store without one
     battery_name: str
     manifest: dict[str, Any]
     #: ``results.json`` as the typed :class:`~fairpair.analysis.Results` (None before the analysis);
@@ -162,7 +165,7 @@ def ranking_key(sec: dict[str, Any]) -> str:
     return "|".join(str(sec.get(k, "")) for k in ("design", "measure", "target"))
 
 
-def group_label(battery: Any, attribute: str, group: str) -> str:
+def group_label(battery: Battery | None, attribute: str, group: str) -> str:
     """The battery's ``label`` of a group, or the group id."""
     if battery is not None:
         a = battery.attributes.get(attribute)
@@ -172,7 +175,7 @@ def group_label(battery: Any, attribute: str, group: str) -> str:
     return group
 
 
-def measure_label(battery: Any, measure: str) -> str:
+def measure_label(battery: Battery | None, measure: str) -> str:
     """A measure's ``label`` option when the battery gives one, else its name (``tone.courtesy``)."""
     if battery is not None:
         base, _, fld = measure.partition(".")
@@ -186,7 +189,7 @@ def measure_label(battery: Any, measure: str) -> str:
     return measure
 
 
-def _signal_values(battery: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _signal_values(battery: Battery | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The battery's signal values and group references (:func:`fairpair.measures.signal_values`)."""
     if battery is None:
         return (), ()
@@ -215,7 +218,7 @@ def _t_interval(vals: list[float]) -> tuple[float, float]:
     return t_interval(m, sd / math.sqrt(n), n - 1, 0.95)
 
 
-def _group_values(store: Any, battery: Any, results: Any,
+def _group_values(store: Store, battery: Battery | None, results: Results | None,
                   drop_reasons: dict[str, dict[str, int]] | None = None) -> list[GroupValue]:
     """Descriptive per-group shares/means for each measure the plan compares (or every measure).
 
@@ -306,7 +309,7 @@ def _group_values(store: Any, battery: Any, results: Any,
     return out
 
 
-def _targets(store: Any, manifest: dict[str, Any]) -> list[TargetInfo]:
+def _targets(store: Store, manifest: dict[str, Any]) -> list[TargetInfo]:
     names = list(dict.fromkeys([*(manifest.get("targets") or {}), *store.targets()]))
     out = []
     for name in names:
@@ -331,7 +334,7 @@ def _reason(err: str | None) -> str:
     return first[:120]
 
 
-def _measured_value(store: Any, target: str, case_id: str, measure: str) -> Any:
+def _measured_value(store: Store, target: str, case_id: str, measure: str) -> Any:
     base, _, fld = measure.partition(".")
     for m in (measure, base) if fld else (measure,):
         v = store.latest_value(target, case_id, m)
@@ -342,7 +345,7 @@ def _measured_value(store: Any, target: str, case_id: str, measure: str) -> Any:
     return None
 
 
-def _evidence(store: Any, results: Any, masker: Any,
+def _evidence(store: Store, results: Results | None, masker: Callable[[str], str],
               limit: int = EVIDENCE_PER_COMPARISON) -> dict[str, list[EvidencePair]]:
     """Masked answer pairs for every failing comparison (``evidence`` of results.json)."""
     out: dict[str, list[EvidencePair]] = {}
@@ -390,7 +393,8 @@ def _evidence(store: Any, results: Any, masker: Any,
 RANKING_EVIDENCE_SCAN = 400
 
 
-def _placeholder_mask(text: str, slots: list[tuple[str, str]], language: str | None, masker: Any) -> str:
+def _placeholder_mask(text: str, slots: list[tuple[str, str]], language: str | None,
+                      masker: Callable[[str], str] | None) -> str:
     """``text`` with each candidate's name (``slots``: ``(variant, placeholder)``), as the ranking parse
     finds it (whole name, own word, misspelt or renamed: :func:`fairpair.measures.ranking.candidate_spans`),
     replaced by its placeholder, then ``masker`` (the group terms) over the rest; the placeholders are kept
@@ -409,7 +413,32 @@ def _placeholder_mask(text: str, slots: list[tuple[str, str]], language: str | N
     return text
 
 
-def _ranking_evidence(store: Any, battery: Any, results: Any, masker: Any,
+def _ranking_cases(store: Store, battery: Battery | None, designs: Iterable[str]) -> dict[str, list[Case]]:
+    """Design -> its first stored cases with candidate slots (at most 4 x :data:`RANKING_EVIDENCE_SCAN`,
+    in expansion order), for the ``designs`` that are ranking designs: those of
+    :meth:`~fairpair.battery.Battery.ranking_designs`, or, without a battery, those of the ranking sections
+    (``designs``; the analysis wrote them for ranking designs only). The design of each case is read by SQLite
+    (``$.design``), so the cases of the other designs are never decoded."""
+    from fairpair.measures.ranking import ranking_slots
+
+    ranking = {did for did, _d in battery.ranking_designs()} if battery is not None else None
+    rowids: dict[str, list[int]] = {d: [] for d in designs if ranking is None or d in ranking}
+    for rowid, _seq, design in store.case_fields("$.design"):
+        if design in rowids:
+            rowids[design].append(rowid)
+    limit = 4 * RANKING_EVIDENCE_SCAN
+    out: dict[str, list[Case]] = {d: [] for d in designs}
+    for design, ids in rowids.items():
+        for k in range(0, len(ids), limit):
+            part = store.cases_at(ids[k:k + limit])
+            out[design] += [part[i] for i in ids[k:k + limit] if ranking_slots(part[i])]
+            if len(out[design]) >= limit:
+                break
+    return out
+
+
+def _ranking_evidence(store: Store, battery: Battery | None, results: Results | None,
+                      masker: Callable[[str], str] | None,
                       limit: int = EVIDENCE_PER_COMPARISON) -> dict[str, list[RankingEvidence]]:
     """Up to ``limit`` masked matched sets per ranking section (results.json ``rankings``).
 
@@ -425,13 +454,7 @@ def _ranking_evidence(store: Any, battery: Any, results: Any, masker: Any,
     by_design: dict[str, list[dict[str, Any]]] = {}
     for sec in sections:
         by_design.setdefault(str(sec.get("design", "")), []).append(sec)
-    cases: dict[str, list[dict[str, Any]]] = {d: [] for d in by_design}
-    for _cid, _seq, raw in store.case_rows():
-        if '"ranking"' not in raw:
-            continue
-        c = json.loads(raw)
-        if c.get("design") in cases and ((c.get("meta") or {}).get("ranking") or {}).get("slots"):
-            cases[c["design"]].append(c)
+    cases = _ranking_cases(store, battery, by_design)
     language = getattr(battery, "language", None)
     # the candidates' names are replaced by the parse's own matches; only the group terms need a masker
     # (one over every name of the battery costs about a second per name to build)
@@ -447,30 +470,30 @@ def _ranking_evidence(store: Any, battery: Any, results: Any, masker: Any,
             attribute, target, measure = str(sec.get("attribute") or ""), str(sec.get("target", "")), \
                 str(sec.get("measure", ""))
             reference = sec.get("reference")
-            seen: list[tuple[dict[str, Any], dict[str, Any], bool]] = []
+            seen: list[tuple[Case, dict[str, Any], bool]] = []
             for looked, c in enumerate(cases[design]):
                 if len(seen) >= RANKING_EVIDENCE_SCAN or looked >= 4 * RANKING_EVIDENCE_SCAN:
                     break  # bounded: a run of mostly unparsed answers does not cost a query per case
-                d = store.latest_detail(target, c["id"], measure)
+                d = store.latest_detail(target, c.id, measure)
                 if not isinstance(d, dict) or d.get("parse") in (None, "unparsed") or not d.get("order"):
                     continue
-                slot_of = {str(s["group"]): int(s["slot"]) for s in c["meta"]["ranking"]["slots"]}
+                slot_of = {str(s["group"]): int(s["slot"]) for s in c.meta["ranking"]["slots"]}
                 seen.append((c, d, d.get("top") == reference and slot_of.get(str(d.get("top"))) != 1))
-            chosen: list[tuple[dict[str, Any], dict[str, Any]]] = []
+            chosen: list[tuple[Case, dict[str, Any]]] = []
             templates: set[str] = set()
             for want_telling, new_template in ((True, True), (False, True), (False, False)):
                 for c, d, telling in seen:
                     if len(chosen) >= limit:
                         break
-                    if (want_telling and not telling) or (new_template and c.get("template") in templates) \
+                    if (want_telling and not telling) or (new_template and c.template in templates) \
                             or any(c is x for x, _ in chosen):
                         continue
                     chosen.append((c, d))
-                    templates.add(c.get("template"))
+                    templates.add(c.template)
             chosen.sort(key=lambda cd: cases[design].index(cd[0]))
             quoted = []
             for c, d in chosen:
-                rk = c["meta"]["ranking"]
+                rk = c.meta["ranking"]
                 slots = sorted(rk["slots"], key=lambda s: int(s["slot"]))
                 label = {str(s["group"]): group_label(battery, attribute, str(s["group"])) for s in slots}
                 group_at = {int(s["slot"]): str(s["group"]) for s in slots}
@@ -478,18 +501,18 @@ def _ranking_evidence(store: Any, battery: Any, results: Any, masker: Any,
                              for s in slots)
                 ranking = tuple((r + 1, int(sl), group_at.get(int(sl), "?"), label.get(group_at.get(int(sl), ""), "?"))
                                 for r, sl in enumerate(d.get("order") or []))
-                text = store.answer_text(target, c["id"])
+                text = store.answer_text(target, c.id)
                 answer = "" if text is None else _placeholder_mask(
                     text, [(str(s["variant"]), f"[{label[str(s['group'])]}]") for s in slots], language, masker)
                 quoted.append(RankingEvidence(
-                    key=ranking_key(sec), case_id=c["id"], matched_set=str(c.get("matched_set") or c["id"]),
-                    template=str(c.get("template", "")), repetition=rk.get("repetition", c.get("repetition")),
+                    key=ranking_key(sec), case_id=c.id, matched_set=c.matched_set or c.id,
+                    template=c.template, repetition=rk.get("repetition", c.repetition),
                     slots=rows, ranking=ranking, parse=str(d.get("parse", "")), answer=answer))
             out[ranking_key(sec)] = quoted
     return out
 
 
-def _case_signal_values(store: Any) -> set[str]:
+def _case_signal_values(store: Store) -> set[str]:
     """Every variant the cases actually used (lexicon groups included)."""
     vals: set[str] = set()
     for _cid, _seq, data in store.case_rows(ordered=False):
@@ -499,7 +522,7 @@ def _case_signal_values(store: Any) -> set[str]:
     return vals
 
 
-def _collected(store: Any, battery: Any) -> list[CollectedRow]:
+def _collected(store: Store, battery: Battery | None) -> list[CollectedRow]:
     """Cases and answers per design and cell (:class:`~fairpair.report._view.CollectedRow`)."""
     answered: dict[str, set[str]] = {t: store.answered_ids(t) for t in store.targets()}
     cells: dict[tuple[str, str], dict[str, Any]] = {}
@@ -518,7 +541,7 @@ def _collected(store: Any, battery: Any) -> list[CollectedRow]:
     return [CollectedRow(**row) for row in cells.values()]
 
 
-def _masker(battery: Any, values: tuple[str, ...], terms: tuple[str, ...], marker: str) -> Any:
+def _masker(battery: Battery | None, values: tuple[str, ...], terms: tuple[str, ...], marker: str) -> Masker:
     """The battery's masker (names in all their forms, see ``masker_for``), plus the values the cases
     used; without a battery, every value as given."""
     from fairpair.measures import Masker
@@ -534,9 +557,10 @@ class _LazyMasker:
     """The report's ``mask`` (see :func:`_masker`), compiled at the first call: a report that quotes no
     evidence (no failing comparison) never pays for a pattern over every signal value."""
 
-    def __init__(self, battery: Any, values: tuple[str, ...], terms: tuple[str, ...], warnings: list[str]):
+    def __init__(self, battery: Battery | None, values: tuple[str, ...], terms: tuple[str, ...],
+                 warnings: list[str]):
         self.battery, self.values, self.terms, self.warnings = battery, values, terms, warnings
-        self._mask = None
+        self._mask: Callable[[str], str] | None = None
 
     def __call__(self, text: str) -> str:
         if self._mask is None:
@@ -564,7 +588,7 @@ def load_report_data(run_dir: Path, *, language: str | None = None,
         return read_report_data(run, language=language, evidence=evidence)
 
 
-def read_report_data(run: Any, *, language: str | None = None,
+def read_report_data(run: Run, *, language: str | None = None,
                      evidence: int = EVIDENCE_PER_COMPARISON) -> ReportData:
     """:func:`load_report_data` from a :class:`fairpair.store.Run` already open (the only read of the
     run a report makes: every stage after this one renders the :class:`ReportData`)."""

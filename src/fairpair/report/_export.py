@@ -44,11 +44,15 @@ import csv
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairpair.errors import FairpairError
 from fairpair._files import atomic_path
 from fairpair.report._text import clean, csv_cell
+
+if TYPE_CHECKING:
+    from fairpair.records import Case
+    from fairpair.store import Run
 
 __all__ = ["export_run", "export_tables", "FORMATS"]
 
@@ -77,7 +81,7 @@ _RANKING_COLS = ["target", "case_id", "measure", "template", "candidates", "text
                  "picks", "renamed", "status", "error"]
 
 
-def _ranking_rows(run: Any, cases: dict[str, Any], answers: list[dict[str, Any]]) -> tuple[list[str], list[dict]] | None:
+def _ranking_rows(run: Run, cases: dict[str, Case], answers: list[dict[str, Any]]) -> tuple[list[str], list[dict]] | None:
     """The ``rankings`` table: per answer of a ranking case and ranking measure, the candidates shown (in
     order, with their groups), the answer's text and the parse beside it (how it was read, the top group,
     the names in rank order, how each name matched, renamed picks). None when the battery has no
@@ -97,7 +101,9 @@ def _ranking_rows(run: Any, cases: dict[str, Any], answers: list[dict[str, Any]]
         if m.measure not in measures:
             continue
         c = cases.get(m.case_id)
-        slots = ((c.meta or {}).get("ranking") or {}).get("slots") if c is not None else None
+        if c is None:
+            continue
+        slots = ((c.meta or {}).get("ranking") or {}).get("slots")
         if not slots:
             continue
         d = m.detail if isinstance(m.detail, dict) else {}
@@ -124,8 +130,8 @@ def export_tables(run_dir: Path) -> dict[str, tuple[list[str], list[dict[str, An
         store = run.store
         cases = {c.id: c for c in store.iter_cases()}
         keys: dict[str, None] = {}
-        for c in cases.values():
-            for k in c.groups:
+        for case in cases.values():
+            for k in case.groups:
                 keys[k] = None
         group_cols = [f"group:{k}" for k in keys] + [f"variant:{k}" for k in keys]
         rows = []
@@ -156,7 +162,8 @@ def export_tables(run_dir: Path) -> dict[str, tuple[list[str], list[dict[str, An
             out["rankings"] = ranked
         res = run.results_json(validate=False)  # exported as it is, whatever fairpair wrote it
     if res is not None:
-        crow, cols = [], {}
+        crow: list[dict[str, Any]] = []
+        cols: dict[str, None] = {}
         for comp in res.get("comparisons") or []:
             row = {k: v for k, v in comp.items() if v is None or isinstance(v, (str, int, float, bool))}
             for name in ("ci", "equivalence_ci"):

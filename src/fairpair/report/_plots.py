@@ -280,8 +280,10 @@ def heatmap_plots(fid: str, block: TwoPartyBlock, *, lang: str, show_target: boo
             if isinstance(m, (int, float)):
                 grid[ij] = m
             ci = c.ci
-            if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(isinstance(v, (int, float)) for v in ci):
-                cis[ij] = list(ci)
+            if isinstance(ci, (list, tuple)) and len(ci) == 2:
+                lo, hi = ci
+                if isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
+                    cis[ij] = [lo, hi]
         with matplotlib.rc_context(_RC):
             cw, ch = (1.25, 0.7) if cis else (0.9, 0.5)
             fig, ax = plt.subplots(figsize=(max(4.5, cw * len(ress) + 2.5), max(3.0, ch * len(subs) + 1.8)))

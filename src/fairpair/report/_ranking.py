@@ -23,15 +23,21 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from fairpair.report._catalog import fmt_num, fmt_p, fmt_pct, msg, verdict_word
-from fairpair.report._data import ranking_key
+from fairpair.report._data import RankingEvidence, ranking_key
 from fairpair.report._text import terminal
 from fairpair.report._view import (
     RankingEvidenceLine, RankingEvidenceView, RankingPairRow, RankingSelectionRow, RankingSlotRow, RankingTable,
     RankingView,
 )
+
+if TYPE_CHECKING:
+    from rich.console import JustifyMethod
+
+    from fairpair.battery import Battery
+    from fairpair.records import Results
 
 __all__ = ["MESSAGES", "rmsg", "ranking_view", "selection_plot", "position_plot", "ranking_tables"]
 
@@ -331,7 +337,7 @@ def _ci(ci: Any, lang: str, *, pct: bool = False, digits: int = 2) -> str:
     return f"{fmt_num(ci[0], lang, digits)} … {fmt_num(ci[1], lang, digits)}"
 
 
-def _label_fn(battery: Any, attribute: str):
+def _label_fn(battery: Battery | None, attribute: str) -> Callable[[str], str]:
     def label(group: str) -> str:
         if battery is None:
             return str(group)
@@ -426,7 +432,7 @@ def _whole_range(c: dict[str, Any], lang: str) -> str:
     return ""
 
 
-def _evidence_rows(quoted: Sequence[Any], lang: str) -> list[RankingEvidenceView]:
+def _evidence_rows(quoted: Sequence[RankingEvidence], lang: str) -> list[RankingEvidenceView]:
     """The display of a section's :class:`~fairpair.report._data.RankingEvidence`: per matched set a
     header, the rows ``position | prompt's group at that slot | answer's group at that rank (its slot)``
     and the masked answer."""
@@ -511,14 +517,15 @@ def _first_listed(sec: dict[str, Any], lang: str, parity: str) -> str | None:
                 ci=_ci(first.get("top_rate_ci"), lang, pct=True), parity=parity)
 
 
-def _as_shown(battery: Any, design: str) -> bool:
+def _as_shown(battery: Battery | None, design: str) -> bool:
     """Whether ``design`` is an imported ranking design (its requests' own orders)."""
     ranking = dict(battery.ranking_designs()) if battery is not None else {}
     return getattr(ranking.get(design), "order", None) == "as_shown"
 
 
-def ranking_view(results: Any, lang: str, battery: Any = None, *,
-                 with_figures: bool = True, evidence: dict[str, Sequence[Any]] | None = None) -> list[RankingView]:
+def ranking_view(results: Results | dict[str, Any] | None, lang: str, battery: Battery | None = None, *,
+                 with_figures: bool = True,
+                 evidence: Mapping[str, Sequence[RankingEvidence]] | None = None) -> list[RankingView]:
     """One display block per ``rankings`` section of ``results`` (the typed
     :class:`~fairpair.analysis.Results`, or a results.json object; empty list when there is none).
 
@@ -691,9 +698,11 @@ def ranking_tables(blocks: Sequence[RankingView], lang: str) -> list[Any]:
     out = []
     for b in blocks:
         t = Table(title=Text(terminal(rmsg(lang, "terminal.title", block=b.title))), title_justify="left")
-        for name, justify in ((rmsg(lang, "col.group"), "left"), (rmsg(lang, "col.rate"), "right"),
-                              (rmsg(lang, "col.ci"), "right"), (rmsg(lang, "col.ratio", best=b.best), "right"),
-                              (rmsg(lang, "col.ratio_ci"), "right"), (rmsg(lang, "col.verdict"), "left")):
+        columns: tuple[tuple[str, JustifyMethod], ...] = (
+            (rmsg(lang, "col.group"), "left"), (rmsg(lang, "col.rate"), "right"),
+            (rmsg(lang, "col.ci"), "right"), (rmsg(lang, "col.ratio", best=b.best), "right"),
+            (rmsg(lang, "col.ratio_ci"), "right"), (rmsg(lang, "col.verdict"), "left"))
+        for name, justify in columns:
             verdict_col = name == rmsg(lang, "col.verdict")
             t.add_column(Text(terminal(name)), justify=justify, overflow="fold", no_wrap=verdict_col)
         for s in b.selection:

@@ -33,6 +33,7 @@ from fairpair.report._view import (
 
 if TYPE_CHECKING:
     from fairpair.analysis import DispersionTest, JudgeBlock, MinimumIdentity, OmnibusResult, Results, TwoPartyBlock
+    from fairpair.store import Run
 
 __all__ = ["write_report", "build_model", "build_view", "report_model", "ReportModel", "REPORT_SCHEMA",
            "overall_verdict", "VerdictRow"]
@@ -94,7 +95,7 @@ def _quiet_status_marks(quiet: list[VerdictRow], lang: str) -> list[str]:
             for st, pairs in by_statuses.items()]
 
 
-def ranking_verdicts(res: Any) -> list[str]:
+def ranking_verdicts(res: Results | None) -> list[str]:
     """The verdicts of a run's ranking designs (``results.json`` ``rankings``): every primary pair of groups
     (top pick, "ranked above") and every group's four-fifths ratio that has one; the gate's
     (:func:`fairpair.analysis.gate_outcome`) primary comparisons of a ranking battery."""
@@ -111,7 +112,7 @@ def _ranking_counts(verdicts: list[str], lang: str) -> str:
                inconclusive=verdicts.count("inconclusive"), insufficient=verdicts.count("insufficient design"))
 
 
-def _ranking_fails(res: Any, lang: str) -> list[str]:
+def _ranking_fails(res: Results | None, lang: str) -> list[str]:
     """Per ranking section with a failing ratio or pair: its target and how many of each fail."""
     out = []
     for r in (res.rankings if res is not None else []) or []:
@@ -147,6 +148,7 @@ def _verdict_rows(data: ReportData, lang: str) -> list[VerdictRow]:
                                   signal=data.attribute_signal(c.attribute), confidence_level=level,
                                   reason_said=True)
         ci = c.ci or [None, None]
+        lo, hi = (ci[0], ci[1]) if len(ci) >= 2 else (None, None)
         unit = (" pp" if lang == "en" else " p.\u00a0p.") if binary else ""
         est = c.estimate
         mark = "†" if c.measure.startswith("answer.") else "" if c.primary else "*"
@@ -156,8 +158,8 @@ def _verdict_rows(data: ReportData, lang: str) -> list[VerdictRow]:
             label_a=la, label_b=lb, scale=c.scale, primary=c.primary,
             verdict=shown, verdict_word=verdict_word(shown, lang), sentence=sentence,
             estimate=(fmt_num(est * f, lang) + unit) if isinstance(est, (int, float)) else "—",
-            ci=(f"{fmt_num(ci[0] * f, lang)} … {fmt_num(ci[1] * f, lang)}"
-                if all(isinstance(v, (int, float)) for v in ci) else "—"),
+            ci=(f"{fmt_num(lo * f, lang)} … {fmt_num(hi * f, lang)}"
+                if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) else "—"),
             p=fmt_p(c.pvalue, lang), p_adjusted=fmt_p(c.pvalue_adjusted, lang),
             test=test_name(c.test, lang), n_pairs=c.n_pairs, n_dropped=c.n_dropped,
             note=translate_note(c.note or "", lang), result=c, reasons=reasons,
@@ -248,7 +250,7 @@ def shared_reasons(rows: list[VerdictRow], lang: str) -> list[ReasonGroup]:
     return out
 
 
-def _design_note(res: Any, lang: str) -> str:
+def _design_note(res: Results | None, lang: str) -> str:
     """One sentence on the design the verdicts rest on: templates and the names' estimand."""
     if res is None or not res.comparisons:
         return ""
@@ -308,10 +310,10 @@ MAX_SCENARIO_FIGURES = 24
 def _scenario_rows(rows: list[VerdictRow]) -> list[VerdictRow]:
     """The comparisons shown by scenario: those with more than one scenario or a scenario-level fail,
     primary ones first, then those whose scenarios fail (at most :data:`MAX_SCENARIO_FIGURES`)."""
-    have = [r for r in rows if r.result is not None and getattr(r.result, "scenarios", None) is not None
-            and (len(r.result.scenarios.rows) > 1 or any(x.verdict == "fail" for x in r.result.scenarios.rows))]
-    have.sort(key=lambda r: (not r.primary, not any(x.verdict == "fail" for x in r.result.scenarios.rows)))
-    return have[:MAX_SCENARIO_FIGURES]
+    have = [(r, sc) for r in rows if (sc := r.result.scenarios) is not None
+            and (len(sc.rows) > 1 or any(x.verdict == "fail" for x in sc.rows))]
+    have.sort(key=lambda h: (not h[0].primary, not any(x.verdict == "fail" for x in h[1].rows)))
+    return [r for r, _sc in have[:MAX_SCENARIO_FIGURES]]
 
 
 def _scenario_title(r: VerdictRow, lang: str) -> str:
@@ -325,6 +327,8 @@ def _scenario_views(rows: list[VerdictRow], figures: Figures, lang: str) -> list
     out = []
     for r in _scenario_rows(rows):
         sc = r.result.scenarios
+        if sc is None:  # never: those rows have scenarios
+            continue
         share = sc.share_ci or [None, None]
         spread = "" if sc.share is None else msg(
             lang, "scenarios.spread", share=fmt_pct(sc.share, lang), level="95", lo=fmt_pct(share[0], lang),
@@ -340,8 +344,7 @@ def _scenario_views(rows: list[VerdictRow], figures: Figures, lang: str) -> list
 def _spread_views(rows: list[VerdictRow], lang: str) -> list[SpreadView]:
     """The comparisons with a within-cell spread statistic (results.json ``spread``), primary ones first."""
     out = []
-    for r in sorted((r for r in rows if getattr(r.result, "spread", None) is not None), key=lambda r: not r.primary):
-        sp = r.result.spread
+    for r, sp in sorted(((r, sp) for r in rows if (sp := r.result.spread) is not None), key=lambda h: not h[0].primary):
         ci = sp.ratio_ci or [None, None]
         level = fmt_num(100 * (r.result.confidence_level or 0.95), lang, 0)
         word = verdict_word(sp.verdict, lang)
@@ -559,7 +562,8 @@ def _discovered(res: Results | None, lang: str) -> tuple[str, list[DiscoveredRow
             what=str((a.spec.get("any_of") or [""])[0] if a.how == "words" else a.spec.get("instructions", "")),
             groups=f"{a.group_a} − {a.group_b}", direction=a.direction or "—",
             estimate=fmt_pct(c.estimate, lang) if c is not None and c.estimate is not None else "—",
-            ci="—" if not ci or None in ci else f"[{fmt_num(100 * ci[0], lang, 1)}, {fmt_num(100 * ci[1], lang, 1)}]",
+            ci="—" if not ci or ci[0] is None or ci[1] is None
+            else f"[{fmt_num(100 * ci[0], lang, 1)}, {fmt_num(100 * ci[1], lang, 1)}]",
             p=fmt_p(c.pvalue_adjusted if c is not None else None, lang), confirmed=a.confirmed,
             confirmed_word=msg(lang, "disc.yes" if a.confirmed else "disc.no")))
     intro = msg(lang, "disc.intro", passes=", ".join(msg(lang, f"disc.how.{p}") for p in d.passes),
@@ -682,8 +686,8 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
     if judge is not None and judge.self_judging:
         warnings.append(msg(lang, "judge.self"))
     # the self-judging sentence of the analysis says what judge.self says: once
-    warnings += [str(w) for w in (judge.warnings if judge is not None else [])
-                 if not (judge.self_judging and str(w).startswith("self-judging:"))]
+    if judge is not None:
+        warnings += [str(w) for w in judge.warnings if not (judge.self_judging and str(w).startswith("self-judging:"))]
     warnings = _status_warnings(data, lang) + warnings
     if res is not None and res.aa_flag:
         warnings.append(msg(lang, "aa.flag", detail=str(res.aa_flag)))
@@ -776,7 +780,7 @@ def build_view(data: ReportData, *, with_figures: bool = True) -> dict[str, Any]
     return build_model(data, with_figures=with_figures).context()
 
 
-def report_model(run: Any, *, language: str | None = None, evidence: int = 3,
+def report_model(run: Run, *, language: str | None = None, evidence: int = 3,
                  with_figures: bool = True) -> ReportModel:
     """Run -> :class:`ReportModel`: read an open :class:`fairpair.store.Run` once
     (:func:`~fairpair.report._data.read_report_data`) and build the model every output renders."""
@@ -888,7 +892,7 @@ def summary_json(model: ReportModel, files: dict[str, str]) -> dict[str, Any]:
             "correction": r.result.correction, "n_pairs": r.n_pairs, "n_dropped": r.n_dropped,
             "sentence": r.sentence, "shown": r.verdict, "reasons": list(r.reasons), "reason": r.reason,
             "mark": r.mark,
-            "spread": r.result.spread.model_dump() if getattr(r.result, "spread", None) is not None else None}
+            "spread": r.result.spread.model_dump() if r.result.spread is not None else None}
             for r in model.all_rows or model.rows],
         "incomplete": (model.data.results.incomplete.model_dump()
                        if model.data.results is not None and model.data.results.incomplete is not None else None),

@@ -9,10 +9,16 @@ or inject rich markup (``[bold]`` is shown literally).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairpair.report._catalog import msg
 from fairpair.report._text import terminal
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from fairpair.report._data import ReportData
+    from fairpair.report._render import ReportModel
 
 __all__ = ["verdict_table", "print_verdicts"]
 
@@ -59,8 +65,9 @@ def verdict_table(model: Any, *, verbose: bool = False, wrap: bool = True) -> An
     return t
 
 
-def print_verdicts(console: Any, run_dir: Path | None = None, *, language: str | None = None,
-                   sentences: bool = False, data: Any = None, model: Any = None, verbose: bool = False) -> str:
+def print_verdicts(console: Console, run_dir: Path | None = None, *, language: str | None = None,
+                   sentences: bool = False, data: ReportData | None = None, model: ReportModel | None = None,
+                   verbose: bool = False) -> str:
     """Print a run's verdicts, each thing once; returns the overall verdict.
 
     In order: the ``run incomplete`` headline (when it is), the verdict table (one line per
@@ -79,6 +86,8 @@ def print_verdicts(console: Any, run_dir: Path | None = None, *, language: str |
 
     if model is None:
         if data is None:
+            if run_dir is None:
+                raise TypeError("print_verdicts needs model, data or run_dir")
             data = load_report_data(Path(run_dir), language=language)
         model = build_model(data, with_figures=False)
 

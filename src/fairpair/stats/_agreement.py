@@ -165,8 +165,8 @@ class CohenKappaResult:
 
 
 def cohen_kappa(
-    a: Sequence[Hashable],
-    b: Sequence[Hashable],
+    a: Sequence[Hashable] | np.ndarray,
+    b: Sequence[Hashable] | np.ndarray,
     *,
     weights: Literal["linear", "quadratic"] | None = None,
     labels: Sequence[Hashable] | None = None,
@@ -292,8 +292,8 @@ class ConfusionMatrixResult:
 
 
 def confusion_matrix(
-    judge: Sequence[Hashable],
-    human: Sequence[Hashable],
+    judge: Sequence[Hashable] | np.ndarray,
+    human: Sequence[Hashable] | np.ndarray,
     labels: Sequence[Hashable] | None = None,
 ) -> ConfusionMatrixResult:
     """Confusion matrix of the judge's labels against the human reference.

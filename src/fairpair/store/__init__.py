@@ -15,10 +15,32 @@ no module outside this package speaks SQL (``tests/store/test_no_sql_outside.py`
 """
 
 from fairpair.records import Case, Results
-from fairpair.store._run import (LOCK_NAME, MANIFEST_NAME, RESULTS_NAME, RESULTS_SCHEMA, Run, RunLock, plan_hash,
-                                 read_results, record_battery, results_current, write_manifest, write_results)
-from fairpair.store._sqlite import (MIGRATIONS, SCHEMA_VERSION, STORE_FORMAT, STORE_NAME, AnswerToMeasure, Measurement,
-                                    MeasurementColumns, Response, Store, damaged_store_error)
+from fairpair.store._run import (
+                                 LOCK_NAME,
+                                 MANIFEST_NAME,
+                                 RESULTS_NAME,
+                                 RESULTS_SCHEMA,
+                                 Run,
+                                 RunLock,
+                                 plan_hash,
+                                 read_results,
+                                 record_battery,
+                                 results_current,
+                                 write_manifest,
+                                 write_results,
+)
+from fairpair.store._sqlite import (
+                                 MIGRATIONS,
+                                 SCHEMA_VERSION,
+                                 STORE_FORMAT,
+                                 STORE_NAME,
+                                 AnswerToMeasure,
+                                 Measurement,
+                                 MeasurementColumns,
+                                 Response,
+                                 Store,
+                                 damaged_store_error,
+)
 
 __all__ = ["Run", "RunLock", "Store", "Case", "Response", "Measurement", "Results", "MeasurementColumns",
            "AnswerToMeasure", "plan_hash", "read_results", "record_battery", "results_current",

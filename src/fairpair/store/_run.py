@@ -23,10 +23,11 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator, Literal, TextIO
+from typing import Any, ClassVar, Literal, TextIO
 
 from fairpair._files import atomic_write_text
 from fairpair.errors import FairpairError, validation_summary
@@ -54,7 +55,7 @@ class RunLock:
         self.path = Path(run_dir) / LOCK_NAME
         self.fh: TextIO | None = None
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fh = open(self.path, "a+")
@@ -86,7 +87,7 @@ class RunLock:
         it. Reads only: a directory without a lock file, or one that cannot be read, is not in use."""
         path = Path(run_dir) / LOCK_NAME
         try:
-            fh = open(path, "r")
+            fh = open(path)
         except OSError:
             return None
         with fh:
@@ -213,7 +214,7 @@ def write_results(run_dir: Path, text: str) -> None:
         if path.exists() and path.read_bytes() != text.encode("utf-8"):  # bytes: a damaged file is kept too
             keep = path.parent / "results.previous"
             keep.mkdir(exist_ok=True)
-            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
             shutil.copy2(path, keep / f"results-{stamp}.json")
         atomic_write_text(path, text)
     except OSError as exc:
@@ -302,7 +303,7 @@ class Run:
 
     @classmethod
     def open(cls, path: Path | str, mode: Literal["r", "w"] = "r", *, create: bool = False,
-             migrate: bool = False, lenient_text: bool = False) -> "Run":
+             migrate: bool = False, lenient_text: bool = False) -> Run:
         """Open the run directory ``path``.
 
         Parameters
@@ -344,8 +345,8 @@ class Run:
 
     @classmethod
     @contextmanager
-    def opened(cls, ref: "Run | str | os.PathLike[str]", mode: Literal["r", "w"] = "r", *, create: bool = False,
-               migrate: bool = False, lenient_text: bool = False) -> Iterator["Run"]:
+    def opened(cls, ref: Run | str | os.PathLike[str], mode: Literal["r", "w"] = "r", *, create: bool = False,
+               migrate: bool = False, lenient_text: bool = False) -> Iterator[Run]:
         """``ref`` itself when it is a :class:`Run` already open (a stage of a loop that opened the run
         once; it stays open), else the directory ``ref`` opened as :meth:`open` does, closed at the end.
 
@@ -384,7 +385,7 @@ class Run:
                 self._lock.__exit__(None, None, None)
                 self._lock = None
 
-    def __enter__(self) -> "Run":
+    def __enter__(self) -> Run:
         return self
 
     def __exit__(self, *exc: Any) -> None:

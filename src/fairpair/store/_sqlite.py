@@ -24,13 +24,23 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from fairpair.errors import FairpairError
-from fairpair.records import (AnswerToMeasure, Case, HumanLabel, LabelSample, Measurement, MeasurementColumns, Response,
-                              SampledAnswer, case_from_json, case_json)
+from fairpair.records import (
+    AnswerToMeasure,
+    Case,
+    HumanLabel,
+    LabelSample,
+    Measurement,
+    MeasurementColumns,
+    Response,
+    SampledAnswer,
+    case_from_json,
+    case_json,
+)
 
 __all__ = ["Store", "Response", "Measurement", "MeasurementColumns", "AnswerToMeasure", "STORE_NAME", "STORE_FORMAT",
            "SCHEMA_VERSION", "MIGRATIONS", "damaged_store_error"]
@@ -255,7 +265,8 @@ def damaged_store_error(exc: BaseException) -> FairpairError | None:
         return None
     path = _last_opened[-1] if _last_opened else None
     rec = f"sqlite3 {path} .recover | sqlite3 recovered.sqlite" if path else "sqlite3 store.sqlite .recover"
-    return FairpairError(f"the run store is damaged ({text}); the file is left as it is (fairpair never repairs or deletes a store)", file=path,
+    return FairpairError(f"the run store is damaged ({text}); the file is left as it is "
+                         "(fairpair never repairs or deletes a store)", file=path,
                          hint=f"recover what it holds with `{rec}` (SQLite's .recover), or start a new run "
                               "with another --out")
 
@@ -266,7 +277,7 @@ def _decode_lenient(b: bytes) -> str:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def _valid_text(s: str) -> bool:
@@ -359,7 +370,7 @@ class Store:
     # ------------------------------------------------------------ opening
     @classmethod
     def open(cls, run_dir: Path, *, create: bool = True, readonly: bool = False,
-             lenient_text: bool = False) -> "Store":
+             lenient_text: bool = False) -> Store:
         """Open (``create``: or create) ``run_dir``'s store, migrating it unless ``readonly``.
 
         ``lenient_text``: text that is not UTF-8 (a store written by another tool) reads as
@@ -454,7 +465,8 @@ class Store:
             with self.transaction():
                 if fn is not None:
                     fn(self.conn)
-                self.conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+                self.conn.execute("CREATE TABLE IF NOT EXISTS migrations "
+                                  "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
                 now = _now()
                 self.conn.executemany("INSERT OR IGNORE INTO migrations VALUES (?, ?)",
                                       [(n, now) for n in (*record, *([fn.__name__] if fn is not None else []))])
@@ -472,7 +484,7 @@ class Store:
 
     @contextmanager
     def checkpoints_in_background(self, interval: float = 0.5,
-                                  bound: int = 10 * WAL_AUTOCHECKPOINT) -> Iterator["CheckpointCount"]:
+                                  bound: int = 10 * WAL_AUTOCHECKPOINT) -> Iterator[CheckpointCount]:
         """While the block runs, a thread of its own copies the WAL into the database, so that
         this connection's commits seldom do.
 
@@ -552,7 +564,7 @@ class Store:
     def close(self) -> None:
         self.conn.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -758,7 +770,8 @@ class Store:
         where, args = _where(target=target, stage=None if old else stage)
         rows = self.conn.execute(
             "SELECT b.target, b.batch_id, b.input_file_id, b.requests, b.base_url, b.created_at, s.status, s.data,"
-            f" {_q('run') if old else 'b.stage'} FROM batches b JOIN batch_states s ON s.id = (SELECT MAX(id) FROM batch_states t"
+            f" {_q('run') if old else 'b.stage'} FROM batches b"
+            " JOIN batch_states s ON s.id = (SELECT MAX(id) FROM batch_states t"
             f" WHERE t.batch_id = b.batch_id){where.replace('target', 'b.target').replace('stage', 'b.stage')}"
             " ORDER BY b.id", args).fetchall()
         return [{"target": r[0], "batch_id": r[1], "input_file_id": r[2], "requests": r[3], "base_url": r[4],
@@ -902,7 +915,8 @@ class Store:
     def measurements(self, measure: str | None = None, *, status: str | None = "ok") -> Iterator[Measurement]:
         where, args = _where(measure=measure, status=status)
         scale = "NULL AS scale" if "m004_measurement_scale" in self.pending else "scale"
-        q = f"SELECT target, case_id, measure, status, value, detail, error, {scale} FROM measurements{where} ORDER BY id"
+        q = (f"SELECT target, case_id, measure, status, value, detail, error, {scale}"
+             f" FROM measurements{where} ORDER BY id")
         for r in self._rows(q, args):
             v, d = r["value"], r["detail"]
             yield Measurement(target=r["target"], case_id=r["case_id"], measure=r["measure"], status=r["status"],
@@ -1289,7 +1303,8 @@ def _q(text: str) -> str:
 def _where(**filters: str | None) -> tuple[str, list[str]]:
     """`` WHERE col=? AND ...`` for the filters that are not None (column names are ours, never input)."""
     cols = [k for k, v in filters.items() if v is not None]
-    return (" WHERE " + " AND ".join(f"{k}=?" for k in cols) if cols else ""), [v for v in filters.values() if v is not None]
+    clause = " WHERE " + " AND ".join(f"{k}=?" for k in cols) if cols else ""
+    return clause, [v for v in filters.values() if v is not None]
 
 
 def _split_sql(script: str) -> list[str]:

@@ -20,6 +20,7 @@ when a battery uses them.
 """
 
 from fairpair._lazy import lazy_getattr
+from fairpair.targets._base import ChatRequest, Completion, Target, TargetBase, TargetError, ToolCall, Usage
 
 # Names fairpair's other packages use, imported from their module on first use (so that
 # importing them through the package adds no import cycle and no start-up cost).
@@ -31,8 +32,6 @@ _LAZY_EXPORTS = {
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
-
-from fairpair.targets._base import ChatRequest, Completion, Target, TargetBase, TargetError, ToolCall, Usage
 
 __all__ = ["ChatRequest", "Completion", "Target", "TargetBase", "TargetError", "ToolCall", "Usage"]
 

@@ -48,10 +48,10 @@ import os
 import re
 import ssl
 import time
-from pathlib import Path
 from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -342,7 +342,8 @@ class ClientPool:
         self._urls: dict[str, URL] = {}  # parsed once per URL string, not once per request
         self._tls: asyncio.Future[ssl.SSLContext] | None = None  # the CA bundle being loaded (https)
         # id(loop) -> (loop, its session, the async generator that closes the session with the loop)
-        self._sessions: dict[int, tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession, AsyncGenerator[None, None]]] = {}
+        self._sessions: dict[int, tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession, AsyncGenerator[None,
+                                                                                                         None]]] = {}
 
     async def _session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()

@@ -42,8 +42,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
 from typing import Any
 
 from fairpair.targets._base import TargetError

@@ -224,7 +224,7 @@ class AnthropicTarget(TargetBase):
         return {"method": "POST", "url": (self.options.base_url or "https://api.anthropic.com") + "/v1/messages",
                 "body": message_params(self.options, [dict(m) for m in request.messages], request.tools)}
 
-    def batch_api(self) -> "AnthropicBatches":
+    def batch_api(self) -> AnthropicBatches:
         """Anthropic's Message Batches for this target (:mod:`fairpair.run._batchcalls`)."""
         return AnthropicBatches(self)
 
@@ -256,7 +256,7 @@ class AnthropicBatches:
         self.target = target
         self.root = target.options.base_url or "https://api.anthropic.com"
 
-    async def __aenter__(self) -> "AnthropicBatches":
+    async def __aenter__(self) -> AnthropicBatches:
         return self
 
     async def __aexit__(self, *exc) -> None:

@@ -52,7 +52,7 @@ class RankingEffects(BaseModel):
     unparsed: float = Field(0.0, ge=0, le=1)
 
     @model_validator(mode="after")
-    def _positive(self) -> "RankingEffects":
+    def _positive(self) -> RankingEffects:
         bad = [k for k, w in self.selection.items() if not w > 0] + [str(i + 1) for i, w in enumerate(self.position)
                                                                       if not w > 0]
         if bad:

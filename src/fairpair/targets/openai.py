@@ -70,11 +70,19 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fairpair.errors import FairpairError
+from fairpair.targets._base import ChatRequest, Completion, TargetBase, TargetError, ToolCall, Usage, first_top_logprobs
+from fairpair.targets._client import (
+    ClientPool,
+    Reply,
+    check_header_values,
+    env_var_name,
+    expand_env,
+    header_env,
+    prepared_request,
+    redact_text,
+    status_error,
+)
 from fairpair.targets._fleet import Fleet
-from fairpair.targets._base import ChatRequest, Completion, TargetBase, TargetError, ToolCall, Usage, \
-    first_top_logprobs
-from fairpair.targets._client import ClientPool, Reply, check_header_values, env_var_name, expand_env, header_env, \
-    prepared_request, redact_text, status_error
 
 __all__ = ["OpenAIOptions", "OpenAITarget", "chat_with_tools", "completion_of", "parse_choice"]
 
@@ -170,7 +178,7 @@ class OpenAIOptions(BaseModel):
         return urls[0]
 
     @model_validator(mode="after")
-    def _fleet_options(self) -> "OpenAIOptions":
+    def _fleet_options(self) -> OpenAIOptions:
         if self.endpoint_concurrency is not None and not isinstance(self.base_url, list):
             raise ValueError("endpoint_concurrency applies to a fleet: give base_url as a list of two or more "
                              "URLs, or use --concurrency for one server")

@@ -122,8 +122,8 @@ class PythonTarget(TargetBase):
         super().__init__(options, name=name)
         self.max_concurrency = self.options.max_concurrency
         self._fn = _resolve(self.options.callable, self.options.path, Path(base_dir) if base_dir else None, name)
-        self._async = inspect.iscoroutinefunction(self._fn) or inspect.iscoroutinefunction(
-            getattr(self._fn, "__call__", None))
+        # a callable object with an ``async def __call__`` is awaited too
+        self._async = inspect.iscoroutinefunction(self._fn) or inspect.iscoroutinefunction(self._fn.__call__)
 
     async def generate(self, request: ChatRequest) -> Completion:
         messages = [dict(m) for m in request.messages]

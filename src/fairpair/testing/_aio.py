@@ -87,7 +87,7 @@ class AioServer:
         """``http://127.0.0.1:PORT/v1``."""
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> "AioServer":
+    def start(self) -> AioServer:
         self._loop = asyncio.new_event_loop()
         threading.Thread(target=self._loop.run_forever, daemon=True, name="fairpair-aio-server").start()
         self._call(self._setup())
@@ -137,7 +137,7 @@ class AioServer:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._loop = None
 
-    def __enter__(self) -> "AioServer":
+    def __enter__(self) -> AioServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

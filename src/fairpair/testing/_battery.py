@@ -64,7 +64,8 @@ def write_battery(directory: str | Path, target: dict[str, Any], *, repetitions:
     directory.mkdir(parents=True, exist_ok=True)
     if crm_in_prompt is None:
         crm_in_prompt = target.get("kind") not in ("mock", "python")
-    system = "Eres el asistente de una tienda online." + ("\n\nDatos del cliente (CRM):\n{crm}" if crm_in_prompt else "")
+    crm = "\n\nDatos del cliente (CRM):\n{crm}" if crm_in_prompt else ""
+    system = "Eres el asistente de una tienda online." + crm
     tpl = [{"id": f"t{i}", "system": system,
             "context": {"crm": {"pedidos": i + 1, "refund_status": {"approved": True, "id": f"R{i}"}}},
             "turns": [f"Hola, soy {{nombre}}. Mi pedido {48210 + i} llegó roto; quiero el reembolso."]}

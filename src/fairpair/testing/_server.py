@@ -111,7 +111,7 @@ class Reply:
     content_type: str = "application/json"
 
     @classmethod
-    def of_json(cls, status: int, obj: Any, headers: dict[str, str] | None = None) -> "Reply":
+    def of_json(cls, status: int, obj: Any, headers: dict[str, str] | None = None) -> Reply:
         return cls(status, json.dumps(obj, ensure_ascii=False).encode(), dict(headers or {}))
 
 
@@ -162,7 +162,7 @@ class LoopbackServer:
     def n_requests(self) -> int:
         return sum(self.count_by_body.values())
 
-    def start(self) -> "LoopbackServer":
+    def start(self) -> LoopbackServer:
         self._thread = threading.Thread(target=self._run, name="fairpair-loopback", daemon=True)
         self._thread.start()
         self._ready.wait(10)
@@ -188,7 +188,7 @@ class LoopbackServer:
             self._thread.join(10)
         self._loop = None
 
-    def __enter__(self) -> "LoopbackServer":
+    def __enter__(self) -> LoopbackServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
