@@ -190,7 +190,8 @@ def rows() -> list[Row]:
         Row(SPREAD_15, "ordinal", 20, 10, 5, "random"),
         # a 1-5 judge corrected by human labels (issue 31; raw vs corrected and the power lost: sim_labels.py)
         *[Row(NAMES, "ordinal", 20, 5, 4, "random", judge=JudgeSim(label, bias, sd, labels=n))
-          for label, bias, sd in (("biased -0.4 on A", -0.4, 0.5), ("noisy sd 1.0", 0.0, 1.0), ("fine sd 0.3", 0.0, 0.3))
+          for label, bias, sd in (("biased -0.4 on A", -0.4, 0.5), ("noisy sd 1.0", 0.0, 1.0),
+                                  ("fine sd 0.3", 0.0, 0.3))
           for n in (50, 100, 200)],
     ]
 
@@ -268,7 +269,8 @@ def main() -> None:
               f"{'-' if cond else _pct(mar.pass_each, mar.n_each)} | {_pct(nul.insufficient, nul.n)} | "
               f"{_pct(cov95, n_cov)} | {_pct(cov90, n_cov)} | {_pct(pw.fail_margin, pw.n)} | "
               f"{_pct(nul.pass_margin, nul.n)} | {'-' if cond else _pct(nul.raw_reject, nul.n_raw)} | "
-              f"{_pct(raw_c, raw_n)} | {_pct(nul.guarded, nul.n_each)} | {_pct(mar.pass_each + mar.guarded, mar.n_each)} | "
+              f"{_pct(raw_c, raw_n)} | {_pct(nul.guarded, nul.n_each)} | "
+              f"{_pct(mar.pass_each + mar.guarded, mar.n_each)} | "
               f"{_pct(nul.scen_false + mar.scen_false + pw.scen_false, nul.n + mar.n + pw.n)} | "
               f"{_pct(mar.scen_found, mar.scen_sampled) if sparse else '-'} | "
               f"{_pct(nul.tail, nul.n_each) if row.comparisons > 1 else '-'} | "

@@ -137,7 +137,8 @@ def audit(row: Row, rng: np.random.Generator, seed: int) -> tuple[bool, bool]:
                      group_b="B", primary=False)
         tests.append(AxisTest(pa_, 1 if c.zscore > 0 else -1, ident))
     done = confirm(tests, alpha=ALPHA)
-    found = planted is not None and any(ok and c.phrase == f"w{planted}" for c, (_, ok) in zip(cands, done))
+    found = planted is not None and any(ok and c.phrase == f"w{planted}"
+                                        for c, (_, ok) in zip(cands, done, strict=True))
     return any(ok for _, ok in done), found
 
 

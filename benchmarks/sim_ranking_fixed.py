@@ -21,11 +21,17 @@ Printed per design, two tables:
   interval is Hsu's (1984) constrained one (Bonferroni over the candidates for the best, capped at
   1): conservative by design. The stratified log-ratio interval it is built from is checked on
   its own: ``pairwise coverage`` is that of :func:`fairpair.stats.selection_ratio`'s 95% interval
-  of every group's rate over g1's (a reference fixed in advance) against the planted ratio.
+  of every group's rate over g1's (a reference fixed in advance) against the planted ratio;
+* all groups and slots (``--tests``): the share of audits where the stratified Hotelling F
+  (:func:`fairpair.stats.stratified_k_test`) rejects equal top-pick rates over the groups (its level
+  in the designs without bias, power in the others) and over the slots (no design plants a slot
+  effect: its level), the same for the slots' mean ranks, the coverage of every slot's 95% top-pick
+  rate interval, and the share of four-fifths rows whose verdict interval reads as the verdict
+  (above 0.8 exactly when pass, below exactly when fail; must be 1).
 
 Goals: false fails <= 5%, coverage 93.5-96.5%.
 
-Usage: ``nice -n 10 python benchmarks/sim_ranking_fixed.py [--audits 300] [--only ratio]``
+Usage: ``nice -n 10 python benchmarks/sim_ranking_fixed.py [--audits 300] [--only 0 2] [--tests]``
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from dataclasses import replace
 import numpy as np
 
 from fairpair.analysis import analyze_ranking
-from fairpair.analysis._simranking import RankingScenario, simulate_ranking_frame, true_values
+from fairpair.analysis._simranking import RankingScenario, audit_outcomes, simulate_ranking_frame, true_values
 from fairpair.stats import selection_ratio
 
 
@@ -65,6 +71,9 @@ def run(sc: RankingScenario, audits: int, seed: int) -> dict[str, float]:
     r_fw = r_cov = r_total = r_pow = r_pow_n = r_boundary = r_boundary_n = 0
     boundary = [g for g in range(sc.k) if abs(true_ratio[g] - 0.8) < 0.005]
     p_cov = p_total = 0
+    tests = {"groups": 0, "slots_top": 0, "slots_rank": 0}
+    slot_hits: list[float] = []
+    agree = rows_n = 0
     for i in range(audits):
         frame = simulate_ranking_frame(sc, np.random.default_rng(seed + i))
         frame["variant"] = frame["case_id"]
@@ -101,6 +110,16 @@ def run(sc: RankingScenario, audits: int, seed: int) -> dict[str, float]:
                 r_pow_n += 1
                 r_pow += r.verdict == "fail"
         r_fw += ratio_false
+        out = audit_outcomes(res, tv)
+        tests["groups"] += bool(out["omnibus"])
+        tests["slots_top"] += bool(out["position_top"])
+        tests["slots_rank"] += bool(out["position_rank"])
+        slot_hits += [h for h in out["slot_rate"] if not math.isnan(h)]
+        for r in res.ratios:
+            if r.verdict_ci is not None and None not in r.verdict_ci:
+                rows_n += 1
+                lo, hi = r.verdict_ci
+                agree += (r.verdict == "pass") == (lo > 0.8) and (r.verdict == "fail") == (hi < 0.8)
         wide = frame.pivot(index="case_id", columns="group", values="top")
         tmpl = frame.drop_duplicates("case_id").set_index("case_id").loc[wide.index, "template"].to_numpy()
         for g in range(1, sc.k):
@@ -114,7 +133,10 @@ def run(sc: RankingScenario, audits: int, seed: int) -> dict[str, float]:
             "ratio_false_fail": r_fw / audits, "ratio_coverage": r_cov / max(r_total, 1), "ratio_n_cov": r_total,
             "ratio_boundary": r_boundary / r_boundary_n if r_boundary_n else math.nan,
             "ratio_power": r_pow / r_pow_n if r_pow_n else math.nan,
-            "pairwise_coverage": p_cov / max(p_total, 1), "pairwise_n": p_total}
+            "pairwise_coverage": p_cov / max(p_total, 1), "pairwise_n": p_total,
+            **{f"test_{k}": v / audits for k, v in tests.items()},
+            "slot_coverage": float(np.mean(slot_hits)) if slot_hits else math.nan, "slot_n": len(slot_hits),
+            "verdict_ci_agrees": agree / max(rows_n, 1)}
 
 
 def designs() -> list[tuple[str, RankingScenario]]:
@@ -125,6 +147,7 @@ def designs() -> list[tuple[str, RankingScenario]]:
     return [
         ("1 posting x 400 requests, no bias", one),
         ("1 posting x 400 requests, g1 +0.5", replace(one, group_worth=(0.5, 0, 0, 0))),
+        ("4 postings x 100 requests, no bias", four),
         ("4 postings x 100 requests, g1 +0.5", replace(four, group_worth=(0.5, 0, 0, 0))),
         ("1 posting x 1000, g2 at ratio 0.8", worth_for_ratio(replace(one, names=1000), 1, 0.8)),
         ("4 postings x 250, g2 at ratio 0.8", worth_for_ratio(replace(four, names=250), 1, 0.8)),
@@ -139,7 +162,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--audits", type=int, default=300)
     ap.add_argument("--only", type=int, nargs="*", help="run only these designs (0-based indices)")
+    ap.add_argument("--tests", action="store_true", help="print the all-groups / slots table instead")
     args = ap.parse_args()
+    if args.tests:
+        return main_tests(args)
     print(f"{args.audits} audits per design; {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at start")
     print(f"{'design':38s} {'FW false fail':>13s} {'pair false fail':>15s} {'coverage':>14s} {'power':>6s} | "
           f"{'ratio false fail':>16s} {'at 0.8':>6s} {'ratio coverage':>14s} {'power':>6s} "
@@ -160,6 +186,22 @@ def main() -> None:
               f" {r['ratio_power']:6.3f} {r['pairwise_coverage']:9.3f}"
               f" ({se(r['pairwise_coverage'], r['pairwise_n']):.3f})"
               f" {time.perf_counter() - t0:5.0f}", flush=True)
+    print(f"load {os.getloadavg()[0]:.1f} at the end")
+
+
+def main_tests(args: argparse.Namespace) -> None:
+    print(f"{args.audits} audits per design; {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at start")
+    print(f"{'design':38s} {'groups F p<.05':>14s} {'slots F p<.05':>13s} {'slot ranks':>10s} "
+          f"{'slot coverage':>16s} {'verdict CI agrees':>17s} {'s':>5s}")
+    for i, (name, sc) in enumerate(designs()):
+        if args.only and i not in args.only:
+            continue
+        t0 = time.perf_counter()
+        r = run(sc, args.audits, seed=1000)
+        se = math.sqrt(max(r["slot_coverage"] * (1 - r["slot_coverage"]), 1e-12) / max(r["slot_n"], 1))
+        print(f"{name:38s} {r['test_groups']:14.3f} {r['test_slots_top']:13.3f} {r['test_slots_rank']:10.3f} "
+              f"{r['slot_coverage']:8.3f} ({se:.3f}) {r['verdict_ci_agrees']:17.3f} {time.perf_counter() - t0:5.0f}",
+              flush=True)
     print(f"load {os.getloadavg()[0]:.1f} at the end")
 
 

@@ -259,3 +259,20 @@ def test_plan_power_says_how_many_labels(judged, tmp_path):
     want = 4 * sd ** 2 / ((0.5 / z) ** 2 + 4 * sd ** 2 / n_answers)
     assert row["labels_needed"] == max(50, int(np.ceil(want)))
     assert any("human labels for a corrected 95% interval of +/-0.5" in line for line in out["lines"])
+
+
+def test_a_probability_judge_says_why_there_is_no_rogan_gladen(judged, tmp_path):
+    """A yes/no judge scores P(yes), not a hard 0/1: Rogan-Gladen's fields stay empty and results and report
+    say why (the newcomer saw empty fields and no word)."""
+    from fairpair.analysis._corrected import RG_PROBABILITIES
+    from fairpair.report import write_report
+
+    run_dir = _copy(judged, tmp_path)
+    _label(run_dir, lambda v, g: 5.0 if v >= 3 else 1.0)
+    analyze_run(run_dir)
+    (c,) = [c for c in json.loads((run_dir / "results.json").read_text(encoding="utf-8"))["comparisons"]
+            if c["measure"] == MEASURE]
+    lc = c["label_correction"]
+    assert lc["rogan_gladen_estimate"] is None and lc["rogan_gladen_note"] == RG_PROBABILITIES
+    md = Path(write_report(run_dir, language="en")["md"]).read_text(encoding="utf-8")
+    assert "no Rogan-Gladen figure: the judge gives a probability of yes, not a hard yes/no" in md

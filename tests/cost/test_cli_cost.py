@@ -195,3 +195,35 @@ def test_prices_from_the_environment_do_not_need_cost(tiny, prices):
     assert r.exit_code == 0, r.output
     r = fairpair("plan", tiny, "--cost", env={"FAIRPAIR_PRICES": str(prices)})
     assert r.exit_code == 0 and "live 0.81 EUR" in " ".join(r.output.split())
+
+
+def test_the_cost_table_keeps_numbers_whole_at_80_columns(tiny, prices, tmp_path, monkeypatch):
+    """At 80 columns the names fold and the numbers stay on one line; a total without any price reads
+    'live: no price', never 'live no price EUR'."""
+    from fairpair.cli._app import console
+
+    monkeypatch.setattr(console, "_width", 80)
+    r = fairpair("plan", tiny, "--cost", "--prices", prices)
+    assert r.exit_code == 0, r.output
+    table = r.output[r.output.index("cost before sending"):r.output.index("total:")]
+    assert "80,000" in table and "~4,500" in table and "0.81" in table  # not "80,00" over "0"
+    assert max(len(line) for line in table.splitlines()) <= 80
+    other = tmp_path / "other.yaml"
+    other.write_text("currency: EUR\nmodels:\n  someone-else: {live: {input: 1, output: 1}}\n", encoding="utf-8")
+    r = fairpair("plan", tiny, "--cost", "--prices", other)
+    out = " ".join(r.output.split())
+    assert "live: no price, batch: no price" in out and "no price EUR" not in out
+
+
+def test_a_persona_study_without_its_imported_scenes_says_import_scenes(tmp_path):
+    """The persona study includes the battery `fairpair import-scenes` writes: when it is missing, the error
+    says how to write it."""
+    from pathlib import Path
+
+    study = Path(__file__).parents[2] / "examples" / "persona_power" / "tan_lee_study.yaml"
+    copy = tmp_path / study.name
+    copy.write_text(study.read_text(encoding="utf-8"), encoding="utf-8")
+    r = fairpair("plan", copy, "--cost")
+    assert r.exit_code == 2
+    out = " ".join(r.output.split())
+    assert "included file not found" in out and f"fairpair import-scenes SCENES.xlsx -o {tmp_path / 'tan_lee_scenes.yaml'}" in out

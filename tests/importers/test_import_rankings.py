@@ -198,3 +198,36 @@ def test_the_imported_audit_gets_verdicts_about_these_postings(audit):
     md = (run / "report" / "report.md").read_text(encoding="utf-8")
     assert md.startswith("# Ranking audit: hiring\\_audit")
     assert "these 4 template(s) (templates fixed" in md and "the stratified t over these templates" in md
+
+
+def test_the_all_group_tests_and_position_effect_honour_templates_fixed(audit):
+    """With `templates: fixed` the tests over all groups and slots and the slot intervals are about these
+    postings too (a stratified Hotelling F, stratified means), not a quasi-F over 4 random templates, and
+    each four-fifths row shows the interval its verdict reads (never a 95% interval below 0.8 beside
+    `inconclusive`)."""
+    from fairpair.analysis._ranking import FOUR_FIFTHS
+
+    *_rest, results = audit
+    for sec in results.rankings:
+        tests = [sec["omnibus"], sec["position"]["top_test"], sec["position"]["rank_test"]]
+        assert all(t["test"].startswith("stratified Hotelling F") for t in tests), tests
+        for s in sec["position"]["slots"]:
+            lo, hi = s["top_rate_ci"]
+            assert hi - lo < 0.2, s  # 4 random templates gave intervals as wide as 0.0% to 87.4%
+        for r in sec["ratios"]:
+            lo, hi = r["verdict_ci"]
+            assert (r["verdict"] == "fail") == (hi < FOUR_FIFTHS) and (r["verdict"] == "pass") == (lo > FOUR_FIFTHS)
+            assert lo == pytest.approx(r["lower_one_sided"])
+
+
+def test_the_markdown_report_reads_numbers_and_p_values_as_written(audit):
+    """report.md is read raw as often as rendered: no "0\\.04", no "p = &lt; 0.001"."""
+    import re
+
+    from fairpair.report import write_report
+
+    *_rest, run, _results = audit
+    write_report(run)
+    md = (run / "report" / "report.md").read_text(encoding="utf-8")
+    assert not re.search(r"\d\\\.", md) and "&lt;" not in md and "= <" not in md
+    assert re.search(r"p [=<] 0\.\d", md) and re.search(r"\| 0\.\d\d …", md)

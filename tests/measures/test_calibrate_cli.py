@@ -263,3 +263,61 @@ def test_export_records_its_sample_and_import_stores_the_labels(exported, judged
         assert {x.source for x in s.labels(rater="eva")} == {"file"} and s.labels("tone.condescension") == []
     assert got == {by_sid[r["sample_id"]]: float(r["courtesy"]) for r in rows}
     assert len(got) == 12 and len({x for x in got.values()}) > 1
+
+
+@pytest.fixture(scope="module")
+def yes_no_run(tmp_path_factory):
+    from tests.measures.labelling import judged_run as yes_no_judged_run
+
+    tmp = tmp_path_factory.mktemp("yesno")
+    run = yes_no_judged_run(tmp)
+    out = tmp / "labels.csv"
+    main(["calibrate", "export", str(run), "-o", str(out), "--n", "6", "--seed", "1"])
+    return run, out
+
+
+@pytest.mark.parametrize("cell", ["3", "2", "0", "7", "quizá", "1.0"])
+def test_a_yes_no_label_file_holds_only_what_the_page_offers(yes_no_run, tmp_path, capsys, cell):
+    """A yes/no judge's page offers no (the lowest level, 1) and sí (the highest, 5): a file cell with any
+    other value is refused with its file, line and column, and nothing is stored."""
+    run, exported = yes_no_run
+    rows = [{"sample_id": r["sample_id"], "courtesy": "sí", "condescension": "", "distrust": ""}
+            for r in read_csv(exported)]
+    rows[2]["courtesy"] = cell
+    path = tmp_path / "rosa.csv"
+    write_csv(path, rows, ["sample_id", "courtesy", "condescension", "distrust"])
+    code, _out, err = run_cli(["calibrate", "import", run, path], capsys)
+    assert code == 2 and "rosa.csv" in err and ":4" in err and "courtesy" in err
+    assert "allowed: 1, 5, no, sí" in err
+    with Store.open(run, create=False) as s:
+        assert s.labels(rater="rosa") == []
+
+
+def test_yes_no_words_and_end_levels_import_on_the_page_scale(yes_no_run, tmp_path, capsys):
+    run, exported = yes_no_run
+    cells = ["sí", "No", "5", "1", "SI", ""]
+    rows = [{"sample_id": r["sample_id"], "courtesy": c, "condescension": "", "distrust": ""}
+            for r, c in zip(read_csv(exported), cells)]
+    write_csv(tmp_path / "teo.csv", rows, ["sample_id", "courtesy", "condescension", "distrust"])
+    assert run_cli(["calibrate", "import", run, tmp_path / "teo.csv"], capsys)[0] == 0
+    with Store.open(run, create=False) as s:
+        got = sorted(x.value for x in s.labels("tone.courtesy", rater="teo"))
+    assert got == [1.0, 1.0, 5.0, 5.0, 5.0]
+
+
+def test_a_file_named_after_a_page_rater_is_refused(yes_no_run, tmp_path, capsys):
+    """The page's rater 'ana' labelled; a file ana.csv would supersede her labels: exit 2, nothing stored,
+    and her labels are unchanged."""
+    run, exported = yes_no_run
+    key = read_csv(exported.with_name("labels.key.csv"))
+    with Store.open(run) as s:
+        s.add_label(target=key[0]["target"], case_id=key[0]["case_id"], measure="tone.courtesy", rater="ana",
+                    value=1.0, source="page")
+        before = [(x.target, x.case_id, x.value, x.source) for x in s.labels(rater="ana")]
+    rows = [{"sample_id": r["sample_id"], "courtesy": "5", "condescension": "", "distrust": ""}
+            for r in read_csv(exported)]
+    write_csv(tmp_path / "ana.csv", rows, ["sample_id", "courtesy", "condescension", "distrust"])
+    code, _out, err = run_cli(["calibrate", "import", run, tmp_path / "ana.csv"], capsys)
+    assert code == 2 and "ana.csv" in err and "rater 'ana'" in err and "ana-file.csv" in err
+    with Store.open(run, create=False) as s:
+        assert [(x.target, x.case_id, x.value, x.source) for x in s.labels(rater="ana")] == before

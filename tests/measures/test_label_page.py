@@ -152,3 +152,47 @@ def test_llm_extract_rows_and_yes_no_words(tmp_path, run_dir):
         assert session.measure.choices() == [("0", 1.0, "no"), ("1", 5.0, "sí")]
     finally:
         session.close()
+
+
+def test_new_sample_is_drawn_beside_the_first_and_keeps_every_label(tmp_path_factory):
+    """`fairpair label RUN --new-sample`: another sample stored as page-2 (the next seed), shown from then on;
+    the first sample and its labels stay, and a rater is not shown an answer they labelled already."""
+    from fairpair.measures._labelpage import LABEL_PORT
+
+    run = judged_run(tmp_path_factory.mktemp("newsample"))
+    first = open_label_session(run, n=6, seed=4)
+    try:
+        labelled = [a for a in first.sample.answers[:3]]
+        for a in labelled:
+            assert first.give("ann", a.order, 5.0)
+    finally:
+        first.close()
+    again = open_label_session(run, n=20)  # no --new-sample: the stored sample, and a note saying how
+    try:
+        assert again.sample.name == "page" and len(again.sample) == 6
+        assert any("--new-sample" in n for n in again.notes)
+    finally:
+        again.close()
+    new = open_label_session(run, n=20, new_sample=True)
+    try:
+        assert (new.sample.name, new.sample.seed, len(new.sample)) == ("page-2", 5, 20)
+        assert any("'page-2'" in n and "kept" in n for n in new.notes)
+        done = {(a.target, a.case_id) for a in labelled}
+        nxt = new.next_answer("ann")
+        assert nxt is not None and (nxt.target, nxt.case_id) not in done
+    finally:
+        new.close()
+    latest = open_label_session(run)
+    try:
+        assert latest.sample.name == "page-2"
+    finally:
+        latest.close()
+    with Store.open(run, create=False, readonly=True) as s:
+        assert [x.name for x in s.label_samples("tone.courtesy")] == ["page", "page-2"]
+        assert {(x.target, x.case_id) for x in s.labels("tone.courtesy", rater="ann")} == done
+    import inspect
+
+    from fairpair.cli._measures import label
+
+    assert LABEL_PORT != 8765  # the docs' example chatbots listen on 8765
+    assert inspect.signature(label).parameters["port"].default == LABEL_PORT

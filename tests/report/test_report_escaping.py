@@ -120,8 +120,15 @@ def test_clean_and_terminal_units():
 
 def test_markdown_units():
     assert md_inline("<b>x</b> *y* [l](javascript:z) | `c`") == (
-        "&lt;b&gt;x&lt;/b&gt; \\*y\\* \\[l\\](javascript:z) \\| \\`c\\`")
+        "&lt;b>x&lt;/b> \\*y\\* \\[l\\](javascript:z) \\| \\`c\\`")
     assert md_inline("1. uno") == "1\\. uno" and md_inline("- dos") == "\\- dos"
+    # numbers, comparisons and ampersands read as written: only what would open a list, a rule, a quote, a tag
+    # or an entity is escaped
+    for text in ("0.04", "12.5%", "-3.0", "p < 0.001", "A & B", "x -> y", "2 > 1"):
+        assert md_inline(text) == text
+    assert md_inline("---") == "\\---" and md_inline("> q") == "\\> q" and md_inline("1)") == "1\\)"
+    assert md_inline("&amp; <!-- x --> <?php") == "&amp;amp; <\\!-- x --> &lt;?php"
+    assert md_inline("<https://x.test>") == "&lt;https://x.test>"
     block = md_block("a ```` b")
     assert block.startswith("`````text\n") and block.endswith("\n`````")
 
@@ -153,3 +160,24 @@ def test_user_errors_exit_2(args, text, hostile_run, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main([a.format(tmp=tmp_path, run=hostile_run) for a in args])
     assert exc.value.code == 2 and text in capsys.readouterr().err
+
+
+
+def test_p_below_a_thousandth_reads_p_less_than():
+    """fmt_p gives "< 0.001"; the texts that say "p = {p}" then read "p < 0.001", not "p = < 0.001"."""
+    from fairpair.analysis import reason_text
+    from fairpair.records import Reason
+    from fairpair.report._catalog import msg, p_reads
+
+    assert p_reads("p = < 0.001") == "p < 0.001" and p_reads("p = 0.04") == "p = 0.04"
+    from fairpair.report._catalog import fmt_p_is
+    from fairpair.report._render import _env
+
+    assert (fmt_p_is(0.0004, "en"), fmt_p_is(0.0412, "en"), fmt_p_is(0.0412, "es")) == (
+        "p < 0.001", "p = 0.04", "p = 0,04")
+    assert _env("md").from_string("{{ x|p_is }}; {{ y|p_is }}").render(x="< 0.001", y="0.04") == "p < 0.001; p = 0.04"
+    assert "(binomial p < 0.001)" in msg("en", "judge.pb", first="60%", p="< 0.001", cons="90%", n=10)
+    c = {"verdict": "inconclusive", "pvalue": 0.0001, "pvalue_adjusted": 0.0001, "correction": "none",
+         "alpha": 0.05, "margin": None}
+    assert reason_text(c, Reason.ADJUSTED_P_ZERO) == "not significant (p < 0.001 against zero; no margin was " \
+        "pre-registered)"

@@ -11,8 +11,8 @@ import yaml
 from fairpair.analysis import analyze_run
 from fairpair.battery import load_battery
 from fairpair.measures import measure_run
-from fairpair.report import load_report_data, write_report
 from fairpair.records import Case
+from fairpair.report import load_report_data, write_report
 from fairpair.report._data import _placeholder_mask, _ranking_cases
 from fairpair.run import RunSettings, execute_run
 from fairpair.store import Store

@@ -83,3 +83,54 @@ def test_the_docs_commands_run_a_battery_through_batches(tmp_path, capsys, monke
     # every judge call went through the batch API, none live
     assert (api.live if fmt == "anthropic" else 0) == 0
     assert (Path(run) / "report" / "report.html").exists()
+
+
+def test_the_shipped_batch_example_runs_against_its_loopback_server(tmp_path, capsys):
+    """docs/batch.md's "Try it on your machine": examples/batch/server.py (a subprocess, on a free port) and
+    the four commands, with audit.yaml's base_url pointed at that port."""
+    import re
+    import subprocess
+    import sys
+
+    folder = tmp_path / "batch"
+    shutil.copytree(ROOT / "examples" / "batch", folder)
+    proc = subprocess.Popen([sys.executable, str(folder / "server.py"), "0"], stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        url = re.search(r"on (http://127\.0\.0\.1:\d+/v1)", line).group(1)
+        audit = folder / "audit.yaml"
+        text = audit.read_text(encoding="utf-8")
+        assert text.count("http://127.0.0.1:8790/v1") == 2  # the port the docs and server.py default to
+        audit.write_text(text.replace("http://127.0.0.1:8790/v1", url), encoding="utf-8")
+        run = str(tmp_path / "runs" / "batch")
+        args = ["run", str(audit), "--out", run, "--yes", "-q"]
+        assert "submitted 128 requests" in cli(capsys, *args, "--batch")
+        assert "waiting: batch" in cli(capsys, "status", run)
+        assert "the judge's batches are not all in" in cli(capsys, *args)
+        assert "report:" in cli(capsys, *args)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert rows(run, "SELECT COUNT(*) FROM measurements WHERE measure='tone.courtesy' AND status='ok'") == [(128,)]
+
+
+@pytest.mark.parametrize("example, target, judge", [("persona_power", "anthropic", "openai"),
+                                                    ("tienda_online", "openai", "openai")])
+def test_the_docs_audit_files_are_shipped(example, target, judge):
+    from fairpair.battery import load_battery
+
+    b = load_battery(ROOT / "examples" / example / "audit.yaml").battery
+    assert (b.target.kind, b.judge.kind) == (target, judge)
+
+
+def test_run_batch_refusal_leaves_no_run_directory(tmp_path, capsys):
+    """A target without a batch API (here the mock) is refused, exit 2, before the run directory is made."""
+    from fairpair.testing import small_battery
+    from run_helpers import run_cli
+
+    battery = tmp_path / "b.yaml"
+    battery.write_text(json.dumps(small_battery(name="nobatch")), encoding="utf-8")
+    out = tmp_path / "runs" / "nobatch"
+    code, stdout, err = run_cli(["run", battery, "--out", out, "--batch", "--yes"], capsys)
+    assert code == 2 and "has no batch API" in err and "run directory" not in stdout
+    assert not out.exists() and not out.parent.exists()

@@ -243,3 +243,63 @@ def test_the_low_rank_fill_equals_the_eigendecomposition():
         c, trace, ident = _names_low_rank(inc, r, k, q)
         np.testing.assert_allclose(c, pinv @ q, atol=1e-9)
         assert trace == pytest.approx(np.trace(pinv), rel=1e-9) and ident
+
+
+def test_stratified_k_test_one_template_is_hotellings_t2_from_statsmodels():
+    """Templates fixed, one posting: the test of equal columns is Hotelling's one-sample T^2 of the contrasts."""
+    from statsmodels.stats.multivariate import test_mvmean
+
+    from fairpair.stats import stratified_k_test
+
+    d = _sets(seed=11, t=1, p=40, r=5, k=4, worth=(0.4, 0.0, 0.0, -0.2))
+    for table in (d["top"], d["rank"]):
+        res = stratified_k_test(table, d["template"])
+        ref = test_mvmean(table[:, :-1] - table[:, -1:], np.zeros(3))
+        assert res.statistic == pytest.approx(ref.statistic) and res.pvalue == pytest.approx(ref.pvalue)
+        assert (res.df_num, res.df_den) == (3, 200 - 3)
+
+
+def test_stratified_k_test_several_templates_is_t2_with_the_within_template_covariance():
+    """Equal sets per template: W = T^2(statsmodels, on the data centred within templates) * (N - T) / (N - 1),
+    F = (nu - q + 1) W / (nu q) with nu = N - T; a fair design holds its level at the F's tail."""
+    from statsmodels.stats.multivariate import test_mvmean
+
+    from fairpair.stats import set_k_test, stratified_k_test
+
+    d = _sets(seed=12, t=4, p=25, r=4, k=3, sd_t=0.6)
+    top, tm = d["top"], d["template"]
+    n, nt = top.shape[0], 4
+    means = np.stack([top[tm == t].mean(axis=0) for t in range(nt)])
+    z = top - means[tm] + means.mean(axis=0)
+    ref = test_mvmean(z[:, :-1] - z[:, -1:], np.zeros(2))
+    w = ref.t2 * (n - nt) / (n - 1)
+    nu, q = n - nt, 2
+    res = stratified_k_test(top, tm)
+    assert res.statistic == pytest.approx((nu - q + 1) * w / (nu * q))
+    assert res.pvalue == pytest.approx(stats.f.sf(res.statistic, q, nu - q + 1))
+    assert set_k_test(top, tm, d["name"], templates="fixed") == res
+    assert set_k_test(top, tm, d["name"], names="fixed") == crossed_k_test(top, tm, d["name"], names="fixed")
+    none = stratified_k_test(np.tile([1.0, 0.0, 0.0], (8, 1)), np.zeros(8))
+    assert np.isnan(none.pvalue) and none.note == "no variance between the sets"
+
+
+def test_position_effect_with_templates_fixed_uses_the_stratified_mean():
+    from fairpair.stats import set_mean, stratified_k_test
+
+    d = _sets(seed=13, t=4, p=20, r=5, k=3)
+    pe = position_effect(d["slot_top"], d["slot_rank"], d["template"], d["name"], templates="fixed")
+    for j, s in enumerate(pe.slots):
+        ref = set_mean(d["slot_top"][:, j], d["template"], templates="fixed")
+        assert (s.top_rate.estimate, s.top_rate.se) == pytest.approx((ref.estimate, ref.se))
+        assert s.top_rate.estimate == pytest.approx(_template_means(d["slot_top"][:, j], d["template"]).mean())
+    assert pe.top_test == stratified_k_test(d["slot_top"], d["template"])
+
+
+def test_ratio_interval_at_another_level_is_the_same_construction():
+    d = _sets(seed=4, t=12, worth=(0.0, 0.6, 0.2))
+    at95 = ratio_to_best(d["top"], d["template"], d["name"], names="fixed", confidence_level=0.95)
+    at99 = ratio_to_best(d["top"], d["template"], d["name"], names="fixed", confidence_level=0.99)
+    for a, b in zip(at95, at99):
+        assert tuple(a.confidence_interval(0.99)) == pytest.approx(tuple(b.ci))
+    fixed = ratio_to_best(d["top"], d["template"], d["name"], names="fixed", reference=2)
+    assert tuple(fixed[0].confidence_interval(0.9)) == pytest.approx(_log_ci(d["top"], d["template"], 0, 2, 0.9))

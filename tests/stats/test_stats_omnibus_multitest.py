@@ -112,3 +112,21 @@ def test_shape_kept_and_errors():
         adjust([0.1], method="bonferroni")
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         holm([0.1, 1.2])
+
+
+@pytest.mark.parametrize("method, sm", [("holm", "holm"), ("bh", "fdr_bh"), ("none", None)])
+def test_verdict_alphas_match_the_adjusted_decisions_of_statsmodels(method, sm):
+    """The 1 - alpha_i interval excludes the null (p < alpha_i) exactly when statsmodels' adjusted p < alpha."""
+    from statsmodels.stats.multitest import multipletests
+
+    from fairpair.stats import verdict_alphas
+
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        m = int(rng.integers(1, 9))
+        p = np.where(rng.random(m) < 0.5, rng.uniform(0, 0.05, m), rng.uniform(0, 1, m))
+        a = verdict_alphas(p, 0.05, method)
+        reject = multipletests(p, 0.05, method=sm)[0] if sm else p < 0.05
+        assert np.array_equal(p < a, reject), (p, a)
+    assert np.isnan(verdict_alphas([np.nan, 0.01], 0.05)[0]) and verdict_alphas([np.nan, 0.01], 0.05)[1] == 0.05
+    assert verdict_alphas([0.001, 0.2, 0.3], 0.05, "holm") == pytest.approx([0.05 / 3, 0.05 / 2, 0.05 / 2])

@@ -28,6 +28,29 @@
 """
 
 from fairpair._lazy import lazy_getattr
+from fairpair.analysis._analyze import analyze_run, load_results
+from fairpair.analysis._compare import compare_runs
+from fairpair.analysis._gate import gate_exit_code, junit_xml
+from fairpair.analysis._ranking import RankingAnalysis, analyze_ranking
+from fairpair.records import (
+    RESULTS_SCHEMA,
+    AnswerStatusBlock,
+    CellMean,
+    ComparisonResult,
+    DispersionRow,
+    DispersionTest,
+    JudgeBlock,
+    LengthBias,
+    MinimumIdentity,
+    OmnibusResult,
+    PositionBias,
+    Results,
+    ScenarioBlock,
+    ScenarioRow,
+    SpreadBlock,
+    TwoPartyBlock,
+    results_schema,
+)
 
 # Names fairpair's other packages use, imported from their module on first use (so that
 # importing them through the package adds no import cycle and no start-up cost).
@@ -55,17 +78,6 @@ _LAZY_EXPORTS = {
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
-
-from fairpair.analysis._analyze import analyze_run, load_results
-from fairpair.analysis._compare import compare_runs
-from fairpair.analysis._gate import gate_exit_code, junit_xml
-from fairpair.analysis._ranking import RankingAnalysis, analyze_ranking
-from fairpair.records import (
-    RESULTS_SCHEMA, AnswerStatusBlock, CellMean, ComparisonResult, DispersionRow, DispersionTest, JudgeBlock,
-    LengthBias, MinimumIdentity, OmnibusResult, PositionBias, Results, ScenarioBlock, ScenarioRow, SpreadBlock,
-    TwoPartyBlock,
-    results_schema,
-)
 
 __all__ = ["analyze_run", "load_results", "compare_runs", "gate_exit_code", "junit_xml", "Results",
            "ComparisonResult", "results_schema", "RESULTS_SCHEMA", "analyze_ranking", "RankingAnalysis",

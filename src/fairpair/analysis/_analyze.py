@@ -150,7 +150,10 @@ def analyze_loaded(battery: Battery, data: RunData, *, targets: list[str] | None
                                        templates=templates, by_template=c.by == "template" and c.primary)
                     human = (labels or {}).get((target, c.measure))
                     if human:
-                        pa = analyze_corrected(pd, pa, *label_arrays(pd, human), scale=scale, alpha=plan.alpha,
+                        spec = battery.measures.get(c.measure.split(".", 1)[0])
+                        scoring = spec.options().get("scoring") if spec is not None and spec.kind == "judge" else None
+                        pa = analyze_corrected(pd, pa, *label_arrays(pd, human), scale=scale, scoring=scoring,
+                                               alpha=plan.alpha,
                                                confidence_level=plan.confidence_level,
                                                exact_threshold=plan.exact_threshold,
                                                n_resamples=plan.bootstrap_resamples, seed=plan.seed,

@@ -178,13 +178,16 @@ def labels_reason(n_labels: int, n_a: int, n_b: int) -> str | None:
 
 
 def analyze_corrected(pd: PairData, raw: PairAnalysis, hx: np.ndarray, hy: np.ndarray, pix: np.ndarray | None = None,
-                      piy: np.ndarray | None = None, *, scale: str, **kw: Any) -> PairAnalysis:
+                      piy: np.ndarray | None = None, *, scale: str, scoring: str | None = None,
+                      **kw: Any) -> PairAnalysis:
     """The comparison's analysis on the prediction-powered values, with the judge's figures kept.
 
     ``raw`` is :func:`analyze_pairs` of the judge's scores ``pd``; ``hx`` ... ``piy`` as in
     :func:`corrected_pairs` (:func:`label_arrays`); ``kw`` are ``analyze_pairs``' other arguments. The
     result's ``fields["label_correction"]`` holds the raw estimate and interval, ``lambda``, the
-    labels and the judge's error by group (and Rogan-Gladen for a yes/no judge);
+    labels and the judge's error by group (and Rogan-Gladen for a yes/no judge that answers a hard 0/1;
+    ``scoring`` the judge's, when it is ``yes_no`` or the values are not 0/1, ``rogan_gladen_note`` is
+    :data:`RG_PROBABILITIES`, saying why there is none);
     ``fields["labels_reason"]`` is set when the labels are too few (:func:`labels_reason`).
     """
     from fairpair.records import LabelCorrection
@@ -207,6 +210,8 @@ def analyze_corrected(pd: PairData, raw: PairAnalysis, hx: np.ndarray, hy: np.nd
         f["value_kind"], f["estimate_name"] = "rate", raw.fields.get("estimate_name")
         f["scale"] = scale
     rg = _rogan_gladen(pd, hx, hy, kw) if binary else None
+    if rg is None and (binary or scoring == "yes_no"):
+        rg = {"rogan_gladen_note": RG_PROBABILITIES}
     f["label_correction"] = LabelCorrection(
         raw_estimate=raw.fields.get("estimate"), raw_ci=raw.fields.get("ci"), raw_pvalue=raw.pvalue,
         raw_value_a=raw.fields.get("value_a"), raw_value_b=raw.fields.get("value_b"),
@@ -225,6 +230,12 @@ def analyze_corrected(pd: PairData, raw: PairAnalysis, hx: np.ndarray, hy: np.nd
     if reason:
         f["note"] = f"{f['note']}; {reason}" if f.get("note") else reason
     return pa
+
+
+#: Why a yes/no measure's ``LabelCorrection`` has no Rogan-Gladen figures.
+RG_PROBABILITIES = ("not computed: the judge gives a probability of yes (scoring: yes_no), not a hard yes/no; "
+                    "Rogan-Gladen corrects the errors of a 0/1 classification. The corrected figures are "
+                    "prediction-powered, which uses the probabilities as they are")
 
 
 def _rogan_gladen(pd: PairData, hx: np.ndarray, hy: np.ndarray, kw: dict[str, Any]) -> dict[str, Any] | None:

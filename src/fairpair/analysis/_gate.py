@@ -26,11 +26,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
-from fairpair.errors import FairpairError
 from xml.etree import ElementTree as ET
 
 from fairpair.analysis._analyze import analyze_run, load_results
+from fairpair.errors import FairpairError
 from fairpair.records import ComparisonResult, Results
 
 __all__ = ["gate_exit_code", "gate_outcome", "GateOutcome", "gate_lines", "junit_xml", "failing", "verdict_reason",

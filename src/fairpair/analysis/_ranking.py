@@ -23,7 +23,7 @@ What is computed (see :mod:`fairpair.stats._ranking` for the methods):
   **inconclusive**; **insufficient design** by the rule of
   :mod:`fairpair.analysis._design`;
 * across groups: the crossed F (names fixed) or Clark's quasi-F (names
-  random) on the top pick, with Cochran's Q (top pick) and Friedman (ranks)
+  random) on the top pick, with templates fixed the stratified Hotelling F, with Cochran's Q (top pick) and Friedman (ranks)
   over the matched sets as secondary tests (they treat sets as
   independent);
 * every pair of groups, twice: the top-pick risk difference (``top_A -
@@ -36,7 +36,7 @@ What is computed (see :mod:`fairpair.stats._ranking` for the methods):
   McNemar's test (for the preference the sign test) as a secondary
   statistic, Holm over the pairs of each measure;
 * the position effect: top-pick rate and mean rank by slot with intervals
-  (templates random) and the F test of equal slots;
+  and the F test of equal slots (templates random or fixed, as the rates);
 * the unparsed answers, counted: left out of every denominator, and said so.
 
 Calibration: ``benchmarks/sim_ranking.py`` (Plackett-Luce audits with
@@ -214,9 +214,9 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
         four-fifths ratios from the stratified ratio of
         :func:`fairpair.stats.ratio_to_best` (the Mantel-Haenszel risk
         ratio for equal requests per posting, with the matched-pairs delta
-        variance; level and coverage in ``benchmarks/sim_ranking_fixed.py``).
-        The position effect and the tests over all groups keep templates
-        random.
+        variance; level and coverage in ``benchmarks/sim_ranking_fixed.py``),
+        and the position effect and the tests over all groups from
+        :func:`fairpair.stats.set_k_test` (a stratified Hotelling F).
     margin : float, optional
         Equivalence margin of the pairwise verdicts, in risk-difference
         units (top pick) and preference units (``P(A above B) - P(B above
@@ -273,7 +273,7 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
     if reference is not None and reference not in glist:
         raise ValueError(f"reference {reference!r} is not one of the groups {glist}")
     from fairpair.stats import cochran_q, friedman
-    from fairpair.stats import crossed_k_test, position_effect, ratio_to_best, set_mean
+    from fairpair.stats import position_effect, ratio_to_best, set_k_test, set_mean, verdict_alphas
 
     notes: list[str] = []
     n_unparsed = fr.n_sets - fr.n_parsed
@@ -310,14 +310,19 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
     pb = np.array([np.nan if (reference is not None and str(r.group) == reference) else r.pvalue_below
                    for r in ratios])
     pb_adj = adjust(pb, correction)
+    # the interval shown beside each verdict (the (1 - alpha) interval `ci` alone can, and did, contradict it):
+    # from the pass rule's one-sided lower limit to the upper limit at the level of the group's step in the
+    # correction, so it lies wholly above 0.8 exactly when pass and wholly below exactly when fail
+    alphas = verdict_alphas(pb, a, correction)
     # templates fixed: the name sets are the random units whatever names says (as for the pairs)
     reason_all = design_reason_counts(n_templates=n_templates, n_names_a=n_namesets, n_names_b=n_namesets,
                                       names="random" if templates == "fixed" else names, n_pairs=int(parsed.sum()),
                                       group_a="each", group_b="each", templates=templates)
     reason_all = reason_all.replace("group each", "each group") if reason_all else None
     ratio_rows = []
-    for r, p, padj in zip(ratios, pb, pb_adj):
+    for r, p, padj, a_i in zip(ratios, pb, pb_adj, alphas):
         g = str(r.group)
+        high = r.confidence_interval(1.0 - float(a_i)).high if np.isfinite(a_i) else float("nan")
         is_ref = reference is not None and g == reference
         if is_ref:
             verdict = None
@@ -333,13 +338,15 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
             group=g, reference=best, rate=num(r.rate), ratio=num(r.ratio), ci=interval(r.ci),
             lower_one_sided=num(r.lower_one_sided),
             below_four_fifths=None if num(r.ratio) is None else bool(r.ratio < FOUR_FIFTHS), pvalue_below=num(p),
-            pvalue_adjusted=num(padj), verdict=verdict, design_reason=None if is_ref else reason_all, note=r.note))
+            pvalue_adjusted=num(padj), verdict=verdict, design_reason=None if is_ref else reason_all, note=r.note,
+            verdict_ci=interval((r.lower_one_sided, high)),
+            verdict_upper_level=num(1.0 - float(a_i)) if np.isfinite(a_i) else None))
     # across groups: crossed (primary) and over the sets (secondary)
-    omni = crossed_k_test(tb.top, tb.template, tb.nameset, names=names)
+    omni = set_k_test(tb.top, tb.template, tb.nameset, names=names, templates=templates)
     cq = cochran_q(tb.top)
     fri = _omni(friedman(tb.rank)) if len(glist) >= 3 and (~np.isnan(tb.rank).any(axis=1)).any() else None
     # position effect
-    pe = position_effect(tb.slot_top, tb.slot_rank, tb.template, tb.nameset, names=names)
+    pe = position_effect(tb.slot_top, tb.slot_rank, tb.template, tb.nameset, names=names, templates=templates)
     level_b = (1.0, float(fr.k))
     slot_rows = [RankingSlot(slot=s.slot, n=s.n, top_rate=num(s.top_rate.estimate),
                              top_rate_ci=interval(s.top_rate.confidence_interval(level, bounds=(0.0, 1.0))),

@@ -106,7 +106,8 @@ def _count_parse(parse: dict[str, Any], status: str, d: Any) -> None:
     parse["renamed_excluded"] += how == "renamed"
 
 
-def analyze_rankings(battery: Battery, data: RunData, *, imported: bool = False) -> tuple[list[dict[str, Any]], list[str]]:
+def analyze_rankings(battery: Battery, data: RunData, *,
+                     imported: bool = False) -> tuple[list[dict[str, Any]], list[str]]:
     """Every ranking design x ranking measure x target, analysed (``results.json`` key ``rankings``).
 
     Returns the records (:meth:`fairpair.records.RankingResult.to_dict`, with ``measure`` and

@@ -49,11 +49,25 @@ import numpy as np
 from fairpair.analysis._data import RunData
 from fairpair.analysis._discover import DISCOVERED_PREFIX
 from fairpair.records import (
-    CellMean, DispersionRow, DispersionTest, MinimumIdentity, TwoPartyBlock, interval, num,
+    CellMean,
+    DispersionRow,
+    DispersionTest,
+    MinimumIdentity,
+    TwoPartyBlock,
+    interval,
+    num,
 )
 from fairpair.stats import (
-    cell_means as _cell_means, cell_means_bootstrap, corrected_dispersion, dispersion, dispersion_bootstrap,
-    dispersion_permutation_test, least_change_identity, unpaired_dispersion_permutation_test,
+    cell_means as _cell_means,
+)
+from fairpair.stats import (
+    cell_means_bootstrap,
+    corrected_dispersion,
+    dispersion,
+    dispersion_bootstrap,
+    dispersion_permutation_test,
+    least_change_identity,
+    unpaired_dispersion_permutation_test,
 )
 
 if TYPE_CHECKING:
@@ -68,7 +82,7 @@ _NONE = "(none)"
 
 def _unpaired_test(rows: dict[str, np.ndarray], ca: str, cb: str, seed: int) -> DispersionTest:
     """Permute condition labels across (scene, condition) units: scenes not (or only partly) matched."""
-    units = {**rows, "scene": np.array([f"{s}\x00{c}" for s, c in zip(rows["scene"], rows["condition"])])}
+    units = {**rows, "scene": np.array([f"{s}\x00{c}" for s, c in zip(rows["scene"], rows["condition"], strict=True)])}
     r = unpaired_dispersion_permutation_test(units, ddof=DDOF, conditions=(ca, cb), n_resamples=N_PERMUTATIONS,
                                              seed=seed)
     return DispersionTest(condition_a=ca, condition_b=cb, statistic=num(r.statistic), pvalue=num(r.pvalue),

@@ -146,6 +146,11 @@ def _num(x: float | None, lang: str, digits: int = 1) -> str:
     return s.replace(".", ",") if lang == "es" else s
 
 
+def _say(text: str, **kw: Any) -> str:
+    """``text`` formatted, with "p = < 0.001" read as "p < 0.001"."""
+    return text.format(**kw).replace("= < ", "< ")
+
+
 def _p(p: float | None, lang: str) -> str:
     if p is None:
         return "n/a"
@@ -183,7 +188,7 @@ def reason_text(c: Comparison, reason: Reason | str | None = None, lang: str = "
     if reason is Reason.INSUFFICIENT_DESIGN:
         return str(_get(c, "design_reason") or "insufficient design")
     if reason is Reason.UNRELIABLE_JUDGE:
-        return t["judge"].format(measure=str(_get(c, "measure")).split(".")[0])
+        return _say(t["judge"], measure=str(_get(c, "measure")).split(".")[0])
     rule = str(_get(c, "verdict_rule") or "")
     if reason is Reason.HETEROGENEOUS_AVERAGE and Reason.HETEROGENEOUS_AVERAGE.value + ":" in rule:
         return rule.split(Reason.HETEROGENEOUS_AVERAGE.value + ":", 1)[1].split(";")[0].strip()
@@ -199,24 +204,24 @@ def reason_text(c: Comparison, reason: Reason | str | None = None, lang: str = "
             return t["interval.none"]
         m = _num((margin or 0) * f, lang, 1).rstrip("0").rstrip(".,")
         level = _num(100 * (_f(_get(c, "confidence_level")) or 0.95), lang, 0)
-        text = t["interval"].format(level=level, lo=_num(lo * f, lang), hi=_num(hi * f, lang),
-                                    margin=t["points"].format(m=m) if binary else f"±{m}")
+        text = _say(t["interval"], level=level, lo=_num(lo * f, lang), hi=_num(hi * f, lang),
+                                    margin=_say(t["points"], m=m) if binary else f"±{m}")
         eq = _get(c, "equivalence_ci") or [None, None]
         elo, ehi = _f(eq[0]), _f(eq[1])
         if elo is not None and ehi is not None:  # the interval that decides a pass (TOST at alpha: 1 - 2 alpha)
             eq_level = _num(100 * (1 - 2 * (_f(_get(c, "alpha")) or 0.05)), lang, 0)
-            text += t["interval.eq"].format(level=eq_level, lo=_num(elo * f, lang), hi=_num(ehi * f, lang))
+            text += _say(t["interval.eq"], level=eq_level, lo=_num(elo * f, lang), hi=_num(ehi * f, lang))
         return text
     if reason is Reason.ADJUSTED_P_MARGIN:
-        return t["p_margin"].format(corr=corr, p=_p(_f(_get(c, "pvalue_margin_adjusted")), lang))
+        return _say(t["p_margin"], corr=corr, p=_p(_f(_get(c, "pvalue_margin_adjusted")), lang))
     if reason is Reason.ADJUSTED_P_ZERO:
         p0 = _f(_get(c, "pvalue_adjusted"))
         if margin:
-            return t["p_zero.margin"].format(corr=corr, p=_p(p0, lang))
+            return _say(t["p_zero.margin"], corr=corr, p=_p(p0, lang))
         raw = _f(_get(c, "pvalue"))
         if corr == "none":
-            return t["p_zero.none"].format(p=_p(raw, lang))
+            return _say(t["p_zero.none"], p=_p(raw, lang))
         alpha = _f(_get(c, "alpha")) or 0.05
         key = "p_zero.raw" if raw is not None and raw < alpha else "p_zero"
-        return t[key].format(corr=corr, p=_p(p0, lang))
+        return _say(t[key], corr=corr, p=_p(p0, lang))
     return reason.value

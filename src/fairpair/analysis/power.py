@@ -221,8 +221,9 @@ def _needed(fn, start: int, stop: int, target: float) -> int | None:
     return hi
 
 
-def power_plan(loaded: LoadedBattery, plan: Plan, *, discordance: float = DEFAULTS["discordance"], icc: float = DEFAULTS["icc"],
-               power: float = DEFAULTS["power"], target_difference: float = DEFAULTS["target_difference"],
+def power_plan(loaded: LoadedBattery, plan: Plan, *, discordance: float = DEFAULTS["discordance"],
+               icc: float = DEFAULTS["icc"], power: float = DEFAULTS["power"],
+               target_difference: float = DEFAULTS["target_difference"],
                components: dict[tuple[str, str], VarianceComponents] | None = None,
                label_residual_sd: dict[str, float] | None = None) -> dict[str, Any]:
     """Power of the battery's comparisons under the crossed design (see the module notes).
@@ -327,11 +328,12 @@ def power_plan(loaded: LoadedBattery, plan: Plan, *, discordance: float = DEFAUL
             p_ = _power(target_difference, vc, tt, nn, rr, a, names)
             levers[key] = {"templates": tt, "names_per_group": nn, "repetitions": rr,
                            "standard_error": p_.standard_error, "power": p_.power}
-        reps_needed = _needed(lambda k: _power(target_difference, vc, t, n, k, a, names).power, r, MAX_REPETITIONS,
-                              power)
-        names_needed = _needed(lambda k: _power(target_difference, vc, t, k, r, a, names).power, n, MAX_NAMES, power)
-        tmpl_needed = _needed(lambda k: _power(target_difference, vc, k, n, r, a, names).power, t, MAX_TEMPLATES,
-                              power) if base.power < power else t
+        reps_needed = _needed(lambda k, vc=vc, t=t, n=n: _power(target_difference, vc, t, n, k, a, names).power,
+                              r, MAX_REPETITIONS, power)
+        names_needed = _needed(lambda k, vc=vc, t=t, r=r: _power(target_difference, vc, t, k, r, a, names).power,
+                               n, MAX_NAMES, power)
+        tmpl_needed = _needed(lambda k, vc=vc, n=n, r=r: _power(target_difference, vc, k, n, r, a, names).power,
+                              t, MAX_TEMPLATES, power) if base.power < power else t
         d = {"templates": t, "names_per_group": n, "repetitions": r, "names": names,
              "components": vc.as_dict(), "standard_error": base.standard_error, "df": base.df,
              "power_at_target": base.power, "min_rate_difference": rd, "min_rate_difference_names_fixed": rd_fixed,

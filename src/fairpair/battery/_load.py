@@ -111,6 +111,19 @@ def _not_a_run_battery(data: dict, path: Path) -> None:
 # ---------------------------------------------------------------- includes
 
 
+def _written_by(including: Path, missing: Path) -> str | None:
+    """How to make a missing included file that a command writes: the scenes of a persona study come from
+    ``fairpair import-scenes`` (the including file says so, or the file is named after its scenes)."""
+    try:
+        text = including.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    if "import-scenes" in text or "scene" in missing.stem.lower():
+        return (f"it is the battery `fairpair import-scenes` writes from the study's scene table; write it first: "
+                f"fairpair import-scenes SCENES.xlsx -o {missing} (docs/persona.md)")
+    return None
+
+
 def _merge_includes(data: dict, path: Path, located: Located, stack: tuple[Path, ...] = ()) -> dict:
     """Merge the files of ``data``'s ``include:`` list underneath it; included files may include
     others (``stack``: the files above, for cycles). Errors name the file that has the problem."""
@@ -129,7 +142,7 @@ def _merge_includes(data: dict, path: Path, located: Located, stack: tuple[Path,
         if not (path.parent / inc).exists():
             file, line = located.where(("include", i))
             raise BatteryError(f"included file not found: {path.parent / inc}", file=file, line=line,
-                               key=f"include[{i}]")
+                               key=f"include[{i}]", hint=_written_by(path, path.parent / inc))
         sub = load_yaml(path.parent / inc, _stack=stack, _origin=located.where(("include", i)))
         if not isinstance(sub.data, dict):
             file, line = located.where(("include", i))

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich import box
 from rich.markup import escape
 from rich.table import Table
 
@@ -157,14 +158,22 @@ def _print_cost(est) -> None:
     from fairpair.cost import APPROXIMATE
 
     cur = est.currency or ""
-    money = (lambda v: "no price" if v is None else f"{v:,.2f}")  # noqa: E731
+    money = (lambda v: "—" if v is None else f"{v:,.2f}")  # noqa: E731 - a row without a price: its note says so
+
+    def total(mode: str) -> str:
+        v = est.total(mode)
+        if v is None:
+            return f"{mode}: no price"
+        return f"{mode} {v:,.2f} {cur}" + (" (rows without a price left out)" if est.unpriced(mode) else "")
+
     t = Table(title=f"cost before sending{f' ({cur}, prices from {est.prices_file})' if est.prices_file else ''}",
-              title_justify="left")
-    heads = ("stage", "name", "model", "calls", "input tokens", "output ≤", "counted",
+              title_justify="left", box=box.SIMPLE_HEAD)
+    heads = ("stage", "name", "model", "calls", "input\ntokens", "output\n≤", "counted",
              *(("live", "batch") if est.prices_file else ()))
-    for col in heads:
-        numbers = ("calls", "input tokens", "output ≤", "live", "batch")
-        t.add_column(col, justify="right" if col in numbers else "left", overflow="fold")
+    numbers = ("calls", "input\ntokens", "output\n≤", "live", "batch")
+    for col in heads:  # a number is never broken over lines: the names fold instead
+        t.add_column(col, justify="right" if col in numbers else "left", overflow="fold",
+                     no_wrap=col in numbers or col == "counted", min_width=7 if col == "stage" else None)
     for s in est.stages:
         how = "answers" if s.stage == "embeddings" else ("chars/4" if s.approximate else "tokenizer")
         row = [s.stage, escape(s.name), escape(s.model or "(none)"), f"{s.calls:,}",
@@ -175,7 +184,7 @@ def _print_cost(est) -> None:
     console.print(t)
     line = f"total: {est.input_tokens:,} input tokens, at most {est.output_tokens:,} output tokens"
     if est.prices_file:
-        line += f"; live {money(est.total('live'))} {cur}, batch {money(est.total('batch'))} {cur}"
+        line += f"; {total('live')}, {total('batch')}"
         if est.confirm_above is not None:
             line += f" (`fairpair run` asks above {est.confirm_above:,.2f} {cur})"
     else:

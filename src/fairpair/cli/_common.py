@@ -73,7 +73,8 @@ def ask_or_stop(what: str, *, file, hint: str) -> None:
     raise FairpairError(f"{what}; pass --yes to proceed", file=file, hint=hint)
 
 
-def confirm_cost(lb: LoadedBattery, prices_path: Path | None, yes: bool, *, targets: list[str] | None, batch: bool) -> None:
+def confirm_cost(lb: LoadedBattery, prices_path: Path | None, yes: bool, *, targets: list[str] | None,
+                 batch: bool) -> None:
     """Stop an audit estimated above the price table's ``confirm_above`` before it is sent, unless
     ``--yes`` (or a yes on a terminal). The estimate is :func:`fairpair.cost.estimate_cost`'s total, in
     batch prices with ``--batch``; nothing is estimated without ``--prices`` or without ``confirm_above``.

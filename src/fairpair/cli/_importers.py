@@ -5,14 +5,20 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 
 from fairpair.cli._app import app, console
 from fairpair.cli._options import (
-    AnalyzeStageOpt, GateOpt, ImportFormat, MeasureStageOpt, ReportStageOpt, choice, out_option,
+    AnalyzeStageOpt,
+    GateOpt,
+    ImportFormat,
+    MeasureStageOpt,
+    ReportStageOpt,
+    choice,
+    out_option,
 )
 
 
@@ -24,12 +30,12 @@ def import_answers_cmd(
     battery: Annotated[Path, typer.Option("--battery", "-b", help="Import battery YAML: attributes and groups, "
                                           "measures, analysis plan (and 'records' for chat-completion records).",
                                           show_default=False)],
-    out: Annotated[Optional[Path], out_option("Run directory to create (default: runs/<battery>-<time>/); it "
+    out: Annotated[Path | None, out_option("Run directory to create (default: runs/<battery>-<time>/); it "
                                               "must not exist or be empty.")] = None,
     fmt: Annotated[ImportFormat, choice(ImportFormat, "--format", help="auto (by extension, or chat-completions "
                                         "when the battery has 'records'), jsonl, csv or chat-completions.")]
     = ImportFormat.auto,
-    target: Annotated[Optional[str], typer.Option("--target", help="Name of the system that answered, for rows "
+    target: Annotated[str | None, typer.Option("--target", help="Name of the system that answered, for rows "
                                                                    "that name none (default: imported).",
                                                   show_default=False)] = None,
     measure_stage: MeasureStageOpt = True,

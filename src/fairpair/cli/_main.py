@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from rich.markup import escape
 
@@ -17,7 +17,7 @@ from fairpair.cli._app import app, current_run, err_console
 from fairpair.errors import FairpairError
 
 
-def main(argv: Optional[list[str]] = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turning known errors into exit code 2 without a traceback."""
     try:
         code = app(args=argv, standalone_mode=False)

@@ -85,20 +85,25 @@ def label(
         "--measure", help="The judge measure row to label, such as tone.warmth (default: the first judge "
                           "measure's first dimension).")] = None,
     rater: Annotated[Optional[str], typer.Option(help="Your name as a rater (default: asked on the page).")] = None,
-    port: Annotated[int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0: a free one).")] = 8765,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0: a free one).")] = 8779,
     n: Annotated[Optional[int], typer.Option("--n", min=1, help="Answers in the labelling sample, drawn the first "
-                                             "time (default 100).")] = None,
-    seed: Annotated[Optional[int], typer.Option(help="Sampling seed, the first time (default 0).")] = None,
+                                             "time or with --new-sample (default 100).")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Sampling seed, the first time (default 0) or with "
+                                                "--new-sample (default: the latest sample's + 1).")] = None,
+    new_sample: Annotated[bool, typer.Option("--new-sample", help="Draw another labelling sample and label it; "
+                                             "the earlier samples and their labels are kept.")] = False,
 ) -> None:
     """Label answers by hand on a local page (127.0.0.1): blind, one at a time, stored as you go."""
     from fairpair.measures import open_label_session, serve_labels
 
-    session = open_label_session(run, measure=measure_name, n=n, seed=seed)
+    session = open_label_session(run, measure=measure_name, n=n, seed=seed, new_sample=new_sample)
     for note in session.notes:
-        console.print(f"note: {escape(note)}")
+        console.print(f"note: {escape(note)}", soft_wrap=True)
     s = session.sample
     console.print(f"labelling '{escape(session.measure.row)}': {len(s)} answers from {len(s.frame)} strata "
-                  f"({s.design} sample, seed {s.seed}); each label is stored in {escape(str(run))} as it is given")
+                  f"({s.design} sample '{escape(s.name)}', seed {s.seed}); each label is stored in "
+                  f"{escape(str(run))} as it is given; `fairpair label {escape(str(run))} --new-sample` draws "
+                  "another sample when this one is done", soft_wrap=True)
 
     def announce(url: str) -> None:
         console.print(f"open {url}  (Ctrl+C stops the page; nothing is lost)", soft_wrap=True)

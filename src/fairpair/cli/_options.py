@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import enum
 from pathlib import Path
-from typing import Annotated, Any, Optional, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from typer.core import TyperCommand
@@ -32,28 +32,28 @@ E = TypeVar("E", bound=enum.Enum)
 # ---------------------------------------------------------------- choices
 
 
-class Engine(str, enum.Enum):
+class Engine(enum.StrEnum):
     """Where ``fairpair run`` sends cases from: this process (asyncio) or a Ray actor pool."""
 
     inprocess = "inprocess"
     ray = "ray"
 
 
-class Lang(str, enum.Enum):
+class Lang(enum.StrEnum):
     """Language of a battery or a report (the two that ship texts and lexicons)."""
 
     es = "es"
     en = "en"
 
 
-class ExportFormat(str, enum.Enum):
+class ExportFormat(enum.StrEnum):
     """Table format of ``fairpair export`` (:data:`fairpair.report._export.FORMATS`)."""
 
     csv = "csv"
     parquet = "parquet"
 
 
-class ImportFormat(str, enum.Enum):
+class ImportFormat(enum.StrEnum):
     """Answer file format of ``fairpair import-answers`` (:data:`fairpair.importers._read.FORMATS`)."""
 
     auto = "auto"
@@ -62,13 +62,13 @@ class ImportFormat(str, enum.Enum):
     chat_completions = "chat-completions"
 
 
-class ReleaseFormat(str, enum.Enum):
+class ReleaseFormat(enum.StrEnum):
     """Column layout of the result files ``fairpair reanalyze`` reads (:data:`fairpair.persona._reanalyze.FORMATS`)."""
 
     tan_lee_2025 = "tan-lee-2025"
 
 
-class Ddof(str, enum.Enum):
+class Ddof(enum.StrEnum):
     """Delta degrees of freedom of the standard deviation across cells: 0, 1 or both."""
 
     zero = "0"
@@ -110,17 +110,17 @@ RunArg = Annotated[Path, typer.Argument(help="Run directory (written by `fairpai
 
 # ---------------------------------------------------------------- selection and size
 
-TemplatesOpt = Annotated[Optional[str], typer.Option(
+TemplatesOpt = Annotated[str | None, typer.Option(
     "--templates", help="Only templates (scenes) whose id or meta value matches these comma-separated glob "
     "patterns, e.g. 'work-*'.")]
-AxesOpt = Annotated[Optional[str], typer.Option(
+AxesOpt = Annotated[str | None, typer.Option(
     "--axes", help="Only these comma-separated attributes / two-party axes, e.g. 'age,race'.")]
-PricesOpt = Annotated[Optional[Path], typer.Option(
+PricesOpt = Annotated[Path | None, typer.Option(
     "--prices", envvar="FAIRPAIR_PRICES", show_default=False,
     help="Price table (prices.yaml: per model, live and batch prices per million tokens, confirm_above; see "
          "examples/prices.yaml); also $FAIRPAIR_PRICES.")]
 
-TargetsOpt = Annotated[Optional[list[str]], typer.Option(
+TargetsOpt = Annotated[list[str] | None, typer.Option(
     "--target", help="Only these targets of the battery (repeatable).")]
 
 #: Above this many requests (conversations x turns x targets), ``run`` and ``expand`` ask for ``--yes``.
@@ -163,7 +163,7 @@ VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Also print ea
 # ---------------------------------------------------------------- output
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of the summary.")]
-LangOpt = Annotated[Optional[Lang], choice(Lang, "--lang", what="report language",
+LangOpt = Annotated[Lang | None, choice(Lang, "--lang", what="report language",
                                            help="Report language: es or en (default: the battery's).")]
 
 
@@ -173,7 +173,7 @@ def out_option(help: str) -> Any:
 
 
 #: The old spelling of ``--out`` (``--output``), hidden; see :func:`renamed`.
-OldOutputOpt = Annotated[Optional[str], typer.Option("--output", hidden=True, help="Deprecated: use --out.")]
+OldOutputOpt = Annotated[str | None, typer.Option("--output", hidden=True, help="Deprecated: use --out.")]
 
 
 def renamed(old_value: Any, new_value: Any, *, old: str, new: str, default: Any = None) -> Any:

@@ -7,7 +7,7 @@ import math
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -92,7 +92,7 @@ def reanalyze(
     = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap and permutations.")] = 0,
     as_json: JsonOpt = False,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="With --json: write every result as JSON "
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="With --json: write every result as JSON "
                                                 "to this file (the tables are printed too).")] = None,
 ) -> None:
     """Recompute Tan & Lee's (2025) Table 6 from their released results, with CIs and an unpaired power test."""

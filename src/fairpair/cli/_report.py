@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.text import Text
@@ -17,7 +17,7 @@ from fairpair.cli._options import ExportFormat, LangOpt, RunArg, VerboseOpt, cho
 def report(
     run: RunArg,
     lang: LangOpt = None,
-    out: Annotated[Optional[Path], out_option("Folder for report.html, report.md and report.json (default: "
+    out: Annotated[Path | None, out_option("Folder for report.html, report.md and report.json (default: "
                                               "RUN/report/).")] = None,
     evidence: Annotated[int, typer.Option("--evidence", min=0, help="Matched sets quoted per failing "
                                           "comparison.")] = 3,
@@ -39,7 +39,7 @@ def export(
     run: RunArg,
     fmt: Annotated[ExportFormat, choice(ExportFormat, "--format", "-f", what="export format",
                                         help="Table format.")] = ExportFormat.csv,
-    out: Annotated[Optional[Path], out_option("Folder for the tables (default: RUN/export/).")] = None,
+    out: Annotated[Path | None, out_option("Folder for the tables (default: RUN/export/).")] = None,
 ) -> None:
     """Write the run's answers, measurements and results as CSV or Parquet tables."""
     from fairpair.report import export_run

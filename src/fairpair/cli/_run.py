@@ -104,10 +104,12 @@ def run(
         require_ray()  # exit 2 with the install line before anything is loaded
     from fairpair import pipeline
     from fairpair._progress import RunProgress, progress_enabled
-    from fairpair.run import RunSettings, default_run_dir, select_targets
+    from fairpair.run import RunSettings, default_run_dir, refuse_batch, select_targets
 
     lb = load(battery, templates, axes)
-    select_targets(lb, target)  # a --target the battery lacks: exit 2 before any run directory is named
+    specs = select_targets(lb, target)  # a --target the battery lacks: exit 2 before any run directory is named
+    if batch:  # a target without a batch API, or tools: refused before a run directory is named or made
+        refuse_batch(specs, lb.battery.all_tools())
     if dry_run:
         _dry_run(lb, target)
         return

@@ -9,7 +9,13 @@ and writes a new run directory in one transaction, so that ``measure``,
 """
 
 from fairpair.importers._format import (
-    AnswerRow, FieldRef, ImportAttribute, ImportBattery, ImportGroup, RecordsMapping, answers_schema,
+    AnswerRow,
+    FieldRef,
+    ImportAttribute,
+    ImportBattery,
+    ImportGroup,
+    RecordsMapping,
+    answers_schema,
 )
 from fairpair.importers._import import ImportResult, LoadedImport, import_answers, load_import_battery
 

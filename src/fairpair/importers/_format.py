@@ -23,13 +23,12 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator, \
-    model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
 
 from fairpair.battery import AnalysisPlan, MeasureSpec, TargetSpec
 
-__all__ = ["AnswerRow", "RowCandidate", "RowRanking", "RowMessage", "RowToolCall", "ImportBattery", "ImportAttribute", "ImportGroup",
-           "RecordsMapping", "FieldRef", "CSV_COLUMNS", "CSV_PREFIXES", "ID_PATTERN", "answers_schema"]
+__all__ = ["AnswerRow", "RowCandidate", "RowRanking", "RowMessage", "RowToolCall", "ImportBattery", "ImportAttribute",
+           "ImportGroup", "RecordsMapping", "FieldRef", "CSV_COLUMNS", "CSV_PREFIXES", "ID_PATTERN", "answers_schema"]
 
 #: Ids of templates, designs and the battery: letters, digits, ``_``, ``.`` and ``-`` (as in a battery).
 ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
@@ -79,7 +78,7 @@ class RowRanking(_Strict):
     order: list[Annotated[int, Field(ge=1)] | str] | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> "RowRanking":
+    def _consistent(self) -> RowRanking:
         names = [c.name for c in self.candidates]
         if len(set(names)) != len(names):
             dup = next(n for n in names if names.count(n) > 1)
@@ -88,7 +87,7 @@ class RowRanking(_Strict):
             if not self.order:
                 raise ValueError("'order' is empty: leave it out to let the ranking measure read the answer")
             picks = [self.position(x) for x in self.order]
-            bad = [x for x, p in zip(self.order, picks) if p is None]
+            bad = [x for x, p in zip(self.order, picks, strict=True) if p is None]
             if bad:
                 raise ValueError(f"'order' names {bad[0]!r}, which is not one of the {len(names)} candidates "
                                  f"(give 1-based positions or names)")
@@ -183,7 +182,7 @@ class AnswerRow(_Strict):
     system_fingerprint: str | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> "AnswerRow":
+    def _consistent(self) -> AnswerRow:
         if (self.answer is None) == (self.error is None):
             raise ValueError("give either 'answer' (the text) or 'error' (why there is none), not both or neither")
         if self.ranking is not None and (self.groups or self.variants):

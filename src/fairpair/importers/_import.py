@@ -27,7 +27,7 @@ import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,14 +36,23 @@ from pydantic_core import ErrorDetails
 
 from fairpair import __version__
 from fairpair._text import fold
-from fairpair.battery import LoadedBattery, battery_hash
-from fairpair.battery._load import _at as _value_at
 from fairpair.battery import (
-    Attribute, BaselineDesign, Battery, CounterfactualDesign, CrossedDesign, Group, MeasureSpec, RankingDesign,
-    TargetSpec, Template,
+    Attribute,
+    BaselineDesign,
+    Battery,
+    CounterfactualDesign,
+    CrossedDesign,
+    Group,
+    LoadedBattery,
+    MeasureSpec,
+    RankingDesign,
+    TargetSpec,
+    Template,
+    battery_hash,
+    load_mapping,
 )
 from fairpair.battery import Located as YamlLocated
-from fairpair.battery import load_mapping
+from fairpair.battery._load import _at as _value_at
 from fairpair.cases import Case
 from fairpair.errors import BatteryError, FairpairError
 from fairpair.importers._format import AnswerRow, ImportBattery
@@ -496,7 +505,7 @@ class _Builder:
             self.cases[ckey] = _CaseDraft(ckey, loc, content)
         elif draft.content != content:
             what = [n for n, x, y in zip(("template", "repetition", "variants", "messages", "prompt", "context"),
-                                         draft.content, content) if x != y]
+                                         draft.content, content, strict=True) if x != y]
             self.problems.add(loc, None, f"matched set '{row.set}' already has a case {label} "
                                          f"({_where_row(draft.first)}) with other {', '.join(what)}",
                               "each group appears once per matched set; answers of several targets to one "
@@ -601,7 +610,8 @@ class _Builder:
             draft.case = Case(
                 id=hashlib.sha256(blob.encode("utf-8")).hexdigest()[:20], battery=battery.name, design=did,
                 design_kind=kind, template=row.template, repetition=row.repetition, matched_set=set_id,
-                block=f"{row.template}/r{row.repetition}", attribute=attrs[0] if kind in ("counterfactual", "ranking") else None,
+                block=f"{row.template}/r{row.repetition}",
+                attribute=attrs[0] if kind in ("counterfactual", "ranking") else None,
                 baseline=kind == "baseline", groups=dict(gkey), variants=variants, messages=messages, meta=meta,
                 turns=turns, context=row.context, seed=seed)
 
@@ -614,7 +624,7 @@ class _Builder:
                     self.problems.add(loc, self.key("measures", name),
                                       f"measure '{name}' is not declared in the battery's 'measures'",
                                       f"did you mean '{close[0]}'?" if close else
-                                      "declare it, e.g. '{name}: {{kind: imported, scale: binary}}'".format(name=name))
+                                      f"declare it, e.g. '{name}: {{kind: imported, scale: binary}}'")
                     continue
                 if v is None:
                     continue
@@ -795,7 +805,7 @@ def _write(li: LoadedImport, battery: Battery, builder: _Builder, source: Path, 
     plan = plan_hash(loaded)
     combined = sources[0].sha256 if len(sources) == 1 else hashlib.sha256(
         "".join(f"{s.path.name}\0{s.sha256}\n" for s in sources).encode("utf-8")).hexdigest()
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = datetime.now(UTC).isoformat(timespec="seconds")
     provenance = {
         "format": fmt, "source": str(source), "sha256": combined,
         "files": [{"path": str(s.path), "sha256": s.sha256, "rows": s.rows} for s in sources],
@@ -847,7 +857,7 @@ def _write(li: LoadedImport, battery: Battery, builder: _Builder, source: Path, 
                 store.event("imported", {**{k: v for k, v in provenance.items() if k != "files"},
                                          "answers": counts["answers"], "failed": counts["failed"],
                                          "measurements": counts["measurements"], "warnings": warnings})
-            finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            finished = datetime.now(UTC).isoformat(timespec="seconds")
             run.write_manifest({
                 "fairpair_version": __version__, "battery": battery.name, "battery_sha256": sha,
                 "battery_path": str(li.path), "selection": None, "plan_sha256": plan, "plan_sha256_now": plan,
@@ -877,8 +887,8 @@ def _store_row(store: Store, row: AnswerRow, target: str, case: Case, imported: 
                counts: dict[str, int], ranking_measures: tuple[str, ...] = ()) -> None:
     created = None
     if row.timestamp is not None:
-        ts = row.timestamp if row.timestamp.tzinfo else row.timestamp.replace(tzinfo=timezone.utc)
-        created = ts.astimezone(timezone.utc).isoformat(timespec="milliseconds")
+        ts = row.timestamp if row.timestamp.tzinfo else row.timestamp.replace(tzinfo=UTC)
+        created = ts.astimezone(UTC).isoformat(timespec="milliseconds")
     if row.error is not None:
         store.add_response(target=target, case_id=case.id, status="failed", error=row.error, model=row.model,
                            created_at=created)

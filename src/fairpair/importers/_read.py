@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,12 @@ from pydantic import ValidationError
 
 from fairpair.errors import FairpairError
 from fairpair.importers._format import (
-    CSV_COLUMNS, CSV_JSON_COLUMNS, CSV_PREFIXES, AnswerRow, FieldRef, RecordsMapping,
+    CSV_COLUMNS,
+    CSV_JSON_COLUMNS,
+    CSV_PREFIXES,
+    AnswerRow,
+    FieldRef,
+    RecordsMapping,
 )
 
 __all__ = ["Located", "RowProblem", "Source", "read_rows", "read_text", "FORMATS"]
@@ -236,7 +241,7 @@ def read_csv(path: Path, text: str) -> Iterator[Located | RowProblem]:
                 continue
             data: dict[str, Any] = {}
             bad: RowProblem | None = None
-            for h, cell in zip(header, cells):
+            for h, cell in zip(header, cells, strict=True):
                 if cell == "":
                     continue
                 prefix = next((p for p in CSV_PREFIXES if h.startswith(p)), None)
@@ -436,7 +441,7 @@ def _record_row(rec: Any, mp: _Mapping) -> dict[str, Any]:
         row["system_fingerprint"] = comp["system_fingerprint"]
     created = comp.get("created")
     if isinstance(created, (int, float)) and not isinstance(created, bool):
-        row["timestamp"] = datetime.fromtimestamp(created, tz=timezone.utc)
+        row["timestamp"] = datetime.fromtimestamp(created, tz=UTC)
     usage = comp.get("usage")
     if isinstance(usage, dict):
         for k in ("prompt_tokens", "completion_tokens"):

@@ -6,7 +6,8 @@ blinds judges, :func:`position_bias` of the pairwise judge and
 :func:`measure_scales` (stored row -> binary/count/continuous/ordinal) for the
 analysis, the judge's calibration against human raters (:func:`export_labels`,
 :func:`score_label_files`, :func:`import_label_files`), the blind labelling page
-(:func:`open_label_session`, :func:`serve_labels`: ``fairpair label``) and the built-in tone anchors of its self-test (:func:`load_anchors`).
+(:func:`open_label_session`, :func:`serve_labels`: ``fairpair label``) and the built-in tone anchors of its
+self-test (:func:`load_anchors`).
 The plugins live in :mod:`.rules`, :mod:`.judge` and :mod:`.embed` and are imported only when a
 battery uses them.
 """
@@ -15,6 +16,17 @@ import sys
 
 from fairpair import _answer_status as status
 from fairpair._lazy import lazy_getattr
+from fairpair.measures._base import SCALES, Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
+from fairpair.measures._labels import ExportResult, ImportResult, export_labels, import_label_files, score_label_files
+from fairpair.measures._runner import (
+    MeasureContext,
+    MeasureCounts,
+    MeasureRunResult,
+    build_measures,
+    measure_run,
+    measure_scales,
+    signal_values,
+)
 
 # The answer statuses live on the ground floor (fairpair._answer_status: the run counts them without
 # importing the measures); ``fairpair.measures.status`` stays their import path.
@@ -40,13 +52,6 @@ _LAZY_EXPORTS = {
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
-
-from fairpair.measures._labels import (ExportResult, ImportResult, export_labels, import_label_files,
-                                       score_label_files)
-from fairpair.measures._base import SCALES, Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
-from fairpair.measures._runner import (
-    MeasureContext, MeasureCounts, MeasureRunResult, build_measures, measure_run, measure_scales, signal_values,
-)
 
 
 def position_bias(store, measure=None):

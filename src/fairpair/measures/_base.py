@@ -64,10 +64,10 @@ class MeasureItem:
     """
 
     target: str
-    case: "Case"
-    response: "Response"
-    counterpart: "Response | None" = None
-    counterpart_case: "Case | None" = None
+    case: Case
+    response: Response
+    counterpart: Response | None = None
+    counterpart_case: Case | None = None
 
     @property
     def text(self) -> str:
@@ -79,7 +79,7 @@ class MeasureItem:
 
         return nfc((self.response.text or "")[:MAX_MEASURED_CHARS])
 
-    def counterpart_response(self) -> "Response":
+    def counterpart_response(self) -> Response:
         """The answer a pairwise measure compares this one with. Raises ``ValueError`` when the item has
         none (the measure stage gives every item of a pairwise measure one)."""
         if self.counterpart is None:
@@ -128,16 +128,16 @@ class MeasureResult:
 
     @classmethod
     def ok(cls, value: Any = None, *, outputs: Mapping[str, Any] | None = None,
-           detail: dict[str, Any] | None = None) -> "MeasureResult":
+           detail: dict[str, Any] | None = None) -> MeasureResult:
         return cls("ok", value=value, outputs=dict(outputs) if outputs is not None else None, detail=detail)
 
     @classmethod
     def missing(cls, error: str, *, raw: str | None = None,
-                detail: dict[str, Any] | None = None) -> "MeasureResult":
+                detail: dict[str, Any] | None = None) -> MeasureResult:
         return cls("missing", error=error, raw=raw, detail=detail)
 
     @classmethod
-    def failed(cls, error: str, *, detail: dict[str, Any] | None = None) -> "MeasureResult":
+    def failed(cls, error: str, *, detail: dict[str, Any] | None = None) -> MeasureResult:
         return cls("failed", error=error, detail=detail)
 
 
@@ -168,44 +168,44 @@ class Measure:
             self.Options.model_validate(dict(options or {}))
         self.name = name
 
-    def outputs(self, ctx: "MeasureContext | None" = None) -> tuple[str, ...] | None:
+    def outputs(self, ctx: MeasureContext | None = None) -> tuple[str, ...] | None:
         """Field names of a multi-output measure (rows ``<name>.<field>``); ``None`` if single."""
         return None
 
-    def output_scales(self, ctx: "MeasureContext | None" = None) -> dict[str, Scale]:
+    def output_scales(self, ctx: MeasureContext | None = None) -> dict[str, Scale]:
         """Stored row name -> scale (what the analysis uses to pick a test)."""
         fields = self.outputs(ctx)
         if fields is None:
             return {self.name: self.scale}
         return {f"{self.name}.{f}": self.scale for f in fields}
 
-    def categories(self, ctx: "MeasureContext | None" = None) -> dict[str, tuple[str, ...]]:
+    def categories(self, ctx: MeasureContext | None = None) -> dict[str, tuple[str, ...]]:
         """Stored row name -> the declared outcomes, for the rows whose scale is ``categorical``."""
         return {}
 
-    def row_names(self, ctx: "MeasureContext | None" = None) -> tuple[str, ...]:
+    def row_names(self, ctx: MeasureContext | None = None) -> tuple[str, ...]:
         fields = self.outputs(ctx)
         return (self.name,) if fields is None else tuple(f"{self.name}.{f}" for f in fields)
 
-    async def prepare(self, items: list[MeasureItem], ctx: "MeasureContext") -> None:
+    async def prepare(self, items: list[MeasureItem], ctx: MeasureContext) -> None:
         """Called with each chunk of items about to be measured (e.g. to embed in batches)."""
         return None
 
-    async def measure(self, item: MeasureItem, ctx: "MeasureContext") -> MeasureResult:  # pragma: no cover
+    async def measure(self, item: MeasureItem, ctx: MeasureContext) -> MeasureResult:  # pragma: no cover
         raise NotImplementedError
 
-    def judge_requests(self, item: MeasureItem, ctx: "MeasureContext") -> list[list[dict[str, str]]]:
+    def judge_requests(self, item: MeasureItem, ctx: MeasureContext) -> list[list[dict[str, str]]]:
         """The judge calls :meth:`measure` sends for ``item`` (first attempts, no corrections): each
         call's masked messages. ``[]`` for a measure that calls no judge. The cost estimate
         (:mod:`fairpair.cost`) prices exactly these; a judge measure's ``measure`` sends them."""
         return []
 
-    def embedded_texts(self, ctx: "MeasureContext") -> bool:
+    def embedded_texts(self, ctx: MeasureContext) -> bool:
         """Whether the measure embeds each answer once (``semantic_distance``): the cost estimate
         counts one embedding per answer for it."""
         return False
 
-    def embedder_name(self, ctx: "MeasureContext") -> str | None:
+    def embedder_name(self, ctx: MeasureContext) -> str | None:
         """The embedder's name for a measure that embeds (:meth:`embedded_texts`); None otherwise."""
         return None
 

@@ -192,7 +192,7 @@ def disagreement_by_group(
     j, h, g = _as_1d(judge, "judge"), _as_1d(human, "human"), _as_1d(groups, "groups")
     if not len(j) == len(h) == len(g):
         raise ValueError(f"judge, human and groups differ in length: {len(j)}, {len(h)}, {len(g)}")
-    keep = np.array([x is not None and y is not None and z is not None for x, y, z in zip(j, h, g)], bool)
+    keep = np.array([x is not None and y is not None and z is not None for x, y, z in zip(j, h, g, strict=True)], bool)
     dropped = int((~keep).sum())
     j, h, g = j[keep], h[keep], g[keep]
     labs = _resolve_labels(list(j) + list(h), labels)
@@ -203,8 +203,8 @@ def disagreement_by_group(
     if len(group_order) < 2:
         raise ValueError(f"need at least two groups, got {group_order}")
     pos = {lab: i for i, lab in enumerate(labs)}
-    disagree = np.array([a != b for a, b in zip(j, h)], dtype=int)
-    abs_err = np.array([abs(pos[a] - pos[b]) for a, b in zip(j, h)], dtype=float)
+    disagree = np.array([a != b for a, b in zip(j, h, strict=True)], dtype=int)
+    abs_err = np.array([abs(pos[a] - pos[b]) for a, b in zip(j, h, strict=True)], dtype=float)
     rows = []
     for grp in group_order:
         sel = g == grp
@@ -421,7 +421,7 @@ def score_labels(
         cohen_kappa(human[:, i], human[:, k], weights=weights, labels=labs).statistic
         for i in range(len(rater_cols))
         for k in range(i + 1, len(rater_cols))
-        if any(a is not None and b is not None for a, b in zip(human[:, i], human[:, k]))
+        if any(a is not None and b is not None for a, b in zip(human[:, i], human[:, k], strict=True))
     ]
     with_judge = np.column_stack([human, judge])
     fleiss_h = fleiss_kappa(human, labels=labs) if len(rater_cols) > 1 else None
@@ -437,7 +437,8 @@ def score_labels(
     disagreement = None
     if group_col is not None:
         groups = _as_1d(df[group_col], group_col)
-        covered = {g for j, c, g in zip(judge, consensus, groups) if j is not None and c is not None and g is not None}
+        covered = {g for j, c, g in zip(judge, consensus, groups, strict=True)
+                   if j is not None and c is not None and g is not None}
         if len(covered) >= 2:
             disagreement = disagreement_by_group(judge, consensus, groups, ordinal=ordinal, labels=labs)
         else:  # e.g. two raters who never agree: the coefficients above still stand

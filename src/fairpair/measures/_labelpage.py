@@ -32,7 +32,10 @@ if TYPE_CHECKING:
     from fairpair.measures._mask import Masker
     from fairpair.store import Store
 
-__all__ = ["LabelSession", "open_label_session", "serve_labels", "label_app"]
+__all__ = ["LabelSession", "open_label_session", "serve_labels", "label_app", "LABEL_PORT"]
+
+#: The page's default port on 127.0.0.1 (not 8765, which the docs' example chatbots use).
+LABEL_PORT = 8779
 
 
 @dataclass
@@ -119,13 +122,19 @@ class LabelSession:
 
 
 def open_label_session(run_dir: Path, *, measure: str | None = None, n: int | None = None, seed: int | None = None,
-                       mixing: float | None = None) -> LabelSession:
+                       mixing: float | None = None, new_sample: bool = False) -> LabelSession:
     """Open ``run_dir`` for labelling ``measure`` (default: the first judge measure row): draw and store
     its labelling sample the first time (``n`` answers, default 100; ``seed`` default 0; ``mixing``
-    default :data:`~fairpair.measures._labelsample.DEFAULT_MIXING`), reuse the stored one after.
+    default :data:`~fairpair.measures._labelsample.DEFAULT_MIXING`), reuse the latest stored one after.
+
+    ``new_sample``: draw another sample (default seed: one more than the latest page sample's) and
+    store it beside the earlier ones as ``page-2``, ``page-3``, ...; the page then shows it. Nothing
+    stored is changed: the earlier samples and every label given on them stay, and count in the
+    analysis (:func:`fairpair.analysis._corrected.load_labels`); a rater is not shown an answer they
+    labelled already.
 
     ``notes`` says when a given ``n``, ``seed`` or ``mixing`` differs from the stored sample's (the
-    stored sample is kept: raters may have labelled it).
+    stored sample is kept: raters may have labelled it) and how to draw a new one.
 
     Raises
     ------
@@ -133,6 +142,8 @@ def open_label_session(run_dir: Path, *, measure: str | None = None, n: int | No
         Not a run directory, no judge measure, an unknown ``measure``, nothing measured, or the run
         is in use by another writer while the sample is drawn.
     """
+    from dataclasses import replace
+
     from fairpair.battery import recorded_battery
     from fairpair.measures._runner import masker_for
     from fairpair.store import Run, Store
@@ -142,21 +153,34 @@ def open_label_session(run_dir: Path, *, measure: str | None = None, n: int | No
     with Run.open(run_dir, "w") as run:  # the lock only while the sample is drawn and stored
         battery = recorded_battery(run).battery
         lm = label_measure(battery, measure)
-        sample = run.store.label_sample(lm.row)
-        if sample is None:
-            drawn = draw_label_sample(run.store, lm, n=100 if n is None else n, seed=0 if seed is None else seed,
+        pages = [x for x in run.store.label_samples(lm.row) if _page_sample(x.name)]
+        sample = pages[-1] if pages else None
+        if sample is None or new_sample:
+            first_seed = (max(x.seed for x in pages) + 1) if pages else 0
+            drawn = draw_label_sample(run.store, lm, n=100 if n is None else n,
+                                      seed=first_seed if seed is None else seed,
                                       mixing=DEFAULT_MIXING if mixing is None else mixing)
-            sample = run.store.add_label_sample(drawn)
+            name = "page" if not pages else f"page-{len(pages) + 1}"
+            sample = run.store.add_label_sample(replace(drawn, name=name))
+            if pages:
+                notes.append(f"drew a new labelling sample of '{lm.row}' ('{name}', seed {sample.seed}); the "
+                             f"{len(pages)} earlier one(s) and their labels are kept and count in the analysis")
         else:
             given = {"--n": (n, None), "--seed": (seed, sample.seed), "--mixing": (mixing, sample.mixing)}
             differ = [k for k, (v, stored) in given.items() if v is not None and (k == "--n" or v != stored)]
             if differ:
                 notes.append(f"the labelling sample of '{lm.row}' was drawn already ({len(sample)} answers, seed "
                              f"{sample.seed}, {sample.design}); {', '.join(differ)} ignored: the stored sample is "
-                             "kept, raters may have labelled it")
+                             "kept, raters may have labelled it; `--new-sample` draws another beside it (its "
+                             "labels are kept)")
         masker = masker_for(battery)
     store = Store.open(run_dir, create=False)
     return LabelSession(run_dir, store, lm, sample, masker, notes)
+
+
+def _page_sample(name: str) -> bool:
+    """A sample ``fairpair label`` drew (``page``, ``page-2``, ...), not a ``calibrate export`` file's."""
+    return name == "page" or (name.startswith("page-") and name[5:].isdigit())
 
 
 def _template():
@@ -263,7 +287,7 @@ def label_app(session: LabelSession, *, rater: str | None = None):
     return app
 
 
-def serve_labels(session: LabelSession, *, port: int = 8765, rater: str | None = None, announce=print) -> None:
+def serve_labels(session: LabelSession, *, port: int = LABEL_PORT, rater: str | None = None, announce=print) -> None:
     """Serve the page on ``127.0.0.1:port`` (``port`` 0: a free one) until interrupted; ``announce`` gets
     the URL once the socket listens.
 

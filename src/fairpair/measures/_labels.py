@@ -185,7 +185,7 @@ def _read_key(run_store, key: Path | None) -> dict[str, tuple[str, str]]:
     return out
 
 
-def _read_labels(path: Path, dims: list[str], levels: dict[str, set[int]], known: dict[str, Any]
+def _read_labels(path: Path, dims: list[str], levels: dict[str, dict[str, int]], known: dict[str, Any]
                  ) -> dict[str, dict[str, int | None]]:
     try:
         fh = open(path, newline="", encoding="utf-8-sig")
@@ -201,7 +201,7 @@ def _read_labels(path: Path, dims: list[str], levels: dict[str, set[int]], known
             raise FairpairError(f"not a readable CSV file: {exc}", file=path) from None
 
 
-def _parse_labels(fh, path: Path, dims: list[str], levels: dict[str, set[int]], known: dict[str, Any]
+def _parse_labels(fh, path: Path, dims: list[str], levels: dict[str, dict[str, int]], known: dict[str, Any]
                   ) -> dict[str, dict[str, int | None]]:
     reader = csv.reader(fh)
     cols = next(reader, None) or []
@@ -232,13 +232,10 @@ def _parse_labels(fh, path: Path, dims: list[str], levels: dict[str, set[int]], 
             if not raw:
                 vals[d] = None
                 continue
-            try:
-                v = int(raw)
-            except ValueError:
-                v = None
-            if v is None or v not in levels[d] or str(v) != raw.lstrip("+"):
+            v = levels[d].get(raw.lstrip("+").casefold())
+            if v is None:
                 raise FairpairError(f"label {raw!r} is not a level of '{d}'", file=path, line=line, key=d,
-                                    hint=f"allowed: {', '.join(map(str, sorted(levels[d])))} or blank")
+                                    hint=f"allowed: {', '.join(levels[d])} or blank")
             vals[d] = v
         out[sid] = vals
     return out
@@ -278,14 +275,30 @@ def _read_rater_files(run, run_dir: Path, files: list[Path], measure: str | None
     if twice is not None:  # one rater's file given twice would count as two raters who always agree
         raise FairpairError("this labels file is given twice; give each rater's file once", file=twice)
     dims = list(rubric)
-    levels = {d: set(rubric[d]["levels"]) for d in dims}
+    levels = {d: _answers(set(rubric[d]["levels"]), m.options.scoring, b.language) for d in dims}
     raters: dict[str, dict[str, dict[str, int | None]]] = {}
     for f in files:
         label = Path(f).stem
         while label in raters:
             label += "'"
         raters[label] = _read_labels(Path(f), dims, levels, known)
-    return _RaterFiles(name, levels, known, cases, raters)
+    return _RaterFiles(name, {d: set(rubric[d]["levels"]) for d in dims}, known, cases, raters)
+
+
+def _answers(levels: set[int], scoring: str, language: str | None) -> dict[str, int]:
+    """What a labels file's cell may hold (case-folded) -> the level stored: the rubric's levels, or, for a
+    ``scoring: yes_no`` judge, only what the label page offers (:meth:`~fairpair.measures._labelsample.
+    LabelMeasure.choices`): the lowest level or ``no``, the highest or ``yes`` (``sí``/``si`` in Spanish)."""
+    if scoring != "yes_no":
+        return {str(v): v for v in sorted(levels)}
+    from fairpair.measures._labelsample import _no_yes
+
+    low, high = min(levels), max(levels)
+    no, yes = _no_yes(language)
+    out = {str(low): low, str(high): high, no: low, yes: high, "no": low, "yes": high}
+    if yes == "sí":
+        out["si"] = high
+    return out
 
 
 @dataclass(frozen=True)
@@ -306,12 +319,14 @@ def import_label_files(run_dir: Path, files: list[Path], *, measure: str | None 
     ``<measure>.<dimension>`` with ``source`` ``file`` and the file's stem as the rater's name;
     blank cells are not labels. Importing a file again stores only what changed (a changed cell
     supersedes the earlier label; nothing stored is removed). The files are checked as ``calibrate
-    score`` checks them, and nothing is stored unless every file reads.
+    score`` checks them (a ``scoring: yes_no`` judge's cells hold only what the label page offers:
+    the lowest level or ``no``, the highest or ``yes``), and nothing is stored unless every file reads.
+    A file named after a rater of the label page is refused: its labels would supersede theirs.
 
     Raises
     ------
     FairpairError
-        As :func:`score_label_files`.
+        As :func:`score_label_files`; a file whose rater (its stem) has labelled on the page.
     """
     from fairpair.store import Run
 
@@ -320,6 +335,14 @@ def import_label_files(run_dir: Path, files: list[Path], *, measure: str | None 
         rf = _read_rater_files(run, run_dir, files, measure, key)
         store = run.store
         added: dict[str, int] = {}
+        rows_of = [f"{rf.name}.{d}" for d in rf.levels]
+        for (rater, _rows), f in zip(rf.raters.items(), files):
+            page = next((x for row in rows_of for x in store.label_actions(row, rater) if x.source != "file"), None)
+            if page is not None:  # the file's labels would supersede that rater's own, as a later label does
+                raise FairpairError(f"rater '{rater}' (the file's name) has labelled '{page.measure}' on the label "
+                                    "page of this run; importing this file would replace their labels", file=f,
+                                    key="rater", hint=f"rename the file (the rater is its name without .csv), "
+                                    f"e.g. {rater}-file.csv; nothing was stored")
         with store.transaction():
             current = {(x.rater, x.target, x.case_id, x.measure): x.value for x in store.labels()}
             for rater, rows in rf.raters.items():

@@ -322,7 +322,7 @@ def draw_label_sample(store, lm: LabelMeasure, *, n: int = 100, seed: int = 0,
         rng.shuffle(members)
         pi = pps_probabilities([size[(u.target, u.case_id)] for u in members], alloc[h])
         taken = [members[i] for i in systematic_sample(pi, rng.random())]
-        prob = {(u.target, u.case_id): p for u, p in zip(members, pi)}
+        prob = {(u.target, u.case_id): p for u, p in zip(members, pi, strict=True)}
         rng.shuffle(taken)
         offset = rng.random()
         for k, u in enumerate(taken):

@@ -228,7 +228,8 @@ def score_tone(expected: list[dict[str, int]], judged: list[dict[str, Any] | Non
     (pairs of dimensions: the judge's and the anchors' Spearman rho),
     ``identical_share``, ``constant`` and ``valid_share``.
     """
-    ok = [(e, j) for e, j in zip(expected, judged) if j is not None and all(j.get(d) is not None for d in dims)]
+    ok = [(e, j) for e, j in zip(expected, judged, strict=True)
+          if j is not None and all(j.get(d) is not None for d in dims)]
     n = len(expected)
     out: dict[str, Any] = {"n_anchors": n, "n_valid": len(ok), "valid_share": _clean(len(ok) / n) if n else None,
                            "dimensions": {}, "cross": [], "thresholds": asdict(thresholds)}
@@ -315,10 +316,9 @@ def score_pairwise(verdicts: list[tuple[str | None, str | None]],
 
 async def _measure_one(measure, item, ctx):
     """``measure.measure`` as the stage calls it: an error is a ``failed`` result, not an exception."""
+    from fairpair._calls import CallDeferred
     from fairpair.errors import FairpairError
     from fairpair.measures._base import MeasureResult
-
-    from fairpair._calls import CallDeferred
 
     try:
         return await measure.measure(item, ctx)
@@ -444,7 +444,7 @@ async def self_test(measure, ctx, *, thresholds: Thresholds = Thresholds(),
         # all anchors at once, as the measure stage sends answers (a batching judge decodes them
         # together; the results are read in the anchors' order)
         results = await asyncio.gather(*(_measure_one(measure, item, ctx) for _, _, item in todo))
-        for (s, tone, _), res in zip(todo, results):
+        for (s, tone, _), res in zip(todo, results, strict=True):
             exp = {d: anchors.tones[tone][d] for d in dims}
             got = {d: (res.outputs or {}).get(d) for d in dims} if res.status == "ok" else None
             expected.append(exp)

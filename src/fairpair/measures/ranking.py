@@ -54,8 +54,8 @@ from fairpair.measures._base import Measure, MeasureItem, MeasureOptions, Measur
 if TYPE_CHECKING:
     from fairpair.records import Case
 
-__all__ = ["RankingMeasure", "RankingOptions", "ParsedRanking", "Pick", "parse_ranking", "ranking_detail", "candidate_spans", "UNPARSED",
-           "MATCHES", "FUZZY", "ranking_slots"]
+__all__ = ["RankingMeasure", "RankingOptions", "ParsedRanking", "Pick", "parse_ranking", "ranking_detail",
+           "candidate_spans", "UNPARSED", "MATCHES", "FUZZY", "ranking_slots"]
 
 UNPARSED = "unparsed"
 

@@ -100,7 +100,8 @@ from fairpair.measures._base import Measure, MeasureItem, MeasureOptions, Measur
 
 __all__ = [
     "RegexMeasure", "KeywordsMeasure", "WordCountMeasure", "OptionsCountMeasure", "ToolCallMeasure",
-    "PythonMeasure", "CategoriesMeasure", "ToolArgumentMeasure", "fold_text", "sentences", "count_words", "count_options", "keyword_hits",
+    "PythonMeasure", "CategoriesMeasure", "ToolArgumentMeasure", "fold_text", "sentences", "count_words",
+    "count_options", "keyword_hits",
 ]
 
 
@@ -240,7 +241,7 @@ PATTERN_SECONDS = 1.0
 
 
 @lru_cache(maxsize=1024)
-def _compile_folded(pattern: str) -> "regex.Pattern[str]":
+def _compile_folded(pattern: str) -> regex.Pattern[str]:
     try:
         re.compile(fold_pattern(pattern))  # the syntax users write is Python's re
         return regex.compile(fold_pattern(pattern), flags=regex.VERSION0)
@@ -404,8 +405,8 @@ class WordCountMeasure(Measure):
         return MeasureResult.ok(count_words(item.text), detail={"normalization": "NFC"})
 
 
-_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+\u2022\u00b7\u2023\u25e6\u25aa\u2013]|\d{1,2}[.)]|[a-zA-Z][.)]|\(\d{1,2}\)|\([a-z]\))"
-                        r"[ \t]+\S", re.M)
+_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+\u2022\u00b7\u2023\u25e6\u25aa\u2013]|\d{1,2}[.)]|[a-zA-Z][.)]"
+                        r"|\(\d{1,2}\)|\([a-z]\))[ \t]+\S", re.M)
 # Phrases that open an enumeration of alternatives in running text (folded).
 _ALT_TRIGGERS = re.compile(
     r"\b(?:(?:puede|puedes|podra|podria|podemos|pueden) (?:elegir|escoger|optar|seleccionar)(?: entre| por)?|"

@@ -40,7 +40,7 @@ class HumanLabel:
     ``id`` is the label's row id (give it to :meth:`fairpair.store.Store.withdraw_label`);
     ``target`` and ``case_id`` name the answer; ``measure`` the stored measure row it labels
     (``tone.warmth``, the name the judge's values are stored under); ``rater`` the rater's name
-    as typed on the page, or ``file:<stem>`` for a ``calibrate`` labels file; ``value`` the
+    as typed on the page, or the file name without its extension for a ``calibrate`` labels file; ``value`` the
     label on the measure's own scale (a rubric level such as 4.0; 0.0 or 1.0 for a yes/no
     measure); ``source`` ``page`` (``fairpair label``) or ``file`` (``fairpair calibrate score``
     imports); ``created_at`` ISO 8601 UTC, when it was given (a file's labels: when imported).

@@ -63,6 +63,11 @@ class RankingRatio(_Section):
     verdict: str | None
     design_reason: str | None = None
     note: str | None = None
+    #: The interval the verdict reads: from ``lower_one_sided`` (pass rule) to the upper limit of the two-sided
+    #: interval at ``verdict_upper_level``, the level of the group's step in the correction over the groups
+    #: (:func:`fairpair.stats.verdict_alphas`): wholly above 0.8 exactly when pass, below exactly when fail.
+    verdict_ci: Interval | None = None
+    verdict_upper_level: float | None = None
 
 
 class RankingTest(_Section):

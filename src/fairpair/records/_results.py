@@ -267,7 +267,8 @@ class LabelCorrection(_Rec):
     units. ``min_labels``: below it the verdict is ``insufficient labels``. Yes/no judges:
     ``rogan_gladen_estimate`` / ``rogan_gladen_ci`` (Rogan & Gladen 1978 with each group's
     sensitivity and specificity; the interval includes the calibration sample, Lee et al. 2025) and
-    the groups' ``sensitivity_*`` / ``specificity_*``.
+    the groups' ``sensitivity_*`` / ``specificity_*``; a yes/no judge that gives probabilities has none, and
+    ``rogan_gladen_note`` says why.
     """
 
     raw_estimate: float | None

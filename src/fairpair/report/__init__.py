@@ -63,6 +63,11 @@ and results as tables (:func:`export_run`).
 """
 
 from fairpair._lazy import lazy_getattr
+from fairpair.report._catalog import verdict_sentence
+from fairpair.report._data import ReportData, load_report_data
+from fairpair.report._export import export_run
+from fairpair.report._render import REPORT_SCHEMA, ReportModel, build_model, build_view, report_model, write_report
+from fairpair.report._terminal import verdict_table
 
 # Names fairpair's other packages use, imported from their module on first use (so that
 # importing them through the package adds no import cycle and no start-up cost).
@@ -71,12 +76,6 @@ _LAZY_EXPORTS = {
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
-
-from fairpair.report._catalog import verdict_sentence
-from fairpair.report._data import ReportData, load_report_data
-from fairpair.report._export import export_run
-from fairpair.report._render import REPORT_SCHEMA, ReportModel, build_model, build_view, report_model, write_report
-from fairpair.report._terminal import verdict_table
 
 __all__ = ["write_report", "load_report_data", "ReportData", "ReportModel", "build_model", "report_model",
            "build_view", "verdict_sentence", "verdict_table",

@@ -372,6 +372,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "labels.line": ("{what}: corrected {est} ({ci}); the judge alone {raw} ({raw_ci}); {n} labelled answers "
                         "({a}: {na}, {b}: {nb}), λ = {lam}; the judge's error (judge − human): {a} {ea}, {b} {eb}"),
         "labels.rg": "; Rogan-Gladen {est} ({ci}), sensitivity / specificity {a} {sa} / {pa}, {b} {sb} / {pb}",
+        "labels.rg_none": ("; no Rogan-Gladen figure: the judge gives a probability of yes, not a hard yes/no, and "
+                           "Rogan-Gladen corrects a 0/1 classification (the corrected figure uses the probabilities)"),
         "aa.title": "A/A control: the audit's noise floor",
         "aa.intro": ("Two halves of one group (its names split in two, or with `split: seeds` the same names under "
                      "two halves of the sampling seeds), compared through the same analysis as the real "
@@ -750,6 +752,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "labels.line": ("{what}: corregida {est} ({ci}); el juez solo {raw} ({raw_ci}); {n} respuestas etiquetadas "
                         "({a}: {na}, {b}: {nb}), λ = {lam}; error del juez (juez − humano): {a} {ea}, {b} {eb}"),
         "labels.rg": "; Rogan-Gladen {est} ({ci}), sensibilidad / especificidad {a} {sa} / {pa}, {b} {sb} / {pb}",
+        "labels.rg_none": ("; sin cifra de Rogan-Gladen: el juez da una probabilidad de sí, no un sí/no firme, y "
+                           "Rogan-Gladen corrige una clasificación 0/1 (la cifra corregida usa las probabilidades)"),
         "aa.title": "Control A/A: el suelo de ruido de la auditoría",
         "aa.intro": ("Dos mitades de un mismo grupo (sus nombres partidos en dos o, con `split: seeds`, los mismos "
                      "nombres con dos mitades de las semillas de muestreo), comparadas con el mismo análisis que las "
@@ -781,7 +785,12 @@ def msg(lang: str, key: str, **kw: Any) -> str:
     text = table.get(key, MESSAGES["en"].get(key))
     if text is None:
         raise KeyError(f"message {key!r} is not in the catalogue")
-    return text.format(nbsp=NBSP, **kw) if kw or "{nbsp}" in text else text
+    return p_reads(text.format(nbsp=NBSP, **kw)) if kw or "{nbsp}" in text else text
+
+
+def p_reads(text: str) -> str:
+    """``text`` with "p = < 0.001" (a template's "p = {p}" and :func:`fmt_p`) read as "p < 0.001"."""
+    return text.replace("= < ", "< ")
 
 
 # ------------------------------------------------------------------ numbers
@@ -814,6 +823,11 @@ def fmt_p(p: Any, lang: str) -> str:
     if p < 0.001:
         return "< " + fmt_num(0.001, lang, 3)
     return fmt_num(p, lang, 3 if p < 0.01 else 2)
+
+
+def fmt_p_is(p: Any, lang: str) -> str:
+    """``p = 0.04`` or ``p < 0.001``: :func:`fmt_p` after "p" (never "p = < 0.001")."""
+    return p_reads("p = " + fmt_p(p, lang))
 
 
 def fmt_margin_value(m: float, lang: str) -> str:

@@ -46,8 +46,8 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fairpair.errors import FairpairError
 from fairpair._files import atomic_path
+from fairpair.errors import FairpairError
 from fairpair.report._text import clean, csv_cell
 
 if TYPE_CHECKING:
@@ -81,7 +81,8 @@ _RANKING_COLS = ["target", "case_id", "measure", "template", "candidates", "text
                  "picks", "renamed", "status", "error"]
 
 
-def _ranking_rows(run: Run, cases: dict[str, Case], answers: list[dict[str, Any]]) -> tuple[list[str], list[dict]] | None:
+def _ranking_rows(run: Run, cases: dict[str, Case],
+                  answers: list[dict[str, Any]]) -> tuple[list[str], list[dict]] | None:
     """The ``rankings`` table: per answer of a ranking case and ranking measure, the candidates shown (in
     order, with their groups), the answer's text and the parse beside it (how it was read, the top group,
     the names in rank order, how each name matched, renamed picks). None when the battery has no

@@ -20,8 +20,9 @@ import io
 import math
 import textwrap
 import warnings
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from fairpair.report._catalog import difference, fmt_num, fmt_pct, msg, verdict_word
 from fairpair.report._text import terminal
@@ -29,8 +30,8 @@ from fairpair.report._text import terminal
 if TYPE_CHECKING:
     from fairpair.analysis import CellMean, ComparisonResult, TwoPartyBlock
 
-__all__ = ["Figure", "forest_plot", "scenario_plot", "group_plot", "discordant_plot", "heatmap_plots", "dispersion_plot",
-           "OKABE_ITO", "VERDICT_STYLE"]
+__all__ = ["Figure", "forest_plot", "scenario_plot", "group_plot", "discordant_plot", "heatmap_plots",
+           "dispersion_plot", "OKABE_ITO", "VERDICT_STYLE"]
 
 OKABE_ITO = {"orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73", "yellow": "#F0E442",
              "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7", "black": "#000000"}

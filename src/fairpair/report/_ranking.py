@@ -25,7 +25,7 @@ import math
 import re
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from fairpair.report._catalog import fmt_num, fmt_p, fmt_pct, msg, verdict_word
+from fairpair.report._catalog import fmt_num, fmt_p, fmt_p_is, fmt_pct, msg, p_reads, verdict_word
 from fairpair.report._data import RankingEvidence, ranking_key
 from fairpair.report._text import terminal
 from fairpair.report._view import (
@@ -49,7 +49,7 @@ MESSAGES: dict[str, dict[str, str]] = {
                   "answers whose first pick is the group's candidate (parity: {parity})."),
         "block": "{measure} · {design} · target {target}",
         "headline": ("The candidates of “{best}” were picked first in {best_rate} of the answers, those of "
-                     "“{worst}” in {worst_rate}: a ratio of {ratio} ({level}% CI {lo} to {hi}), {clause}."),
+                     "“{worst}” in {worst_rate}: a ratio of {ratio} (verdict interval {lo} to {hi}), {clause}."),
         "clause.fail": "established below the four-fifths line",
         "clause.pass": "established at or above the four-fifths line",
         "clause.inconclusive": "not settled with respect to the four-fifths line",
@@ -63,14 +63,17 @@ MESSAGES: dict[str, dict[str, str]] = {
         "col.ci": "CI",
         "col.mean_rank": "Mean rank",
         "col.ratio": "Ratio to {best}",
-        "col.ratio_ci": "CI of the ratio",
+        "col.ratio_ci": "Verdict interval of the ratio",
         "col.verdict": "Four-fifths verdict",
         "col.n": "Answers",
         "reference.most": "the most selected group, chosen from the data (the interval allows for the choice)",
         "reference.given": "the reference group fixed before the audit",
         "ratio.rule": ("Four-fifths verdict: FAIL when the ratio to {best} ({reference}) is established below 0.8 "
                        "({correction}-adjusted over the groups), PASS when it is established at or above 0.8, "
-                       "else INCONCLUSIVE (29 CFR 1607.4(D))."),
+                       "else INCONCLUSIVE (29 CFR 1607.4(D)). The verdict interval reads the verdict: it runs from "
+                       "the one-sided {level}% lower limit (PASS when above 0.8) to the upper limit at the level of "
+                       "the group's step in the {correction} correction (FAIL when below 0.8); the unadjusted "
+                       "{level}% intervals (`ci`) are in results.json."),
         "position": "Position effect",
         "position.intro": ("Top-pick rate and mean rank of the candidate in each slot of the prompt (1 = first); "
                            "with no position effect every slot is picked first in {parity} of the answers."),
@@ -226,7 +229,7 @@ MESSAGES: dict[str, dict[str, str]] = {
                   "(paridad: {parity})."),
         "block": "{measure} · {design} · destino {target}",
         "headline": ("Las candidaturas de «{best}» fueron elegidas primero en el {best_rate} de las respuestas, "
-                     "las de «{worst}» en el {worst_rate}: una razón de {ratio} (IC del {level} % de {lo} a {hi}), "
+                     "las de «{worst}» en el {worst_rate}: una razón de {ratio} (intervalo del veredicto de {lo} a {hi}), "
                      "{clause}."),
         "clause.fail": "por debajo de la regla de los cuatro quintos, de forma establecida",
         "clause.pass": "en o por encima de la regla de los cuatro quintos, de forma establecida",
@@ -241,14 +244,18 @@ MESSAGES: dict[str, dict[str, str]] = {
         "col.ci": "IC",
         "col.mean_rank": "Puesto medio",
         "col.ratio": "Razón respecto a {best}",
-        "col.ratio_ci": "IC de la razón",
+        "col.ratio_ci": "Intervalo del veredicto",
         "col.verdict": "Veredicto cuatro quintos",
         "col.n": "Respuestas",
         "reference.most": "el grupo más seleccionado, elegido con los datos (el intervalo tiene en cuenta la elección)",
         "reference.given": "el grupo de referencia fijado antes de la auditoría",
         "ratio.rule": ("Veredicto de los cuatro quintos: SUSPENDE cuando la razón respecto a {best} ({reference}) "
                        "queda establecida por debajo de 0,8 (ajuste de {correction} entre los grupos), APRUEBA "
-                       "cuando queda establecida en 0,8 o más, y si no, NO CONCLUYENTE (29 CFR 1607.4(D))."),
+                       "cuando queda establecida en 0,8 o más, y si no, NO CONCLUYENTE (29 CFR 1607.4(D)). El "
+                       "intervalo del veredicto va del límite inferior unilateral del {level} % (APRUEBA si supera "
+                       "0,8) al límite superior al nivel del paso del grupo en la corrección de {correction} "
+                       "(SUSPENDE si queda por debajo de 0,8); los intervalos del {level} % sin ajustar (`ci`) "
+                       "están en results.json."),
         "position": "Efecto de la posición",
         "position.intro": ("Tasa de primera elección y puesto medio de la candidatura de cada posición del mensaje "
                            "(1 = primera); sin efecto de la posición cada una se elige primero en el {parity} de "
@@ -322,7 +329,7 @@ def rmsg(lang: str, key: str, **kw: Any) -> str:
     """The ranking section's text for ``key`` in ``lang`` (English when missing), formatted with ``kw``."""
     table = MESSAGES.get(lang, MESSAGES["en"])
     text = table.get(key, MESSAGES["en"].get(key, key))
-    return text.format(**kw) if kw else text
+    return p_reads(text.format(**kw)) if kw else text
 
 
 def _num(x: Any) -> bool:
@@ -358,7 +365,7 @@ def _headline(sec: dict[str, Any], label, lang: str) -> str | None:
     worst = min(rows, key=lambda r: r["ratio"])
     rates = {s["group"]: s.get("rate") for s in sec.get("selection") or []}
     verdict = worst.get("verdict") or "inconclusive"
-    ci = worst.get("ci") or [None, None]
+    ci = worst.get("verdict_ci") or worst.get("ci") or [None, None]
     claim = (" " + rmsg(lang, "claim.fixed", n=int(sec.get("n_templates") or 0))
              if sec.get("templates") == "fixed" else "")
     return (rmsg(
@@ -411,7 +418,7 @@ def _pair_rows(sec: dict[str, Any], label, lang: str) -> list[RankingPairRow]:
             estimate=fmt_num(100 * est, lang) if _num(est) else "—",
             ci=_ci([100 * v if _num(v) else None for v in (c.get("ci") or [])], lang, digits=1),
             p=fmt_p(c.get("pvalue"), lang), p_adjusted=fmt_p(c.get("pvalue_adjusted"), lang),
-            mcnemar=(f"{b.get('b')}/{b.get('c')}, p = {fmt_p(b.get('exact_pvalue'), lang)}"
+            mcnemar=(f"{b.get('b')}/{b.get('c')}, {fmt_p_is(b.get('exact_pvalue'), lang)}"
                      if b.get("b") is not None else "—"),
             n=c.get("n_pairs"), verdict=c.get("verdict") or "", verdict_word=verdict_word(c.get("verdict"), lang),
             reason=c.get("design_reason") or _whole_range(c, lang)))
@@ -551,7 +558,7 @@ def ranking_view(results: Results | dict[str, Any] | None, lang: str, battery: B
                 group=s["group"], label=label(s["group"]), rate=fmt_pct(s.get("rate"), lang),
                 rate_ci=_ci(s.get("rate_ci"), lang, pct=True), mean_rank=fmt_num(s.get("mean_rank"), lang, 2),
                 mean_rank_ci=_ci(s.get("mean_rank_ci"), lang), n=s.get("n_sets"),
-                ratio=fmt_num(r.get("ratio"), lang, 2), ratio_ci=_ci(r.get("ci"), lang),
+                ratio=fmt_num(r.get("ratio"), lang, 2), ratio_ci=_ci(r.get("verdict_ci") or r.get("ci"), lang),
                 verdict=r.get("verdict") or "",
                 verdict_word=verdict_word(r.get("verdict"), lang) if r.get("verdict") else "—",
                 below=bool(r.get("below_four_fifths"))))
@@ -596,7 +603,8 @@ def ranking_view(results: Results | dict[str, Any] | None, lang: str, battery: B
             ratio_rule=rmsg(lang, "ratio.rule", best=label(best) if best else "—",
                             reference=rmsg(lang, "reference.given" if sec.get("reference_rule") == "given"
                                            else "reference.most"),
-                            correction=correction),
+                            correction=correction,
+                            level=fmt_num(100 * (1.0 - float(sec.get("alpha") or 0.05)), lang, 0)),
             position_intro=rmsg(lang, "position.intro", parity=parity), slots=slots, tests=tests,
             pairs_intro=rmsg(lang, "pairs.intro", correction=correction,
                              method=rmsg(lang, f"pairs.method.{sec.get('templates') or 'random'}")),

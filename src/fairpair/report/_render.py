@@ -17,7 +17,8 @@ from markupsafe import Markup
 from fairpair import __version__
 from fairpair._files import atomic_write_text
 from fairpair.report._catalog import (
-    design_reason_parts, design_reason_text, fmt_num, fmt_p, fmt_pct, msg, test_name, verdict_sentence, verdict_word,
+    design_reason_parts, design_reason_text, fmt_num, fmt_p, fmt_p_is, fmt_pct, msg, p_reads, test_name, verdict_sentence,
+    verdict_word,
 )
 from fairpair.report._data import (
     ReportData, TargetInfo, comparison_key, group_label, load_report_data, measure_label, read_report_data,
@@ -192,6 +193,8 @@ def _label_rows(rows: list[VerdictRow], lang: str) -> list[str]:
             line += msg(lang, "labels.rg", est=n(lc.rogan_gladen_estimate), ci=ci(lc.rogan_gladen_ci), a=r.label_a,
                         b=r.label_b, sa=fmt_num(lc.sensitivity_a, lang, 2), pa=fmt_num(lc.specificity_a, lang, 2),
                         sb=fmt_num(lc.sensitivity_b, lang, 2), pb=fmt_num(lc.specificity_b, lang, 2))
+        elif lc.rogan_gladen_note:  # a yes/no measure without Rogan-Gladen: say why
+            line += msg(lang, "labels.rg_none")
         out.append(line)
     return out
 
@@ -657,6 +660,7 @@ class ReportModel:
             "csp": Markup(CSP),
             "fmt_num": lambda x, d=1: fmt_num(x, lang, d),
             "fmt_p": lambda x: fmt_p(x, lang),
+            "fmt_p_is": lambda x: fmt_p_is(x, lang),
             "fmt_pct": lambda x: fmt_pct(x, lang),
             "fmt_value": lambda v: _fmt_value(v, lang),
             "fmt_pb": lambda v: _fmt_position_bias(v, lang),
@@ -855,6 +859,7 @@ def _env(kind: str):
                                  finalize=_md_finalize, trim_blocks=True, lstrip_blocks=True)
         env.filters["code"] = md_block
         env.filters["raw"] = lambda s: MdSafe(str(s))
+        env.filters["p_is"] = lambda s: p_reads(f"p = {s}")  # a formatted p: "p = 0.04", "p < 0.001"
     return env
 
 

@@ -88,11 +88,16 @@ def md_inline(text: Any) -> MdSafe:
         return text
     s = re.sub(r"\s+", " ", clean(text)).strip()
     s = _MD_PUNCT.sub(r"\\\1", s)
-    # Block syntax only matters at the start: "- x", "+ x", "1. x", "1) x" would open a list.
-    s = re.sub(r"^([-+])", r"\\\1", s)
-    s = re.sub(r"^(\d+)([.)])", r"\1\\\2", s)
-    # Entities after backslashes: "&lt;" is shown as "<" and can never open a tag.
-    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    # Block syntax only matters at the start: "- x", "+ x", "---", "1. x", "1) x" and "> x" would open a list, a
+    # rule or a quote; "0.04" or "-3" would not, and stay as they are (CommonMark 0.31, 4.1, 5.1, 5.2).
+    s = re.sub(r"^([-+])(?=\s|$|-)", r"\\\1", s)
+    s = re.sub(r"^(\d{1,9})([.)])(?=\s|$)", r"\1\\\2", s)
+    s = re.sub(r"^>", r"\\>", s)
+    # Only what could open a tag, an autolink or a comment ("<b", "</", "<!", "<?") or read as an entity
+    # ("&amp;", "&#1;") is escaped, after the backslashes: "&lt;" is shown as "<" and can never open a tag, and
+    # "p < 0.001" or "A & B" stay readable (CommonMark 0.31, 6.5, 6.6, 2.5).
+    s = re.sub(r"&(?=#?[0-9A-Za-z]+;)", "&amp;", s)
+    s = re.sub(r"<(?=[A-Za-z/!?])", "&lt;", s)
     return MdSafe(s)
 
 

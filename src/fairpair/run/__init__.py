@@ -18,6 +18,7 @@ _LAZY_EXPORTS = {
     "RayEmbedder": "fairpair.run._ray",
     "RayTarget": "fairpair.run._ray",
     "ray_session": "fairpair.run._ray",
+    "refuse_batch": "fairpair.run._batch",
     "require_ray": "fairpair.run._ray",
     "run_status": "fairpair.run._status",
     "with_system_prompt": "fairpair.run._system",

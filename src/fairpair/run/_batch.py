@@ -66,7 +66,7 @@ from fairpair.errors import FairpairError
 from fairpair.store import Store
 
 __all__ = ["BATCH_DIR", "COMPLETION_WINDOW", "MAX_BYTES", "MAX_REQUESTS", "BatchClient", "BatchSummary",
-           "batch_session", "batch_target_names", "create_batch", "custom_id", "ingest_batch", "parse_custom_id", "record_intent",
+           "batch_session", "batch_target_names", "refuse_batch", "create_batch", "custom_id", "ingest_batch", "parse_custom_id", "record_intent",
            "record_submitted", "result_lines"]
 
 #: Most requests in one batch input file (OpenAI's limit).
@@ -305,11 +305,7 @@ def batch_target_names(store: Store, targets: dict[str, Any], *, requested: bool
         ``--batch`` with a target that has no batch API (only ``openai`` has one).
     """
     if requested:
-        bad = [f"{n} (kind {getattr(t, 'kind', '?')})" for n, t in targets.items() if not _has_batch_api(t)]
-        if bad:
-            raise FairpairError(f"--batch: target {', '.join(bad)} has no batch API; the openai target (OpenAI's "
-                                "Batch API and compatible ones) and the anthropic target (Message Batches) send "
-                                "batches", hint="choose the batch targets with --target, or run without --batch")
+        _refuse_no_api([f"{n} (kind {getattr(t, 'kind', '?')})" for n, t in targets.items() if not _has_batch_api(t)])
         return list(targets)
     with_batches = {b["target"] for b in store.batches(stage="run")} | {b["target"] for b in store.batches(stage="turns")}
     return [n for n in targets if n in with_batches and _has_batch_api(targets[n])]
@@ -317,6 +313,43 @@ def batch_target_names(store: Store, targets: dict[str, Any], *, requested: bool
 
 def _has_batch_api(target: Any) -> bool:
     return hasattr(target, "batch_request") or callable(getattr(target, "batch_api", None))
+
+
+def _refuse_no_api(bad: list[str]) -> None:
+    if bad:
+        raise FairpairError(f"--batch: target {', '.join(bad)} has no batch API; the openai target (OpenAI's "
+                            "Batch API and compatible ones) and the anthropic target (Message Batches) send "
+                            "batches", hint="choose the batch targets with --target, or run without --batch")
+
+
+def _refuse_tools(tools: Any) -> None:
+    if tools:
+        raise FairpairError("--batch cannot run a battery with tools: a batch answers one request per case, "
+                            "and the scripted tool answers need a second request", hint="run it without --batch")
+
+
+def refuse_batch(specs: dict[str, Any], tools: Any) -> None:
+    """``run --batch``'s refusals, from the battery alone, before the run directory is made: a target
+    kind without a batch API (its plugin class has neither ``batch_request`` nor ``batch_api``) or a
+    battery with tools.
+
+    Raises
+    ------
+    FairpairError
+        As :func:`batch_target_names` and :func:`batch_session` would, later.
+    """
+    from fairpair._plugins import PluginError, load_plugin
+
+    bad = []
+    for name, spec in specs.items():
+        try:
+            cls = load_plugin("fairpair.targets", spec.kind)
+        except PluginError:
+            continue  # the run says which plugin is missing, as without --batch
+        if not _has_batch_api(cls):
+            bad.append(f"{name} (kind {spec.kind})")
+    _refuse_no_api(bad)
+    _refuse_tools(tools)
 
 
 def record_intent(store: Store, *, name: str, stage: str, base_url: str, path: Path, keys: list[str]) -> str:
@@ -603,9 +636,8 @@ def batch_session(store: Store, run_dir: Path, targets: dict[str, Any], cases: C
         A case cannot go in a batch (several turns, tools), or the provider's API failed
         (:class:`BatchApiError`); what was stored before stays.
     """
-    if submit and tools:
-        raise FairpairError("--batch cannot run a battery with tools: a batch answers one request per case, "
-                            "and the scripted tool answers need a second request", hint="run it without --batch")
+    if submit:
+        _refuse_tools(tools)
     t0 = time.monotonic()
     summary = asyncio.run(_session(store, Path(run_dir), targets, cases, submit=submit,
                                    secrets=[s for s in secrets if s], max_requests=max_requests, max_bytes=max_bytes))

@@ -43,15 +43,25 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from fairpair._calls import CallDeferred, CallOutcome
 from fairpair.errors import FairpairError
 from fairpair.run._batch import (
-    BATCH_DIR, ENDED_STATUSES, MAX_BYTES, MAX_REQUESTS, BatchClient, BatchSummary, _line_error, _safe,
-    create_batch, record_intent, record_submitted, result_lines,
+    BATCH_DIR,
+    ENDED_STATUSES,
+    MAX_BYTES,
+    MAX_REQUESTS,
+    BatchClient,
+    BatchSummary,
+    _line_error,
+    _safe,
+    create_batch,
+    record_intent,
+    record_submitted,
+    result_lines,
 )
 from fairpair.store import Store
 from fairpair.targets import ChatRequest, Completion, TargetError, ToolCall, Usage
@@ -104,7 +114,7 @@ class OpenAIBatches:
         self.client = BatchClient(target.options.base_urls[0], target.batch_headers(), secrets=secrets)
         self.root = self.client.root
 
-    async def __aenter__(self) -> "OpenAIBatches":
+    async def __aenter__(self) -> OpenAIBatches:
         await self.client.__aenter__()
         return self
 
@@ -200,7 +210,7 @@ class BatchCalls:
         #: what this session's polls and submissions did
         self.summary = BatchSummary()
 
-    async def __aenter__(self) -> "BatchCalls":
+    async def __aenter__(self) -> BatchCalls:
         await self.api.__aenter__()
         return self
 
@@ -263,7 +273,7 @@ class BatchCalls:
         if self._out is None or len(self._files[-1][1]) >= self.max_requests or \
                 self._size + len(line) > self.max_bytes:
             self._close()
-            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
             path = self.folder / f"{_safe(self.name)}-{self.stage}-{stamp}.input.jsonl"
             self._out = open(path, "wb")
             self._files.append((path, []))

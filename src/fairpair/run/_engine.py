@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fairpair._calls import CallOutcome, Caller, ModelCaller, RateLimiter, describe_error, worker_pool
+from fairpair._calls import Caller, CallOutcome, ModelCaller, RateLimiter, describe_error, worker_pool
 from fairpair.cases import Case
 from fairpair.store import Store
 from fairpair.targets import ChatRequest, Completion, Usage

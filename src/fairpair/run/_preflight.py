@@ -2,10 +2,11 @@
 
 * :func:`preflight` sends one case (the first one still to answer) before the
   battery is sent, with at most :data:`PREFLIGHT_ATTEMPTS` tries and a backoff capped
-  at :data:`PREFLIGHT_BACKOFF_MAX` seconds (connection refused: about 2 s). A target that is unreachable (connection refused, unknown host), that
-  rejects the key (HTTP 401/403) or answers in a shape it cannot parse (a wrong
-  ``reply_path``) raises :class:`PreflightError` (exit code 2) with the error:
-  nothing else is sent. On a fresh run :class:`EarlyPreflight` sends it while
+  at :data:`PREFLIGHT_BACKOFF_MAX` seconds (connection refused: about 2 s). A target
+  that is unreachable (connection refused, unknown host), that rejects the key
+  (HTTP 401/403) or answers in a shape it cannot parse (a wrong ``reply_path``)
+  raises :class:`PreflightError` (exit code 2) with the error: nothing else is
+  sent. On a fresh run :class:`EarlyPreflight` sends it while
   the run expands and stores the other cases (its wait overlaps that work);
   the battery is still sent only after its answer is stored.
 * For a fleet (an ``openai`` target with several ``base_url``), after the
@@ -32,8 +33,8 @@ from typing import Any
 
 from fairpair.errors import FairpairError
 
-__all__ = ["PREFLIGHT_ATTEMPTS", "PREFLIGHT_BACKOFF_MAX", "PreflightError", "CircuitOpen", "CircuitBreaker", "ErrorKind",
-           "error_kind", "summarize_errors", "preflight", "preflight_into_store", "EarlyPreflight",
+__all__ = ["PREFLIGHT_ATTEMPTS", "PREFLIGHT_BACKOFF_MAX", "PreflightError", "CircuitOpen", "CircuitBreaker",
+           "ErrorKind", "error_kind", "summarize_errors", "preflight", "preflight_into_store", "EarlyPreflight",
            "format_error_summary", "TargetCheck", "check_targets"]
 
 #: The longest wait between two tries of the preflight request, in seconds (a Retry-After still wins).

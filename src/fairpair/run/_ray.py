@@ -352,7 +352,8 @@ def run_target_ray(store: Store, target_name: str, spec: Any, cases: Iterable[Ca
                     # Ray re-sent the chunk max_attempts times, each time to a restarted worker
                     results = [(c.id, None, f"{WORKER_DIED} ({type(exc).__name__})", settings.max_attempts + 1,
                                 [], 0.0) for c in batch]
-                for case, (case_id, completion, error, attempts, replies, latency) in zip(batch, results):
+                for case, result in zip(batch, results, strict=True):
+                    case_id, completion, error, attempts, replies, latency = result
                     if case_id in answered:  # never twice in the store
                         continue
                     answered.add(case_id)
@@ -545,7 +546,7 @@ class RayTarget:
             results = [(None, RuntimeError(_cause(exc)))] * len(batch)
         finally:
             self._load[i] -= len(batch)
-        for (_, fut), (completion, error) in zip(batch, results):
+        for (_, fut), (completion, error) in zip(batch, results, strict=True):
             if fut.done():
                 continue
             if error is not None:

@@ -189,6 +189,10 @@ def execute_run(loaded: LoadedBattery, run_dir: Path | Run, settings: RunSetting
     specs = select_targets(loaded, only_targets)
     if settings.engine not in ENGINES:
         raise FairpairError(f"unknown engine {settings.engine!r}; use one of {', '.join(ENGINES)}", key="--engine")
+    if batch:  # refused before the run directory is made: nothing is left behind
+        from fairpair.run._batch import refuse_batch
+
+        refuse_batch(specs, loaded.battery.all_tools())
     ray_session = None
     if settings.engine == "ray":
         from fairpair.run._ray import ray_session as _session

@@ -84,8 +84,8 @@ def run_status(run_dir: Path) -> RunStatus:
     FairpairError
         Not a run directory, or its store cannot be read.
     """
-    from fairpair.store import RESULTS_NAME
     from fairpair.run._runner import open_run
+    from fairpair.store import RESULTS_NAME
 
     run_dir = Path(run_dir)
     with open_run(run_dir, readonly=True) as store:

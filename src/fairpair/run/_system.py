@@ -88,7 +88,7 @@ class _PromptedBatches:
             raise AttributeError(name)
         return getattr(self._api, name)
 
-    async def __aenter__(self) -> "_PromptedBatches":
+    async def __aenter__(self) -> _PromptedBatches:
         await self._api.__aenter__()
         return self
 

@@ -72,7 +72,7 @@ _LAZY = {
     "_fightin": ("FightinWordsResult", "fightin_words"),
     "_heterogeneity": ("HeterogeneityResult", "VariantEffect", "variant_heterogeneity"),
     "_mcnemar": ("McNemarResult", "mcnemar", "mcnemar_table"),
-    "_multitest": ("adjust", "benjamini_hochberg", "holm"),
+    "_multitest": ("adjust", "benjamini_hochberg", "holm", "verdict_alphas"),
     "_omnibus": ("CochranQResult", "FriedmanResult", "cochran_q", "friedman"),
     "_power": ("PowerResult", "design_effect", "mcnemar_power", "min_detectable_effect",
                "min_detectable_risk_difference", "paired_power", "pairs_needed", "CrossedPowerResult",
@@ -81,7 +81,7 @@ _LAZY = {
              "ppi_tuning", "ppi_values", "rogan_gladen", "rogan_gladen_difference", "stratum_inclusion"),
     "_ranking": ("CrossedMeanResult", "SelectionRatioResult", "RatioToBest", "SlotEffect", "PositionEffectResult",
                  "crossed_mean", "set_mean", "paired_difference", "selection_ratio", "ratio_to_best", "crossed_k_test",
-                 "position_effect", "FOUR_FIFTHS"),
+                 "set_k_test", "stratified_k_test", "position_effect", "FOUR_FIFTHS"),
     "_scenarios": ("ScenarioDifferencesResult", "ScenarioHeterogeneityResult", "scenario_differences",
                    "scenario_differences_from_cells", "scenario_heterogeneity", "stratified_difference"),
     "_spread": ("SpreadDifferenceResult", "spread_difference", "spread_from_cells", "cell_sds"),
@@ -166,7 +166,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     )
     from fairpair.stats._heterogeneity import HeterogeneityResult, VariantEffect, variant_heterogeneity  # noqa: F401
     from fairpair.stats._mcnemar import McNemarResult, mcnemar, mcnemar_table  # noqa: F401
-    from fairpair.stats._multitest import adjust, benjamini_hochberg, holm  # noqa: F401
+    from fairpair.stats._multitest import adjust, benjamini_hochberg, holm, verdict_alphas  # noqa: F401
     from fairpair.stats._omnibus import CochranQResult, FriedmanResult, cochran_q, friedman  # noqa: F401
     from fairpair.stats._power import (  # noqa: F401
         CrossedPowerResult,
@@ -205,6 +205,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         SlotEffect,
         crossed_k_test,
         crossed_mean,
+        set_k_test,
+        stratified_k_test,
         paired_difference,
         position_effect,
         set_mean,
@@ -250,6 +252,7 @@ __all__ = [
     "adjust",
     "holm",
     "benjamini_hochberg",
+    "verdict_alphas",
     # bootstrap
     "cluster_bootstrap",
     "cluster_bootstrap_mean_difference",
@@ -333,6 +336,8 @@ __all__ = [
     "set_mean",
     "paired_difference",
     "crossed_k_test",
+    "set_k_test",
+    "stratified_k_test",
     "selection_ratio",
     "ratio_to_best",
     "position_effect",

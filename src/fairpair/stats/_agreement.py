@@ -112,7 +112,7 @@ def _paired(a: Any, b: Any, names: tuple[str, str]) -> tuple[np.ndarray, np.ndar
     a, b = _as_1d(a, names[0]), _as_1d(b, names[1])
     if len(a) != len(b):
         raise ValueError(f"{names[0]} and {names[1]} differ in length: {len(a)} != {len(b)}")
-    keep = np.array([x is not None and y is not None for x, y in zip(a, b)], dtype=bool)
+    keep = np.array([x is not None and y is not None for x, y in zip(a, b, strict=True)], dtype=bool)
     return a[keep], b[keep], int((~keep).sum())
 
 

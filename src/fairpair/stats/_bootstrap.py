@@ -16,11 +16,10 @@ distribution for the same seed:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
-
-import warnings
 
 import numpy as np
 from scipy import special
@@ -58,7 +57,7 @@ class FewClustersWarning(UserWarning):
     """A cluster-bootstrap interval from fewer than :data:`MIN_CLUSTERS_FOR_INTERVAL` clusters."""
 
 
-def _warn_few_clusters(res: "BootstrapResult") -> "BootstrapResult":
+def _warn_few_clusters(res: BootstrapResult) -> BootstrapResult:
     g = res.n_clusters
     if 0 < g < MIN_CLUSTERS_FOR_INTERVAL:
         warnings.warn(
@@ -132,7 +131,8 @@ class BootstrapResult:
 # ----------------------------------------------------------------- machinery
 
 
-def _check_common(n_resamples: Any, confidence_level: Any, method: Any, seed: Any) -> tuple[int, float, np.random.Generator, int | None]:
+def _check_common(n_resamples: Any, confidence_level: Any, method: Any,
+                  seed: Any) -> tuple[int, float, np.random.Generator, int | None]:
     n_resamples = check_positive_int("n_resamples", n_resamples, minimum=1)
     level = check_level(confidence_level)
     check_choice("method", method, BOOTSTRAP_METHODS)
@@ -163,7 +163,8 @@ def _percentile_of_score(boot: np.ndarray, score: float) -> float:
     return float(((boot < score).sum() + (boot <= score).sum()) / (2.0 * boot.size))
 
 
-def _interval(theta: float, boot: np.ndarray, level: float, method: str, accel: float) -> tuple[float, float, str | None]:
+def _interval(theta: float, boot: np.ndarray, level: float, method: str,
+              accel: float) -> tuple[float, float, str | None]:
     finite = boot[np.isfinite(boot)]
     if finite.size == 0 or not np.isfinite(theta):
         return np.nan, np.nan, "no finite bootstrap replicate"
@@ -264,7 +265,8 @@ def _ratio(totals: np.ndarray) -> np.ndarray:
     return totals[:, 0] / totals[:, 1]
 
 
-def _nan_result(level: float, method: str, n_resamples: int, seed: int | None, n_missing: int, note: str) -> BootstrapResult:
+def _nan_result(level: float, method: str, n_resamples: int, seed: int | None, n_missing: int,
+                note: str) -> BootstrapResult:
     boot = np.full(0, np.nan)
     return BootstrapResult(
         np.nan, ConfidenceInterval(np.nan, np.nan, level, method), np.nan, n_resamples, seed, method, level,
@@ -369,7 +371,8 @@ def cluster_bootstrap(
             pos += 1
     jack = None
     if method == "bca":
-        jack = np.array([call(np.nonzero(codes != g)[0]) for g in range(n_clusters)]) if n_clusters > 1 else np.array([])
+        jack = (np.array([call(np.nonzero(codes != g)[0]) for g in range(n_clusters)]) if n_clusters > 1
+                else np.array([]))
     return _warn_few_clusters(finish(
         theta, boot, jack, level=level, method=method, n_resamples=n_resamples, seed=seed_used,
         n_clusters=n_clusters, n_observations=n, n_missing=0,
@@ -389,7 +392,8 @@ def _paired_difference_bootstrap(
     _, codes = np.unique(codes, return_inverse=True)
     n_clusters = int(codes.max()) + 1
     d = xs - ys
-    sums = np.column_stack([np.bincount(codes, weights=d, minlength=n_clusters), np.bincount(codes, minlength=n_clusters)])
+    sums = np.column_stack([np.bincount(codes, weights=d, minlength=n_clusters),
+                            np.bincount(codes, minlength=n_clusters)])
     return sums_bootstrap(
         sums.astype(float), _ratio, n_resamples=n_resamples, level=level, method=method, rng=rng, seed=seed_used,
         n_observations=int(d.size), n_missing=n_missing,
@@ -436,7 +440,8 @@ def cluster_bootstrap_mean_difference(
     Field & Welsh (2007); Efron & Tibshirani (1993). See :func:`cluster_bootstrap`.
     """
     return _warn_few_clusters(_paired_difference_bootstrap(
-        x, y, clusters, binary=False, n_resamples=n_resamples, confidence_level=confidence_level, seed=seed, method=method
+        x, y, clusters, binary=False, n_resamples=n_resamples, confidence_level=confidence_level, seed=seed,
+        method=method,
     ))
 
 
@@ -470,5 +475,6 @@ def cluster_bootstrap_risk_difference(
     Field & Welsh (2007); Efron & Tibshirani (1993). See :func:`cluster_bootstrap`.
     """
     return _warn_few_clusters(_paired_difference_bootstrap(
-        x, y, clusters, binary=True, n_resamples=n_resamples, confidence_level=confidence_level, seed=seed, method=method
+        x, y, clusters, binary=True, n_resamples=n_resamples, confidence_level=confidence_level, seed=seed,
+        method=method,
     ))

@@ -87,13 +87,13 @@ class SquareTableResult:
     def rates_a(self) -> dict[Any, float]:
         """Share of each outcome in group A (row margins / n)."""
         n = max(self.n, 1)
-        return {c: float(v) / n for c, v in zip(self.categories, self.table.sum(axis=1))}
+        return {c: float(v) / n for c, v in zip(self.categories, self.table.sum(axis=1), strict=True)}
 
     @property
     def rates_b(self) -> dict[Any, float]:
         """Share of each outcome in group B (column margins / n)."""
         n = max(self.n, 1)
-        return {c: float(v) / n for c, v in zip(self.categories, self.table.sum(axis=0))}
+        return {c: float(v) / n for c, v in zip(self.categories, self.table.sum(axis=0), strict=True)}
 
 
 def square_table(x: Any, y: Any, *, categories: Any = None) -> tuple[np.ndarray, tuple, int, tuple]:
@@ -121,15 +121,15 @@ def square_table(x: Any, y: Any, *, categories: Any = None) -> tuple[np.ndarray,
         Lengths differ, arrays are not one-dimensional, or a label is not
         among ``categories``.
     """
-    xa, ya = (list(np.asarray(getattr(v, "to_numpy", lambda: v)(), dtype=object).ravel())
+    xa, ya = (list(np.asarray(getattr(v, "to_numpy", lambda v=v: v)(), dtype=object).ravel())
               if np.ndim(v) <= 1 else None for v in (x, y))
     if xa is None or ya is None:
         raise ValueError("x and y must be one-dimensional arrays of labels")
     if len(xa) != len(ya):
         raise ValueError(f"x and y must have the same length (one entry per pair); got {len(xa)} and {len(ya)}")
-    keep = [not (_is_missing(a) or _is_missing(b)) for a, b in zip(xa, ya)]
-    px = [a for a, k in zip(xa, keep) if k]
-    py = [b for b, k in zip(ya, keep) if k]
+    keep = [not (_is_missing(a) or _is_missing(b)) for a, b in zip(xa, ya, strict=True)]
+    px = [a for a, k in zip(xa, keep, strict=True) if k]
+    py = [b for b, k in zip(ya, keep, strict=True) if k]
     seen = set(px) | set(py)
     if categories is None:
         try:
@@ -145,7 +145,7 @@ def square_table(x: Any, y: Any, *, categories: Any = None) -> tuple[np.ndarray,
     dropped = tuple(c for c in cats if c not in seen)
     pos = {c: i for i, c in enumerate(used)}
     table = np.zeros((len(used), len(used)), dtype=np.int64)
-    for a, b in zip(px, py):
+    for a, b in zip(px, py, strict=True):
         table[pos[a], pos[b]] += 1
     table.setflags(write=False)
     return table, used, len(xa) - len(px), dropped
@@ -274,7 +274,7 @@ def category_tests(x: Any, y: Any, *, categories: Any = None, exact_threshold: i
     ya = [None if _is_missing(v) else v for v in np.asarray(y, dtype=object).ravel()]
     out = []
     for c in (*cats, *dropped):
-        ix = [np.nan if a is None or b is None else float(a == c) for a, b in zip(xa, ya)]
-        iy = [np.nan if a is None or b is None else float(b == c) for a, b in zip(xa, ya)]
+        ix = [np.nan if a is None or b is None else float(a == c) for a, b in zip(xa, ya, strict=True)]
+        iy = [np.nan if a is None or b is None else float(b == c) for a, b in zip(xa, ya, strict=True)]
         out.append(CategoryTest(c, mcnemar(ix, iy, exact_threshold=exact_threshold)))
     return out

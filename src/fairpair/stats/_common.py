@@ -164,7 +164,8 @@ def as_float_1d(x: Any, name: str) -> np.ndarray:
     return arr
 
 
-def paired_arrays(x: Any, y: Any, *, binary: bool = False, return_mask: bool = False) -> tuple[np.ndarray, np.ndarray, Any]:
+def paired_arrays(x: Any, y: Any, *, binary: bool = False,
+                  return_mask: bool = False) -> tuple[np.ndarray, np.ndarray, Any]:
     """Align two paired 1-D samples and drop pairs where either value is NaN.
 
     Returns

@@ -141,7 +141,8 @@ def _column(data: Any, name: str) -> np.ndarray:
     try:
         col = data[name]
     except (KeyError, IndexError, TypeError):
-        raise ValueError(f"data must have a column {name!r} (columns: scene, axis, sub, res, value[, condition])") from None
+        raise ValueError(f"data must have a column {name!r} "
+                         "(columns: scene, axis, sub, res, value[, condition])") from None
     to_numpy = getattr(col, "to_numpy", None)
     return np.asarray(to_numpy() if to_numpy is not None else col)
 
@@ -172,7 +173,8 @@ def _layout(data: Any, need_condition: bool = False) -> _Layout:
     uk, cell_code = np.unique(key, return_inverse=True)
     cell_axis = uk // (sub_u.size * res_u.size)
     return _Layout(
-        axis_u, cell_axis, sub_u[(uk // res_u.size) % sub_u.size], res_u[uk % res_u.size], scene_u, scene_code[keep], cell_code.reshape(-1)[keep], value[keep],
+        axis_u, cell_axis, sub_u[(uk // res_u.size) % sub_u.size], res_u[uk % res_u.size], scene_u, scene_code[keep],
+        cell_code.reshape(-1)[keep], value[keep],
         None if cond is None else cond[keep],
     )
 
@@ -1045,5 +1047,5 @@ def least_change_identity(
     return LeastChangeResult(
         axis, side, condition, ids_u[best], float(means[best]), None if runner is None else ids_u[runner],
         None if runner is None else float(means[runner]), stability, test, int(n_s), n_resamples, seed,
-        {k: float(m) for k, m in zip(ids_u, means)},
+        {k: float(m) for k, m in zip(ids_u, means, strict=True)},
     )

@@ -142,7 +142,8 @@ def verdict(equivalence_ci: Any, difference_ci: Any, margin: float | tuple[float
     return Verdict(decision, (low, high), eq, diff, significant)
 
 
-def equivalence_verdict(result: Any, margin: float | tuple[float, float], *, alpha: float = 0.05, **ci_options: Any) -> Verdict:
+def equivalence_verdict(result: Any, margin: float | tuple[float, float], *, alpha: float = 0.05,
+                        **ci_options: Any) -> Verdict:
     """Verdict for any result with a ``confidence_interval(level)`` method.
 
     Calls ``result.confidence_interval(1 - 2*alpha)`` and

@@ -161,7 +161,8 @@ def variant_heterogeneity(
             xb, yb = xs.astype(bool), ys.astype(bool)
             a, b, c = int((xb & yb).sum()), int((xb & ~yb).sum()), int((~xb & yb).sum())
             lo, hi = paired_risk_difference_ci(a, b, c, n - a - b - c, level, "newcombe")
-            effects.append(VariantEffect(labels[v], n, (b - c) / n, ConfidenceInterval(lo, hi, level, "newcombe"), b, c))
+            effects.append(VariantEffect(labels[v], n, (b - c) / n, ConfidenceInterval(lo, hi, level, "newcombe"),
+                                         b, c))
         else:
             d = xs - ys
             mean = float(d.mean())

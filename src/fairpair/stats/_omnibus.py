@@ -173,11 +173,13 @@ def friedman(table: Any) -> FriedmanResult:
     n, k = arr.shape
     method = "Friedman chi-square"
     if n == 0:
-        return FriedmanResult(np.nan, np.nan, k - 1, method, 0, n_missing, k, np.full(k, np.nan), np.nan, "no complete cases")
+        return FriedmanResult(np.nan, np.nan, k - 1, method, 0, n_missing, k, np.full(k, np.nan), np.nan,
+                              "no complete cases")
     ranks = stats.rankdata(arr, axis=1)
     mean_ranks = ranks.mean(axis=0)
     if np.all(arr == arr[:, :1]):
-        return FriedmanResult(0.0, 1.0, k - 1, method, n, n_missing, k, mean_ranks, 0.0, "every case is constant across groups")
+        return FriedmanResult(0.0, 1.0, k - 1, method, n, n_missing, k, mean_ranks, 0.0,
+                              "every case is constant across groups")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = stats.friedmanchisquare(*arr.T)

@@ -564,7 +564,7 @@ class VarianceComponents:
                 "names_b": self.names_b, "repetitions": self.repetitions, "note": self.note}
 
     @classmethod
-    def assumed(cls, answer_variance: float, *, share: float = 0.05) -> "VarianceComponents":
+    def assumed(cls, answer_variance: float, *, share: float = 0.05) -> VarianceComponents:
         """Planning defaults: each structured component takes ``share`` of an answer's variance.
 
         ``template_group`` takes ``2 * share`` (it is the variance of a
@@ -889,12 +889,12 @@ def _pass_draws(vc: VarianceComponents, t: int, na: int, nb: int, r: float, name
             dfs.append((dfn, dfr))
         df_n = sum(d[0] for d in dfs)
         df_r = sum(d[1] for d in dfs)
-        f_num = sum(s * t * d[0] for s, d in zip(sn, dfs)) / df_n
-        f_den = sum(m * d[1] for m, d in zip(ms, dfs)) / df_r
+        f_num = sum(s * t * d[0] for s, d in zip(sn, dfs, strict=True)) / df_n
+        f_den = sum(m * d[1] for m, d in zip(ms, dfs, strict=True)) / df_r
         with np.errstate(divide="ignore", invalid="ignore"):
             pre = np.where(f_den > 0, special.fdtrc(df_n, df_r, f_num / np.where(f_den > 0, f_den, 1.0)), np.nan)
         keep = ~(pre > POOL)  # NaN (no error variance) is not pooled, as in the analysis
-        for s, m, (dfn, dfr), n_g in zip(sn, ms, dfs, (na, nb)):
+        for s, m, (dfn, dfr), n_g in zip(sn, ms, dfs, (na, nb), strict=True):
             val = (s - m / t) / n_g
             pos = keep & (val > 0)
             var = var + np.where(pos, val, 0.0)

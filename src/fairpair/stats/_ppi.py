@@ -73,8 +73,9 @@ from scipy import special
 from fairpair.stats._common import ConfidenceInterval, as_float_1d, as_labels, check_level, t_interval
 from fairpair.stats._crossed import POOL, CrossedDifferenceResult, cell_matrix, crossed_from_cells
 
-__all__ = ["judge_error_by_group", "ppi_crossfit", "labels_needed", "PPIDifferenceResult", "RoganGladenResult", "RoganGladenDifferenceResult", "ppi_tuning", "ppi_values",
-           "ppi_difference", "stratum_inclusion", "rogan_gladen", "rogan_gladen_difference"]
+__all__ = ["judge_error_by_group", "ppi_crossfit", "labels_needed", "PPIDifferenceResult", "RoganGladenResult",
+           "RoganGladenDifferenceResult", "ppi_tuning", "ppi_values", "ppi_difference", "stratum_inclusion",
+           "rogan_gladen", "rogan_gladen_difference"]
 
 
 def _labelled(human: np.ndarray, judge: np.ndarray) -> np.ndarray:

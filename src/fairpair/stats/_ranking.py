@@ -37,6 +37,8 @@ simulation).
   comparisons with the best, Hsu 1984, in its Bonferroni form);
 * :func:`crossed_k_test` -- equal means over the k columns: F (names fixed)
   or Clark's quasi-F with templates and name sets crossed;
+* :func:`stratified_k_test` / :func:`set_k_test` -- the same with templates
+  fixed (these postings): a stratified Hotelling F;
 * :func:`position_effect` -- the top-pick rate and mean rank of each slot,
   with intervals and :func:`crossed_k_test`, plus Cochran's Q and Friedman
   over the sets (which treat the sets as independent, reported as
@@ -73,7 +75,7 @@ from fairpair.stats._omnibus import CochranQResult, FriedmanResult, cochran_q, f
 from fairpair.stats._scenarios import stratified_difference
 
 __all__ = ["CrossedMeanResult", "crossed_mean", "set_mean", "TEMPLATES", "paired_difference", "SelectionRatioResult", "selection_ratio",
-           "RatioToBest", "ratio_to_best", "crossed_k_test", "SlotEffect", "PositionEffectResult", "position_effect",
+           "RatioToBest", "ratio_to_best", "crossed_k_test", "stratified_k_test", "set_k_test", "SlotEffect", "PositionEffectResult", "position_effect",
            "FOUR_FIFTHS", "matched_table"]
 
 #: The estimands of the templates: a random factor (scenarios like these) or fixed (these scenarios).
@@ -347,7 +349,8 @@ class SelectionRatioResult:
             return ConfidenceInterval(np.nan, np.nan, level, self.method)
         q = float(special.stdtrit(self.df, 0.5 + level / 2.0)) * self.log_se
         lr = float(np.log(self.ratio))
-        return ConfidenceInterval(float(np.exp(lr - q)), float(np.exp(lr + q)), level, self.method)
+        with np.errstate(over="ignore"):  # a level near 1 with few df: an infinite upper limit
+            return ConfidenceInterval(float(np.exp(lr - q)), float(np.exp(lr + q)), level, self.method)
 
     def pvalue_below(self, threshold: float = FOUR_FIFTHS) -> float:
         """One-sided p-value of ``H0: ratio >= threshold`` (small: the ratio is below it); NaN when undefined."""
@@ -468,6 +471,8 @@ class RatioToBest:
     pairwise : tuple of SelectionRatioResult
         The ratios to each other group used.
     note : str or None
+    best_from_data : bool
+        True when the reference is the most selected group chosen from the data.
     """
 
     group: Any
@@ -479,6 +484,30 @@ class RatioToBest:
     pvalue_below: float
     pairwise: tuple = field(repr=False, default=())
     note: str | None = None
+    best_from_data: bool = True
+
+    def confidence_interval(self, confidence_level: float) -> ConfidenceInterval:
+        """``ci`` at another level (e.g. the level that matches a Holm-adjusted verdict,
+        :func:`fairpair.stats.verdict_alphas`), from the same pairwise ratios: with a fixed reference the
+        ratio's own interval, with the best chosen from the data the construction of :func:`ratio_to_best`
+        (upper limits at ``1 - (1 - confidence_level) / (k - 1)``). Its upper end is below a threshold
+        exactly when ``pvalue_below`` is below ``1 - confidence_level``. NaN limits when undefined."""
+        level = check_level(confidence_level)
+        nan = float("nan")
+        if not self.pairwise:
+            return ConfidenceInterval(self.ci.low, self.ci.high, level, self.ci.method)
+        if not self.best_from_data:
+            return self.pairwise[0].confidence_interval(level)
+        k1 = len(self.pairwise)
+        lows = [r.confidence_interval(level).low for r in self.pairwise]
+        highs = [r.confidence_interval(1.0 - (1.0 - level) / k1).high for r in self.pairwise]
+        if any(np.isnan(x) for x in lows + highs):
+            return ConfidenceInterval(nan, nan, level, self.ci.method)
+        return ConfidenceInterval(float(min(1.0, min(lows))), float(min(1.0, min(highs))), level, self.ci.method)
+
+
+_HSU_METHOD = ("ratio to the best (Hsu 1984; Bonferroni over {k1} candidates): the minimum over the other groups of "
+               "the log-ratio intervals")
 
 
 def ratio_to_best(table: Any, template: Any, name: Any = None, *, labels: Any = None, reference: Any = None,
@@ -560,22 +589,21 @@ def ratio_to_best(table: Any, template: Any, name: Any = None, *, labels: Any = 
             if g == best:
                 out.append(RatioToBest(labs[g], rate, 1.0, labs[best],
                                        ConfidenceInterval(1.0, 1.0, level, "reference"), 1.0, nan, (),
-                                       "the reference group"))
+                                       "the reference group", best_from_data=False))
                 continue
             r = pair(g, best)
             ci = r.confidence_interval(level)
             pb = r.pvalue_below(threshold)
             out.append(RatioToBest(labs[g], rate, ratio, labs[best], ci, r.confidence_interval(1.0 - 2.0 * alpha).low,
                                    float(min(1.0, 2.0 * pb)) if np.isfinite(pb) else nan, (r,),
-                                   r.note if np.isnan(ci.low) else None))
+                                   r.note if np.isnan(ci.low) else None, best_from_data=False))
             continue
         rs = [pair(g, h) for h in range(k) if h != g]
         lows = [r.confidence_interval(level).low for r in rs]
         highs = [r.confidence_interval(1.0 - alpha / (k - 1)).high for r in rs]
         low1 = [r.confidence_interval(1.0 - 2.0 * alpha).low for r in rs]
         pbs = [r.pvalue_below(threshold) for r in rs]
-        method = (f"ratio to the best (Hsu 1984; Bonferroni over {k - 1} candidates): the minimum over the other "
-                  "groups of the log-ratio intervals")
+        method = _HSU_METHOD.format(k1=k - 1)
         if any(np.isnan(x) for x in lows + highs):
             ci = ConfidenceInterval(nan, nan, level, method)
             lo1 = nan
@@ -676,6 +704,93 @@ def crossed_k_test(table: Any, template: Any, name: Any = None, *, names: str = 
     return _f(ms_c + ms_r, ms_ct + ms_cp, _satterthwaite(num_terms), _satterthwaite(den_terms), method)
 
 
+def stratified_k_test(table: Any, template: Any) -> CrossedFResult:
+    """Test that the k columns of matched sets share one mean over *these* templates (templates fixed).
+
+    The all-column companion of :func:`fairpair.stats.stratified_difference`:
+    the claim is about these templates (postings), and the matched sets within
+    a template are exchangeable draws (name sets random).
+
+    Parameters
+    ----------
+    table : array_like of float, shape (n_sets, k)
+        A value per set and column (top pick, rank); rows with NaN dropped.
+    template : array_like, shape (n_sets,)
+        Template of each row.
+
+    Returns
+    -------
+    CrossedFResult
+        With ``ybar_t`` and ``S_t`` the column means and covariance of the
+        ``n_t`` sets of template t, the estimate ``mu = mean_t ybar_t`` has
+        covariance ``V = sum_t S_t / (n_t T^2)``. For the ``q = k - 1``
+        contrasts ``C`` (each column minus the last), ``W = (C mu)' (C V
+        C')^+ (C mu)`` and, with ``nu = sum_t (n_t - 1)``, ``F = (nu - q +
+        1) W / (nu q)`` on ``(q, nu - q + 1)`` df (``q`` the rank of ``C V
+        C'``). One template: Hotelling's one-sample T^2 of the contrasts
+        (``statsmodels.stats.multivariate.test_mvmean``); several templates
+        with equal ``n_t`` and covariances: Hotelling's T^2 with the pooled
+        within-template covariance (Anderson 2003, ch. 5), exact under
+        normality and otherwise asymptotically chi-square(q) / q. Never
+        raises on degenerate data: NaN with a ``note``.
+
+    Raises
+    ------
+    ValueError
+        A table that is not 2-D with k >= 2, or a ``template`` of another length.
+
+    References
+    ----------
+    Hotelling, H. (1931). *Annals of Mathematical Statistics*, 2, 360-378.
+    Anderson, T. W. (2003). *An Introduction to Multivariate Statistical Analysis*, 3rd ed., Wiley.
+    """
+    arr = _table(table)
+    tmpl = _per_set(template, "template").ravel()
+    if tmpl.size != arr.shape[0]:
+        raise ValueError(f"template must have one value per set; got {tmpl.size} for {arr.shape[0]} sets")
+    keep = ~np.isnan(arr).any(axis=1)
+    arr, tmpl = arr[keep], tmpl[keep]
+    k = arr.shape[1]
+    method = "stratified Hotelling F over these templates (templates fixed, name sets random)"
+    nan = float("nan")
+    if arr.shape[0] == 0:
+        return CrossedFResult(nan, nan, k - 1.0, nan, method, "no complete sets")
+    d = arr[:, :-1] - arr[:, -1:]  # the k - 1 contrasts with the last column
+    labels, inv = np.unique(tmpl, return_inverse=True)
+    t = labels.size
+    mu = np.zeros(k - 1)
+    v = np.zeros((k - 1, k - 1))
+    nu = 0
+    for j in range(t):
+        dj = d[inv == j]
+        n_t = dj.shape[0]
+        mu += dj.mean(axis=0) / t
+        if n_t > 1:
+            v += np.cov(dj, rowvar=False, ddof=1).reshape(k - 1, k - 1) / (n_t * t**2)
+            nu += n_t - 1
+    q = int(np.linalg.matrix_rank(v)) if v.any() else 0
+    if q == 0 or nu - q + 1 <= 0:
+        why = "no variance between the sets" if q == 0 else "too few sets"
+        return CrossedFResult(nan, nan, float(max(q, 1)), nan, method, why)
+    w = float(mu @ np.linalg.pinv(v) @ mu)
+    note = None if q == k - 1 else f"the contrasts span {q} of {k - 1} dimensions: F on {q} df"
+    f = (nu - q + 1) * w / (nu * q)
+    d1, d2 = float(q), float(nu - q + 1)
+    return CrossedFResult(float(f), float(special.fdtrc(d1, d2, f)), d1, d2, method, note)
+
+
+def set_k_test(table: Any, template: Any, name: Any = None, *, names: str = "random",
+               templates: str = "random") -> CrossedFResult:
+    """Equal means over the k columns under either templates estimand, as :func:`set_mean` for one column:
+    :func:`crossed_k_test` (templates random) or :func:`stratified_k_test` (templates fixed; ``name`` and
+    ``names`` not used). Raises ``ValueError`` for a bad ``names`` or ``templates``."""
+    check_choice("templates", templates, TEMPLATES)
+    if templates == "fixed":
+        check_choice("names", names, NAMES)
+        return stratified_k_test(table, template)
+    return crossed_k_test(table, template, name, names=names)
+
+
 @dataclass(frozen=True)
 class SlotEffect:
     """Top-pick rate and mean rank of one slot (1-based position in the prompt), with crossed intervals."""
@@ -710,7 +825,7 @@ class PositionEffectResult:
 
 
 def position_effect(top: Any, rank: Any, template: Any, name: Any = None, *,
-                    names: str = "random") -> PositionEffectResult:
+                    names: str = "random", templates: str = "random") -> PositionEffectResult:
     """Position effect of a ranking design: top-pick rate and mean rank by slot, with intervals and tests.
 
     Parameters
@@ -723,12 +838,14 @@ def position_effect(top: Any, rank: Any, template: Any, name: Any = None, *,
     template, name : array_like, shape (n_sets,)
         Template and name set of each matched set.
     names : {"random", "fixed"}
+    templates : {"random", "fixed"}, default "random"
+        ``"fixed"``: about these templates, as :func:`set_mean`.
 
     Returns
     -------
     PositionEffectResult
-        Each slot's rate and mean rank from :func:`crossed_mean` (templates
-        and name sets random); the tests from :func:`crossed_k_test`;
+        Each slot's rate and mean rank from :func:`set_mean` (templates
+        random: :func:`crossed_mean`); the tests from :func:`set_k_test`;
         Cochran's Q and Friedman over the sets as secondary tests.
 
     Raises
@@ -745,9 +862,9 @@ def position_effect(top: Any, rank: Any, template: Any, name: Any = None, *,
     slots = []
     for j in range(t.shape[1]):
         slots.append(SlotEffect(j + 1, int((~np.isnan(t[:, j])).sum()),
-                                crossed_mean(t[:, j], tmpl, nm, names=names),
-                                crossed_mean(r[:, j], tmpl, nm, names=names)))
-    top_test = crossed_k_test(t, tmpl, nm, names=names)
-    rank_test = crossed_k_test(r, tmpl, nm, names=names)
+                                set_mean(t[:, j], tmpl, nm, names=names, templates=templates),
+                                set_mean(r[:, j], tmpl, nm, names=names, templates=templates)))
+    top_test = set_k_test(t, tmpl, nm, names=names, templates=templates)
+    rank_test = set_k_test(r, tmpl, nm, names=names, templates=templates)
     fr = friedman(r) if t.shape[1] >= 3 and (~np.isnan(r).any(axis=1)).any() else None
     return PositionEffectResult(tuple(slots), top_test, rank_test, cochran_q(t), fr)

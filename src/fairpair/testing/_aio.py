@@ -395,10 +395,11 @@ def _line(obj: Any) -> bytes:
 
 @contextlib.contextmanager
 def serve_batch_api(behaviour: BatchBehaviour | None = None, *, mock: Any = None,
-                    names: dict[str, str] | None = None) -> Iterator[tuple[AioServer, BatchApi]]:
-    """The loopback Batch API (aiohttp); yields ``(server, api)``: ``server.base_url`` ends in ``/v1``."""
+                    names: dict[str, str] | None = None, port: int = 0) -> Iterator[tuple[AioServer, BatchApi]]:
+    """The loopback Batch API (aiohttp) on 127.0.0.1:``port`` (0: a free one); yields ``(server, api)``:
+    ``server.base_url`` ends in ``/v1``."""
     api = BatchApi(behaviour or BatchBehaviour(), OpenAIMock(mock=mock, names=names))
-    with AioServer(api.app()) as server:
+    with AioServer(api.app(), port=port) as server:
         yield server, api
 
 
@@ -560,9 +561,9 @@ class AnthropicApi:
 
 @contextlib.contextmanager
 def serve_anthropic_api(behaviour: BatchBehaviour | None = None, *, mock: Any = None,
-                        names: dict[str, str] | None = None) -> Iterator[tuple[AioServer, AnthropicApi]]:
-    """The loopback Anthropic API (aiohttp); yields ``(server, api)``: the target's ``base_url`` is
-    ``server.base_url`` without its ``/v1`` (the SDK adds it)."""
+                        names: dict[str, str] | None = None, port: int = 0) -> Iterator[tuple[AioServer, AnthropicApi]]:
+    """The loopback Anthropic API (aiohttp) on 127.0.0.1:``port`` (0: a free one); yields ``(server, api)``:
+    the target's ``base_url`` is ``server.base_url`` without its ``/v1`` (the SDK adds it)."""
     api = AnthropicApi(behaviour or BatchBehaviour(), OpenAIMock(mock=mock, names=names))
-    with AioServer(api.app()) as server:
+    with AioServer(api.app(), port=port) as server:
         yield server, api
