@@ -13,6 +13,7 @@ import yaml
 from fairpair import pipeline
 from fairpair.battery import load_battery
 from fairpair.errors import FairpairError
+from fairpair.store import Run
 from run_helpers import run_cli
 
 NAMES = {"espana": ["Lucía", "Carmen"], "magreb": ["Fátima", "Aicha"]}
@@ -34,13 +35,6 @@ def _battery(tmp: Path) -> Path:
     return path
 
 
-class _RunObject:
-    """Stands for :class:`fairpair.store.Run`: the stages take anything with a ``path``."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-
 def test_each_stage_returns_a_frozen_result_with_counts_that_match_the_files(tmp_path):
     lb = load_battery(_battery(tmp_path))
     settings = pipeline.Settings(battery=lb)
@@ -60,7 +54,9 @@ def test_each_stage_returns_a_frozen_result_with_counts_that_match_the_files(tmp
     assert ran.counts == {"answered": cases, "failed": 0, "retried": 0, "cases": cases, "cases_added": 0}
     assert stored == cases and ran.warnings == () and ran.elapsed > 0
 
-    measured = pipeline.measure(_RunObject(run_dir), settings)  # a Run-like object works as well as a path
+    with Run.open(run_dir, "w") as opened:  # the open run works as well as its path (and stays open)
+        measured = pipeline.measure(opened, settings)
+        assert opened.store.n_cases() == cases
     assert measured.counts == {"ok": 2 * cases, "missing": 0, "failed": 0, "skipped": 0}
 
     analyzed = pipeline.analyze(run_dir, settings)
@@ -131,3 +127,22 @@ def test_no_measure_with_some_answers_measured_says_how_many_are_left(tmp_path, 
     (c,) = [c for c in results["comparisons"] if not c["measure"].startswith("answer.")]  # answer statuses aside
     assert c["measure"] == "reembolso" and c["n_pairs"] == 12  # the measured answers are analysed
     assert (run_dir / "report" / "report.html").exists()
+
+
+def test_one_open_run_through_analyze_and_report_hands_the_results_over_unread(tmp_path, monkeypatch):
+    lb = load_battery(_battery(tmp_path))
+    run_dir = tmp_path / "run"
+    pipeline.run_stages(run_dir, ["run", "measure"], pipeline.Settings(battery=lb))
+    with Run.open(run_dir, "r") as opened:
+        analyzed = pipeline.analyze(opened, pipeline.Settings())
+        assert opened.results() is analyzed.output  # the record returned, not results.json read back
+        monkeypatch.setattr(Run, "results_json", lambda self, **kw: pytest.fail("results.json read back"))
+        reported = pipeline.report(opened, pipeline.Settings())
+    monkeypatch.undo()
+    on_disk = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))  # still written for later stages
+    assert [c["verdict"] for c in on_disk["comparisons"]] == [c.verdict for c in analyzed.output.comparisons]
+    again = pipeline.report(run_dir, pipeline.Settings(report_out=tmp_path / "again"))  # read from the file
+    md, md_again = (r.output["md"].read_text(encoding="utf-8").splitlines() for r in (reported, again))
+    assert md[:-1] == md_again[:-1] and len(md) > 50  # alike but for the last line's time of writing
+    with Run.open(run_dir) as opened, pytest.raises(FairpairError, match="writes the run"):
+        pipeline.measure(opened, pipeline.Settings())  # a writing stage refuses a run open read-only

@@ -1,17 +1,20 @@
 """The stages of an audit as functions of a run, and the pipeline as a loop over them.
 
-Each stage is ``stage(run, settings) -> StageResult``: ``run`` is a run
-directory (a path, or an object with a ``path`` such as
-:class:`fairpair.store.Run`), ``settings`` one :class:`Settings` for every
-stage, and the :class:`StageResult` a small frozen record (stage name, counts,
-warnings, elapsed seconds, and the stage's own typed result)::
+Each stage is ``stage(run, settings) -> StageResult``: ``run`` is the open
+:class:`fairpair.store.Run` (or its directory, which the stage opens for itself
+and closes), ``settings`` one :class:`Settings` for every stage, and the
+:class:`StageResult` a small frozen record (stage name, counts, warnings,
+elapsed seconds, and the stage's own typed result)::
 
     battery --expand--> cases.jsonl
     battery --run--> RUN (cases, answers) --measure--> measurements --analyze--> results.json --report--> report/
 
 ``fairpair run`` and ``fairpair import-answers`` call :func:`after_run`, the
 loop over ``measure``, ``analyze`` and ``report`` (each skipped when the
-battery does not declare what it needs), then the gate. Each stage also has
+battery does not declare what it needs), then the gate; it opens the run once
+to measure (the lock) and once to analyse and report, so the report is built
+from the :class:`~fairpair.records.Results` the analysis returned, not from
+``results.json`` read back (the file is written all the same). Each stage also has
 its own command (``fairpair expand``, ``measure``, ``analyze``, ``report``)
 that works on a run directory alone, since the battery is recorded in the
 run's store.
@@ -25,13 +28,23 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
+from fairpair._progress import RunProgress
+from fairpair.battery import LoadedBattery
 from fairpair.errors import FairpairError
+from fairpair.records import Results
 from fairpair.run import RunSettings
+from fairpair.store import Run
 
-__all__ = ["STAGES", "Settings", "StageResult", "after_run", "analyze", "expand", "measure", "report", "run",
-           "run_stages"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["STAGES", "RunRef", "Settings", "StageResult", "after_run", "analyze", "expand", "measure", "report",
+           "run", "run_stages"]
+
+#: What a stage is given: the open run, or its directory (opened by the stage for itself, and closed).
+RunRef: TypeAlias = "Run | str | os.PathLike[str]"
 
 
 @dataclass(frozen=True)
@@ -76,7 +89,7 @@ class Settings:
         ``report``: print each comparison's sentence under the table too.
     """
 
-    battery: Any = None
+    battery: LoadedBattery | None = None
     calls: RunSettings = field(default_factory=RunSettings)
     judge_calls: RunSettings = field(default_factory=RunSettings)
     targets: tuple[str, ...] | None = None
@@ -84,8 +97,8 @@ class Settings:
     language: str | None = None
     evidence: int = 3
     report_out: Path | None = None
-    console: Any = None
-    progress: Any = None
+    console: Console | None = None
+    progress: RunProgress | None = None
     batch: bool = False
     analysis_table: bool = True
     verdicts: bool = True
@@ -121,12 +134,12 @@ class StageResult:
     output: Any = None
 
 
-def _path(run_ref: Any) -> Path:
-    """The directory of a run given as a path or as an object with a ``path`` (a :class:`fairpair.store.Run`)."""
-    return Path(getattr(run_ref, "path", run_ref))
+def _path(run_ref: RunRef) -> Path:
+    """The directory of a run given open or as its path."""
+    return run_ref.path if isinstance(run_ref, Run) else Path(run_ref)
 
 
-def _battery(settings: Settings, stage: str):
+def _battery(settings: Settings, stage: str) -> LoadedBattery:
     if settings.battery is None:
         raise FairpairError(f"the {stage} stage needs the battery (Settings.battery)")
     return settings.battery
@@ -135,9 +148,9 @@ def _battery(settings: Settings, stage: str):
 # ---------------------------------------------------------------- the stages
 
 
-def expand(dest: str | os.PathLike, settings: Settings) -> StageResult:
-    """Write every case of ``settings.battery`` to ``dest`` (JSON lines) and the expansion manifest beside it
-    (``<dest stem>.manifest.json``).
+def expand(dest: RunRef, settings: Settings) -> StageResult:
+    """Write every case of ``settings.battery`` to ``dest`` (JSON lines; an open run: its ``cases.jsonl``) and
+    the expansion manifest beside it (``<dest stem>.manifest.json``).
 
     Raises
     ------
@@ -149,7 +162,7 @@ def expand(dest: str | os.PathLike, settings: Settings) -> StageResult:
 
     t0 = time.monotonic()
     lb = _battery(settings, "expand")
-    out = Path(dest)
+    out = dest.path / "cases.jsonl" if isinstance(dest, Run) else Path(dest)
     if out.is_dir():
         raise FairpairError("is a directory; give a file name such as cases.jsonl", file=out)
     if not out.parent.is_dir():
@@ -170,8 +183,9 @@ def expand(dest: str | os.PathLike, settings: Settings) -> StageResult:
                        elapsed=time.monotonic() - t0, output=exp)
 
 
-def run(run_ref: Any, settings: Settings) -> StageResult:
-    """Send every case of ``settings.battery`` to its targets and store every answer in the run (resumable).
+def run(run_ref: RunRef, settings: Settings) -> StageResult:
+    """Send every case of ``settings.battery`` to its targets and store every answer in the run (resumable;
+    a directory is created if absent; an open run must be open for writing).
 
     Counts are summed over the targets: ``cases`` (per target), ``answered``, ``failed``, ``retried``,
     ``cases_added`` (cases a resumed run added because the battery changed, with a warning). With
@@ -190,7 +204,7 @@ def run(run_ref: Any, settings: Settings) -> StageResult:
     lb = _battery(settings, "run")
     only = list(settings.targets) if settings.targets else None
     check_self_judging(lb, select_targets(lb, only))  # before anything is sent: the measure stage would refuse it after the run
-    outcome = execute_run(lb, _path(run_ref), settings.calls, only_targets=only,
+    outcome = execute_run(lb, run_ref if isinstance(run_ref, Run) else Path(run_ref), settings.calls, only_targets=only,
                           progress=settings.progress, batch=settings.batch)
     per = outcome.manifest.get("counts", {})
     counts = {k: sum(c[k] for c in per.values()) for k in ("answered", "failed", "retried")}
@@ -204,8 +218,9 @@ def run(run_ref: Any, settings: Settings) -> StageResult:
     return StageResult("run", counts, tuple(warnings), time.monotonic() - t0, outcome)
 
 
-def measure(run_ref: Any, settings: Settings) -> StageResult:
-    """Measure every stored answer of the run (resumable: stored measurements are kept).
+def measure(run_ref: RunRef, settings: Settings) -> StageResult:
+    """Measure every stored answer of the run (resumable: stored measurements are kept; an open run must be
+    open for writing).
 
     Counts are summed over the measures: ``ok``, ``missing``, ``failed``, ``skipped``, and ``waiting``
     (answers whose judge calls are in a provider batch) when there are any.
@@ -218,7 +233,7 @@ def measure(run_ref: Any, settings: Settings) -> StageResult:
     from fairpair.measures import measure_run  # looked up in the package at each call (tests swap it there)
 
     t0 = time.monotonic()
-    res = measure_run(_path(run_ref), console=settings.console,
+    res = measure_run(run_ref if isinstance(run_ref, Run) else Path(run_ref), console=settings.console,
                       measures=list(settings.measures) if settings.measures else None,
                       settings=settings.judge_calls, summary=settings.summaries, batch=settings.batch)
     counts = {k: sum(getattr(c, k) for c in res.counts.values()) for k in ("ok", "missing", "failed", "skipped")}
@@ -228,8 +243,9 @@ def measure(run_ref: Any, settings: Settings) -> StageResult:
     return StageResult("measure", counts, tuple(res.warnings), time.monotonic() - t0, res)
 
 
-def analyze(run_ref: Any, settings: Settings) -> StageResult:
-    """Execute the run's pre-registered analysis plan and write ``RUN/results.json``.
+def analyze(run_ref: RunRef, settings: Settings) -> StageResult:
+    """Execute the run's pre-registered analysis plan and write ``RUN/results.json``; an open run's
+    :meth:`~fairpair.store.Run.results` is then the returned record (a later stage is given it as it is).
 
     Counts: ``comparisons`` and one count per verdict (``pass``, ``fail``, ``inconclusive``,
     ``insufficient design``).
@@ -242,35 +258,38 @@ def analyze(run_ref: Any, settings: Settings) -> StageResult:
     from fairpair.analysis import analyze_run
 
     t0 = time.monotonic()
-    res = analyze_run(_path(run_ref), console=None, progress_console=settings.console)
-    if settings.console is not None and settings.analysis_table:
-        _print_analysis(settings.console, _path(run_ref), res, settings)
+    with Run.opened(run_ref, "r", migrate=True) as opened:  # read-only; an older store migrated first
+        res = analyze_run(opened, console=None, progress_console=settings.console)
+        if settings.console is not None and settings.analysis_table:
+            _print_analysis(settings.console, opened, res, settings)
     counts = {"comparisons": len(res.comparisons)}
     for c in res.comparisons:
         counts[c.verdict] = counts.get(c.verdict, 0) + 1
     return StageResult("analyze", counts, tuple(res.notes), time.monotonic() - t0, res)
 
 
-def _print_analysis(console: Any, run_dir: Path, res: Any, settings: Settings) -> None:
+def _print_analysis(console: Console, run: Run, res: Results, settings: Settings) -> None:
     """The analysis's verdicts in the words of the report (one language per run: the battery's, or
     ``settings.language``; an A/A control that fails is among its warnings), then the analysis's notes
     (stage lines, English)."""
     from rich.markup import escape
 
-    from fairpair.report import print_verdicts
+    from fairpair.report import print_verdicts, report_model
 
     if res.comparisons or res.rankings or res.incomplete is not None:
-        print_verdicts(console, run_dir, language=settings.language, verbose=settings.verbose)
+        model = report_model(run, language=settings.language, with_figures=False)
+        print_verdicts(console, model=model, verbose=settings.verbose)
     for n in dict.fromkeys(res.notes):
         console.print(f"note: {escape(n)}", soft_wrap=True)
 
 
-def report(run_ref: Any, settings: Settings) -> StageResult:
+def report(run_ref: RunRef, settings: Settings) -> StageResult:
     """Write the HTML, Markdown and JSON report of the run (and print its verdicts if ``settings.verdicts``).
 
     The run is read once (through ``run_ref`` when it is an open :class:`fairpair.store.Run`, else
     opened read-only here) into one :class:`~fairpair.report.ReportModel`; the files and the
-    terminal table are rendered from that model, and none of them opens the run again.
+    terminal table are rendered from that model, and none of them opens the run again. A run the
+    analysis wrote its results through gives them as they are (``results.json`` is not read back).
 
     Raises
     ------
@@ -279,28 +298,23 @@ def report(run_ref: Any, settings: Settings) -> StageResult:
     """
     from fairpair._progress import stage_status
     from fairpair.report import print_verdicts, report_model, write_report
-    from fairpair.store import Run
 
     t0 = time.monotonic()
-    run_dir = _path(run_ref)
     with stage_status(settings.console, "writing the report..."):  # the run is read once, one model built
-        if isinstance(run_ref, Run):
-            model = report_model(run_ref, language=settings.language, evidence=settings.evidence)
-        else:
-            with Run.open(run_dir, lenient_text=True) as run:
-                model = report_model(run, language=settings.language, evidence=settings.evidence)
-        paths = write_report(run_dir, out=settings.report_out, model=model)
+        with Run.opened(run_ref, "r", lenient_text=True) as opened:
+            model = report_model(opened, language=settings.language, evidence=settings.evidence)
+        paths = write_report(_path(run_ref), out=settings.report_out, model=model)
     if settings.verdicts and settings.console is not None:
         print_verdicts(settings.console, model=model, verbose=settings.verbose)
     return StageResult("report", {"files": len(paths)}, elapsed=time.monotonic() - t0, output=paths)
 
 
 #: The stages by name, in the order of the pipeline.
-STAGES: dict[str, Callable[[Any, Settings], StageResult]] = {
+STAGES: dict[str, Callable[[RunRef, Settings], StageResult]] = {
     "expand": expand, "run": run, "measure": measure, "analyze": analyze, "report": report}
 
 
-def run_stages(run_ref: Any, names: Iterable[str], settings: Settings) -> list[StageResult]:
+def run_stages(run_ref: RunRef, names: Iterable[str], settings: Settings) -> list[StageResult]:
     """Run the named stages on ``run_ref`` in turn; returns their results.
 
     Raises
@@ -315,7 +329,7 @@ def run_stages(run_ref: Any, names: Iterable[str], settings: Settings) -> list[S
     return [STAGES[n](run_ref, settings) for n in names]
 
 
-def _unmeasured(run_dir: Any, measures: list[str]) -> tuple[dict[str, int], int]:
+def _unmeasured(run_dir: RunRef, measures: list[str]) -> tuple[dict[str, int], int]:
     """Per declared measure, the answers with no ``ok`` or ``missing`` row (only those left), and the answers."""
     from fairpair.run import run_status
 
@@ -325,7 +339,7 @@ def _unmeasured(run_dir: Any, measures: list[str]) -> tuple[dict[str, int], int]
     return {m: n for m, n in left.items() if n > 0}, answered
 
 
-def after_run(run_dir: Any, loaded, console, *, measure: bool = True, analyze: bool = True,
+def after_run(run_dir: RunRef, loaded: LoadedBattery, console: Console | None, *, measure: bool = True, analyze: bool = True,
               report: bool = True, gate: bool = False, judge_calls: RunSettings | None = None,
               verbose: bool = False, ignore_status: bool = False) -> int:
     """Run the later stages on ``run_dir``; returns the exit code for ``--gate`` (0 = pass).
@@ -333,7 +347,8 @@ def after_run(run_dir: Any, loaded, console, *, measure: bool = True, analyze: b
     ``measure`` runs when the battery declares measures; ``analyze`` when it also has comparisons or a
     two-party design (analysed without a plan: cells, dispersion, least-changing prompt); ``report``
     always (when asked). With the report, the analysis prints no table: the report prints the verdicts
-    in plain words. ``judge_calls``: how ``measure`` calls its judge (``fairpair run --engine ray`` passes
+    in plain words. The run is opened once to measure (for writing) and once to analyse and report
+    (read-only): the report is built from the analysis's :class:`~fairpair.records.Results` as returned. ``judge_calls``: how ``measure`` calls its judge (``fairpair run --engine ray`` passes
     its engine, so the judge's calls and the embeddings run on Ray too); default :class:`RunSettings()`.
 
     Without ``measure`` (``--no-measure``), when the battery declares measures and no answer has a
@@ -379,11 +394,9 @@ def after_run(run_dir: Any, loaded, console, *, measure: bool = True, analyze: b
                         judge_calls=judge_calls or RunSettings(), verbose=verbose,
                         summaries=verbose or not (report and verdicts),  # the report prints each warning once
                         verdicts=verdicts)  # verdicts and ranking tables
-    for name in names:
-        result = STAGES[name](run_dir, settings)
-        if result.stage == "report":
-            console.print(f"report: {result.output['html']}", soft_wrap=True)
-        batch = getattr(result.output, "batch", None) if result.stage == "measure" else None
+    if "measure" in names:
+        result = STAGES["measure"](run_dir, settings)
+        batch = getattr(result.output, "batch", None)
         if batch is not None and console is not None:
             for line in batch.lines():
                 console.print(line, soft_wrap=True, markup=False)
@@ -397,6 +410,13 @@ def after_run(run_dir: Any, loaded, console, *, measure: bool = True, analyze: b
                                     file=_path(run_dir), hint="run the same command again once the provider has "
                                                               "answered (fairpair status shows what it waits for)")
             return 0
+    later = [n for n in names if n != "measure"]
+    if later:  # one read of the run for both: the report takes the Results the analysis wrote through it
+        with Run.opened(run_dir, "r", migrate="analyze" in later, lenient_text="analyze" not in later) as opened:
+            for name in later:
+                result = STAGES[name](opened, settings)
+                if result.stage == "report" and console is not None:
+                    console.print(f"report: {result.output['html']}", soft_wrap=True)
     if gate:
         if not (analyzed and (b.analysis.comparisons or ranked)):  # a ranking design's verdicts are gated too
             raise FairpairError("--gate needs measures and an analysis plan with comparisons (or a ranking "

@@ -155,3 +155,18 @@ def test_degenerate_data_never_crash(tmp_path):
     with pytest.raises(FairpairError, match="cannot support a verdict"):
         gate_exit_code(run)
     assert gate_exit_code(run, on_insufficient=True) == 1
+
+
+def test_compare_pairs_by_matched_set_when_the_conversations_changed(tmp_path):
+    before = make_run(tmp_path, "before", battery_dict(templates=8, resamples=100))
+    reworded = battery_dict(templates=8, resamples=100)
+    for t in reworded["templates"]:  # same templates, matched sets and groups; other words, so other case ids
+        t["turns"] = [t["turns"][0].replace("llegó roto", "no llegó")]
+    after = make_run(tmp_path, "after", reworded)
+    by_set = compare_runs(before, after)
+    assert by_set.paired_by == "matched_set"
+    assert "cases paired by design, matched set and groups" in " ".join(by_set.notes)
+    same = compare_runs(before, before)
+    assert same.paired_by == "case_id"
+    n_sets = {(r.measure, r.group_a): r.n_sets for r in same.rows}
+    assert {(r.measure, r.group_a): r.n_sets for r in by_set.rows} == n_sets and min(n_sets.values()) == 8 * 2 * 3

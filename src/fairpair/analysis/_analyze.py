@@ -25,7 +25,7 @@ from fairpair.battery import recorded_battery
 from fairpair.errors import FairpairError
 from fairpair.stats import adjust
 from fairpair.stats import cochran_q, friedman
-from fairpair.store import RESULTS_NAME, write_results
+from fairpair.store import RESULTS_NAME, Run
 
 if TYPE_CHECKING:
     from fairpair.battery import AnalysisPlan, Battery, Comparison
@@ -586,14 +586,16 @@ def _answer_statuses(battery: Battery, data: RunData) -> dict[str, AnswerStatusB
 STATUS_IDS_MAX = 200_000
 
 
-def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
+def analyze_run(run_dir: Path | str | Run, *, console: Any = None, write: bool = True,
                 heterogeneity: bool = True, progress_console: Any = None) -> Results:
     """Execute the run's pre-registered analysis plan and write ``RUN/results.json``.
 
     Parameters
     ----------
-    run_dir : path
-        A directory written by ``fairpair run`` (with measurements).
+    run_dir : path or Run
+        A directory written by ``fairpair run`` (with measurements), or that run already open
+        (:class:`fairpair.store.Run`; it stays open, and its :meth:`~fairpair.store.Run.results` is
+        then the record written here).
     console : rich Console, optional
         Prints a one-line summary per comparison.
     progress_console : rich Console, optional
@@ -615,8 +617,8 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
     from fairpair.analysis._two_party import analyze_two_party
     from fairpair.analysis._data import open_for_reading
 
-    run_dir = Path(run_dir)
     with open_for_reading(run_dir) as run:
+        path: Path = run.path
         store = run.store
         loaded = recorded_battery(run)
         battery = loaded.battery
@@ -657,7 +659,7 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
         judge = _judge_block(battery, store, data)
         comparisons = _distrust_judge(battery, comparisons, judge)
         counts = _counts(data, {t: store.counts(t)["cases"] for t in data.targets})
-        incomplete = _incomplete(run_dir, counts)
+        incomplete = _incomplete(path, counts)
         comparisons = with_reasons(comparisons, incomplete)
         from fairpair.analysis._discover import DISCOVERED_PREFIX, discovered_block
 
@@ -669,7 +671,7 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
             notes.append("the analysis plan was changed after it was registered; the registered plan was executed")
         res = Results(
             schema_="fairpair.results/2", fairpair_version=__version__,
-            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), run_dir=str(run_dir),
+            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), run_dir=str(path),
             battery=battery.name, battery_sha256=loaded.sha256, plan_sha256=registered, plan_sha256_now=now,
             plan_changed=bool(changes) and now != registered, alpha=plan.alpha, correction=plan.correction,
             confidence_level=plan.confidence_level, n_resamples=plan.bootstrap_resamples, seed=plan.seed,
@@ -678,8 +680,8 @@ def analyze_run(run_dir: Path | str, *, console: Any = None, write: bool = True,
             comparisons=comparisons, omnibus=omnibus, two_party=two_party, judge=judge, counts=counts,
             notes=notes + aa.notes, answer_statuses=_answer_statuses(battery, data), aa_controls=aa.comparisons,
             aa_flag=aa.flag, rankings=rankings, incomplete=incomplete, discovered=discovered)
-    if write:
-        write_results(run_dir, res.to_json() + "\n")
+    if write:  # after a run opened here is closed (a store it migrated is checkpointed before the file's time)
+        run.write_results(res)
     if console is not None:
         _print_summary(console, res)
     return res

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from fairpair.analysis._data import group_pairs, load_run_data, measure_scale, strata_for
+from fairpair.analysis._data import CaseTable, group_pairs, load_run_data, measure_scale, strata_for
 from fairpair.analysis._paired import t_interval
 from fairpair.records import interval, num
 from fairpair.battery import recorded_battery
@@ -125,6 +125,12 @@ def _load(run_dir: Path):
         return battery, load_run_data(run.store, keep_details=bool(battery.ranking_designs()))
 
 
+def _case_key(cases: CaseTable, i: int) -> tuple[str, str, str]:
+    """What pairs case ``i`` with its counterpart in the other run when the conversations changed:
+    design, matched set and groups (as canonical JSON)."""
+    return cases.design[i], cases.matched_set[i], json.dumps(cases.groups[i], sort_keys=True)
+
+
 def _target_pairs(a: list[str], b: list[str]) -> list[tuple[str, str]]:
     common = [t for t in a if t in b]
     if common:
@@ -166,10 +172,8 @@ def compare_runs(before: Path | str, after: Path | str, *, target_before: str | 
     else:
         notes.append("fewer than half of the case ids match (the conversations changed): cases paired by "
                      "design, matched set and groups")
-        b_index = {(db.cases.design[i], db.cases.matched_set[i], json.dumps(db.cases.groups[i], sort_keys=True)): i
-                   for i in range(len(db.cases))}
-        a_key = [(da.cases.design[i], da.cases.matched_set[i], json.dumps(da.cases.groups[i], sort_keys=True))
-                 for i in range(len(da.cases))]
+        b_index = {_case_key(db.cases, i): i for i in range(len(db.cases))}
+        a_key = [_case_key(da.cases, i) for i in range(len(da.cases))]
     if not plan.bootstrap_resamples:
         notes.append(f"the plan sets bootstrap_resamples: 0; the intervals of the changes use {RESAMPLES_IF_NONE} "
                      f"cluster-bootstrap resamples (seed {plan.seed})")

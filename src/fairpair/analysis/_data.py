@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fairpair.analysis._paired import PairData
+from fairpair.records import case_from_json
 
 if TYPE_CHECKING:
     from fairpair.battery import Battery, Comparison
@@ -31,10 +32,10 @@ __all__ = ["CaseTable", "RunData", "Strata", "load_run_data", "load_answer_statu
 @contextmanager
 def open_for_reading(run_dir):
     """A run opened for the analysis (:class:`fairpair.store.Run`, read-only; a store from an older
-    fairpair is migrated first, append-only)."""
+    fairpair is migrated first, append-only), or ``run_dir`` itself when it is a ``Run`` already open."""
     from fairpair.store import Run
 
-    with Run.open(run_dir, "r", migrate=True) as run:
+    with Run.opened(run_dir, "r", migrate=True) as run:
         yield run
 
 
@@ -226,18 +227,18 @@ def load_run_data(store, *, keep_details: bool = True, language: str | None = No
         return shared.setdefault(key, v)
 
     for cid, seq, data in store.case_rows():
-        c = json.loads(data)
+        c = case_from_json(data)
         seqs.append(seq)
         ids.append(cid)
-        design.append(one(c["design"]))
-        kind.append(one(c["design_kind"]))
-        template.append(one(c["template"]))
-        mset.append(one(c["matched_set"]))
-        base.append(bool(c.get("baseline")))
-        axis.append(one(c.get("axis")))
-        groups.append(one(c.get("groups") or {}))
-        variants.append(one(c.get("variants") or {}))
-        meta.append(one(c.get("meta") or {}))
+        design.append(one(c.design))
+        kind.append(one(c.design_kind))
+        template.append(one(c.template))
+        mset.append(one(c.matched_set))
+        base.append(c.baseline)
+        axis.append(one(c.axis))
+        groups.append(one(c.groups))
+        variants.append(one(c.variants))
+        meta.append(one(c.meta))
     shared.clear()
     index = {c: i for i, c in enumerate(ids)}
     cases = CaseTable(ids, index, design, kind, template, mset, base, axis, groups, variants, meta)

@@ -20,17 +20,19 @@ the goals. See the table in ``benchmarks/HISTORY.md``.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict
 
 from fairpair._text import counted
+from fairpair.stats import CrossedDifferenceResult
 
 if TYPE_CHECKING:
     from fairpair.battery import LoadedBattery
     from fairpair.cases import Plan
-    from fairpair.stats import CrossedDifferenceResult
+    from fairpair.stats import CrossedMeanResult
 
 __all__ = ["MIN_TEMPLATES", "MIN_TEMPLATES_FIXED", "MIN_NAMES", "MIN_PAIRS", "design_reason", "design_reason_counts",
-           "design_reason_parts", "estimand_words"]
+           "design_reason_parts", "estimand_words", "ReasonWords", "PAIRED_WORDS", "RANKING_WORDS"]
 
 #: Smallest number of templates for a verdict, per estimand (``benchmarks/sim_audits.py``).
 MIN_TEMPLATES = {"random": 8, "fixed": 5}
@@ -125,30 +127,61 @@ def design_reason_parts(*, n_templates: int, n_names_a: int, n_names_b: int, nam
 NOT_MEASURED = "no answer of these groups has a value for this measure: check the measures stage (missing or failed)"
 
 
-def design_reason(cr: CrossedDifferenceResult, *, names: str, n_pairs: int, constant: bool = False, group_a: str = "A",
-                  group_b: str = "B", templates: str = "random", no_events: bool = False) -> str | None:
+@dataclass(frozen=True)
+class ReasonWords:
+    """The sentences of :func:`design_reason` beside the counts' (a paired comparison's, or a ranking's)."""
+
+    not_measured: str = NOT_MEASURED
+    #: said when no template has values from both groups (None: the counts say it)
+    no_templates: str | None = ("no template has measured answers from both groups: check the measures stage "
+                                "(one group's measurements are missing)")
+    constant: str = ("the measure is constant (every answer of both groups has the same value): no information "
+                     "about a difference; check the measure")
+    no_variance: str = ("no variance between templates or names: the uncertainty cannot be estimated; use more "
+                        "templates or repetitions, or check the measure")
+
+
+#: A paired comparison's (:mod:`fairpair.analysis._paired`).
+PAIRED_WORDS = ReasonWords()
+
+#: A ranking design's per-set difference of two candidates' groups (:mod:`fairpair.analysis._ranking`).
+RANKING_WORDS = ReasonWords(
+    not_measured="no parsed answer holds both groups' candidates", no_templates=None,
+    constant="every parsed answer puts the two candidates the same way: no information about a difference",
+    no_variance=("no variance between templates or names: the uncertainty cannot be estimated; use more templates "
+                 "or repetitions"))
+
+
+def design_reason(cr: CrossedDifferenceResult | CrossedMeanResult, *, names: str, n_pairs: int,
+                  constant: bool = False, group_a: str = "A", group_b: str = "B", templates: str = "random",
+                  no_events: bool = False, n_names: tuple[int, int] | None = None,
+                  words: ReasonWords = PAIRED_WORDS) -> str | None:
     """:func:`design_reason_counts` from a :class:`~fairpair.stats.CrossedDifferenceResult`, plus "no variance".
 
     ``no_events``: a yes/no measure of events that may never occur (an answer status) has none in
-    either group: that is data (an exact interval over templates), so only the counts can refuse it."""
+    either group: that is data (an exact interval over templates), so only the counts can refuse it.
+    ``n_names``: the names of each group counted by the caller (needed for a ranking's
+    :class:`~fairpair.stats.CrossedMeanResult`; default: ``cr``'s); ``words``: the sentences beside the
+    counts' (:data:`RANKING_WORDS` for a ranking design)."""
     if cr.n_values == 0:
-        return NOT_MEASURED
-    if cr.n_templates == 0:
-        return ("no template has measured answers from both groups: check the measures stage (one group's "
-                "measurements are missing)")
-    r = design_reason_counts(n_templates=cr.n_templates, n_names_a=cr.n_names_a, n_names_b=cr.n_names_b,
+        return words.not_measured
+    if cr.n_templates == 0 and words.no_templates is not None:
+        return words.no_templates
+    if n_names is None:
+        if not isinstance(cr, CrossedDifferenceResult):
+            raise TypeError("design_reason: give n_names for a result that does not count names per group")
+        n_names = (cr.n_names_a, cr.n_names_b)
+    r = design_reason_counts(n_templates=cr.n_templates, n_names_a=n_names[0], n_names_b=n_names[1],
                              names=names, n_pairs=n_pairs, group_a=group_a, group_b=group_b,
                              templates=templates)
     if r or no_events:
         return r
     if constant:
-        return ("the measure is constant (every answer of both groups has the same value): no information about "
-                "a difference; check the measure")
+        return words.constant
     if cr.se == 0 and math.isfinite(cr.estimate) and cr.estimate != 0:
         return None  # every template shows the same non-zero difference: the sign-flip test decides (fail only)
     if not (math.isfinite(cr.se) and cr.se > 0 and math.isfinite(cr.df)):
-        return ("no variance between templates or names: the uncertainty cannot be estimated; use more templates "
-                "or repetitions, or check the measure")
+        return words.no_variance
     return None
 
 

@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from fairpair.analysis._design import design_reason_counts, estimand_words
+from fairpair.analysis._design import RANKING_WORDS, design_reason, design_reason_counts, estimand_words
 from fairpair.analysis._paired import PairAnalysis, PairData, finish
 from fairpair.records import (
     ComparisonResult, RankingNameRate, RankingPosition, RankingRatio, RankingResult, RankingSelection, RankingSlot,
@@ -481,25 +481,6 @@ def _tables(fr: _Frame, glist: list[str]) -> _Tables:
                    slot_top, slot_rank, n_names, parsed)
 
 
-def _design_reason(cm: CrossedDifferenceResult | CrossedMeanResult, *, names: str, n_pairs: int, constant: bool, ga: str, gb: str,
-                   n_names: int, templates: str = "random") -> str | None:
-    """The `insufficient design` rule of :mod:`fairpair.analysis._design` for a per-set difference."""
-    if cm.n_values == 0:
-        return "no parsed answer holds both groups' candidates"
-    r = design_reason_counts(n_templates=cm.n_templates, n_names_a=n_names, n_names_b=n_names, names=names,
-                             n_pairs=n_pairs, group_a=ga, group_b=gb, templates=templates)
-    if r:
-        return r
-    if constant:
-        return "every parsed answer puts the two candidates the same way: no information about a difference"
-    if cm.se == 0 and math.isfinite(cm.estimate) and cm.estimate != 0:
-        return None
-    if not (math.isfinite(cm.se) and cm.se > 0 and math.isfinite(cm.df)):
-        return ("no variance between templates or names: the uncertainty cannot be estimated; use more templates "
-                "or repetitions")
-    return None
-
-
 def _pair_xy(tb: _Tables, ja: int, jb: int, measure: str) -> tuple[np.ndarray, np.ndarray]:
     """Per matched set, the two values whose difference a pair of groups is judged on (NaN: left out).
 
@@ -591,9 +572,9 @@ def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str
     }
     if f["n_dropped"]:
         notes.append(f"{f['n_dropped']} matched sets without a parsed answer for both candidates are left out")
-    reason = _design_reason(cm, names="random" if templates == "fixed" else names, n_pairs=n,
-                            constant=bool(n) and bool(np.all(x[keep] == y[keep])), ga=ga, gb=gb, n_names=n_names,
-                            templates=templates)
+    reason = design_reason(cm, names="random" if templates == "fixed" else names, n_pairs=n,
+                           constant=bool(n) and bool(np.all(x[keep] == y[keep])), group_a=ga, group_b=gb,
+                           n_names=(n_names, n_names), templates=templates, words=RANKING_WORDS)
     f["design_reason"] = reason
     if n == 0:
         f.update(value_a=None, value_b=None, estimate=None, ci=None, equivalence_ci=None,

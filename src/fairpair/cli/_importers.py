@@ -64,6 +64,7 @@ def import_answers_cmd(
         console.print(f"[yellow]warning:[/yellow] {escape(w)}", soft_wrap=True)
     from fairpair import pipeline
 
+    assert res.loaded is not None  # import_answers returns the battery it read
     code = pipeline.after_run(res.run_dir, res.loaded, console, measure=measure_stage, analyze=analyze_stage,
                               report=report_stage, gate=gate)
     if code:

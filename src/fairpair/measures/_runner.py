@@ -44,6 +44,8 @@ from pydantic import model_validator
 from fairpair._calls import CallDeferred, describe_error, worker_pool
 from fairpair.errors import FairpairError
 from fairpair.measures._base import MAX_MEASURED_CHARS, Measure, MeasureItem, MeasureOptions, MeasureResult, Scale
+from fairpair.records import case_from_json
+from fairpair.store import Run
 
 if TYPE_CHECKING:
     from fairpair.battery import Battery, LoadedBattery
@@ -680,7 +682,7 @@ class _Counterparts:
 # ---------------------------------------------------------------- running
 
 
-def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | None = None, judge: Any = None,
+def measure_run(run_dir: str | Path | Run, *, console=None, measures: Iterable[str] | None = None, judge: Any = None,
                 settings: Any = None, ray_pool: Any = None, summary: bool = True,
                 batch: bool = False, extra: dict[str, Any] | None = None,
                 only_cases: Any = None) -> MeasureRunResult:
@@ -689,7 +691,8 @@ def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | 
     Parameters
     ----------
     run_dir:
-        A run directory written by ``fairpair run``.
+        A run directory written by ``fairpair run``, or that run already open for writing
+        (:class:`fairpair.store.Run`, mode ``"w"``; it stays open).
     console:
         A rich console for the summary (none: silent).
     measures:
@@ -739,11 +742,9 @@ def measure_run(run_dir: str | Path, *, console=None, measures: Iterable[str] | 
         a judge request that cannot go in its provider's batch (token
         probabilities where the batch returns none).
     """
-    from fairpair.store import Run
-
     if getattr(settings, "engine", "inprocess") not in ("inprocess", "ray"):
         raise FairpairError(f"unknown engine {settings.engine!r}; use one of inprocess, ray", key="--engine")
-    with Run.open(run_dir, "w") as run:
+    with Run.opened(run_dir, "w") as run:
         if getattr(settings, "engine", "inprocess") != "ray":
             return asyncio.run(_measure(run, console, measures, judge, settings, summary=summary, batch=batch,
                                         extra=extra, only_cases=only_cases))
@@ -1100,14 +1101,12 @@ def _chunk_items(name: str, m: Measure, answers, rows: tuple[str, ...], store, c
                  counterparts: _Counterparts, ref_attr: str | None) -> list[MeasureItem]:
     """The items of one chunk of answers: those already measured counted as ``skipped``; for a
     pairwise measure, an answer whose counterpart is missing stored as ``failed`` (retried later)."""
-    from fairpair.cases import Case
-
     todo = []
     for a in answers:
         if a.done:
             ctx.count(name, "skipped")
         elif a.case_json is not None:
-            todo.append((a.response, Case.model_validate_json(a.case_json)))
+            todo.append((a.response, case_from_json(a.case_json)))
             if len(a.response.text or "") > MAX_MEASURED_CHARS:
                 ctx.long_answers.add((a.response.target, a.response.case_id))
     if not m.pairwise:

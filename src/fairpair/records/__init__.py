@@ -17,7 +17,7 @@ them; every other package imports them from here (``tests/test_layers.py``).
 """
 
 from fairpair.records._answer import SCALES, Answer, AnswerToMeasure, Measurement, MeasurementColumns, Response, Scale
-from fairpair.records._case import Case, case_json
+from fairpair.records._case import Case, case_from_json, case_json
 from fairpair.records._labels import HumanLabel, LabelDesign, LabelSample, SampledAnswer, mean_label
 from fairpair.records._manifest import RunManifest
 from fairpair.records._ranking import (
@@ -71,7 +71,7 @@ from fairpair.records._results import (
 )
 
 __all__ = ["REASON_VERDICT", "Reason", "first_reason", "IncompleteRun", "incomplete_text",
-           "Case", "case_json",
+           "Case", "case_json", "case_from_json",
            "Response", "Answer", "AnswerToMeasure", "Measurement", "MeasurementColumns", "Scale", "SCALES",
            "RunManifest",
            "HumanLabel", "LabelSample", "SampledAnswer", "LabelDesign", "mean_label",

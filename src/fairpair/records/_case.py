@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Case", "case_json"]
+__all__ = ["Case", "case_json", "case_from_json"]
 
 
 class Case(BaseModel):
@@ -87,3 +87,15 @@ def case_json(case: Case) -> str:
     form a case is stored in."""
     return json.dumps(case.model_dump(mode="json"), sort_keys=True, ensure_ascii=False,
                       separators=(",", ":"))
+
+
+def case_from_json(data: str | bytes) -> Case:
+    """The :class:`Case` of one line of :func:`case_json` (the form a case is stored in): the one
+    decoder of a stored case, used by the store, the measure stage, the analysis and the report.
+
+    Raises
+    ------
+    pydantic.ValidationError
+        ``data`` is not a case (not JSON, a key unknown or missing).
+    """
+    return Case.model_validate_json(data)

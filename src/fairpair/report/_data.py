@@ -8,7 +8,6 @@ measurements, failures). Nothing is written here.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from fairpair.battery import recorded_battery
 from fairpair.errors import FairpairError
+from fairpair.records import case_from_json
 from fairpair.report._view import CollectedRow
 from fairpair.store import MANIFEST_NAME, RESULTS_NAME, RESULTS_SCHEMA
 
@@ -516,7 +516,7 @@ def _case_signal_values(store: Store) -> set[str]:
     """Every variant the cases actually used (lexicon groups included)."""
     vals: set[str] = set()
     for _cid, _seq, data in store.case_rows(ordered=False):
-        for v in (json.loads(data).get("variants") or {}).values():
+        for v in case_from_json(data).variants.values():
             if isinstance(v, str):
                 vals.add(v)
     return vals
@@ -527,17 +527,17 @@ def _collected(store: Store, battery: Battery | None) -> list[CollectedRow]:
     answered: dict[str, set[str]] = {t: store.answered_ids(t) for t in store.targets()}
     cells: dict[tuple[str, str], dict[str, Any]] = {}
     for _cid, _seq, data in store.case_rows():
-        c = json.loads(data)
-        groups = c.get("groups") or {}
-        cell = "baseline" if c.get("baseline") else ", ".join(f"{k}={v}" for k, v in groups.items())
-        label = "baseline" if c.get("baseline") else ", ".join(group_label(battery, k, v) for k, v in groups.items())
-        if c.get("design_kind") == "ranking":  # one cell per design, not one per order of the candidates
+        c = case_from_json(data)
+        groups = c.groups
+        cell = "baseline" if c.baseline else ", ".join(f"{k}={v}" for k, v in groups.items())
+        label = "baseline" if c.baseline else ", ".join(group_label(battery, k, v) for k, v in groups.items())
+        if c.design_kind == "ranking":  # one cell per design, not one per order of the candidates
             cell = label = f"{len(groups)} candidates, one per group"
-        row = cells.setdefault((c["design"], cell), {"design": c["design"], "cell": cell, "label": label,
-                                                     "cases": 0, "answered": {t: 0 for t in answered}})
+        row = cells.setdefault((c.design, cell), {"design": c.design, "cell": cell, "label": label,
+                                                  "cases": 0, "answered": {t: 0 for t in answered}})
         row["cases"] += 1
         for t, ids in answered.items():
-            row["answered"][t] += c["id"] in ids
+            row["answered"][t] += c.id in ids
     return [CollectedRow(**row) for row in cells.values()]
 
 

@@ -165,10 +165,13 @@ def select_targets(loaded: LoadedBattery, only_targets: Iterable[str] | None = N
     return specs
 
 
-def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, only_targets: list[str] | None = None,
+def execute_run(loaded: LoadedBattery, run_dir: Path | Run, settings: RunSettings, *, only_targets: list[str] | None = None,
                 progress: Any = None, retry_failed: bool = True, batch: bool = False,
                 ray_pool: Any = None) -> RunOutcome:
     """Expand, store the cases, send them to each target, write the manifest.
+
+    ``run_dir``: the run directory (created if absent), or that run already open for writing
+    (:class:`fairpair.store.Run`, mode ``"w"``; it stays open).
 
     ``batch``: send the cases through the provider's batch API instead
     (:mod:`fairpair.run._batch`); a target with batches recorded in the store
@@ -203,10 +206,11 @@ def execute_run(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, *, 
             ray_session.__exit__(None, None, None)
 
 
-def _execute(loaded: LoadedBattery, run_dir: Path, settings: RunSettings, specs: dict[str, Any], progress: Any,
-             batch: bool, ray_pool: Any) -> RunOutcome:
+def _execute(loaded: LoadedBattery, run_ref: Path | Run, settings: RunSettings, specs: dict[str, Any],
+             progress: Any, batch: bool, ray_pool: Any) -> RunOutcome:
     b = loaded.battery
-    with Run.open(run_dir, "w", create=True) as run:
+    with Run.opened(run_ref, "w", create=True) as run:
+        run_dir = run.path
         store = run.store
         notes = run.record_battery(loaded)
         edited = _edits_not_used(store, loaded, run_dir)

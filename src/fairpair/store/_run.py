@@ -24,6 +24,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TextIO
@@ -297,6 +298,7 @@ class Run:
         self._migrate, self._lenient = migrate, lenient_text
         self._loaded: Any = None
         self._results: Results | None = None
+        self._written: Results | None = None  # the Results this object wrote (results.json's content)
         self._scales: dict[str, str] | None = None
 
     @classmethod
@@ -340,6 +342,26 @@ class Run:
             lock.__exit__(None, None, None)
             raise
         return cls(path, store, mode, lock)
+
+    @classmethod
+    @contextmanager
+    def opened(cls, ref: Run | str | os.PathLike[str], mode: Literal["r", "w"] = "r", *, create: bool = False,
+               migrate: bool = False, lenient_text: bool = False) -> Iterator[Run]:
+        """``ref`` itself when it is a :class:`Run` already open (a stage of a loop that opened the run
+        once; it stays open), else the directory ``ref`` opened as :meth:`open` does, closed at the end.
+
+        Raises
+        ------
+        FairpairError
+            As :meth:`open`; or ``mode`` is ``"w"`` and ``ref`` is a run opened read-only.
+        """
+        if isinstance(ref, Run):
+            if mode == "w" and ref.mode != "w":
+                raise FairpairError("this stage writes the run; open it with Run.open(path, \"w\")", file=ref.path)
+            yield ref
+            return
+        with cls.open(Path(ref), mode, create=create, migrate=migrate, lenient_text=lenient_text) as run:
+            yield run
 
     @property
     def store(self) -> Store:
@@ -450,12 +472,16 @@ class Run:
     def results(self) -> Results | None:
         """``results.json`` as the typed :class:`~fairpair.records.Results` (its comparisons
         :class:`~fairpair.records.ComparisonResult` records); None when the analysis has not run.
+        The record :meth:`write_results` wrote through this object is returned as it is (the file is
+        not read back in the process that wrote it).
 
         Raises
         ------
         FairpairError
             As :meth:`results_json`.
         """
+        if self._written is not None:
+            return self._written
         if self.results_json() is None:
             return None
         return self._results
@@ -469,8 +495,13 @@ class Run:
                                 hint="rerun `fairpair analyze RUN` to write it again") from None
 
     def write_results(self, results: Results) -> None:
-        """Write ``results.json`` from a :class:`~fairpair.records.Results` (see :func:`write_results`)."""
+        """Write ``results.json`` from a :class:`~fairpair.records.Results` (see :func:`write_results`);
+        :meth:`results` returns it from then on. A store this object writes is checkpointed first, so
+        that closing it later does not make the file look older than the store (:func:`results_current`)."""
+        if self._store is not None and not self._store.readonly:
+            self._store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         write_results(self.path, results.to_json() + "\n")
+        self._written = results
 
     # ------------------------------------------------------------ typed reads
     def cases(self) -> Iterator[Case]:

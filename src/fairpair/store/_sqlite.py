@@ -38,6 +38,7 @@ from fairpair.records import (
     MeasurementColumns,
     Response,
     SampledAnswer,
+    case_from_json,
     case_json,
 )
 
@@ -613,12 +614,12 @@ class Store:
     def iter_cases(self) -> Iterator[Case]:
         """Every stored :class:`~fairpair.records.Case`, in the order of the expansion."""
         for (data,) in self.conn.execute("SELECT data FROM cases ORDER BY seq"):
-            yield Case.model_validate_json(data)
+            yield case_from_json(data)
 
     def case(self, case_id: str) -> Case | None:
         """The stored :class:`~fairpair.records.Case` ``case_id``, or None."""
         row = self.conn.execute("SELECT data FROM cases WHERE case_id=?", (case_id,)).fetchone()
-        return Case.model_validate_json(row[0]) if row else None
+        return case_from_json(row[0]) if row else None
 
     def n_cases(self) -> int:
         return self.conn.execute("SELECT COUNT(*) FROM cases").fetchone()[0]
@@ -734,7 +735,7 @@ class Store:
             part = ids[k:k + 500]
             for rid, data in self.conn.execute(
                     f"SELECT rowid, data FROM cases WHERE rowid IN ({','.join('?' * len(part))})", part):
-                out[rid] = Case.model_validate_json(data)
+                out[rid] = case_from_json(data)
         return out
 
     def answer_versions(self, target: str) -> dict[tuple[str | None, str | None], int]:
