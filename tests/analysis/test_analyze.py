@@ -11,9 +11,9 @@ import pytest
 from scipy import stats
 from statsmodels.stats.contingency_tables import cochrans_q, mcnemar
 from statsmodels.stats.multitest import multipletests
+from tests.stats.kurtosis_reference import kurtosis_df_reference
 
 from fairpair.analysis import analyze_run, load_results, results_schema
-from tests.stats.kurtosis_reference import kurtosis_df_reference
 
 
 def _pairs(run_dir, measure, ga, gb):

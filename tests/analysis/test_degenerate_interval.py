@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 from scipy import stats
+from tests.stats.kurtosis_reference import kurtosis_df_reference
 
 from fairpair.analysis._paired import PairData, analyze_pairs, finish
-from tests.stats.kurtosis_reference import kurtosis_df_reference
 
 
 def _verdict(x, y, clusters, names="fixed", name_codes=None):

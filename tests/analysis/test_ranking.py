@@ -282,7 +282,8 @@ def test_names_drawn_per_request_are_a_random_factor_templates_fixed():
     together = simulate_ranking_frame(
         RankingScenario(k=3, templates=1, names=300, reps=1, group_worth=(0.0,) * 3, slot_worth=(0.0,) * 3),
         np.random.default_rng(4))
-    assert "shared names" not in _pair(analyze_ranking(together, templates="fixed", secondary=False)).variance_components
+    fixed = analyze_ranking(together, templates="fixed", secondary=False)
+    assert "shared names" not in _pair(fixed).variance_components
 
 
 def test_names_drawn_per_request_templates_random_use_the_multiway_variance():

@@ -9,8 +9,9 @@ from scipy import stats
 
 
 def kurtosis_df_reference(x: np.ndarray) -> float:
-    """``n - 1`` (always below 20 values), or ``(n - 1) / (1 + G2 (n - 1) / (2n))`` (G2 scipy's bias-corrected excess kurtosis, at least 0)
-    when Anscombe & Glynn's one-sided test of excess kurtosis has ``p <= 0.25``."""
+    """``n - 1`` (always below 20 values), or ``(n - 1) / (1 + G2 (n - 1) / (2n))`` (G2 scipy's
+    bias-corrected excess kurtosis, at least 0) when Anscombe & Glynn's one-sided test of excess
+    kurtosis has ``p <= 0.25``."""
     n = x.size
     if n < 20:  # scipy's validity limit of the test: no correction
         return n - 1.0

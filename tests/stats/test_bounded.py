@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
+from tests.stats.kurtosis_reference import kurtosis_df_reference
 
 from fairpair.stats import crossed_from_cells, null_variance_interval
 from fairpair.stats._crossed import _kurtosis_df
-from tests.stats.kurtosis_reference import kurtosis_df_reference
 
 
 @pytest.mark.parametrize("x,n,pb", [(7, 50, 0.3), (1, 120, 0.01), (118, 120, 0.97), (0, 40, 0.2)])

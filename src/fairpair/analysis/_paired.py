@@ -48,23 +48,31 @@ Satterthwaite, F. E. (1946). *Biometrics Bulletin*, 2, 110-114.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from scipy import special
 
-from fairpair.records import Reason
-from fairpair.records import (
-    BinaryDetail, ComparisonResult, ContinuousDetail, Evidence, Heterogeneity, PairedTDetail, ScenarioBlock,
-    ScenarioRow, SpreadBlock, VariantRow, interval, num,
-)
 from fairpair.analysis._design import NOT_MEASURED
 from fairpair.analysis._verdict import RULE_BY_TEMPLATE, RULE_NOT_MEASURED, decide
-from fairpair.stats import variant_heterogeneity
-from fairpair.stats import mcnemar
-from fairpair.stats import paired_t, wilcoxon
+from fairpair.records import (
+    BinaryDetail,
+    ComparisonResult,
+    ContinuousDetail,
+    Evidence,
+    Heterogeneity,
+    PairedTDetail,
+    Reason,
+    ScenarioBlock,
+    ScenarioRow,
+    SpreadBlock,
+    VariantRow,
+    interval,
+    num,
+)
+from fairpair.stats import mcnemar, paired_t, variant_heterogeneity, wilcoxon
 
 __all__ = ["PairData", "PairAnalysis", "analyze_pairs", "finish", "pair_cells", "BINARY_SCALES", "CI_METHOD",
            "CI_METHOD_BOUNDED", "t_interval", "HETEROGENEITY_CUTOFF", "HETEROGENEITY_PERMUTATIONS",
@@ -257,7 +265,8 @@ def _codes(arr: np.ndarray) -> np.ndarray:
     arr = np.asarray(arr)
     if arr.dtype.kind in "iu" and (arr.size == 0 or arr.min() >= 0):
         return arr.astype(np.intp)
-    return np.unique(arr.astype(str) if arr.dtype == object else arr, return_inverse=True)[1].reshape(-1).astype(np.intp)
+    codes = np.unique(arr.astype(str) if arr.dtype == object else arr, return_inverse=True)[1]
+    return codes.reshape(-1).astype(np.intp)
 
 
 def pair_cells(pd: PairData) -> tuple[np.ndarray, np.ndarray]:
@@ -379,7 +388,10 @@ def analyze_pairs(pd: PairData, *, scale: str, alpha: float, confidence_level: f
     """
     from fairpair.analysis._design import design_reason, estimand_words
     from fairpair.stats import (
-        crossed_from_cells, names_heterogeneity, scenario_differences_from_cells, scenario_heterogeneity,
+        crossed_from_cells,
+        names_heterogeneity,
+        scenario_differences_from_cells,
+        scenario_heterogeneity,
     )
 
     binary = scale in BINARY_SCALES

@@ -79,7 +79,8 @@ def _rank_from_scores(scores: np.ndarray) -> np.ndarray:
 
 
 def simulate_ranking_frame(sc: RankingScenario, rng: np.random.Generator):
-    """One audit's frame: one row per (case_id, group), columns of :data:`~fairpair.analysis._ranking.REQUIRED_COLUMNS`."""
+    """One audit's frame: one row per (case_id, group), columns of
+    :data:`~fairpair.analysis._ranking.REQUIRED_COLUMNS`."""
     import pandas as pd
 
     k, t, n, r = sc.k, sc.templates, sc.names, sc.reps
@@ -101,7 +102,7 @@ def simulate_ranking_frame(sc: RankingScenario, rng: np.random.Generator):
     bad = rng.random(m) < sc.unparsed
     rank[bad] = np.nan
     top[bad] = np.nan
-    case = np.array([f"t{a}-r{dd}-p{bb}" for a, bb, dd in zip(ti, ni, ri)])
+    case = np.array([f"t{a}-r{dd}-p{bb}" for a, bb, dd in zip(ti, ni, ri, strict=True)])
     groups = np.array(sc.groups())
     return pd.DataFrame({
         "target": "sim", "case_id": case.repeat(k), "template": np.char.add("t", ti.astype(str)).repeat(k),

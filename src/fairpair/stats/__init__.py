@@ -38,7 +38,8 @@ Ranking design (k candidates, one prompt) :func:`crossed_mean`, :func:`set_mean`
                                           :func:`position_effect`
 Intervals                                 :func:`wilson_interval`, :func:`t_interval`
 A judge corrected by human labels        :func:`ppi_difference` (PPI++ on the crossed design), :func:`ppi_values`,
-                                          :func:`ppi_tuning`, :func:`ppi_crossfit`, :func:`judge_error_by_group`, :func:`stratum_inclusion`, :func:`rogan_gladen`,
+                                          :func:`ppi_tuning`, :func:`ppi_crossfit`, :func:`judge_error_by_group`,
+                                          :func:`stratum_inclusion`, :func:`rogan_gladen`,
                                           :func:`rogan_gladen_difference` (yes/no judges), :func:`labels_needed`
 Inter-rater agreement                     :func:`cohen_kappa` (weighted too), :func:`fleiss_kappa`,
                                           :func:`krippendorff_alpha`, :func:`confusion_matrix`,
@@ -65,9 +66,10 @@ _LAZY = {
                      "stuart_maxwell"),
     "_common": ("ConfidenceInterval", "t_interval", "wilson_interval"),
     "_bounded": ("null_variance_interval",),
-    "_crossed": ("CrossedDifferenceResult", "CrossedFResult", "crossed_difference", "crossed_from_cells", "crossed_omnibus",
-                 "names_heterogeneity"),
-    "_dispersion": ("CorrectedDispersionResult", "corrected_dispersion", "CellMeansResult", "DispersionResult", "LeastChangeResult", "PermutationTestResult", "cell_means",
+    "_crossed": ("CrossedDifferenceResult", "CrossedFResult", "crossed_difference", "crossed_from_cells",
+                 "crossed_omnibus", "names_heterogeneity"),
+    "_dispersion": ("CorrectedDispersionResult", "corrected_dispersion", "CellMeansResult", "DispersionResult",
+                    "LeastChangeResult", "PermutationTestResult", "cell_means",
                     "cell_means_bootstrap", "dispersion", "dispersion_bootstrap", "dispersion_permutation_test",
                     "least_change_identity", "paired_permutation_test", "unpaired_dispersion_permutation_test"),
     "_equivalence": ("TostResult", "Verdict", "equivalence_verdict", "significant", "tost_paired", "verdict"),
@@ -79,7 +81,8 @@ _LAZY = {
     "_power": ("PowerResult", "design_effect", "mcnemar_power", "min_detectable_effect",
                "min_detectable_risk_difference", "paired_power", "pairs_needed", "CrossedPowerResult",
                "VarianceComponents", "crossed_power", "crossed_variance", "estimate_variance_components"),
-    "_ppi": ("judge_error_by_group", "ppi_crossfit", "labels_needed", "PPIDifferenceResult", "RoganGladenResult", "RoganGladenDifferenceResult", "ppi_difference",
+    "_ppi": ("judge_error_by_group", "ppi_crossfit", "labels_needed", "PPIDifferenceResult", "RoganGladenResult",
+             "RoganGladenDifferenceResult", "ppi_difference",
              "ppi_tuning", "ppi_values", "rogan_gladen", "rogan_gladen_difference", "stratum_inclusion"),
     "_ranking": ("CrossedMeanResult", "SelectionRatioResult", "RatioToBest", "SlotEffect", "PositionEffectResult",
                  "crossed_mean", "set_mean", "paired_difference", "selection_ratio", "ratio_to_best", "crossed_k_test",
@@ -104,7 +107,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         krippendorff_alpha,
         landis_koch,
     )
-    from fairpair.stats._bounded import null_variance_interval  # noqa: F401
     from fairpair.stats._bootstrap import (  # noqa: F401
         MIN_CLUSTERS_FOR_INTERVAL,
         BootstrapResult,
@@ -113,6 +115,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         cluster_bootstrap_mean_difference,
         cluster_bootstrap_risk_difference,
     )
+    from fairpair.stats._bounded import null_variance_interval  # noqa: F401
     from fairpair.stats._categorical import (  # noqa: F401
         CategoryTest,
         SquareTableResult,
@@ -122,23 +125,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         stuart_maxwell,
     )
     from fairpair.stats._common import ConfidenceInterval, t_interval, wilson_interval  # noqa: F401
-    from fairpair.stats._scenarios import (  # noqa: F401
-        ScenarioDifferencesResult,
-        ScenarioHeterogeneityResult,
-        scenario_differences,
-        scenario_differences_from_cells,
-        scenario_heterogeneity,
-        score_interval,
-        score_restricted,
-        score_se,
-        stratified_difference,
-    )
-    from fairpair.stats._spread import (  # noqa: F401
-        SpreadDifferenceResult,
-        cell_sds,
-        spread_difference,
-        spread_from_cells,
-    )
     from fairpair.stats._crossed import (  # noqa: F401
         CrossedDifferenceResult,
         CrossedFResult,
@@ -150,12 +136,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from fairpair.stats._dispersion import (  # noqa: F401
         CellMeansResult,
         CorrectedDispersionResult,
-        corrected_dispersion,
         DispersionResult,
         LeastChangeResult,
         PermutationTestResult,
         cell_means,
         cell_means_bootstrap,
+        corrected_dispersion,
         dispersion,
         dispersion_bootstrap,
         dispersion_permutation_test,
@@ -181,8 +167,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         VarianceComponents,
         crossed_power,
         crossed_variance,
-        estimate_variance_components,
         design_effect,
+        estimate_variance_components,
         mcnemar_power,
         min_detectable_effect,
         min_detectable_risk_difference,
@@ -212,15 +198,32 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         SlotEffect,
         crossed_k_test,
         crossed_mean,
-        set_k_test,
-        stratified_k_test,
         paired_difference,
         position_effect,
-        set_mean,
         ratio_to_best,
         selection_ratio,
+        set_k_test,
+        set_mean,
+        stratified_k_test,
+    )
+    from fairpair.stats._scenarios import (  # noqa: F401
+        ScenarioDifferencesResult,
+        ScenarioHeterogeneityResult,
+        scenario_differences,
+        scenario_differences_from_cells,
+        scenario_heterogeneity,
+        score_interval,
+        score_restricted,
+        score_se,
+        stratified_difference,
     )
     from fairpair.stats._signed_rank import PairedTResult, WilcoxonResult, paired_t, wilcoxon  # noqa: F401
+    from fairpair.stats._spread import (  # noqa: F401
+        SpreadDifferenceResult,
+        cell_sds,
+        spread_difference,
+        spread_from_cells,
+    )
 
 
 __getattr__ = lazy_getattr(__name__, {name: f"{__name__}.{module}" for name, module in _WHERE.items()}, globals())

@@ -108,8 +108,8 @@ differences whose sample variance (and name means' variance) is far noisier
 than the chi-square behind Satterthwaite's df; :func:`crossed_from_cells`
 then counts each mean square with the df of its kurtosis (:func:`_kurtosis_df`),
 which took the 95% interval's coverage from 92.6-94.0% to 93.9-94.7% on those
-rows of ``benchmarks/sim_audits.py`` (1000 audits a truth; ``benchmarks/HISTORY.md``). The pass rule of these measures adds the
-variance at the hypothesis (:mod:`fairpair.stats._bounded`).
+rows of ``benchmarks/sim_audits.py`` (1000 audits a truth; ``benchmarks/HISTORY.md``). The pass rule
+of these measures adds the variance at the hypothesis (:mod:`fairpair.stats._bounded`).
 
 Calibration: ``benchmarks/sim_audits.py`` simulates whole audits (independent
 answers, correlated repetitions, template x group bias, name effects, 3-20
@@ -549,7 +549,7 @@ def _pretest(groups: list[_Group], t: int) -> float:
 
 def crossed_from_cells(cells_a: np.ndarray, cells_b: np.ndarray, *, names: str = "random",
                        n_values: int | None = None, pool: float | None = POOL,
-                       names_from: "CrossedDifferenceResult | None" = None,
+                       names_from: CrossedDifferenceResult | None = None,
                        kurtosis: bool = False) -> CrossedDifferenceResult:
     """:func:`crossed_difference` from cell means: arrays (T, n_a) and (T, n_b), NaN for empty cells.
 

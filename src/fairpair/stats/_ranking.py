@@ -83,8 +83,9 @@ from fairpair.stats._omnibus import CochranQResult, FriedmanResult, cochran_q, f
 from fairpair.stats._scenarios import stratified_difference
 from fairpair.stats._sharednames import NameClusters, multiway_mean_variance, shared_name_variance
 
-__all__ = ["CrossedMeanResult", "crossed_mean", "set_mean", "TEMPLATES", "paired_difference", "SelectionRatioResult", "selection_ratio",
-           "RatioToBest", "ratio_to_best", "crossed_k_test", "stratified_k_test", "set_k_test", "SlotEffect", "PositionEffectResult", "position_effect",
+__all__ = ["CrossedMeanResult", "crossed_mean", "set_mean", "TEMPLATES", "paired_difference",
+           "SelectionRatioResult", "selection_ratio", "RatioToBest", "ratio_to_best", "crossed_k_test",
+           "stratified_k_test", "set_k_test", "SlotEffect", "PositionEffectResult", "position_effect",
            "FOUR_FIFTHS", "matched_table"]
 
 #: The estimands of the templates: a random factor (scenarios like these) or fixed (these scenarios).

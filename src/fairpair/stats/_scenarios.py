@@ -17,17 +17,17 @@ Names random or fixed, as the plan declares (the model is that of
 :mod:`fairpair.stats._crossed`: ``m[t, n] = mu_g + a_t + g_{t,g} + b_n +
 c_{t,n}``; templates fixed conditions on ``a`` and ``g``):
 
-===============  ===================================================  ===================================================
-names            per scenario ``Var(D_t)``                            average over these templates ``Var(D)``
-===============  ===================================================  ===================================================
-random           ``MS_within (1/k_A,t + 1/k_B,t)``: the names of a     ``S_{N,A}^2 / n_A + S_{N,B}^2 / n_B``: Welch's t on
-                 scenario vary by ``sigma_N^2 + sigma_c^2``, pooled    the names' means over these templates (the names
-                 over templates and groups, df ``sum (k_g,t - 1)``     are the only random units; ``E[S_N^2] = sigma_N^2 +
-                                                                       sigma_c^2 / T``), Welch-Satterthwaite df
-fixed            ``MS_res (1/k_A,t + 1/k_B,t)``: the template x name   ``sum_t Var(D_t) / T^2`` (the same error, df
-                 interaction pooled over groups, df ``sum (T - 1)      ``sum (T - 1)(n_g - 1)``)
-                 (n_g - 1)``
-===============  ===================================================  ===================================================
+========  ===================================================  ===================================================
+names     per scenario ``Var(D_t)``                            average over these templates ``Var(D)``
+========  ===================================================  ===================================================
+random    ``MS_within (1/k_A,t + 1/k_B,t)``: the names of a     ``S_{N,A}^2 / n_A + S_{N,B}^2 / n_B``: Welch's t on
+          scenario vary by ``sigma_N^2 + sigma_c^2``, pooled    the names' means over these templates (the names
+          over templates and groups, df ``sum (k_g,t - 1)``     are the only random units; ``E[S_N^2] = sigma_N^2 +
+                                                                sigma_c^2 / T``), Welch-Satterthwaite df
+fixed     ``MS_res (1/k_A,t + 1/k_B,t)``: the template x name   ``sum_t Var(D_t) / T^2`` (the same error, df
+          interaction pooled over groups, df ``sum (T - 1)      ``sum (T - 1)(n_g - 1)``)
+          (n_g - 1)``
+========  ===================================================  ===================================================
 
 ``k_g,t`` counts group ``g``'s names with answers in template ``t``. In a
 balanced table these are the ordinary least-squares contrasts of the cell
@@ -120,7 +120,12 @@ from scipy import special
 
 from fairpair.stats._common import ConfidenceInterval, check_choice
 from fairpair.stats._crossed import (
-    NAMES, CrossedDifferenceResult, _additive_fill, _group_stats, _satterthwaite, cell_matrix,
+    NAMES,
+    CrossedDifferenceResult,
+    _additive_fill,
+    _group_stats,
+    _satterthwaite,
+    cell_matrix,
 )
 
 __all__ = ["ScenarioDifferencesResult", "ScenarioHeterogeneityResult", "scenario_differences",
@@ -549,8 +554,8 @@ def scenario_differences(values: Any, template: Any, name: Any, group: Any, *,
         raise ValueError(f"groups {groups!r} must be the two labels present in group")
     means, _cnt, tl, nl = cell_matrix(v, template, name)
     nm = np.asarray(name, dtype=object).ravel()
-    in_a = {x for x, gg in zip(nm.tolist(), g.tolist()) if gg == ga}
-    in_b = {x for x, gg in zip(nm.tolist(), g.tolist()) if gg == gb}
+    in_a = {x for x, gg in zip(nm.tolist(), g.tolist(), strict=True) if gg == ga}
+    in_b = {x for x, gg in zip(nm.tolist(), g.tolist(), strict=True) if gg == gb}
     if in_a & in_b:
         raise ValueError(f"a name must belong to one group; in both: {sorted(map(str, in_a & in_b))[:5]}")
     col_a = np.array([x in in_a for x in nl.tolist()])
@@ -603,7 +608,8 @@ class ScenarioHeterogeneityResult:
 
 
 def _esd(x: np.ndarray, k_max: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rosner's generalized ESD: the removed points in order and, per step ``i``, the level at which ``R_i = lambda_i``."""
+    """Rosner's generalized ESD: the removed points in order and, per step ``i``, the level at which
+    ``R_i = lambda_i``."""
     idx = np.arange(x.size)
     vals = x.astype(float).copy()
     order, levels = [], []
@@ -840,11 +846,11 @@ def stratified_difference(x: Any, y: Any, template: Any) -> CrossedDifferenceRes
     var_t = np.where(n_t > 1, ss_t / np.maximum(n_t - 1, 1), 0.0)
     w = var_t / n_t / k**2
     se = float(math.sqrt(w.sum()))
-    df = _satterthwaite([(1.0 / (n * k**2), v, n - 1.0) for n, v in zip(n_t, var_t)])
+    df = _satterthwaite([(1.0 / (n * k**2), v, n - 1.0) for n, v in zip(n_t, var_t, strict=True)])
     est = float(mean_t.mean())
     stat = est / se if se > 0 else nan
     pvalue = float(2.0 * special.stdtr(df, -abs(stat))) if math.isfinite(stat) and math.isfinite(df) else nan
-    single = [str(lbl) for lbl, n in zip(labels, n_t) if n < 2]
+    single = [str(lbl) for lbl, n in zip(labels, n_t, strict=True) if n < 2]
     note = (f"{len(single)} template(s) with one set add no variance: {', '.join(single[:5])}" if single else None)
     return CrossedDifferenceResult(est, stat, pvalue, df, se, "random", k, int(d.size), int(d.size), int(d.size),
                                    {"sets": float(w.sum())}, {"s2_sets": float(var_t.mean())}, mean_t,

@@ -457,7 +457,8 @@ def multiway_mean_variance(values: Any, clusters: NameClusters) -> SharedNameVar
             out += sign * (_offdiag(x, rows, codes) - _offdiag(x, rows_t, codes_t))
         return out
 
-    h, pairs = clusters.cached(("multiway", ok.tobytes()), lambda: (share(w), share(ok.astype(float)) - float(ok.sum())))
+    h, pairs = clusters.cached(("multiway", ok.tobytes()),
+                               lambda: (share(w), share(ok.astype(float)) - float(ok.sum())))
     correction = 1.0 / (1.0 - h) if h < 1.0 else nan
     df = float(min(big_t, clusters.n_names) - 1) if clusters.n_names > 1 else float(big_t - 1)
     return SharedNameVariance(float(share(a) * correction), df, int(round(pairs)), correction)
