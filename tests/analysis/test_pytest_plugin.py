@@ -33,7 +33,7 @@ def _run_pytest(folder):
 
 def test_battery_collected_and_gated(tmp_path):
     (tmp_path / "fairness_biased.yaml").write_text(
-        yaml.safe_dump(_battery({"magreb": {"refund": 0.3}}), allow_unicode=True), encoding="utf-8")
+        yaml.safe_dump(_battery({"magreb": {"refund": 0.1}}), allow_unicode=True), encoding="utf-8")
     fair = _battery({})
     fair["name"] = "mock_fair"
     (tmp_path / "fairness_fair.yaml").write_text(yaml.safe_dump(fair, allow_unicode=True), encoding="utf-8")
