@@ -89,7 +89,7 @@ class Split:
         return {"seed": self.seed, "names": self.names, "templates": self.templates, "names_of": self.names_of}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Split":
+    def from_dict(cls, d: dict[str, Any]) -> Split:
         return cls(int(d["seed"]), str(d["names"]), {k: list(v) for k, v in d["templates"].items()},
                    {k: list(v) for k, v in (d.get("names_of") or {}).items()})
 

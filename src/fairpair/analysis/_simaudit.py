@@ -29,11 +29,10 @@ Each audit goes through :func:`fairpair.analysis._paired.analyze_pairs`,
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import Any
 
 import numpy as np
-from functools import lru_cache
-
 from scipy import optimize, special, stats
 
 from fairpair.analysis._paired import PairData, analyze_pairs, finish
@@ -176,7 +175,7 @@ def true_mean(measure: str, mu: float) -> float:
     return float(_mean_given(measure, np.asarray(mu), 1.0))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _mu_for(measure: str, delta: float) -> float:
     base = true_mean(measure, 0.0)
     if delta == 0:
@@ -263,7 +262,7 @@ def _spread_scale(gen: Gen, rng: np.random.Generator, g: int, t: int, k: int) ->
     return np.exp(x - var) * ratio
 
 
-@lru_cache(maxsize=None)
+@cache
 def true_spread(gen: Gen) -> float:
     """The true log ratio of the mean within-cell SDs (groups 1.. over group 0) of a linear measure.
 
@@ -318,7 +317,7 @@ class Tally:
     sp_cov: int = 0  # ... whose 95% interval of the log SD ratio covers the truth (linear measures)
     sp_ncov: int = 0
 
-    def add(self, o: "Tally") -> None:
+    def add(self, o: Tally) -> None:
         for f in self.__dataclass_fields__:
             setattr(self, f, getattr(self, f) + getattr(o, f))
 

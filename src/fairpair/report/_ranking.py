@@ -23,13 +23,19 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from fairpair.report._catalog import fmt_num, fmt_p, fmt_p_is, fmt_pct, msg, p_reads, verdict_word
 from fairpair.report._data import RankingEvidence, ranking_key
 from fairpair.report._text import terminal
 from fairpair.report._view import (
-    RankingEvidenceLine, RankingEvidenceView, RankingPairRow, RankingSelectionRow, RankingSlotRow, RankingTable,
+    RankingEvidenceLine,
+    RankingEvidenceView,
+    RankingPairRow,
+    RankingSelectionRow,
+    RankingSlotRow,
+    RankingTable,
     RankingView,
 )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass, field, fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,19 +17,45 @@ from markupsafe import Markup
 from fairpair import __version__
 from fairpair._files import atomic_write_text
 from fairpair.report._catalog import (
-    design_reason_parts, design_reason_text, fmt_num, fmt_p, fmt_p_is, fmt_pct, msg, p_reads, test_name, verdict_sentence,
+    design_reason_parts,
+    design_reason_text,
+    fmt_num,
+    fmt_p,
+    fmt_p_is,
+    fmt_pct,
+    msg,
+    p_reads,
+    test_name,
+    verdict_sentence,
     verdict_word,
 )
 from fairpair.report._data import (
-    ReportData, TargetInfo, comparison_key, group_label, load_report_data, measure_label, read_report_data,
+    ReportData,
+    TargetInfo,
+    comparison_key,
+    group_label,
+    load_report_data,
+    measure_label,
+    read_report_data,
 )
 from fairpair.report._notes import translate_note
 from fairpair.report._ranking import ranking_view as _ranking_view
 from fairpair.report._ranking import rmsg as _ranking_msg
 from fairpair.report._text import MdSafe, clean, md_block, md_inline
 from fairpair.report._view import (
-    AAControlRow, CollectedRow, DiscoveredRow, DroppedRow, EvidenceBlock, Figures, RankingView, ReasonGroup, ScenarioView, SelfTestRow,
-    SpreadView, TwoPartyView, VerdictRow,
+    AAControlRow,
+    CollectedRow,
+    DiscoveredRow,
+    DroppedRow,
+    EvidenceBlock,
+    Figures,
+    RankingView,
+    ReasonGroup,
+    ScenarioView,
+    SelfTestRow,
+    SpreadView,
+    TwoPartyView,
+    VerdictRow,
 )
 
 if TYPE_CHECKING:
@@ -772,7 +798,7 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
         minimum=[m for b in blocks for m in b.minimum],
         dispersion_tests=[t for b in two_party for t in b.dispersion_tests],
         generated=msg(lang, "generated", version=__version__,
-                      at=datetime.now(timezone.utc).isoformat(timespec="seconds")),
+                      at=datetime.now(UTC).isoformat(timespec="seconds")),
         scenarios=_scenario_views(rows, figures, lang),
         ranking_only=ranking_only,
         ranking_counts=_ranking_counts(ranking_verdicts(res), lang) if ranking_only else "",
@@ -886,7 +912,7 @@ def summary_json(model: ReportModel, files: dict[str, str]) -> dict[str, Any]:
     return {
         "schema": REPORT_SCHEMA,
         "fairpair_version": __version__,
-        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "language": data.language,
         "run_dir": str(data.run_dir),
         "analysed": data.analysed,

@@ -28,7 +28,13 @@ __getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
 
 from fairpair.run._engine import RunSettings, redact, run_target
 from fairpair.run._runner import (
-    RunLock, default_run_dir, execute_run, loaded_from_store, open_run, plan_hash, select_targets,
+    RunLock,
+    default_run_dir,
+    execute_run,
+    loaded_from_store,
+    open_run,
+    plan_hash,
+    select_targets,
 )
 from fairpair.store import Measurement, Response, Store
 

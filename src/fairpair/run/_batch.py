@@ -55,7 +55,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +136,7 @@ class BatchClient:
     def _url(self, path: str) -> str:
         return self.root + path + (f"?{self.query}" if self.query else "")
 
-    async def __aenter__(self) -> "BatchClient":
+    async def __aenter__(self) -> BatchClient:
         from fairpair.targets import ssl_context
 
         self._session = aiohttp.ClientSession(
@@ -399,7 +399,7 @@ async def _submit(store: Store, run_dir: Path, name: str, target: Any, cases: It
     lines = _requests(name, target, cases, skip)
     pending: tuple[str, bytes] | None = next(lines, None)
     while pending is not None:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
         path = folder / f"{_safe(name)}-{stamp}.input.jsonl"
         ids: list[str] = []
         size = 0
