@@ -229,7 +229,7 @@ def _draw(row: Row, mus: np.ndarray, rng: np.random.Generator, delta: float = 0.
             # a bounded measure may not reach base + delta in these templates: then base - delta (the rules
             # are symmetric in the sign)
             sign = 1.0 if per_template(8.0, j).mean() - base - delta > 0 else -1.0
-            mus[j] = optimize.brentq(lambda m: per_template(m, j).mean() - base - sign * delta, -8, 8, xtol=1e-12)
+            mus[j] = optimize.brentq(lambda m, j=j, sign=sign: per_template(m, j).mean() - base - sign * delta, -8, 8, xtol=1e-12)
     eta = (mus[:, None, None, None] + a_t + g_t + b
            + rng.normal(0, np.sqrt(cell), (g, t, k, 1)) + rng.normal(0, np.sqrt(gen.matched_set), (1, t, 1, r))
            + rng.normal(0, np.sqrt(noise), (g, t, k, r)) * _spread_scale(gen, rng, g, t, k))
@@ -357,7 +357,7 @@ def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: 
     verdict_nm, verdict_m = [], []
     guarded = 0
     scen_false = found = False
-    for j, (pa, pj, pmj) in enumerate(zip(pas, adj, adj_m)):
+    for j, (pa, pj, pmj) in enumerate(zip(pas, adj, adj_m, strict=True)):
         if delta != 0:  # the spread is tallied at a true difference of 0 only: its Fieller interval costs
             pa.within_spread = None
         if row.templates_estimand == "fixed" or row.gen.sparse:

@@ -109,7 +109,7 @@ def compare(run_a: Annotated[Path, typer.Argument(help="Run before the change.",
         # a rate's gap in percentage points, as the gate and the report print it; others in the measure's units
         binary = r.scale == "binary"
         unit = " points" if binary else ""
-        f = lambda v: "n/a" if v is None else (f"{100 * v:+.1f}" if binary else f"{v:+.3f}")  # noqa: E731
+        f = lambda v, binary=binary: "n/a" if v is None else (f"{100 * v:+.1f}" if binary else f"{v:+.3f}")  # noqa: E731
         ci = "" if not r.ci or None in r.ci else f" [{f(r.ci[0])}, {f(r.ci[1])}]"
         p = "n/a" if r.pvalue is None else f"{r.pvalue:.3g}"
         what = f"ranking {r.design} {r.ranking} {r.id}" if r.ranking else r.id

@@ -640,7 +640,7 @@ def selection_plot(fid: str, sec: dict[str, Any], *, lang: str, label=str, measu
     with matplotlib.rc_context(_RC):
         fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(rows) + 1.7))
         ys = list(range(len(rows)))[::-1]
-        for y, (lab, rate, ci, verdict) in zip(ys, rows):
+        for y, (_lab, rate, ci, verdict) in zip(ys, rows, strict=True):
             if not _num(rate):
                 continue
             ax.barh(y, 100 * rate, color=OKABE_ITO["sky"], edgecolor=OKABE_ITO["blue"], height=0.6, zorder=1)
@@ -681,7 +681,7 @@ def position_plot(fid: str, sec: dict[str, Any], *, lang: str, measure: str = "r
     with matplotlib.rc_context(_RC):
         fig, ax = plt.subplots(figsize=(7.5, 3.2))
         xs = [int(s.get("slot") or 0) for s in slots]
-        for x, s in zip(xs, slots):
+        for x, s in zip(xs, slots, strict=True):
             rate, ci = s.get("top_rate"), s.get("top_rate_ci")
             if ci and all(_num(v) for v in ci):
                 ax.vlines(x, 100 * ci[0], 100 * ci[1], color="#222222", lw=1.5, zorder=2)

@@ -204,11 +204,11 @@ def _label_rows(rows: list[VerdictRow], lang: str) -> list[str]:
             continue
         f = 100.0 if r.scale == "binary" else 1.0
 
-        def ci(v: Any) -> str:
+        def ci(v: Any, f: float = f) -> str:
             return (f"{fmt_num(v[0] * f, lang, 2)} … {fmt_num(v[1] * f, lang, 2)}"
                     if v and all(isinstance(x, (int, float)) for x in v) else "—")
 
-        def n(x: Any) -> str:
+        def n(x: Any, f: float = f) -> str:
             return fmt_num(x * f, lang, 2) if isinstance(x, (int, float)) else "—"
 
         line = msg(lang, "labels.line", what=f"{r.measure_label} · {r.target} · {r.label_a} / {r.label_b}",
@@ -830,7 +830,7 @@ def _self_test_rows(judge: JudgeBlock | None, lang: str) -> list[SelfTestRow]:
         status = msg(lang, f"judge.st.{st}") if st in ("passed", "failed", "not_tested", "off") else st
         th = t.get("thresholds") or {}
 
-        def row(check: str, value: Any, threshold: str, ok: bool | None) -> None:
+        def row(check: str, value: Any, threshold: str, ok: bool | None, m: str = m, status: str = status) -> None:
             rows.append(SelfTestRow(measure=m, check=check, value=value, threshold=threshold,
                                     status=status if ok is None
                                     else msg(lang, "judge.st.passed" if ok else "judge.st.failed")))
