@@ -829,8 +829,8 @@ def print_discovered(console, block) -> None:
     console.print(f"discovered (not pre-registered; changes no verdict and not the gate): passes "
                   f"{', '.join(block.passes) or 'none'} on {n.get('explore', 0)} exploration answers; "
                   f"{len(block.axes)} axis(es) tested on {n.get('confirm', 0)} confirmation answers, "
-                  f"{len(block.confirmed())} confirmed ({block.correction}, alpha {block.alpha}; an axis one-sided, in the "
-                  f"direction the exploration saw)", soft_wrap=True)
+                  f"{len(block.confirmed())} confirmed ({block.correction}, alpha {block.alpha}; an axis one-sided, "
+                  f"in the direction the exploration saw)", soft_wrap=True)
     for a in block.axes:
         c = a.confirmation
         est = "n/a" if c is None or c.estimate is None else f"{100 * c.estimate:+.1f} points"
@@ -950,7 +950,8 @@ def from_discovered(battery, fragment: Path | str) -> tuple[Any, dict[str, Any]]
     if not names:
         raise FairpairError("no confirmed axis (discovered.confirmed is empty): nothing to take into the battery",
                             file=path, key="discovered.confirmed",
-                            hint="list under discovered.confirmed the axes to take, if you mean to take unconfirmed ones")
+                            hint="list under discovered.confirmed the axes to take, "
+                                 "if you mean to take unconfirmed ones")
     comps = {c.get("measure"): c for c in ((frag.get("analysis") or {}).get("comparisons") or [])
              if isinstance(c, dict)}
     measures, comparisons = {}, []

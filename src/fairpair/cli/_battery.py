@@ -58,7 +58,8 @@ def validate(battery: BatteryArg) -> None:
 def plan(
     ctx: typer.Context,
     battery: BatteryArg,
-    power: Annotated[bool, typer.Option("--power", help="Add power planning: smallest detectable differences.")] = False,
+    power: Annotated[bool, typer.Option("--power",
+                                        help="Add power planning: smallest detectable differences.")] = False,
     from_run: Annotated[Path | None, typer.Option("--from", help="With --power: take the variance components "
                                                      "from this pilot or earlier run directory.")] = None,
     as_json: JsonOpt = False,
@@ -140,7 +141,8 @@ def plan(
         for key, label in labels:
             if key in s:
                 v = s[key]
-                t.add_row(label, escape(", ".join(f"{k}: {x}" for k, x in v.items()) if isinstance(v, dict) else str(v)))
+                t.add_row(label, escape(", ".join(f"{k}: {x}" for k, x in v.items())
+                                        if isinstance(v, dict) else str(v)))
         console.print(t)
     console.print(f"conversations: [bold]{p.conversations}[/bold] per target; targets: {p.targets}; "
                   f"requests: {p.requests}; prompt tokens (estimate, chars/4): {p.prompt_tokens:,}")

@@ -152,8 +152,9 @@ def run(
         left = sum(c["failed"] for n, c in manifest.get("counts", {}).items()
                    if n in {b["target"] for b in outcome.batch.ingested})
         if left:
-            console.print(f"{left} case(s) have no answer (their errors are stored); `fairpair run {escape(str(battery))} "
-                          f"--out {escape(str(run_dir))} --batch` submits them again", soft_wrap=True)
+            console.print(f"{left} case(s) have no answer (their errors are stored); "
+                          f"`fairpair run {escape(str(battery))} --out {escape(str(run_dir))} --batch` submits them "
+                          "again", soft_wrap=True)
     for name, c in manifest.get("counts", {}).items():
         console.print(f"target {escape(name)}: {c['answered']}/{c['cases']} answered, {c['failed']} failed, "
                       f"{c['retried']} retried")
@@ -254,8 +255,8 @@ def status(run: RunArg) -> None:
         for line in format_error_summary(t.errors, total_kinds=t.error_kinds):
             console.print(escape(line), soft_wrap=True)
     for m, c in st.measures.items():
-        console.print(f"measure {escape(m)}: {c.get('ok', 0)} measured, {c.get('missing', 0)} missing (no value, final), "
-                      f"{c.get('failed', 0)} failed")
+        console.print(f"measure {escape(m)}: {c.get('ok', 0)} measured, "
+                      f"{c.get('missing', 0)} missing (no value, final), {c.get('failed', 0)} failed")
     for k, n in st.events.items():
         console.print(f"events: {escape(k)} x {n}")
     for line in st.batches_waiting:

@@ -23,11 +23,10 @@ if TYPE_CHECKING:
     )
     from fairpair.report._data import EvidencePair
 
-__all__ = ["ScenarioView", "SpreadView", "Figures", "CollectedRow", "VerdictRow", "ReasonGroup", "AAControlRow", "DiscoveredRow",
-           "SelfTestRow",
-           "EvidenceBlock", "TwoPartyView",
-           "DroppedRow", "RankingView", "RankingSelectionRow", "RankingSlotRow", "RankingPairRow", "RankingEvidenceView",
-           "RankingEvidenceLine", "RankingTable"]
+__all__ = ["ScenarioView", "SpreadView", "Figures", "CollectedRow", "VerdictRow", "ReasonGroup", "AAControlRow",
+           "DiscoveredRow", "SelfTestRow", "EvidenceBlock", "TwoPartyView",
+           "DroppedRow", "RankingView", "RankingSelectionRow", "RankingSlotRow", "RankingPairRow",
+           "RankingEvidenceView", "RankingEvidenceLine", "RankingTable"]
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,8 @@ from fairpair.errors import FairpairError
 from fairpair.store import Store
 
 __all__ = ["BATCH_DIR", "COMPLETION_WINDOW", "MAX_BYTES", "MAX_REQUESTS", "BatchClient", "BatchSummary",
-           "batch_session", "batch_target_names", "refuse_batch", "create_batch", "custom_id", "ingest_batch", "parse_custom_id", "record_intent",
+           "batch_session", "batch_target_names", "refuse_batch", "create_batch", "custom_id", "ingest_batch",
+           "parse_custom_id", "record_intent",
            "record_submitted", "result_lines"]
 
 #: Most requests in one batch input file (OpenAI's limit).
@@ -307,7 +308,8 @@ def batch_target_names(store: Store, targets: dict[str, Any], *, requested: bool
     if requested:
         _refuse_no_api([f"{n} (kind {getattr(t, 'kind', '?')})" for n, t in targets.items() if not _has_batch_api(t)])
         return list(targets)
-    with_batches = {b["target"] for b in store.batches(stage="run")} | {b["target"] for b in store.batches(stage="turns")}
+    with_batches = ({b["target"] for b in store.batches(stage="run")}
+                    | {b["target"] for b in store.batches(stage="turns")})
     return [n for n in targets if n in with_batches and _has_batch_api(targets[n])]
 
 
@@ -436,7 +438,8 @@ async def _recover(store: Store, run_dir: Path, record: dict[str, Any], client: 
     path = run_dir / BATCH_DIR / record["state"]["input_file"]
     keys = list(store.batch_case_ids(record["batch_id"]))
     found = await client.find(path.name)
-    state = found if found is not None else await create_batch(client, path, {"fairpair_target": record["target"][:500]})
+    state = (found if found is not None
+             else await create_batch(client, path, {"fairpair_target": record["target"][:500]}))
     store.event("batch_recovered", {"target": record["target"], "stage": "run", "local": record["batch_id"],
                                     "adopted": (found or {}).get("id")})
     record_submitted(store, local=record["batch_id"], name=record["target"], stage="run", base_url=client.root,
