@@ -107,7 +107,7 @@ def _components(name_sets: list[tuple[str, ...]]) -> list[list[str]]:
     for names in name_sets:
         for n in names:
             find(n)
-        for a, b in zip(names, names[1:], strict=False):
+        for a, b in zip(names, names[1:], strict=False):  # consecutive names: one pair fewer than names
             ra, rb = find(a), find(b)
             if ra != rb:
                 parent[rb] = ra

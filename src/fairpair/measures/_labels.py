@@ -219,7 +219,7 @@ def _parse_labels(fh, path: Path, dims: list[str], levels: dict[str, dict[str, i
         line, end = end + 1, reader.line_num  # the row's first line: a masked answer spans several
         if not cells:
             continue
-        row = dict(zip(cols, cells, strict=False))
+        row = dict(zip(cols, cells, strict=False))  # a short row leaves its last columns blank (as csv.DictReader)
         sid = (row.get("sample_id") or "").strip()
         if sid not in known:
             raise FairpairError(f"unknown sample id {sid!r}", file=path, line=line, key="sample_id",
