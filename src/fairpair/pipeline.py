@@ -203,7 +203,8 @@ def run(run_ref: RunRef, settings: Settings) -> StageResult:
     t0 = time.monotonic()
     lb = _battery(settings, "run")
     only = list(settings.targets) if settings.targets else None
-    check_self_judging(lb, select_targets(lb, only))  # before anything is sent: the measure stage would refuse it after the run
+    # before anything is sent: the measure stage would refuse it after the run
+    check_self_judging(lb, select_targets(lb, only))
     outcome = execute_run(lb, run_ref if isinstance(run_ref, Run) else Path(run_ref), settings.calls, only_targets=only,
                           progress=settings.progress, batch=settings.batch)
     per = outcome.manifest.get("counts", {})
@@ -339,8 +340,8 @@ def _unmeasured(run_dir: RunRef, measures: list[str]) -> tuple[dict[str, int], i
     return {m: n for m, n in left.items() if n > 0}, answered
 
 
-def after_run(run_dir: RunRef, loaded: LoadedBattery, console: Console | None, *, measure: bool = True, analyze: bool = True,
-              report: bool = True, gate: bool = False, judge_calls: RunSettings | None = None,
+def after_run(run_dir: RunRef, loaded: LoadedBattery, console: Console | None, *, measure: bool = True,
+              analyze: bool = True, report: bool = True, gate: bool = False, judge_calls: RunSettings | None = None,
               verbose: bool = False, ignore_status: bool = False) -> int:
     """Run the later stages on ``run_dir``; returns the exit code for ``--gate`` (0 = pass).
 
@@ -348,8 +349,9 @@ def after_run(run_dir: RunRef, loaded: LoadedBattery, console: Console | None, *
     two-party design (analysed without a plan: cells, dispersion, least-changing prompt); ``report``
     always (when asked). With the report, the analysis prints no table: the report prints the verdicts
     in plain words. The run is opened once to measure (for writing) and once to analyse and report
-    (read-only): the report is built from the analysis's :class:`~fairpair.records.Results` as returned. ``judge_calls``: how ``measure`` calls its judge (``fairpair run --engine ray`` passes
-    its engine, so the judge's calls and the embeddings run on Ray too); default :class:`RunSettings()`.
+    (read-only): the report is built from the analysis's :class:`~fairpair.records.Results` as
+    returned. ``judge_calls``: how ``measure`` calls its judge (``fairpair run --engine ray`` passes its
+    engine, so the judge's calls and the embeddings run on Ray too); default :class:`RunSettings()`.
 
     Without ``measure`` (``--no-measure``), when the battery declares measures and no answer has a
     measurement yet (none stored, none imported), neither ``analyze`` nor ``report`` runs: their files

@@ -204,7 +204,8 @@ def test_both_passes_off_is_an_error_and_a_small_battery_is_refused(tmp_path, ca
     assert code == 2 and "both passes are off" in err
     code, _, err = run_cli(["discover", run], capsys)
     assert code == 2 and "misses the design minimums" in err and "5 template(s)" in err
-    assert "each part needs 8 templates and 5 names per group, so the battery needs 16 templates" in " ".join(err.split())
+    assert ("each part needs 8 templates and 5 names per group, so the battery needs 16 templates"
+            in " ".join(err.split()))
     code, out, _ = run_cli(["plan", battery, "--discover"], capsys)
     assert "needs 8 templates a part (16 in the battery)" in " ".join(out.split())
 

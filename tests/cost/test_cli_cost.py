@@ -226,4 +226,5 @@ def test_a_persona_study_without_its_imported_scenes_says_import_scenes(tmp_path
     r = fairpair("plan", copy, "--cost")
     assert r.exit_code == 2
     out = " ".join(r.output.split())
-    assert "included file not found" in out and f"fairpair import-scenes SCENES.xlsx -o {tmp_path / 'tan_lee_scenes.yaml'}" in out
+    assert "included file not found" in out
+    assert f"fairpair import-scenes SCENES.xlsx -o {tmp_path / 'tan_lee_scenes.yaml'}" in out

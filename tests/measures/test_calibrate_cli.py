@@ -297,7 +297,7 @@ def test_yes_no_words_and_end_levels_import_on_the_page_scale(yes_no_run, tmp_pa
     run, exported = yes_no_run
     cells = ["sí", "No", "5", "1", "SI", ""]
     rows = [{"sample_id": r["sample_id"], "courtesy": c, "condescension": "", "distrust": ""}
-            for r, c in zip(read_csv(exported), cells)]
+            for r, c in zip(read_csv(exported), cells, strict=True)]
     write_csv(tmp_path / "teo.csv", rows, ["sample_id", "courtesy", "condescension", "distrust"])
     assert run_cli(["calibrate", "import", run, tmp_path / "teo.csv"], capsys)[0] == 0
     with Store.open(run, create=False) as s:

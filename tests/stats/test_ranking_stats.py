@@ -299,7 +299,7 @@ def test_ratio_interval_at_another_level_is_the_same_construction():
     d = _sets(seed=4, t=12, worth=(0.0, 0.6, 0.2))
     at95 = ratio_to_best(d["top"], d["template"], d["name"], names="fixed", confidence_level=0.95)
     at99 = ratio_to_best(d["top"], d["template"], d["name"], names="fixed", confidence_level=0.99)
-    for a, b in zip(at95, at99):
+    for a, b in zip(at95, at99, strict=True):
         assert tuple(a.confidence_interval(0.99)) == pytest.approx(tuple(b.ci))
     fixed = ratio_to_best(d["top"], d["template"], d["name"], names="fixed", reference=2)
     assert tuple(fixed[0].confidence_interval(0.9)) == pytest.approx(_log_ci(d["top"], d["template"], 0, 2, 0.9))

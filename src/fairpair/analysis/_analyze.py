@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,19 +12,34 @@ import numpy as np
 
 import fairpair.battery  # noqa: F401  (registers the reader of the battery a run records: Run.battery)
 from fairpair import __version__
-from fairpair.analysis._data import (
-    CaseTable, RunData, Strata, add_category_values, group_pairs, load_run_data, measure_scale, pairs_for, strata_for,
-)
 from fairpair.analysis._corrected import analyze_corrected, label_arrays, load_labels
-from fairpair.analysis._paired import BINARY_SCALES, analyze_pairs, finish, scenario_pvalues
-from fairpair.records import (
-    AnswerStatusBlock, ComparisonResult, Counts, IncompleteRun, JudgeBlock, LengthBias, OmnibusResult, PositionBias,
-    Results, num,
+from fairpair.analysis._data import (
+    CaseTable,
+    RunData,
+    Strata,
+    add_category_values,
+    group_pairs,
+    load_run_data,
+    measure_scale,
+    pairs_for,
+    strata_for,
 )
+from fairpair.analysis._paired import BINARY_SCALES, analyze_pairs, finish, scenario_pvalues
 from fairpair.battery import recorded_battery
 from fairpair.errors import FairpairError
-from fairpair.stats import adjust
-from fairpair.stats import cochran_q, friedman
+from fairpair.records import (
+    AnswerStatusBlock,
+    ComparisonResult,
+    Counts,
+    IncompleteRun,
+    JudgeBlock,
+    LengthBias,
+    OmnibusResult,
+    PositionBias,
+    Results,
+    num,
+)
+from fairpair.stats import adjust, cochran_q, friedman
 from fairpair.store import RESULTS_NAME, Run
 
 if TYPE_CHECKING:
@@ -179,7 +194,7 @@ def analyze_loaded(battery: Battery, data: RunData, *, targets: list[str] | None
                      "status": "holm (the answer-status comparisons of the target)"}[primary]
             adj, adj_m, scen = _family_adjust(fam, method)
             spread = _spread_adjust(fam, method)
-            for (pa, ident, _, margin), pa_adj, pm_adj, sc, sp in zip(fam, adj, adj_m, scen, spread):
+            for (pa, ident, _, margin), pa_adj, pm_adj, sc, sp in zip(fam, adj, adj_m, scen, spread, strict=True):
                 comparisons.append(finish(pa, pvalue_adjusted=num(pa_adj), margin=margin, alpha=plan.alpha,
                                           pvalue_margin_adjusted=num(pm_adj), scenario_adjusted=sc,
                                           spread_adjusted=sp, correction=label, family_size=len(fam), **ident))
@@ -200,7 +215,7 @@ def _spread_adjust(fam: list, method: str) -> list:
     raw_m = np.array([pa.within_spread.pvalue_beyond(pa.spread_margin) for pa in sps], dtype=float)
     adj, adj_m = adjust(raw, method), adjust(raw_m, method)
     label = f"{method} (the target's spread tests; secondary)"
-    for i, p, pm, pa in zip(have, adj, adj_m, sps):
+    for i, p, pm, pa in zip(have, adj, adj_m, sps, strict=True):
         out[i] = (num(p), label, len(have), num(pm) if pa.spread_margin else None)
     return out
 
@@ -231,7 +246,7 @@ def _family_adjust(fam: list, method: str) -> tuple[np.ndarray, np.ndarray, list
     adj: list[float] = []
     adj_m: list[float] = []
     scen: list[tuple[np.ndarray, np.ndarray] | None] = []
-    for (pa, *_), (i, j) in zip(fam, spans):
+    for (pa, *_), (i, j) in zip(fam, spans, strict=True):
         if pa.by_template:
             s0, sm = a0[i:j], am[i:j]
             adj.append(np.nanmin(s0) if np.isfinite(s0).any() else np.nan)
@@ -265,7 +280,8 @@ def _category_comparisons(data: RunData, strata, answered, ident: dict[str, Any]
     return out
 
 
-def _square_table_tests(data: RunData, strata: Strata, answered: np.ndarray, ident: dict[str, Any]) -> list[OmnibusResult]:
+def _square_table_tests(data: RunData, strata: Strata, answered: np.ndarray,
+                        ident: dict[str, Any]) -> list[OmnibusResult]:
     """Stuart-Maxwell (marginal homogeneity) and Bowker (symmetry) on the k x k table of the pairs'
     outcomes (:func:`fairpair.stats.stuart_maxwell`, :func:`fairpair.stats.bowker`), reported beside
     the per-outcome comparisons. Pair-level chi-square tests: they do not model the clustering of
@@ -307,8 +323,8 @@ def _status_comparisons(battery: Battery, data: RunData, target: str, pending: l
     """The answer-status rates (``answer.failed``, ``answer.refused``...; see
     :mod:`fairpair.measures.status`) compared between the groups of every plan comparison, as
     yes/no measures through the same paired analysis. The statuses of ``always`` (the analysis's
-    :data:`ALWAYS_COMPARED`: failed, empty, refused) are always compared, also when none occurs (no event in either group:
-    the interval of :func:`~fairpair.analysis._paired.no_events_interval`); the others only when
+    :data:`ALWAYS_COMPARED`: failed, empty, refused) are always compared, also when none occurs (no
+    event in either group: the interval of :func:`~fairpair.analysis._paired.no_events_interval`); the others only when
     they occur for the target. One Holm family per target; secondary (they do not enter the gate's
     primary family), but a ``fail`` is named in the headline and fails the gate (unless
     ``--ignore-status``)."""
@@ -567,7 +583,7 @@ def _answer_statuses(battery: Battery, data: RunData) -> dict[str, AnswerStatusB
             for attr, g in data.cases.groups[i].items():
                 cell = by_group.setdefault(attr, {}).setdefault(g, {})
                 cell[arr[i]] = cell.get(arr[i], 0) + 1
-        for attr, groups in by_group.items():
+        for groups in by_group.values():
             for g, cell in groups.items():
                 tot = sum(cell.values())
                 groups[g] = {s: cell.get(s, 0) / tot for s in STATUSES if s in counts}
@@ -614,8 +630,8 @@ def analyze_run(run_dir: Path | str | Run, *, console: Any = None, write: bool =
     FairpairError
         Not a run directory, or no battery recorded in it.
     """
-    from fairpair.analysis._two_party import analyze_two_party
     from fairpair.analysis._data import open_for_reading
+    from fairpair.analysis._two_party import analyze_two_party
 
     with open_for_reading(run_dir) as run:
         path: Path = run.path
@@ -671,7 +687,7 @@ def analyze_run(run_dir: Path | str | Run, *, console: Any = None, write: bool =
             notes.append("the analysis plan was changed after it was registered; the registered plan was executed")
         res = Results(
             schema_="fairpair.results/2", fairpair_version=__version__,
-            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), run_dir=str(path),
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"), run_dir=str(path),
             battery=battery.name, battery_sha256=loaded.sha256, plan_sha256=registered, plan_sha256_now=now,
             plan_changed=bool(changes) and now != registered, alpha=plan.alpha, correction=plan.correction,
             confidence_level=plan.confidence_level, n_resamples=plan.bootstrap_resamples, seed=plan.seed,

@@ -38,11 +38,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from fairpair.analysis._data import CaseTable, group_pairs, load_run_data, measure_scale, strata_for
 from fairpair.analysis._paired import t_interval
-from fairpair.records import interval, num
 from fairpair.battery import recorded_battery
 from fairpair.errors import FairpairError
-from fairpair.stats._bootstrap import _paired_difference_bootstrap  # silent engine: the t interval below is used
+from fairpair.records import interval, num
 from fairpair.stats import wilcoxon
+from fairpair.stats._bootstrap import _paired_difference_bootstrap  # silent engine: the t interval below is used
 
 if TYPE_CHECKING:
     from fairpair.analysis._data import RunData
@@ -195,7 +195,7 @@ def compare_runs(before: Path | str, after: Path | str, *, target_before: str | 
     rows: list[CompareRow] = []
     for ta, tb in tpairs:
         ans_a, ans_b = da.answered[ta], db.answered[tb]
-        for k, c in enumerate(plan.comparisons):
+        for c in plan.comparisons:
             if c.attribute not in ba.attributes:
                 continue
             va = da.values.get((ta, c.measure))
@@ -247,8 +247,8 @@ def _resamples(plan: AnalysisPlan) -> int:
 def _ranking_rows(battery: Battery, da: RunData, db: RunData, ta: str, tb: str, a_key: list[tuple[str, str, str]],
                   b_index: dict[tuple[str, str, str], int], plan: AnalysisPlan, notes: list[str]) -> list[CompareRow]:
     """The ranking designs' pairs of groups: the per-set difference before and after, set by set."""
-    from fairpair.analysis._rankrun import ranking_frame
     from fairpair.analysis._ranking import set_differences
+    from fairpair.analysis._rankrun import ranking_frame
 
     measures = battery.ranking_measures()
     rows: list[CompareRow] = []
@@ -267,7 +267,7 @@ def _ranking_rows(battery: Battery, da: RunData, db: RunData, ta: str, tb: str, 
                 continue
             for s in before:
                 t = after[(s.measure, s.group_a, s.group_b)]
-                of_b = dict(zip(t.case_ids.tolist(), t.difference.tolist()))
+                of_b = dict(zip(t.case_ids.tolist(), t.difference.tolist(), strict=True))
                 # the same matched set in the later run: by case id, or by (design, matched set, groups)
                 later = [b_index.get(a_key[da.cases.index[cid]]) for cid in s.case_ids.tolist()]
                 gap_b = np.array([np.nan if j is None else of_b.get(db.cases.ids[j], np.nan) for j in later])

@@ -66,7 +66,7 @@ class HumanLabels:
     raters: dict
 
     @classmethod
-    def from_rows(cls, rows: Iterable[tuple[str, str, float | None, float | None]]) -> "HumanLabels":
+    def from_rows(cls, rows: Iterable[tuple[str, str, float | None, float | None]]) -> HumanLabels:
         """From ``(case_id, rater, value, inclusion)`` rows (``inclusion`` None when unknown); a rater
         who labelled one answer twice counts once, with the last value."""
         by: dict[str, dict[str, float]] = {}

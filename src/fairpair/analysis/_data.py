@@ -167,7 +167,7 @@ def load_answer_statuses(store: Store, index: dict[str, int], n: int, language: 
     return out, examples
 
 
-def add_status_values(data: "RunData") -> None:
+def add_status_values(data: RunData) -> None:
     """Fill ``data.status_values`` with one yes/no measure per answer status: ``answer.<status>`` is
     1 where the case's answer has that status, 0 where it has another, NaN while pending."""
     from fairpair.measures.status import DEGENERATE
@@ -180,7 +180,7 @@ def add_status_values(data: "RunData") -> None:
             data.raw_kinds.setdefault(STATUS_PREFIX + st, set()).add("bool")
 
 
-def add_category_values(store: Store, data: "RunData", categories: dict[str, tuple[str, ...]]) -> None:
+def add_category_values(store: Store, data: RunData, categories: dict[str, tuple[str, ...]]) -> None:
     """Read the labels of the ``categorical`` measures (row -> declared outcomes) into ``data.labels``
     and add one yes/no measure per outcome, ``<measure>=<outcome>`` (1 where the case got that
     outcome, 0 where it got another, NaN where the label is missing), so each outcome is analysed
@@ -416,7 +416,7 @@ class Strata:
 
     def values(self):  # {group: case index} per stratum, for callers that iterate
         for row in self.matrix:
-            yield {g: int(i) for g, i in zip(self.groups, row) if i >= 0}
+            yield {g: int(i) for g, i in zip(self.groups, row, strict=True) if i >= 0}
 
 
 def strata_for(cases: CaseTable, design: str, attribute: str) -> Strata:

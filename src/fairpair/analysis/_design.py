@@ -195,7 +195,7 @@ def plan_warnings(loaded: LoadedBattery, plan: Plan) -> list[str]:
     """
     b = loaded.battery
     out: list[str] = []
-    for k, c in enumerate(b.analysis.comparisons):
+    for c in b.analysis.comparisons:
         names = (c.generalize or b.analysis.generalize).names
         templates = (c.generalize or b.analysis.generalize).templates
         for did, s in plan.designs.items():

@@ -89,7 +89,7 @@ class Split:
         return {"seed": self.seed, "names": self.names, "templates": self.templates, "names_of": self.names_of}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Split":
+    def from_dict(cls, d: dict[str, Any]) -> Split:
         return cls(int(d["seed"]), str(d["names"]), {k: list(v) for k, v in d["templates"].items()},
                    {k: list(v) for k, v in (d.get("names_of") or {}).items()})
 
@@ -107,7 +107,7 @@ def _components(name_sets: list[tuple[str, ...]]) -> list[list[str]]:
     for names in name_sets:
         for n in names:
             find(n)
-        for a, b in zip(names, names[1:]):
+        for a, b in zip(names, names[1:], strict=False):  # consecutive names: one pair fewer than names
             ra, rb = find(a), find(b)
             if ra != rb:
                 parent[rb] = ra
@@ -150,8 +150,8 @@ def make_split(templates: list[str], name_sets: list[tuple[str, ...]], *, names:
         else:  # every name meets every other: each group's names split apart (the mixed sets are lost)
             every = sorted({n for s in name_sets for n in s})
             pick = rng.random(len(every)) < 0.5
-            names_of = {"explore": [n for n, p in zip(every, pick) if p],
-                        "confirm": [n for n, p in zip(every, pick) if not p]}
+            names_of = {"explore": [n for n, p in zip(every, pick, strict=True) if p],
+                        "confirm": [n for n, p in zip(every, pick, strict=True) if not p]}
     return Split(seed, names, parts, names_of)
 
 
@@ -265,7 +265,7 @@ def distinguishing_phrases(presence_a: np.ndarray, presence_b: np.ndarray, vocab
         phrase = vocab[j]
         col = np.concatenate([pa[:, j], pb[:, j]])
         same = False
-        for c, pc in zip(picked, picked_cols):
+        for c, pc in zip(picked, picked_cols, strict=True):
             if f" {phrase} " in f" {c.phrase} " or f" {c.phrase} " in f" {phrase} ":
                 same = True
                 break
@@ -320,7 +320,7 @@ def screen(candidates: list[Any], analyses: list[Any], *, max_axes: int = 3, lev
     Returns (candidate, exploration p-value) pairs.
     """
     kept = []
-    for k, (c, pa) in enumerate(zip(candidates, analyses)):
+    for k, (c, pa) in enumerate(zip(candidates, analyses, strict=True)):
         est = pa.fields.get("estimate")
         want = int(np.sign(c.zscore)) if signs is None else signs[k]
         if pa.pvalue is None or est is None or not est or (want and np.sign(est) != want) or pa.pvalue >= level:
@@ -369,7 +369,7 @@ def confirm(tests: list[AxisTest], *, alpha: float) -> list[tuple[Any, bool]]:
     arr = np.array(raw, dtype=float)
     adj = adjust(arr, "holm") if arr.size else arr
     out = []
-    for t, p in zip(tests, adj):
+    for t, p in zip(tests, adj, strict=True):
         p = None if not np.isfinite(p) else float(p)
         how = "one-sided in the exploration's direction, " if t.sign else ""
         res = finish(t.pa, pvalue_adjusted=p, correction=f"holm ({how}the target's discovered axes)",
@@ -436,11 +436,11 @@ def _comparisons(battery, data, split: Split | None) -> tuple[list[_Comparison],
             ca, cb = strata.column(ga), strata.column(gb)
             ok = (ca >= 0) & (cb >= 0)
             ia, ib = ca[ok], cb[ok]
-            for i, j in zip(ia, ib):
+            for i, j in zip(ia, ib, strict=True):
                 name_sets.append(_set_names(cases, i, j, attr))
                 templates.append(cases.template[i])
             part = np.array([split.part(cases.template[i], _set_names(cases, i, j, attr)) or ""
-                             for i, j in zip(ia, ib)] if split else [""] * len(ia), dtype=object)
+                             for i, j in zip(ia, ib, strict=True)] if split else [""] * len(ia), dtype=object)
             for target in data.targets:
                 out.append(_Comparison(target, did, attr, ga, gb, ia, ib, part))
     return out, name_sets, templates
@@ -639,7 +639,7 @@ def _model_axes(run_dir: Path, data: Any, shown: list, proposer: Any, battery: A
     proposed = propose_axes(proposer, [pairs for *_, pairs in shown], language=battery.language, seed=seed,
                             max_axes=2 * max_axes, settings=settings)
     cands: list[tuple[_Comparison, dict[str, Any]]] = []
-    for (ident, c, both, pairs), (qs, calls, bad) in zip(shown, proposed):
+    for (ident, c, _both, pairs), (qs, calls, bad) in zip(shown, proposed, strict=True):
         for q, n in qs:
             cands.append((c, {"name": _slug(q, taken, "q_"), "how": "model", **ident, "direction": None,
                               "spec": {"kind": "llm_extract", "instructions": q, "schema": {"type": "boolean"}},
@@ -760,7 +760,7 @@ def discover_run(run_dir: Path | str, *, seed: int | None = None, words: bool = 
         sel = np.nonzero(c.part == "explore")[0]
         ids_a = [data.cases.ids[i] for i in c.ia[sel]]
         ids_b = [data.cases.ids[i] for i in c.ib[sel]]
-        both = [(a, b) for a, b in zip(ids_a, ids_b) if (c.target, a) in texts and (c.target, b) in texts]
+        both = [(a, b) for a, b in zip(ids_a, ids_b, strict=True) if (c.target, a) in texts and (c.target, b) in texts]
         n_explore.update((c.target, x) for ab in both for x in ab)
         ident = dict(target=c.target, attribute=c.attribute, design=c.design, group_a=c.group_a, group_b=c.group_b)
         if words and both:
@@ -829,8 +829,8 @@ def print_discovered(console, block) -> None:
     console.print(f"discovered (not pre-registered; changes no verdict and not the gate): passes "
                   f"{', '.join(block.passes) or 'none'} on {n.get('explore', 0)} exploration answers; "
                   f"{len(block.axes)} axis(es) tested on {n.get('confirm', 0)} confirmation answers, "
-                  f"{len(block.confirmed())} confirmed ({block.correction}, alpha {block.alpha}; an axis one-sided, in the "
-                  f"direction the exploration saw)", soft_wrap=True)
+                  f"{len(block.confirmed())} confirmed ({block.correction}, alpha {block.alpha}; an axis one-sided, "
+                  f"in the direction the exploration saw)", soft_wrap=True)
     for a in block.axes:
         c = a.confirmation
         est = "n/a" if c is None or c.estimate is None else f"{100 * c.estimate:+.1f} points"
@@ -897,7 +897,7 @@ def discovered_block(store, battery, data) -> Any:
         tests.setdefault(c.target, []).append((a, AxisTest(pa, sign, ident)))
     axes = []
     for _target, fam in tests.items():
-        for (a, _t), (res, ok) in zip(fam, confirm([t for _, t in fam], alpha=plan.alpha)):
+        for (a, _t), (res, ok) in zip(fam, confirm([t for _, t in fam], alpha=plan.alpha), strict=True):
             axes.append(DiscoveredAxis(name=a["name"], how=a["how"], measure=DISCOVERED_PREFIX + a["name"],
                                        spec=a["spec"], target=a["target"], attribute=a["attribute"],
                                        design=a["design"], group_a=a["group_a"], group_b=a["group_b"],
@@ -950,7 +950,8 @@ def from_discovered(battery, fragment: Path | str) -> tuple[Any, dict[str, Any]]
     if not names:
         raise FairpairError("no confirmed axis (discovered.confirmed is empty): nothing to take into the battery",
                             file=path, key="discovered.confirmed",
-                            hint="list under discovered.confirmed the axes to take, if you mean to take unconfirmed ones")
+                            hint="list under discovered.confirmed the axes to take, "
+                                 "if you mean to take unconfirmed ones")
     comps = {c.get("measure"): c for c in ((frag.get("analysis") or {}).get("comparisons") or [])
              if isinstance(c, dict)}
     measures, comparisons = {}, []

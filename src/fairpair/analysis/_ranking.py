@@ -23,8 +23,8 @@ What is computed (see :mod:`fairpair.stats._ranking` for the methods):
   **inconclusive**; **insufficient design** by the rule of
   :mod:`fairpair.analysis._design`;
 * across groups: the crossed F (names fixed) or Clark's quasi-F (names
-  random) on the top pick, with templates fixed the stratified Hotelling F, with Cochran's Q (top pick) and Friedman (ranks)
-  over the matched sets as secondary tests (they treat sets as
+  random) on the top pick, with templates fixed the stratified Hotelling F, with Cochran's Q (top
+  pick) and Friedman (ranks) over the matched sets as secondary tests (they treat sets as
   independent);
 * every pair of groups, twice: the top-pick risk difference (``top_A -
   top_B``) and the preference ``P(A above B) - P(B above A)`` (per set,
@@ -63,11 +63,20 @@ import numpy as np
 from fairpair.analysis._design import RANKING_WORDS, design_reason, design_reason_counts, estimand_words
 from fairpair.analysis._paired import PairAnalysis, PairData, finish
 from fairpair.records import (
-    ComparisonResult, RankingNameRate, RankingPosition, RankingRatio, RankingResult, RankingSelection, RankingSlot,
-    RankingTemplateCounts, RankingTest, interval, num,
+    ComparisonResult,
+    RankingNameRate,
+    RankingPosition,
+    RankingRatio,
+    RankingResult,
+    RankingSelection,
+    RankingSlot,
+    RankingTemplateCounts,
+    RankingTest,
+    interval,
+    num,
 )
-from fairpair.stats._common import check_choice, check_level
 from fairpair.stats import CrossedDifferenceResult, CrossedMeanResult, adjust
+from fairpair.stats._common import check_choice, check_level
 from fairpair.stats._ranking import with_shared_names
 from fairpair.stats._sharednames import NameClusters, name_clusters
 
@@ -283,8 +292,7 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
         raise ValueError(f"a ranking analysis needs at least two groups; got {glist}")
     if reference is not None and reference not in glist:
         raise ValueError(f"reference {reference!r} is not one of the groups {glist}")
-    from fairpair.stats import cochran_q, friedman
-    from fairpair.stats import position_effect, ratio_to_best, set_k_test, set_mean, verdict_alphas
+    from fairpair.stats import cochran_q, friedman, position_effect, ratio_to_best, set_k_test, set_mean, verdict_alphas
 
     notes: list[str] = []
     n_unparsed = fr.n_sets - fr.n_parsed
@@ -334,7 +342,7 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
                                       group_a="each", group_b="each", templates=templates)
     reason_all = reason_all.replace("group each", "each group") if reason_all else None
     ratio_rows = []
-    for r, p, padj, a_i in zip(ratios, pb, pb_adj, alphas):
+    for r, p, padj, a_i in zip(ratios, pb, pb_adj, alphas, strict=True):
         g = str(r.group)
         high = r.confidence_interval(1.0 - float(a_i)).high if np.isfinite(a_i) else float("nan")
         is_ref = reference is not None and g == reference
@@ -369,8 +377,9 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
                  for s in pe.slots]
     fml = (num(slot_rows[0].top_rate - slot_rows[-1].top_rate)
            if slot_rows[0].top_rate is not None and slot_rows[-1].top_rate is not None else None)
-    position = RankingPosition(slots=slot_rows, expected_rate=1.0 / fr.k, top_test=_omni(pe.top_test, int(parsed.sum())),
-                               rank_test=_omni(pe.rank_test), cochran=_omni(pe.cochran),
+    position = RankingPosition(slots=slot_rows, expected_rate=1.0 / fr.k,
+                               top_test=_omni(pe.top_test, int(parsed.sum())), rank_test=_omni(pe.rank_test),
+                               cochran=_omni(pe.cochran),
                                friedman=_omni(pe.friedman) if pe.friedman is not None else None, first_minus_last=fml)
     names_table, names_test = _names(fr, glist, notes)
     pairs = _pairs(tb, glist, names=names, alpha=a, level=level, margin=margin, correction=correction,
@@ -425,7 +434,7 @@ def _names(fr: _Frame, glist: list[str], notes: list[str]) -> tuple[list[Ranking
     return rows, test
 
 
-def _by_template(tb: "_Tables", fr: _Frame, glist: list[str]) -> list[RankingTemplateCounts]:
+def _by_template(tb: _Tables, fr: _Frame, glist: list[str]) -> list[RankingTemplateCounts]:
     out = []
     for t, label in enumerate(fr.template_labels):
         rows = tb.template == t
@@ -434,8 +443,8 @@ def _by_template(tb: "_Tables", fr: _Frame, glist: list[str]) -> list[RankingTem
         best = float(counts.max()) if counts.size else 0.0
         out.append(RankingTemplateCounts(
             template=str(label), n_sets=int(rows.sum()), n_parsed=int(parsed.sum()),
-            top={g: int(c) for g, c in zip(glist, counts)},
-            ratios={g: (num(float(c) / best) if best > 0 else None) for g, c in zip(glist, counts)}))
+            top={g: int(c) for g, c in zip(glist, counts, strict=True)},
+            ratios={g: (num(float(c) / best) if best > 0 else None) for g, c in zip(glist, counts, strict=True)}))
     return out
 
 
@@ -554,7 +563,8 @@ def _pair_analysis(tb: _Tables, ja: int, jb: int, ga: str, gb: str, measure: str
         cm = with_shared_names(stratified_difference(x, y, tb.template), x - y, clusters, names=names,
                                templates="fixed")
     else:
-        cm = paired_difference(x, y, tb.template, clusters if clusters is not None else tb.nameset, names=names, pool=None)
+        cm = paired_difference(x, y, tb.template, clusters if clusters is not None else tb.nameset, names=names,
+                               pool=None)
     n_names = int(np.unique(tb.nameset[keep]).size)
     f: dict[str, Any] = {
         "n_pairs": n, "n_dropped": int(keep.size - n), "scale": "binary", "value_kind": "rate",
@@ -618,7 +628,7 @@ def _pairs(tb: _Tables, glist: list[str], *, names: str, alpha: float, level: fl
         raw_m = np.array([np.nan if (q := p.pvalue_beyond(margin)) is None else q for p, _ in pending])
         adj = adjust(raw, correction) if raw.size else raw
         adj_m = adjust(raw_m, correction) if raw_m.size else raw_m
-        for (pa, ident), p_adj, pm_adj in zip(pending, adj, adj_m):
+        for (pa, ident), p_adj, pm_adj in zip(pending, adj, adj_m, strict=True):
             out.append(finish(pa, pvalue_adjusted=num(p_adj), margin=margin, alpha=alpha,
                               pvalue_margin_adjusted=num(pm_adj),
                               correction=f"{correction} (the pairs of {ident['measure']})",

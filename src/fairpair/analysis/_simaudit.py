@@ -29,11 +29,10 @@ Each audit goes through :func:`fairpair.analysis._paired.analyze_pairs`,
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import Any
 
 import numpy as np
-from functools import lru_cache
-
 from scipy import optimize, special, stats
 
 from fairpair.analysis._paired import PairData, analyze_pairs, finish
@@ -176,7 +175,7 @@ def true_mean(measure: str, mu: float) -> float:
     return float(_mean_given(measure, np.asarray(mu), 1.0))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _mu_for(measure: str, delta: float) -> float:
     base = true_mean(measure, 0.0)
     if delta == 0:
@@ -230,7 +229,8 @@ def _draw(row: Row, mus: np.ndarray, rng: np.random.Generator, delta: float = 0.
             # a bounded measure may not reach base + delta in these templates: then base - delta (the rules
             # are symmetric in the sign)
             sign = 1.0 if per_template(8.0, j).mean() - base - delta > 0 else -1.0
-            mus[j] = optimize.brentq(lambda m: per_template(m, j).mean() - base - sign * delta, -8, 8, xtol=1e-12)
+            mus[j] = optimize.brentq(lambda m, j=j, sign=sign: per_template(m, j).mean() - base - sign * delta,
+                                     -8, 8, xtol=1e-12)
     eta = (mus[:, None, None, None] + a_t + g_t + b
            + rng.normal(0, np.sqrt(cell), (g, t, k, 1)) + rng.normal(0, np.sqrt(gen.matched_set), (1, t, 1, r))
            + rng.normal(0, np.sqrt(noise), (g, t, k, r)) * _spread_scale(gen, rng, g, t, k))
@@ -263,7 +263,7 @@ def _spread_scale(gen: Gen, rng: np.random.Generator, g: int, t: int, k: int) ->
     return np.exp(x - var) * ratio
 
 
-@lru_cache(maxsize=None)
+@cache
 def true_spread(gen: Gen) -> float:
     """The true log ratio of the mean within-cell SDs (groups 1.. over group 0) of a linear measure.
 
@@ -318,7 +318,7 @@ class Tally:
     sp_cov: int = 0  # ... whose 95% interval of the log SD ratio covers the truth (linear measures)
     sp_ncov: int = 0
 
-    def add(self, o: "Tally") -> None:
+    def add(self, o: Tally) -> None:
         for f in self.__dataclass_fields__:
             setattr(self, f, getattr(self, f) + getattr(o, f))
 
@@ -333,8 +333,9 @@ def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: 
     sign = SIGN.get(row.measure, 1.0)
     tl = Tally()
     pas = []
-    kw: dict[str, Any] = dict(alpha=row.alpha, confidence_level=1 - row.alpha, exact_threshold=25, n_resamples=0, seed=seed,
-              heterogeneity=False, names=row.estimand, secondary=False, templates=row.templates_estimand)
+    kw: dict[str, Any] = dict(alpha=row.alpha, confidence_level=1 - row.alpha, exact_threshold=25, n_resamples=0,
+                              seed=seed, heterogeneity=False, names=row.estimand, secondary=False,
+                              templates=row.templates_estimand)
     for j in range(1, ng):
         if row.judge is not None:  # the judge's scores, corrected by the labels (group j is A)
             from fairpair.analysis._corrected import analyze_corrected
@@ -350,15 +351,15 @@ def _one(row: Row, delta: float, margin: float, rng: np.random.Generator, seed: 
     adj = adjust(raw, row.correction if ng > 2 else "none")
     raw_m = np.array([np.nan if (q := p.pvalue_beyond(margin)) is None else q for p in pas])
     adj_m = adjust(raw_m, row.correction if ng > 2 else "none")
-    ident: dict[str, Any] = dict(id="sim", target="sim", measure="m", attribute="a", design="d", group_a="A", group_b="B",
-                 primary=True)
+    ident: dict[str, Any] = dict(id="sim", target="sim", measure="m", attribute="a", design="d", group_a="A",
+                                 group_b="B", primary=True)
     # the spread tests: their own family, with the plan's correction (as analyze_run)
     sp_raw = np.array([np.nan if p.within_spread is None else p.within_spread.pvalue for p in pas], dtype=float)
     sp_adj = adjust(sp_raw, row.correction if ng > 2 else "none")
     verdict_nm, verdict_m = [], []
     guarded = 0
     scen_false = found = False
-    for j, (pa, pj, pmj) in enumerate(zip(pas, adj, adj_m)):
+    for j, (pa, pj, pmj) in enumerate(zip(pas, adj, adj_m, strict=True)):
         if delta != 0:  # the spread is tallied at a true difference of 0 only: its Fieller interval costs
             pa.within_spread = None
         if row.templates_estimand == "fixed" or row.gen.sparse:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -33,9 +33,9 @@ def analyze(run: RunArg,
 def gate(run: RunArg,
          on_inconclusive: Annotated[bool, typer.Option("--on-inconclusive",
                                                        help="Also fail on inconclusive primary comparisons.")] = False,
-         baseline: Annotated[Optional[Path], typer.Option("--baseline", help="Also fail when a gap got "
+         baseline: Annotated[Path | None, typer.Option("--baseline", help="Also fail when a gap got "
                                                           "significantly worse than in this earlier run.")] = None,
-         junit: Annotated[Optional[Path], typer.Option("--junit", help="Write JUnit XML here (not when the gate "
+         junit: Annotated[Path | None, typer.Option("--junit", help="Write JUnit XML here (not when the gate "
                                                        "exits 2).")] = None,
          on_insufficient: Annotated[bool, typer.Option(
              "--on-insufficient", help="Also fail on primary comparisons whose design cannot support a verdict "
@@ -69,13 +69,13 @@ def gate(run: RunArg,
 
 @app.command()
 def compare(run_a: Annotated[Path, typer.Argument(help="Run before the change.", show_default=False)],
-            run_b: Annotated[Optional[Path], typer.Argument(
+            run_b: Annotated[Path | None, typer.Argument(
                 help="Run after the change (default: RUN_A, to compare two of its targets).",
                 show_default=False)] = None,
-            target_before: Annotated[Optional[str], typer.Option(
+            target_before: Annotated[str | None, typer.Option(
                 "--target-before", help="The target of RUN_A to compare (default: each target with the one of "
                                         "the same name).")] = None,
-            target_after: Annotated[Optional[str], typer.Option(
+            target_after: Annotated[str | None, typer.Option(
                 "--target-after", help="The target of RUN_B to compare it with.")] = None,
             as_json: JsonOpt = False) -> None:
     """Compare two runs of the same battery: the change in each gap, matched set by matched set.
@@ -109,7 +109,7 @@ def compare(run_a: Annotated[Path, typer.Argument(help="Run before the change.",
         # a rate's gap in percentage points, as the gate and the report print it; others in the measure's units
         binary = r.scale == "binary"
         unit = " points" if binary else ""
-        f = lambda v: "n/a" if v is None else (f"{100 * v:+.1f}" if binary else f"{v:+.3f}")  # noqa: E731
+        f = lambda v, binary=binary: "n/a" if v is None else (f"{100 * v:+.1f}" if binary else f"{v:+.3f}")  # noqa: E731
         ci = "" if not r.ci or None in r.ci else f" [{f(r.ci[0])}, {f(r.ci[1])}]"
         p = "n/a" if r.pvalue is None else f"{r.pvalue:.3g}"
         what = f"ranking {r.design} {r.ranking} {r.id}" if r.ranking else r.id
@@ -131,13 +131,13 @@ def results_schema_cmd() -> None:
 
 @app.command()
 def discover(run: RunArg,
-             seed: Annotated[Optional[int], typer.Option(
+             seed: Annotated[int | None, typer.Option(
                  help="Seed of the split into exploration and confirmation parts (default 0). A run is split "
                       "once: with a split recorded, a different seed is an error.")] = None,
              words: Annotated[bool, typer.Option("--words/--no-words", help="The model-free pass: phrases that "
                                                  "distinguish the groups' answers (log-odds ratio, informative "
                                                  "Dirichlet prior).")] = True,
-             proposer: Annotated[Optional[str], typer.Option(
+             proposer: Annotated[str | None, typer.Option(
                  "--proposer", help="The model pass: a target of the battery, or a target block as JSON/YAML "
                                     "('{kind: openai, model: ..., base_url: ...}'), shown masked answer pairs in "
                                     "both orders; its questions are answered by the battery's judge. Default: "
@@ -148,7 +148,7 @@ def discover(run: RunArg,
                                                               "no candidate.")] = 5,
              pairs: Annotated[int, typer.Option(min=1, help="Matched pairs shown to the proposer per pair of "
                                                           "groups (each in both orders).")] = 8,
-             judge: Annotated[Optional[str], typer.Option(
+             judge: Annotated[str | None, typer.Option(
                  "--judge", help="The judge that answers the proposed questions on the confirmation part: a target "
                                  "of the battery or a target block as JSON/YAML (default: the battery's judge, "
                                  "else the embedded local model).")] = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich import box
@@ -15,8 +15,17 @@ from rich.table import Table
 from fairpair.battery import TARGET_PRESETS
 from fairpair.cli._app import app, console
 from fairpair.cli._common import design_warnings, load, warn_ambiguous_names
-from fairpair.cli._options import (AxesOpt, BatteryArg, JsonOpt, Lang, PricesOpt, TargetsOpt, TemplatesOpt, choice,
-                                  renamed)
+from fairpair.cli._options import (
+    AxesOpt,
+    BatteryArg,
+    JsonOpt,
+    Lang,
+    PricesOpt,
+    TargetsOpt,
+    TemplatesOpt,
+    choice,
+    renamed,
+)
 from fairpair.errors import FairpairError
 
 
@@ -49,8 +58,9 @@ def validate(battery: BatteryArg) -> None:
 def plan(
     ctx: typer.Context,
     battery: BatteryArg,
-    power: Annotated[bool, typer.Option("--power", help="Add power planning: smallest detectable differences.")] = False,
-    from_run: Annotated[Optional[Path], typer.Option("--from", help="With --power: take the variance components "
+    power: Annotated[bool, typer.Option("--power",
+                                        help="Add power planning: smallest detectable differences.")] = False,
+    from_run: Annotated[Path | None, typer.Option("--from", help="With --power: take the variance components "
                                                      "from this pilot or earlier run directory.")] = None,
     as_json: JsonOpt = False,
     templates: TemplatesOpt = None,
@@ -59,7 +69,7 @@ def plan(
                                        "judge calls, embeddings), priced live and in batch with --prices.")] = False,
     prices: PricesOpt = None,
     target: TargetsOpt = None,
-    from_discovered: Annotated[Optional[Path], typer.Option(
+    from_discovered: Annotated[Path | None, typer.Option(
         "--from-discovered", help="Add the confirmed axes of this fragment (RUN/discovered/axes.yaml of `fairpair "
                                   "discover`) as comparisons of the plan, and print the block to paste.")] = None,
     discover: Annotated[bool, typer.Option("--discover", help="Also say whether each part of `fairpair discover`'s "
@@ -131,7 +141,8 @@ def plan(
         for key, label in labels:
             if key in s:
                 v = s[key]
-                t.add_row(label, escape(", ".join(f"{k}: {x}" for k, x in v.items()) if isinstance(v, dict) else str(v)))
+                t.add_row(label, escape(", ".join(f"{k}: {x}" for k, x in v.items())
+                                        if isinstance(v, dict) else str(v)))
         console.print(t)
     console.print(f"conversations: [bold]{p.conversations}[/bold] per target; targets: {p.targets}; "
                   f"requests: {p.requests}; prompt tokens (estimate, chars/4): {p.prompt_tokens:,}")
@@ -221,7 +232,7 @@ def schema() -> None:
     console.print_json(json.dumps(battery_json_schema(), ensure_ascii=False))
 
 
-def _init_target(value: Optional[str]) -> Optional[str]:
+def _init_target(value: str | None) -> str | None:
     """``--target`` of ``init``: one of the target kinds ``init`` writes (:data:`fairpair.battery.TARGET_PRESETS`).
 
     A registered target kind that ``init`` has no starter for (``python``, ``litellm``, a plugin's) and any
@@ -246,25 +257,24 @@ def _init_target(value: Optional[str]) -> Optional[str]:
 @app.command()
 def init(
     output: Annotated[Path, typer.Argument(help="Battery file to write (never overwritten).")] = Path("battery.yaml"),
-    lang: Annotated[Optional[Lang], choice(Lang, "--lang", what="language", help="Language of the audit: es or en.")]
+    lang: Annotated[Lang | None, choice(Lang, "--lang", what="language", help="Language of the audit: es or en.")]
     = None,
-    language_old: Annotated[Optional[str], typer.Option("--language", hidden=True, help="Deprecated: use --lang.")]
+    language_old: Annotated[str | None, typer.Option("--language", hidden=True, help="Deprecated: use --lang.")]
     = None,
-    groups: Annotated[Optional[str], typer.Option(help="Comma-separated lexicons to compare, the reference "
+    groups: Annotated[str | None, typer.Option(help="Comma-separated lexicons to compare, the reference "
                                                   "first (see `fairpair lexicons`).")] = None,
-    target: Annotated[Optional[str], typer.Option(
+    target: Annotated[str | None, typer.Option(
         parser=_init_target, metavar="[" + "|".join(TARGET_PRESETS) + "]",
         help="The target kind to start from (ollama, vllm and lmstudio are openai targets with their "
         "servers' default URL).")] = None,
-    url: Annotated[Optional[str], typer.Option(help="The target's base URL (openai kinds) or URL (http).")] = None,
-    model: Annotated[Optional[str], typer.Option(help="Model name for an OpenAI-compatible server.")] = None,
-    api_key_env: Annotated[Optional[str], typer.Option(help="Name of the environment variable holding the "
+    url: Annotated[str | None, typer.Option(help="The target's base URL (openai kinds) or URL (http).")] = None,
+    model: Annotated[str | None, typer.Option(help="Model name for an OpenAI-compatible server.")] = None,
+    api_key_env: Annotated[str | None, typer.Option(help="Name of the environment variable holding the "
                                                        "API key.")] = None,
     name: Annotated[str, typer.Option(help="Battery name.")] = "my_audit",
 ) -> None:
     """Write a commented starter battery that validates and runs; asks what flags leave out on a terminal."""
-    from fairpair.battery import load_battery
-    from fairpair.battery import InitChoices, default_groups, starter_battery
+    from fairpair.battery import InitChoices, default_groups, load_battery, starter_battery
 
     language = renamed(language_old, lang.value if lang else None, old="--language", new="--lang")
     import re

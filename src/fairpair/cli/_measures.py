@@ -8,7 +8,7 @@ The calibration library (sampling, label files, agreement) is
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -16,14 +16,22 @@ from rich.table import Table
 
 from fairpair.cli._app import app, console
 from fairpair.cli._options import (
-    ConcurrencyOpt, Engine, MaxAttemptsOpt, OldOutputOpt, QuietOpt, RunArg, TimeoutOpt, out_option, renamed,
+    ConcurrencyOpt,
+    Engine,
+    MaxAttemptsOpt,
+    OldOutputOpt,
+    QuietOpt,
+    RunArg,
+    TimeoutOpt,
+    out_option,
+    renamed,
 )
 
 
 @app.command()
 def measure(
     run: RunArg,
-    measure_names: Annotated[Optional[list[str]], typer.Option("--measure", "-m",
+    measure_names: Annotated[list[str] | None, typer.Option("--measure", "-m",
                                                                help="Only this measure (repeatable).")] = None,
     concurrency: ConcurrencyOpt = 8,
     timeout: TimeoutOpt = 120.0,
@@ -33,9 +41,9 @@ def measure(
                                            "process; ray: on a Ray actor pool, each actor holding the judge "
                                            "(or the embedder) (pip install 'fairpair[ray]'); this process stays "
                                            "the store's only writer.")] = Engine.inprocess,
-    address: Annotated[Optional[str], typer.Option(help="Ray cluster for --engine ray: 'auto' (the running "
+    address: Annotated[str | None, typer.Option(help="Ray cluster for --engine ray: 'auto' (the running "
                                                    "cluster) or ray://HOST:10001; default: a local Ray.")] = None,
-    actors: Annotated[Optional[int], typer.Option(min=1, help="Actors of each Ray pool (default: the free CPUs, "
+    actors: Annotated[int | None, typer.Option(min=1, help="Actors of each Ray pool (default: the free CPUs, "
                                                   "at most --concurrency).")] = None,
     batch: Annotated[bool, typer.Option("--batch", help="Send the judge's calls (judge, pairwise in both orders, "
                                         "llm_extract) through its provider's batch API (openai or anthropic "
@@ -81,14 +89,14 @@ def print_batch_lines(summary, again: str) -> bool:
 @app.command()
 def label(
     run: RunArg,
-    measure_name: Annotated[Optional[str], typer.Option(
+    measure_name: Annotated[str | None, typer.Option(
         "--measure", help="The judge measure row to label, such as tone.warmth (default: the first judge "
                           "measure's first dimension).")] = None,
-    rater: Annotated[Optional[str], typer.Option(help="Your name as a rater (default: asked on the page).")] = None,
+    rater: Annotated[str | None, typer.Option(help="Your name as a rater (default: asked on the page).")] = None,
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0: a free one).")] = 8779,
-    n: Annotated[Optional[int], typer.Option("--n", min=1, help="Answers in the labelling sample, drawn the first "
+    n: Annotated[int | None, typer.Option("--n", min=1, help="Answers in the labelling sample, drawn the first "
                                              "time or with --new-sample (default 100).")] = None,
-    seed: Annotated[Optional[int], typer.Option(help="Sampling seed, the first time (default 0) or with "
+    seed: Annotated[int | None, typer.Option(help="Sampling seed, the first time (default 0) or with "
                                                 "--new-sample (default: the latest sample's + 1).")] = None,
     new_sample: Annotated[bool, typer.Option("--new-sample", help="Draw another labelling sample and label it; "
                                              "the earlier samples and their labels are kept.")] = False,
@@ -116,8 +124,8 @@ calibrate_app = typer.Typer(help="Calibrate the tone judge against human raters.
 app.add_typer(calibrate_app, name="calibrate")
 
 
-JudgeMeasureOpt = Annotated[Optional[str], typer.Option("--measure", help="The judge measure (default: the first).")]
-KeyOpt = Annotated[Optional[Path], typer.Option("--key", help="Key CSV (default: the key stored in the run).")]
+JudgeMeasureOpt = Annotated[str | None, typer.Option("--measure", help="The judge measure (default: the first).")]
+KeyOpt = Annotated[Path | None, typer.Option("--key", help="Key CSV (default: the key stored in the run).")]
 
 
 @calibrate_app.command("export")
@@ -126,7 +134,7 @@ def calibrate_export(
     out: Annotated[Path, out_option("Labels CSV to write.")] = Path("labels.csv"),
     output_old: OldOutputOpt = None,
     n: Annotated[int, typer.Option("--n", min=1, help="Answers to sample.")] = 100,
-    measure_name: Annotated[Optional[str], typer.Option("--measure", help="The judge measure (default: the first).")]
+    measure_name: Annotated[str | None, typer.Option("--measure", help="The judge measure (default: the first).")]
     = None,
     seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
 ) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -12,8 +12,23 @@ from rich.markup import escape
 from fairpair.cli._app import app, console, current_run
 from fairpair.cli._common import confirm_cost, confirm_size, load
 from fairpair.cli._options import (
-    AnalyzeStageOpt, AxesOpt, BatteryArg, ConcurrencyOpt, Engine, GateOpt, IgnoreStatusOpt, MaxAttemptsOpt,
-    MeasureStageOpt, PricesOpt, QuietOpt, ReportStageOpt, RunArg, RunYesOpt, TargetsOpt, TemplatesOpt, TimeoutOpt,
+    AnalyzeStageOpt,
+    AxesOpt,
+    BatteryArg,
+    ConcurrencyOpt,
+    Engine,
+    GateOpt,
+    IgnoreStatusOpt,
+    MaxAttemptsOpt,
+    MeasureStageOpt,
+    PricesOpt,
+    QuietOpt,
+    ReportStageOpt,
+    RunArg,
+    RunYesOpt,
+    TargetsOpt,
+    TemplatesOpt,
+    TimeoutOpt,
     VerboseOpt,
     out_option,
 )
@@ -22,7 +37,7 @@ if TYPE_CHECKING:
     from fairpair.battery import LoadedBattery
 
 
-def _per_minute(value: Optional[float]) -> Optional[float]:
+def _per_minute(value: float | None) -> float | None:
     """``--rpm`` / ``--tpm``: a rate above 0 (0 or a negative rate used to mean, silently, no limit at all)."""
     if value is not None and not value > 0:
         raise typer.BadParameter(f"{value:g} is not a rate; give a number above 0, or leave the option out for no "
@@ -33,14 +48,14 @@ def _per_minute(value: Optional[float]) -> Optional[float]:
 @app.command()
 def run(
     battery: BatteryArg,
-    out: Annotated[Optional[Path], out_option("Run directory (default: runs/<battery>-<time>/). An existing one "
+    out: Annotated[Path | None, out_option("Run directory (default: runs/<battery>-<time>/). An existing one "
                                               "is resumed.")] = None,
     concurrency: ConcurrencyOpt = 8,
     timeout: TimeoutOpt = 120.0,
     max_attempts: MaxAttemptsOpt = 5,
-    rpm: Annotated[Optional[float], typer.Option(callback=_per_minute, help="Requests per minute limit (> 0).")]
+    rpm: Annotated[float | None, typer.Option(callback=_per_minute, help="Requests per minute limit (> 0).")]
     = None,
-    tpm: Annotated[Optional[float], typer.Option(callback=_per_minute, help="Prompt tokens per minute limit "
+    tpm: Annotated[float | None, typer.Option(callback=_per_minute, help="Prompt tokens per minute limit "
                                                  "(estimated; > 0).")] = None,
     target: TargetsOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the exact request (method, URL, headers with "
@@ -64,9 +79,9 @@ def run(
                                            "a Ray actor pool, each actor holding its target (pip install "
                                            "'fairpair[ray]'); this process stays the store's only writer.")
                       ] = Engine.inprocess,
-    address: Annotated[Optional[str], typer.Option(help="Ray cluster for --engine ray: 'auto' (the running "
+    address: Annotated[str | None, typer.Option(help="Ray cluster for --engine ray: 'auto' (the running "
                                                    "cluster) or ray://HOST:10001; default: a local Ray.")] = None,
-    actors: Annotated[Optional[int], typer.Option(min=1, help="Actors of the Ray pool (default: the free CPUs, "
+    actors: Annotated[int | None, typer.Option(min=1, help="Actors of the Ray pool (default: the free CPUs, "
                                                   "at most --concurrency); --concurrency is shared among them.")
                       ] = None,
     templates: TemplatesOpt = None,
@@ -137,8 +152,9 @@ def run(
         left = sum(c["failed"] for n, c in manifest.get("counts", {}).items()
                    if n in {b["target"] for b in outcome.batch.ingested})
         if left:
-            console.print(f"{left} case(s) have no answer (their errors are stored); `fairpair run {escape(str(battery))} "
-                          f"--out {escape(str(run_dir))} --batch` submits them again", soft_wrap=True)
+            console.print(f"{left} case(s) have no answer (their errors are stored); "
+                          f"`fairpair run {escape(str(battery))} --out {escape(str(run_dir))} --batch` submits them "
+                          "again", soft_wrap=True)
     for name, c in manifest.get("counts", {}).items():
         console.print(f"target {escape(name)}: {c['answered']}/{c['cases']} answered, {c['failed']} failed, "
                       f"{c['retried']} retried")
@@ -174,8 +190,7 @@ def _print_answer_statuses(statuses: dict, *, warn: bool = True) -> None:
 
 def _print_failures(run_dir: Path, targets: list[str]) -> None:
     """The end-of-run summary: the top error kinds of each target with counts and one example."""
-    from fairpair.run import open_run
-    from fairpair.run import failure_lines
+    from fairpair.run import failure_lines, open_run
 
     with open_run(run_dir, readonly=True) as store:
         lines = failure_lines(store, targets)
@@ -218,9 +233,8 @@ def check(
     Exit 0 when every target answered; 2 with the error when one is unreachable,
     rejects the key or answers in a shape it cannot read. Nothing is stored.
     """
-    from fairpair.run import check_targets
-
     from fairpair._text import one_line
+    from fairpair.run import check_targets
 
     for c in check_targets(load(battery), only_targets=target, timeout=timeout):
         console.print(f"[green]ok[/green] target {escape(c.name)} ({escape(c.kind)}) answered case "
@@ -231,8 +245,7 @@ def check(
 @app.command()
 def status(run: RunArg) -> None:
     """Say what a run directory holds: answers, failures by kind with an example, measures, and what is left."""
-    from fairpair.run import format_error_summary
-    from fairpair.run import run_status
+    from fairpair.run import format_error_summary, run_status
 
     st = run_status(run)
     console.print(f"run {escape(str(st.run_dir))}: battery [bold]{escape(st.battery)}[/bold]")
@@ -242,8 +255,8 @@ def status(run: RunArg) -> None:
         for line in format_error_summary(t.errors, total_kinds=t.error_kinds):
             console.print(escape(line), soft_wrap=True)
     for m, c in st.measures.items():
-        console.print(f"measure {escape(m)}: {c.get('ok', 0)} measured, {c.get('missing', 0)} missing (no value, final), "
-                      f"{c.get('failed', 0)} failed")
+        console.print(f"measure {escape(m)}: {c.get('ok', 0)} measured, "
+                      f"{c.get('missing', 0)} missing (no value, final), {c.get('failed', 0)} failed")
     for k, n in st.events.items():
         console.print(f"events: {escape(k)} x {n}")
     for line in st.batches_waiting:

@@ -219,7 +219,7 @@ def _parse_labels(fh, path: Path, dims: list[str], levels: dict[str, dict[str, i
         line, end = end + 1, reader.line_num  # the row's first line: a masked answer spans several
         if not cells:
             continue
-        row = dict(zip(cols, cells))
+        row = dict(zip(cols, cells, strict=False))  # a short row leaves its last columns blank (as csv.DictReader)
         sid = (row.get("sample_id") or "").strip()
         if sid not in known:
             raise FairpairError(f"unknown sample id {sid!r}", file=path, line=line, key="sample_id",
@@ -336,7 +336,7 @@ def import_label_files(run_dir: Path, files: list[Path], *, measure: str | None 
         store = run.store
         added: dict[str, int] = {}
         rows_of = [f"{rf.name}.{d}" for d in rf.levels]
-        for (rater, _rows), f in zip(rf.raters.items(), files):
+        for (rater, _rows), f in zip(rf.raters.items(), files, strict=True):
             page = next((x for row in rows_of for x in store.label_actions(row, rater) if x.source != "file"), None)
             if page is not None:  # the file's labels would supersede that rater's own, as a later label does
                 raise FairpairError(f"rater '{rater}' (the file's name) has labelled '{page.measure}' on the label "
@@ -390,7 +390,7 @@ def score_label_files(run_dir: Path, files: list[Path], *, measure: str | None =
             if jv is None or all(v is None for v in hv):
                 continue
             case = cases.get(c)
-            rows.append({"judge": jv, **dict(zip(raters, hv)),
+            rows.append({"judge": jv, **dict(zip(raters, hv, strict=True)),
                          "group": case.group_label() if case else "?"})
         if not rows:
             continue

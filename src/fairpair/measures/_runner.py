@@ -184,7 +184,7 @@ class MeasureContext:
 
     async def ask_judge_choice(self, messages: list[dict[str, str]], choices: tuple[str, ...], *, case_id: str,
                                seed: int | None, groups: dict[str, tuple[str, ...]] | None = None,
-                               scoring: str = "probabilities") -> "ChoiceAnswer":
+                               scoring: str = "probabilities") -> ChoiceAnswer:
         """Ask the judge for one of ``choices`` and read the model's probability of each
         (:func:`choice_probabilities`: one token each), or of each of ``groups`` (name -> words;
         :func:`group_probabilities`: words of several tokens, such as "Sí", count by their first
@@ -350,7 +350,8 @@ def signal_values(battery: Battery) -> tuple[list[str], list[str]]:
 def masker_for(battery: Battery, *, marker: str = "[MASK]", extra_values: Iterable[str] = ()) -> Masker:
     """The :class:`~fairpair.measures._mask.Masker` of a battery: the variants of ``name`` signals as
     person names (all their surface forms), the other signal values (:func:`signal_values`: variants
-    and the text values groups write into the context) as values, the group references as terms, and the battery's language (names that are common words are masked where used as names).
+    and the text values groups write into the context) as values, the group references as terms, and
+    the battery's language (names that are common words are masked where used as names).
 
     Raises ValueError as :class:`~fairpair.measures._mask.Masker`.
     """
@@ -1114,7 +1115,7 @@ def _chunk_items(name: str, m: Measure, answers, rows: tuple[str, ...], store, c
     found = counterparts.find([case for _, case in todo], m.options, ref_attr)
     cp_answers: dict[tuple[str, str], Any] = {}
     items = []
-    for (resp, case), cp in zip(todo, found):
+    for (resp, case), cp in zip(todo, found, strict=True):
         if cp == "n/a":
             continue
         cp_resp = None
@@ -1159,7 +1160,7 @@ def _commit(store, name, rows, fields, item: MeasureItem, res: MeasureResult) ->
                                   value=res.value, detail=detail)
             return
         outs = res.outputs or {}
-        for f, row in zip(fields, rows):
+        for f, row in zip(fields, rows, strict=True):
             v = outs.get(f)
             store.add_measurement(target=item.target, case_id=item.case.id, measure=row,
                                   status="ok" if v is not None else "missing", value=v, detail=detail,

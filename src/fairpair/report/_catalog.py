@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 if TYPE_CHECKING:
     from fairpair.records import ComparisonResult
@@ -113,7 +114,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                          "`fairpair report {run}`."),
         "clause.fail": "beyond the {margin} margin",
         "clause.pass": "within the {margin} margin",
-        "clause.inconclusive": "inconclusive, since the interval does not settle whether it is within the {margin} margin",
+        "clause.inconclusive": ("inconclusive, since the interval does not settle whether it is within the "
+                                "{margin} margin"),
         "clause.fail.nomargin": "a significant difference (no margin was pre-registered)",
         "clause.pass.nomargin": "no significant difference (no margin was pre-registered)",
         "clause.inconclusive.nomargin": "inconclusive (no margin was pre-registered)",
@@ -273,7 +275,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                        "fix: it can stop working with the next model version."),
         "remedies.rerun": ("Then run the same battery again and compare the two runs; keep the battery and "
                            "repeat it whenever the model or the prompt changes, like any regression test:"),
-        "remedies.none": "No comparison fails. Keep the battery and repeat it whenever the model or the prompt changes:",
+        "remedies.none": ("No comparison fails. Keep the battery and repeat it whenever the model or the prompt "
+                          "changes:"),
         "provenance": "Provenance",
         "prov.battery": "Battery",
         "prov.battery_sha": "Battery sha256",
@@ -484,7 +487,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                          "`fairpair report {run}`."),
         "clause.fail": "por encima del margen de {margin}",
         "clause.pass": "dentro del margen de {margin}",
-        "clause.inconclusive": "no concluyente, porque el intervalo no permite decidir si está dentro del margen de {margin}",
+        "clause.inconclusive": ("no concluyente, porque el intervalo no permite decidir si está dentro del margen "
+                                "de {margin}"),
         "clause.fail.nomargin": "diferencia significativa (no se prerregistró un margen)",
         "clause.pass.nomargin": "sin diferencia significativa (no se prerregistró un margen)",
         "clause.inconclusive.nomargin": "no concluyente (no se prerregistró un margen)",
@@ -1056,7 +1060,8 @@ def verdict_sentence(comp: ComparisonResult | Mapping[str, Any], *, lang: str, l
         tp = (test_name(comp.get("test"), lang) + " p " + ("= " + pv if not pv.startswith("<") else pv)).strip()
         corr = str(comp.get("correction") or "").lower()
         if _finite(comp.get("pvalue_adjusted")) and corr and corr != "none":
-            tp += ", " + msg(lang, "adjusted", method=_CORRECTIONS.get(corr, corr), p=fmt_p(comp["pvalue_adjusted"], lang))
+            tp += ", " + msg(lang, "adjusted", method=_CORRECTIONS.get(corr, corr),
+                             p=fmt_p(comp["pvalue_adjusted"], lang))
         parts.append(tp)
     margin = comp.get("margin")
     verdict = comp.get("verdict")

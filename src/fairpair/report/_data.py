@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from fairpair.battery import recorded_battery
 from fairpair.errors import FairpairError
@@ -263,7 +264,7 @@ def _group_values(store: Store, battery: Battery | None, results: Results | None
             if drop_reasons is not None and (~kept).any():
                 stat = data.statuses.get(c.target)
                 why: dict[str, int] = {}
-                for a, b in zip(ia[~kept], ib[~kept]):
+                for a, b in zip(ia[~kept], ib[~kept], strict=True):
                     reasons = []
                     for i in (a, b):
                         s_i = "" if stat is None else stat[i]
@@ -443,9 +444,9 @@ def _ranking_evidence(store: Store, battery: Battery | None, results: Results | 
     """Up to ``limit`` masked matched sets per ranking section (results.json ``rankings``).
 
     Chosen deterministically, in case order, among the first :data:`RANKING_EVIDENCE_SCAN` parsed
-    answers of the design (in its first 4 x that many cases): first the sets whose top pick is the most selected group's candidate
-    (the section's ``reference``) placed in a slot other than 1 (the group effect, not the first
-    slot's), one per template; then the first parsed sets of the other templates; then any.
+    answers of the design (in its first 4 x that many cases): first the sets whose top pick is the most
+    selected group's candidate (the section's ``reference``) placed in a slot other than 1 (the group
+    effect, not the first slot's), one per template; then the first parsed sets of the other templates; then any.
     """
     out: dict[str, list[RankingEvidence]] = {}
     sections = [s for s in (results.rankings if results is not None else []) if isinstance(s, dict)]

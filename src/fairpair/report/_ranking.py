@@ -23,13 +23,19 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from fairpair.report._catalog import fmt_num, fmt_p, fmt_p_is, fmt_pct, msg, p_reads, verdict_word
 from fairpair.report._data import RankingEvidence, ranking_key
 from fairpair.report._text import terminal
 from fairpair.report._view import (
-    RankingEvidenceLine, RankingEvidenceView, RankingPairRow, RankingSelectionRow, RankingSlotRow, RankingTable,
+    RankingEvidenceLine,
+    RankingEvidenceView,
+    RankingPairRow,
+    RankingSelectionRow,
+    RankingSlotRow,
+    RankingTable,
     RankingView,
 )
 
@@ -229,8 +235,8 @@ MESSAGES: dict[str, dict[str, str]] = {
                   "(paridad: {parity})."),
         "block": "{measure} · {design} · destino {target}",
         "headline": ("Las candidaturas de «{best}» fueron elegidas primero en el {best_rate} de las respuestas, "
-                     "las de «{worst}» en el {worst_rate}: una razón de {ratio} (intervalo del veredicto de {lo} a {hi}), "
-                     "{clause}."),
+                     "las de «{worst}» en el {worst_rate}: una razón de {ratio} (intervalo del veredicto de {lo} "
+                     "a {hi}), {clause}."),
         "clause.fail": "por debajo de la regla de los cuatro quintos, de forma establecida",
         "clause.pass": "en o por encima de la regla de los cuatro quintos, de forma establecida",
         "clause.inconclusive": "sin que se pueda decidir respecto a la regla de los cuatro quintos",
@@ -371,7 +377,8 @@ def _headline(sec: dict[str, Any], label, lang: str) -> str | None:
     return (rmsg(
         lang, "headline", best=label(sec["reference"]), best_rate=fmt_pct(rates.get(sec["reference"]), lang),
         worst=label(worst["group"]), worst_rate=fmt_pct(rates.get(worst["group"]), lang),
-        ratio=fmt_num(worst["ratio"], lang, 2), level=fmt_num(100 * float(sec.get("confidence_level") or 0.95), lang, 0),
+        ratio=fmt_num(worst["ratio"], lang, 2),
+        level=fmt_num(100 * float(sec.get("confidence_level") or 0.95), lang, 0),
         lo=fmt_num(ci[0], lang, 2), hi=fmt_num(ci[1], lang, 2),
         clause=rmsg(lang, f"clause.{verdict}")) + claim)
 
@@ -494,7 +501,8 @@ def _tables(sec: dict[str, Any], label, lang: str) -> list[RankingTable]:
         header = [rmsg(lang, "col.group")] + [str(t.get("template")) for t in by_t]
         rows = [[rmsg(lang, "col.template_answers")] + [str(t.get("n_parsed")) for t in by_t]]
         for g in groups:
-            rows.append([label(g)] + [f"{(t.get('top') or {}).get(g, 0)} ({fmt_num((t.get('ratios') or {}).get(g), lang, 2)})"
+            rows.append([label(g)] + [f"{(t.get('top') or {}).get(g, 0)} "
+                                      f"({fmt_num((t.get('ratios') or {}).get(g), lang, 2)})"
                                       for t in by_t])
         out.append(RankingTable(rmsg(lang, "by_template"), rmsg(lang, "by_template.intro"), header, rows,
                                 [False] + [True] * len(by_t)))
@@ -506,7 +514,8 @@ def _tables(sec: dict[str, Any], label, lang: str) -> list[RankingTable]:
     if names:
         rows = [[label(r["group"]), str(r["name"]), str(r["n_sets"]), str(r["n_top"]), fmt_pct(r.get("rate"), lang)]
                 for r in names]
-        out.append(RankingTable(rmsg(lang, "names"), rmsg(lang, "names.intro", min=sec.get("min_name_sets", 30), test=test),
+        out.append(RankingTable(rmsg(lang, "names"),
+                                rmsg(lang, "names.intro", min=sec.get("min_name_sets", 30), test=test),
                                 [rmsg(lang, "col.group"), rmsg(lang, "col.name"), rmsg(lang, "col.answers"),
                                  rmsg(lang, "col.rate"), rmsg(lang, "col.share")], rows,
                                 [False, False, True, True, True]))
@@ -578,7 +587,8 @@ def ranking_view(results: Results | dict[str, Any] | None, lang: str, battery: B
         for key, name in (("cochran", "test.cochran"), ("friedman", "test.friedman")):
             t = sec.get(key)
             if t:
-                tests.append(rmsg(lang, name, stat=fmt_num(t.get("statistic"), lang, 2), p=fmt_p(t.get("pvalue"), lang)))
+                tests.append(rmsg(lang, name, stat=fmt_num(t.get("statistic"), lang, 2),
+                                  p=fmt_p(t.get("pvalue"), lang)))
         for key, name in (("top_test", "test.position"), ("rank_test", "test.position_rank")):
             t = pos.get(key)
             if t:
@@ -634,7 +644,7 @@ def selection_plot(fid: str, sec: dict[str, Any], *, lang: str, label=str, measu
     with matplotlib.rc_context(_RC):
         fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(rows) + 1.7))
         ys = list(range(len(rows)))[::-1]
-        for y, (lab, rate, ci, verdict) in zip(ys, rows):
+        for y, (_lab, rate, ci, verdict) in zip(ys, rows, strict=True):
             if not _num(rate):
                 continue
             ax.barh(y, 100 * rate, color=OKABE_ITO["sky"], edgecolor=OKABE_ITO["blue"], height=0.6, zorder=1)
@@ -643,7 +653,8 @@ def selection_plot(fid: str, sec: dict[str, Any], *, lang: str, label=str, measu
             colour, marker = VERDICT_STYLE.get(verdict or "", ("#777777", "D"))
             ax.plot([100 * rate], [y], marker=marker, color=colour, markersize=8, ls="none", zorder=4)
             ax.text(100 * rate, y + 0.36, f" {fmt_pct(rate, lang)}", va="center", fontsize=8, color="#222222")
-        ax.axvline(100.0 / k, color="#555555", lw=0.9, ls=":", zorder=2, label=rmsg(lang, "figure.selection.parity", k=k))
+        ax.axvline(100.0 / k, color="#555555", lw=0.9, ls=":", zorder=2,
+                   label=rmsg(lang, "figure.selection.parity", k=k))
         if top is not None:
             ax.axvline(80.0 * top, color=OKABE_ITO["vermillion"], lw=1.4, ls="--", zorder=2,
                        label=rmsg(lang, "figure.selection.line"))
@@ -675,13 +686,14 @@ def position_plot(fid: str, sec: dict[str, Any], *, lang: str, measure: str = "r
     with matplotlib.rc_context(_RC):
         fig, ax = plt.subplots(figsize=(7.5, 3.2))
         xs = [int(s.get("slot") or 0) for s in slots]
-        for x, s in zip(xs, slots):
+        for x, s in zip(xs, slots, strict=True):
             rate, ci = s.get("top_rate"), s.get("top_rate_ci")
             if ci and all(_num(v) for v in ci):
                 ax.vlines(x, 100 * ci[0], 100 * ci[1], color="#222222", lw=1.5, zorder=2)
             if _num(rate):
                 ax.plot([x], [100 * rate], marker="o", color=OKABE_ITO["orange"], markersize=8, ls="none", zorder=3)
-        ax.axhline(100.0 / k, color="#555555", lw=0.9, ls=":", zorder=1, label=rmsg(lang, "figure.selection.parity", k=k))
+        ax.axhline(100.0 / k, color="#555555", lw=0.9, ls=":", zorder=1,
+                   label=rmsg(lang, "figure.selection.parity", k=k))
         ax.set_xticks(xs, [str(x) for x in xs])
         ax.set_xlabel(rmsg(lang, "figure.position.x"))
         ax.set_ylabel(rmsg(lang, "figure.position.y"))

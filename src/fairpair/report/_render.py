@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass, field, fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,19 +17,45 @@ from markupsafe import Markup
 from fairpair import __version__
 from fairpair._files import atomic_write_text
 from fairpair.report._catalog import (
-    design_reason_parts, design_reason_text, fmt_num, fmt_p, fmt_p_is, fmt_pct, msg, p_reads, test_name, verdict_sentence,
+    design_reason_parts,
+    design_reason_text,
+    fmt_num,
+    fmt_p,
+    fmt_p_is,
+    fmt_pct,
+    msg,
+    p_reads,
+    test_name,
+    verdict_sentence,
     verdict_word,
 )
 from fairpair.report._data import (
-    ReportData, TargetInfo, comparison_key, group_label, load_report_data, measure_label, read_report_data,
+    ReportData,
+    TargetInfo,
+    comparison_key,
+    group_label,
+    load_report_data,
+    measure_label,
+    read_report_data,
 )
 from fairpair.report._notes import translate_note
 from fairpair.report._ranking import ranking_view as _ranking_view
 from fairpair.report._ranking import rmsg as _ranking_msg
 from fairpair.report._text import MdSafe, clean, md_block, md_inline
 from fairpair.report._view import (
-    AAControlRow, CollectedRow, DiscoveredRow, DroppedRow, EvidenceBlock, Figures, RankingView, ReasonGroup, ScenarioView, SelfTestRow,
-    SpreadView, TwoPartyView, VerdictRow,
+    AAControlRow,
+    CollectedRow,
+    DiscoveredRow,
+    DroppedRow,
+    EvidenceBlock,
+    Figures,
+    RankingView,
+    ReasonGroup,
+    ScenarioView,
+    SelfTestRow,
+    SpreadView,
+    TwoPartyView,
+    VerdictRow,
 )
 
 if TYPE_CHECKING:
@@ -178,11 +204,11 @@ def _label_rows(rows: list[VerdictRow], lang: str) -> list[str]:
             continue
         f = 100.0 if r.scale == "binary" else 1.0
 
-        def ci(v: Any) -> str:
+        def ci(v: Any, f: float = f) -> str:
             return (f"{fmt_num(v[0] * f, lang, 2)} … {fmt_num(v[1] * f, lang, 2)}"
                     if v and all(isinstance(x, (int, float)) for x in v) else "—")
 
-        def n(x: Any) -> str:
+        def n(x: Any, f: float = f) -> str:
             return fmt_num(x * f, lang, 2) if isinstance(x, (int, float)) else "—"
 
         line = msg(lang, "labels.line", what=f"{r.measure_label} · {r.target} · {r.label_a} / {r.label_b}",
@@ -772,7 +798,7 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
         minimum=[m for b in blocks for m in b.minimum],
         dispersion_tests=[t for b in two_party for t in b.dispersion_tests],
         generated=msg(lang, "generated", version=__version__,
-                      at=datetime.now(timezone.utc).isoformat(timespec="seconds")),
+                      at=datetime.now(UTC).isoformat(timespec="seconds")),
         scenarios=_scenario_views(rows, figures, lang),
         ranking_only=ranking_only,
         ranking_counts=_ranking_counts(ranking_verdicts(res), lang) if ranking_only else "",
@@ -804,7 +830,7 @@ def _self_test_rows(judge: JudgeBlock | None, lang: str) -> list[SelfTestRow]:
         status = msg(lang, f"judge.st.{st}") if st in ("passed", "failed", "not_tested", "off") else st
         th = t.get("thresholds") or {}
 
-        def row(check: str, value: Any, threshold: str, ok: bool | None) -> None:
+        def row(check: str, value: Any, threshold: str, ok: bool | None, m: str = m, status: str = status) -> None:
             rows.append(SelfTestRow(measure=m, check=check, value=value, threshold=threshold,
                                     status=status if ok is None
                                     else msg(lang, "judge.st.passed" if ok else "judge.st.failed")))
@@ -886,7 +912,7 @@ def summary_json(model: ReportModel, files: dict[str, str]) -> dict[str, Any]:
     return {
         "schema": REPORT_SCHEMA,
         "fairpair_version": __version__,
-        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "language": data.language,
         "run_dir": str(data.run_dir),
         "analysed": data.analysed,

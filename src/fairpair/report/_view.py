@@ -13,15 +13,20 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fairpair.analysis import CellMean, ComparisonResult, DispersionRow, DispersionTest, MinimumIdentity
-    from fairpair.analysis import TwoPartyBlock
+    from fairpair.analysis import (
+        CellMean,
+        ComparisonResult,
+        DispersionRow,
+        DispersionTest,
+        MinimumIdentity,
+        TwoPartyBlock,
+    )
     from fairpair.report._data import EvidencePair
 
-__all__ = ["ScenarioView", "SpreadView", "Figures", "CollectedRow", "VerdictRow", "ReasonGroup", "AAControlRow", "DiscoveredRow",
-           "SelfTestRow",
-           "EvidenceBlock", "TwoPartyView",
-           "DroppedRow", "RankingView", "RankingSelectionRow", "RankingSlotRow", "RankingPairRow", "RankingEvidenceView",
-           "RankingEvidenceLine", "RankingTable"]
+__all__ = ["ScenarioView", "SpreadView", "Figures", "CollectedRow", "VerdictRow", "ReasonGroup", "AAControlRow",
+           "DiscoveredRow", "SelfTestRow", "EvidenceBlock", "TwoPartyView",
+           "DroppedRow", "RankingView", "RankingSelectionRow", "RankingSlotRow", "RankingPairRow",
+           "RankingEvidenceView", "RankingEvidenceLine", "RankingTable"]
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,17 @@
 """Run: send cases to targets and keep every answer in an append-only store."""
 
 from fairpair._lazy import lazy_getattr
+from fairpair.run._engine import RunSettings, redact, run_target
+from fairpair.run._runner import (
+    RunLock,
+    default_run_dir,
+    execute_run,
+    loaded_from_store,
+    open_run,
+    plan_hash,
+    select_targets,
+)
+from fairpair.store import Measurement, Response, Store
 
 # Names fairpair's other packages use, imported from their module on first use (so that
 # importing them through the package adds no import cycle and no start-up cost).
@@ -25,12 +36,6 @@ _LAZY_EXPORTS = {
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
-
-from fairpair.run._engine import RunSettings, redact, run_target
-from fairpair.run._runner import (
-    RunLock, default_run_dir, execute_run, loaded_from_store, open_run, plan_hash, select_targets,
-)
-from fairpair.store import Measurement, Response, Store
 
 __all__ = ["Measurement", "Response", "RunLock", "RunSettings", "Store", "default_run_dir", "execute_run",
            "loaded_from_store", "open_run", "plan_hash", "redact", "run_target", "select_targets"]

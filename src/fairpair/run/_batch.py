@@ -55,7 +55,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +66,8 @@ from fairpair.errors import FairpairError
 from fairpair.store import Store
 
 __all__ = ["BATCH_DIR", "COMPLETION_WINDOW", "MAX_BYTES", "MAX_REQUESTS", "BatchClient", "BatchSummary",
-           "batch_session", "batch_target_names", "refuse_batch", "create_batch", "custom_id", "ingest_batch", "parse_custom_id", "record_intent",
+           "batch_session", "batch_target_names", "refuse_batch", "create_batch", "custom_id", "ingest_batch",
+           "parse_custom_id", "record_intent",
            "record_submitted", "result_lines"]
 
 #: Most requests in one batch input file (OpenAI's limit).
@@ -136,7 +137,7 @@ class BatchClient:
     def _url(self, path: str) -> str:
         return self.root + path + (f"?{self.query}" if self.query else "")
 
-    async def __aenter__(self) -> "BatchClient":
+    async def __aenter__(self) -> BatchClient:
         from fairpair.targets import ssl_context
 
         self._session = aiohttp.ClientSession(
@@ -307,7 +308,8 @@ def batch_target_names(store: Store, targets: dict[str, Any], *, requested: bool
     if requested:
         _refuse_no_api([f"{n} (kind {getattr(t, 'kind', '?')})" for n, t in targets.items() if not _has_batch_api(t)])
         return list(targets)
-    with_batches = {b["target"] for b in store.batches(stage="run")} | {b["target"] for b in store.batches(stage="turns")}
+    with_batches = ({b["target"] for b in store.batches(stage="run")}
+                    | {b["target"] for b in store.batches(stage="turns")})
     return [n for n in targets if n in with_batches and _has_batch_api(targets[n])]
 
 
@@ -399,7 +401,7 @@ async def _submit(store: Store, run_dir: Path, name: str, target: Any, cases: It
     lines = _requests(name, target, cases, skip)
     pending: tuple[str, bytes] | None = next(lines, None)
     while pending is not None:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
         path = folder / f"{_safe(name)}-{stamp}.input.jsonl"
         ids: list[str] = []
         size = 0
@@ -436,7 +438,8 @@ async def _recover(store: Store, run_dir: Path, record: dict[str, Any], client: 
     path = run_dir / BATCH_DIR / record["state"]["input_file"]
     keys = list(store.batch_case_ids(record["batch_id"]))
     found = await client.find(path.name)
-    state = found if found is not None else await create_batch(client, path, {"fairpair_target": record["target"][:500]})
+    state = (found if found is not None
+             else await create_batch(client, path, {"fairpair_target": record["target"][:500]}))
     store.event("batch_recovered", {"target": record["target"], "stage": "run", "local": record["batch_id"],
                                     "adopted": (found or {}).get("id")})
     record_submitted(store, local=record["batch_id"], name=record["target"], stage="run", base_url=client.root,

@@ -14,23 +14,26 @@ import json
 import os
 import platform
 import subprocess
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from fairpair import __version__
-from fairpair.battery import LoadedBattery
+
+# moved to fairpair.store; importable from here as before
+from fairpair.battery import (
+    LoadedBattery,
+    loaded_from_store,  # noqa: F401
+)
 from fairpair.cases import Case, Expansion, expand
 from fairpair.errors import FairpairError
 from fairpair.run._engine import RunSettings, run_target
 from fairpair.run._preflight import CircuitBreaker, CircuitOpen, EarlyPreflight, preflight_into_store
-from fairpair.store import Run, Store, plan_hash
-# moved to fairpair.store; importable from here as before
-from fairpair.battery import loaded_from_store  # noqa: F401
-from fairpair.store import LOCK_NAME, MANIFEST_NAME, RunLock, write_manifest  # noqa: F401
+from fairpair.store import LOCK_NAME, MANIFEST_NAME, Run, RunLock, Store, plan_hash, write_manifest  # noqa: F401
 
 __all__ = ["RunLock", "plan_hash", "default_run_dir", "execute_run", "write_manifest", "build_target",
            "target_secrets", "package_versions", "open_run", "select_targets"]
@@ -165,9 +168,9 @@ def select_targets(loaded: LoadedBattery, only_targets: Iterable[str] | None = N
     return specs
 
 
-def execute_run(loaded: LoadedBattery, run_dir: Path | Run, settings: RunSettings, *, only_targets: list[str] | None = None,
-                progress: Any = None, retry_failed: bool = True, batch: bool = False,
-                ray_pool: Any = None) -> RunOutcome:
+def execute_run(loaded: LoadedBattery, run_dir: Path | Run, settings: RunSettings, *,
+                only_targets: list[str] | None = None, progress: Any = None, retry_failed: bool = True,
+                batch: bool = False, ray_pool: Any = None) -> RunOutcome:
     """Expand, store the cases, send them to each target, write the manifest.
 
     ``run_dir``: the run directory (created if absent), or that run already open for writing
@@ -266,7 +269,7 @@ def _execute(loaded: LoadedBattery, run_ref: Path | Run, settings: RunSettings, 
                                            tool_map=b.all_tool_results() or None, secrets=secrets)
             if total is None:
                 total, added = store_cases()
-            started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            started = datetime.now(UTC).isoformat(timespec="seconds")
             identities = {name: t.identity() for name, t in targets.items()}
             for name, ident in identities.items():  # a resumed run whose target changed says so
                 if not store.set_meta_once(f"target.{name}", ident) and store.get_meta(f"target.{name}") != \
@@ -340,7 +343,7 @@ def _execute(loaded: LoadedBattery, run_ref: Path | Run, settings: RunSettings, 
                     asyncio.run(t.aclose())
                 except Exception:  # noqa: BLE001
                     pass
-        finished = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        finished = datetime.now(UTC).isoformat(timespec="seconds")
         store.event("run_finished", {n: s.__dict__ for n, s in stats.items()})
         fleets, warnings = _fleet_reports(store, targets)
         warnings = edited + warnings

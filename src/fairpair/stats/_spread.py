@@ -74,8 +74,9 @@ Fieller, E. C. (1954). Some problems in interval estimation. *JRSS B*, 16(2), 17
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from scipy import optimize, special
