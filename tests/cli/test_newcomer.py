@@ -381,7 +381,8 @@ def test_the_starters_gate_and_compare_print_points_and_p_below(tmp_path, capsys
     code, out, err = _cli(["gate", run], capsys)
     assert code == 1
     assert "FAIL mock reembolso maghreb vs spain: -28.1 points (95% CI -39.8 to -16.4)" in out
-    assert "crossed t (templates random, names random; Satterthwaite df, kurtosis-corrected) p<0.001, holm-adjusted 0.00148" in out
+    assert ("crossed t (templates random, names random; Satterthwaite df, kurtosis-corrected) p<0.001, "
+            "holm-adjusted 0.00148") in out
     assert "p=<" not in out
     shutil.copytree(run, tmp_path / "after")
     code, out, err = _cli(["compare", run, tmp_path / "after"], capsys)
