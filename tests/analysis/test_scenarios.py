@@ -220,6 +220,7 @@ def test_a_by_template_verdict_line_names_the_deciding_scenario_not_the_averages
     assert "the claim is about these scenarios" in fail_line
     assert f"{c.ci[0]:.1f}".replace("-", "\u2212") + " to" not in fail_line
     assert "`t01` " in out  # the table's A - B cell is the deciding scenario's
+    assert "Fails: score: magreb − espana (by template, in `t01`)." in out  # the headline names the scenario
     es = io.StringIO()
     print_verdicts(Console(file=es, width=300), run_dir, sentences=True, language="es")
     assert "En el escenario `t01`:" in es.getvalue()

@@ -199,6 +199,15 @@ def _verdict_rows(data: ReportData, lang: str) -> list[VerdictRow]:
     return rows
 
 
+def _named(r: VerdictRow, lang: str) -> str:
+    """A failing comparison as the headline names it; a ``by: template`` one with the scenarios that fail it."""
+    sc = r.result.scenarios
+    rows = sc.deciding("fail") if sc is not None and sc.by_template else []
+    if not rows:
+        return r.label
+    return r.label + " " + msg(lang, "overall.in_scenarios", where=", ".join(f"`{x.template}`" for x in rows))
+
+
 def _label_rows(rows: list[VerdictRow], lang: str) -> list[str]:
     """One line per comparison corrected by human labels: corrected and raw difference, the labels, the
     judge's error by group (and Rogan-Gladen for a yes/no judge)."""
@@ -751,7 +760,7 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
         overall_text = msg(lang, "overall.fail.status")
     ranking_fails = _ranking_fails(res, lang)
     if overall == "fail" and (named or ranking_fails):  # the headline names what fails, statuses and rankings too
-        overall_text += " " + msg(lang, "overall.fail.named", names="; ".join([r.label for r in named] +
+        overall_text += " " + msg(lang, "overall.fail.named", names="; ".join([_named(r, lang) for r in named] +
                                                                              ranking_fails))
     ranking_only = bool(data.analysed and res is not None and res.rankings) and all(r.status for r in rows)
     blocks = _two_party_blocks(data, figures.two_party_blocks, lang)
