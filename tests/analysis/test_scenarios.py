@@ -182,3 +182,45 @@ def test_yes_no_scenarios_get_score_intervals_inside_the_scale_and_name_a_clear_
     # the same as the score test on the template x name cell means, names as units
     ref = scenario_differences_from_cells(x.mean(-1), y.mean(-1), names="random", bounds=(0, 1))
     np.testing.assert_allclose([r.ci for r in rows.values()], ref.confidence_intervals(0.95), rtol=1e-12)
+
+
+def test_a_by_template_verdict_line_names_the_deciding_scenario_not_the_averages_interval(tmp_path):
+    """Gate, terminal, report sentence and results.json's note of a `by: template` fail name the failing scenario
+    with its own estimate, interval and Holm-adjusted p, never the average's interval as the evidence."""
+    import io
+
+    from rich.console import Console
+
+    from fairpair.analysis._gate import gate_lines, gate_outcome
+    from fairpair.records import ScenarioRow
+    from fairpair.report._terminal import print_verdicts
+
+    comps = [{"id": "score", "measure": "score", "attribute": "origen", "groups": ["magreb", "espana"],
+              "margin": 0.5, "by": "template", "generalize": {"names": "fixed", "templates": "fixed"}}]
+    run_dir = _score_run(tmp_path, templates=4, generalize={}, comparisons=comps, shift=-1.0)
+    analyze_run(run_dir)
+    c = next(x for x in analyze_run(run_dir, write=False).comparisons if x.id == "score")
+    assert c.verdict == "fail"
+    row: ScenarioRow = next(r for r in c.scenarios.rows if r.template == "t01")
+    assert row.verdict == "fail" and c.scenarios.deciding("fail") == [row]
+    ci = f"95% CI {row.ci[0]:+.3g} to {row.ci[1]:+.3g}"
+    avg_ci = f"CI {c.ci[0]:+.3g} to {c.ci[1]:+.3g}"
+    assert ci != f"95% {avg_ci}"
+    (line,) = [x for x in gate_lines(gate_outcome(run_dir)) if " score magreb vs espana" in x]
+    assert line.startswith("FAIL") and f"decided by scenario `t01`: {row.estimate:+.3g} ({ci})" in line
+    assert f"holm-adjusted {row.pvalue_adjusted:.3g}" in line or "holm-adjusted <0.001" in line
+    assert "the claim is about these scenarios" in line and avg_ci not in line
+    assert f"decided by scenario `t01`: {row.estimate:+.3g} ({ci})" in (c.note or "")
+    con = Console(file=io.StringIO(), width=300)
+    print_verdicts(con, run_dir, sentences=True, language="en")
+    out = con.file.getvalue()
+    (fail_line,) = [x for x in out.splitlines() if x.startswith("FAIL score")]
+    lo, hi = (f"{v:.1f}".replace("-", "\u2212") for v in row.ci)
+    assert "In scenario `t01`:" in fail_line and f"95% CI {lo} to {hi}" in fail_line
+    assert "the claim is about these scenarios" in fail_line
+    assert f"{c.ci[0]:.1f}".replace("-", "\u2212") + " to" not in fail_line
+    assert "`t01` " in out  # the table's A - B cell is the deciding scenario's
+    assert "Fails: score: magreb − espana (by template, in `t01`)." in out  # the headline names the scenario
+    es = io.StringIO()
+    print_verdicts(Console(file=es, width=300), run_dir, sentences=True, language="es")
+    assert "En el escenario `t01`:" in es.getvalue()

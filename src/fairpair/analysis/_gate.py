@@ -262,6 +262,15 @@ def gate_lines(outcome: GateOutcome) -> list[str]:
         margin = "no margin" if not c.margin else \
             (f"margin {100 * c.margin:.1f} points" if binary else f"margin {c.margin:g}")
         level = f"{100 * c.confidence_level:g}%"
+        sc = c.scenarios
+        evidence = sc.evidence(c.verdict, binary=binary, level=c.confidence_level) \
+            if sc is not None and sc.by_template else ""
+        if evidence and sc is not None:  # by template: the deciding scenarios, not the average
+            lines.append((rank, f"{mark:12} {c.target} {c.measure} {c.group_a} vs {c.group_b}: by template, "
+                                f"decided by {evidence}; {margin}, {c.test}, {c.n_pairs} pairs; the claim is about "
+                                f"these scenarios (average over them {_num(sc.average, binary)}, not the verdict's "
+                                f"evidence); names {c.names}" + verdict_reason(c)))
+            continue
         text = (f"{mark:12} {c.target} {c.measure} {c.group_a} vs {c.group_b}: {_num(c.estimate, binary)} "
                 f"({level} {_ci(c.ci, binary)}), {margin}, {c.test} {_p_is(c.pvalue)}"
                 + (f", {c.correction}-adjusted {_p(c.pvalue_adjusted)}" if c.correction != "none" else "")

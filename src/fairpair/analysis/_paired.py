@@ -742,7 +742,11 @@ def finish(pa: PairAnalysis, *, pvalue_adjusted: float | None, correction: str, 
         extra = None
         if pa.by_template:
             verdict, rule = _by_template(block), RULE_BY_TEMPLATE
-            extra = f"by template: {block.summary}"
+            ev = block.evidence(verdict, binary=pa.fields.get("value_kind") == "rate",
+                                level=float(pa.fields.get("confidence_level") or 1.0 - alpha))
+            extra = f"by template: {block.summary}" + (
+                f"; {verdict} decided by {ev}; the claim is about these scenarios, not the average over them"
+                if ev else "")
         elif block.heterogeneous and verdict == "pass":
             verdict = "inconclusive"
             rule += (f"; {Reason.HETEROGENEOUS_AVERAGE.value}: the generalized ESD singles out {len(block.outliers)} "

@@ -216,6 +216,43 @@ class ScenarioBlock(_Rec):
     summary: str = ""
     note: str | None = None
 
+    def deciding(self, verdict: str | None) -> list[ScenarioRow]:
+        """The scenarios that decide a ``by: template`` verdict (the evidence to print beside it, never the
+        average's): for ``fail`` the failing ones; for ``inconclusive`` the ones that do not pass; for
+        ``pass`` (every scenario passes) the one with the largest Holm-adjusted p against the margin (the
+        nearest to not passing). Empty without rows."""
+        if verdict == "fail":
+            return [r for r in self.rows if r.verdict == "fail"]
+        if verdict == "inconclusive":
+            return [r for r in self.rows if r.verdict != "pass"]
+        if verdict == "pass" and self.rows:
+            return [max(self.rows, key=lambda r: -1.0 if r.pvalue_margin_adjusted is None
+                        else r.pvalue_margin_adjusted)]
+        return []
+
+    def evidence(self, verdict: str | None, *, binary: bool, level: float) -> str:
+        """The deciding scenarios (:meth:`deciding`) in one English line, each with its estimate, its ``level``
+        interval (a fraction, 0.95) and its p-value raw and Holm-adjusted within the scenario family, e.g.
+        ``scenario `garantia`: -100.0 points (95% CI -120.0 to -80.0), p<0.001, holm-adjusted 0.002 within the
+        scenario family``; binary differences in points. Empty without a deciding scenario."""
+
+        def num(x: float | None) -> str:
+            return "n/a" if x is None else (f"{100 * x:+.1f} points" if binary else f"{x:+.3g}")
+
+        def p(x: float | None) -> str:
+            return "n/a" if x is None else (f"{x:.3g}" if x >= 0.001 else "<0.001")
+
+        out = []
+        for r in self.deciding(verdict):
+            lo, hi = (None, None) if r.ci is None else tuple(r.ci)
+            ci = "CI n/a" if lo is None or hi is None else \
+                (f"CI {100 * lo:+.1f} to {100 * hi:+.1f}" if binary else f"CI {lo:+.3g} to {hi:+.3g}")
+            raw = p(r.pvalue)
+            out.append(f"scenario `{r.template}`: {num(r.estimate)} ({100 * level:g}% {ci}), "
+                       f"p{raw if raw.startswith('<') else '=' + raw}, holm-adjusted {p(r.pvalue_adjusted)} "
+                       "within the scenario family")
+        return "; ".join(out)
+
 
 class SpreadBlock(_Rec):
     """The difference in within-cell spread between the groups (a secondary statistic; never the verdict's).

@@ -59,6 +59,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "verdict.not measured": "NOT MEASURED",
         "overall.incomplete run": "The run is incomplete: no verdict until every case has an outcome.",
         "overall.fail.named": "Fails: {names}.",
+        "overall.in_scenarios": "(by template, in {where})",
         "reason.incomplete run": "run incomplete",
         "reason.not measured": "not measured",
         "reason.insufficient design": "insufficient design",
@@ -100,6 +101,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "estimand.random.these": ("This verdict holds for these scenarios (these templates, not others) and "
                                   "generalises to other names of these groups."),
         "estimand.fixed.these": "This verdict holds for these names in these scenarios (these templates) only.",
+        "bytemplate.scenario": "In scenario `{template}`: {sentence}",
+        "bytemplate.claim": ("By template: the verdict is these scenarios' own (each scenario's p-value adjusted "
+                             "within the scenario family, {correction}); the claim is about these scenarios (these "
+                             "templates), one by one, not about the average over them ({average}), which is not "
+                             "its evidence."),
         "asked.random.these": ("The plan asked for a verdict about these scenarios (these templates) that "
                                "generalises to other names of these groups."),
         "asked.fixed.these": "The plan asked for a verdict about these names in these scenarios (these templates).",
@@ -428,6 +434,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "verdict.not measured": "SIN MEDIR",
         "overall.incomplete run": "El run está incompleto: no hay veredicto hasta que cada caso tenga un resultado.",
         "overall.fail.named": "Fallan: {names}.",
+        "overall.in_scenarios": "(por plantilla, en {where})",
         "reason.incomplete run": "run incompleto",
         "reason.not measured": "sin medir",
         "reason.insufficient design": "diseño insuficiente",
@@ -473,6 +480,11 @@ MESSAGES: dict[str, dict[str, str]] = {
         "estimand.random.these": ("Este veredicto vale para estos escenarios (estas plantillas, no otras) y se "
                                   "generaliza a otros nombres de estos grupos."),
         "estimand.fixed.these": "Este veredicto vale solo para estos nombres en estos escenarios (estas plantillas).",
+        "bytemplate.scenario": "En el escenario `{template}`: {sentence}",
+        "bytemplate.claim": ("Por plantilla: el veredicto es el de estos escenarios (el valor p de cada escenario "
+                             "ajustado dentro de la familia de escenarios, {correction}); la afirmación es sobre "
+                             "estos escenarios (estas plantillas), uno a uno, no sobre la media entre ellos "
+                             "({average}), que no es su evidencia."),
         "asked.random.these": ("El plan pedía un veredicto sobre estos escenarios (estas plantillas) generalizable "
                                "a otros nombres de estos grupos."),
         "asked.fixed.these": "El plan pedía un veredicto sobre estos nombres en estos escenarios (estas plantillas).",
@@ -1023,6 +1035,14 @@ def verdict_sentence(comp: ComparisonResult | Mapping[str, Any], *, lang: str, l
     """
     if not isinstance(comp, Mapping):  # the typed record: the sentence reads its fields by name
         comp = comp.model_dump()
+    scen = comp.get("scenarios")
+    if isinstance(scen, Mapping) and scen.get("by_template") and comp.get("verdict") in ("fail", "pass",
+                                                                                           "inconclusive"):
+        by = _by_template_sentence(comp, scen, lang=lang, label_a=label_a, label_b=label_b,
+                                   measure_label=measure_label, signal=signal, confidence_level=confidence_level,
+                                   phrase=phrase)
+        if by:
+            return by
     binary = comp.get("scale") == "binary"
     level = fmt_margin_value(100 * float(comp.get("confidence_level") or confidence_level), lang)
     scale_f = 100.0 if binary else 1.0
@@ -1100,6 +1120,42 @@ def verdict_sentence(comp: ComparisonResult | Mapping[str, Any], *, lang: str, l
         these = ".these" if comp.get("templates") == "fixed" else ""
         sentence += " " + msg(lang, f"{'asked' if asked else 'estimand'}.{names}{these}")
     return sentence
+
+
+def _by_template_sentence(comp: Mapping[str, Any], scen: Mapping[str, Any], *, lang: str, label_a: str,
+                          label_b: str, measure_label: str, signal: str | None, confidence_level: float,
+                          phrase: bool) -> str:
+    """A ``by: template`` verdict in words: the scenario(s) that decide it (:meth:`ScenarioBlock.deciding`), each
+    with its own estimate, interval and p-value (raw and adjusted within the scenario family), then what the
+    claim is about; the average over the scenarios only by its estimate, never its interval as the evidence.
+    Empty when no scenario decides (the caller falls back to the plain sentence)."""
+    from fairpair.records import ScenarioBlock
+
+    block = ScenarioBlock.model_validate(scen)
+    rows = block.deciding(comp.get("verdict"))
+    if not rows:
+        return ""
+    corr = str(comp.get("correction") or "holm").lower()
+    corr = corr if corr != "none" else "holm"
+    out = []
+    for r in rows:
+        sub = {**comp, "scenarios": None, "names": None, "estimate": r.estimate, "ci": r.ci, "pvalue": r.pvalue,
+               "pvalue_adjusted": r.pvalue_adjusted, "pvalue_margin_adjusted": r.pvalue_margin_adjusted,
+               "correction": corr, "value_a": None, "value_b": None, "verdict": r.verdict, "reasons": [],
+               "test": None,
+               "reason": None}
+        text = verdict_sentence(sub, lang=lang, label_a=label_a, label_b=label_b, measure_label=measure_label,
+                                signal=signal, confidence_level=confidence_level, phrase=phrase)
+        out.append(msg(lang, "bytemplate.scenario", template=r.template, sentence=text))
+    binary = comp.get("scale") == "binary"
+    avg = block.average
+    average = "—" if avg is None else fmt_num(avg * (100 if binary else 1), lang)
+    if avg is not None and not average.startswith(("-", "−")):
+        average = "+" + average
+    if binary and avg is not None:
+        average = msg(lang, "points", x=average)
+    out.append(msg(lang, "bytemplate.claim", correction=block.correction, average=average))
+    return " ".join(out)
 
 
 def scenario_summary(comp: ComparisonResult, lang: str) -> str:

@@ -175,23 +175,37 @@ def _verdict_rows(data: ReportData, lang: str) -> list[VerdictRow]:
                                   signal=data.attribute_signal(c.attribute), confidence_level=level,
                                   reason_said=True)
         ci = c.ci or [None, None]
+        est, pv, pv_adj, where = c.estimate, c.pvalue, c.pvalue_adjusted, ""
+        deciding = c.scenarios.deciding(c.verdict) if c.scenarios is not None and c.scenarios.by_template else []
+        if deciding:  # by template: the scenario that decides (the smallest adjusted p), never the average's interval
+            r = min(deciding, key=lambda r: 2.0 if r.pvalue_adjusted is None else r.pvalue_adjusted)
+            ci, est, pv, pv_adj = r.ci or [None, None], r.estimate, r.pvalue, r.pvalue_adjusted
+            where = f"`{r.template}`" + (f" +{len(deciding) - 1}" if len(deciding) > 1 else "") + " "
         lo, hi = (ci[0], ci[1]) if len(ci) >= 2 else (None, None)
         unit = (" pp" if lang == "en" else " p.\u00a0p.") if binary else ""
-        est = c.estimate
         mark = "†" if c.measure.startswith("answer.") else "" if c.primary else "*"
         rows.append(VerdictRow(
             key=comparison_key(c), id=c.id, target=c.target, measure=c.measure, measure_label=mlab,
             attribute=c.attribute, design=c.design, group_a=c.group_a, group_b=c.group_b,
             label_a=la, label_b=lb, scale=c.scale, primary=c.primary,
             verdict=shown, verdict_word=verdict_word(shown, lang), sentence=sentence,
-            estimate=(fmt_num(est * f, lang) + unit) if isinstance(est, (int, float)) else "—",
+            estimate=where + ((fmt_num(est * f, lang) + unit) if isinstance(est, (int, float)) else "—"),
             ci=(f"{fmt_num(lo * f, lang)} … {fmt_num(hi * f, lang)}"
                 if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) else "—"),
-            p=fmt_p(c.pvalue, lang), p_adjusted=fmt_p(c.pvalue_adjusted, lang),
+            p=fmt_p(pv, lang), p_adjusted=fmt_p(pv_adj, lang),
             test=test_name(c.test, lang), n_pairs=c.n_pairs, n_dropped=c.n_dropped,
             note=translate_note(c.note or "", lang), result=c, reasons=reasons,
             reason=_reason_words(c, first, lang, incomplete), mark=mark))
     return rows
+
+
+def _named(r: VerdictRow, lang: str) -> str:
+    """A failing comparison as the headline names it; a ``by: template`` one with the scenarios that fail it."""
+    sc = r.result.scenarios
+    rows = sc.deciding("fail") if sc is not None and sc.by_template else []
+    if not rows:
+        return r.label
+    return r.label + " " + msg(lang, "overall.in_scenarios", where=", ".join(f"`{x.template}`" for x in rows))
 
 
 def _label_rows(rows: list[VerdictRow], lang: str) -> list[str]:
@@ -746,7 +760,7 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
         overall_text = msg(lang, "overall.fail.status")
     ranking_fails = _ranking_fails(res, lang)
     if overall == "fail" and (named or ranking_fails):  # the headline names what fails, statuses and rankings too
-        overall_text += " " + msg(lang, "overall.fail.named", names="; ".join([r.label for r in named] +
+        overall_text += " " + msg(lang, "overall.fail.named", names="; ".join([_named(r, lang) for r in named] +
                                                                              ranking_fails))
     ranking_only = bool(data.analysed and res is not None and res.rankings) and all(r.status for r in rows)
     blocks = _two_party_blocks(data, figures.two_party_blocks, lang)
