@@ -247,6 +247,53 @@ def test_each_inconclusive_names_the_part_that_decided(update, reason, text):
     assert comparison_reasons(c) == [reason] and reason_text(c) == text
 
 
+def _words(ci_method: str, eq: list[float], df: float = 12.0) -> dict:
+    """A word-count comparison, difference -3.25 (SE 2.2, ``df``): the 95% t interval from scipy, the pass
+    interval ``eq``, margin 5."""
+    from scipy import stats
+
+    half = stats.t.ppf(0.975, df) * 2.2
+    return {"scale": "count", "estimate": -3.25, "ci": [-3.25 - half, -3.25 + half], "equivalence_ci": eq,
+            "df": df, "se": 2.2, "pvalue": 0.16, "pvalue_adjusted": 0.16, "pvalue_margin": 0.2,
+            "pvalue_margin_adjusted": 0.2, "margin": 5, "alpha": 0.05, "correction": "holm",
+            "confidence_level": 0.95, "n_pairs": 60, "verdict": "inconclusive", "ci_method": ci_method}
+
+
+def test_a_pass_interval_wider_than_the_t_says_why():
+    """The newcomer read "the 95% interval (−8.0 to 1.5) ... a pass needs the 90% interval (−20.4 to 0.9)"
+    and asked how a 90% interval can be wider: the hull with Hall's skewness-corrected t (and, for a bounded
+    measure, with the variance at the hypothesis) says so, with the docs section; the plain 90% t is
+    estimate +/- t(0.95, df) x SE (scipy), and a pass interval no wider than it (within half a shown digit)
+    says nothing more."""
+    from scipy import stats
+
+    from fairpair.analysis._paired import CI_METHOD, CI_METHOD_BOUNDED
+
+    t90 = stats.t.ppf(0.95, 12.0) * 2.2  # 3.92: the plain 90% interval is -7.17 to 0.67
+    c = _words(CI_METHOD, [-20.4, 0.9])
+    assert reason_text(c) == (
+        "the 95% interval (−8.0 to 1.5) does not settle whether the difference is within the ±5 margin; a pass "
+        "needs the 90% interval (−20.4 to 0.9) inside it, widened for skew (Hall) (docs: Analysis, “One "
+        "inference per comparison”)")
+    assert reason_text(c, lang="es") == (
+        "el intervalo al 95 % (−8,0 a 1,5) no resuelve si la diferencia está dentro del margen de ±5; para "
+        "pasar, el intervalo al 90 % (−20,4 a 0,9) debe quedar dentro, ampliado por la asimetría (Hall) "
+        "(documentación: Analysis, «One inference per comparison»)")
+    bounded = reason_text(_words(CI_METHOD_BOUNDED, [-20.4, 0.9]))
+    assert bounded.endswith("inside it, widened for skew (Hall) and for a bounded measure (docs: Analysis, "
+                            "“One inference per comparison”)")
+    assert reason_text(_words(CI_METHOD_BOUNDED, [-20.4, 0.9]), lang="es").endswith(
+        "ampliado por la asimetría (Hall) y por ser una medida acotada (documentación: Analysis, «One "
+        "inference per comparison»)")
+    # the plain 90% t, and the same widened by less than half a shown digit: no explanation
+    for eq in ([-3.25 - t90, -3.25 + t90], [-3.25 - t90 - 0.04, -3.25 + t90]):
+        assert reason_text(_words(CI_METHOD, eq)).endswith("a pass needs the 90% interval (−7.2 to 0.7) inside it")
+    assert "widened" in reason_text(_words(CI_METHOD, [-3.25 - t90 - 0.06, -3.25 + t90]))
+    # a pass interval without Hall's hull (templates fixed; or results.json without ci_method): as before
+    assert "widened" not in reason_text(_words("templates fixed (these scenarios): t", [-20.4, 0.9]))
+    assert "widened" not in reason_text({**_words(CI_METHOD, [-20.4, 0.9]), "ci_method": None})
+
+
 def test_sentence_and_table_share_one_sign(bot_runs, capsys):
     """The seed's example read "0.1 lower ... CI -0.3 to 0.4" beside "-0.1, -0.4..0.3": the sentence now
     gives the interval of A - B as the table does."""

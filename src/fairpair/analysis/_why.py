@@ -34,6 +34,9 @@ _TEXT = {
         "interval": ("the {level}% interval ({lo} to {hi}) does not settle whether the difference is within the "
                      "{margin} margin"),
         "interval.eq": "; a pass needs the {level}% interval ({lo} to {hi}) inside it",
+        "widened.skew": ", widened for skew (Hall)",
+        "widened.bounded": ", widened for skew (Hall) and for a bounded measure",
+        "widened.docs": " (docs: Analysis, “One inference per comparison”)",
         "interval.none": "the interval is undefined (no variance to estimate it from)",
         "p_margin": ("beyond the margin before the {corr} adjustment, not after (p = {p} against the margin)"),
         "p_zero.margin": ("the interval lies beyond the margin, but the difference is not significant after the "
@@ -49,6 +52,9 @@ _TEXT = {
         "interval": ("el intervalo al {level} % ({lo} a {hi}) no resuelve si la diferencia está dentro del "
                      "margen de {margin}"),
         "interval.eq": "; para pasar, el intervalo al {level} % ({lo} a {hi}) debe quedar dentro",
+        "widened.skew": ", ampliado por la asimetría (Hall)",
+        "widened.bounded": ", ampliado por la asimetría (Hall) y por ser una medida acotada",
+        "widened.docs": " (documentación: Analysis, «One inference per comparison»)",
         "interval.none": "el intervalo no está definido (no hay variación con la que estimarlo)",
         "p_margin": ("fuera del margen antes del ajuste de {corr}, no después (p = {p} frente al margen)"),
         "p_zero.margin": ("el intervalo queda fuera del margen, pero la diferencia no es significativa tras el "
@@ -159,6 +165,27 @@ def _p(p: float | None, lang: str) -> str:
     return _num(p, lang, 3)
 
 
+def _widened(c: Comparison, lo: float, hi: float, elo: float, ehi: float, f: float) -> str | None:
+    """Why the pass interval ``[elo, ehi]`` reaches visibly (by half a shown digit, ``f``: the display
+    factor) beyond the plain ``1 - 2 alpha`` t interval, whose half-width is the ``1 - alpha`` interval's
+    ``[lo, hi]`` times ``t(1 - alpha, df) / t(1 - alpha/2, df)``: ``"bounded"`` (hulled with Hall's t and
+    the variance at the hypothesis, :data:`fairpair.analysis._paired.CI_METHOD_BOUNDED`), ``"skew"``
+    (hulled with Hall's t, ``CI_METHOD``), or None (not wider, or not a hulled interval)."""
+    from scipy import stats
+
+    method = str(_get(c, "ci_method") or "")
+    if "Hall" not in method:
+        return None
+    alpha = _f(_get(c, "alpha")) or 0.05
+    df = _f(_get(c, "df"))
+    dist = stats.t(df) if df is not None and df > 0 else stats.norm()
+    half = (hi - lo) / 2 * float(dist.ppf(1 - alpha) / dist.ppf(1 - alpha / 2))
+    mid = (hi + lo) / 2
+    if max(mid - half - elo, ehi - mid - half) * f < 0.05:
+        return None
+    return "bounded" if "variance at the hypothesis" in method else "skew"
+
+
 def reason_text(c: Comparison, reason: Reason | str | None = None, lang: str = "en", *,
                 incomplete: IncompleteRun | None = None) -> str:
     """One reason of comparison ``c`` in words with its numbers (default: its headline reason, the first
@@ -211,6 +238,9 @@ def reason_text(c: Comparison, reason: Reason | str | None = None, lang: str = "
         if elo is not None and ehi is not None:  # the interval that decides a pass (TOST at alpha: 1 - 2 alpha)
             eq_level = _num(100 * (1 - 2 * (_f(_get(c, "alpha")) or 0.05)), lang, 0)
             text += _say(t["interval.eq"], level=eq_level, lo=_num(elo * f, lang), hi=_num(ehi * f, lang))
+            widened = _widened(c, lo, hi, elo, ehi, f)
+            if widened:
+                text += t[f"widened.{widened}"] + t["widened.docs"]
         return text
     if reason is Reason.ADJUSTED_P_MARGIN:
         return _say(t["p_margin"], corr=corr, p=_p(_f(_get(c, "pvalue_margin_adjusted")), lang))

@@ -42,6 +42,7 @@ MESSAGES: dict[str, dict[str, str]] = {
                                   "ranked-above comparisons of every pair of groups (under “Ranking and "
                                   "selection”)."),
         "ranking.fails": "{target}: {what}",
+        "label.target": "{target}: {label}",
         "ranking.fails.ratios": "{n} four-fifths ratio(s)",
         "ranking.fails.pairs": "{n} pairwise comparison(s)",
         "lang": "en",
@@ -417,6 +418,7 @@ MESSAGES: dict[str, dict[str, str]] = {
                                   "las comparaciones de primera elección y de «por delante» de cada par de grupos "
                                   "(en «Ranking y selección»)."),
         "ranking.fails": "{target}: {what}",
+        "label.target": "{target}: {label}",
         "ranking.fails.ratios": "{n} razón(es) de cuatro quintos",
         "ranking.fails.pairs": "{n} comparación(es) por pares",
         "lang": "es",

@@ -199,13 +199,15 @@ def _verdict_rows(data: ReportData, lang: str) -> list[VerdictRow]:
     return rows
 
 
-def _named(r: VerdictRow, lang: str) -> str:
-    """A failing comparison as the headline names it; a ``by: template`` one with the scenarios that fail it."""
+def _named_failing(r: VerdictRow, rows: list[VerdictRow], lang: str) -> str:
+    """A failing comparison as the headline names it (:func:`_named`); a ``by: template`` one with the
+    scenarios that fail it."""
     sc = r.result.scenarios
-    rows = sc.deciding("fail") if sc is not None and sc.by_template else []
-    if not rows:
-        return r.label
-    return r.label + " " + msg(lang, "overall.in_scenarios", where=", ".join(f"`{x.template}`" for x in rows))
+    deciding = sc.deciding("fail") if sc is not None and sc.by_template else []
+    if not deciding:
+        return _named(r, rows, lang)
+    return _named(r, rows, lang) + " " + msg(lang, "overall.in_scenarios",
+                                             where=", ".join(f"`{x.template}`" for x in deciding))
 
 
 def _label_rows(rows: list[VerdictRow], lang: str) -> list[str]:
@@ -267,6 +269,14 @@ def verdict_counts(rows: list[VerdictRow], lang: str) -> str:
     return text
 
 
+def _named(row: VerdictRow, rows: list[VerdictRow], lang: str) -> str:
+    """``row.label``, after its target when ``rows`` come from more than one target (as a ranking's
+    "target: n pairwise comparison(s)")."""
+    if len({r.target for r in rows}) > 1:
+        return msg(lang, "label.target", target=row.target, label=row.label)
+    return row.label
+
+
 def shared_reasons(rows: list[VerdictRow], lang: str) -> list[ReasonGroup]:
     """Each distinct reason once, with the comparisons it covers (an insufficient design's parts one by
     one: "3 template(s) ..." covers all nine comparisons, "3 name(s) in group china" three of them).
@@ -285,7 +295,7 @@ def shared_reasons(rows: list[VerdictRow], lang: str) -> list[ReasonGroup]:
     out = []
     for (kind, text), rs in groups.items():
         every = len(rs) == len(rows) and len(rs) > 1  # every comparison of the table
-        which = msg(lang, "reason.all", n=len(rs)) if every else "; ".join(r.label for r in rs)
+        which = msg(lang, "reason.all", n=len(rs)) if every else "; ".join(_named(r, rows, lang) for r in rs)
         out.append(ReasonGroup(kind=msg(lang, f"reason.{kind}"), text=text, which=which,
                                labels=[r.label for r in rs],
                                line=msg(lang, "reason.covers", kind=msg(lang, f"reason.{kind}"), why=text,
@@ -760,8 +770,8 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
         overall_text = msg(lang, "overall.fail.status")
     ranking_fails = _ranking_fails(res, lang)
     if overall == "fail" and (named or ranking_fails):  # the headline names what fails, statuses and rankings too
-        overall_text += " " + msg(lang, "overall.fail.named", names="; ".join([_named(r, lang) for r in named] +
-                                                                             ranking_fails))
+        names = [_named_failing(r, rows, lang) for r in named] + ranking_fails
+        overall_text += " " + msg(lang, "overall.fail.named", names="; ".join(names))
     ranking_only = bool(data.analysed and res is not None and res.rankings) and all(r.status for r in rows)
     blocks = _two_party_blocks(data, figures.two_party_blocks, lang)
     return ReportModel(
