@@ -90,7 +90,12 @@ def test_compare_detects_a_planted_change(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["schema"] == "fairpair.compare/1"
 
 
-def test_plan_change_is_flagged(tmp_path):
+def test_plan_edit_is_refused_not_flagged_as_changed(tmp_path):
+    """An edited plan offered after the answers were in is refused (the registered plan is executed), so
+    ``plan_changed`` stays false and the refusal is counted; ``plan_changed`` is true only when the executed
+    plan differs from the registered one (here: a registered hash that no longer matches the stored battery)."""
+    from fairpair.store import Store
+
     b = battery_dict(templates=4, repetitions=1, resamples=50)
     run = make_run(tmp_path, "p", b)
     b["analysis"]["alpha"] = 0.10  # changed after the answers were in
@@ -98,9 +103,17 @@ def test_plan_change_is_flagged(tmp_path):
     bpath.write_text(yaml.safe_dump(b, allow_unicode=True), encoding="utf-8")
     execute_run(load_battery(bpath), run, RunSettings())
     res = analyze_run(run)
-    assert res.plan_changed is True and res.plan_sha256 != res.plan_sha256_now
+    assert res.plan_changed is False and res.plan_sha256 == res.plan_sha256_now and res.plan_edits_refused == 1
     assert res.alpha == 0.05  # the registered plan is executed
-    assert any("registered plan" in n for n in res.notes)
+    assert any("refused" in n and "registered plan was executed" in n for n in res.notes)
+    with Store.open(run) as store:  # a store written before the kind was renamed: its event counts as refused
+        store.event("plan_changed", {"registered": res.plan_sha256, "now": "0" * 64})
+        store.conn.execute("UPDATE meta SET value=? WHERE key='plan_sha256'", ('"' + "f" * 64 + '"',))
+        store.conn.commit()
+    res = analyze_run(run)
+    assert res.plan_edits_refused == 2 and res.plan_changed is True
+    assert res.plan_sha256 == "f" * 64 and res.plan_sha256_now != res.plan_sha256
+    assert any("differs from the one registered" in n for n in res.notes)
 
 
 def test_degenerate_data_never_crash(tmp_path):

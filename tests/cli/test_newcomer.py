@@ -404,3 +404,52 @@ def test_status_after_a_failed_preflight_asks_only_for_the_run_again(tmp_path, c
     assert "0/512 answered, 1 failed, 511 not sent yet" in out
     assert f"left to do: fairpair run {battery} --out {run} (sends the cases left and retries the failed)" in out
     assert "fairpair analyze" not in out and "fairpair report" not in out
+
+
+# ------------------------------------------------------------------ an edited plan offered to a run and refused
+def test_a_refused_plan_edit_does_not_flag_the_plan_as_changed(tmp_path, capsys):
+    """`cp -r runs/en runs/en_copy`, then `fairpair run en8.yaml --out runs/en_copy` (one `margin: 10` edited
+    to 8) warned that the edits were not used and kept margin 10, yet the report said 'YES: the analysis plan
+    was changed after answers were collected' (`plan_changed: true`), and still did after the original battery
+    was run into the directory again. The flag now says whether the executed plan differs from the registered
+    one; the refused edit stays recorded (event `plan_edit_refused`) and is reported as refused."""
+    import shutil
+
+    from fairpair.store import Store
+
+    battery, run, copy = tmp_path / "en.yaml", tmp_path / "en_run", tmp_path / "en_copy"
+    assert _cli(["init", battery, "--target", "mock"], capsys)[0] == 0
+    text = battery.read_text(encoding="utf-8")
+    assert text.count("margin: 10}") == 1
+    edited = tmp_path / "en8.yaml"
+    edited.write_text(text.replace("margin: 10}", "margin: 8}"), encoding="utf-8")
+    assert _cli(["run", battery, "--out", run], capsys)[0] in (0, 1)
+    shutil.copytree(run, copy)
+
+    code, out, err = _cli(["run", edited, "--out", copy], capsys)
+    assert code in (0, 1)
+    assert "these edits are not used" in " ".join((out + err).split())
+    assert "YES: the analysis plan was changed" not in out + err
+    results = json.loads((copy / "results.json").read_text(encoding="utf-8"))
+    assert [c["margin"] for c in results["comparisons"] if c["measure"] == "palabras"][0] == 10
+    assert results["plan_changed"] is False and results["plan_edits_refused"] == 1
+    assert results["plan_sha256_now"] == results["plan_sha256"]
+    assert any("offered to this run directory 1 time(s) and refused" in n for n in results["notes"])
+    manifest = json.loads((copy / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["plan_changed_after_registration"] is False and manifest["plan_edits_refused"] == 1
+    assert manifest["plan_sha256_now"] == manifest["plan_sha256"]
+
+    assert _cli(["run", battery, "--out", copy], capsys)[0] in (0, 1)  # the original battery again
+    code, out, err = _cli(["report", copy, "--lang", "en"], capsys)
+    assert "YES: the analysis plan was changed" not in out + err
+    md = next((copy / "report").glob("*.md")).read_text(encoding="utf-8")
+    assert "**Plan changed after registration**: no" in md
+    assert "1 battery(ies) with an edited analysis plan offered later and refused" in md
+    summary = json.loads(next((copy / "report").glob("*.json")).read_text(encoding="utf-8"))
+    assert summary["battery"]["plan_changed"] is False and summary["battery"]["plan_edits_refused"] == 1
+    with Store.open(copy, create=False, readonly=True) as store:  # the refused edit stays recorded
+        refused = store.events("plan_edit_refused")
+        assert len(refused) == 1 and refused[0]["registered"] == results["plan_sha256"]
+        assert refused[0]["offered"] != refused[0]["registered"]
+    code, out, err = _cli(["status", copy], capsys)
+    assert "events: plan_edit_refused x 1" in out

@@ -40,7 +40,7 @@ from fairpair.records import (
     num,
 )
 from fairpair.stats import adjust, cochran_q, friedman
-from fairpair.store import RESULTS_NAME, Run
+from fairpair.store import RESULTS_NAME, Run, executed_plan_sha256, plan_changed, plan_edits_refused
 
 if TYPE_CHECKING:
     from fairpair.battery import AnalysisPlan, Battery, Comparison
@@ -647,8 +647,9 @@ def analyze_run(run_dir: Path | str | Run, *, console: Any = None, write: bool =
             pass  # a measure that cannot be built here: its labels stay unread (its comparisons note it)
         plan = battery.analysis
         registered = store.get_meta("plan_sha256")
-        changes = store.events("plan_changed")
-        now = changes[-1].get("now") if changes else registered
+        executed = executed_plan_sha256(store) or registered
+        changed = plan_changed(store)
+        refused = len(plan_edits_refused(store))
         from fairpair._progress import stage_bar
 
         n_planned = len(plan.comparisons) * len(data.targets)
@@ -683,13 +684,17 @@ def analyze_run(run_dir: Path | str | Run, *, console: Any = None, write: bool =
         measures = sorted({m for (_t, m) in data.values if not m.startswith(DISCOVERED_PREFIX)}
                           | set(battery.measures))
         scales = {m: measure_scale(battery, m, data.raw_kinds.get(m)) for m in measures}
-        if changes:
-            notes.append("the analysis plan was changed after it was registered; the registered plan was executed")
+        if changed:
+            notes.append("the analysis plan executed differs from the one registered before the answers were "
+                         "collected")
+        if refused:
+            notes.append(f"a battery with an edited analysis plan was offered to this run directory {refused} "
+                         f"time(s) and refused: its edits were not used, the registered plan was executed")
         res = Results(
             schema_="fairpair.results/2", fairpair_version=__version__,
             created_at=datetime.now(UTC).isoformat(timespec="seconds"), run_dir=str(path),
-            battery=battery.name, battery_sha256=loaded.sha256, plan_sha256=registered, plan_sha256_now=now,
-            plan_changed=bool(changes) and now != registered, alpha=plan.alpha, correction=plan.correction,
+            battery=battery.name, battery_sha256=loaded.sha256, plan_sha256=registered, plan_sha256_now=executed,
+            plan_changed=changed, plan_edits_refused=refused, alpha=plan.alpha, correction=plan.correction,
             confidence_level=plan.confidence_level, n_resamples=plan.bootstrap_resamples, seed=plan.seed,
             fail_on_inconclusive=plan.fail_on_inconclusive, fail_on_insufficient=plan.fail_on_insufficient,
             names=plan.generalize.names, templates=plan.generalize.templates, targets=data.targets, measures=scales,

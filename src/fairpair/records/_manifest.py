@@ -25,7 +25,8 @@ class RunManifest(BaseModel):
     selection:
         ``--templates`` / ``--axes`` of a partial run (:func:`fairpair.battery.select`), or None.
     plan_sha256, plan_sha256_now:
-        The analysis plan registered at the start, and the one seen by the last session.
+        The analysis plan registered at the start, and the one executed (the recorded battery's: an edited
+        battery offered later is refused, see ``plan_edits_refused``).
     expansion:
         The expansion's manifest (cases per design, exclusions, prompt templates).
     targets:
@@ -43,7 +44,10 @@ class RunManifest(BaseModel):
     import_:
         (``import`` in the file) provenance of answers imported by ``fairpair import-answers``.
     plan_changed_after_registration, targets_changed_after_answers:
-        The plan changed after the first answer; targets whose options changed after answers.
+        The executed plan differs from the registered one; targets whose options changed after answers.
+    plan_edits_refused:
+        How many times a battery with an edited analysis plan was offered to this run directory and refused
+        (its edits not used).
     tokens:
         The tokens actually used, from the providers' ``usage`` fields: ``answers`` (target ->
         ``calls``, ``input_tokens``, ``output_tokens``, ``without_usage``: the stored answers, every turn
@@ -75,6 +79,7 @@ class RunManifest(BaseModel):
     measurement: dict[str, Any] | None = None
     import_: dict[str, Any] | None = Field(None, alias="import")
     plan_changed_after_registration: bool = False
+    plan_edits_refused: int = 0
     targets_changed_after_answers: list[str] = Field(default_factory=list)
     tokens: dict[str, dict[str, dict[str, Any]]] | None = None
 

@@ -744,9 +744,10 @@ class Results(_Rec):
     """The whole analysis of a run: written to ``RUN/results.json``.
 
     ``plan_sha256`` is the plan registered before any answer was sent;
-    ``plan_sha256_now`` the latest plan seen for this run directory (from a
-    ``plan_changed`` event), and ``plan_changed`` flags a difference: the
-    registered plan is the one executed.
+    ``plan_sha256_now`` the plan executed (the recorded battery's), and
+    ``plan_changed`` is true exactly when the two differ. ``plan_edits_refused``
+    counts the batteries with an edited plan offered to the run directory
+    later and refused (their edits not used; they do not set ``plan_changed``).
     """
 
     schema_: str = Field(RESULTS_SCHEMA, alias="schema")
@@ -758,6 +759,7 @@ class Results(_Rec):
     plan_sha256: str | None
     plan_sha256_now: str | None
     plan_changed: bool
+    plan_edits_refused: int = 0
     alpha: float
     correction: str
     confidence_level: float

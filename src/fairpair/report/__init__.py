@@ -20,7 +20,9 @@
           "run_dir": str,
           "analysed": bool,                  # false when RUN/results.json is absent
           "battery": {"name": str, "sha256": str | null, "plan_sha256": str | null,
-                      "plan_sha256_now": str | null, "plan_changed": bool},
+                      "plan_sha256_now": str | null,  # the plan executed
+                      "plan_changed": bool,           # executed plan != registered plan
+                      "plan_edits_refused": int},     # edited plans offered later and refused
           "overall": "fail" | "pass" | "inconclusive" | "insufficient design" | "incomplete run" | "none",
                                              # primary comparisons and failing answer-status ones
           "verdicts": [{

@@ -431,13 +431,20 @@ def _commands(data: ReportData) -> list[str]:
 
 
 def plan_info(data: ReportData) -> tuple[str | None, str | None, bool]:
-    """``(registered plan sha256, latest plan sha256, changed after registration)``."""
+    """``(registered plan sha256, executed plan sha256, executed plan differs from the registered one)``,
+    from ``results.json`` when the run is analysed, else from the manifest (an edited plan offered later and
+    refused does not count: see :func:`plan_edits_refused`)."""
     m, r = data.manifest, data.results
     plan = (r.plan_sha256 if r is not None else None) or m.get("plan_sha256")
     plan_now = (r.plan_sha256_now if r is not None else None) or m.get("plan_sha256_now")
-    changed = bool((r is not None and r.plan_changed) or m.get("plan_changed_after_registration")
-                   or (plan and plan_now and plan != plan_now))
+    changed = bool(r.plan_changed if r is not None else m.get("plan_changed_after_registration"))
     return plan, plan_now, changed
+
+
+def plan_edits_refused(data: ReportData) -> int:
+    """How many batteries with an edited analysis plan were offered to the run directory and refused."""
+    r, n = data.results, data.manifest.get("plan_edits_refused")
+    return max(r.plan_edits_refused if r is not None else 0, n if isinstance(n, int) else 0)
 
 
 def _provenance(data: ReportData, lang: str) -> list[tuple[str, str]]:
@@ -452,6 +459,9 @@ def _provenance(data: ReportData, lang: str) -> list[tuple[str, str]]:
         (msg(lang, "prov.plan_changed"), msg(lang, "prov.plan_changed.yes" if changed else "prov.plan_changed.no")),
         (msg(lang, "prov.started"), f"{m.get('started_at', '—')} / {m.get('finished_at', '—')}"),
     ]
+    refused = plan_edits_refused(data)
+    if refused:  # offered and refused: the registered plan stayed the executed one
+        rows.insert(5, (msg(lang, "prov.plan_refused"), msg(lang, "prov.plan_refused.n", n=refused)))
     if r is not None:
         rows.append((msg(lang, "prov.analysis"), msg(
             lang, "prov.analysis.value", alpha=fmt_num(r.alpha, lang, 3),
@@ -941,7 +951,8 @@ def summary_json(model: ReportModel, files: dict[str, str]) -> dict[str, Any]:
         "run_dir": str(data.run_dir),
         "analysed": data.analysed,
         "battery": {"name": data.battery_name, "sha256": data.manifest.get("battery_sha256"),
-                    "plan_sha256": plan, "plan_sha256_now": plan_now, "plan_changed": changed},
+                    "plan_sha256": plan, "plan_sha256_now": plan_now, "plan_changed": changed,
+                    "plan_edits_refused": plan_edits_refused(data)},
         "overall": model.overall,
         "verdicts": [{
             "id": r.id, "target": r.target, "measure": r.measure, "attribute": r.attribute, "design": r.design,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from fairpair.run._preflight import ErrorKind, format_error_summary, summarize_errors
+from fairpair.store import PLAN_EDIT_REFUSED, plan_edits_refused
 
 __all__ = ["TargetStatus", "RunStatus", "batch_lines", "run_status", "failure_lines"]
 
@@ -93,8 +94,9 @@ def run_status(run_dir: Path) -> RunStatus:
         names = list(dict.fromkeys([*store.targets(), *_declared_targets(battery)]))
         targets = [_target_status(store, name) for name in names]
         measures = store.measurement_counts()
-        events = {k: len(store.events(k)) for k in ("preflight_failed", "circuit_open", "plan_changed",
-                                                     "battery_changed", "target_changed")}
+        events = {k: len(store.events(k)) for k in ("preflight_failed", "circuit_open", "battery_changed",
+                                                     "target_changed")}
+        events[PLAN_EDIT_REFUSED] = len(plan_edits_refused(store))  # the kind's older name included
         waiting = batch_lines(store)
     declared = list((battery.get("measures") or {}).keys())
     for m in declared:

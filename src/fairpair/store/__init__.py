@@ -18,10 +18,14 @@ from fairpair.records import Case, Results
 from fairpair.store._run import (
                                  LOCK_NAME,
                                  MANIFEST_NAME,
+                                 PLAN_EDIT_REFUSED,
                                  RESULTS_NAME,
                                  RESULTS_SCHEMA,
                                  Run,
                                  RunLock,
+                                 executed_plan_sha256,
+                                 plan_changed,
+                                 plan_edits_refused,
                                  plan_hash,
                                  read_results,
                                  record_battery,
@@ -43,6 +47,7 @@ from fairpair.store._sqlite import (
 )
 
 __all__ = ["Run", "RunLock", "Store", "Case", "Response", "Measurement", "Results", "MeasurementColumns",
-           "AnswerToMeasure", "plan_hash", "read_results", "record_battery", "results_current",
+           "AnswerToMeasure", "executed_plan_sha256", "plan_changed", "plan_edits_refused", "plan_hash",
+           "PLAN_EDIT_REFUSED", "read_results", "record_battery", "results_current",
            "write_manifest", "write_results", "damaged_store_error", "STORE_NAME", "STORE_FORMAT", "SCHEMA_VERSION",
            "MIGRATIONS", "LOCK_NAME", "MANIFEST_NAME", "RESULTS_NAME", "RESULTS_SCHEMA"]

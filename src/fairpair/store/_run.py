@@ -34,7 +34,8 @@ from fairpair.errors import FairpairError, validation_summary
 from fairpair.records import RESULTS_SCHEMA, Case, Measurement, Response, Results, RunManifest
 from fairpair.store._sqlite import STORE_NAME, Store
 
-__all__ = ["Run", "RunLock", "plan_hash", "record_battery", "read_results", "results_current",
+__all__ = ["PLAN_EDIT_REFUSED", "Run", "RunLock", "executed_plan_sha256", "plan_changed", "plan_edits_refused",
+           "plan_hash", "record_battery", "read_results", "results_current",
            "write_manifest", "write_results", "LOCK_NAME", "MANIFEST_NAME", "RESULTS_NAME", "RESULTS_SCHEMA"]
 
 LOCK_NAME = ".fairpair.lock"
@@ -102,21 +103,55 @@ class RunLock:
         return None
 
 
-def plan_hash(loaded: Any) -> str:
-    """sha256 (hex) of the pre-registered analysis plan and the measures it relies on
-    (``loaded``: a :class:`~fairpair.battery.LoadedBattery`)."""
-    b = loaded.battery
-    blob = json.dumps({"analysis": b.analysis.model_dump(mode="json"),
-                       "measures": {k: v.model_dump(mode="json") for k, v in b.measures.items()}},
+PLAN_EDIT_REFUSED = "plan_edit_refused"
+"""Event kind: a battery whose analysis plan differs from the registered one was offered to an existing run
+directory and refused (the registered plan stays the executed one); payload ``registered``, ``offered``."""
+_LEGACY_PLAN_EDIT = "plan_changed"  # the same record, as written by fairpair <= this fix (payload: registered, now)
+
+
+def _plan_sha256(analysis: Any, measures: dict[str, Any]) -> str:
+    blob = json.dumps({"analysis": analysis, "measures": measures},
                       sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def plan_hash(loaded: Any) -> str:
+    """sha256 (hex) of the pre-registered analysis plan and the measures it relies on
+    (``loaded``: a :class:`~fairpair.battery.LoadedBattery`)."""
+    b = loaded.battery
+    return _plan_sha256(b.analysis.model_dump(mode="json"),
+                        {k: v.model_dump(mode="json") for k, v in b.measures.items()})
+
+
+def executed_plan_sha256(store: Store) -> str | None:
+    """sha256 (as :func:`plan_hash`) of the analysis plan a run directory executes: the one of the battery
+    recorded in its store (read as stored, so a later fairpair's new defaults do not change it); None when
+    no battery is recorded."""
+    battery = store.get_meta("battery")
+    if not isinstance(battery, dict):
+        return None
+    return _plan_sha256(battery.get("analysis"), battery.get("measures") or {})
+
+
+def plan_edits_refused(store: Store) -> list[dict[str, Any]]:
+    """The events recording an edited analysis plan offered to this run directory and refused (oldest
+    first; those written before the kind was named :data:`PLAN_EDIT_REFUSED` included)."""
+    return sorted(store.events(_LEGACY_PLAN_EDIT) + store.events(PLAN_EDIT_REFUSED), key=lambda e: e["at"])
+
+
+def plan_changed(store: Store) -> bool:
+    """True exactly when the analysis plan executed (:func:`executed_plan_sha256`) differs from the one
+    registered before the first answer (meta ``plan_sha256``); a refused edit does not count."""
+    registered, executed = store.get_meta("plan_sha256"), executed_plan_sha256(store)
+    return registered is not None and executed is not None and executed != registered
+
+
 def record_battery(store: Store, loaded: Any) -> dict[str, Any]:
     """Record ``loaded`` (and its plan's hash, :func:`plan_hash`) in a new store, or note in an
-    existing one's events that the plan or the battery changed since (nothing is overwritten).
+    existing one's events that an edited plan was offered and refused (:data:`PLAN_EDIT_REFUSED`) or
+    that the battery changed since (nothing is overwritten: the recorded battery and plan stay the ones used).
 
-    Returns the manifest notes (``plan_changed_after_registration``).
+    Returns the manifest notes (``plan_changed_after_registration``, ``plan_edits_refused``).
 
     Raises
     ------
@@ -125,7 +160,6 @@ def record_battery(store: Store, loaded: Any) -> dict[str, Any]:
     """
     b = loaded.battery
     existing = store.get_meta("battery")
-    notes: dict[str, Any] = {}
     if existing is not None and existing.get("name") != b.name:
         raise FairpairError(f"this run directory belongs to battery '{existing.get('name')}', not '{b.name}'; "
                             "use another --out", file=store.path.parent)
@@ -138,12 +172,11 @@ def record_battery(store: Store, loaded: Any) -> dict[str, Any]:
     else:
         old_plan = store.get_meta("plan_sha256")
         if old_plan != new_plan:
-            store.event("plan_changed", {"registered": old_plan, "now": new_plan})
+            store.event(PLAN_EDIT_REFUSED, {"registered": old_plan, "offered": new_plan})
         if store.get_meta("battery_sha256") != loaded.sha256:
             store.event("battery_changed", {"registered": store.get_meta("battery_sha256"), "now": loaded.sha256})
-    if store.events("plan_changed"):
-        notes["plan_changed_after_registration"] = True
-    return notes
+    return {"plan_changed_after_registration": plan_changed(store),
+            "plan_edits_refused": len(plan_edits_refused(store))}
 
 
 def _valid_key(key: str, value: Any) -> bool:
@@ -181,7 +214,9 @@ def write_manifest(run_dir: Path, store: Store, extra: dict[str, Any]) -> dict[s
                 if isinstance(data, dict) else RunManifest()
     merged = old.merged(update)
     merged.counts = {t: store.counts(t) for t in merged.targets}
-    merged.plan_changed_after_registration = bool(store.events("plan_changed"))
+    merged.plan_changed_after_registration = plan_changed(store)
+    merged.plan_edits_refused = len(plan_edits_refused(store))
+    merged.plan_sha256_now = executed_plan_sha256(store) or merged.plan_sha256_now
     usage = store.token_usage()
     if usage or merged.tokens:  # the answers' provider-reported usage, recounted from the store at each write
         merged.tokens = {**(merged.tokens or {}), "answers": usage}
