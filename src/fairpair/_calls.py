@@ -2,7 +2,8 @@
 
 :class:`ModelCaller` sends one :class:`~fairpair.targets.ChatRequest` to a
 target the way every stage does: at most ``max_in_flight`` at once, within the
-rate limits (requests and estimated tokens per minute, :class:`RateLimiter`),
+rate limits (requests and estimated tokens per minute, spaced evenly from the
+first request on: :class:`RateLimiter`),
 each attempt cut at ``timeout`` seconds, retryable failures (429, 5xx,
 timeouts, dropped connections: :func:`is_retryable`) tried again up to
 ``max_attempts`` times with exponential backoff and full jitter (tenacity's
@@ -35,43 +36,42 @@ T = TypeVar("T")
 
 
 class RateLimiter:
-    """Token buckets for requests and (estimated) tokens per minute; ``None`` or 0 = unlimited."""
+    """Spaces the starts of requests so that no 60 s holds more than ``rpm`` of them.
 
-    def __init__(self, rpm: float | None, tpm: float | None):
+    ``rpm`` (requests per minute) and ``tpm`` (estimated prompt tokens per
+    minute) are rates above 0, or ``None``/0 for no limit. The limiter is the
+    virtual-scheduling form of the generic cell rate algorithm (GCRA, ITU-T
+    I.371; a token bucket holding one request, with no initial burst): the first
+    request starts at once and each later one no sooner than ``60 / rpm``
+    seconds after the previous start, and no sooner than ``60 * n / tpm``
+    seconds after it when the previous request carried ``n`` estimated tokens
+    (``n`` capped at ``tpm``). Hence, in any window ``[a, a + T)`` of ``T``
+    seconds (60 included), at most ``ceil(rpm * T / 60)`` requests start -- at most ``rpm``
+    a minute and ``ceil(rpm / 60)`` a second, from the first second on -- and at
+    most ``tpm * T / 60`` estimated tokens plus one request's (a request over
+    ``tpm`` counts as ``tpm``). Every attempt
+    (retries included) takes its turn. ``clock`` (seconds, monotonic) and
+    ``sleep`` are injectable for tests.
+    """
+
+    def __init__(self, rpm: float | None, tpm: float | None, *, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep):
         self.rpm, self.tpm = rpm, tpm
-        now = time.monotonic()
-        self._req = (rpm or 0.0, now)
-        self._tok = (tpm or 0.0, now)
+        self._clock, self._sleep = clock, sleep
+        self._next = float("-inf")  # the earliest start of the next request (clock seconds)
         self._lock = asyncio.Lock()
 
     async def acquire(self, tokens: int) -> None:
-        """Wait until one request of about ``tokens`` tokens fits in both buckets, then take it."""
+        """Wait until the next request of about ``tokens`` tokens may start, then take its turn."""
         if not self.rpm and not self.tpm:
             return
         async with self._lock:
-            while True:
-                now = time.monotonic()
-                wait = 0.0
-                if self.rpm:
-                    level, t0 = self._req
-                    level = min(self.rpm, level + (now - t0) * self.rpm / 60.0)
-                    self._req = (level, now)
-                    if level < 1:
-                        wait = max(wait, (1 - level) * 60.0 / self.rpm)
-                if self.tpm:
-                    level, t0 = self._tok
-                    level = min(self.tpm, level + (now - t0) * self.tpm / 60.0)
-                    self._tok = (level, now)
-                    need = min(tokens, self.tpm)
-                    if level < need:
-                        wait = max(wait, (need - level) * 60.0 / self.tpm)
-                if wait <= 0:
-                    if self.rpm:
-                        self._req = (self._req[0] - 1, now)
-                    if self.tpm:
-                        self._tok = (self._tok[0] - min(tokens, self.tpm), now)
-                    return
-                await asyncio.sleep(wait)
+            while (wait := self._next - self._clock()) > 0:
+                await self._sleep(wait)
+            gap = 60.0 / self.rpm if self.rpm else 0.0
+            if self.tpm:
+                gap = max(gap, min(tokens, self.tpm) * 60.0 / self.tpm)
+            self._next = self._clock() + gap
 
 
 def is_retryable(exc: BaseException) -> bool:
@@ -161,7 +161,8 @@ class ModelCaller:
         Seconds: the exponential backoff's first step and its ceiling (a
         longer ``Retry-After`` from the server is still honoured).
     rpm, tpm:
-        Requests and estimated tokens per minute (``None`` = unlimited).
+        Requests and estimated tokens per minute (``None`` = unlimited); no
+        window of 60 s holds more than ``rpm`` request starts (:class:`RateLimiter`).
     max_in_flight:
         Most calls at once (``None``: the caller's own workers bound them);
         capped by the target's ``max_concurrency``.

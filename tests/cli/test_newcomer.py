@@ -214,6 +214,25 @@ def test_a_rate_limit_of_zero_or_below_is_refused(tmp_path, capsys, option, valu
     assert code == 0, err
 
 
+def test_rpm_spaces_the_requests_the_server_receives_from_the_first_on(tmp_path, capsys, monkeypatch):
+    """`--rpm 60` answered 75 requests in its first 15 s (the bucket started full). On a loopback server:
+    `--rpm 1200` (20 a second) with 8 workers, the requests arrive 50 ms apart from the first; the run's
+    preflight (its own caller, before the run) may add one."""
+    monkeypatch.setenv("FP_RPM_KEY", "sk-x")
+    with serve_openai() as server:
+        target = {"kind": "openai", "base_url": server.base_url, "model": "m", "api_key_env": "FP_RPM_KEY"}
+        path = write_battery(tmp_path, target, templates=3, names={"a": ["Lucía", "Ana"], "b": ["Fátima", "Aixa"]})
+        code, out, err = _cli(["run", path, "--out", tmp_path / "run", "--rpm", "1200", "--concurrency", "8",
+                               "--no-measure"], capsys)
+        at = sorted(r.at for r in server.received)
+    assert code == 0, err
+    assert len(at) >= 8
+    for seconds in (0.1, 0.25):
+        most = max(sum(1 for t in at[i:] if t < a + seconds - 0.03) for i, a in enumerate(at))  # 30 ms of jitter
+        assert most <= 1200 * seconds / 60 + 1  # + the preflight's request
+    assert at[-1] - at[0] >= (len(at) - 2) * 0.05 - 0.01
+
+
 # ------------------------------------------------------------------ expand onto a file of yours
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import bisect
+import math
 import time
 
 import pytest
 
-from fairpair._calls import CallOutcome, ModelCaller, describe_error, worker_pool
+from fairpair._calls import CallOutcome, ModelCaller, RateLimiter, describe_error, worker_pool
 from fairpair.run import RunSettings
 from fairpair.targets import ChatRequest, Completion, TargetError
 
@@ -101,18 +103,78 @@ def test_calls_in_flight_are_capped_by_the_caller_and_by_the_target():
     assert t.most_in_flight == 2
 
 
-def test_requests_per_minute_are_limited():
-    t = Scripted()
-    caller = fast(t, rpm=600, max_in_flight=None)  # 10 a second; the bucket starts full (600)
+class FakeClock:
+    """A clock that moves only when the limiter sleeps: the test takes no real time."""
 
-    async def drain():
-        caller.limiter._req = (0.0, time.monotonic())  # an empty bucket: every call waits its turn
-        for _ in range(3):
-            await caller.call(REQ)
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+    async def sleep(self, seconds):
+        self.now += seconds
+        await asyncio.sleep(0)
+
+
+def starts_under(rpm=None, tpm=None, tokens=(0,), n=400, workers=50):
+    """The fake-clock seconds (from the first) at which ``n`` requests start, ``workers`` waiting at once."""
+    clock = FakeClock()
+    limiter = RateLimiter(rpm, tpm, clock=clock, sleep=clock.sleep)
+    at: list[float] = []
+
+    async def one(i):
+        await limiter.acquire(tokens[i % len(tokens)])
+        at.append(clock())
+
+    async def main():
+        await worker_pool(range(n), one, workers=workers)
+
+    asyncio.run(main())
+    return [t - at[0] for t in at]
+
+
+def most_in_window(at, seconds):
+    """The most starts in any half-open window ``[a, a + seconds)`` (less 1 ns of float rounding: the gaps
+    of 0.1 s add up to 0.99999... s)."""
+    return max(bisect.bisect_left(at, t + seconds - 1e-9) - i for i, t in enumerate(at))
+
+
+@pytest.mark.parametrize("rpm", [60, 300, 600, 45.5])
+def test_no_window_holds_more_than_rpm_starts(rpm):
+    """`--rpm 60` answered 75 requests in its first 15 s and `--rpm 300` sent 397 in 19 s: the bucket
+    started full, so the first minute carried twice the limit. From the first request on, no window of T
+    seconds holds more than ceil(rpm * T / 60) starts: one second's worth a second, rpm a minute."""
+    at = starts_under(rpm=rpm)
+    for seconds in (1, 15, 19, 60):
+        assert at.count(0.0) == 1  # no burst at the start
+        first = sum(1 for t in at if t < seconds - 1e-9)
+        assert first <= math.ceil(rpm * seconds / 60) and most_in_window(at, seconds) <= math.ceil(rpm * seconds / 60)
+    # and no slower than the limit: 400 starts take (400 - 1) * 60 / rpm seconds
+    assert at[-1] == pytest.approx(399 * 60 / rpm)
+
+
+def test_tokens_per_minute_space_the_requests_by_their_size():
+    """tpm=6000 is 100 estimated tokens a second: after a 300-token request the next waits 3 s, after a
+    100-token one 1 s; a minute holds at most tpm tokens plus one request's."""
+    tokens = (300, 100, 50, 100_000)  # the last is over tpm and counts as tpm (a 60 s pause after it)
+    at = starts_under(tpm=6000, tokens=tokens, n=8, workers=1)
+    assert at == pytest.approx([0, 3, 4, 4.5, 64.5, 67.5, 68.5, 69])
+
+
+def test_requests_per_minute_are_limited_in_real_time():
+    """The caller itself, on the real clock: rpm=600 is one start every 0.1 s, the first at once."""
+    t = Scripted()
+    caller = fast(t, rpm=600, max_in_flight=None)
+
+    async def many_at_once():
+        await asyncio.gather(*(caller.call(REQ) for _ in range(5)))
 
     t0 = time.monotonic()
-    asyncio.run(drain())
-    assert 0.25 <= time.monotonic() - t0 < 1.5  # 3 calls at 10/s
+    asyncio.run(many_at_once())
+    at = [s - t0 for s in t.at]
+    assert at[0] < 0.05 and all(b - a >= 0.099 for a, b in zip(at, at[1:], strict=False))
+    assert 0.39 <= time.monotonic() - t0 < 1.5  # 5 starts at 10/s
 
 
 def test_from_settings_reads_the_run_settings():

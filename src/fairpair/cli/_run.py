@@ -53,10 +53,14 @@ def run(
     concurrency: ConcurrencyOpt = 8,
     timeout: TimeoutOpt = 120.0,
     max_attempts: MaxAttemptsOpt = 5,
-    rpm: Annotated[float | None, typer.Option(callback=_per_minute, help="Requests per minute limit (> 0).")]
-    = None,
-    tpm: Annotated[float | None, typer.Option(callback=_per_minute, help="Prompt tokens per minute limit "
-                                                 "(estimated; > 0).")] = None,
+    rpm: Annotated[float | None, typer.Option(
+        callback=_per_minute, help="Requests per minute (> 0): request starts, retries included, are spaced "
+        "60/RPM s apart from the first on, so no 60 s window holds more than RPM of them (no initial burst; "
+        "at most ceil(RPM/60) a second). Per target; default: no limit.")] = None,
+    tpm: Annotated[float | None, typer.Option(
+        callback=_per_minute, help="Estimated prompt tokens per minute (> 0): after a request of N tokens the "
+        "next starts at least 60*N/TPM s later, so no 60 s window holds more than TPM tokens plus one "
+        "request's. Per target; default: no limit.")] = None,
     target: TargetsOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the exact request (method, URL, headers with "
                                           "secrets as ***, body) of one case per template; send nothing.")] = False,
