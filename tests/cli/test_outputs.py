@@ -261,8 +261,8 @@ def _words(ci_method: str, eq: list[float], df: float = 12.0) -> dict:
 
 def test_a_pass_interval_wider_than_the_t_says_why():
     """The newcomer read "the 95% interval (−8.0 to 1.5) ... a pass needs the 90% interval (−20.4 to 0.9)"
-    and asked how a 90% interval can be wider: the hull with Hall's skewness-corrected t (and, for a bounded
-    measure, with the variance at the hypothesis) says so, with the docs section; the plain 90% t is
+    and asked how a 90% interval can be wider: the hull with Hall's skewness-corrected t (for a bounded
+    measure, with the logit-scale interval) says so, with the docs section; the plain 90% t is
     estimate +/- t(0.95, df) x SE (scipy), and a pass interval no wider than it (within half a shown digit)
     says nothing more."""
     from scipy import stats
@@ -280,10 +280,10 @@ def test_a_pass_interval_wider_than_the_t_says_why():
         "pasar, el intervalo al 90 % (−20,4 a 0,9) debe quedar dentro, ampliado por la asimetría (Hall) "
         "(documentación: Analysis, «One inference per comparison»)")
     bounded = reason_text(_words(CI_METHOD_BOUNDED, [-20.4, 0.9]))
-    assert bounded.endswith("inside it, widened for skew (Hall) and for a bounded measure (docs: Analysis, "
+    assert bounded.endswith("inside it, widened for a bounded measure (logit scale) (docs: Analysis, "
                             "“One inference per comparison”)")
     assert reason_text(_words(CI_METHOD_BOUNDED, [-20.4, 0.9]), lang="es").endswith(
-        "ampliado por la asimetría (Hall) y por ser una medida acotada (documentación: Analysis, «One "
+        "ampliado por ser una medida acotada (escala logit) (documentación: Analysis, «One "
         "inference per comparison»)")
     # the plain 90% t, and the same widened by less than half a shown digit: no explanation
     for eq in ([-3.25 - t90, -3.25 + t90], [-3.25 - t90 - 0.04, -3.25 + t90]):

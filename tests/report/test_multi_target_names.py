@@ -29,7 +29,7 @@ def test_summary_and_reasons_name_the_target(two_targets, capsys):
     assert "sesgado: reembolso: magreb − espana" in fails
     # the reason lines name the target of the comparisons they cover
     reasons = [ln for ln in lines if ln.lstrip().startswith("no concluyente:")]
-    assert any(ln.endswith("ampliado por la asimetría (Hall) y por ser una medida acotada (documentación: "
+    assert any(ln.endswith("ampliado por ser una medida acotada (escala logit) (documentación: "
                            "Analysis, «One inference per comparison») (justo: reembolso: magreb − espana)")
                for ln in reasons)
     assert any(ln.endswith("(justo: reembolso: rumania − espana; sesgado: reembolso: rumania − espana)")

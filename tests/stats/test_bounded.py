@@ -117,3 +117,44 @@ def test_kurtosis_df_in_the_crossed_satterthwaite_df():
     var = sum(c * m for c, m, _ in terms)
     assert r.df == pytest.approx(var ** 2 / sum((c * m) ** 2 / d for c, m, d in terms))
     assert r.df < plain.df
+
+
+@pytest.mark.parametrize("bounds,level", [((0.0, 1.0), 0.90), ((1.0, 5.0), 0.90), ((1.0, 5.0), 0.95)])
+def test_logit_interval_is_the_delta_method_t_interval_read_back_at_group_bs_mean(bounds, level):
+    # names fixed, one name per group: the crossed variance is the paired t's over templates (T - 1 df), so the
+    # logit interval is scipy's one-sample t interval of the linearised template differences
+    # z_t = a_t / (p_A (1 - p_A)) - b_t / (p_B (1 - p_B)) around logit(p_A) - logit(p_B), carried back at p_B
+    from scipy.special import expit, logit
+
+    from fairpair.stats import logit_interval
+
+    rng = np.random.default_rng(3)
+    lo, hi = bounds
+    span = hi - lo
+    a01 = np.clip(rng.beta(18, 2, 15), 0.01, 0.999)  # group A's template means on [0, 1], near the top
+    b01 = np.clip(rng.beta(30, 2, 15), 0.01, 0.999)
+    ci = logit_interval((lo + span * a01)[:, None], (lo + span * b01)[:, None], names="fixed", bounds=bounds,
+                        confidence_level=level)
+    pa, pb = a01.mean(), b01.mean()
+    z = a01 / (pa * (1 - pa)) - b01 / (pb * (1 - pb))
+    ref = stats.ttest_1samp(z, 0.0).confidence_interval(level)
+    q = (ref.high - ref.low) / 2
+    assert ci.low == pytest.approx(span * (expit(logit(pa) - q) - pb), rel=1e-10)
+    assert ci.high == pytest.approx(span * (expit(logit(pa) + q) - pb), rel=1e-10)
+    # asymmetric toward the open side: group A below group B near the top, the lower limit reaches further
+    est = span * (pa - pb)
+    assert est - ci.low > ci.high - est > 0
+
+
+def test_logit_interval_is_undefined_at_a_bound_and_checks_its_bounds():
+    from fairpair.stats import logit_interval
+
+    ones = np.full((10, 2), 5.0)
+    some = ones.copy()
+    some[::3, 0] = 4.0
+    assert np.isnan(logit_interval(ones, some, names="random", bounds=(1.0, 5.0)).low)  # only fives in group A
+    assert np.isfinite(logit_interval(some, some[::-1], names="random", bounds=(1.0, 5.0)).low)
+    with pytest.raises(ValueError):
+        logit_interval(some, some, names="random", bounds=(5.0, 1.0))
+    with pytest.raises(ValueError):
+        logit_interval(some, some, names="sometimes", bounds=(1.0, 5.0))

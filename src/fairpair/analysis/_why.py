@@ -35,7 +35,7 @@ _TEXT = {
                      "{margin} margin"),
         "interval.eq": "; a pass needs the {level}% interval ({lo} to {hi}) inside it",
         "widened.skew": ", widened for skew (Hall)",
-        "widened.bounded": ", widened for skew (Hall) and for a bounded measure",
+        "widened.bounded": ", widened for a bounded measure (logit scale)",
         "widened.docs": " (docs: Analysis, “One inference per comparison”)",
         "interval.none": "the interval is undefined (no variance to estimate it from)",
         "p_margin": ("beyond the margin before the {corr} adjustment, not after (p = {p} against the margin)"),
@@ -53,7 +53,7 @@ _TEXT = {
                      "margen de {margin}"),
         "interval.eq": "; para pasar, el intervalo al {level} % ({lo} a {hi}) debe quedar dentro",
         "widened.skew": ", ampliado por la asimetría (Hall)",
-        "widened.bounded": ", ampliado por la asimetría (Hall) y por ser una medida acotada",
+        "widened.bounded": ", ampliado por ser una medida acotada (escala logit)",
         "widened.docs": " (documentación: Analysis, «One inference per comparison»)",
         "interval.none": "el intervalo no está definido (no hay variación con la que estimarlo)",
         "p_margin": ("fuera del margen antes del ajuste de {corr}, no después (p = {p} frente al margen)"),
@@ -168,13 +168,13 @@ def _p(p: float | None, lang: str) -> str:
 def _widened(c: Comparison, lo: float, hi: float, elo: float, ehi: float, f: float) -> str | None:
     """Why the pass interval ``[elo, ehi]`` reaches visibly (by half a shown digit, ``f``: the display
     factor) beyond the plain ``1 - 2 alpha`` t interval, whose half-width is the ``1 - alpha`` interval's
-    ``[lo, hi]`` times ``t(1 - alpha, df) / t(1 - alpha/2, df)``: ``"bounded"`` (hulled with Hall's t and
-    the variance at the hypothesis, :data:`fairpair.analysis._paired.CI_METHOD_BOUNDED`), ``"skew"``
-    (hulled with Hall's t, ``CI_METHOD``), or None (not wider, or not a hulled interval)."""
+    ``[lo, hi]`` times ``t(1 - alpha, df) / t(1 - alpha/2, df)``: ``"bounded"`` (hulled with the logit-scale
+    interval, :data:`fairpair.analysis._paired.CI_METHOD_BOUNDED`), ``"skew"`` (hulled with Hall's t,
+    ``CI_METHOD``), or None (not wider, or not a hulled interval)."""
     from scipy import stats
 
     method = str(_get(c, "ci_method") or "")
-    if "Hall" not in method:
+    if "Hall" not in method and "logit" not in method:
         return None
     alpha = _f(_get(c, "alpha")) or 0.05
     df = _f(_get(c, "df"))
@@ -183,7 +183,7 @@ def _widened(c: Comparison, lo: float, hi: float, elo: float, ehi: float, f: flo
     mid = (hi + lo) / 2
     if max(mid - half - elo, ehi - mid - half) * f < 0.05:
         return None
-    return "bounded" if "variance at the hypothesis" in method else "skew"
+    return "bounded" if "logit" in method else "skew"
 
 
 def reason_text(c: Comparison, reason: Reason | str | None = None, lang: str = "en", *,

@@ -27,7 +27,8 @@ Dispersion (Tan & Lee 2025)               :func:`cell_means`, :func:`cell_means_
                                           :func:`corrected_dispersion` (answer noise removed)
 Crossed designs (templates x names)       :func:`crossed_difference`, :func:`crossed_from_cells`,
                                           :func:`crossed_omnibus`, :func:`names_heterogeneity`,
-                                          :func:`null_variance_interval` (bounded measures' pass rule)
+                                          :func:`logit_interval`, :func:`null_variance_interval` (bounded
+                                          measures' pass rule)
 Within-cell spread                        :func:`spread_difference`, :func:`spread_from_cells`, :func:`cell_sds`
 Scenarios (templates fixed)               :func:`scenario_differences` (per template and the average over these
                                           templates), :func:`scenario_heterogeneity`
@@ -65,7 +66,7 @@ _LAZY = {
     "_categorical": ("CategoryTest", "SquareTableResult", "bowker", "category_tests", "square_table",
                      "stuart_maxwell"),
     "_common": ("ConfidenceInterval", "t_interval", "wilson_interval"),
-    "_bounded": ("null_variance_interval",),
+    "_bounded": ("logit_interval", "null_variance_interval"),
     "_crossed": ("CrossedDifferenceResult", "CrossedFResult", "crossed_difference", "crossed_from_cells",
                  "crossed_omnibus", "names_heterogeneity"),
     "_dispersion": ("CorrectedDispersionResult", "corrected_dispersion", "CellMeansResult", "DispersionResult",
@@ -115,7 +116,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         cluster_bootstrap_mean_difference,
         cluster_bootstrap_risk_difference,
     )
-    from fairpair.stats._bounded import null_variance_interval  # noqa: F401
+    from fairpair.stats._bounded import logit_interval, null_variance_interval  # noqa: F401
     from fairpair.stats._categorical import (  # noqa: F401
         CategoryTest,
         SquareTableResult,
@@ -309,6 +310,7 @@ __all__ = [
     "crossed_difference",
     "crossed_from_cells",
     "null_variance_interval",
+    "logit_interval",
     "crossed_omnibus",
     "names_heterogeneity",
     # scenarios (templates fixed; where a difference lives)

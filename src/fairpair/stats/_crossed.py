@@ -109,7 +109,7 @@ than the chi-square behind Satterthwaite's df; :func:`crossed_from_cells`
 then counts each mean square with the df of its kurtosis (:func:`_kurtosis_df`),
 which took the 95% interval's coverage from 92.6-94.0% to 93.9-94.7% on those
 rows of ``benchmarks/sim_audits.py`` (1000 audits a truth; ``benchmarks/HISTORY.md``). The pass rule
-of these measures adds the variance at the hypothesis (:mod:`fairpair.stats._bounded`).
+of these measures hulls the t with an interval on the logit scale (:mod:`fairpair.stats._bounded`).
 
 Calibration: ``benchmarks/sim_audits.py`` simulates whole audits (independent
 answers, correlated repetitions, template x group bias, name effects, 3-20
