@@ -41,7 +41,7 @@ from fairpair.report._data import (
 from fairpair.report._notes import translate_note
 from fairpair.report._ranking import ranking_view as _ranking_view
 from fairpair.report._ranking import rmsg as _ranking_msg
-from fairpair.report._text import MdSafe, clean, md_block, md_inline
+from fairpair.report._text import MdSafe, clean, html_prose, md_block, md_inline
 from fairpair.report._view import (
     AAControlRow,
     CollectedRow,
@@ -915,13 +915,19 @@ def _env(kind: str):
     import jinja2
 
     loader = jinja2.PackageLoader("fairpair.report", "templates")
+    # Every {{ }} is read as fairpair's prose: its code spans (`fairpair analyze RUN`) become <code> or stay
+    # Markdown code spans (report._text.code_spans); "verbatim" marks text shown as written (answers, prompts).
     if kind == "html":
+        from markupsafe import escape
+
         env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined,
-                                 finalize=lambda x: clean(x) if isinstance(x, str) and not hasattr(x, "__html__")
+                                 finalize=lambda x: html_prose(x) if isinstance(x, str) and not hasattr(x, "__html__")
                                  else x, trim_blocks=True, lstrip_blocks=True)
+        env.filters["verbatim"] = lambda s: escape(clean(s))
     else:
         env = jinja2.Environment(loader=loader, autoescape=False, undefined=jinja2.StrictUndefined,
                                  finalize=_md_finalize, trim_blocks=True, lstrip_blocks=True)
+        env.filters["verbatim"] = lambda s: md_inline(s, code=False)
         env.filters["code"] = md_block
         env.filters["raw"] = lambda s: MdSafe(str(s))
         env.filters["p_is"] = lambda s: p_reads(f"p = {s}")  # a formatted p: "p = 0.04", "p < 0.001"
