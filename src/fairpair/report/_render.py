@@ -107,8 +107,8 @@ def _without_quiet_statuses(rows: list[VerdictRow]) -> tuple[list[VerdictRow], l
 
 def _quiet_status_marks(quiet: list[VerdictRow], lang: str) -> list[str]:
     """One line for the answer-status comparisons without any such answer (see :func:`_without_quiet_statuses`),
-    grouped by the set of statuses: ``† answer.failed, answer.empty, answer.refused: none in either group of
-    magreb − espana; rumania − espana (6 automatic comparisons, ...)``."""
+    grouped by the set of statuses, which it names in words: ``† no failed, empty or refused answer in either
+    group: magreb − espana; rumania − espana (6 automatic comparisons, ...)``."""
     by_pair: dict[tuple[str, str], list[VerdictRow]] = {}
     for r in quiet:
         key = (f"{r.label_a} − {r.label_b}", r.target)
@@ -117,9 +117,24 @@ def _quiet_status_marks(quiet: list[VerdictRow], lang: str) -> list[str]:
     for (pair, target), rs in by_pair.items():
         several = len({t for _, t in by_pair}) > 1
         by_statuses.setdefault(tuple(r.measure for r in rs), []).append(pair + (f" · {target}" if several else ""))
-    return [msg(lang, "mark.status.none", statuses=", ".join(st), pairs="; ".join(dict.fromkeys(pairs)),
+    return [msg(lang, "mark.status.none", statuses=_status_words(st, lang), pairs="; ".join(dict.fromkeys(pairs)),
                 n=sum(len(st) for _ in pairs))
             for st, pairs in by_statuses.items()]
+
+
+def _status_words(measures: tuple[str, ...], lang: str) -> str:
+    """``("answer.failed", "answer.empty", "answer.refused")`` -> ``failed, empty or refused`` (``fallida,
+    vacía ni rechazada``): each status's adjective (the status itself where the catalogue has none), in order."""
+    words = []
+    for m in measures:
+        status = m.removeprefix("answer.")
+        try:
+            words.append(msg(lang, f"status.adj.{status}"))
+        except KeyError:
+            words.append(status)
+    if len(words) == 1:
+        return words[0]
+    return msg(lang, "list.nor", rest=", ".join(words[:-1]), last=words[-1])
 
 
 def ranking_verdicts(res: Results | None) -> list[str]:
