@@ -231,9 +231,24 @@ def test_failed_empty_and_refused_are_compared_even_when_none_occurs(tmp_path):
 
     model = build_model(load_report_data(tmp_path / "run"), with_figures=False)
     assert [r.id for r in model.rows] == ["length"]
-    assert model.marks[-1] == ("† answer.failed, answer.empty, answer.refused: ninguna en ninguno de los grupos de "
+    assert model.marks[-1] == ("† ninguna respuesta fallida, vacía ni rechazada en ninguno de los dos grupos: "
                                "magreb − espana (3 comparaciones automáticas, no concluyentes sin margen; cada "
                                "intervalo, en results.json)")
+    model = build_model(load_report_data(tmp_path / "run", language="en"), with_figures=False)
+    assert model.marks[-1] == ("† no failed, empty or refused answer in either group: magreb − espana (3 automatic "
+                               "comparisons, inconclusive without a margin; each interval in results.json)")
+
+
+def test_the_quiet_statuses_line_names_the_statuses_listed():
+    """Built from the statuses of the comparisons it stands for, in their order, not the usual three."""
+    from fairpair.report._render import _status_words
+
+    assert _status_words(("answer.refused",), "es") == "rechazada"
+    assert _status_words(("answer.failed", "answer.loop"), "en") == "failed or looping"
+    assert _status_words(("answer.truncated", "answer.wrong_language", "answer.empty"), "es") == (
+        "truncada, en otro idioma ni vacía")
+    assert _status_words(("answer.out_of_role", "answer.filtered", "answer.new_one"), "en") == (
+        "out-of-role, filtered or new_one")  # a status without a word yet: its name
 
 
 def test_a_failing_status_comparison_fails_the_gate_when_no_primary_has_a_verdict(tmp_path):

@@ -149,6 +149,48 @@ def test_a_ranking_battery_that_fails_is_not_reported_as_having_nothing_to_judge
 # ------------------------------------------------------------------ init's group labels
 
 
+def test_lexicons_name_shows_one_lexicon_in_full(capsys):
+    """`fairpair lexicons` listed four names and 80 characters of the source cut mid-word with "...", and
+    could not show one lexicon. `fairpair lexicons NAME` prints every name, its labels, the full source and
+    caveat; an unknown name exits 2 with the valid names and a "did you mean"."""
+    from fairpair.battery import all_lexicons
+
+    spec = all_lexicons()["en/black/male"]
+    code, out, err = run_cli(["lexicons", "en/black/male"], capsys)
+    assert code == 0 and err == ""
+    out = " ".join(out.split())
+    assert "en/black/male (9 names, en_names.yaml)" in out
+    assert "names: Darnell, Hakim, Jamal, Jermaine, Kareem, Leroy, Rasheed, Tremayne, Tyrone" in out
+    assert "label (en): African-American-sounding male names" in out
+    assert "label (es): nombres de hombre percibidos como afroamericanos (EE. UU.)" in out
+    assert f"source: {spec['source']}" in out and spec["source"].endswith("1974-1979).")
+    assert f"caveat: {spec['caveat']}" in out and "..." not in out and "…" not in out
+    code, out, err = run_cli(["lexicons", "es/magreb/female"], capsys)
+    assert code == 2 and "Traceback" not in out + err
+    assert "unknown lexicon 'es/magreb/female'; NAME must be en/black/female, en/black/male," in err
+    assert "es/subsaharan/female or es/subsaharan/male (did you mean 'es/maghreb/female'?)" in err
+    code, out, err = run_cli(["lexicons", "zzz"], capsys)
+    assert code == 2 and "unknown lexicon 'zzz'" in err and "did you mean" not in err
+    # the list: whole words and names only, each lexicon's count, and the pointer to NAME
+    code, out, err = run_cli(["lexicons"], capsys)
+    assert code == 0 and "..." not in out
+    assert "│ en/black/male │ Darnell, Hakim, Jamal, Jermaine, Kareem … (9) │" in " ".join(out.split())
+    assert "│ es/china/male │ Wei, Jun, Hao, Lei, Jian, Ming, Tao, Qiang (8) │" in " ".join(out.split())  # all fit
+    out = " ".join(out.split())  # each source once, in full, after the table
+    assert out.count("source of ") == 2 and out.count("Bertrand") == 1
+    assert f"source of en/white/female, en/white/male, en/black/female, en/black/male: {spec['source']}" in out
+    assert "`fairpair lexicons NAME` shows one in full" in out
+
+
+def test_clip_keeps_what_fits_and_cuts_between_words():
+    from fairpair.cli._battery import _clip
+
+    assert _clip("Bertrand, M. (2004).", 20) == "Bertrand, M. (2004)."
+    assert _clip("Bertrand, M. & Mullainathan, S. (2004).", 20) == "Bertrand, M. & …"
+    assert _clip("Ion, Constantin, Gheorghe, Vasile", 20, sep=",") == "Ion, Constantin …"
+    assert _clip("Supercalifragilistic", 8) == "Superca …"
+
+
 def test_init_labels_groups_in_words_not_lexicon_ids(tmp_path, capsys):
     """`fairpair init` wrote `label: "en/black/female"`, so the first run's verdicts read 'Users with
     en/black/female were offered a refund ... than users with en/white/female'. Every built-in lexicon now

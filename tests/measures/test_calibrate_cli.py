@@ -13,6 +13,7 @@ from tests.run_helpers import run_cli
 
 from fairpair.battery import load_battery
 from fairpair.cli import main
+from fairpair.errors import FairpairError
 from fairpair.measures import measure_run, score_label_files
 from fairpair.run import RunSettings, Store, execute_run
 from fairpair.targets._base import Completion
@@ -183,6 +184,41 @@ def test_a_bad_label_names_the_line_its_row_starts_on(exported, judged_run, tmp_
     code, _, err = run_cli(["calibrate", "score", judged_run, tmp_path / "bad.csv"], capsys)
     assert code == 2
     assert f"bad.csv:{start}: [courtesy] label '9' is not a level of 'courtesy'" in err
+
+
+def test_a_row_with_more_cells_than_the_header_is_an_error(exported, judged_run, tmp_path, capsys):
+    """A comment with an unquoted comma ran past the header: the extra cells were dropped by zip without a
+    word. Now exit 2 naming the row's line and the first extra column; blank trailing cells and a short row
+    (its last columns blank: unlabelled) are still read."""
+    fields = ["sample_id", "courtesy", "condescension", "distrust", "comment"]
+    rows = [",".join([r["sample_id"], "3", "", "2", ""]) for r in read_csv(exported)]
+    rows[2] += "rude, then fine,4"  # 7 cells under 5 columns
+    (tmp_path / "bad.csv").write_text("\n".join([",".join(fields), *rows]) + "\n", encoding="utf-8")
+    code, out, err = run_cli(["calibrate", "score", judged_run, tmp_path / "bad.csv"], capsys)
+    assert code == 2 and "Traceback" not in out + err
+    assert (f"{tmp_path / 'bad.csv'}:4: [column 6] 7 cells where the header has 5 columns: column 6 holds "
+            "'then fine' and has no header a value holding a comma must be quoted") in err
+    with pytest.raises(FairpairError) as ei:
+        score_label_files(judged_run, [tmp_path / "bad.csv"])
+    assert (ei.value.line, ei.value.key) == (4, "column 6")
+    # blank trailing cells (a spreadsheet's trailing commas) and a short row lose nothing: both read
+    rows[2] = rows[2].split(",")[0] + ",3,,2,,,"
+    rows[5] = rows[5].split(",")[0] + ",3"
+    (tmp_path / "ok.csv").write_text("\n".join([",".join(fields), *rows]) + "\n", encoding="utf-8")
+    labels = _read_labels_of(judged_run, tmp_path / "ok.csv")
+    first, short = (r.split(",")[0] for r in (rows[2], rows[5]))
+    assert labels[first] == {"courtesy": 3, "condescension": None, "distrust": 2}
+    assert labels[short] == {"courtesy": 3, "condescension": None, "distrust": None}
+    assert len(labels) == 12
+
+
+def _read_labels_of(run_dir, path):
+    """sample id -> dimension -> level, as ``calibrate score`` reads ``path`` against ``run_dir``."""
+    from fairpair.measures._labels import _read_rater_files
+    from fairpair.store import Run
+
+    with Run.open(run_dir, "r") as run:
+        return _read_rater_files(run, run_dir, [path], None, None).raters[Path(path).stem]
 
 
 def test_one_file_given_twice_is_an_error(exported, judged_run, tmp_path, capsys):

@@ -119,8 +119,11 @@ def test_clean_and_terminal_units():
 
 
 def test_markdown_units():
-    assert md_inline("<b>x</b> *y* [l](javascript:z) | `c`") == (
+    assert md_inline("<b>x</b> *y* [l](javascript:z) | `c`", code=False) == (
         "&lt;b>x&lt;/b> \\*y\\* \\[l\\](javascript:z) \\| \\`c\\`")
+    # fairpair's own code spans stay code spans (CommonMark reads nothing inside one)
+    assert md_inline("<b>x</b> *y* [l](javascript:z) | `c`") == (
+        "&lt;b>x&lt;/b> \\*y\\* \\[l\\](javascript:z) \\| `c`")
     assert md_inline("1. uno") == "1\\. uno" and md_inline("- dos") == "\\- dos"
     # numbers, comparisons and ampersands read as written: only what would open a list, a rule, a quote, a tag
     # or an entity is escaped
@@ -181,3 +184,58 @@ def test_p_below_a_thousandth_reads_p_less_than():
          "alpha": 0.05, "margin": None}
     assert reason_text(c, Reason.ADJUSTED_P_ZERO) == "not significant (p < 0.001 against zero; no margin was " \
         "pre-registered)"
+
+
+def test_code_spans_units():
+    """fairpair's texts quote commands and settings as `code`: one splitter, three ways to say it."""
+    from fairpair.report._text import code_spans, html_prose, terminal_text
+
+    assert code_spans("run `fairpair analyze r` then `x`.") == [
+        ("run ", False), ("fairpair analyze r", True), (" then ", False), ("x", True), (".", False)]
+    assert code_spans("") == [("", False)]
+    assert code_spans("a ` b") == [("a ` b", False)]  # unpaired: plain text
+    assert code_spans("`a|b`") == [("`a|b`", False)]  # a "|" would end a Markdown table cell
+    assert str(html_prose("set `<b>&x</b>` & <i>")) == "set <code>&lt;b&gt;&amp;x&lt;/b&gt;</code> &amp; &lt;i&gt;"
+    assert str(html_prose("plain <b>")) == "plain &lt;b&gt;"
+    assert md_inline("Run `fairpair analyze a_b*` *now*") == "Run `fairpair analyze a_b*` \\*now\\*"
+    assert md_inline("`x` first") == "`x` first" and md_inline("- `x`") == "\\- `x`"
+    t = terminal_text("Run `fairpair analyze r`, then [bold]x[/bold]\x1b[31m")
+    assert t.plain == "Run fairpair analyze r, then [bold]x[/bold]\\x1b[31m"
+    assert [(t.plain[s.start:s.end], s.style) for s in t.spans] == [("fairpair analyze r", "bold")]
+
+
+def test_code_spans_in_the_three_outputs(mock_run, copy_run, capsys):
+    """The report's texts said `fairpair analyze RUN` with literal backticks in the terminal and the HTML
+    report. Now: <code> in HTML, a code span in Markdown, bold without backticks in the terminal; the
+    answers quoted as evidence keep their backticks as written."""
+    import shlex
+    import shutil
+
+    run = copy_run(mock_run)
+    for p in run.glob("results*"):
+        shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink()
+    main(["report", str(run), "--lang", "en"])
+    q = shlex.quote(str(run))
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"this report shows only what was collected. Run fairpair analyze {q} and then fairpair report {q}." \
+        in out and "`" not in out
+    html = (run / "report" / "report.html").read_text(encoding="utf-8")
+    assert (f"Run <code>fairpair analyze {escape(q)}</code> and then <code>fairpair report {escape(q)}</code>."
+            in html)
+    assert "`" not in html.split("<body", 1)[1]
+    md = (run / "report" / "report.md").read_text(encoding="utf-8")
+    assert f"Run `fairpair analyze {q}` and then `fairpair report {q}`." in md
+    rendered = MarkdownIt("commonmark").render(md)
+    assert f"Run <code>fairpair analyze {escape(q)}</code> and then <code>fairpair report {escape(q)}</code>." \
+        in rendered
+
+
+def test_answers_keep_their_backticks(hostile_report):
+    """Text shown as written (an answer in <pre>, the run's prompts) is never read for code spans."""
+    html = hostile_report["html"].read_text(encoding="utf-8")
+    assert "<pre>```\n# titular\n&lt;/pre&gt;&lt;script&gt;alert(4)&lt;/script&gt;\n````" in html
+    from fairpair.report._render import _env
+
+    page = "{{ a|verbatim }} / {{ b }}"
+    assert _env("html").from_string(page).render(a="`x` <b>", b="`y` <b>") == "`x` &lt;b&gt; / <code>y</code> &lt;b&gt;"
+    assert _env("md").from_string(page).render(a="`x` <b>", b="`y` <b>") == "\\`x\\` &lt;b> / `y` &lt;b>"

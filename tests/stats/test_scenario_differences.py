@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.formula.api as smf
 from scipy import stats
+from statsmodels.tools.sm_exceptions import SingularMatrixWarning
 
 from fairpair.stats import scenario_differences, scenario_differences_from_cells, scenario_heterogeneity
 
@@ -53,8 +56,8 @@ def test_names_fixed_per_scenario_and_average_equal_ols_with_name_effects():
     a, b = _cells(2)
     r = scenario_differences_from_cells(a, b, names="fixed")
     df = _long(a, b)
-    with np.testing.suppress_warnings() as sup:  # rank-deficient coding; the estimable contrasts are unique
-        sup.filter(Warning, "The design matrix is rank-deficient")
+    with warnings.catch_warnings():  # rank-deficient coding; the estimable contrasts are unique
+        warnings.filterwarnings("ignore", "The design matrix is rank-deficient", SingularMatrixWarning)
         fit = smf.ols("y ~ C(t):C(g) + C(n)", df).fit()
     assert r.df == pytest.approx(fit.df_resid)
     x = np.asarray(fit.model.exog)
@@ -237,8 +240,6 @@ def _restricted_by_search(x1, n1, x0, n0, d):
 def test_score_statistic_uses_the_restricted_maximum_likelihood(x1, n1, x0, n0, d):
     """The restricted estimates maximise the binomial likelihood (scipy search); at d = 0 the statistic is
     statsmodels' score test (its restricted estimate for d != 0 is not the maximum in 0.15)."""
-    import warnings
-
     from statsmodels.stats.proportion import score_test_proportions_2indep
 
     from fairpair.stats import score_restricted, score_se

@@ -25,6 +25,7 @@ from fairpair.cli._options import (
     TemplatesOpt,
     choice,
     renamed,
+    unknown_value,
 )
 from fairpair.errors import FairpairError
 
@@ -213,15 +214,55 @@ def _print_cost(est) -> None:
         console.print(f"[yellow]note:[/yellow] {escape(n)}", soft_wrap=True)
 
 
+def _lexicon_name(value: str | None) -> str | None:
+    """``NAME`` of ``lexicons``: a built-in lexicon; any other text exits 2 with the valid names and, for a
+    near miss, a "did you mean"."""
+    from fairpair.battery import lexicon_names
+
+    if value is None or value in lexicon_names():
+        return value
+    raise unknown_value("lexicon", value, lexicon_names(), must="NAME must be")
+
+
+def _clip(text: str, width: int, sep: str = " ") -> str:
+    """``text`` whole when it has at most ``width`` characters, else cut at the last ``sep`` that leaves
+    room for ``" …"`` (never inside a word or a name)."""
+    if len(text) <= width:
+        return text
+    cut = text.rfind(sep, 0, width - 1)
+    return (text[:cut] if cut > 0 else text[:width - 1]).rstrip(" ,;") + " …"
+
+
 @app.command()
-def lexicons() -> None:
-    """List the built-in name lexicons and their sources."""
+def lexicons(
+    name: Annotated[str | None, typer.Argument(
+        parser=_lexicon_name, metavar="NAME", show_default=False,
+        help="Show this lexicon in full: every name, its labels, the full source and caveat.")] = None,
+) -> None:
+    """List the built-in name lexicons (each source once, in full); with NAME, show that lexicon in full."""
     from fairpair.battery import all_lexicons
 
-    t = Table("lexicon", "names", "source")
-    for name, spec in all_lexicons().items():
-        t.add_row(name, ", ".join(spec["names"][:4]) + ", ...", spec["source"][:80] + "...")
+    specs = all_lexicons()
+    if name is not None:
+        spec = specs[name]
+        console.print(f"[bold]{escape(name)}[/bold] ({len(spec['names'])} names, {escape(spec['file'])})")
+        for lang, label in spec["label"].items():
+            console.print(f"label ({escape(lang)}): {escape(label)}")
+        console.print(f"names: {escape(', '.join(spec['names']))}")
+        console.print(f"source: {escape(spec['source'])}")
+        if spec["caveat"]:
+            console.print(f"caveat: {escape(spec['caveat'])}")
+        return
+    t = Table("lexicon", "names")
+    by_source: dict[str, list[str]] = {}
+    for lex, spec in specs.items():
+        t.add_row(escape(lex), escape(_clip(", ".join(spec["names"]), 44, sep=",") + f" ({len(spec['names'])})"))
+        by_source.setdefault(spec["source"], []).append(lex)
     console.print(t)
+    for source, lexs in by_source.items():  # each source once, in full, with the lexicons it is for
+        console.print(f"source of {escape(', '.join(lexs))}: {escape(source)}")
+    console.print("`fairpair lexicons NAME` shows one in full: every name, its labels, the source and caveat",
+                  soft_wrap=True)
 
 
 @app.command()
@@ -238,20 +279,16 @@ def _init_target(value: str | None) -> str | None:
     A registered target kind that ``init`` has no starter for (``python``, ``litellm``, a plugin's) and any
     other text exit 2 with the option, the valid values and, for a near miss, a "did you mean".
     """
-    import difflib
-
     from fairpair._plugins import plugin_names
 
     if value is None or value in TARGET_PRESETS:
         return value
     valid = list(TARGET_PRESETS)
-    words = ", ".join(valid[:-1]) + " or " + valid[-1]
     if value in plugin_names("fairpair.targets"):
+        words = ", ".join(valid[:-1]) + " or " + valid[-1]
         raise typer.BadParameter(f"init has no starter for the target kind '{value}'; --target must be {words} "
                                  f"(write a '{value}' target block by hand: see examples/targets/)")
-    close = difflib.get_close_matches(value, valid, n=1)
-    raise typer.BadParameter(f"unknown target '{value}'; --target must be {words}"
-                             + (f" (did you mean '{close[0]}'?)" if close else ""))
+    raise unknown_value("target", value, valid, must="--target must be")
 
 
 @app.command()

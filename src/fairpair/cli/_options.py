@@ -80,6 +80,17 @@ def _words(values: list[str]) -> str:
     return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " or " + values[-1]
 
 
+def unknown_value(what: str, value: str, valid: list[str], *, must: str) -> typer.BadParameter:
+    """The usage error (exit 2, no traceback) for a ``value`` outside ``valid``:
+    ``unknown <what> '<value>'; <must> a, b or c`` and, for a near miss (:func:`difflib.get_close_matches`),
+    `` (did you mean 'b'?)``. ``must`` names what is constrained, e.g. ``"--target must be"``."""
+    import difflib
+
+    close = difflib.get_close_matches(value, valid, n=1)
+    return typer.BadParameter(f"unknown {what} '{value}'; {must} {_words(valid)}"
+                              + (f" (did you mean '{close[0]}'?)" if close else ""))
+
+
 def choice(enum_type: type[E], *decls: str, what: str | None = None, **kwargs: Any) -> Any:
     """A typer option whose value is a member of ``enum_type``.
 

@@ -219,6 +219,13 @@ def _parse_labels(fh, path: Path, dims: list[str], levels: dict[str, dict[str, i
         line, end = end + 1, reader.line_num  # the row's first line: a masked answer spans several
         if not cells:
             continue
+        extra = next((i for i, c in enumerate(cells[len(cols):], len(cols) + 1) if c.strip()), None)
+        if extra is not None:  # its values would be dropped; blank trailing cells (a spreadsheet's) lose nothing
+            raise FairpairError(f"{len(cells)} cells where the header has {len(cols)} columns: column {extra} "
+                                f"holds {cells[extra - 1].strip()!r:.40} and has no header",
+                                file=path, line=line, key=f"column {extra}",
+                                hint="a value holding a comma must be quoted (\"like, this\"); a spreadsheet "
+                                     "saved as CSV quotes it")
         row = dict(zip(cols, cells, strict=False))  # a short row leaves its last columns blank (as csv.DictReader)
         sid = (row.get("sample_id") or "").strip()
         if sid not in known:
@@ -363,9 +370,11 @@ def score_label_files(run_dir: Path, files: list[Path], *, measure: str | None =
                       key: Path | None = None) -> dict[str, Any]:
     """Score one or more raters' label files against the judge; returns dimension -> CalibrationReport.
 
-    Raises FairpairError (exit 2) for a missing column, a label outside the
-    rubric's levels, an unknown or duplicated sample id, a file given twice, a
-    ``key`` of another run, or nothing (or a single sample) to score.
+    Raises FairpairError (exit 2) for a missing column, a row with a value past
+    the header's last column (an unquoted comma; blank trailing cells are
+    allowed), a label outside the rubric's levels, an unknown or duplicated
+    sample id, a file given twice, a ``key`` of another run, or nothing (or a
+    single sample) to score.
     """
     import pandas as pd
 

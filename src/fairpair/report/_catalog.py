@@ -75,8 +75,17 @@ MESSAGES: dict[str, dict[str, str]] = {
         "mark.secondary": "* secondary comparison: not in the family the plan's correction and the gate judge",
         "mark.status": ("† automatic comparison of an answer status (failed, empty, refused...) between the groups: "
                         "a fail fails the gate unless --ignore-status"),
-        "mark.status.none": ("† {statuses}: none in either group of {pairs} ({n} automatic comparisons, "
+        "mark.status.none": ("† no {statuses} answer in either group: {pairs} ({n} automatic comparisons, "
                              "inconclusive without a margin; each interval in results.json)"),
+        "list.nor": "{rest} or {last}",  # "no failed, empty or refused answer"
+        "status.adj.failed": "failed",
+        "status.adj.filtered": "filtered",
+        "status.adj.empty": "empty",
+        "status.adj.refused": "refused",
+        "status.adj.loop": "looping",
+        "status.adj.out_of_role": "out-of-role",
+        "status.adj.truncated": "truncated",
+        "status.adj.wrong_language": "wrong-language",
         "counts.line": "{fail} fail, {pass_} pass, {inconclusive} inconclusive, {insufficient} insufficient design",
         "counts.more": "{n} more without a verdict ({what})",
         "design.note": "Design: {templates} template(s), {names}.",
@@ -455,8 +464,18 @@ MESSAGES: dict[str, dict[str, str]] = {
                            "el gate"),
         "mark.status": ("† comparación automática de un estado de respuesta (fallida, vacía, rechazada...) entre "
                         "los grupos: si falla, el gate falla salvo con --ignore-status"),
-        "mark.status.none": ("† {statuses}: ninguna en ninguno de los grupos de {pairs} ({n} comparaciones "
-                             "automáticas, no concluyentes sin margen; cada intervalo, en results.json)"),
+        "mark.status.none": ("† ninguna respuesta {statuses} en ninguno de los dos grupos: {pairs} ({n} "
+                             "comparaciones automáticas, no concluyentes sin margen; cada intervalo, en "
+                             "results.json)"),
+        "list.nor": "{rest} ni {last}",  # "ninguna respuesta fallida, vacía ni rechazada"
+        "status.adj.failed": "fallida",
+        "status.adj.filtered": "filtrada",
+        "status.adj.empty": "vacía",
+        "status.adj.refused": "rechazada",
+        "status.adj.loop": "en bucle",
+        "status.adj.out_of_role": "fuera de su papel",
+        "status.adj.truncated": "truncada",
+        "status.adj.wrong_language": "en otro idioma",
         "counts.line": ("{fail} fallan, {pass_} pasan, {inconclusive} no concluyentes, {insufficient} con diseño "
                         "insuficiente"),
         "counts.more": "{n} más sin veredicto ({what})",

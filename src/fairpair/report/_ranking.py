@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from fairpair.report._catalog import fmt_num, fmt_p, fmt_p_is, fmt_pct, msg, p_reads, verdict_word
 from fairpair.report._data import RankingEvidence, ranking_key
-from fairpair.report._text import terminal
+from fairpair.report._text import terminal, terminal_text
 from fairpair.report._view import (
     RankingEvidenceLine,
     RankingEvidenceView,
@@ -746,7 +746,7 @@ def ranking_tables(blocks: Sequence[RankingView], lang: str) -> list[Any]:
                    f"{why} ({len(which)} comparisons: {'; '.join(which[:2])}; ...)" if len(which) > 3 else
                    f"{why} ({'; '.join(which)})" for why, which in by_reason.items()]
         if reasons:
-            p.caption = Text("\n".join(terminal(r) for r in reasons))
+            p.caption = Text("\n").join(terminal_text(r) for r in reasons)
             p.caption_justify = "left"
         out.append(p)
     return out

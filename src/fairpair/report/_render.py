@@ -41,7 +41,7 @@ from fairpair.report._data import (
 from fairpair.report._notes import translate_note
 from fairpair.report._ranking import ranking_view as _ranking_view
 from fairpair.report._ranking import rmsg as _ranking_msg
-from fairpair.report._text import MdSafe, clean, md_block, md_inline
+from fairpair.report._text import MdSafe, clean, html_prose, md_block, md_inline
 from fairpair.report._view import (
     AAControlRow,
     CollectedRow,
@@ -107,8 +107,8 @@ def _without_quiet_statuses(rows: list[VerdictRow]) -> tuple[list[VerdictRow], l
 
 def _quiet_status_marks(quiet: list[VerdictRow], lang: str) -> list[str]:
     """One line for the answer-status comparisons without any such answer (see :func:`_without_quiet_statuses`),
-    grouped by the set of statuses: ``† answer.failed, answer.empty, answer.refused: none in either group of
-    magreb − espana; rumania − espana (6 automatic comparisons, ...)``."""
+    grouped by the set of statuses, which it names in words: ``† no failed, empty or refused answer in either
+    group: magreb − espana; rumania − espana (6 automatic comparisons, ...)``."""
     by_pair: dict[tuple[str, str], list[VerdictRow]] = {}
     for r in quiet:
         key = (f"{r.label_a} − {r.label_b}", r.target)
@@ -117,9 +117,24 @@ def _quiet_status_marks(quiet: list[VerdictRow], lang: str) -> list[str]:
     for (pair, target), rs in by_pair.items():
         several = len({t for _, t in by_pair}) > 1
         by_statuses.setdefault(tuple(r.measure for r in rs), []).append(pair + (f" · {target}" if several else ""))
-    return [msg(lang, "mark.status.none", statuses=", ".join(st), pairs="; ".join(dict.fromkeys(pairs)),
+    return [msg(lang, "mark.status.none", statuses=_status_words(st, lang), pairs="; ".join(dict.fromkeys(pairs)),
                 n=sum(len(st) for _ in pairs))
             for st, pairs in by_statuses.items()]
+
+
+def _status_words(measures: tuple[str, ...], lang: str) -> str:
+    """``("answer.failed", "answer.empty", "answer.refused")`` -> ``failed, empty or refused`` (``fallida,
+    vacía ni rechazada``): each status's adjective (the status itself where the catalogue has none), in order."""
+    words = []
+    for m in measures:
+        status = m.removeprefix("answer.")
+        try:
+            words.append(msg(lang, f"status.adj.{status}"))
+        except KeyError:
+            words.append(status)
+    if len(words) == 1:
+        return words[0]
+    return msg(lang, "list.nor", rest=", ".join(words[:-1]), last=words[-1])
 
 
 def ranking_verdicts(res: Results | None) -> list[str]:
@@ -915,13 +930,19 @@ def _env(kind: str):
     import jinja2
 
     loader = jinja2.PackageLoader("fairpair.report", "templates")
+    # Every {{ }} is read as fairpair's prose: its code spans (`fairpair analyze RUN`) become <code> or stay
+    # Markdown code spans (report._text.code_spans); "verbatim" marks text shown as written (answers, prompts).
     if kind == "html":
+        from markupsafe import escape
+
         env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined,
-                                 finalize=lambda x: clean(x) if isinstance(x, str) and not hasattr(x, "__html__")
+                                 finalize=lambda x: html_prose(x) if isinstance(x, str) and not hasattr(x, "__html__")
                                  else x, trim_blocks=True, lstrip_blocks=True)
+        env.filters["verbatim"] = lambda s: escape(clean(s))
     else:
         env = jinja2.Environment(loader=loader, autoescape=False, undefined=jinja2.StrictUndefined,
                                  finalize=_md_finalize, trim_blocks=True, lstrip_blocks=True)
+        env.filters["verbatim"] = lambda s: md_inline(s, code=False)
         env.filters["code"] = md_block
         env.filters["raw"] = lambda s: MdSafe(str(s))
         env.filters["p_is"] = lambda s: p_reads(f"p = {s}")  # a formatted p: "p = 0.04", "p < 0.001"

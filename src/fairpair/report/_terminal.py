@@ -1,9 +1,10 @@
 """The verdict table for the terminal (rich), shared by ``fairpair report`` and ``fairpair run``.
 
 Every cell is a :class:`rich.text.Text` built from :func:`~fairpair.report._text.terminal`
-text: ANSI sequences and control characters removed, one line, so neither an
-answer nor a label can move the cursor, recolour the terminal, set its title
-or inject rich markup (``[bold]`` is shown literally).
+text (:func:`~fairpair.report._text.terminal_text`: code spans bold, without their backticks):
+ANSI sequences and control characters removed, one line, so neither an answer nor a label can
+move the cursor, recolour the terminal, set its title or inject rich markup (``[bold]`` is shown
+literally).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fairpair.report._catalog import msg
-from fairpair.report._text import terminal
+from fairpair.report._text import terminal, terminal_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -55,10 +56,10 @@ def verdict_table(model: Any, *, verbose: bool = False, wrap: bool = True) -> An
         t.add_column(Text("n"), justify="right", no_wrap=True)
     for r in rows:
         cells = [Text(terminal(r.verdict_word), style=_STYLE.get(r.verdict, "")),
-                 Text(terminal(r.label, limit=60))]
+                 terminal_text(r.label, limit=60)]
         if several:
             cells.append(Text(terminal(r.target, limit=24)))
-        cells += [Text(terminal(r.estimate)), Text(terminal(r.ci.replace(" … ", "..")))]
+        cells += [terminal_text(r.estimate), Text(terminal(r.ci.replace(" … ", "..")))]
         if verbose:
             cells += [Text(terminal(r.p_adjusted)), Text(terminal(r.n_pairs))]
         t.add_row(*cells)
@@ -92,7 +93,7 @@ def print_verdicts(console: Console, run_dir: Path | None = None, *, language: s
         model = build_model(data, with_figures=False)
 
     def line(text: str, style: str = "") -> None:
-        console.print(Text(terminal(text), style=style), soft_wrap=True)  # never wrapped into repeated fragments
+        console.print(terminal_text(text, style=style), soft_wrap=True)  # never wrapped into repeated fragments
 
     if not model.analysed:
         for w in model.warnings:
@@ -101,7 +102,7 @@ def print_verdicts(console: Console, run_dir: Path | None = None, *, language: s
         return "none"
     if model.overall == "incomplete run":
         console.print(Text.assemble((terminal(model.overall_word), _STYLE["incomplete run"]), " ",
-                                    terminal(model.overall_text)), soft_wrap=True)
+                                    terminal_text(model.overall_text)), soft_wrap=True)
     if model.rows or not model.rankings:  # a ranking battery alone: its own tables, not an empty one
         tty = bool(getattr(console, "is_terminal", False))
         table = verdict_table(model, verbose=verbose, wrap=tty)
@@ -135,10 +136,10 @@ def print_verdicts(console: Console, run_dir: Path | None = None, *, language: s
     if sentences or verbose:
         for r in model.rows:
             console.print(Text.assemble((terminal(r.verdict_word), _STYLE.get(r.verdict, "")), " ",
-                                        terminal(r.label), ": ", terminal(r.sentence)), soft_wrap=True)
+                                        terminal_text(r.label), ": ", terminal_text(r.sentence)), soft_wrap=True)
     if model.overall != "incomplete run":
         console.print(Text.assemble((terminal(model.overall_word), _STYLE.get(model.overall, "")), " ",
-                                    terminal(model.overall_text)), soft_wrap=True)
+                                    terminal_text(model.overall_text)), soft_wrap=True)
     if not (sentences or verbose):
         import shlex
 
