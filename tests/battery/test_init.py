@@ -193,3 +193,48 @@ def test_the_starter_without_the_planted_gap_does_not_fail(tmp_path, capsys, mon
     c = _comparison(tmp_path / "run", "reembolso")
     assert c["estimate"] == pytest.approx((187 - 181) / 256) and c["design_reason"] is None
     assert c["verdict"] == "inconclusive" and c["ci"][0] < 0 < c["ci"][1]
+
+
+# ------------------------------------------------------------------ the model of an OpenAI-compatible server
+
+
+@pytest.mark.parametrize("answer, model", [("mistral-nemo:12b", "mistral-nemo:12b"), ("", "llama3.2")])
+def test_init_on_a_terminal_asks_the_ollama_model(tmp_path, monkeypatch, answer, model):
+    """Picking ollama interactively asked the URL but never the model: every battery named llama3.2."""
+    from typer.testing import CliRunner
+
+    import fairpair.cli._battery as battery_cli
+    from fairpair.cli import app
+
+    monkeypatch.setattr(battery_cli, "_interactive", lambda: True)
+    out = tmp_path / "shop.yaml"
+    # language, groups (the default), target, URL (the default), model
+    res = CliRunner().invoke(app, ["init", str(out)], input=f"en\n\nollama\n\n{answer}\n")
+    assert res.exit_code == 0, res.output
+    assert "model name (as the server lists it) [llama3.2]:" in res.output
+    target = yaml.safe_load(out.read_text(encoding="utf-8"))["target"]
+    assert (target["kind"], target["base_url"], target["model"]) == ("openai", "http://localhost:11434/v1", model)
+    assert load_battery(out).battery.target.options()["model"] == model
+
+
+def test_init_asks_no_model_for_a_target_without_one(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    import fairpair.cli._battery as battery_cli
+    from fairpair.cli import app
+
+    monkeypatch.setattr(battery_cli, "_interactive", lambda: True)
+    res = CliRunner().invoke(app, ["init", str(tmp_path / "m.yaml")], input="es\n\nmock\n")
+    assert res.exit_code == 0, res.output
+    assert "model name" not in res.output and "target URL" not in res.output
+    assert yaml.safe_load((tmp_path / "m.yaml").read_text(encoding="utf-8"))["target"]["kind"] == "mock"
+
+
+@pytest.mark.parametrize("flags, model", [([], "llama3.2"), (["--model", "qwen3:8b"], "qwen3:8b")])
+def test_init_without_a_terminal_takes_model_or_the_preset(tmp_path, capsys, flags, model):
+    b = tmp_path / "b.yaml"
+    code, out = _cli(capsys, "init", b, "--target", "ollama", *flags)
+    assert code == 0, out
+    assert "model name" not in out  # nothing asked
+    assert yaml.safe_load(b.read_text(encoding="utf-8"))["target"]["model"] == model
+    assert TARGET_PRESETS["ollama"]["model"] == "llama3.2"

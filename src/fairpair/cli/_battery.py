@@ -254,6 +254,11 @@ def _init_target(value: str | None) -> str | None:
                              + (f" (did you mean '{close[0]}'?)" if close else ""))
 
 
+def _interactive() -> bool:
+    """True when ``init`` may ask what its options leave out: stdin and stdout are a terminal."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
 @app.command()
 def init(
     output: Annotated[Path, typer.Argument(help="Battery file to write (never overwritten).")] = Path("battery.yaml"),
@@ -268,7 +273,9 @@ def init(
         help="The target kind to start from (ollama, vllm and lmstudio are openai targets with their "
         "servers' default URL).")] = None,
     url: Annotated[str | None, typer.Option(help="The target's base URL (openai kinds) or URL (http).")] = None,
-    model: Annotated[str | None, typer.Option(help="Model name for an OpenAI-compatible server.")] = None,
+    model: Annotated[str | None, typer.Option(help="Model name for an OpenAI-compatible server (default: the "
+                                                 "preset's, e.g. llama3.2 for ollama; asked on a terminal).")
+                     ] = None,
     api_key_env: Annotated[str | None, typer.Option(help="Name of the environment variable holding the "
                                                        "API key.")] = None,
     name: Annotated[str, typer.Option(help="Battery name.")] = "my_audit",
@@ -290,7 +297,7 @@ def init(
                             hint="give another file name")
     if not output.parent.is_dir():
         raise FairpairError("the folder does not exist", file=output.parent)
-    ask = sys.stdin.isatty() and sys.stdout.isatty()
+    ask = _interactive()
     if language is None:
         language = typer.prompt("language of the audit (es/en)", default="es") if ask else "es"
     if groups is None:
@@ -302,6 +309,8 @@ def init(
                               value_proc=_init_target) if ask else "mock"
     if url is None and ask and TARGET_PRESETS.get(target, {}).get("url"):
         url = typer.prompt("target URL", default=TARGET_PRESETS[target]["url"])
+    if model is None and ask and TARGET_PRESETS.get(target, {}).get("model"):  # the OpenAI-compatible kinds
+        model = typer.prompt("model name (as the server lists it)", default=TARGET_PRESETS[target]["model"])
     choices = InitChoices(name=name, language=language, groups=tuple(g.strip() for g in groups.split(",") if g.strip()),
                           target=target, url=url, model=model, api_key_env=api_key_env)
     text = starter_battery(choices)
