@@ -65,7 +65,7 @@ def test_a_piped_verdict_row_and_plan_line_stay_on_one_line(tmp_path, capsys, mo
     code, out, _ = run_cli(["report", "run", "--verbose"], capsys)
     assert code == 0, out
     row = _row(out, "FALLA")  # verdict, comparison, A − B, interval, p adj., n: one line of 87 columns
-    assert re.fullmatch(r"│ FALLA +│ reembolso: maghreb − spain │ +−28,1 p\. p\. │ +−39,8\.\.−16,4 │ +0,001 │ +256 │",
+    assert re.fullmatch(r"│ FALLA +│ reembolso: maghreb − spain │ +−24,6 p\. p\. │ +−37,2\.\.−12,0 │ +0,003 │ +256 │",
                         row), row
     from fairpair.cli._app import console
 

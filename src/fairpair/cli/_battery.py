@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -254,6 +255,20 @@ def _init_target(value: str | None) -> str | None:
                              + (f" (did you mean '{close[0]}'?)" if close else ""))
 
 
+#: The battery's ``name`` rule (an id, :data:`fairpair.battery._strict._ID`), for ``init``'s names.
+NAME_RULE = r"[A-Za-z0-9_][A-Za-z0-9_.\-]*"
+
+
+def battery_name(text: str) -> str:
+    """``text`` (a file's stem, a rejected ``--name``) made a battery name: accents dropped, every run of
+    other characters than letters, digits, ``_``, ``.`` and ``-`` one ``_``, leading and trailing ``_.-``
+    removed; ``my_audit`` when nothing is left. ``"Tienda Online"`` -> ``Tienda_Online``."""
+    import unicodedata
+
+    ascii_ = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return re.sub(r"[^A-Za-z0-9_.\-]+", "_", ascii_).strip("_.-") or "my_audit"
+
+
 def _interactive() -> bool:
     """True when ``init`` may ask what its options leave out: stdin and stdout are a terminal."""
     return sys.stdin.isatty() and sys.stdout.isatty()
@@ -278,20 +293,19 @@ def init(
                      ] = None,
     api_key_env: Annotated[str | None, typer.Option(help="Name of the environment variable holding the "
                                                        "API key.")] = None,
-    name: Annotated[str, typer.Option(help="Battery name.")] = "my_audit",
+    name: Annotated[str | None, typer.Option(help="Battery name (default: the file's name without its extension, "
+                                                "e.g. shop for shop.yaml, with what a name may not hold "
+                                                "replaced by '_').")] = None,
 ) -> None:
     """Write a commented starter battery that validates and runs; asks what flags leave out on a terminal."""
     from fairpair.battery import InitChoices, default_groups, load_battery, starter_battery
 
     language = renamed(language_old, lang.value if lang else None, old="--language", new="--lang")
-    import re
-    import unicodedata
-
-    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*", name):  # the battery's 'name' rule (an id)
-        ascii_ = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
-        suggestion = re.sub(r"[^A-Za-z0-9_.\-]+", "_", ascii_).strip("_.-") or "my_audit"
+    if name is None:
+        name = battery_name(output.stem)
+    elif not re.fullmatch(NAME_RULE, name):
         raise FairpairError(f"{name!r} is not a battery name: use letters, digits, '_', '.' and '-' (no spaces or "
-                            "accents); nothing was written", key="--name", hint=f"--name {suggestion}")
+                            "accents); nothing was written", key="--name", hint=f"--name {battery_name(name)}")
     if output.exists():
         raise FairpairError("already exists; fairpair init never overwrites a file", file=output,
                             hint="give another file name")
@@ -344,7 +358,7 @@ def _offline_hint(output: Path, c) -> str:
                       f"refund comparison; delete `bias` in {output} for a mock without it")
     mock = output.with_name(f"{output.stem}_mock{output.suffix or '.yaml'}")
     flags = ["--target", "mock", "--lang", c.language, "--groups", ",".join(c.groups)]
-    if c.name != "my_audit":
+    if c.name != battery_name(mock.stem):  # the same name, so the same cases (a case's id holds the name)
         flags += ["--name", c.name]
     cmd = shlex.join(["fairpair", "init", str(mock), *flags]) + " && " + shlex.join(["fairpair", "run", str(mock)])
     return escape(f"offline first? the same battery on the mock target, with a planted gap: {cmd}")
