@@ -1,4 +1,7 @@
-"""A rich progress bar for runs: rate, ETA, tokens and errors."""
+"""Progress of the stages: a rich bar on a terminal (rate, ETA, tokens and errors); off one (CI logs,
+``nohup``, a pipe), plain lines on stderr at each stage's start and end and at most every
+:data:`PLAIN_EVERY` seconds between, e.g. ``run (target mock): 120/480 answers (25%), 3 failed, 1m10s
+elapsed``; nothing under ``-q``."""
 
 from __future__ import annotations
 
@@ -15,12 +18,71 @@ from rich.progress import (
 )
 
 __all__ = ["RunProgress", "progress_enabled", "quiet", "shows_progress", "stage_bar", "poll_progress", "stage_status",
-           "CountingTarget"]
+           "CountingTarget", "PLAIN_EVERY", "PlainLines", "plain_progress", "plain_stage"]
+
+import sys  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+
+#: Seconds between two plain progress lines off a terminal (stage starts and ends are always said).
+PLAIN_EVERY = 10.0
+
+
+def _clock_text(seconds: float) -> str:
+    """``45s``, ``1m10s``, ``2h05m``: an elapsed time as a log line shows it."""
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+class PlainLines:
+    """Progress as plain lines (no ANSI codes) on stderr, for output that is not a terminal.
+
+    ``label``: what is counted, e.g. ``run (target mock)``; ``total``: how many there are (answers);
+    ``unit``: the word after the count. :meth:`say` writes ``LABEL: DONE/TOTAL UNIT (P%), F failed, EXTRA,
+    ELAPSED elapsed`` when forced (a start or an end) or when :data:`PLAIN_EVERY` seconds (read at each
+    call) have passed since the last line; ``clock``: seconds (monotonic), for tests.
+    """
+
+    def __init__(self, label: str, total: int, *, unit: str = "", clock: Callable[[], float] = time.monotonic):
+        self.label = "".join(ch if ch.isprintable() else "?" for ch in label)  # no escape reaches the log raw
+        self.total, self.unit, self.clock = total, unit, clock
+        self.t0 = self.last = clock()
+
+    def say(self, done: int, *, failed: int | None = None, extra: str = "", force: bool = False) -> bool:
+        """Write one line if ``force`` or the interval has passed; True when a line was written."""
+        now = self.clock()
+        if not force and now - self.last < PLAIN_EVERY:
+            return False
+        self.last = now
+        pct = f" ({done / self.total:.0%})" if self.total > 0 else ""
+        parts = [f"{self.label}: {done:,}/{self.total:,}" + (f" {self.unit}" if self.unit else "") + pct]
+        if failed is not None:
+            parts.append(f"{failed:,} failed")
+        if extra:
+            parts.append("".join(ch if ch.isprintable() else "?" for ch in extra))
+        parts.append(f"{_clock_text(now - self.t0)} elapsed")
+        stream = sys.stderr
+        try:
+            stream.write(", ".join(parts) + "\n")
+            stream.flush()
+        except (OSError, ValueError):  # a closed or broken stderr: progress is not worth a crash
+            return False
+        return True
 
 
 class RunProgress:
-    def __init__(self, console: Console | None = None, *, enabled: bool = True):
+    """The run stage's progress: a rich bar on ``console`` when ``enabled``; else, with ``plain``,
+    :class:`PlainLines` on stderr per target (``run (target NAME): N/TOTAL answers (P%), F failed, T elapsed``)."""
+
+    def __init__(self, console: Console | None = None, *, enabled: bool = True, plain: bool = False):
         self.enabled = enabled
+        self.plain = plain and not enabled
+        self.lines: PlainLines | None = None
+        self.done = 0
         self.progress = Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
             TextColumn("{task.fields[rate]}/s"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
@@ -39,6 +101,10 @@ class RunProgress:
 
     def start_target(self, name: str, *, total: int, todo: int) -> None:
         self.tokens = self.errors = 0
+        self.done = total - todo
+        if self.plain:
+            self.lines = PlainLines(f"run (target {name})", total, unit="answers")
+            self.lines.say(self.done, failed=0, force=True)
         self.task = self.progress.add_task(name, total=total, completed=total - todo, rate="-", tokens=0, errors=0)
 
     def case_done(self, case_id: str, completion, error) -> None:
@@ -48,12 +114,18 @@ class RunProgress:
             self.errors += 1
         elif completion is not None:
             self.tokens += (completion.usage.completion_tokens or 0)
+        self.done += 1
+        if self.lines is not None:
+            self.lines.say(self.done, failed=self.errors)
         t = self.progress.tasks[self.task]
         speed = t.speed
         self.progress.update(self.task, advance=1, tokens=self.tokens, errors=self.errors,
                              rate=f"{speed:.1f}" if speed else "-")
 
     def end_target(self, name: str) -> None:
+        if self.lines is not None and self.task is not None:
+            self.lines.say(self.done, failed=self.errors, force=True)
+        self.lines = None
         self.task = None
 
 
@@ -61,8 +133,7 @@ class RunProgress:
 import asyncio  # noqa: E402
 import contextlib  # noqa: E402
 import contextvars  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable, Iterator  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
 from typing import TypeGuard  # noqa: E402
 
 #: False under ``-q``: no progress display in this context (set by :func:`progress_enabled`).
@@ -90,6 +161,14 @@ def shows_progress(console: Console | None) -> TypeGuard[Console]:
     return console is not None and _ENABLED.get() and console.is_terminal
 
 
+def plain_progress(console: Console | None) -> TypeGuard[Console]:
+    """True when progress goes out as :class:`PlainLines` on stderr: a console of the process's own output
+    (stdout or stderr, as the CLI's; not a console a caller pointed at a file or buffer) that is not on a
+    terminal (so no bar is drawn), and not ``-q``."""
+    return (console is not None and _ENABLED.get() and not console.is_terminal
+            and console.file in (sys.stdout, sys.stderr))
+
+
 def stage_bar(console: Console | None) -> Progress:
     """A bar for a counted stage: done/total, %, rate per second, elapsed, ETA and an extra field."""
     return Progress(
@@ -101,13 +180,19 @@ def stage_bar(console: Console | None) -> Progress:
 
 async def poll_progress(console: Console | None, description: str, total: int,
                         done: Callable[[], int], extra: Callable[[], str] = lambda: "",
-                        every: float = 0.25) -> None:
+                        every: float = 0.25, *, unit: str = "", failed: Callable[[], int] | None = None) -> None:
     """Draw a bar for ``done()`` of ``total`` until cancelled (run it as a task beside the work).
 
-    Reads the counters only, so the workers need no hook; nothing is drawn when
-    :func:`shows_progress` is False.
+    Reads the counters only, so the workers need no hook; off a terminal (:func:`plain_progress`), plain
+    lines on stderr instead: one at the start, one at most every :data:`PLAIN_EVERY` s and one when
+    cancelled (``DESCRIPTION: N/TOTAL UNIT (P%), F failed, EXTRA, T elapsed``; ``failed()`` gives F). Nothing
+    under ``-q`` or when ``total`` is 0.
     """
-    if not shows_progress(console) or total <= 0:
+    if total <= 0:
+        return
+    if not shows_progress(console):
+        if plain_progress(console):
+            await _poll_plain(description, total, done, extra, every, unit, failed)
         return
     with stage_bar(console) as bar:
         task = bar.add_task(description, total=total, rate="-", extra="")
@@ -122,12 +207,50 @@ async def poll_progress(console: Console | None, description: str, total: int,
             raise
 
 
+async def _poll_plain(description: str, total: int, done: Callable[[], int], extra: Callable[[], str],
+                      every: float, unit: str, failed: Callable[[], int] | None) -> None:
+    lines = PlainLines(description, total, unit=unit)
+
+    def say(force: bool) -> None:
+        lines.say(done(), failed=failed() if failed is not None else None, extra=extra(), force=force)
+
+    say(True)
+    try:
+        while True:
+            await asyncio.sleep(min(every, PLAIN_EVERY))
+            say(False)
+    except asyncio.CancelledError:
+        say(True)
+        raise
+
+
+@contextlib.contextmanager
+def plain_stage(console: Console | None, text: str) -> Iterator[None]:
+    """Off a terminal (:func:`plain_progress`): a plain line on stderr when an uncounted stage starts
+    (``TEXT: started``) and one when it ends (``TEXT: done in 1.2 s``); nothing otherwise."""
+    if not plain_progress(console):
+        yield
+        return
+    label = "".join(ch if ch.isprintable() else "?" for ch in text.rstrip(". "))
+    t0 = time.monotonic()
+    try:
+        print(f"{label}: started", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+    yield
+    try:
+        print(f"{label}: done in {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
 @contextlib.contextmanager
 def stage_status(console: Console | None, text: str) -> Iterator[None]:
     """A spinner with the elapsed time for an uncounted stage (analysis, report); then one line saying
-    how long it took. Silent under ``-q`` and off a terminal."""
+    how long it took. Off a terminal, :func:`plain_stage`'s lines on stderr; silent under ``-q``."""
     if not shows_progress(console):
-        yield
+        with plain_stage(console, text):
+            yield
         return
     t0 = time.monotonic()
     with console.status(text):

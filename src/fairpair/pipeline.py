@@ -260,7 +260,10 @@ def analyze(run_ref: RunRef, settings: Settings) -> StageResult:
 
     t0 = time.monotonic()
     with Run.opened(run_ref, "r", migrate=True) as opened:  # read-only; an older store migrated first
-        res = analyze_run(opened, console=None, progress_console=settings.console)
+        from fairpair._progress import plain_stage
+
+        with plain_stage(settings.console, "analysing the pre-registered comparisons"):  # off a terminal
+            res = analyze_run(opened, console=None, progress_console=settings.console)
         if settings.console is not None and settings.analysis_table:
             _print_analysis(settings.console, opened, res, settings)
     counts = {"comparisons": len(res.comparisons)}

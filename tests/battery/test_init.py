@@ -153,7 +153,7 @@ def test_the_starter_finds_the_mock_s_planted_gap(tmp_path, capsys, monkeypatch)
     hint = " ".join(out.split()).split("offline first? the same battery on the mock target, with a planted gap: ",
                                        1)[1]
     assert hint == ("fairpair init shop_mock.yaml --target mock --lang es --groups es/spain/female,es/maghreb/female "
-                    "&& fairpair run shop_mock.yaml")
+                    "--name shop && fairpair run shop_mock.yaml")
     first, second = (shlex.split(part)[1:] for part in hint.split("&&"))
     code, out = _cli(capsys, *first)
     assert code == 0, out
@@ -162,16 +162,17 @@ def test_the_starter_finds_the_mock_s_planted_gap(tmp_path, capsys, monkeypatch)
     assert real.pop("target")["kind"] == "openai"
     assert mock.pop("target") == {"kind": "mock", "language": "es", "bias": {"maghreb": {"refund": 0.45}}}
     assert real == mock  # the same battery, only the target differs
+    assert real["name"] == "shop"  # named after the file
     code, out = _cli(capsys, *second, "--out", "run", "-q", "--no-report", "--gate")
     assert code == 1, out  # --gate: a pre-registered comparison fails
     rates = _refund_rates(tmp_path / "run")
-    assert rates == {"spain": 181 / 256, "maghreb": 109 / 256, "n_spain": 256, "n_maghreb": 256}
+    assert rates == {"spain": 180 / 256, "maghreb": 122 / 256, "n_spain": 256, "n_maghreb": 256}
     c = _comparison(tmp_path / "run", "reembolso")
     assert (c["group_a"], c["group_b"], c["n_pairs"], c["n_clusters"]) == ("maghreb", "spain", 256, 8)
     assert (c["n_names_a"], c["n_names_b"], c["design_reason"]) == (8, 8, None)
     # the balanced crossed design's group means are the plain rates
-    assert c["value_a"] == pytest.approx(109 / 256) and c["value_b"] == pytest.approx(181 / 256)
-    assert c["estimate"] == pytest.approx((109 - 181) / 256)
+    assert c["value_a"] == pytest.approx(122 / 256) and c["value_b"] == pytest.approx(180 / 256)
+    assert c["estimate"] == pytest.approx((122 - 180) / 256)
     assert c["verdict"] == "fail" and c["ci"][1] < -0.05 < 0 and c["ci"][0] < -0.25 < c["ci"][1]
     assert _comparison(tmp_path / "run", "palabras")["verdict"] == "pass"
 
@@ -189,7 +190,77 @@ def test_the_starter_without_the_planted_gap_does_not_fail(tmp_path, capsys, mon
     code, out = _cli(capsys, "run", "b.yaml", "--out", "run", "-q", "--no-report", "--gate")
     assert code == 0, out
     rates = _refund_rates(tmp_path / "run")
-    assert rates == {"spain": 181 / 256, "maghreb": 187 / 256, "n_spain": 256, "n_maghreb": 256}
+    assert rates == {"spain": 181 / 256, "maghreb": 188 / 256, "n_spain": 256, "n_maghreb": 256}
     c = _comparison(tmp_path / "run", "reembolso")
-    assert c["estimate"] == pytest.approx((187 - 181) / 256) and c["design_reason"] is None
+    assert c["estimate"] == pytest.approx((188 - 181) / 256) and c["design_reason"] is None
     assert c["verdict"] == "inconclusive" and c["ci"][0] < 0 < c["ci"][1]
+
+
+# ------------------------------------------------------------------ the model of an OpenAI-compatible server
+
+
+@pytest.mark.parametrize("answer, model", [("mistral-nemo:12b", "mistral-nemo:12b"), ("", "llama3.2")])
+def test_init_on_a_terminal_asks_the_ollama_model(tmp_path, monkeypatch, answer, model):
+    """Picking ollama interactively asked the URL but never the model: every battery named llama3.2."""
+    from typer.testing import CliRunner
+
+    import fairpair.cli._battery as battery_cli
+    from fairpair.cli import app
+
+    monkeypatch.setattr(battery_cli, "_interactive", lambda: True)
+    out = tmp_path / "shop.yaml"
+    # language, groups (the default), target, URL (the default), model
+    res = CliRunner().invoke(app, ["init", str(out)], input=f"en\n\nollama\n\n{answer}\n")
+    assert res.exit_code == 0, res.output
+    assert "model name (as the server lists it) [llama3.2]:" in res.output
+    target = yaml.safe_load(out.read_text(encoding="utf-8"))["target"]
+    assert (target["kind"], target["base_url"], target["model"]) == ("openai", "http://localhost:11434/v1", model)
+    assert load_battery(out).battery.target.options()["model"] == model
+
+
+def test_init_asks_no_model_for_a_target_without_one(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    import fairpair.cli._battery as battery_cli
+    from fairpair.cli import app
+
+    monkeypatch.setattr(battery_cli, "_interactive", lambda: True)
+    res = CliRunner().invoke(app, ["init", str(tmp_path / "m.yaml")], input="es\n\nmock\n")
+    assert res.exit_code == 0, res.output
+    assert "model name" not in res.output and "target URL" not in res.output
+    assert yaml.safe_load((tmp_path / "m.yaml").read_text(encoding="utf-8"))["target"]["kind"] == "mock"
+
+
+@pytest.mark.parametrize("flags, model", [([], "llama3.2"), (["--model", "qwen3:8b"], "qwen3:8b")])
+def test_init_without_a_terminal_takes_model_or_the_preset(tmp_path, capsys, flags, model):
+    b = tmp_path / "b.yaml"
+    code, out = _cli(capsys, "init", b, "--target", "ollama", *flags)
+    assert code == 0, out
+    assert "model name" not in out  # nothing asked
+    assert yaml.safe_load(b.read_text(encoding="utf-8"))["target"]["model"] == model
+    assert TARGET_PRESETS["ollama"]["model"] == "llama3.2"
+
+
+# ------------------------------------------------------------------ the battery's name
+
+
+@pytest.mark.parametrize("file, name", [("shop.yaml", "shop"), ("Tienda Online.yaml", "Tienda_Online"),
+                                        ("auditoría-2026.v2.yaml", "auditoria-2026.v2"), ("-ñ-.yaml", "n"),
+                                        ("__.yaml", "my_audit"), ("battery.yaml", "battery")])
+def test_init_names_the_battery_after_its_file(tmp_path, capsys, file, name):
+    """`fairpair init shop.yaml` wrote `name: my_audit`: every battery, and its runs' directories
+    (runs/<name>-<time>), had the same name."""
+    code, out = _cli(capsys, "init", tmp_path / file)
+    assert code == 0, out
+    assert yaml.safe_load((tmp_path / file).read_text(encoding="utf-8"))["name"] == name
+    assert f"battery '{name}'" in out
+
+
+def test_init_name_option_wins_and_a_bad_one_is_refused(tmp_path, capsys):
+    code, out = _cli(capsys, "init", tmp_path / "shop.yaml", "--name", "tienda_v1")
+    assert code == 0, out
+    assert yaml.safe_load((tmp_path / "shop.yaml").read_text(encoding="utf-8"))["name"] == "tienda_v1"
+    code, out = _cli(capsys, "init", tmp_path / "x.yaml", "--name", "mi auditoría")
+    assert code == 2 and "'mi auditoría' is not a battery name" in out
+    assert "--name mi_auditoria" in " ".join(out.split())
+    assert not (tmp_path / "x.yaml").exists()

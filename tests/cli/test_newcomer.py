@@ -437,7 +437,8 @@ def test_the_starters_gate_and_compare_print_points_and_p_below(tmp_path, capsys
     import shutil
 
     battery, run = tmp_path / "b.yaml", tmp_path / "before"
-    assert _cli(["init", battery, "--target", "mock"], capsys)[0] == 0
+    # --name: the mock's draws follow the case ids, which hold the battery's name (b.yaml alone names it b)
+    assert _cli(["init", battery, "--target", "mock", "--name", "my_audit"], capsys)[0] == 0
     assert _cli(["run", battery, "--out", run], capsys)[0] == 0
     code, out, err = _cli(["gate", run], capsys)
     assert code == 1

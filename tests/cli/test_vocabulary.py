@@ -131,7 +131,8 @@ def test_init_lang_and_the_deprecated_language(tmp_path, capsys, monkeypatch):
     assert code == 0 and "deprecated" not in err
     code, out, err = _cli(["init", "b.yaml", "--language", "en"], capsys)
     assert code == 0 and "deprecated: --language is now --lang (same meaning)" in err
-    assert Path("a.yaml").read_text() == Path("b.yaml").read_text()
+    a, b = Path("a.yaml").read_text(), Path("b.yaml").read_text()
+    assert "\nname: a\n" in a and a.replace("\nname: a\n", "\nname: b\n") == b  # each named after its file
     assert "en/white/female" in Path("a.yaml").read_text()
 
 

@@ -15,15 +15,16 @@ from fairpair.errors import FairpairError
 
 __all__ = ["TARGET_PRESETS", "InitChoices", "starter_battery", "default_groups"]
 
-#: Target kinds ``init`` writes, with the base URL each server listens on by default.
+#: Target kinds ``init`` writes, with the base URL each server listens on by default and, for the
+#: OpenAI-compatible ones, the model the starter names unless told (``--model``, or asked on a terminal).
 TARGET_PRESETS: dict[str, dict[str, str | None]] = {
-    "mock": {"kind": "mock", "url": None},
-    "openai": {"kind": "openai", "url": "https://api.openai.com/v1"},
-    "ollama": {"kind": "openai", "url": "http://localhost:11434/v1"},
-    "vllm": {"kind": "openai", "url": "http://localhost:8000/v1"},
-    "lmstudio": {"kind": "openai", "url": "http://localhost:1234/v1"},
-    "http": {"kind": "http", "url": "http://localhost:8080/chat"},
-    "local": {"kind": "local", "url": None},
+    "mock": {"kind": "mock", "url": None, "model": None},
+    "openai": {"kind": "openai", "url": "https://api.openai.com/v1", "model": "gpt-4o-mini"},
+    "ollama": {"kind": "openai", "url": "http://localhost:11434/v1", "model": "llama3.2"},
+    "vllm": {"kind": "openai", "url": "http://localhost:8000/v1", "model": "Qwen/Qwen2.5-7B-Instruct"},
+    "lmstudio": {"kind": "openai", "url": "http://localhost:1234/v1", "model": "qwen2.5-7b-instruct"},
+    "http": {"kind": "http", "url": "http://localhost:8080/chat", "model": None},
+    "local": {"kind": "local", "url": None, "model": None},
 }
 
 _TEXT = {
@@ -140,8 +141,7 @@ def _target_block(c: InitChoices, biased: str = "") -> list[str]:
                 else "  body: {messages: \"{{messages}}\", customer: \"{{context.crm.name}}\"}",
                 "  reply_path: $.reply            # where the answer is in the service's JSON",
                 "  timeout: 60"]
-    model = c.model or {"ollama": "llama3.2", "vllm": "Qwen/Qwen2.5-7B-Instruct",
-                        "lmstudio": "qwen2.5-7b-instruct"}.get(c.target, "gpt-4o-mini")
+    model = c.model or p["model"] or "gpt-4o-mini"
     key = c.api_key_env if c.api_key_env is not None else ("OPENAI_API_KEY" if c.target == "openai" else None)
     lines = ["target:", f"  kind: openai                  # an OpenAI-compatible server ({c.target})",
              f"  base_url: {_q(url)}", f"  model: {_q(model)}"]

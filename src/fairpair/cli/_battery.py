@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -291,6 +292,25 @@ def _init_target(value: str | None) -> str | None:
     raise unknown_value("target", value, valid, must="--target must be")
 
 
+#: The battery's ``name`` rule (an id, :data:`fairpair.battery._strict._ID`), for ``init``'s names.
+NAME_RULE = r"[A-Za-z0-9_][A-Za-z0-9_.\-]*"
+
+
+def battery_name(text: str) -> str:
+    """``text`` (a file's stem, a rejected ``--name``) made a battery name: accents dropped, every run of
+    other characters than letters, digits, ``_``, ``.`` and ``-`` one ``_``, leading and trailing ``_.-``
+    removed; ``my_audit`` when nothing is left. ``"Tienda Online"`` -> ``Tienda_Online``."""
+    import unicodedata
+
+    ascii_ = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return re.sub(r"[^A-Za-z0-9_.\-]+", "_", ascii_).strip("_.-") or "my_audit"
+
+
+def _interactive() -> bool:
+    """True when ``init`` may ask what its options leave out: stdin and stdout are a terminal."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
 @app.command()
 def init(
     output: Annotated[Path, typer.Argument(help="Battery file to write (never overwritten).")] = Path("battery.yaml"),
@@ -305,29 +325,30 @@ def init(
         help="The target kind to start from (ollama, vllm and lmstudio are openai targets with their "
         "servers' default URL).")] = None,
     url: Annotated[str | None, typer.Option(help="The target's base URL (openai kinds) or URL (http).")] = None,
-    model: Annotated[str | None, typer.Option(help="Model name for an OpenAI-compatible server.")] = None,
+    model: Annotated[str | None, typer.Option(help="Model name for an OpenAI-compatible server (default: the "
+                                                 "preset's, e.g. llama3.2 for ollama; asked on a terminal).")
+                     ] = None,
     api_key_env: Annotated[str | None, typer.Option(help="Name of the environment variable holding the "
                                                        "API key.")] = None,
-    name: Annotated[str, typer.Option(help="Battery name.")] = "my_audit",
+    name: Annotated[str | None, typer.Option(help="Battery name (default: the file's name without its extension, "
+                                                "e.g. shop for shop.yaml, with what a name may not hold "
+                                                "replaced by '_').")] = None,
 ) -> None:
     """Write a commented starter battery that validates and runs; asks what flags leave out on a terminal."""
     from fairpair.battery import InitChoices, default_groups, load_battery, starter_battery
 
     language = renamed(language_old, lang.value if lang else None, old="--language", new="--lang")
-    import re
-    import unicodedata
-
-    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*", name):  # the battery's 'name' rule (an id)
-        ascii_ = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
-        suggestion = re.sub(r"[^A-Za-z0-9_.\-]+", "_", ascii_).strip("_.-") or "my_audit"
+    if name is None:
+        name = battery_name(output.stem)
+    elif not re.fullmatch(NAME_RULE, name):
         raise FairpairError(f"{name!r} is not a battery name: use letters, digits, '_', '.' and '-' (no spaces or "
-                            "accents); nothing was written", key="--name", hint=f"--name {suggestion}")
+                            "accents); nothing was written", key="--name", hint=f"--name {battery_name(name)}")
     if output.exists():
         raise FairpairError("already exists; fairpair init never overwrites a file", file=output,
                             hint="give another file name")
     if not output.parent.is_dir():
         raise FairpairError("the folder does not exist", file=output.parent)
-    ask = sys.stdin.isatty() and sys.stdout.isatty()
+    ask = _interactive()
     if language is None:
         language = typer.prompt("language of the audit (es/en)", default="es") if ask else "es"
     if groups is None:
@@ -339,6 +360,8 @@ def init(
                               value_proc=_init_target) if ask else "mock"
     if url is None and ask and TARGET_PRESETS.get(target, {}).get("url"):
         url = typer.prompt("target URL", default=TARGET_PRESETS[target]["url"])
+    if model is None and ask and TARGET_PRESETS.get(target, {}).get("model"):  # the OpenAI-compatible kinds
+        model = typer.prompt("model name (as the server lists it)", default=TARGET_PRESETS[target]["model"])
     choices = InitChoices(name=name, language=language, groups=tuple(g.strip() for g in groups.split(",") if g.strip()),
                           target=target, url=url, model=model, api_key_env=api_key_env)
     text = starter_battery(choices)
@@ -372,7 +395,7 @@ def _offline_hint(output: Path, c) -> str:
                       f"refund comparison; delete `bias` in {output} for a mock without it")
     mock = output.with_name(f"{output.stem}_mock{output.suffix or '.yaml'}")
     flags = ["--target", "mock", "--lang", c.language, "--groups", ",".join(c.groups)]
-    if c.name != "my_audit":
+    if c.name != battery_name(mock.stem):  # the same name, so the same cases (a case's id holds the name)
         flags += ["--name", c.name]
     cmd = shlex.join(["fairpair", "init", str(mock), *flags]) + " && " + shlex.join(["fairpair", "run", str(mock)])
     return escape(f"offline first? the same battery on the mock target, with a planted gap: {cmd}")

@@ -140,7 +140,9 @@ def run(
                         engine=engine.value, address=address, actors=actors)
     console.print(f"run directory: {escape(str(run_dir))}")
     current_run[:] = [run_dir]
-    with RunProgress(console, enabled=not quiet and console.is_terminal) as prog:
+    # on a terminal a bar; off one (CI logs, nohup, a pipe) plain lines on stderr; -q: neither
+    with RunProgress(console, enabled=not quiet and console.is_terminal,
+                     plain=not quiet and not console.is_terminal) as prog:
         res = pipeline.run(run_dir, pipeline.Settings(battery=lb, calls=calls, targets=tuple(target or ()) or None,
                                                       progress=prog, batch=batch))
     outcome = res.output

@@ -960,10 +960,11 @@ class _RayPools:
 
 
 async def _measure_progress(console, name: str, m: Measure, ctx: MeasureContext, store) -> None:
-    """A progress bar for measure ``name`` (answers measured this session, judge calls counted)."""
-    from fairpair._progress import CountingTarget, poll_progress, shows_progress
+    """A progress bar for measure ``name`` (answers measured this session, judge calls counted); off a
+    terminal, plain lines on stderr (:func:`fairpair._progress.poll_progress`)."""
+    from fairpair._progress import CountingTarget, plain_progress, poll_progress, shows_progress
 
-    if not shows_progress(console):
+    if not (shows_progress(console) or plain_progress(console)):
         return
     rows = m.row_names(ctx)
     answered = sum(store.counts(t)["answered"] for t in store.targets())
@@ -980,7 +981,11 @@ async def _measure_progress(console, name: str, m: Measure, ctx: MeasureContext,
     def extra() -> str:
         return f"judge calls {judge.calls - base:,}" if judge is not None else ""
 
-    await poll_progress(console, f"measure {name}", todo, done, extra)
+    def failed() -> int:
+        c = ctx.counts.get(name)
+        return c.failed if c else 0
+
+    await poll_progress(console, f"measure {name}", todo, done, extra, unit="answers", failed=failed)
 
 
 def _record_in_manifest(run, ctx: MeasureContext, names: Iterable[str], warnings: list[str],

@@ -109,14 +109,17 @@ def print_verdicts(console: Console, run_dir: Path | None = None, *, language: s
         if tty:
             console.print(table)
         else:  # not a terminal: as wide as the table needs, one line per comparison
-            width = console.width
             from rich.measure import Measurement
 
+            width, fixed = console.width, getattr(console, "_width", None)  # fixed: None unless a width was set
             console.width = max(width, Measurement.get(console, console.options.update_width(1000), table).maximum)
             try:
                 console.print(table)
-            finally:
-                console.width = width
+            finally:  # back to no fixed width where none was set: a later $COLUMNS or terminal still counts
+                if hasattr(console, "_width"):
+                    console._width = fixed
+                else:
+                    console.width = width
     if model.rankings:
         from fairpair.report._ranking import ranking_tables
 
