@@ -179,7 +179,7 @@ def test_lexicons_name_shows_one_lexicon_in_full(capsys):
     out = " ".join(out.split())  # each source once, in full, after the table
     assert out.count("source of ") == 2 and out.count("Bertrand") == 1
     assert f"source of en/white/female, en/white/male, en/black/female, en/black/male: {spec['source']}" in out
-    assert "`fairpair lexicons NAME` shows one in full" in out
+    assert "fairpair lexicons NAME shows one in full" in out
 
 
 def test_clip_keeps_what_fits_and_cuts_between_words():

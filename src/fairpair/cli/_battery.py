@@ -262,8 +262,7 @@ def lexicons(
     console.print(t)
     for source, lexs in by_source.items():  # each source once, in full, with the lexicons it is for
         console.print(f"source of {escape(', '.join(lexs))}: {escape(source)}")
-    console.print("`fairpair lexicons NAME` shows one in full: every name, its labels, the source and caveat",
-                  soft_wrap=True)
+    console.print("fairpair lexicons NAME shows one in full: every name, its labels, the source and caveat")
 
 
 @app.command()
