@@ -5,6 +5,15 @@ elapsed``; nothing under ``-q``."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import TypeGuard
+
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -18,14 +27,13 @@ from rich.progress import (
 )
 
 __all__ = ["RunProgress", "progress_enabled", "quiet", "shows_progress", "stage_bar", "poll_progress", "stage_status",
-           "CountingTarget", "PLAIN_EVERY", "PlainLines", "plain_progress", "plain_stage"]
-
-import sys  # noqa: E402
-import time  # noqa: E402
-from collections.abc import Callable  # noqa: E402
+           "CountingTarget", "PLAIN_EVERY", "PLAIN_SILENT", "PlainLines", "plain_progress", "plain_stage"]
 
 #: Seconds between two plain progress lines off a terminal (stage starts and ends are always said).
 PLAIN_EVERY = 10.0
+#: Seconds after which the run stage repeats its plain line when no answer came back meanwhile (a slow or
+#: stalled target), so a log never looks hung for longer.
+PLAIN_SILENT = 30.0
 
 
 def _clock_text(seconds: float) -> str:
@@ -51,11 +59,18 @@ class PlainLines:
         self.label = "".join(ch if ch.isprintable() else "?" for ch in label)  # no escape reaches the log raw
         self.total, self.unit, self.clock = total, unit, clock
         self.t0 = self.last = clock()
+        self._lock = threading.Lock()  # the run's heartbeat thread says lines too
 
-    def say(self, done: int, *, failed: int | None = None, extra: str = "", force: bool = False) -> bool:
-        """Write one line if ``force`` or the interval has passed; True when a line was written."""
+    def say(self, done: int, *, failed: int | None = None, extra: str = "", force: bool = False,
+            every: float | None = None) -> bool:
+        """Write one line if ``force`` or ``every`` seconds (default :data:`PLAIN_EVERY`) have passed since the
+        last one; True when a line was written."""
+        with self._lock:
+            return self._say(done, failed, extra, force, PLAIN_EVERY if every is None else every)
+
+    def _say(self, done: int, failed: int | None, extra: str, force: bool, every: float) -> bool:
         now = self.clock()
-        if not force and now - self.last < PLAIN_EVERY:
+        if not force and now - self.last < every:
             return False
         self.last = now
         pct = f" ({done / self.total:.0%})" if self.total > 0 else ""
@@ -76,7 +91,8 @@ class PlainLines:
 
 class RunProgress:
     """The run stage's progress: a rich bar on ``console`` when ``enabled``; else, with ``plain``,
-    :class:`PlainLines` on stderr per target (``run (target NAME): N/TOTAL answers (P%), F failed, T elapsed``)."""
+    :class:`PlainLines` on stderr per target (``run (target NAME): N/TOTAL answers (P%), F failed, T elapsed``),
+    repeated by a heartbeat thread every :data:`PLAIN_SILENT` seconds in which no answer came back."""
 
     def __init__(self, console: Console | None = None, *, enabled: bool = True, plain: bool = False):
         self.enabled = enabled
@@ -91,13 +107,24 @@ class RunProgress:
         self.task: TaskID | None = None
         self.tokens = 0
         self.errors = 0
+        self._stop: threading.Event | None = None
 
     def __enter__(self):
         self.progress.__enter__()
         return self
 
     def __exit__(self, *exc):
+        self._stop_heartbeat()
         self.progress.__exit__(*exc)
+
+    def _heartbeat(self, lines: PlainLines, stop: threading.Event) -> None:
+        while not stop.wait(PLAIN_SILENT):
+            lines.say(self.done, failed=self.errors, every=PLAIN_SILENT)
+
+    def _stop_heartbeat(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+            self._stop = None
 
     def start_target(self, name: str, *, total: int, todo: int) -> None:
         self.tokens = self.errors = 0
@@ -105,6 +132,10 @@ class RunProgress:
         if self.plain:
             self.lines = PlainLines(f"run (target {name})", total, unit="answers")
             self.lines.say(self.done, failed=0, force=True)
+            self._stop_heartbeat()
+            self._stop = threading.Event()
+            threading.Thread(target=self._heartbeat, args=(self.lines, self._stop), daemon=True,
+                             name="fairpair-progress").start()
         self.task = self.progress.add_task(name, total=total, completed=total - todo, rate="-", tokens=0, errors=0)
 
     def case_done(self, case_id: str, completion, error) -> None:
@@ -123,6 +154,7 @@ class RunProgress:
                              rate=f"{speed:.1f}" if speed else "-")
 
     def end_target(self, name: str) -> None:
+        self._stop_heartbeat()
         if self.lines is not None and self.task is not None:
             self.lines.say(self.done, failed=self.errors, force=True)
         self.lines = None
@@ -130,12 +162,6 @@ class RunProgress:
 
 
 # ---------------------------------------------------------------- the later stages
-import asyncio  # noqa: E402
-import contextlib  # noqa: E402
-import contextvars  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
-from typing import TypeGuard  # noqa: E402
-
 #: False under ``-q``: no progress display in this context (set by :func:`progress_enabled`).
 _ENABLED: contextvars.ContextVar[bool] = contextvars.ContextVar("fairpair_progress", default=True)
 

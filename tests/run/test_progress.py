@@ -95,3 +95,25 @@ def test_analysis_bar_counts_the_planned_comparisons(tmp_path):
     console, buf = _console(False)  # off a terminal: no bar
     analyze_run(run, progress_console=console, write=False)
     assert "analysing the pre-registered comparisons" not in buf.getvalue()
+
+
+def test_a_silent_target_still_gets_a_plain_line_every_plain_silent_seconds(capsys, monkeypatch):
+    """Off a terminal the run's lines follow the answers; a target that answers nothing for a while (a slow
+    local model, a stalled endpoint) still gets its line repeated, so a CI log never looks hung; the
+    heartbeat stops with the target."""
+    import time
+
+    from fairpair import _progress
+
+    monkeypatch.setattr(_progress, "PLAIN_SILENT", 0.05)
+    rp = _progress.RunProgress(None, enabled=False, plain=True)
+    with rp:
+        rp.start_target("slow", total=4, todo=4)
+        time.sleep(0.32)
+        rp.end_target("slow")
+        lines = capsys.readouterr().err.splitlines()
+        time.sleep(0.15)
+        assert capsys.readouterr().err == ""  # stopped with the target
+    assert lines[0].startswith("run (target slow): 0/4 answers (0%), 0 failed, ")
+    assert 4 <= len(lines) <= 8  # the start, 3-6 heartbeats in 0.32 s at 0.05 s (a loaded machine wakes late), the end
+    assert all(ln.startswith("run (target slow): 0/4 answers (0%), 0 failed, ") for ln in lines)
