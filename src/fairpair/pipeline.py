@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
 
 from fairpair._progress import RunProgress
 from fairpair.battery import LoadedBattery
@@ -39,6 +39,10 @@ from fairpair.store import Run
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from fairpair.cases import Expansion
+    from fairpair.measures import MeasureRunResult
+    from fairpair.run import RunOutcome
 
 __all__ = ["STAGES", "RunRef", "Settings", "StageResult", "after_run", "analyze", "expand", "measure", "report",
            "run", "run_stages"]
@@ -106,9 +110,13 @@ class Settings:
     verbose: bool = False
 
 
+#: A stage's own result type (:attr:`StageResult.output`).
+OutT = TypeVar("OutT")
+
+
 @dataclass(frozen=True)
-class StageResult:
-    """What one stage did.
+class StageResult(Generic[OutT]):
+    """What one stage did; ``StageResult[T]``, ``T`` the stage's own result type.
 
     Attributes
     ----------
@@ -121,17 +129,17 @@ class StageResult:
         Warnings the stage raised (printed by the caller).
     elapsed : float
         Wall-clock seconds the stage took.
-    output : Any
-        The stage's own typed result: the :class:`~fairpair.cases.Expansion`, the run outcome, the
-        :class:`~fairpair.measures.MeasureRunResult`, the :class:`~fairpair.analysis.Results`, or the
-        report's ``{"html": Path, "md": Path, "json": Path}``.
+    output : T
+        The stage's own typed result (keyword-only): the :class:`~fairpair.cases.Expansion`, the
+        :class:`~fairpair.run.RunOutcome`, the :class:`~fairpair.measures.MeasureRunResult`, the
+        :class:`~fairpair.analysis.Results`, or the report's ``{"html": Path, "md": Path, "json": Path}``.
     """
 
     stage: str
     counts: Mapping[str, int]
     warnings: tuple[str, ...] = ()
     elapsed: float = 0.0
-    output: Any = None
+    output: OutT = field(kw_only=True)
 
 
 def _path(run_ref: RunRef) -> Path:
@@ -148,7 +156,7 @@ def _battery(settings: Settings, stage: str) -> LoadedBattery:
 # ---------------------------------------------------------------- the stages
 
 
-def expand(dest: RunRef, settings: Settings) -> StageResult:
+def expand(dest: RunRef, settings: Settings) -> StageResult[Expansion]:
     """Write every case of ``settings.battery`` to ``dest`` (JSON lines; an open run: its ``cases.jsonl``) and
     the expansion manifest beside it (``<dest stem>.manifest.json``).
 
@@ -183,7 +191,7 @@ def expand(dest: RunRef, settings: Settings) -> StageResult:
                        elapsed=time.monotonic() - t0, output=exp)
 
 
-def run(run_ref: RunRef, settings: Settings) -> StageResult:
+def run(run_ref: RunRef, settings: Settings) -> StageResult[RunOutcome]:
     """Send every case of ``settings.battery`` to its targets and store every answer in the run (resumable;
     a directory is created if absent; an open run must be open for writing).
 
@@ -216,10 +224,10 @@ def run(run_ref: RunRef, settings: Settings) -> StageResult:
         warnings.append(f"the battery changed since this run directory was started: {outcome.cases_added} new "
                         f"cases were added beside the {counts['cases'] - outcome.cases_added} stored before "
                         "(recorded as battery_changed); use a new --out for a clean run")
-    return StageResult("run", counts, tuple(warnings), time.monotonic() - t0, outcome)
+    return StageResult("run", counts, tuple(warnings), time.monotonic() - t0, output=outcome)
 
 
-def measure(run_ref: RunRef, settings: Settings) -> StageResult:
+def measure(run_ref: RunRef, settings: Settings) -> StageResult[MeasureRunResult]:
     """Measure every stored answer of the run (resumable: stored measurements are kept; an open run must be
     open for writing).
 
@@ -241,10 +249,10 @@ def measure(run_ref: RunRef, settings: Settings) -> StageResult:
     waiting = sum(c.waiting for c in res.counts.values())
     if waiting:  # answers whose judge calls are in a provider batch
         counts["waiting"] = waiting
-    return StageResult("measure", counts, tuple(res.warnings), time.monotonic() - t0, res)
+    return StageResult("measure", counts, tuple(res.warnings), time.monotonic() - t0, output=res)
 
 
-def analyze(run_ref: RunRef, settings: Settings) -> StageResult:
+def analyze(run_ref: RunRef, settings: Settings) -> StageResult[Results]:
     """Execute the run's pre-registered analysis plan and write ``RUN/results.json``; an open run's
     :meth:`~fairpair.store.Run.results` is then the returned record (a later stage is given it as it is).
 
@@ -269,7 +277,7 @@ def analyze(run_ref: RunRef, settings: Settings) -> StageResult:
     counts = {"comparisons": len(res.comparisons)}
     for c in res.comparisons:
         counts[c.verdict] = counts.get(c.verdict, 0) + 1
-    return StageResult("analyze", counts, tuple(res.notes), time.monotonic() - t0, res)
+    return StageResult("analyze", counts, tuple(res.notes), time.monotonic() - t0, output=res)
 
 
 def _print_analysis(console: Console, run: Run, res: Results, settings: Settings) -> None:
@@ -287,7 +295,7 @@ def _print_analysis(console: Console, run: Run, res: Results, settings: Settings
         console.print(f"note: {escape(n)}", soft_wrap=True)
 
 
-def report(run_ref: RunRef, settings: Settings) -> StageResult:
+def report(run_ref: RunRef, settings: Settings) -> StageResult[dict[str, Path]]:
     """Write the HTML, Markdown and JSON report of the run (and print its verdicts if ``settings.verdicts``).
 
     The run is read once (through ``run_ref`` when it is an open :class:`fairpair.store.Run`, else
@@ -314,11 +322,11 @@ def report(run_ref: RunRef, settings: Settings) -> StageResult:
 
 
 #: The stages by name, in the order of the pipeline.
-STAGES: dict[str, Callable[[RunRef, Settings], StageResult]] = {
+STAGES: dict[str, Callable[[RunRef, Settings], StageResult[Any]]] = {
     "expand": expand, "run": run, "measure": measure, "analyze": analyze, "report": report}
 
 
-def run_stages(run_ref: RunRef, names: Iterable[str], settings: Settings) -> list[StageResult]:
+def run_stages(run_ref: RunRef, names: Iterable[str], settings: Settings) -> list[StageResult[Any]]:
     """Run the named stages on ``run_ref`` in turn; returns their results.
 
     Raises

@@ -4,6 +4,7 @@ from fairpair._lazy import lazy_getattr
 from fairpair.run._engine import RunSettings, redact, run_target
 from fairpair.run._runner import (
     RunLock,
+    RunOutcome,
     default_run_dir,
     execute_run,
     loaded_from_store,
@@ -37,7 +38,7 @@ _LAZY_EXPORTS = {
 
 __getattr__ = lazy_getattr(__name__, _LAZY_EXPORTS, globals())
 
-__all__ = ["Measurement", "Response", "RunLock", "RunSettings", "Store", "default_run_dir", "execute_run",
+__all__ = ["Measurement", "Response", "RunLock", "RunOutcome", "RunSettings", "Store", "default_run_dir", "execute_run",
            "loaded_from_store", "open_run", "plan_hash", "redact", "run_target", "select_targets"]
 
 # the lazily imported names are public too (tests/test_layers.py: a name imported across packages is in __all__)
