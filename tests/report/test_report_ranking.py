@@ -12,7 +12,10 @@ import pytest
 
 from fairpair.analysis import analyze_ranking
 from fairpair.analysis._simranking import RankingScenario, simulate_ranking_frame
+from fairpair.errors import FairpairError
+from fairpair.records import RankingResult
 from fairpair.report import load_report_data, write_report
+from fairpair.report._data import ranking_sections
 from fairpair.report._ranking import MESSAGES, ranking_view
 
 NBSP = "\u00a0"
@@ -27,13 +30,18 @@ def section() -> dict:
     return d
 
 
+def _typed(sec: dict) -> list[RankingResult]:
+    """A results.json section decoded as the report decodes it (:func:`ranking_sections`)."""
+    return [RankingResult.model_validate(sec)]
+
+
 def test_catalogue_has_both_languages():
     assert set(MESSAGES["en"]) == set(MESSAGES["es"])
 
 
 def test_view_numbers_and_headline(section):
-    en = ranking_view({"rankings": [section]}, "en", with_figures=False)[0]
-    es = ranking_view({"rankings": [section]}, "es", with_figures=False)[0]
+    en = ranking_view(_typed(section), "en", with_figures=False)[0]
+    es = ranking_view(_typed(section), "es", with_figures=False)[0]
     rates = {s["group"]: s for s in section["selection"]}
     g1 = next(s for s in en.selection if s.group == "g1")
     assert g1.rate == f"{100 * rates['g1']['rate']:.1f}%"
@@ -51,7 +59,7 @@ def test_view_numbers_and_headline(section):
 
 
 def test_figures_have_alt_text_and_the_four_fifths_line(section):
-    b = ranking_view({"rankings": [section]}, "en")[0]
+    b = ranking_view(_typed(section), "en")[0]
     sel, pos = b.figures
     assert "four fifths of the highest rate" in sel.alt and "g1" in sel.alt
     svg = sel.svg
@@ -62,7 +70,9 @@ def test_figures_have_alt_text_and_the_four_fifths_line(section):
 
 def test_report_renders_the_section(mock_run, section, tmp_path):
     data = load_report_data(mock_run, language="en")
+    assert data.rankings == []
     data = dataclasses.replace(data, results=data.results.model_copy(update={"rankings": [section]}))
+    assert data.rankings == _typed(section)  # decoded from the new results, not carried over
     paths = write_report(mock_run, data=data, out=tmp_path / "en")
     html = paths["html"].read_text(encoding="utf-8")
     md = paths["md"].read_text(encoding="utf-8")
@@ -96,17 +106,32 @@ def test_terminal_prints_the_ranking_tables(mock_run, section):
     assert "Pairwise comparisons" in out
 
 
-def test_notes_in_spanish_and_no_duplicate_unparsed_line():
-    sec = {"k": 3, "groups": ["a", "b", "c"], "n_sets": 10, "n_unparsed": 2, "unparsed_share": 0.2,
+def test_notes_in_spanish_and_no_duplicate_unparsed_line(section):
+    sec = {**section, "n_sets": 10, "n_unparsed": 2, "unparsed_share": 0.2,
            "notes": ["2 of 10 answers (20.0%) could not be parsed into a top pick: left out of every denominator",
                      "3 answers give a top pick but no complete ranking: left out of the rank statistics (mean rank, "
                      "Friedman, ranked-above)"]}
-    es = ranking_view({"rankings": [sec]}, "es", with_figures=False)[0]
+    es = ranking_view(_typed(sec), "es", with_figures=False)[0]
     assert es.notes == ["3 respuestas dan una primera elección pero no un orden completo: quedan fuera de las "
                            "estadísticas de puestos (puesto medio, Friedman, por delante)"]
     assert es.unparsed.startswith("2 de 10 respuestas (20,0")
-    assert ranking_view({"rankings": [sec]}, "en", with_figures=False)[0].notes[0].startswith("3 answers")
-    assert ranking_view({}, "en") == [] and ranking_view(None, "es") == []
+    assert ranking_view(_typed(sec), "en", with_figures=False)[0].notes[0].startswith("3 answers")
+    assert ranking_view([], "en") == [] and ranking_sections(None) == []
+
+
+def test_a_malformed_ranking_section_names_the_file_and_the_section(mock_run, section):
+    """results.json's ranking sections are decoded once, for the whole report: one that is not a ranking
+    section is refused with the file, the section and the problem, not read as blanks."""
+    data = load_report_data(mock_run, language="en")
+    bad = {k: v for k, v in section.items() if k != "selection"}
+    res = data.results.model_copy(update={"rankings": [section, bad]})
+    with pytest.raises(FairpairError) as err:
+        ranking_sections(res, file=mock_run / "results.json")
+    e = err.value
+    assert (e.file, e.key) == (str(mock_run / "results.json"), "rankings.1")
+    assert e.message == "results.json is malformed: ranking section 2 has 1 problem: selection: Field required"
+    with pytest.raises(FairpairError, match="ranking section 2"):
+        dataclasses.replace(data, results=res)
 
 
 # The per-set preference differences (A above B: +1, B above A: -1) of one pair of a ranking run
@@ -119,7 +144,7 @@ WHOLE_RANGE_CELLS = np.array([[-1 / 2, 1 / 2, -1 / 2, -1 / 2, 1 / 2, -1 / 2], [0
                               [0, 1 / 2, -1 / 2, 0, 1 / 3, -1 / 2], [-1 / 2, 0, -1 / 2, 1 / 2, -1 / 3, 1 / 2]])
 
 
-def test_a_whole_range_interval_is_the_satterthwaite_t_and_the_report_says_why():
+def test_a_whole_range_interval_is_the_satterthwaite_t_and_the_report_says_why(section):
     """A ranking run printed "−100,0..100,0" for two preference pairs with no word of why. The interval is
     right: the crossed t with Satterthwaite df (checked here by hand and with scipy) has df 0.59, so the
     t quantile is about 80 and the interval is the whole range. The report now says so in the row."""
@@ -143,13 +168,14 @@ def test_a_whole_range_interval_is_the_satterthwaite_t_and_the_report_says_why()
     ci = cm.confidence_interval(0.95, bounds=(-1.0, 1.0))
     assert (ci.low, ci.high) == (-1.0, 1.0)
     assert mean_from_cells(x).df == pytest.approx(t - 1)  # pooled (p = 0.40 > 0.25), as the other analyses do
-    pairs = [{"group_a": "g1", "group_b": "g2", "measure": "ranked_above", "estimate": cm.estimate,
+    pair = section["pairs"][0]
+    pairs = [{**pair, "group_a": "g1", "group_b": "g2", "measure": "ranked_above", "estimate": cm.estimate,
               "ci": [ci.low, ci.high], "df": cm.df, "verdict": "inconclusive", "design_reason": None},
-             {"group_a": "g1", "group_b": "g3", "measure": "ranked_above", "estimate": 0.3, "ci": [0.15, 0.46],
+             {**pair, "group_a": "g1", "group_b": "g3", "measure": "ranked_above", "estimate": 0.3, "ci": [0.15, 0.46],
               "df": 7.0, "verdict": "fail", "design_reason": None}]
-    sec = {"k": 3, "groups": ["g1", "g2", "g3"], "n_sets": 10, "n_unparsed": 0, "pairs": pairs}
-    en = ranking_view({"rankings": [sec]}, "en", with_figures=False)[0]
-    es = ranking_view({"rankings": [sec]}, "es", with_figures=False)[0]
+    sec = {**section, "n_sets": 10, "n_unparsed": 0, "pairs": pairs}
+    en = ranking_view(_typed(sec), "en", with_figures=False)[0]
+    es = ranking_view(_typed(sec), "es", with_figures=False)[0]
     assert [p.ci for p in en.pairs] == ["−100.0 … 100.0", "15.0 … 46.0"]
     assert en.pairs[0].reason == ("the interval spans the whole range: the name-set variance is estimated from mean "
                                   "squares too noisy to bound the difference (Satterthwaite df 0.59); more name "

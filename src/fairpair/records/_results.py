@@ -21,9 +21,12 @@ Conventions
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from fairpair.records._ranking import RankingResult
 
 __all__ = [
     "RESULTS_SCHEMA", "Results", "ComparisonResult", "BinaryDetail", "ContinuousDetail", "PairedTDetail",
@@ -800,9 +803,15 @@ class Results(_Rec):
     def to_json(self) -> str:
         return self.model_dump_json(by_alias=True, indent=2)
 
-    def ranking_results(self) -> list[Any]:
+    def ranking_results(self) -> list[RankingResult]:
         """``rankings`` as typed :class:`~fairpair.records.RankingResult` records (one per design,
-        ranking measure and target)."""
+        ranking measure and target), in file order.
+
+        Raises
+        ------
+        pydantic.ValidationError
+            A section is not a ranking section.
+        """
         from fairpair.records._ranking import RankingResult  # defined after Results: it holds ComparisonResults
 
         return [RankingResult.model_validate(r) for r in self.rankings]

@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fairpair.battery import recorded_battery
-from fairpair.errors import FairpairError
-from fairpair.records import case_from_json
+from fairpair.errors import FairpairError, validation_summary
+from fairpair.records import RankingResult, case_from_json
 from fairpair.report._view import CollectedRow
 from fairpair.store import MANIFEST_NAME, RESULTS_NAME, RESULTS_SCHEMA
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ReportData", "TargetInfo", "GroupValue", "EvidencePair", "load_report_data", "read_report_data",
            "RESULTS_SCHEMA", "MANIFEST_NAME", "RESULTS_NAME", "group_label", "measure_label", "comparison_key",
-           "RankingEvidence", "ranking_key"]
+           "RankingEvidence", "ranking_key", "ranking_sections"]
 
 #: Matched sets quoted per failing comparison.
 EVIDENCE_PER_COMPARISON = 3
@@ -134,12 +134,21 @@ class ReportData:
     drop_reasons: dict[str, dict[str, int]] = field(default_factory=dict)
     #: ranking section key (:func:`ranking_key`) -> masked matched sets quoted for it
     ranking_evidence: dict[str, list[RankingEvidence]] = field(default_factory=dict)
+    #: ``rankings`` already decoded from ``results`` (:func:`ranking_sections`; :func:`read_report_data`
+    #: decodes them once for the evidence and hands them on); None: decoded here
+    decoded_rankings: InitVar[list[RankingResult] | None] = None
+    #: ``results.json``'s ``rankings`` as typed :class:`~fairpair.records.RankingResult` records, in file
+    #: order (empty before the analysis or without a ranking design): what the report's ranking section reads
+    rankings: list[RankingResult] = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, decoded_rankings: list[RankingResult] | None) -> None:
         if isinstance(self.results, dict):  # a results.json object: the typed record every stage reads
             from fairpair.analysis import Results
 
             object.__setattr__(self, "results", Results.model_validate(self.results))
+        if decoded_rankings is None:
+            decoded_rankings = ranking_sections(self.results, file=Path(self.run_dir) / RESULTS_NAME)
+        object.__setattr__(self, "rankings", decoded_rankings)
 
     @property
     def analysed(self) -> bool:
@@ -161,9 +170,31 @@ def comparison_key(c: ComparisonResult) -> str:
     return "|".join(str(getattr(c, k)) for k in ("id", "target", "design", "group_a", "group_b"))
 
 
-def ranking_key(sec: dict[str, Any]) -> str:
+def ranking_key(sec: RankingResult) -> str:
     """A ranking section's key in results.json ``rankings``: one per design, ranking measure and target."""
-    return "|".join(str(sec.get(k, "")) for k in ("design", "measure", "target"))
+    return "|".join((sec.design, sec.measure, sec.target))
+
+
+def ranking_sections(results: Results | None, *, file: Path | str | None = None) -> list[RankingResult]:
+    """``results.rankings`` (results.json's ranking sections, as the analysis wrote them) decoded into typed
+    :class:`~fairpair.records.RankingResult` records, in file order, as
+    :meth:`fairpair.records.Results.ranking_results` does; empty for None or a run without a ranking design.
+
+    Raises
+    ------
+    FairpairError
+        A section is not a ranking section: the message names ``file`` (results.json), the section
+        (key ``rankings.<i>``, 0-based) and its first problems.
+    """
+    out = []
+    for i, sec in enumerate(results.rankings if results is not None else []):
+        try:
+            out.append(RankingResult.model_validate(sec))
+        except ValueError as exc:
+            raise FairpairError(f"results.json is malformed: ranking section {i + 1} has {validation_summary(exc)}",
+                                file=file, key=f"rankings.{i}",
+                                hint="rerun `fairpair analyze RUN` to write it again") from None
+    return out
 
 
 def group_label(battery: Battery | None, attribute: str, group: str) -> str:
@@ -438,7 +469,7 @@ def _ranking_cases(store: Store, battery: Battery | None, designs: Iterable[str]
     return out
 
 
-def _ranking_evidence(store: Store, battery: Battery | None, results: Results | None,
+def _ranking_evidence(store: Store, battery: Battery | None, sections: list[RankingResult],
                       masker: Callable[[str], str] | None,
                       limit: int = EVIDENCE_PER_COMPARISON) -> dict[str, list[RankingEvidence]]:
     """Up to ``limit`` masked matched sets per ranking section (results.json ``rankings``).
@@ -449,12 +480,11 @@ def _ranking_evidence(store: Store, battery: Battery | None, results: Results | 
     effect, not the first slot's), one per template; then the first parsed sets of the other templates; then any.
     """
     out: dict[str, list[RankingEvidence]] = {}
-    sections = [s for s in (results.rankings if results is not None else []) if isinstance(s, dict)]
     if not sections or limit <= 0:
         return out
-    by_design: dict[str, list[dict[str, Any]]] = {}
+    by_design: dict[str, list[RankingResult]] = {}
     for sec in sections:
-        by_design.setdefault(str(sec.get("design", "")), []).append(sec)
+        by_design.setdefault(sec.design, []).append(sec)
     cases = _ranking_cases(store, battery, by_design)
     language = getattr(battery, "language", None)
     # the candidates' names are replaced by the parse's own matches; only the group terms need a masker
@@ -468,9 +498,8 @@ def _ranking_evidence(store: Store, battery: Battery | None, results: Results | 
         masker = None
     for design, secs in by_design.items():
         for sec in secs:
-            attribute, target, measure = str(sec.get("attribute") or ""), str(sec.get("target", "")), \
-                str(sec.get("measure", ""))
-            reference = sec.get("reference")
+            attribute, target, measure = sec.attribute, sec.target, sec.measure
+            reference = sec.reference
             seen: list[tuple[Case, dict[str, Any], bool]] = []
             for looked, c in enumerate(cases[design]):
                 if len(seen) >= RANKING_EVIDENCE_SCAN or looked >= 4 * RANKING_EVIDENCE_SCAN:
@@ -599,6 +628,7 @@ def read_report_data(run: Run, *, language: str | None = None,
     run_dir = run.path
     manifest = run.manifest()
     results = run.results()  # the typed Results (validated once), or None before the analysis
+    rankings = ranking_sections(results, file=run_dir / RESULTS_NAME)  # its ranking sections, decoded once
     warnings: list[str] = []
     store = run.store
     battery = None
@@ -622,4 +652,4 @@ def read_report_data(run: Run, *, language: str | None = None,
         group_values=_group_values(store, battery, results, drops),
         evidence=_evidence(store, results, masker, evidence), mask_values=values, mask_terms=terms,
         n_cases=store.n_cases(), collected=_collected(store, battery), warnings=warnings, drop_reasons=drops,
-        ranking_evidence=_ranking_evidence(store, battery, results, masker, evidence))
+        ranking_evidence=_ranking_evidence(store, battery, rankings, masker, evidence), decoded_rankings=rankings)

@@ -1,8 +1,9 @@
 """The report section of the ranking design (issue 17): selection rates, the four-fifths line, position, pairs.
 
-:func:`ranking_view` turns ``results.json``'s ``rankings`` (a list of
-:meth:`fairpair.records.RankingResult.to_dict` sections, one per design,
-ranking measure and target) into the blocks that the HTML and Markdown
+:func:`ranking_view` turns ``results.json``'s ``rankings`` (one section per design,
+ranking measure and target, decoded once into typed
+:class:`fairpair.records.RankingResult` records: :attr:`fairpair.report._data.ReportData.rankings`)
+into the blocks that the HTML and Markdown
 partials (``templates/_ranking.html.j2``, ``_ranking.md.j2``) and the
 terminal (:func:`ranking_tables`) render: a headline sentence, the
 selection rates by group with the ratio to the most selected group and its
@@ -24,7 +25,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from fairpair.report._catalog import fmt_num, fmt_p, fmt_p_is, fmt_pct, msg, p_reads, verdict_word
 from fairpair.report._data import RankingEvidence, ranking_key
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from rich.console import JustifyMethod
 
     from fairpair.battery import Battery
-    from fairpair.records import Results
+    from fairpair.records import ComparisonResult, RankingResult
 
 __all__ = ["MESSAGES", "rmsg", "ranking_view", "selection_plot", "position_plot", "ranking_tables"]
 
@@ -338,8 +339,16 @@ def rmsg(lang: str, key: str, **kw: Any) -> str:
     return p_reads(text.format(**kw)) if kw else text
 
 
-def _num(x: Any) -> bool:
+def _num(x: Any) -> TypeGuard[float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _bounds(ci: Sequence[float | None] | None) -> tuple[float, float] | None:
+    """An interval's limits when it has every limit, each a finite number (else None)."""
+    if not ci or not all(_num(v) for v in ci):
+        return None
+    lo, hi = ci[0], ci[1]
+    return (lo, hi) if _num(lo) and _num(hi) else None
 
 
 def _ci(ci: Any, lang: str, *, pct: bool = False, digits: int = 2) -> str:
@@ -364,21 +373,22 @@ def _label_fn(battery: Battery | None, attribute: str) -> Callable[[str], str]:
     return label
 
 
-def _headline(sec: dict[str, Any], label, lang: str) -> str | None:
-    rows = [r for r in sec.get("ratios") or [] if _num(r.get("ratio")) and r.get("group") != sec.get("reference")]
-    if not rows or not sec.get("reference"):
+def _headline(sec: RankingResult, label: Callable[[str], str], lang: str) -> str | None:
+    reference = sec.reference
+    rows = [r for r in sec.ratios if _num(r.ratio) and r.group != reference]
+    if not rows or not reference:
         return None
-    worst = min(rows, key=lambda r: r["ratio"])
-    rates = {s["group"]: s.get("rate") for s in sec.get("selection") or []}
-    verdict = worst.get("verdict") or "inconclusive"
-    ci = worst.get("verdict_ci") or worst.get("ci") or [None, None]
-    claim = (" " + rmsg(lang, "claim.fixed", n=int(sec.get("n_templates") or 0))
-             if sec.get("templates") == "fixed" else "")
+    worst = min(rows, key=lambda r: r.ratio or 0.0)  # every row's ratio is a number (_num)
+    rates = {s.group: s.rate for s in sec.selection}
+    verdict = worst.verdict or "inconclusive"
+    ci = worst.verdict_ci or worst.ci or [None, None]
+    claim = (" " + rmsg(lang, "claim.fixed", n=int(sec.n_templates or 0))
+             if sec.templates == "fixed" else "")
     return (rmsg(
-        lang, "headline", best=label(sec["reference"]), best_rate=fmt_pct(rates.get(sec["reference"]), lang),
-        worst=label(worst["group"]), worst_rate=fmt_pct(rates.get(worst["group"]), lang),
-        ratio=fmt_num(worst["ratio"], lang, 2),
-        level=fmt_num(100 * float(sec.get("confidence_level") or 0.95), lang, 0),
+        lang, "headline", best=label(reference), best_rate=fmt_pct(rates.get(reference), lang),
+        worst=label(worst.group), worst_rate=fmt_pct(rates.get(worst.group), lang),
+        ratio=fmt_num(worst.ratio, lang, 2),
+        level=fmt_num(100 * float(sec.confidence_level or 0.95), lang, 0),
         lo=fmt_num(ci[0], lang, 2), hi=fmt_num(ci[1], lang, 2),
         clause=rmsg(lang, f"clause.{verdict}")) + claim)
 
@@ -397,10 +407,10 @@ _NOTES_ES = (
 )
 
 
-def _notes(sec: dict[str, Any], lang: str) -> list[str]:
+def _notes(sec: RankingResult, lang: str) -> list[str]:
     """The section's notes in ``lang``; the unparsed count is left out (the block says it already)."""
     out = []
-    for n in sec.get("notes") or []:
+    for n in sec.notes:
         n = str(n)
         if "could not be parsed" in n:
             continue
@@ -414,25 +424,24 @@ def _notes(sec: dict[str, Any], lang: str) -> list[str]:
     return out
 
 
-def _pair_rows(sec: dict[str, Any], label, lang: str) -> list[RankingPairRow]:
+def _pair_rows(sec: RankingResult, label: Callable[[str], str], lang: str) -> list[RankingPairRow]:
     out = []
-    for c in sec.get("pairs") or []:
-        est = c.get("estimate")
-        b = c.get("binary") or {}
+    for c in sec.pairs:
+        est = c.estimate
+        b = c.binary
         out.append(RankingPairRow(
-            id=c.get("id"), pair=f"{label(c.get('group_a', ''))} / {label(c.get('group_b', ''))}",
-            measure=rmsg(lang, f"measure.{c.get('measure')}"),
+            id=c.id, pair=f"{label(c.group_a)} / {label(c.group_b)}",
+            measure=rmsg(lang, f"measure.{c.measure}"),
             estimate=fmt_num(100 * est, lang) if _num(est) else "—",
-            ci=_ci([100 * v if _num(v) else None for v in (c.get("ci") or [])], lang, digits=1),
-            p=fmt_p(c.get("pvalue"), lang), p_adjusted=fmt_p(c.get("pvalue_adjusted"), lang),
-            mcnemar=(f"{b.get('b')}/{b.get('c')}, {fmt_p_is(b.get('exact_pvalue'), lang)}"
-                     if b.get("b") is not None else "—"),
-            n=c.get("n_pairs"), verdict=c.get("verdict") or "", verdict_word=verdict_word(c.get("verdict"), lang),
-            reason=c.get("design_reason") or _whole_range(c, lang)))
+            ci=_ci([100 * v if _num(v) else None for v in (c.ci or [])], lang, digits=1),
+            p=fmt_p(c.pvalue, lang), p_adjusted=fmt_p(c.pvalue_adjusted, lang),
+            mcnemar=f"{b.b}/{b.c}, {fmt_p_is(b.exact_pvalue, lang)}" if b is not None else "—",
+            n=c.n_pairs, verdict=c.verdict or "", verdict_word=verdict_word(c.verdict, lang),
+            reason=c.design_reason or _whole_range(c, lang)))
     return out
 
 
-def _whole_range(c: dict[str, Any], lang: str) -> str:
+def _whole_range(c: ComparisonResult, lang: str) -> str:
     """Why a pair's interval is the measure's whole range (-100..100 points), or "".
 
     The interval is the crossed t's, clipped to the difference's range [-1, 1]: with a Satterthwaite df
@@ -440,9 +449,10 @@ def _whole_range(c: dict[str, Any], lang: str) -> str:
     quantile is so large that the clipped interval is the whole range. That is the method's honest answer
     (no bound), but a bare "-100..100" reads like a fault, so the row says why.
     """
-    ci, df = c.get("ci") or [], c.get("df")
-    if len(ci) == 2 and all(_num(v) for v in ci) and ci[0] <= -1.0 and ci[1] >= 1.0:
-        return rmsg(lang, "pairs.whole_range", df=fmt_num(df, lang, 2))
+    ci = c.ci or []
+    lim = _bounds(ci) if len(ci) == 2 else None
+    if lim is not None and lim[0] <= -1.0 and lim[1] >= 1.0:
+        return rmsg(lang, "pairs.whole_range", df=fmt_num(c.df, lang, 2))
     return ""
 
 
@@ -474,63 +484,59 @@ _HOW = ("list", "partial", "commas", "arrows", "prose", "top_only", "imported", 
 _MATCH = ("exact", "folded", "word", "fuzzy")
 
 
-def _tables(sec: dict[str, Any], label, lang: str) -> list[RankingTable]:
+def _tables(sec: RankingResult, label: Callable[[str], str], lang: str) -> list[RankingTable]:
     """The parse table, the top picks by template and the per-name rates of a section (those it holds)."""
     out = []
-    parse = sec.get("parse") or {}
-    how = parse.get("how") or {}
-    if how:
+    parse = sec.parse
+    how = parse.how if parse is not None else {}
+    if parse is not None and how:
         total = sum(how.values()) or 1
         keys = [h for h in _HOW if h in how] + sorted(h for h in how if h not in _HOW)
         rows = [[rmsg(lang, f"how.{h}"), str(how[h]), fmt_pct(how[h] / total, lang)] for h in keys]
-        matches = parse.get("matches") or {}
+        matches = parse.matches
         picks = sum(matches.values()) or 1
         rows += [[rmsg(lang, "col.match") + ": " + rmsg(lang, f"match.{m}"), str(matches[m]),
                   fmt_pct(matches[m] / picks, lang)] for m in _MATCH if matches.get(m)]
-        n_ren = int(parse.get("renamed_picks") or 0)
-        renamed = (rmsg(lang, "parse.renamed", n=n_ren, answers=int(parse.get("renamed_answers") or 0)) if n_ren
+        n_ren = int(parse.renamed_picks or 0)
+        renamed = (rmsg(lang, "parse.renamed", n=n_ren, answers=int(parse.renamed_answers or 0)) if n_ren
                    else rmsg(lang, "parse.none_renamed"))
-        if parse.get("renamed_excluded"):
-            renamed += " " + rmsg(lang, "parse.renamed_excluded", n=int(parse["renamed_excluded"]))
+        if parse.renamed_excluded:
+            renamed += " " + rmsg(lang, "parse.renamed_excluded", n=int(parse.renamed_excluded))
         out.append(RankingTable(rmsg(lang, "parse"), rmsg(lang, "parse.intro", renamed=renamed),
                                 [rmsg(lang, "col.reading"), rmsg(lang, "col.answers") + " / " +
                                  rmsg(lang, "col.picks"), rmsg(lang, "col.share")], rows, [False, True, True]))
-    by_t = sec.get("by_template") or []
+    by_t = sec.by_template
     if by_t:
-        groups = list(sec.get("groups") or [])
-        header = [rmsg(lang, "col.group")] + [str(t.get("template")) for t in by_t]
-        rows = [[rmsg(lang, "col.template_answers")] + [str(t.get("n_parsed")) for t in by_t]]
+        groups = list(sec.groups)
+        header = [rmsg(lang, "col.group")] + [str(t.template) for t in by_t]
+        rows = [[rmsg(lang, "col.template_answers")] + [str(t.n_parsed) for t in by_t]]
         for g in groups:
-            rows.append([label(g)] + [f"{(t.get('top') or {}).get(g, 0)} "
-                                      f"({fmt_num((t.get('ratios') or {}).get(g), lang, 2)})"
-                                      for t in by_t])
+            rows.append([label(g)] + [f"{t.top.get(g, 0)} ({fmt_num(t.ratios.get(g), lang, 2)})" for t in by_t])
         out.append(RankingTable(rmsg(lang, "by_template"), rmsg(lang, "by_template.intro"), header, rows,
                                 [False] + [True] * len(by_t)))
-    names = sec.get("names_table") or []
-    nt = sec.get("names_test")
-    test = (rmsg(lang, "names.test", test=nt.get("test", ""), stat=fmt_num(nt.get("statistic"), lang, 1),
-                 df=fmt_num(nt.get("df"), lang, 0), p=fmt_p(nt.get("pvalue"), lang), note=nt.get("note") or "")
-            if nt else "")
+    names = sec.names_table
+    nt = sec.names_test
+    test = (rmsg(lang, "names.test", test=nt.test, stat=fmt_num(nt.statistic, lang, 1),
+                 df=fmt_num(nt.df, lang, 0), p=fmt_p(nt.pvalue, lang), note=nt.note or "")
+            if nt is not None else "")
     if names:
-        rows = [[label(r["group"]), str(r["name"]), str(r["n_sets"]), str(r["n_top"]), fmt_pct(r.get("rate"), lang)]
-                for r in names]
+        rows = [[label(r.group), str(r.name), str(r.n_sets), str(r.n_top), fmt_pct(r.rate, lang)] for r in names]
         out.append(RankingTable(rmsg(lang, "names"),
-                                rmsg(lang, "names.intro", min=sec.get("min_name_sets", 30), test=test),
+                                rmsg(lang, "names.intro", min=sec.min_name_sets, test=test),
                                 [rmsg(lang, "col.group"), rmsg(lang, "col.name"), rmsg(lang, "col.answers"),
                                  rmsg(lang, "col.rate"), rmsg(lang, "col.share")], rows,
                                 [False, False, True, True, True]))
-    elif sec.get("by_template"):
+    elif sec.by_template:
         out.append(RankingTable(rmsg(lang, "names"), rmsg(lang, "names.none"), [], [], []))
     return out
 
 
-def _first_listed(sec: dict[str, Any], lang: str, parity: str) -> str | None:
-    slots = (sec.get("position") or {}).get("slots") or []
-    first = next((s for s in slots if s.get("slot") == 1), None)
-    if not first or not _num(first.get("top_rate")):
+def _first_listed(sec: RankingResult, lang: str, parity: str) -> str | None:
+    first = next((s for s in sec.position.slots if s.slot == 1), None)
+    if first is None or not _num(first.top_rate):
         return None
-    return rmsg(lang, "first_listed", rate=fmt_pct(first["top_rate"], lang),
-                ci=_ci(first.get("top_rate_ci"), lang, pct=True), parity=parity)
+    return rmsg(lang, "first_listed", rate=fmt_pct(first.top_rate, lang),
+                ci=_ci(first.top_rate_ci, lang, pct=True), parity=parity)
 
 
 def _as_shown(battery: Battery | None, design: str) -> bool:
@@ -539,11 +545,11 @@ def _as_shown(battery: Battery | None, design: str) -> bool:
     return getattr(ranking.get(design), "order", None) == "as_shown"
 
 
-def ranking_view(results: Results | dict[str, Any] | None, lang: str, battery: Battery | None = None, *,
+def ranking_view(sections: Sequence[RankingResult], lang: str, battery: Battery | None = None, *,
                  with_figures: bool = True,
                  evidence: Mapping[str, Sequence[RankingEvidence]] | None = None) -> list[RankingView]:
-    """One display block per ``rankings`` section of ``results`` (the typed
-    :class:`~fairpair.analysis.Results`, or a results.json object; empty list when there is none).
+    """One display block per ranking section of results.json (``sections``: its ``rankings`` decoded,
+    :attr:`fairpair.report._data.ReportData.rankings`; empty list when there is none).
 
     ``evidence``: section key (:func:`fairpair.report._data.ranking_key`) -> the masked matched sets
     read with the run (:class:`~fairpair.report._data.RankingEvidence`), shown as ``evidence``.
@@ -553,71 +559,67 @@ def ranking_view(results: Results | dict[str, Any] | None, lang: str, battery: B
     ``with_figures=False``, for the terminal).
     """
     out = []
-    sections = (results or {}).get("rankings") if isinstance(results, dict) or results is None else results.rankings
-    for i, sec in enumerate(sections or []):
-        label = _label_fn(battery, str(sec.get("attribute") or ""))
-        k = int(sec.get("k") or len(sec.get("groups") or []) or 2)
+    for i, sec in enumerate(sections):
+        label = _label_fn(battery, sec.attribute)
+        k = int(sec.k or len(sec.groups) or 2)
         parity = fmt_pct(1.0 / k, lang)
-        ratios = {r["group"]: r for r in sec.get("ratios") or []}
-        best = sec.get("reference")
+        ratios = {r.group: r for r in sec.ratios}
+        best = sec.reference
         sel = []
-        for s in sec.get("selection") or []:
-            r = ratios.get(s["group"], {})
+        for s in sec.selection:
+            r = ratios.get(s.group)
+            verdict = r.verdict if r is not None else None
             sel.append(RankingSelectionRow(
-                group=s["group"], label=label(s["group"]), rate=fmt_pct(s.get("rate"), lang),
-                rate_ci=_ci(s.get("rate_ci"), lang, pct=True), mean_rank=fmt_num(s.get("mean_rank"), lang, 2),
-                mean_rank_ci=_ci(s.get("mean_rank_ci"), lang), n=s.get("n_sets"),
-                ratio=fmt_num(r.get("ratio"), lang, 2), ratio_ci=_ci(r.get("verdict_ci") or r.get("ci"), lang),
-                verdict=r.get("verdict") or "",
-                verdict_word=verdict_word(r.get("verdict"), lang) if r.get("verdict") else "—",
-                below=bool(r.get("below_four_fifths"))))
-        pos = sec.get("position") or {}
-        slots = [RankingSlotRow(slot=s.get("slot"), rate=fmt_pct(s.get("top_rate"), lang),
-                                rate_ci=_ci(s.get("top_rate_ci"), lang, pct=True),
-                                mean_rank=fmt_num(s.get("mean_rank"), lang, 2),
-                                mean_rank_ci=_ci(s.get("mean_rank_ci"), lang), n=s.get("n"))
-                 for s in pos.get("slots") or []]
+                group=s.group, label=label(s.group), rate=fmt_pct(s.rate, lang),
+                rate_ci=_ci(s.rate_ci, lang, pct=True), mean_rank=fmt_num(s.mean_rank, lang, 2),
+                mean_rank_ci=_ci(s.mean_rank_ci, lang), n=s.n_sets,
+                ratio=fmt_num(r.ratio if r is not None else None, lang, 2),
+                ratio_ci=_ci((r.verdict_ci or r.ci) if r is not None else None, lang),
+                verdict=verdict or "",
+                verdict_word=verdict_word(verdict, lang) if verdict else "—",
+                below=bool(r is not None and r.below_four_fifths)))
+        pos = sec.position
+        slots = [RankingSlotRow(slot=s.slot, rate=fmt_pct(s.top_rate, lang),
+                                rate_ci=_ci(s.top_rate_ci, lang, pct=True),
+                                mean_rank=fmt_num(s.mean_rank, lang, 2),
+                                mean_rank_ci=_ci(s.mean_rank_ci, lang), n=s.n)
+                 for s in pos.slots]
         tests = []
         fl = _first_listed(sec, lang, parity)
         if fl:
             tests.append(fl)
-        om = sec.get("omnibus") or {}
-        if om:
-            tests.append(rmsg(lang, "test.groups", test=om.get("test", ""), p=fmt_p(om.get("pvalue"), lang)))
-        for key, name in (("cochran", "test.cochran"), ("friedman", "test.friedman")):
-            t = sec.get(key)
-            if t:
-                tests.append(rmsg(lang, name, stat=fmt_num(t.get("statistic"), lang, 2),
-                                  p=fmt_p(t.get("pvalue"), lang)))
-        for key, name in (("top_test", "test.position"), ("rank_test", "test.position_rank")):
-            t = pos.get(key)
-            if t:
-                tests.append(rmsg(lang, name, test=t.get("test", ""), p=fmt_p(t.get("pvalue"), lang)))
-        total = int(sec.get("n_sets") or 0)
-        n_bad = int(sec.get("n_unparsed") or 0)
-        unparsed = (rmsg(lang, "unparsed", n=n_bad, total=total, share=fmt_pct(sec.get("unparsed_share"), lang))
+        om = sec.omnibus
+        tests.append(rmsg(lang, "test.groups", test=om.test, p=fmt_p(om.pvalue, lang)))
+        for t, name in ((sec.cochran, "test.cochran"), (sec.friedman, "test.friedman")):
+            if t is not None:
+                tests.append(rmsg(lang, name, stat=fmt_num(t.statistic, lang, 2), p=fmt_p(t.pvalue, lang)))
+        for t, name in ((pos.top_test, "test.position"), (pos.rank_test, "test.position_rank")):
+            tests.append(rmsg(lang, name, test=t.test, p=fmt_p(t.pvalue, lang)))
+        total = int(sec.n_sets or 0)
+        n_bad = int(sec.n_unparsed or 0)
+        unparsed = (rmsg(lang, "unparsed", n=n_bad, total=total, share=fmt_pct(sec.unparsed_share, lang))
                     if n_bad else rmsg(lang, "unparsed.none", total=total))
-        measure = str(sec.get("measure") or "ranking")
+        measure = sec.measure or "ranking"
         figures = []
         if with_figures and sel:
             figures.append(selection_plot(f"ranking-{i}-selection", sec, lang=lang, label=label, measure=measure))
-            if pos.get("slots"):
+            if pos.slots:
                 figures.append(position_plot(f"ranking-{i}-position", sec, lang=lang, measure=measure))
-        correction = _CORR.get(str(sec.get("correction") or "holm"), "Holm")
+        correction = _CORR.get(sec.correction or "holm", "Holm")
         out.append(RankingView(
             id=f"ranking-{i}",
-            title=rmsg(lang, "block", measure=measure, design=sec.get("design", ""), target=sec.get("target", "")),
-            intro=rmsg(lang, "intro.as_shown" if _as_shown(battery, str(sec.get("design", ""))) else "intro", k=k,
+            title=rmsg(lang, "block", measure=measure, design=sec.design, target=sec.target),
+            intro=rmsg(lang, "intro.as_shown" if _as_shown(battery, sec.design) else "intro", k=k,
                        parity=parity), headline=_headline(sec, label, lang),
             unparsed=unparsed, n_unparsed=n_bad, selection=sel, best=label(best) if best else "—",
             ratio_rule=rmsg(lang, "ratio.rule", best=label(best) if best else "—",
-                            reference=rmsg(lang, "reference.given" if sec.get("reference_rule") == "given"
+                            reference=rmsg(lang, "reference.given" if sec.reference_rule == "given"
                                            else "reference.most"),
                             correction=correction,
-                            level=fmt_num(100 * (1.0 - float(sec.get("alpha") or 0.05)), lang, 0)),
+                            level=fmt_num(100 * (1.0 - float(sec.alpha or 0.05)), lang, 0)),
             position_intro=rmsg(lang, "position.intro", parity=parity), slots=slots, tests=tests,
             pairs_intro=rmsg(lang, "pairs.intro", correction=correction,
-                             method=rmsg(lang, f"pairs.method.{sec.get('templates') or 'random'}")),
+                             method=rmsg(lang, f"pairs.method.{sec.templates or 'random'}")),
             pairs=_pair_rows(sec, label, lang),
             notes=_notes(sec, lang), figures=figures,
             evidence=_evidence_rows((evidence or {}).get(ranking_key(sec), ()), lang),
@@ -625,7 +627,8 @@ def ranking_view(results: Results | dict[str, Any] | None, lang: str, battery: B
     return out
 
 
-def selection_plot(fid: str, sec: dict[str, Any], *, lang: str, label=str, measure: str = "ranking") -> Any:
+def selection_plot(fid: str, sec: RankingResult, *, lang: str, label: Callable[[str], str] = str,
+                   measure: str = "ranking") -> Any:
     """Selection rate (top pick, %) by group with its interval, the four-fifths line and parity.
 
     Bars in Okabe-Ito sky blue; each group's marker gives its four-fifths
@@ -635,10 +638,9 @@ def selection_plot(fid: str, sec: dict[str, Any], *, lang: str, label=str, measu
     from fairpair.report._plots import _RC, OKABE_ITO, VERDICT_STYLE, Figure, _label, _plt, _render
 
     matplotlib, plt = _plt()
-    ratios = {r["group"]: r for r in sec.get("ratios") or []}
-    rows = [(label(s["group"]), s.get("rate"), s.get("rate_ci"), (ratios.get(s["group"]) or {}).get("verdict"))
-            for s in sec.get("selection") or []]
-    k = int(sec.get("k") or len(rows) or 2)
+    verdicts = {r.group: r.verdict for r in sec.ratios}
+    rows = [(label(s.group), s.rate, s.rate_ci, verdicts.get(s.group)) for s in sec.selection]
+    k = int(sec.k or len(rows) or 2)
     rates = [r for _l, r, _c, _v in rows if _num(r)]
     top = max(rates) if rates else None
     with matplotlib.rc_context(_RC):
@@ -648,8 +650,9 @@ def selection_plot(fid: str, sec: dict[str, Any], *, lang: str, label=str, measu
             if not _num(rate):
                 continue
             ax.barh(y, 100 * rate, color=OKABE_ITO["sky"], edgecolor=OKABE_ITO["blue"], height=0.6, zorder=1)
-            if ci and all(_num(v) for v in ci):
-                ax.hlines(y, 100 * ci[0], 100 * ci[1], color="#222222", lw=1.5, zorder=3)
+            lim = _bounds(ci)
+            if lim is not None:
+                ax.hlines(y, 100 * lim[0], 100 * lim[1], color="#222222", lw=1.5, zorder=3)
             colour, marker = VERDICT_STYLE.get(verdict or "", ("#777777", "D"))
             ax.plot([100 * rate], [y], marker=marker, color=colour, markersize=8, ls="none", zorder=4)
             ax.text(100 * rate, y + 0.36, f" {fmt_pct(rate, lang)}", va="center", fontsize=8, color="#222222")
@@ -675,21 +678,21 @@ def selection_plot(fid: str, sec: dict[str, Any], *, lang: str, label=str, measu
                   rmsg(lang, "figure.selection.caption"), svg)
 
 
-def position_plot(fid: str, sec: dict[str, Any], *, lang: str, measure: str = "ranking") -> Any:
+def position_plot(fid: str, sec: RankingResult, *, lang: str, measure: str = "ranking") -> Any:
     """Top-pick rate (%) by slot of the prompt with its interval, parity (1/k) as a dotted line."""
     from fairpair.report._plots import _RC, OKABE_ITO, Figure, _label, _plt, _render
 
     matplotlib, plt = _plt()
-    pos = sec.get("position") or {}
-    slots = pos.get("slots") or []
-    k = int(sec.get("k") or len(slots) or 2)
+    slots = sec.position.slots
+    k = int(sec.k or len(slots) or 2)
     with matplotlib.rc_context(_RC):
         fig, ax = plt.subplots(figsize=(7.5, 3.2))
-        xs = [int(s.get("slot") or 0) for s in slots]
+        xs = [int(s.slot or 0) for s in slots]
         for x, s in zip(xs, slots, strict=True):
-            rate, ci = s.get("top_rate"), s.get("top_rate_ci")
-            if ci and all(_num(v) for v in ci):
-                ax.vlines(x, 100 * ci[0], 100 * ci[1], color="#222222", lw=1.5, zorder=2)
+            rate, ci = s.top_rate, s.top_rate_ci
+            lim = _bounds(ci)
+            if lim is not None:
+                ax.vlines(x, 100 * lim[0], 100 * lim[1], color="#222222", lw=1.5, zorder=2)
             if _num(rate):
                 ax.plot([x], [100 * rate], marker="o", color=OKABE_ITO["orange"], markersize=8, ls="none", zorder=3)
         ax.axhline(100.0 / k, color="#555555", lw=0.9, ls=":", zorder=1,
@@ -702,8 +705,8 @@ def position_plot(fid: str, sec: dict[str, Any], *, lang: str, measure: str = "r
         ax.set_title(title, loc="left")
         ax.legend(loc="upper right", frameon=False, fontsize=9)
         svg = _render(fig)
-    described = "; ".join(f"{s.get('slot')}: {fmt_pct(s.get('top_rate'), lang)} "
-                          f"[{_ci(s.get('top_rate_ci'), lang, pct=True)}]" for s in slots)
+    described = "; ".join(f"{s.slot}: {fmt_pct(s.top_rate, lang)} "
+                          f"[{_ci(s.top_rate_ci, lang, pct=True)}]" for s in slots)
     return Figure(fid, title, rmsg(lang, "figure.position.alt", parity=fmt_pct(1.0 / k, lang), rows=described),
                   "", svg)
 

@@ -59,7 +59,10 @@ from fairpair.report._view import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from fairpair.analysis import DispersionTest, JudgeBlock, MinimumIdentity, OmnibusResult, Results, TwoPartyBlock
+    from fairpair.records import RankingResult
     from fairpair.store import Run
 
 __all__ = ["write_report", "build_model", "build_view", "report_model", "ReportModel", "REPORT_SCHEMA",
@@ -137,14 +140,15 @@ def _status_words(measures: tuple[str, ...], lang: str) -> str:
     return msg(lang, "list.nor", rest=", ".join(words[:-1]), last=words[-1])
 
 
-def ranking_verdicts(res: Results | None) -> list[str]:
-    """The verdicts of a run's ranking designs (``results.json`` ``rankings``): every primary pair of groups
-    (top pick, "ranked above") and every group's four-fifths ratio that has one; the gate's
-    (:func:`fairpair.analysis.gate_outcome`) primary comparisons of a ranking battery."""
+def ranking_verdicts(sections: Sequence[RankingResult]) -> list[str]:
+    """The verdicts of a run's ranking designs (``results.json`` ``rankings``, decoded:
+    :attr:`ReportData.rankings`): every primary pair of groups (top pick, "ranked above") and every
+    group's four-fifths ratio that has one; the gate's (:func:`fairpair.analysis.gate_outcome`) primary
+    comparisons of a ranking battery."""
     out: list[str] = []
-    for r in (res.rankings if res is not None else []) or []:
-        out += [p["verdict"] for p in r.get("pairs") or [] if p.get("verdict") and p.get("primary", True)]
-        out += [q["verdict"] for q in r.get("ratios") or [] if q.get("verdict")]
+    for r in sections:
+        out += [p.verdict for p in r.pairs if p.verdict and p.primary]
+        out += [q.verdict for q in r.ratios if q.verdict]
     return out
 
 
@@ -154,15 +158,15 @@ def _ranking_counts(verdicts: list[str], lang: str) -> str:
                inconclusive=verdicts.count("inconclusive"), insufficient=verdicts.count("insufficient design"))
 
 
-def _ranking_fails(res: Results | None, lang: str) -> list[str]:
+def _ranking_fails(sections: Sequence[RankingResult], lang: str) -> list[str]:
     """Per ranking section with a failing ratio or pair: its target and how many of each fail."""
     out = []
-    for r in (res.rankings if res is not None else []) or []:
-        ratios = sum(q.get("verdict") == "fail" for q in r.get("ratios") or [])
-        pairs = sum(p.get("verdict") == "fail" and p.get("primary", True) for p in r.get("pairs") or [])
+    for r in sections:
+        ratios = sum(q.verdict == "fail" for q in r.ratios)
+        pairs = sum(p.verdict == "fail" and p.primary for p in r.pairs)
         what = [msg(lang, f"ranking.fails.{k}", n=n) for k, n in (("ratios", ratios), ("pairs", pairs)) if n]
         if what:
-            out.append(msg(lang, "ranking.fails", target=r.get("target", ""), what=", ".join(what)))
+            out.append(msg(lang, "ranking.fails", target=r.target, what=", ".join(what)))
     return out
 
 
@@ -761,7 +765,7 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
     rows, quiet = _without_quiet_statuses(all_rows)
     res = data.results
     incomplete = res.incomplete if res is not None else None
-    overall = overall_verdict(rows, ranking_verdicts(data.results), incomplete=incomplete is not None) \
+    overall = overall_verdict(rows, ranking_verdicts(data.rankings), incomplete=incomplete is not None) \
         if data.analysed else "none"
     judge = res.judge if res is not None else None
     warnings = list(data.warnings)
@@ -791,13 +795,13 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
         overall_text = incomplete.text(lang)
     named = [r for r in rows if r.verdict == "fail" and (r.primary or r.status)]
     if overall == "fail" and named and all(r.status for r in named) and \
-            "fail" not in ranking_verdicts(data.results):  # not a pre-registered comparison that fails
+            "fail" not in ranking_verdicts(data.rankings):  # not a pre-registered comparison that fails
         overall_text = msg(lang, "overall.fail.status")
-    ranking_fails = _ranking_fails(res, lang)
+    ranking_fails = _ranking_fails(data.rankings, lang)
     if overall == "fail" and (named or ranking_fails):  # the headline names what fails, statuses and rankings too
         names = [_named_failing(r, rows, lang) for r in named] + ranking_fails
         overall_text += " " + msg(lang, "overall.fail.named", names="; ".join(names))
-    ranking_only = bool(data.analysed and res is not None and res.rankings) and all(r.status for r in rows)
+    ranking_only = bool(data.analysed and data.rankings) and all(r.status for r in rows)
     blocks = _two_party_blocks(data, figures.two_party_blocks, lang)
     return ReportModel(
         data=data,
@@ -826,7 +830,7 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
         aa_controls=_aa_rows(res, lang),
         figures=figures,
         two_party_blocks=blocks,
-        rankings=_ranking_view(res, lang, data.battery, with_figures=with_figures,
+        rankings=_ranking_view(data.rankings, lang, data.battery, with_figures=with_figures,
                                evidence=data.ranking_evidence),
         prompt_templates=prompt_templates,
         judge_prompts=judge_prompts,
@@ -850,7 +854,7 @@ def build_model(data: ReportData, *, with_figures: bool = True) -> ReportModel:
                       at=datetime.now(UTC).isoformat(timespec="seconds")),
         scenarios=_scenario_views(rows, figures, lang),
         ranking_only=ranking_only,
-        ranking_counts=_ranking_counts(ranking_verdicts(res), lang) if ranking_only else "",
+        ranking_counts=_ranking_counts(ranking_verdicts(data.rankings), lang) if ranking_only else "",
         spreads=_spread_views(rows, lang),
         all_rows=all_rows,
         label_corrections=_label_rows(rows, lang),

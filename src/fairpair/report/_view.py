@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         MinimumIdentity,
         TwoPartyBlock,
     )
+    from fairpair.records import RankingResult
     from fairpair.report._data import EvidencePair
 
 __all__ = ["ScenarioView", "SpreadView", "Figures", "CollectedRow", "VerdictRow", "ReasonGroup", "AAControlRow",
@@ -347,7 +348,7 @@ class RankingView:
     """One ranking section (design, ranking measure, target) of results.json ``rankings``, for display.
 
     Texts and numbers formatted for the report's language; ``figures`` the selection and position
-    figures (none for the terminal); ``section`` the section as results.json holds it.
+    figures (none for the terminal); ``section`` the typed section it shows.
     """
 
     id: str
@@ -368,5 +369,5 @@ class RankingView:
     figures: list[Any]
     evidence: list[RankingEvidenceView]
     has_evidence: bool
-    section: dict[str, Any] = field(repr=False)
+    section: RankingResult = field(repr=False)
     tables: list[RankingTable] = field(default_factory=list)
