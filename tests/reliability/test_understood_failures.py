@@ -75,6 +75,9 @@ def test_malformed_results_json_under_report(done_run, tmp_path, cli, content, e
     r = cli("report", tmp_path / "r")
     assert r.code == 2, r.output
     assert expected in r.err and str(tmp_path / "r" / "results.json") in r.err
+    # the hint names this run, never a placeholder
+    assert f"`fairpair analyze {tmp_path / 'r'}` writes it again from the run's store" in r.err
+    assert "analyze RUN" not in r.err
     # off a terminal the report's start is a plain progress line (fairpair._progress); the error is two lines
     lines = [ln for ln in r.err.strip().splitlines() if ln != "writing the report: started"]
     assert "internal error" not in r.output and len(lines) <= 2

@@ -148,6 +148,11 @@ def test_error_kind_and_summary():
     assert error_kind("TargetError (HTTP 500): boom") == "TargetError (HTTP 500)"
     assert error_kind("TargetError: connection error: ConnectError: x") == "TargetError: connection error"
     assert error_kind("") == "unknown error"
+    # a python target's module:function is one name, not two clauses (the kind was "TargetError: bot")
+    assert error_kind("TargetError: bot:answer raised RuntimeError: backend down") == \
+        "TargetError: bot:answer raised RuntimeError"
+    assert error_kind("TargetError: pkg.mod:reply raised ConnectionError: peer reset") == \
+        "TargetError: pkg.mod:reply raised ConnectionError"
     errs = ["A: 1", "B: 1", "B: 2", "C: 1", "A: 2", "B: 3"]
     s = summarize_errors(errs, top=2)
     assert [(k.kind, k.count, k.example) for k in s] == [("B", 3, "B: 1"), ("A", 2, "A: 1")]

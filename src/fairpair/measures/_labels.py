@@ -388,6 +388,7 @@ def score_label_files(run_dir: Path, files: list[Path], *, measure: str | None =
         # a probability-weighted score (scoring: probabilities) is compared at its nearest level
         judged = {d: {(x.target, x.case_id): _nearest_level(x.value)
                       for x in run.store.measurements(f"{name}.{d}", status="ok")} for d in dims}
+        tried = {(x.target, x.case_id) for d in dims for x in run.store.measurements(f"{name}.{d}", status=None)}
     reports = {}
     sids = sorted({s for r in raters.values() for s in r})
     for d in dims:
@@ -416,6 +417,14 @@ def score_label_files(run_dir: Path, files: list[Path], *, measure: str | None =
         except ValueError as exc:
             raise FairpairError(f"cannot score '{d}': {exc}") from None
     if not reports:
+        labelled = {known[s] for s in sids if any(v is not None for r in raters.values()
+                                                  for v in r.get(s, {}).values())}
+        if labelled & tried:  # measured, but the judge gave no valid score on these samples
+            raise FairpairError("no labelled sample has a judge score to compare with: the judge read "
+                                f"{len(labelled & tried)} labelled sample(s) but gave no valid score on the "
+                                "dimensions labelled",
+                                hint=f"`fairpair status {run_dir}` counts these rows as missing; a judge that "
+                                     "fails its self-test (docs/judge.md) gives no scores to calibrate")
         raise FairpairError("no labelled sample has a judge score to compare with",
                             hint=f"run `fairpair measure {run_dir}` first, and fill in the rubric columns")
     return reports

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -56,13 +57,23 @@ class CircuitOpen(FairpairError):
     """``limit`` consecutive cases failed with the same kind of error; the run stopped (exit code 2)."""
 
 
+_PYTHON_RAISED = re.compile(r"TargetError: ([\w.]+:[\w.]+ raised \w+)")  # fairpair.targets.python's failures
+
+
 def error_kind(error: str) -> str:
     """The kind of a stored failure message: its text before the first ``:`` (for the generic
     ``TargetError``, before the second), at most 60 characters.
 
+    A ``python`` target's failure keeps its ``module:function`` and the exception's type:
+
     >>> error_kind("ConnectError: cannot connect to 127.0.0.1:9")
     'ConnectError'
+    >>> error_kind("TargetError: bot:answer raised RuntimeError: backend down")
+    'TargetError: bot:answer raised RuntimeError'
     """
+    fn = _PYTHON_RAISED.match(error or "")
+    if fn:
+        return f"TargetError: {fn.group(1)}"[:60]
     parts = (error or "").split(":")
     kind = parts[0].strip()
     if kind == "TargetError" and len(parts) > 1:  # the generic wrapper: its first clause says which failure

@@ -527,7 +527,7 @@ class Run:
             return Results.model_validate(data)
         except ValueError as exc:
             raise FairpairError(f"results.json is malformed: {validation_summary(exc)}", file=path,
-                                hint="rerun `fairpair analyze RUN` to write it again") from None
+                                hint=_reanalyze_hint(path.parent)) from None
 
     def write_results(self, results: Results) -> None:
         """Write ``results.json`` from a :class:`~fairpair.records.Results` (see :func:`write_results`);
