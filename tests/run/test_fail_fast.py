@@ -198,3 +198,37 @@ def test_an_openai_server_answering_another_shape_fails_the_preflight(tmp_path, 
     assert code == 2
     assert "malformed response: no choices" in out and "could not be read" in out
     assert n <= 3  # the preflight's tries only: nothing else was sent
+
+
+def test_a_run_resumed_with_fewer_repetitions_still_completes(tmp_path, cli):
+    """Newcomer walk: a run stopped part-way, resumed with the battery edited to fewer repetitions, warned
+    that the recorded battery is kept, yet sent only the edited battery's cases: the recorded repetitions
+    beyond stayed unanswered and `status` asked to resume with the same battery, forever. The recorded
+    battery's every stored case is now sent."""
+    import json
+
+    broken = {"on": True}
+
+    def handler(req):
+        if broken["on"]:
+            return 403, {"error": "key revoked"}
+        return 200, {"reply": "Hola, lamento lo ocurrido."}
+
+    with serve_json(handler) as server:
+        target = {"kind": "http", "url": server.url + "/chat", "body": {"q": "{{last_user_message}}"},
+                  "reply_path": "$.reply"}
+        b = write_battery(tmp_path, target, names=NAMES, repetitions=2)  # 16 cases
+        code, out = cli("run", b, "--out", tmp_path / "run", "-q", "--concurrency", "1", "--no-preflight",
+                        "--max-consecutive-failures", "3", "--no-report")
+        assert code == 2 and "3 cases in a row failed" in out
+        broken["on"] = False
+        data = json.loads(b.read_text(encoding="utf-8"))
+        data["repetitions"] = 1
+        edited = tmp_path / "edited.yaml"
+        edited.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        code, out = cli("run", edited, "--out", tmp_path / "run", "-q", "--no-report")
+    assert code == 0, out
+    assert "these edits are not used" in " ".join(out.split())
+    assert rows(tmp_path / "run", "SELECT COUNT(*) FROM cases") == [(16,)]
+    # every recorded case answered: the second repetition too, which the edited battery does not expand to
+    assert rows(tmp_path / "run", "SELECT COUNT(DISTINCT case_id) FROM responses WHERE status = 'ok'") == [(16,)]

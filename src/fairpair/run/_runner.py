@@ -291,7 +291,12 @@ def _execute(loaded: LoadedBattery, run_ref: Path | Run, settings: RunSettings, 
             raise
 
         def to_send() -> Iterable[Case]:
-            return iter(kept) if kept is not None else expand(loaded)
+            # a run resumed with an edited battery keeps the recorded one (``edited``'s warning): every stored
+            # case is sent, also those the edited battery no longer expands to (fewer repetitions, templates or
+            # names), which would otherwise stay unanswered however often the run is resumed
+            if kept is not None:
+                return iter(kept)
+            return store.iter_cases() if edited else expand(loaded)
 
         from fairpair._answer_status import StatusTally
 
@@ -308,7 +313,7 @@ def _execute(loaded: LoadedBattery, run_ref: Path | Run, settings: RunSettings, 
                 store.set_meta_once("batch.measures", True)
             if batch_names:  # through the provider's batch API: submit and/or poll and ingest
                 batch_summary = batch_session(store, run_dir, {n: targets[n] for n in batch_names},
-                                              lambda: expand(loaded), submit=batch, secrets=secrets,
+                                              to_send, submit=batch, secrets=secrets,
                                               tools=b.all_tools() or None, templates=b.templates)
                 base["batches"] = _batch_manifest(store, batch_names)
             for name, target in targets.items():
