@@ -515,3 +515,19 @@ def test_a_refused_plan_edit_does_not_flag_the_plan_as_changed(tmp_path, capsys)
         assert refused[0]["offered"] != refused[0]["registered"]
     code, out, err = _cli(["status", copy], capsys)
     assert "events: plan_edit_refused x 1" in out
+
+
+def test_analyze_of_an_unmeasured_run_says_to_measure_it(tmp_path, capsys):
+    """Newcomer walk: after `fairpair run --no-measure`, `fairpair analyze` wrote every comparison as not
+    measured and said nothing of what would give them a verdict (`gate` did)."""
+    battery, run = tmp_path / "b.yaml", tmp_path / "r"
+    assert _cli(["init", battery, "--target", "mock"], capsys)[0] == 0
+    assert _cli(["run", battery, "--out", run, "--no-measure", "-q"], capsys)[0] in (0, 1)
+    code, out, err = _cli(["analyze", run], capsys)
+    flat = " ".join((out + err).split())
+    assert code == 0
+    assert f"note: 2 comparison(s) have no measured value (reembolso, palabras): run fairpair measure {run}, " \
+           f"then fairpair analyze {run} again" in flat
+    assert _cli(["measure", run, "-q"], capsys)[0] == 0
+    code, out, err = _cli(["analyze", run], capsys)
+    assert "no measured value" not in out + err

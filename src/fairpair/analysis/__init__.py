@@ -56,6 +56,7 @@ from fairpair.records import (
 # importing them through the package adds no import cycle and no start-up cost).
 _LAZY_EXPORTS = {
     "RESULTS_NAME": "fairpair.analysis._analyze",
+    "RULE_NOT_MEASURED": "fairpair.analysis._verdict",
     "comparison_reasons": "fairpair.analysis._why",
     "design_reason_parts": "fairpair.analysis._design",
     "reason_text": "fairpair.analysis._why",

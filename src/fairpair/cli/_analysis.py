@@ -25,8 +25,16 @@ def analyze(run: RunArg,
     res = pipeline.analyze(run, pipeline.Settings(console=None if as_json else console))
     if as_json:
         print(res.output.to_json())
-    else:
-        console.print(f"wrote {escape(str(Path(run) / 'results.json'))}")
+        return
+    console.print(f"wrote {escape(str(Path(run) / 'results.json'))}")
+    from fairpair.analysis import RULE_NOT_MEASURED
+
+    unmeasured = [c for c in res.output.comparisons if c.verdict_rule == RULE_NOT_MEASURED]
+    if unmeasured:  # e.g. after `fairpair run --no-measure`: say what gives them a verdict
+        measures = ", ".join(dict.fromkeys(c.measure for c in unmeasured))
+        console.print(f"[yellow]note:[/yellow] {len(unmeasured)} comparison(s) have no measured value "
+                      f"({escape(measures)}): run fairpair measure {escape(str(run))}, then fairpair analyze "
+                      f"{escape(str(run))} again", soft_wrap=True)
 
 
 @app.command()
