@@ -151,8 +151,8 @@ def test_report_uses_one_set_of_pairs_and_says_why_pairs_were_dropped(tmp_path):
     texts = [d.text for d in view["dropped"] if d.row.id == "length"]
     assert texts == ["length: se descartaron 24 de 48 pares (24 answer filtered); la prueba, el intervalo y "
                      "los gráficos usan los mismos 24 pares"]
-    assert view["answer_statuses"] == ["python: 75\u00a0% utilizables (24 filtered); por grupo: "
-                                       "espana 0\u00a0%; magreb 50\u00a0% filtered"]
+    assert view["answer_statuses"] == ["python: 75\u00a0% utilizables (24 filtradas); por grupo: "
+                                       "espana 0\u00a0%; magreb 50\u00a0% filtradas"]  # statuses in Spanish too
     # differential missingness, in the report's language, at the top: a failing row the headline names,
     # said in its sentence (not again among the warnings)
     assert not [w for w in view["warnings"] if w.startswith("las respuestas de los usuarios")]

@@ -94,8 +94,8 @@ def test_the_report_shows_the_out_of_role_rate_per_group(tmp_path):
     analyze_run(run_dir)
     view = build_view(load_report_data(run_dir, language="en"), with_figures=False)
     (row,) = view["answer_statuses"]
-    assert row.startswith("python: 70% usable (18 out_of_role); by group: ")
-    assert "old 100% out_of_role" in row and "young 0%" in row
+    assert row.startswith("python: 70% usable (18 out-of-role); by group: ")
+    assert "old 100% out-of-role" in row and "young 0%" in row
 
 
 def test_roles_null_turns_the_check_off(tmp_path):

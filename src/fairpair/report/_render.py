@@ -567,14 +567,20 @@ def _status_rows(data: ReportData, lang: str) -> list[str]:
     """One line per target: the usable share, the degenerate kinds, and each group's rate of them."""
     from fairpair.report._catalog import fmt_pct
 
+    def word(status: str) -> str:  # the status in the report's language ("truncadas"), else as stored
+        try:
+            return msg(lang, f"status.plural.{status}")
+        except KeyError:
+            return status
+
     out = []
     for target, st in (data.results.answer_statuses if data.results is not None else {}).items():
         counts = st.counts
-        kinds = ", ".join(f"{n} {k}" for k, n in counts.items() if k != "ok") or "—"
+        kinds = ", ".join(f"{n} {word(k)}" for k, n in counts.items() if k != "ok") or "—"
         groups = []
         for attr, by in st.by_group.items():
             for g, rates in by.items():
-                bad = ", ".join(f"{fmt_pct(r, lang, 0)} {k}" for k, r in rates.items() if k != "ok" and r)
+                bad = ", ".join(f"{fmt_pct(r, lang, 0)} {word(k)}" for k, r in rates.items() if k != "ok" and r)
                 groups.append(f"{group_label(data.battery, attr, g)} {bad or fmt_pct(0, lang, 0)}")
         out.append(msg(lang, "counts.status_row", target=target, usable=fmt_pct(st.usable_share, lang, 0),
                        kinds=kinds, groups="; ".join(groups) or "—"))
