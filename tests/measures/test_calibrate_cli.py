@@ -133,6 +133,9 @@ def test_score_matches_sklearn(exported, judged_run, tmp_path, capsys):
     (lambda rows: [dict(rows[0], courtesy="4.5"), *rows[1:]], "label '4.5' is not a level of 'courtesy'"),
     (lambda rows: [dict(rows[0], sample_id="s000"), *rows[1:]], "unknown sample id 's000'"),
     (lambda rows: [rows[0], rows[0]], "appears twice"),
+    # a second rater's column in the same file would be ignored without a word (newcomer walk)
+    (lambda rows: [dict(r, rater2="4") for r in rows], "bad.csv:1: [rater2] unknown column(s) ['rater2']: their "
+                                                       "values would not be read"),
 ])
 def test_bad_label_files_exit_2(exported, judged_run, tmp_path, capsys, mutate, message):
     base = [{"sample_id": r["sample_id"], "courtesy": "3", "condescension": "", "distrust": "2"}

@@ -40,6 +40,11 @@ class ExportResult:
     dimensions: tuple[str, ...]
 
 
+#: The exported labels file's columns besides ``sample_id`` and the rubric's dimensions: shown to the rater
+#: (``prompt``, ``answer``, masked) or theirs to write in (``comment``), never read back as labels.
+EXPORT_EXTRA_COLUMNS = ("prompt", "answer", "comment")
+
+
 def _sample_id(target: str, case_id: str) -> str:
     return "s" + hashlib.sha256(f"{target}|{case_id}".encode()).hexdigest()[:10]
 
@@ -125,7 +130,7 @@ def export_labels(run_dir: Path, out: Path, *, n: int = 100, measure: str | None
         key_rows = []
         with open(out, "x", newline="", encoding="utf-8") as fh:  # "x": never overwrite, even in a race
             w = csv.writer(fh)
-            w.writerow(["sample_id", "prompt", "answer", *dims, "comment"])
+            w.writerow(["sample_id", "prompt", "answer", *dims, "comment"])  # EXPORT_EXTRA_COLUMNS
             for target, case_id, (group, template) in chosen:
                 c = cases[case_id]
                 sid = _sample_id(target, case_id)
@@ -213,6 +218,13 @@ def _parse_labels(fh, path: Path, dims: list[str], levels: dict[str, dict[str, i
     if missing:
         raise FairpairError(f"missing column(s) {missing}", file=path, line=1,
                             hint=f"a labels file needs the columns {', '.join(need)}")
+    # the export's own columns are read or shown to the rater; any other would be ignored without a word
+    unknown = [c for c in cols if c not in (*need, *EXPORT_EXTRA_COLUMNS) and c.strip()]
+    if unknown:
+        raise FairpairError(f"unknown column(s) {unknown}: their values would not be read", file=path, line=1,
+                            key=unknown[0],
+                            hint="one rater per file: give a second rater's labels in a copy of the exported file "
+                                 "(its name is the rater's); notes go in the 'comment' column")
     out: dict[str, dict[str, int | None]] = {}
     end = reader.line_num
     for cells in reader:
