@@ -224,7 +224,10 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
     names : {"random", "fixed"}, default "random"
         The estimand (as ``analysis.generalize.names``). Random: a group's
         name shared by sets with other names counts as a random effect
-        (:mod:`fairpair.stats._sharednames`), templates random or fixed.
+        (:mod:`fairpair.stats._sharednames`), templates random or fixed, in
+        the rates, ratios, pairs and the test over all groups
+        (:func:`fairpair.stats.set_k_test`); the position effect's statistics
+        need no such term (:func:`fairpair.stats.position_effect`).
     templates : {"random", "fixed"}, default "random"
         As ``analysis.generalize.templates``: ``"fixed"`` makes the verdicts
         a claim about these postings (templates), name sets random, so one

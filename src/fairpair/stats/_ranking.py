@@ -46,11 +46,15 @@ Gelbach & Miller 2011).
 * :func:`crossed_k_test` -- equal means over the k columns: F (names fixed)
   or Clark's quasi-F with templates and name sets crossed;
 * :func:`stratified_k_test` / :func:`set_k_test` -- the same with templates
-  fixed (these postings): a stratified Hotelling F;
+  fixed (these postings): a stratified Hotelling F, with the covariance of
+  sets sharing a name in matrix form (:func:`~fairpair.stats._sharednames.
+  shared_name_covariance`); :func:`multiway_k_test` with templates random and
+  names drawn per request (the multiway covariance of the template means);
 * :func:`position_effect` -- the top-pick rate and mean rank of each slot,
   with intervals and :func:`crossed_k_test`, plus Cochran's Q and Friedman
   over the sets (which treat the sets as independent, reported as
-  secondary).
+  secondary); no shared-name term (a name's effect on a slot cancels over
+  the slots it rotates through).
 
 The simulation that checked these rules (level, coverage, power, with
 template and name random effects and nested repetitions drawn from a

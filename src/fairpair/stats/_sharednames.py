@@ -34,7 +34,16 @@ partition and the sum collapses to one term).
   once (they depend on the names, not on the values);
 * :func:`shared_name_variance` -- the variance the shared names add to the
   mean of a per-set value beyond what the crossed (templates random) or
-  stratified (templates fixed) estimator already counts.
+  stratified (templates fixed) estimator already counts;
+* :func:`multiway_mean_variance` -- the whole variance of the mean of the
+  template means, templates and names random (name sets not crossed with the
+  templates);
+* :func:`multiway_cluster_covariance`, :func:`shared_name_covariance`,
+  :func:`multiway_mean_covariance` -- the same sums for a per-set *vector*
+  (the k - 1 contrasts of the tests over all groups), each ``a_i a_j`` an
+  outer product ``a_i a_j'`` (one implementation: the scalar functions are
+  the 1-column case), and :func:`psd_part`, the positive semi-definite part
+  CGM take of such a difference of covariance matrices.
 
 References
 ----------
