@@ -819,9 +819,11 @@ def stratified_k_test(table: Any, template: Any, name: Any = None, *, names: str
         rows). With ``names="random"`` the covariance of sets that share a group's name is added to ``V``
         (:func:`fairpair.stats._sharednames.shared_name_covariance`, the matrix form of the term the
         pairwise verdicts add), the sum clipped to its positive semi-definite part (Cameron, Gelbach &
-        Miller 2011), and ``nu`` becomes the multivariate Satterthwaite df ``(q + tr M)^2 / (q / nu +
-        tr(M^2) / (G - 1))``, ``M = V^(-1/2) V_shared V^(-1/2)``, ``G`` the fewest names of a group
-        (``nu`` itself when nothing is shared). Anything else (an array of name sets, None): not used.
+        Miller 2011), and ``nu`` becomes ``min(nu, G - 1)``, ``G`` the fewest names of a group (CGM's
+        rule, as :func:`~fairpair.stats._sharednames.multiway_mean_variance`; Krishnamoorthy & Yu's
+        (2004) df for a sum of covariance matrices, with ``G - 1`` for the shared term, rejected 9.7% and
+        10.3% of null audits: the term is noisier than a Wishart on ``G - 1`` df). Unchanged when
+        nothing is shared. Anything else (an array of name sets, None): not used.
     names : {"random", "fixed"}, default "random"
 
     Returns
@@ -851,6 +853,9 @@ def stratified_k_test(table: Any, template: Any, name: Any = None, *, names: str
     ----------
     Hotelling, H. (1931). *Annals of Mathematical Statistics*, 2, 360-378.
     Anderson, T. W. (2003). *An Introduction to Multivariate Statistical Analysis*, 3rd ed., Wiley.
+    Krishnamoorthy, K., & Yu, J. (2004). Modified Nel and Van der Merwe test for the multivariate
+    Behrens-Fisher problem. *Statistics & Probability Letters*, 66, 161-169 (tried). Cameron, A. C., Gelbach,
+    J. B., & Miller, D. L. (2011). *JBES*, 29, 238-249.
     """
     check_choice("names", names, NAMES)
     arr = _table(table)
@@ -882,25 +887,10 @@ def stratified_k_test(table: Any, template: Any, name: Any = None, *, names: str
     if isinstance(name, NameClusters) and names == "random":
         extra = shared_name_covariance(d_all, name, templates="fixed")
         if np.isfinite(extra.covariance).all() and np.abs(extra.covariance).max() > 1e-12 * max(np.abs(v).max(), 0):
-            nu_f = _shared_df(v, extra.covariance, nu_f, extra.df)
+            nu_f = min(nu_f, extra.df)  # CGM: the fewest clusters of a dimension minus one
             v = psd_part(v + extra.covariance)
             method += "; names shared across sets random (multiway cluster-robust, Cameron, Gelbach & Miller 2011)"
     return _hotelling(mu, v, nu_f, k, method)
-
-
-def _shared_df(v0: np.ndarray, extra: np.ndarray, nu0: float, df_extra: float) -> float:
-    """Multivariate Satterthwaite df of ``v0 + extra`` (``v0`` on ``nu0`` df, ``extra`` on ``df_extra``):
-    ``(q + tr M)^2 / (q / nu0 + tr(M^2) / df_extra)`` with ``M = v0^(-1/2) extra v0^(-1/2)`` on the range of
-    ``v0`` (invariant to the choice of contrasts; ``nu0`` when ``extra`` is 0)."""
-    lam, u = np.linalg.eigh((v0 + v0.T) / 2.0)
-    keep = lam > 1e-12 * max(float(lam.max()), 0.0)
-    if not keep.any():
-        return nu0
-    half = u[:, keep] / np.sqrt(lam[keep])
-    m = half.T @ ((extra + extra.T) / 2.0) @ half
-    q = float(keep.sum())
-    den = q / nu0 + float((m * m).sum()) / df_extra
-    return float((q + float(np.trace(m))) ** 2 / den) if den > 0 else nu0
 
 
 def _hotelling(mu: np.ndarray, v: np.ndarray, nu: float, k: int, method: str) -> CrossedFResult:
