@@ -33,7 +33,10 @@ Goals: false fails <= 5%, coverage 93.5-96.5%.
 
 Since 2026-12-04 the frames keep the simulated names (``variant``), so the analysis sees a name that recurs
 over requests (``name_draw="random"`` rows, and the name positions shared by the 4-posting rows) as the random
-factor it is (:mod:`fairpair.stats._sharednames`).
+factor it is (:mod:`fairpair.stats._sharednames`). Rows 10-13 (2026-12-05) are null designs with names drawn
+per request and strong name effects, for ``--tests``: the test over all groups counts the shared names, the
+slots need not; rows whose label starts "T random" are analysed with ``templates="random"`` instead
+(the multiway F of :func:`fairpair.stats._ranking.multiway_k_test`, the slots on the template means).
 
 Usage: ``nice -n 10 python benchmarks/sim_ranking_fixed.py [--audits 300] [--only 6 7] [--tests]``
 """
