@@ -33,7 +33,10 @@ Goals: false fails <= 5%, coverage 93.5-96.5%.
 
 Since 2026-12-04 the frames keep the simulated names (``variant``), so the analysis sees a name that recurs
 over requests (``name_draw="random"`` rows, and the name positions shared by the 4-posting rows) as the random
-factor it is (:mod:`fairpair.stats._sharednames`).
+factor it is (:mod:`fairpair.stats._sharednames`). Rows 10-13 (2026-12-05) are null designs with names drawn
+per request and strong name effects, for ``--tests``: the test over all groups counts the shared names, the
+slots need not; rows whose label starts "T random" are analysed with ``templates="random"`` instead
+(the multiway F of :func:`fairpair.stats._ranking.multiway_k_test`, the slots on the template means).
 
 Usage: ``nice -n 10 python benchmarks/sim_ranking_fixed.py [--audits 300] [--only 6 7] [--tests]``
 """
@@ -68,7 +71,7 @@ def worth_for_ratio(sc: RankingScenario, group: int, ratio: float) -> RankingSce
     return replace(sc, group_worth=tuple(w))
 
 
-def run(sc: RankingScenario, audits: int, seed: int) -> dict[str, float]:
+def run(sc: RankingScenario, audits: int, seed: int, templates: str = "fixed") -> dict[str, float]:
     tv = true_values(sc)
     truth, true_ratio = tv["group_rate"], tv["ratio"]
     worth = np.asarray(sc.group_worth)
@@ -81,7 +84,7 @@ def run(sc: RankingScenario, audits: int, seed: int) -> dict[str, float]:
     agree = rows_n = 0
     for i in range(audits):
         frame = simulate_ranking_frame(sc, np.random.default_rng(seed + i))
-        res = analyze_ranking(frame, templates="fixed", secondary=False)
+        res = analyze_ranking(frame, templates=templates, secondary=False)
         any_false = False
         for c in res.pairs:
             if c.measure != "top_pick":
@@ -130,7 +133,7 @@ def run(sc: RankingScenario, audits: int, seed: int) -> dict[str, float]:
         names = name_clusters(tmpl, np.column_stack([np.unique(variants[c], return_inverse=True)[1]
                                                      for c in variants.columns]))
         for g in range(1, sc.k):
-            sr = selection_ratio(wide.to_numpy(), tmpl, names, columns=(g, 0), templates="fixed")
+            sr = selection_ratio(wide.to_numpy(), tmpl, names, columns=(g, 0), templates=templates)
             ci = sr.confidence_interval(0.95)
             if np.isfinite(ci.low):
                 p_total += 1
@@ -167,7 +170,24 @@ def designs() -> list[tuple[str, RankingScenario]]:
          replace(one, names=20, reps=50, name_draw="random", sd_name=0.5)),
         ("8 groups, 1 x 1000, names drawn from 25, g2 0.8",
          worth_for_ratio(replace(eight, names=25, reps=40, name_draw="random"), 1, 0.8)),
+        # names drawn per request with strong name effects and no bias at all, for the all-group and slot tests
+        # (``--tests``): templates fixed, and (rows marked "T random") analysed with templates random
+        ("4 x 250, names drawn from 10 (sd 0.6), null", replace(four, names=10, reps=25, name_draw="random",
+                                                                sd_name=0.6)),
+        ("3 groups, 1 x 600, names from 8 (sd 0.6), null",
+         RankingScenario(k=3, templates=1, names=8, reps=75, name_draw="random", sd_name=0.6,
+                         group_worth=(0.0,) * 3, slot_worth=(0.0,) * 3, sd_template_group=0.0,
+                         sd_template_name=0.0)),
+        ("T random: 10 x 96, names from 8 (sd 0.6), null",
+         replace(four, templates=10, names=8, reps=12, name_draw="random", sd_name=0.6)),
+        ("T random: 10 x 100, names from 20 (sd 0.5), null",
+         replace(four, templates=10, names=20, reps=5, name_draw="random", sd_name=0.5)),
     ]
+
+
+def estimand(label: str) -> str:
+    """The templates estimand a design is analysed with: rows labelled "T random" random, the others fixed."""
+    return "random" if label.startswith("T random") else "fixed"
 
 
 def main() -> None:
@@ -186,7 +206,7 @@ def main() -> None:
         if args.only and i not in args.only:
             continue
         t0 = time.perf_counter()
-        r = run(sc, args.audits, seed=1000)
+        r = run(sc, args.audits, seed=1000, templates=estimand(name))
 
         def se(p: float, n: int) -> float:
             return math.sqrt(max(p * (1 - p), 1e-12) / max(n, 1))
@@ -209,7 +229,7 @@ def main_tests(args: argparse.Namespace) -> None:
         if args.only and i not in args.only:
             continue
         t0 = time.perf_counter()
-        r = run(sc, args.audits, seed=1000)
+        r = run(sc, args.audits, seed=1000, templates=estimand(name))
         se = math.sqrt(max(r["slot_coverage"] * (1 - r["slot_coverage"]), 1e-12) / max(r["slot_n"], 1))
         print(f"{name:38s} {r['test_groups']:14.3f} {r['test_slots_top']:13.3f} {r['test_slots_rank']:10.3f} "
               f"{r['slot_coverage']:8.3f} ({se:.3f}) {r['verdict_ci_agrees']:17.3f} {time.perf_counter() - t0:5.0f}",

@@ -303,3 +303,97 @@ def test_ratio_interval_at_another_level_is_the_same_construction():
         assert tuple(a.confidence_interval(0.99)) == pytest.approx(tuple(b.ci))
     fixed = ratio_to_best(d["top"], d["template"], d["name"], names="fixed", reference=2)
     assert tuple(fixed[0].confidence_interval(0.9)) == pytest.approx(_log_ci(d["top"], d["template"], 0, 2, 0.9))
+
+
+def _drawn_names(seed, n=240, k=3, pool=6, templates=2, sd=0.7):
+    """Sets whose groups' names are drawn per set from short lists (a name recurs in sets with other names)."""
+    rng = np.random.default_rng(seed)
+    names = rng.integers(0, pool, size=(n, k))
+    tmpl = rng.integers(0, templates, size=n)
+    logw = rng.normal(0, sd, (pool, k))[names, np.arange(k)] + rng.gumbel(size=(n, k))
+    top = (logw == logw.max(axis=1, keepdims=True)).astype(float)
+    return top, tmpl, names
+
+
+def test_stratified_k_test_with_shared_names_by_its_formula():
+    """Templates fixed, names drawn per set: V = psd(V_strat + V_shared), V_shared by enumerating every pair
+    (sum_t Q_t / (1 - H_t) + Q_x - V_strat, outer products), nu = min(sum_t (n_t - 1), names a group - 1)
+    (CGM); names fixed or names never shared: the plain stratified F."""
+    from fairpair.stats import set_k_test, stratified_k_test
+    from fairpair.stats._sharednames import name_clusters
+
+    top, tmpl, names = _drawn_names(5)
+    d = top[:, :-1] - top[:, -1:]
+    n, big_t, q = d.shape[0], 2, 2
+    nt = np.bincount(tmpl).astype(float)
+    w = 1.0 / (big_t * nt[tmpl])
+    mean_t = np.stack([d[tmpl == t].mean(axis=0) for t in range(big_t)])
+    mu = mean_t.mean(axis=0)
+    a = w[:, None] * (d - mean_t[tmpl])
+    share = (names[:, None, :] == names[None, :, :]).any(axis=2)
+    same = tmpl[:, None] == tmpl[None, :]
+    v0 = sum(np.cov(d[tmpl == t], rowvar=False) / (nt[t] * big_t ** 2) for t in range(big_t))
+    vx = a.T @ (share & ~same) @ a - v0
+    for t in range(big_t):
+        m = tmpl == t
+        h = w[m] @ share[np.ix_(m, m)] @ w[m] / w[m].sum() ** 2
+        vx += a[m].T @ share[np.ix_(m, m)] @ a[m] / (1.0 - h)
+    lam, u = np.linalg.eigh(v0 + vx)
+    v = u @ np.diag(np.maximum(lam, 0)) @ u.T
+    nu = min(n - big_t, 6 - 1)  # CGM: the fewest names of a group minus one
+    wald = float(mu @ np.linalg.inv(v) @ mu)
+    nc = name_clusters(tmpl, names)
+    res = stratified_k_test(top, tmpl, nc)
+    assert res.statistic == pytest.approx((nu - q + 1) * wald / (nu * q), rel=1e-8)
+    assert (res.df_num, res.df_den) == pytest.approx((q, nu - q + 1), rel=1e-8)
+    assert res.pvalue == pytest.approx(stats.f.sf(res.statistic, q, nu - q + 1), rel=1e-8)
+    assert nu < n - big_t  # the shared names cost degrees of freedom
+    assert "Cameron, Gelbach & Miller" in res.method
+    assert set_k_test(top, tmpl, nc, templates="fixed") == res
+    plain = stratified_k_test(top, tmpl)
+    assert stratified_k_test(top, tmpl, nc, names="fixed") == plain
+    unique = name_clusters(tmpl, np.arange(n * 3).reshape(n, 3))  # every name once: nothing shared
+    assert stratified_k_test(top, tmpl, unique) == plain
+
+
+def test_multiway_k_test_against_statsmodels_two_way_covariance():
+    """Templates random, names drawn per set (not crossed): Hotelling's F of the mean of the template means with
+    statsmodels' uncorrected two-way (template, name) cluster covariance of the stacked contrasts over 1 - H,
+    nu = min(T, names) - 1; set_k_test routes there (the slots of position_effect take the template means)."""
+    import statsmodels.api as sm
+
+    from fairpair.stats import set_k_test
+    from fairpair.stats._ranking import multiway_k_test
+    from fairpair.stats._sharednames import name_clusters
+
+    top, tmpl, names = _drawn_names(7, n=400, k=3, pool=9, templates=12)
+    one = names[:, :1]  # one group's names clustered: the CGM two-way case statsmodels computes
+    d = top[:, :-1] - top[:, -1:]
+    n, q = d.shape
+    nt = np.bincount(tmpl).astype(float)
+    w = 1.0 / (nt.size * nt[tmpl])
+    x = np.kron(np.eye(q), np.ones((n, 1)))
+    groups = np.column_stack([np.tile(tmpl, q), np.tile(one[:, 0], q)])
+    fit = sm.WLS(d.T.ravel(), x, weights=np.tile(w, q)).fit(
+        cov_type="cluster", cov_kwds={"groups": groups, "use_correction": False})
+    share = (tmpl[:, None] == tmpl[None, :]) | (one == one.T)
+    cov = fit.cov_params() / (1.0 - float(w @ share @ w))
+    lam, u = np.linalg.eigh(cov)
+    cov = u @ np.diag(np.maximum(lam, 0)) @ u.T
+    nu = min(12, 9) - 1
+    wald = float(fit.params @ np.linalg.pinv(cov) @ fit.params)
+    res = multiway_k_test(top, name_clusters(tmpl, one))
+    assert res.statistic == pytest.approx((nu - q + 1) * wald / (nu * q), rel=1e-8)
+    assert (res.df_num, res.df_den) == (q, nu - q + 1)
+    nc = name_clusters(tmpl, names)  # all three groups' names: almost every name set new, not crossed
+    assert not nc.crossed
+    res = multiway_k_test(top, nc)
+    assert set_k_test(top, tmpl, nc) == res and (res.df_num, res.df_den) == (2, 7)
+    fixed = set_k_test(top, tmpl, nc, names="fixed")  # names fixed: the template means only
+    assert fixed == crossed_k_test(top, tmpl, None, names="fixed")
+    # slots: a name's effect on a slot's value cancels over the slots it sits in; the template means are the units
+    pe = position_effect(top, np.where(top == 1, 1.0, 2.0), tmpl, nc)
+    assert pe.top_test == fixed
+    means = pd.Series(top[:, 0]).groupby(tmpl).mean()
+    assert pe.slots[0].top_rate.estimate == pytest.approx(means.mean())
+    assert pe.slots[0].top_rate.se == pytest.approx(means.std(ddof=1) / np.sqrt(12)) and pe.slots[0].top_rate.df == 11

@@ -141,3 +141,112 @@ def test_multiway_one_way_balanced_is_cr1():
     names = np.arange(40).reshape(-1, 1)  # every name once: only the templates cluster
     res = multiway_mean_variance(np.random.default_rng(1).normal(size=40), name_clusters(tmpl, names))
     assert res.correction == pytest.approx(8 / 7)
+
+
+# --- the matrix forms, for the tests over all groups and slots (stratified_k_test, multiway_k_test) ---
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_multiway_covariance_matches_statsmodels_cluster_covariance(groups):
+    """The (q, q) meat: statsmodels' uncorrected one-way / two-way (CGM) cluster covariance of an OLS fit is
+    bread @ meat @ bread with the scores x_i e_i."""
+    from fairpair.stats._sharednames import multiway_cluster_covariance
+
+    rng = np.random.default_rng(31)
+    n = 150
+    x = np.column_stack([np.ones(n), rng.normal(size=(n, 2))])
+    g = rng.integers(0, 7, size=(n, 2))
+    y = x @ [1.0, 0.5, -0.3] + rng.normal(size=n) + rng.normal(size=7)[g[:, 0]]
+    gg = g[:, 0] if groups == 1 else g
+    fit = sm.OLS(y, x).fit(cov_type="cluster", cov_kwds={"groups": gg, "use_correction": False})
+    bread = np.linalg.inv(x.T @ x)
+    meat = multiway_cluster_covariance(x * fit.resid[:, None], gg)
+    np.testing.assert_allclose(bread @ meat @ bread, fit.cov_params(), rtol=1e-9, atol=1e-15)
+    with pytest.raises(ValueError, match="2-D"):
+        multiway_cluster_covariance(np.ones(n), gg)
+
+
+def _stacked_two_way(d, tmpl, name, w):
+    """statsmodels' uncorrected two-way (template, name) cluster covariance of the q weighted means of the columns
+    of d: a WLS of the stacked columns on their indicators, every set's rows in its clusters."""
+    n, q = d.shape
+    y = d.T.ravel()
+    x = np.kron(np.eye(q), np.ones((n, 1)))
+    groups = np.column_stack([np.tile(tmpl, q), np.tile(name, q)])
+    fit = sm.WLS(y, x, weights=np.tile(w, q)).fit(cov_type="cluster",
+                                                   cov_kwds={"groups": groups, "use_correction": False})
+    return fit.params, fit.cov_params()
+
+
+def test_multiway_mean_covariance_against_statsmodels_two_way():
+    """Template x one group's names: the residual sum is statsmodels' two-way cluster covariance (CGM eq. 2.13) of
+    the stacked weighted means, off-diagonal covariances included; with three name columns, exact enumeration of
+    the outer products a_i a_j' over the pairs sharing the template or a name."""
+    from fairpair.stats._sharednames import multiway_mean_covariance
+
+    rng = np.random.default_rng(41)
+    n, q = 180, 3
+    tmpl = rng.integers(0, 6, size=n)
+    names = rng.integers(0, 9, size=(n, 1))
+    d = rng.normal(size=(n, q)) + rng.normal(size=(9, q))[names[:, 0]] + rng.normal(size=(6, q))[tmpl]
+    nt = np.bincount(tmpl).astype(float)
+    w = 1.0 / (nt.size * nt[tmpl])
+    params, cov = _stacked_two_way(d, tmpl, names[:, 0], w)
+    res = multiway_mean_covariance(d, name_clusters(tmpl, names))
+    share = (tmpl[:, None] == tmpl[None, :]) | _share_any(names)
+    assert res.correction == pytest.approx(1.0 / (1.0 - float(w @ share @ w)), rel=1e-10)
+    np.testing.assert_allclose(params, (w[:, None] * d).sum(axis=0), rtol=1e-10)
+    np.testing.assert_allclose(res.covariance / res.correction, cov, rtol=1e-9, atol=1e-15)
+    names3 = rng.integers(0, 5, size=(n, 3))
+    res3 = multiway_mean_covariance(d, name_clusters(tmpl, names3))
+    share3 = (tmpl[:, None] == tmpl[None, :]) | _share_any(names3)
+    a = w[:, None] * (d - (w[:, None] * d).sum(axis=0))
+    np.testing.assert_allclose(res3.covariance, a.T @ share3 @ a / (1.0 - float(w @ share3 @ w)), rtol=1e-9)
+    assert res3.df == 4.0  # min(6 templates, 5 names) - 1
+
+
+def _fixed_by_enumeration(d, tmpl, names):
+    """The templates-fixed shared-name covariance from its formula, every pair enumerated:
+    sum_t Q_t / (1 - H_t) + Q_x - sum_t S_t / (n_t T^2) with outer products."""
+    nt = np.bincount(tmpl).astype(float)
+    big_t = nt.size
+    mean_t = np.array([d[tmpl == t].mean(axis=0) for t in range(big_t)])
+    w = 1.0 / (big_t * nt[tmpl])
+    a = w[:, None] * (d - mean_t[tmpl])
+    share = _share_any(names)
+    same = tmpl[:, None] == tmpl[None, :]
+    total = a.T @ (share & ~same) @ a
+    for t in range(big_t):
+        m = tmpl == t
+        h = w[m] @ share[np.ix_(m, m)] @ w[m] / w[m].sum() ** 2
+        total += a[m].T @ share[np.ix_(m, m)] @ a[m] / (1.0 - h)
+        total -= np.cov(d[m], rowvar=False) / (nt[t] * big_t ** 2)
+    return total
+
+
+def test_shared_name_covariance_fixed_by_enumeration_and_its_quadratic_forms():
+    from fairpair.stats._sharednames import shared_name_covariance
+
+    rng = np.random.default_rng(43)
+    n, q = 150, 3
+    tmpl = rng.integers(0, 3, size=n)
+    names = rng.integers(0, 6, size=(n, 4))
+    d = rng.normal(size=(n, q)) + rng.normal(size=(6, q))[names[:, 0]]
+    nc = name_clusters(tmpl, names)
+    res = shared_name_covariance(d, nc, templates="fixed")
+    np.testing.assert_allclose(res.covariance, _fixed_by_enumeration(d, tmpl, names), rtol=1e-9, atol=1e-15)
+    c = np.array([0.3, -1.0, 2.0])  # any contrast: the scalar term of the pairwise verdicts
+    assert float(c @ res.covariance @ c) == pytest.approx(
+        _fixed_by_enumeration((d @ c)[:, None], tmpl, names)[0, 0], rel=1e-9)
+    assert res.df == 5.0  # six names a group
+    with pytest.raises(ValueError, match="2-D"):
+        shared_name_covariance(d[:, 0], nc)
+
+
+def test_psd_part_clips_negative_eigenvalues():
+    from fairpair.stats._sharednames import psd_part
+
+    m = np.array([[2.0, 0.0], [0.0, -1.0]])
+    np.testing.assert_allclose(psd_part(m), [[2.0, 0.0], [0.0, 0.0]], atol=1e-15)
+    good = np.array([[2.0, 0.5], [0.5, 1.0]])
+    np.testing.assert_allclose(psd_part(good), good, rtol=1e-12)

@@ -224,7 +224,10 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
     names : {"random", "fixed"}, default "random"
         The estimand (as ``analysis.generalize.names``). Random: a group's
         name shared by sets with other names counts as a random effect
-        (:mod:`fairpair.stats._sharednames`), templates random or fixed.
+        (:mod:`fairpair.stats._sharednames`), templates random or fixed, in
+        the rates, ratios, pairs and the test over all groups
+        (:func:`fairpair.stats.set_k_test`); the position effect's statistics
+        need no such term (:func:`fairpair.stats.position_effect`).
     templates : {"random", "fixed"}, default "random"
         As ``analysis.generalize.templates``: ``"fixed"`` makes the verdicts
         a claim about these postings (templates), name sets random, so one
@@ -364,11 +367,11 @@ def analyze_ranking(frame: Any, *, groups: list[str] | None = None, reference: s
             verdict_ci=interval((r.lower_one_sided, high)),
             verdict_upper_level=num(1.0 - float(a_i)) if np.isfinite(a_i) else None))
     # across groups: crossed (primary) and over the sets (secondary)
-    omni = set_k_test(tb.top, tb.template, tb.nameset, names=names, templates=templates)
+    omni = set_k_test(tb.top, tb.template, nc, names=names, templates=templates)
     cq = cochran_q(tb.top)
     fri = _omni(friedman(tb.rank)) if len(glist) >= 3 and (~np.isnan(tb.rank).any(axis=1)).any() else None
     # position effect
-    pe = position_effect(tb.slot_top, tb.slot_rank, tb.template, tb.nameset, names=names, templates=templates)
+    pe = position_effect(tb.slot_top, tb.slot_rank, tb.template, nc, names=names, templates=templates)
     level_b = (1.0, float(fr.k))
     slot_rows = [RankingSlot(slot=s.slot, n=s.n, top_rate=num(s.top_rate.estimate),
                              top_rate_ci=interval(s.top_rate.confidence_interval(level, bounds=(0.0, 1.0))),

@@ -46,11 +46,15 @@ Gelbach & Miller 2011).
 * :func:`crossed_k_test` -- equal means over the k columns: F (names fixed)
   or Clark's quasi-F with templates and name sets crossed;
 * :func:`stratified_k_test` / :func:`set_k_test` -- the same with templates
-  fixed (these postings): a stratified Hotelling F;
+  fixed (these postings): a stratified Hotelling F, with the covariance of
+  sets sharing a name in matrix form (:func:`~fairpair.stats._sharednames.
+  shared_name_covariance`); :func:`multiway_k_test` with templates random and
+  names drawn per request (the multiway covariance of the template means);
 * :func:`position_effect` -- the top-pick rate and mean rank of each slot,
   with intervals and :func:`crossed_k_test`, plus Cochran's Q and Friedman
   over the sets (which treat the sets as independent, reported as
-  secondary).
+  secondary); no shared-name term (a name's effect on a slot cancels over
+  the slots it rotates through).
 
 The simulation that checked these rules (level, coverage, power, with
 template and name random effects and nested repetitions drawn from a
@@ -81,12 +85,19 @@ from fairpair.stats._common import ConfidenceInterval, as_labels, check_choice, 
 from fairpair.stats._crossed import NAMES, POOL, CrossedFResult, _group_stats, _pretest, _satterthwaite, cell_matrix
 from fairpair.stats._omnibus import CochranQResult, FriedmanResult, cochran_q, friedman
 from fairpair.stats._scenarios import stratified_difference
-from fairpair.stats._sharednames import NameClusters, multiway_mean_variance, shared_name_variance
+from fairpair.stats._sharednames import (
+    NameClusters,
+    multiway_mean_covariance,
+    multiway_mean_variance,
+    psd_part,
+    shared_name_covariance,
+    shared_name_variance,
+)
 
 __all__ = ["CrossedMeanResult", "crossed_mean", "set_mean", "TEMPLATES", "paired_difference",
            "SelectionRatioResult", "selection_ratio", "RatioToBest", "ratio_to_best", "crossed_k_test",
-           "stratified_k_test", "set_k_test", "SlotEffect", "PositionEffectResult", "position_effect",
-           "FOUR_FIFTHS", "matched_table"]
+           "stratified_k_test", "set_k_test", "multiway_k_test", "SlotEffect", "PositionEffectResult",
+           "position_effect", "FOUR_FIFTHS", "matched_table"]
 
 #: The estimands of the templates: a random factor (scenarios like these) or fixed (these scenarios).
 TEMPLATES = ("random", "fixed")
@@ -790,7 +801,7 @@ def crossed_k_test(table: Any, template: Any, name: Any = None, *, names: str = 
     return _f(ms_c + ms_r, ms_ct + ms_cp, _satterthwaite(num_terms), _satterthwaite(den_terms), method)
 
 
-def stratified_k_test(table: Any, template: Any) -> CrossedFResult:
+def stratified_k_test(table: Any, template: Any, name: Any = None, *, names: str = "random") -> CrossedFResult:
     """Test that the k columns of matched sets share one mean over *these* templates (templates fixed).
 
     The all-column companion of :func:`fairpair.stats.stratified_difference`:
@@ -803,6 +814,17 @@ def stratified_k_test(table: Any, template: Any) -> CrossedFResult:
         A value per set and column (top pick, rank); rows with NaN dropped.
     template : array_like, shape (n_sets,)
         Template of each row.
+    name : NameClusters, optional
+        Each group's name per set (:func:`fairpair.stats._sharednames.name_clusters`, over all ``n_sets``
+        rows). With ``names="random"`` the covariance of sets that share a group's name is added to ``V``
+        (:func:`fairpair.stats._sharednames.shared_name_covariance`, the matrix form of the term the
+        pairwise verdicts add), the sum clipped to its positive semi-definite part (Cameron, Gelbach &
+        Miller 2011), and ``nu`` becomes ``min(nu, G - 1)``, ``G`` the fewest names of a group (CGM's
+        rule, as :func:`~fairpair.stats._sharednames.multiway_mean_variance`; Krishnamoorthy & Yu's
+        (2004) df for a sum of covariance matrices, with ``G - 1`` for the shared term, rejected 9.7% and
+        10.3% of null audits: the term is noisier than a Wishart on ``G - 1`` df). Unchanged when
+        nothing is shared. Anything else (an array of name sets, None): not used.
+    names : {"random", "fixed"}, default "random"
 
     Returns
     -------
@@ -818,22 +840,29 @@ def stratified_k_test(table: Any, template: Any) -> CrossedFResult:
         with equal ``n_t`` and covariances: Hotelling's T^2 with the pooled
         within-template covariance (Anderson 2003, ch. 5), exact under
         normality and otherwise asymptotically chi-square(q) / q. Never
-        raises on degenerate data: NaN with a ``note``.
+        raises on degenerate data: NaN with a ``note``. Level with names
+        drawn per request from short lists: ``benchmarks/sim_ranking_fixed.py
+        --tests``.
 
     Raises
     ------
     ValueError
-        A table that is not 2-D with k >= 2, or a ``template`` of another length.
+        A table that is not 2-D with k >= 2, a ``template`` of another length, or a bad ``names``.
 
     References
     ----------
     Hotelling, H. (1931). *Annals of Mathematical Statistics*, 2, 360-378.
     Anderson, T. W. (2003). *An Introduction to Multivariate Statistical Analysis*, 3rd ed., Wiley.
+    Krishnamoorthy, K., & Yu, J. (2004). Modified Nel and Van der Merwe test for the multivariate
+    Behrens-Fisher problem. *Statistics & Probability Letters*, 66, 161-169 (tried). Cameron, A. C., Gelbach,
+    J. B., & Miller, D. L. (2011). *JBES*, 29, 238-249.
     """
+    check_choice("names", names, NAMES)
     arr = _table(table)
     tmpl = _per_set(template, "template").ravel()
     if tmpl.size != arr.shape[0]:
         raise ValueError(f"template must have one value per set; got {tmpl.size} for {arr.shape[0]} sets")
+    d_all = arr[:, :-1] - arr[:, -1:]
     keep = ~np.isnan(arr).any(axis=1)
     arr, tmpl = arr[keep], tmpl[keep]
     k = arr.shape[1]
@@ -854,9 +883,23 @@ def stratified_k_test(table: Any, template: Any) -> CrossedFResult:
         if n_t > 1:
             v += np.cov(dj, rowvar=False, ddof=1).reshape(k - 1, k - 1) / (n_t * t**2)
             nu += n_t - 1
-    q = int(np.linalg.matrix_rank(v)) if v.any() else 0
-    if q == 0 or nu - q + 1 <= 0:
-        why = "no variance between the sets" if q == 0 else "too few sets"
+    nu_f = float(nu)
+    if isinstance(name, NameClusters) and names == "random":
+        extra = shared_name_covariance(d_all, name, templates="fixed")
+        if np.isfinite(extra.covariance).all() and np.abs(extra.covariance).max() > 1e-12 * max(np.abs(v).max(), 0):
+            nu_f = min(nu_f, extra.df)  # CGM: the fewest clusters of a dimension minus one
+            v = psd_part(v + extra.covariance)
+            method += "; names shared across sets random (multiway cluster-robust, Cameron, Gelbach & Miller 2011)"
+    return _hotelling(mu, v, nu_f, k, method)
+
+
+def _hotelling(mu: np.ndarray, v: np.ndarray, nu: float, k: int, method: str) -> CrossedFResult:
+    """Hotelling's F of ``mu = 0`` with covariance ``v`` on ``nu`` df: ``(nu - q + 1) W / (nu q)`` on ``(q,
+    nu - q + 1)`` df, ``W = mu' v^+ mu``, ``q`` the rank of ``v``; NaN with a note when undefined."""
+    nan = float("nan")
+    q = int(np.linalg.matrix_rank(v)) if (np.isfinite(v).all() and v.any()) else 0
+    if q == 0 or not np.isfinite(nu) or nu - q + 1 <= 0:
+        why = "no variance between the sets" if q == 0 else "too few sets, templates or names for the contrasts"
         return CrossedFResult(nan, nan, float(max(q, 1)), nan, method, why)
     w = float(mu @ np.linalg.pinv(v) @ mu)
     note = None if q == k - 1 else f"the contrasts span {q} of {k - 1} dimensions: F on {q} df"
@@ -865,15 +908,75 @@ def stratified_k_test(table: Any, template: Any) -> CrossedFResult:
     return CrossedFResult(float(f), float(special.fdtrc(d1, d2, f)), d1, d2, method, note)
 
 
+def multiway_k_test(table: Any, name: NameClusters) -> CrossedFResult:
+    """Equal means over the k columns, templates and every group's names random, name sets not crossed with the
+    templates (names drawn per request): the all-column form of the multiway variance of :func:`set_mean`.
+
+    Parameters
+    ----------
+    table : array_like of float, shape (n_sets, k)
+        A value per set and column; rows with NaN dropped.
+    name : NameClusters
+        Template and each group's name per set, over all ``n_sets`` rows.
+
+    Returns
+    -------
+    CrossedFResult
+        With ``d_i`` the k - 1 contrasts of set i (each column minus the last) and ``w_i = 1 / (T n_t)``, the
+        mean of the template means ``mu = sum_i w_i d_i`` and its covariance ``V``
+        (:func:`fairpair.stats._sharednames.multiway_mean_covariance`: the multiway cluster-robust sum over the
+        template and the name dimensions of ``a_i a_j'``, ``a_i = w_i (d_i - mu)``, divided by ``1 - H``;
+        Cameron, Gelbach & Miller 2011), clipped to its positive semi-definite part; ``W = mu' V^+ mu`` and
+        Hotelling's ``F = (nu - q + 1) W / (nu q)`` on ``(q, nu - q + 1)`` df with ``nu = min(T, G) - 1``
+        (``G`` the fewest names of a group). NaN with a note when ``nu < q``.
+
+    Raises
+    ------
+    ValueError
+        A table that is not 2-D with k >= 2 or of another length than ``name``.
+    """
+    arr = _table(table)
+    k = arr.shape[1]
+    method = ("Hotelling F, templates and each group's names random, multiway cluster-robust (Cameron, Gelbach & "
+              "Miller 2011)")
+    if len(name) != arr.shape[0]:
+        raise ValueError(f"name must cover every set; got {len(name)} for {arr.shape[0]} sets")
+    d = arr[:, :-1] - arr[:, -1:]
+    keep = ~np.isnan(d).any(axis=1)
+    if keep.sum() < 2:
+        return CrossedFResult(float("nan"), float("nan"), k - 1.0, float("nan"), method, "no complete sets")
+    mv = multiway_mean_covariance(d, name)
+    tm = name.template[keep]
+    nt = np.bincount(tm).astype(float)
+    w = 1.0 / ((nt > 0).sum() * nt[tm])
+    mu = (w[:, None] * d[keep]).sum(axis=0)
+    if not np.isfinite(mv.covariance).all():
+        return CrossedFResult(float("nan"), float("nan"), k - 1.0, float("nan"), method, "too few templates")
+    return _hotelling(mu, psd_part(mv.covariance), mv.df, k, method)
+
+
 def set_k_test(table: Any, template: Any, name: Any = None, *, names: str = "random",
                templates: str = "random") -> CrossedFResult:
-    """Equal means over the k columns under either templates estimand, as :func:`set_mean` for one column:
-    :func:`crossed_k_test` (templates random) or :func:`stratified_k_test` (templates fixed; ``name`` and
-    ``names`` not used). Raises ``ValueError`` for a bad ``names`` or ``templates``."""
+    """Equal means over the k columns under either templates estimand, as :func:`set_mean` for one column.
+
+    ``name`` is the name set of each row (array, shape (n_sets,)) or a
+    :class:`~fairpair.stats._sharednames.NameClusters` (each group's name per set). Templates fixed:
+    :func:`stratified_k_test`, with a ``NameClusters`` and names random the covariance of sets sharing a
+    name added. Templates random: :func:`crossed_k_test` over the name sets when they are crossed with the
+    templates (``NameClusters.crossed``, or an array); names drawn per request (not crossed) and names
+    random: :func:`multiway_k_test`; names fixed: :func:`crossed_k_test` on the template means. Raises
+    ``ValueError`` for a bad ``names`` or ``templates``.
+    """
     check_choice("templates", templates, TEMPLATES)
+    check_choice("names", names, NAMES)
     if templates == "fixed":
-        check_choice("names", names, NAMES)
-        return stratified_k_test(table, template)
+        return stratified_k_test(table, template, name, names=names)
+    if isinstance(name, NameClusters):
+        if name.crossed:
+            return crossed_k_test(table, template, name.nameset, names=names)
+        if names == "random":
+            return multiway_k_test(table, name)
+        return crossed_k_test(table, template, None, names="fixed")
     return crossed_k_test(table, template, name, names=names)
 
 
@@ -922,7 +1025,9 @@ def position_effect(top: Any, rank: Any, template: Any, name: Any = None, *,
         Rank (1 = first) of the candidate in each slot; NaN rows where the
         ranking is incomplete.
     template, name : array_like, shape (n_sets,)
-        Template and name set of each matched set.
+        Template and name set of each matched set; ``name`` may be a
+        :class:`~fairpair.stats._sharednames.NameClusters` (each group's name
+        per set), of which only the name sets are used (below).
     names : {"random", "fixed"}
     templates : {"random", "fixed"}, default "random"
         ``"fixed"``: about these templates, as :func:`set_mean`.
@@ -933,6 +1038,20 @@ def position_effect(top: Any, rank: Any, template: Any, name: Any = None, *,
         Each slot's rate and mean rank from :func:`set_mean` (templates
         random: :func:`crossed_mean`); the tests from :func:`set_k_test`;
         Cochran's Q and Friedman over the sets as secondary tests.
+
+        Unlike the groups' statistics, the slots' add no covariance for a
+        name shared by sets with other names: the groups rotate over the
+        slots (a Latin square) whatever names they carry, so a recurring
+        name sits in slot j in some of its sets (raising slot j's top-pick
+        rate) and in the other slots in the rest (lowering it); with its slot
+        independent of the name the covariance of two such sets is 0 in
+        expectation, and estimating it only adds noise (the slot F rejected
+        13% of 30 null audits with the term, 3% without;
+        ``benchmarks/HISTORY.md``, 2026-12-05 rankshared). So the name sets
+        are the units when they are crossed with the templates and, names
+        drawn per request (templates random), the template means are
+        (:func:`crossed_mean` with names fixed; :func:`crossed_k_test` on
+        the template means).
 
     Raises
     ------
@@ -945,6 +1064,8 @@ def position_effect(top: Any, rank: Any, template: Any, name: Any = None, *,
         raise ValueError(f"top and rank must have the same shape; got {t.shape} and {r.shape}")
     tmpl = _per_set(template, "template")
     nm = np.zeros(t.shape[0], dtype=np.intp) if name is None else _per_set(name, "name")
+    if isinstance(nm, NameClusters):  # a slot's value does not share its names' effects: see above
+        nm, names = (nm.nameset, names) if nm.crossed else (np.zeros(t.shape[0], dtype=np.intp), "fixed")
     slots = []
     for j in range(t.shape[1]):
         slots.append(SlotEffect(j + 1, int((~np.isnan(t[:, j])).sum()),

@@ -34,7 +34,16 @@ partition and the sum collapses to one term).
   once (they depend on the names, not on the values);
 * :func:`shared_name_variance` -- the variance the shared names add to the
   mean of a per-set value beyond what the crossed (templates random) or
-  stratified (templates fixed) estimator already counts.
+  stratified (templates fixed) estimator already counts;
+* :func:`multiway_mean_variance` -- the whole variance of the mean of the
+  template means, templates and names random (name sets not crossed with the
+  templates);
+* :func:`multiway_cluster_covariance`, :func:`shared_name_covariance`,
+  :func:`multiway_mean_covariance` -- the same sums for a per-set *vector*
+  (the k - 1 contrasts of the tests over all groups), each ``a_i a_j`` an
+  outer product ``a_i a_j'`` (one implementation: the scalar functions are
+  the 1-column case), and :func:`psd_part`, the positive semi-definite part
+  CGM take of such a difference of covariance matrices.
 
 References
 ----------
@@ -52,8 +61,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["NameClusters", "SharedNameVariance", "multiway_cluster_variance", "multiway_mean_variance",
-           "name_clusters", "shared_name_variance"]
+__all__ = ["NameClusters", "SharedNameVariance", "SharedNameCovariance", "multiway_cluster_variance",
+           "multiway_cluster_covariance", "multiway_mean_variance", "multiway_mean_covariance", "name_clusters",
+           "psd_part", "shared_name_variance", "shared_name_covariance"]
 
 
 def _codes(x: Any) -> np.ndarray:
@@ -115,24 +125,74 @@ def _partitions(dims: np.ndarray, less: np.ndarray | None = None) -> list[tuple[
     return [(int(s), r, c) for s, r, c in acc.values() if s != 0]
 
 
-def _offdiag(a: np.ndarray, rows: np.ndarray, codes: np.ndarray) -> float:
-    """``sum_c (sum_{i in c} a_i)^2 - sum_i a_i^2`` over the clusters ``codes`` of ``rows``."""
+def _gram(x: np.ndarray) -> Any:
+    """``sum_i x_i x_i'``: a float for 1-D ``x``, the (q, q) matrix for ``x`` of shape (n, q)."""
+    return float(x @ x) if x.ndim == 1 else x.T @ x
+
+
+def _sum_by(codes: np.ndarray, x: np.ndarray, size: int = 0) -> np.ndarray:
+    """Sums of the rows of ``x`` by code: shape (m,) for 1-D ``x``, (m, q) for 2-D, ``m >= size``."""
+    if x.ndim == 1:
+        return np.bincount(codes, weights=x, minlength=size)
+    m = max(size, int(codes.max()) + 1 if codes.size else 0)
+    return np.column_stack([np.bincount(codes, weights=x[:, j], minlength=m) for j in range(x.shape[1])]
+                           ).reshape(m, x.shape[1])
+
+
+def _gram_by(codes: np.ndarray, x: np.ndarray, size: int) -> np.ndarray:
+    """``sum_i x_i x_i'`` by code: shape (size,) for 1-D ``x``, (size, q, q) for 2-D."""
+    if x.ndim == 1:
+        return np.bincount(codes, weights=x * x, minlength=size)
+    out = np.zeros((size, x.shape[1], x.shape[1]))
+    np.add.at(out, codes, x[:, :, None] * x[:, None, :])
+    return out
+
+
+def _outer_rows(x: np.ndarray) -> np.ndarray:
+    """Each row's square (1-D) or outer product (2-D: shape (m, q, q))."""
+    return x * x if x.ndim == 1 else x[:, :, None] * x[:, None, :]
+
+
+def _offdiag(a: np.ndarray, rows: np.ndarray, codes: np.ndarray) -> Any:
+    """``sum_c (sum_{i in c} a_i)(sum_{i in c} a_i)' - sum_i a_i a_i'`` over the clusters ``codes`` of ``rows``.
+
+    ``a`` of shape (n,): a float; (n, q): the (q, q) matrix (the multivariate "meat").
+    """
     if rows.size == 0:
-        return 0.0
+        return 0.0 if a.ndim == 1 else np.zeros((a.shape[1], a.shape[1]))
     ar = a[rows]
-    s = np.bincount(codes, weights=ar)
-    return float(s @ s - ar @ ar)
+    s = _sum_by(codes, ar)
+    return _gram(s) - _gram(ar)
 
 
 def _offdiag_by(a: np.ndarray, rows: np.ndarray, codes: np.ndarray, cluster_template: np.ndarray,
                 size: int) -> np.ndarray:
-    """:func:`_offdiag` of clusters that lie within one template, by template (length ``size``)."""
+    """:func:`_offdiag` of clusters that lie within one template, by template (shape (size,) or (size, q, q))."""
     if rows.size == 0:
-        return np.zeros(size)
+        return np.zeros(size) if a.ndim == 1 else np.zeros((size, a.shape[1], a.shape[1]))
     ar = a[rows]
-    sums = np.bincount(codes, weights=ar)
-    sq = np.bincount(codes, weights=ar * ar)
-    return np.bincount(cluster_template[: sums.size], weights=sums * sums - sq, minlength=size)
+    sums = _sum_by(codes, ar)
+    sq = _gram_by(codes, ar, sums.shape[0])
+    within = _outer_rows(sums) - sq
+    if a.ndim == 1:
+        return np.bincount(cluster_template[: sums.size], weights=within, minlength=size)
+    out = np.zeros((size, a.shape[1], a.shape[1]))
+    np.add.at(out, cluster_template[: sums.shape[0]], within)
+    return out
+
+
+def psd_part(m: Any) -> np.ndarray:
+    """The positive semi-definite part of a symmetric matrix: its negative eigenvalues set to 0.
+
+    Cameron, Gelbach & Miller (2011, section 2.3): the multiway cluster-robust
+    covariance is a difference of positive semi-definite matrices and may have
+    negative eigenvalues; ``U diag(max(lambda, 0)) U'`` keeps it a covariance.
+    ``m`` of shape (q, q), symmetrised first; returns shape (q, q).
+    """
+    x = np.asarray(m, dtype=float)
+    x = (x + x.T) / 2.0
+    lam, u = np.linalg.eigh(x)
+    return (u * np.maximum(lam, 0.0)) @ u.T
 
 
 def multiway_cluster_variance(scores: Any, clusters: Any) -> float:
@@ -160,15 +220,49 @@ def multiway_cluster_variance(scores: Any, clusters: Any) -> float:
     ValueError
         Mismatched lengths, or NaN scores.
     """
-    s = np.asarray(scores, dtype=float).ravel()
+    return float(_multiway_meat(np.asarray(scores, dtype=float).ravel(), clusters))
+
+
+def multiway_cluster_covariance(scores: Any, clusters: Any) -> np.ndarray:
+    """The matrix form of :func:`multiway_cluster_variance`: ``sum_{i, j share a cluster} s_i s_j'``.
+
+    Parameters
+    ----------
+    scores : array_like of float, shape (n, q)
+        Per-observation score vectors (for a least-squares fit, ``x_i e_i``); NaN is not allowed.
+    clusters : array_like, shape (n,) or (n, D)
+        One cluster label per observation and dimension.
+
+    Returns
+    -------
+    ndarray, shape (q, q)
+        The multiway cluster-robust "meat" of Cameron, Gelbach & Miller (2011),
+        eq. 2.13, without small-sample factors (statsmodels' ``cov_type="cluster"``
+        meat with ``use_correction=False``: one way ``sum_c S_c S_c'``, two ways
+        ``V_1 + V_2 - V_12``). Symmetric; not necessarily positive semi-definite
+        with two or more dimensions (:func:`psd_part`).
+
+    Raises
+    ------
+    ValueError
+        ``scores`` not 2-D, mismatched lengths, or NaN scores.
+    """
+    s = np.asarray(scores, dtype=float)
+    if s.ndim != 2:
+        raise ValueError(f"scores must be 2-D (observations x parameters); got shape {s.shape}")
+    return np.asarray(_multiway_meat(s, clusters))
+
+
+def _multiway_meat(s: np.ndarray, clusters: Any) -> Any:
     c = np.asarray(clusters.to_numpy() if hasattr(clusters, "to_numpy") else clusters)
     c = c.reshape(c.shape[0], -1) if c.ndim else c.reshape(1, 1)
-    if c.shape[0] != s.size:
-        raise ValueError(f"clusters must have one row per score; got {c.shape[0]} and {s.size}")
+    if c.shape[0] != s.shape[0]:
+        raise ValueError(f"clusters must have one row per score; got {c.shape[0]} and {s.shape[0]}")
     if np.isnan(s).any():
         raise ValueError("scores must not be NaN")
     dims = np.column_stack([_codes(c[:, j]) for j in range(c.shape[1])])
-    return float(s @ s + sum(sign * _offdiag(s, rows, codes) for sign, rows, codes in _partitions(dims)))
+    return _gram(s) + sum((sign * _offdiag(s, rows, codes) for sign, rows, codes in _partitions(dims)),
+                          start=0.0 * _gram(s))
 
 
 @dataclass(frozen=True)
@@ -341,25 +435,94 @@ def shared_name_variance(values: Any, clusters: NameClusters, *, templates: str 
     ValueError
         ``values`` of another length than the clusters, or a bad ``templates``.
     """
+    v = np.asarray(values, dtype=float).ravel()
+    total, df, pairs = _shared(v, clusters, templates)
+    return SharedNameVariance(float(total), df, pairs)
+
+
+@dataclass(frozen=True)
+class SharedNameCovariance:
+    """Result of :func:`shared_name_covariance` and :func:`multiway_mean_covariance`.
+
+    Attributes
+    ----------
+    covariance : ndarray, shape (q, q)
+        The covariance matrix (symmetric; not clipped to positive semi-definite: see :func:`psd_part`).
+    df, n_pairs, correction
+        As :class:`SharedNameVariance`.
+    """
+
+    covariance: np.ndarray
+    df: float
+    n_pairs: int
+    correction: float = 1.0
+
+
+def shared_name_covariance(values: Any, clusters: NameClusters, *, templates: str = "fixed") -> SharedNameCovariance:
+    """The covariance matrix that names shared across matched sets add to the mean of a per-set vector.
+
+    The matrix form of :func:`shared_name_variance` (one implementation: every ``a_i a_j`` there is the outer
+    product ``a_i a_j'`` here, so for any vector ``c`` the quadratic form ``c' V c`` is
+    :func:`shared_name_variance` of ``values @ c``), for Wald and Hotelling tests over several contrasts at once
+    (:func:`fairpair.stats.stratified_k_test`).
+
+    Parameters
+    ----------
+    values : array_like of float, shape (n, q)
+        One vector per matched set (the k - 1 contrasts of a set's values); a row with NaN is left out.
+    clusters : NameClusters
+        From :func:`name_clusters` over the same sets.
+    templates : {"random", "fixed"}, default "fixed"
+        As :func:`shared_name_variance`.
+
+    Returns
+    -------
+    SharedNameCovariance
+        ``covariance`` (q, q), an unbiased estimate that may be indefinite: add it to the estimator's own
+        covariance and take the :func:`psd_part` of the sum (Cameron, Gelbach & Miller 2011).
+
+    Raises
+    ------
+    ValueError
+        ``values`` not 2-D or of another length than the clusters, or a bad ``templates``.
+    """
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 2:
+        raise ValueError(f"values must be 2-D (sets x contrasts); got shape {v.shape}")
+    total, df, pairs = _shared(v, clusters, templates)
+    return SharedNameCovariance(np.asarray(total, dtype=float).reshape(v.shape[1], v.shape[1]), df, pairs)
+
+
+def _rows_ok(v: np.ndarray) -> np.ndarray:
+    return ~np.isnan(v) if v.ndim == 1 else ~np.isnan(v).any(axis=1)
+
+
+def _col(x: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Per-set ``x`` (n,) shaped to broadcast against ``v`` ((n,) or (n, q))."""
+    return x if v.ndim == 1 else x[:, None]
+
+
+def _shared(v: np.ndarray, clusters: NameClusters, templates: str) -> tuple[Any, float, int]:
+    """:func:`shared_name_variance` for ``v`` of shape (n,) (a float) or (n, q) (a (q, q) matrix)."""
     if templates not in ("random", "fixed"):
         raise ValueError(f"templates must be 'random' or 'fixed'; got {templates!r}")
-    v = np.asarray(values, dtype=float).ravel()
-    if v.size != len(clusters):
-        raise ValueError(f"values must have one value per set; got {v.size} for {len(clusters)} sets")
-    ok = ~np.isnan(v)
+    if v.shape[0] != len(clusters):
+        raise ValueError(f"values must have one value per set; got {v.shape[0]} for {len(clusters)} sets")
+    ok = _rows_ok(v)
     nan = float("nan")
+    zero = 0.0 if v.ndim == 1 else np.zeros((v.shape[1], v.shape[1]))
     if ok.sum() < 2:
-        return SharedNameVariance(nan, nan, 0)
+        return zero + nan, nan, 0
     tmpl = clusters.template
     nt = np.bincount(tmpl[ok], minlength=int(tmpl.max()) + 1).astype(float)
     big_t = int((nt > 0).sum())
-    sums = np.bincount(tmpl[ok], weights=v[ok], minlength=nt.size)
-    mean_t = np.divide(sums, nt, out=np.zeros_like(sums), where=nt > 0)
+    sums = _sum_by(tmpl[ok], v[ok], nt.size)
+    mean_t = np.divide(sums, _col(nt, v), out=np.zeros_like(sums), where=_col(nt, v) > 0)
     w = np.where(ok, 1.0 / (big_t * np.maximum(nt[tmpl], 1.0)), 0.0)
-    a = np.where(ok, w * (np.nan_to_num(v) - mean_t[tmpl]), 0.0)
+    a = np.where(_col(ok, v), _col(w, v) * (np.nan_to_num(v) - mean_t[tmpl]), 0.0)
     ind = ok.astype(float)
     mask = ok.tobytes()
-    total = 0.0
+    total: Any = zero
     if templates == "random":
         terms = clusters.beyond_sets if clusters.crossed else clusters.union
 
@@ -367,12 +530,14 @@ def shared_name_variance(values: Any, clusters: NameClusters, *, templates: str 
             return sum(sign * (_offdiag(ind, r, c) - _offdiag(ind, rt, ct)) for sign, r, c, rt, ct, _tm in terms)
 
         for sign, rows, codes, rows_t, codes_t, _tm in terms:
-            total += sign * (_offdiag(a, rows, codes) - _offdiag(a, rows_t, codes_t))
+            total = total + sign * (_offdiag(a, rows, codes) - _offdiag(a, rows_t, codes_t))
         pairs = clusters.cached(("random", mask), count_random)
     else:
-        ss = np.bincount(tmpl[ok], weights=(v[ok] - mean_t[tmpl[ok]]) ** 2, minlength=nt.size)
-        s2 = np.divide(ss, nt - 1, out=np.zeros_like(ss), where=nt > 1)
-        v_strat = float(np.divide(s2, nt * big_t ** 2, out=np.zeros_like(s2), where=nt > 0).sum())
+        ss = _gram_by(tmpl[ok], v[ok] - mean_t[tmpl[ok]], nt.size)
+        per_t = (-1,) + (1,) * (ss.ndim - 1)
+        ntb = nt.reshape(per_t)
+        s2 = np.divide(ss, ntb - 1, out=np.zeros_like(ss), where=ntb > 1)
+        v_strat = np.divide(s2, ntb * big_t ** 2, out=np.zeros_like(s2), where=ntb > 0).sum(axis=0)
 
         def count_fixed() -> tuple[float, np.ndarray]:
             """Ordered pairs sharing a name, and per template H_t: sum of w_i w_j over its pairs sharing a name
@@ -386,18 +551,18 @@ def shared_name_variance(values: Any, clusters: NameClusters, *, templates: str 
             return n_pairs, np.divide(within, wt * wt, out=np.zeros_like(within), where=wt > 0)
 
         pairs, h_t = clusters.cached(("fixed", mask), count_fixed)
-        q = float(a @ a)
-        q_t = np.bincount(tmpl, weights=a * a, minlength=nt.size)
+        q = _gram(a)
+        q_t = _gram_by(tmpl, a, nt.size)
         for sign, rows, codes, rows_t, codes_t, tm in clusters.union:
-            q += sign * _offdiag(a, rows, codes)
-            q_t += sign * _offdiag_by(a, rows_t, codes_t, tm, nt.size)
+            q = q + sign * _offdiag(a, rows, codes)
+            q_t = q_t + sign * _offdiag_by(a, rows_t, codes_t, tm, nt.size)
         if not clusters.union:  # no name shared by two sets: exactly the stratified variance
-            total = 0.0
+            total = zero
         elif np.any(h_t >= 1.0):
-            total = float("nan")
+            total = zero + nan
         else:
-            total = float((q_t / (1.0 - h_t)).sum()) + (q - float(q_t.sum())) - v_strat
-    return SharedNameVariance(float(total), float(max(clusters.n_names - 1, 1)), int(round(pairs)))
+            total = (q_t / (1.0 - h_t).reshape(per_t)).sum(axis=0) + (q - q_t.sum(axis=0)) - v_strat
+    return total, float(max(clusters.n_names - 1, 1)), int(round(pairs))
 
 
 def multiway_mean_variance(values: Any, clusters: NameClusters) -> SharedNameVariance:
@@ -435,30 +600,65 @@ def multiway_mean_variance(values: Any, clusters: NameClusters) -> SharedNameVar
     ValueError
         ``values`` of another length than the clusters.
     """
-    v = np.asarray(values, dtype=float).ravel()
-    if v.size != len(clusters):
-        raise ValueError(f"values must have one value per set; got {v.size} for {len(clusters)} sets")
-    ok = ~np.isnan(v)
+    total, df, pairs, correction = _multiway(np.asarray(values, dtype=float).ravel(), clusters)
+    return SharedNameVariance(float(total), df, pairs, correction)
+
+
+def multiway_mean_covariance(values: Any, clusters: NameClusters) -> SharedNameCovariance:
+    """The matrix form of :func:`multiway_mean_variance` (the same sums with outer products ``a_i a_j'``): the
+    covariance of the mean of the template means of a per-set vector, templates and every group's names random.
+
+    Parameters
+    ----------
+    values : array_like of float, shape (n, q)
+        One vector per matched set; a row with NaN is left out.
+    clusters : NameClusters
+
+    Returns
+    -------
+    SharedNameCovariance
+        ``covariance`` (q, q) the whole covariance of the estimate (may be indefinite: :func:`psd_part`), ``df``
+        ``min(T, fewest names of a group) - 1``, ``correction`` ``1 / (1 - H)``. NaN with fewer than two
+        templates or values.
+
+    Raises
+    ------
+    ValueError
+        ``values`` not 2-D or of another length than the clusters.
+    """
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 2:
+        raise ValueError(f"values must be 2-D (sets x contrasts); got shape {v.shape}")
+    total, df, pairs, correction = _multiway(v, clusters)
+    return SharedNameCovariance(np.asarray(total, dtype=float).reshape(v.shape[1], v.shape[1]), df, pairs,
+                                correction)
+
+
+def _multiway(v: np.ndarray, clusters: NameClusters) -> tuple[Any, float, int, float]:
+    """:func:`multiway_mean_variance` for ``v`` of shape (n,) (a float) or (n, q) (a (q, q) matrix)."""
+    if v.shape[0] != len(clusters):
+        raise ValueError(f"values must have one value per set; got {v.shape[0]} for {len(clusters)} sets")
+    ok = _rows_ok(v)
     nan = float("nan")
+    zero = 0.0 if v.ndim == 1 else np.zeros((v.shape[1], v.shape[1]))
     tmpl = clusters.template
     nt = np.bincount(tmpl[ok], minlength=int(tmpl.max()) + 1 if tmpl.size else 0).astype(float)
     big_t = int((nt > 0).sum())
     if big_t < 2 or int(ok.sum()) < 2:
-        return SharedNameVariance(nan, nan, 0)
+        return zero + nan, nan, 0, 1.0
     w = np.where(ok, 1.0 / (big_t * np.maximum(nt[tmpl], 1.0)), 0.0)
-    est = float((w * np.nan_to_num(v)).sum())
-    a = np.where(ok, w * (np.nan_to_num(v) - est), 0.0)
+    est = (_col(w, v) * np.nan_to_num(v)).sum(axis=0)
+    a = np.where(_col(ok, v), _col(w, v) * (np.nan_to_num(v) - est), 0.0)
 
-    def share(x: np.ndarray) -> float:
-        """``sum_{i, j share the template or a name} x_i x_j`` (diagonal included)."""
-        st = np.bincount(tmpl, weights=x)
-        out = float(st @ st)
+    def share(x: np.ndarray) -> Any:
+        """``sum_{i, j share the template or a name} x_i x_j'`` (diagonal included)."""
+        out = _gram(_sum_by(tmpl, x))
         for sign, rows, codes, rows_t, codes_t, _tm in clusters.union:  # a shared name, another template
-            out += sign * (_offdiag(x, rows, codes) - _offdiag(x, rows_t, codes_t))
+            out = out + sign * (_offdiag(x, rows, codes) - _offdiag(x, rows_t, codes_t))
         return out
 
     h, pairs = clusters.cached(("multiway", ok.tobytes()),
                                lambda: (share(w), share(ok.astype(float)) - float(ok.sum())))
     correction = 1.0 / (1.0 - h) if h < 1.0 else nan
     df = float(min(big_t, clusters.n_names) - 1) if clusters.n_names > 1 else float(big_t - 1)
-    return SharedNameVariance(float(share(a) * correction), df, int(round(pairs)), correction)
+    return share(a) * correction, df, int(round(pairs)), correction
