@@ -531,3 +531,17 @@ def test_analyze_of_an_unmeasured_run_says_to_measure_it(tmp_path, capsys):
     assert _cli(["measure", run, "-q"], capsys)[0] == 0
     code, out, err = _cli(["analyze", run], capsys)
     assert "no measured value" not in out + err
+
+
+def test_a_folder_of_runs_given_as_a_run_names_the_runs_inside(tmp_path, capsys):
+    """Newcomer walk: `fairpair report runs` (the folder, not `runs/demo`) said 'not a fairpair run directory'
+    twice (message and hint); the hint now names the run directories inside it."""
+    battery, runs = tmp_path / "b.yaml", tmp_path / "runs"
+    assert _cli(["init", battery, "--target", "mock"], capsys)[0] == 0
+    assert _cli(["run", battery, "--out", runs / "demo", "--no-measure", "--no-report", "-q"], capsys)[0] in (0, 1)
+    code, out, err = _cli(["report", runs], capsys)
+    flat = " ".join((out + err).split())
+    assert code == 2
+    assert f"error: {runs}: not a fairpair run directory it has no store.sqlite: give the directory that " \
+           f"`fairpair run --out` wrote; run directories inside it: {runs / 'demo'}" in flat
+    assert flat.count("not a fairpair run directory") == 1

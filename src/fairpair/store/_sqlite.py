@@ -382,8 +382,14 @@ class Store:
         if not path.exists():
             if not create:
                 hint = None
-                if run_dir.is_dir():
-                    hint = "this directory has no store.sqlite; it is not a fairpair run directory"
+                if run_dir.is_dir():  # e.g. runs/ for runs/demo: name the run directories inside it
+                    try:
+                        inside = sorted(str(p.parent) for p in run_dir.glob(f"*/{STORE_NAME}"))
+                    except OSError:
+                        inside = []
+                    hint = ("it has no store.sqlite: give the directory that `fairpair run --out` wrote"
+                            + (f"; run directories inside it: {', '.join(inside[:5])}"
+                               + (f" and {len(inside) - 5} more" if len(inside) > 5 else "") if inside else ""))
                 raise FairpairError("not a fairpair run directory", file=run_dir, hint=hint)
             try:
                 run_dir.mkdir(parents=True, exist_ok=True)
