@@ -98,10 +98,8 @@ def fairpair_limiter(lim: Limits) -> Acquire:
     return rl.acquire
 
 
-def aiolimiter_limiter(lim: Limits) -> Acquire:
-    """aiolimiter as documented for "max_rate per time_period" (bursts of max_rate allowed)."""
-    req = AsyncLimiter(lim.requests, lim.window) if lim.requests else None
-    tok = AsyncLimiter(lim.tokens, lim.window) if lim.tokens else None
+def _in_turn(req: AsyncLimiter | None, tok: AsyncLimiter | None) -> Acquire:
+    """Acquire from the request limiter, then ``n`` tokens (at most its bucket) from the token limiter."""
 
     async def acquire(n: int) -> None:
         if req is not None:
@@ -110,6 +108,14 @@ def aiolimiter_limiter(lim: Limits) -> Acquire:
             await tok.acquire(min(n, tok.max_rate))
 
     return acquire
+
+
+def aiolimiter_limiter(lim: Limits) -> Acquire:
+    """aiolimiter as documented for "max_rate per time_period" (bursts of max_rate allowed)."""
+    req = AsyncLimiter(lim.requests, lim.window) if lim.requests else None
+    tok = AsyncLimiter(lim.tokens, lim.window) if lim.tokens else None
+
+    return _in_turn(req, tok)
 
 
 def aio_noburst_limiter(lim: Limits) -> Acquire:
@@ -117,13 +123,7 @@ def aio_noburst_limiter(lim: Limits) -> Acquire:
     req = AsyncLimiter(1, lim.window / lim.requests) if lim.requests else None
     tok = AsyncLimiter(lim.largest, lim.largest * lim.window / lim.tokens) if lim.tokens else None
 
-    async def acquire(n: int) -> None:
-        if req is not None:
-            await req.acquire()
-        if tok is not None:
-            await tok.acquire(min(n, tok.max_rate))
-
-    return acquire
+    return _in_turn(req, tok)
 
 
 LIMITERS: dict[str, Callable[[Limits], Acquire]] = {

@@ -554,7 +554,9 @@ def crossed_verdict_inputs(f: dict[str, Any], cr: Any, *, reason: str | None, al
                      f"sign-flip test over {cr.n_templates} templates; never a pass")
     elif reason is None:
         ci_a = tuple(cr.confidence_interval(1.0 - alpha, bounds=bounds))
-        ci_eq = tuple(_pass_interval(cr, 1.0 - 2.0 * alpha, bounds, bounded))
+        pass_ci = _pass_interval(cr, 1.0 - 2.0 * alpha, bounds, bounded)
+        ci_eq = tuple(pass_ci)
+        f["equivalence_ci"] = interval(pass_ci)  # computed once: the pass rule's interval is the one shown
         pvalue = num(cr.pvalue)
     if "equivalence_ci" not in f:
         f["equivalence_ci"] = interval(_pass_interval(cr, 1.0 - 2.0 * alpha, bounds, bounded))
@@ -575,15 +577,17 @@ def _pass_interval(cr: Any, level: float, bounds: tuple[float, float] | None,
     interval passes 4.1-5.6% on every bounded row and more often at 0 (``benchmarks/HISTORY.md``, 2026-12-05)."""
     from fairpair.stats import ConfidenceInterval, logit_interval, null_variance_interval
 
-    eq = cr.equivalence_interval(level, bounds=bounds)
-    if bounded is None or not np.isfinite(eq.low):
-        return eq
+    if bounded is None:
+        return cr.equivalence_interval(level, bounds=bounds)
     t = cr.confidence_interval(level, bounds=bounds)
+    if not np.isfinite(t.low):  # Hall's hull is the t itself then
+        return t
     lg = logit_interval(bounded.cells_a, bounded.cells_b, names=bounded.names, bounds=bounded.scale_range,
                         confidence_level=level)
     if np.isfinite(lg.low):
         return ConfidenceInterval(min(t.low, lg.low), max(t.high, lg.high), level,
                                   f"{t.method}; hull with the logit-scale interval")
+    eq = cr.equivalence_interval(level, bounds=bounds)  # Hall's hull, needed only here
     nv = null_variance_interval(cr.estimate, cr.se, cr.df, cr.mean_b, bounded.n_a, bounded.n_b,
                                 bounded.scale_range, level)
     if not np.isfinite(nv.low):

@@ -125,16 +125,19 @@ def _quiet_status_marks(quiet: list[VerdictRow], lang: str) -> list[str]:
             for st, pairs in by_statuses.items()]
 
 
+def _status_word(status: str, lang: str, form: str) -> str:
+    """An answer status (``truncated``) in the report's language, ``form`` ``"adj"`` (``truncada``) or
+    ``"plural"`` (``truncadas``); the status itself where the catalogue has no word for it."""
+    try:
+        return msg(lang, f"status.{form}.{status}")
+    except KeyError:
+        return status
+
+
 def _status_words(measures: tuple[str, ...], lang: str) -> str:
     """``("answer.failed", "answer.empty", "answer.refused")`` -> ``failed, empty or refused`` (``fallida,
     vacía ni rechazada``): each status's adjective (the status itself where the catalogue has none), in order."""
-    words = []
-    for m in measures:
-        status = m.removeprefix("answer.")
-        try:
-            words.append(msg(lang, f"status.adj.{status}"))
-        except KeyError:
-            words.append(status)
+    words = [_status_word(m.removeprefix("answer."), lang, "adj") for m in measures]
     if len(words) == 1:
         return words[0]
     return msg(lang, "list.nor", rest=", ".join(words[:-1]), last=words[-1])
@@ -567,20 +570,15 @@ def _status_rows(data: ReportData, lang: str) -> list[str]:
     """One line per target: the usable share, the degenerate kinds, and each group's rate of them."""
     from fairpair.report._catalog import fmt_pct
 
-    def word(status: str) -> str:  # the status in the report's language ("truncadas"), else as stored
-        try:
-            return msg(lang, f"status.plural.{status}")
-        except KeyError:
-            return status
-
     out = []
     for target, st in (data.results.answer_statuses if data.results is not None else {}).items():
         counts = st.counts
-        kinds = ", ".join(f"{n} {word(k)}" for k, n in counts.items() if k != "ok") or "—"
+        kinds = ", ".join(f"{n} {_status_word(k, lang, 'plural')}" for k, n in counts.items() if k != "ok") or "—"
         groups = []
         for attr, by in st.by_group.items():
             for g, rates in by.items():
-                bad = ", ".join(f"{fmt_pct(r, lang, 0)} {word(k)}" for k, r in rates.items() if k != "ok" and r)
+                bad = ", ".join(f"{fmt_pct(r, lang, 0)} {_status_word(k, lang, 'plural')}"
+                                for k, r in rates.items() if k != "ok" and r)
                 groups.append(f"{group_label(data.battery, attr, g)} {bad or fmt_pct(0, lang, 0)}")
         out.append(msg(lang, "counts.status_row", target=target, usable=fmt_pct(st.usable_share, lang, 0),
                        kinds=kinds, groups="; ".join(groups) or "—"))

@@ -106,6 +106,14 @@ METHOD = ("score-type: the quasi-binomial variance at the hypothesis given group
           "design effect (Dunnett & Gent 1977; Rao & Scott 1992)")
 
 
+def _checked_bounds(bounds: tuple[float, float]) -> tuple[float, float]:
+    """``bounds`` as floats ``(lo, hi)``; ValueError unless both are finite with ``lo < hi``."""
+    lo, hi = (float(b) for b in bounds)
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"bounds must be finite with low < high; got {bounds!r}")
+    return lo, hi
+
+
 def null_variance_interval(estimate: float, se: float, df: float, mean_b: float, n_a: float, n_b: float,
                            bounds: tuple[float, float], confidence_level: float = 0.90) -> ConfidenceInterval:
     """The ``delta`` that the score-type test of ``D = delta`` (module notes) does not reject at ``1 - level``.
@@ -136,9 +144,7 @@ def null_variance_interval(estimate: float, se: float, df: float, mean_b: float,
         ``bounds`` not finite with ``lo < hi``, ``n_a`` / ``n_b`` not positive, or a bad level.
     """
     level = check_level(confidence_level)
-    lo, hi = (float(b) for b in bounds)
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ValueError(f"bounds must be finite with low < high; got {bounds!r}")
+    lo, hi = _checked_bounds(bounds)
     if not (n_a > 0 and n_b > 0):
         raise ValueError(f"n_a and n_b must be positive; got {n_a!r}, {n_b!r}")
     nan = ConfidenceInterval(math.nan, math.nan, level, METHOD)
@@ -190,9 +196,7 @@ def logit_interval(cells_a: Any, cells_b: Any, *, names: str, bounds: tuple[floa
         ``bounds`` not finite with ``lo < hi``, a bad ``names`` or level.
     """
     level = check_level(confidence_level)
-    lo, hi = (float(b) for b in bounds)
-    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-        raise ValueError(f"bounds must be finite with low < high; got {bounds!r}")
+    lo, hi = _checked_bounds(bounds)
     span = hi - lo
     nan = ConfidenceInterval(math.nan, math.nan, level, LOGIT_METHOD)
     a = (np.asarray(cells_a, dtype=float) - lo) / span
